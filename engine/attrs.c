@@ -1,0 +1,254 @@
+/* attrs.c — named, typed attribute values of ops (ints, floats, strings, dtypes, shapes, tensors,
+ * lists), with deep copies so that a node's attrs are its own. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+tide_attrs *tide_attrs_new(void)
+{
+    return calloc(1, sizeof(tide_attrs));
+}
+
+void tide__attr_value_clear(tide_attr_value *v)
+{
+    switch (v->type) {
+    case TIDE_ATTR_STRING: free(v->u.s); break;
+    case TIDE_ATTR_TENSOR: tide_tensor_release(v->u.tensor); break;
+    case TIDE_ATTR_INT_LIST:
+    case TIDE_ATTR_FLOAT_LIST:
+    case TIDE_ATTR_TYPE_LIST: free(v->u.list.items); break;
+    default: break;
+    }
+    memset(v, 0, sizeof *v);
+}
+
+static size_t list_item_size(tide_attr_type t)
+{
+    return t == TIDE_ATTR_INT_LIST ? sizeof(int64_t)
+         : t == TIDE_ATTR_FLOAT_LIST ? sizeof(double) : sizeof(tide_dtype);
+}
+
+void tide__attr_value_copy(tide_attr_value *dst, const tide_attr_value *src)
+{
+    *dst = *src;
+    switch (src->type) {
+    case TIDE_ATTR_STRING: dst->u.s = tide__strdup(src->u.s); break;
+    case TIDE_ATTR_TENSOR: tide_tensor_retain(src->u.tensor); break;
+    case TIDE_ATTR_INT_LIST:
+    case TIDE_ATTR_FLOAT_LIST:
+    case TIDE_ATTR_TYPE_LIST: {
+        size_t bytes = list_item_size(src->type) * (size_t)src->u.list.n;
+        dst->u.list.items = malloc(bytes ? bytes : 1);
+        if (dst->u.list.items && bytes)
+            memcpy(dst->u.list.items, src->u.list.items, bytes);
+        break;
+    }
+    default: break;
+    }
+}
+
+void tide_attrs_free(tide_attrs *a)
+{
+    if (!a)
+        return;
+    for (int i = 0; i < a->count; i++) {
+        free(a->items[i].name);
+        tide__attr_value_clear(&a->items[i].value);
+    }
+    free(a->items);
+    free(a);
+}
+
+tide_attrs *tide_attrs_clone(const tide_attrs *a)
+{
+    tide_attrs *c = tide_attrs_new();
+    if (!c || !a)
+        return c;
+    for (int i = 0; i < a->count; i++)
+        tide__attrs_set_value(c, a->items[i].name, &a->items[i].value);
+    return c;
+}
+
+const tide_attr_value *tide__attrs_find(const tide_attrs *a, const char *name)
+{
+    if (!a)
+        return NULL;
+    for (int i = 0; i < a->count; i++)
+        if (strcmp(a->items[i].name, name) == 0)
+            return &a->items[i].value;
+    return NULL;
+}
+
+void tide__attrs_set_value(tide_attrs *a, const char *name, const tide_attr_value *v)
+{
+    if (!a || !name)
+        return;
+    for (int i = 0; i < a->count; i++)
+        if (strcmp(a->items[i].name, name) == 0) {
+            tide_attr_value copy;
+            tide__attr_value_copy(&copy, v);
+            tide__attr_value_clear(&a->items[i].value);
+            a->items[i].value = copy;
+            return;
+        }
+    if (a->count == a->cap) {
+        int cap = a->cap ? a->cap * 2 : 4;
+        tide_attr_entry *items = realloc(a->items, (size_t)cap * sizeof *items);
+        if (!items)
+            return;
+        a->items = items;
+        a->cap = cap;
+    }
+    tide_attr_entry *e = &a->items[a->count++];
+    e->name = tide__strdup(name);
+    tide__attr_value_copy(&e->value, v);
+}
+
+#define SETTER(fn, ctype, tag, field)                                        \
+    void fn(tide_attrs *a, const char *name, ctype v)                        \
+    {                                                                        \
+        tide_attr_value val = {.type = tag};                                 \
+        val.u.field = v;                                                     \
+        tide__attrs_set_value(a, name, &val);                                \
+    }
+SETTER(tide_attrs_set_int, int64_t, TIDE_ATTR_INT, i)
+SETTER(tide_attrs_set_float, double, TIDE_ATTR_FLOAT, f)
+SETTER(tide_attrs_set_bool, bool, TIDE_ATTR_BOOL, b)
+SETTER(tide_attrs_set_type, tide_dtype, TIDE_ATTR_TYPE, t)
+#undef SETTER
+
+void tide_attrs_set_string(tide_attrs *a, const char *name, const char *v)
+{
+    tide_attr_value val = {.type = TIDE_ATTR_STRING};
+    val.u.s = (char *)(v ? v : "");
+    tide__attrs_set_value(a, name, &val);
+}
+
+void tide_attrs_set_shape(tide_attrs *a, const char *name, const tide_shape *v)
+{
+    tide_attr_value val = {.type = TIDE_ATTR_SHAPE};
+    val.u.shape = *v;
+    tide__attrs_set_value(a, name, &val);
+}
+
+void tide_attrs_set_tensor(tide_attrs *a, const char *name, tide_tensor *v)
+{
+    if (!v)
+        return;
+    tide_attr_value val = {.type = TIDE_ATTR_TENSOR};
+    val.u.tensor = v;
+    tide__attrs_set_value(a, name, &val);
+}
+
+static void set_list(tide_attrs *a, const char *name, tide_attr_type t, const void *v, int n)
+{
+    tide_attr_value val = {.type = t};
+    val.u.list.items = (void *)v;
+    val.u.list.n = n < 0 ? 0 : n;
+    tide__attrs_set_value(a, name, &val);
+}
+
+void tide_attrs_set_int_list(tide_attrs *a, const char *name, const int64_t *v, int n)
+{
+    set_list(a, name, TIDE_ATTR_INT_LIST, v, n);
+}
+
+void tide_attrs_set_float_list(tide_attrs *a, const char *name, const double *v, int n)
+{
+    set_list(a, name, TIDE_ATTR_FLOAT_LIST, v, n);
+}
+
+void tide_attrs_set_type_list(tide_attrs *a, const char *name, const tide_dtype *v, int n)
+{
+    set_list(a, name, TIDE_ATTR_TYPE_LIST, v, n);
+}
+
+int tide_attrs_count(const tide_attrs *a)
+{
+    return a ? a->count : 0;
+}
+
+const char *tide_attrs_name_at(const tide_attrs *a, int i)
+{
+    return a && i >= 0 && i < a->count ? a->items[i].name : NULL;
+}
+
+tide_attr_type tide_attrs_type(const tide_attrs *a, const char *name)
+{
+    const tide_attr_value *v = tide__attrs_find(a, name);
+    return v ? v->type : TIDE_ATTR_NONE;
+}
+
+#define GETTER(fn, ctype, tag, field)                                        \
+    bool fn(const tide_attrs *a, const char *name, ctype *v)                 \
+    {                                                                        \
+        const tide_attr_value *val = tide__attrs_find(a, name);              \
+        if (!val || val->type != tag)                                        \
+            return false;                                                    \
+        *v = val->u.field;                                                   \
+        return true;                                                         \
+    }
+GETTER(tide_attrs_get_int, int64_t, TIDE_ATTR_INT, i)
+GETTER(tide_attrs_get_bool, bool, TIDE_ATTR_BOOL, b)
+GETTER(tide_attrs_get_type, tide_dtype, TIDE_ATTR_TYPE, t)
+GETTER(tide_attrs_get_shape, tide_shape, TIDE_ATTR_SHAPE, shape)
+GETTER(tide_attrs_get_tensor, tide_tensor *, TIDE_ATTR_TENSOR, tensor)
+#undef GETTER
+
+bool tide_attrs_get_float(const tide_attrs *a, const char *name, double *v)
+{
+    const tide_attr_value *val = tide__attrs_find(a, name);
+    if (!val)
+        return false;
+    if (val->type == TIDE_ATTR_FLOAT)
+        *v = val->u.f;
+    else if (val->type == TIDE_ATTR_INT) /* an integer literal where a float is wanted */
+        *v = (double)val->u.i;
+    else
+        return false;
+    return true;
+}
+
+bool tide_attrs_get_string(const tide_attrs *a, const char *name, const char **v)
+{
+    const tide_attr_value *val = tide__attrs_find(a, name);
+    if (!val || val->type != TIDE_ATTR_STRING)
+        return false;
+    *v = val->u.s;
+    return true;
+}
+
+#define LIST_GETTER(fn, ctype, tag)                                              \
+    bool fn(const tide_attrs *a, const char *name, const ctype **v, int *n)      \
+    {                                                                            \
+        const tide_attr_value *val = tide__attrs_find(a, name);                  \
+        if (!val || val->type != tag)                                            \
+            return false;                                                        \
+        *v = (const ctype *)val->u.list.items;                                   \
+        *n = val->u.list.n;                                                      \
+        return true;                                                             \
+    }
+LIST_GETTER(tide_attrs_get_int_list, int64_t, TIDE_ATTR_INT_LIST)
+LIST_GETTER(tide_attrs_get_float_list, double, TIDE_ATTR_FLOAT_LIST)
+LIST_GETTER(tide_attrs_get_type_list, tide_dtype, TIDE_ATTR_TYPE_LIST)
+#undef LIST_GETTER
+
+const char *tide__attr_type_name(tide_attr_type t)
+{
+    switch (t) {
+    case TIDE_ATTR_NONE: return "none";
+    case TIDE_ATTR_INT: return "int";
+    case TIDE_ATTR_FLOAT: return "float";
+    case TIDE_ATTR_BOOL: return "bool";
+    case TIDE_ATTR_STRING: return "string";
+    case TIDE_ATTR_TYPE: return "type";
+    case TIDE_ATTR_SHAPE: return "shape";
+    case TIDE_ATTR_TENSOR: return "tensor";
+    case TIDE_ATTR_INT_LIST: return "list(int)";
+    case TIDE_ATTR_FLOAT_LIST: return "list(float)";
+    case TIDE_ATTR_TYPE_LIST: return "list(type)";
+    }
+    return "?";
+}

@@ -1,0 +1,125 @@
+/* engine.c — the engine: its devices, its thread pool, its containers of variables and the
+ * observers that watch its runs. Sessions run over an engine; several may run at once. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+void tide__engine_free_containers(tide_engine *e);
+
+void tide_engine_options_init(tide_engine_options *opts)
+{
+    memset(opts, 0, sizeof *opts);
+}
+
+static int env_int(const char *name, int fallback)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return fallback;
+    char *end;
+    long x = strtol(v, &end, 10);
+    return *end || x < 1 || x > 1024 ? fallback : (int)x;
+}
+
+tide_engine *tide_engine_new(const tide_engine_options *opts, tide_error *err)
+{
+    if (tide__registry_ready(err) != TIDE_OK)
+        return NULL;
+    tide_engine_options o;
+    tide_engine_options_init(&o);
+    if (opts)
+        o = *opts;
+    if (o.num_threads < 0 || o.num_threads > 1024 || o.num_cpu_devices < 0 || o.num_cpu_devices > 64) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT,
+                       "engine options out of range: num_threads=%d (0..1024), num_cpu_devices=%d (0..64)",
+                       o.num_threads, o.num_cpu_devices);
+        return NULL;
+    }
+    if (o.num_threads == 0)
+        o.num_threads = env_int("TIDE_THREADS", (int)sysconf(_SC_NPROCESSORS_ONLN));
+    if (o.num_cpu_devices == 0)
+        o.num_cpu_devices = env_int("TIDE_CPU_DEVICES", 1);
+    tide_engine *e = calloc(1, sizeof *e);
+    if (!e) {
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&e->containers_lock, NULL);
+    pthread_mutex_init(&e->observers_lock, NULL);
+    e->next_observer_id = 1;
+    e->devices = calloc((size_t)o.num_cpu_devices, sizeof *e->devices);
+    e->pool = tide__pool_new(o.num_threads > 0 ? o.num_threads : 1);
+    if (!e->devices || !e->pool) {
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "cannot start %d executor threads", o.num_threads);
+        tide_engine_free(e);
+        return NULL;
+    }
+    e->num_devices = o.num_cpu_devices;
+    for (int i = 0; i < e->num_devices; i++) {
+        tide_device *d = &e->devices[i];
+        snprintf(d->name, sizeof d->name, "/job:localhost/replica:0/task:0/device:cpu:%d", i);
+        tide_device_spec_parse(d->name, &d->spec, NULL);
+        snprintf(d->type, sizeof d->type, "cpu");
+        d->index = i;
+    }
+    return e;
+}
+
+void tide_engine_free(tide_engine *e)
+{
+    if (!e)
+        return;
+    tide__pool_free(e->pool);
+    tide__engine_free_containers(e);
+    free(e->devices);
+    free(e->observers);
+    pthread_mutex_destroy(&e->containers_lock);
+    pthread_mutex_destroy(&e->observers_lock);
+    free(e);
+}
+
+int tide_engine_num_threads(const tide_engine *e) { return tide__pool_size(e->pool); }
+int tide_engine_num_devices(const tide_engine *e) { return e->num_devices; }
+
+const char *tide_engine_device_name(const tide_engine *e, int i)
+{
+    return i >= 0 && i < e->num_devices ? e->devices[i].name : NULL;
+}
+
+int tide_engine_add_observer(tide_engine *e, const tide_observer *obs, tide_error *err)
+{
+    if (!obs) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "observer is NULL");
+        return 0;
+    }
+    pthread_mutex_lock(&e->observers_lock);
+    tide_observer_slot *slots = realloc(e->observers, (size_t)(e->num_observers + 1) * sizeof *slots);
+    if (!slots) {
+        pthread_mutex_unlock(&e->observers_lock);
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+        return 0;
+    }
+    e->observers = slots;
+    int id = e->next_observer_id++;
+    slots[e->num_observers++] = (tide_observer_slot){id, *obs};
+    atomic_fetch_add(&e->observers_version, 1);
+    pthread_mutex_unlock(&e->observers_lock);
+    return id;
+}
+
+void tide_engine_remove_observer(tide_engine *e, int id)
+{
+    pthread_mutex_lock(&e->observers_lock);
+    for (int i = 0; i < e->num_observers; i++)
+        if (e->observers[i].id == id) {
+            memmove(&e->observers[i], &e->observers[i + 1],
+                    (size_t)(e->num_observers - i - 1) * sizeof *e->observers);
+            e->num_observers--;
+            atomic_fetch_add(&e->observers_version, 1);
+            break;
+        }
+    pthread_mutex_unlock(&e->observers_lock);
+}

@@ -1,0 +1,2 @@
+/* graph.c — in progress. */
+typedef int tide_placeholder_graph;

@@ -1,0 +1,352 @@
+/* internal.h — structures shared by the engine's own files. Nothing outside engine/ includes this.
+ *
+ * Map of the engine (one concept per file):
+ *   error.c dtype.c shape.c attrs.c         value types
+ *   tensor.c tensor_format.c tensor_cast.c  reference-counted tensors over shared buffers
+ *   op_spec.c registry.c                    op definitions parsed from spec strings; kernels
+ *   bind.c                                  checking a node's inputs/attrs against its op
+ *   graph.c node_builder.c graph_text.c     the graph, building nodes, the text format
+ *   device.c engine.c variable.c            devices, the engine, containers of variables
+ *   kernel_ctx.c eager.c                    the context kernels run in; running one op eagerly
+ *   plan.c executor.c threadpool.c          pruned plans per signature; running them in parallel
+ *   session.c                               sessions: plan cache, Run, cancellation, observers
+ */
+#ifndef TIDE_INTERNAL_H
+#define TIDE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+
+#include "tide.h"
+#include "tide_op.h"
+
+#define TIDE_UNUSED(x) ((void)(x))
+
+/* ---------------------------------------------------------------- errors */
+
+/* Appends "prefix: " before the current message of err (used to name nodes). */
+void tide__error_prefix(tide_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+tide_status tide__error_vset(tide_error *err, tide_status code, const char *fmt, va_list ap);
+/* Copies src's code and message into dst. */
+void tide__error_copy(tide_error *dst, const tide_error *src);
+char *tide__strdup(const char *s);
+char *tide__asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int64_t tide__now_ns(void);
+
+/* ---------------------------------------------------------------- tensors */
+
+typedef struct tide_buffer {
+    atomic_int refs;
+    void *data;
+    size_t size;
+    tide_dtype dtype;
+    int64_t num_strings;       /* TIDE_STRING: elements whose data this buffer frees */
+    tide_deallocator dealloc;  /* NULL: tide's own allocation */
+    void *dealloc_arg;
+    void *block;               /* non-NULL: buffer lives inside this malloc'd tensor block */
+} tide_buffer;
+
+struct tide_tensor {
+    atomic_int refs;
+    tide_dtype dtype;
+    tide_shape shape;
+    int64_t num_elements;
+    tide_buffer *buf;
+    size_t offset;             /* bytes into buf->data */
+};
+
+/* A tensor header over buf (retained) at offset. */
+tide_tensor *tide__tensor_view(tide_buffer *buf, size_t offset, tide_dtype dt,
+                               const tide_shape *shape, tide_error *err);
+/* Allocates without zeroing numbers (strings are still emptied). */
+tide_tensor *tide__tensor_alloc(tide_dtype dt, const tide_shape *shape, bool zero, tide_error *err);
+
+/* ---------------------------------------------------------------- attrs */
+
+typedef struct tide_attr_value {
+    tide_attr_type type;
+    union {
+        int64_t i;
+        double f;
+        bool b;
+        char *s;
+        tide_dtype t;
+        tide_shape shape;
+        tide_tensor *tensor;
+        struct {
+            void *items;
+            int n;
+        } list;
+    } u;
+} tide_attr_value;
+
+typedef struct tide_attr_entry {
+    char *name;
+    tide_attr_value value;
+} tide_attr_entry;
+
+struct tide_attrs {
+    int count, cap;
+    tide_attr_entry *items;
+};
+
+const tide_attr_value *tide__attrs_find(const tide_attrs *a, const char *name);
+void tide__attrs_set_value(tide_attrs *a, const char *name, const tide_attr_value *v); /* copies */
+void tide__attr_value_clear(tide_attr_value *v);
+void tide__attr_value_copy(tide_attr_value *dst, const tide_attr_value *src);
+/* Text of a value as the graph text format writes it (malloc'd). */
+char *tide__attr_value_format(const tide_attr_value *v);
+const char *tide__attr_type_name(tide_attr_type t);
+
+/* ---------------------------------------------------------------- op definitions and registry */
+
+typedef struct tide_arg_def {
+    char *name;
+    tide_dtype fixed_dtype;    /* TIDE_INVALID_DTYPE if given by type_attr */
+    char *type_attr;           /* "T" or NULL */
+    char *number_attr;         /* "N" for "N * T" lists, else NULL */
+    bool is_ref;
+} tide_arg_def;
+
+typedef struct tide_attr_def {
+    char *name;
+    tide_attr_type type;
+    uint32_t allowed_dtypes;   /* bit per dtype for type attrs; 0 = any */
+    bool has_min;
+    int64_t min;
+    bool has_default;
+    tide_attr_value default_value;
+} tide_attr_def;
+
+typedef struct tide_kernel_def {
+    tide_kernel_spec spec;
+    char *op_name;
+    char *device_type;
+    struct {
+        char *attr;
+        uint32_t allowed;
+    } constraints[4];
+    int num_constraints;
+    struct tide_kernel_def *next;
+} tide_kernel_def;
+
+typedef struct tide_op_def {
+    char *name;
+    int num_inputs, num_outputs, num_attrs;
+    tide_arg_def inputs[TIDE_OP_MAX_ARGS];
+    tide_arg_def outputs[TIDE_OP_MAX_ARGS];
+    tide_attr_def attrs[TIDE_OP_MAX_ATTRS];
+    unsigned flags;
+    tide_shape_fn shape_fn;
+    char *doc;
+    tide_kernel_def *kernels;  /* every device type */
+} tide_op_def;
+
+/* Parses a spec into def (0 on success, else fills err). */
+tide_status tide__op_def_parse(const tide_op_spec *spec, tide_op_def *def, tide_error *err);
+void tide__op_def_clear(tide_op_def *def);
+const tide_attr_def *tide__op_attr_def(const tide_op_def *def, const char *name);
+/* Parses "{float32, int32}", "numbertype"... into a dtype bitmask; 0 on error. */
+uint32_t tide__dtype_set_parse(const char *text);
+
+/* Finalises registration once (attaches kernels, records errors); TIDE_OK if the registry is sane. */
+tide_status tide__registry_ready(tide_error *err);
+const tide_op_def *tide__registry_find(const char *op);
+/* Nearest registered op names to a misspelt one, as ", did you mean X?" or "" (static buffer-free:
+ * writes into buf). */
+const char *tide__registry_suggest(const char *op, char *buf, size_t size);
+/* The first kernel of op for device_type that accepts the bound attrs, or NULL. */
+const tide_kernel_def *tide__registry_kernel(const tide_op_def *op, const char *device_type,
+                                             const tide_attrs *bound);
+int tide__levenshtein(const char *a, const char *b);
+
+/* ---------------------------------------------------------------- binding a node to its op */
+
+/* What binding found: each op input arg covers inputs [arg_start[i], arg_start[i+1]). */
+typedef struct tide_binding {
+    int arg_start[TIDE_OP_MAX_ARGS + 1];
+    int num_outputs;
+    tide_dtype *output_dtypes; /* malloc'd, num_outputs */
+    int *output_arg;           /* malloc'd: which output arg each output belongs to */
+} tide_binding;
+
+/* Checks input dtypes against def (group_sizes[g] inputs per op input arg; NULL: infer), infers
+ * type/number attrs into attrs, fills defaults, checks every attr, computes output dtypes.
+ * `who` names the node for messages ("node 'x' (Add)"). */
+tide_status tide__bind(const tide_op_def *def, const char *who, const tide_dtype *in_dtypes,
+                       int num_inputs, const int *group_sizes, int num_groups, tide_attrs *attrs,
+                       tide_binding *out, tide_error *err);
+void tide__binding_clear(tide_binding *b);
+
+/* Runs def's shape function. in_values[i] may be NULL. out_shapes has b->num_outputs entries. */
+tide_status tide__infer_shapes(const tide_op_def *def, const char *who, const tide_attrs *attrs,
+                               const tide_shape *in_shapes, const tide_dtype *in_dtypes,
+                               const tide_tensor *const *in_values, int num_inputs,
+                               int num_outputs, tide_shape *out_shapes, tide_error *err);
+
+/* ---------------------------------------------------------------- graph */
+
+struct tide_node {
+    int id;
+    char *name;
+    struct tide_graph *graph;
+    const tide_op_def *op;
+    tide_attrs *attrs;
+    int num_inputs;
+    tide_output *inputs;
+    int arg_start[TIDE_OP_MAX_ARGS + 1];
+    int num_control;
+    tide_node **control;
+    int num_outputs;
+    tide_dtype *out_dtypes;
+    tide_shape *out_shapes;
+    char *requested_device;          /* "" if none */
+    _Atomic(const char *) assigned_device;
+    atomic_bool used_by_plan;
+};
+
+struct tide_graph {
+    pthread_mutex_t lock;            /* guards growth against concurrent plan building */
+    int num_nodes, cap;
+    tide_node **nodes;
+    struct tide_name_table *names;   /* name -> node */
+    uint64_t version;
+    int64_t seed;
+    char **scopes;                   /* stack */
+    int num_scopes, cap_scopes;
+    char **devices;                  /* stack of default devices */
+    int num_devices, cap_devices;
+};
+
+/* Adds a finished node (name checked free by caller); takes ownership. */
+void tide__graph_insert(tide_graph *g, tide_node *n);
+void tide__node_free(tide_node *n);
+/* The current scope prefix ("" or "a/b/"). malloc'd. */
+char *tide__graph_scope_prefix(const tide_graph *g);
+
+/* name -> pointer hash table (open addressing) */
+typedef struct tide_name_table tide_name_table;
+tide_name_table *tide__names_new(void);
+void tide__names_free(tide_name_table *t);
+void *tide__names_get(const tide_name_table *t, const char *name);
+void tide__names_put(tide_name_table *t, const char *name, void *value); /* name borrowed */
+void tide__names_remove(tide_name_table *t, const char *name);
+
+/* ---------------------------------------------------------------- devices */
+
+typedef struct tide_device {
+    char name[128];                  /* full name */
+    tide_device_spec spec;
+    char type[16];                   /* "cpu" */
+    int index;                       /* position in the engine's device list */
+    atomic_llong bytes_in_use, peak_bytes;
+} tide_device;
+
+/* ---------------------------------------------------------------- variables and containers */
+
+struct tide_variable {
+    atomic_int refs;
+    pthread_mutex_t lock;
+    char *name;
+    tide_dtype dtype;
+    tide_shape shape;
+    tide_tensor *value;
+};
+
+void tide__variable_release(tide_variable *v);
+
+typedef struct tide_container {
+    char *name;
+    tide_name_table *vars;           /* shared_name -> tide_variable* */
+    char **keys;                     /* for iteration and freeing */
+    int count, cap;
+    struct tide_container *next;
+} tide_container;
+
+/* Looks up or creates (when create) a variable; returns a new reference or NULL with err. */
+tide_variable *tide__engine_variable(tide_engine *e, const char *container, const char *name,
+                                     tide_dtype dt, const tide_shape *shape, bool create,
+                                     tide_error *err);
+
+/* ---------------------------------------------------------------- engine */
+
+typedef struct tide_threadpool tide_threadpool;
+tide_threadpool *tide__pool_new(int threads);
+void tide__pool_free(tide_threadpool *p);
+/* Queues fn(arg) on a pool thread. */
+void tide__pool_submit(tide_threadpool *p, void (*fn)(void *arg), void *arg);
+int tide__pool_size(const tide_threadpool *p);
+int tide__pool_idle(const tide_threadpool *p);
+/* The calling thread's pool index, -1 for a thread not of the pool. */
+int tide__pool_thread_index(void);
+/* Runs fn over [0, n) in chunks on the pool and the caller; blocks until done. */
+void tide__pool_parallel_for(tide_threadpool *p, int64_t n, int64_t min_chunk,
+                             void (*fn)(int64_t begin, int64_t end, void *arg), void *arg);
+
+typedef struct tide_observer_slot {
+    int id;
+    tide_observer obs;
+} tide_observer_slot;
+
+struct tide_engine {
+    tide_threadpool *pool;
+    int num_devices;
+    tide_device *devices;
+    pthread_mutex_t containers_lock;
+    tide_container *containers;
+    pthread_mutex_t observers_lock;
+    tide_observer_slot *observers;   /* copy-on-write array, readers take a snapshot */
+    int num_observers, next_observer_id;
+    atomic_int observers_version;
+    atomic_int live_sessions;
+};
+
+/* ---------------------------------------------------------------- kernels in a node's context */
+
+/* What a kernel needs about its node, prepared once per plan (or per eager call). */
+typedef struct tide_kernel_node {
+    const char *name;
+    const tide_op_def *op;
+    const tide_node *node;           /* NULL for eager calls */
+    const tide_attrs *attrs;
+    const tide_kernel_def *kernel;
+    void *state;
+    int num_inputs, num_outputs;
+    tide_dtype *in_dtypes, *out_dtypes;
+    tide_engine *engine;
+    tide_device *device;
+    int64_t graph_seed;
+    const tide_node **ref_sources;   /* per input: the Variable node behind a Ref input, or NULL */
+} tide_kernel_node;
+
+struct tide_exec_item;
+struct tide_step;
+
+struct tide_kernel_ctx {
+    const tide_kernel_node *kn;
+    tide_tensor **inputs;
+    tide_tensor **outputs;           /* owned references, NULL until set */
+    tide_status status;
+    tide_error *err;                 /* created on first failure */
+    struct tide_step *step;          /* NULL when eager or in init */
+    struct tide_exec_item *item;     /* for asynchronous completion */
+    tide_variable *held[4];          /* variables to release after compute */
+    int num_held;
+    bool in_init;
+};
+
+/* Prepares kn (kernel lookup already done); runs the kernel's init. */
+tide_status tide__kernel_node_init(tide_kernel_node *kn, tide_error *err);
+void tide__kernel_node_clear(tide_kernel_node *kn);
+/* After compute: checks outputs are all set; releases held variables. */
+tide_status tide__kernel_ctx_finish(tide_kernel_ctx *ctx);
+/* Moves the ctx's error into err (prefixing is already done). */
+void tide__kernel_ctx_take_error(tide_kernel_ctx *ctx, tide_error *err);
+/* Async completion hook, implemented by the executor. */
+void tide__exec_async_done(struct tide_exec_item *item, struct tide_step *step, tide_kernel_ctx *ctx,
+                           tide_status status);
+bool tide__step_cancelled(const struct tide_step *step);
+int64_t tide__step_id(const struct tide_step *step);
+
+#endif

@@ -1,0 +1,55 @@
+/* core_ops.c — definitions of the ops every graph needs: Const, Placeholder, Identity, NoOp. */
+#include "../internal.h"
+
+static tide_status const_shape(tide_shape_ctx *ctx)
+{
+    tide_tensor *value = NULL;
+    tide_dtype dt;
+    if (!tide_attrs_get_tensor(tide_shape_attrs(ctx), "value", &value))
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "attr 'value' is missing");
+    if (tide_attrs_get_type(tide_shape_attrs(ctx), "dtype", &dt) && dt != tide_tensor_dtype(value))
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "attr dtype=%s but value is %s",
+                                tide_dtype_name(dt), tide_dtype_name(tide_tensor_dtype(value)));
+    tide_shape_set_output(ctx, 0, tide_tensor_shape(value));
+    return TIDE_OK;
+}
+
+static tide_status placeholder_shape(tide_shape_ctx *ctx)
+{
+    tide_shape s = tide_shape_unknown();
+    tide_attrs_get_shape(tide_shape_attrs(ctx), "shape", &s);
+    tide_shape_set_output(ctx, 0, &s);
+    return TIDE_OK;
+}
+
+static void register_core_ops(void)
+{
+    tide_op_register(&(tide_op_spec){
+        .name = "Const",
+        .outputs = {"output: dtype"},
+        .attrs = {"value: tensor", "dtype: type"},
+        .shape_fn = const_shape,
+        .doc = "A constant tensor, the value attr. Its dtype attr is taken from the value.",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "Placeholder",
+        .outputs = {"output: dtype"},
+        .attrs = {"dtype: type", "shape: shape = *"},
+        .shape_fn = placeholder_shape,
+        .doc = "A value fed at run time; running it without a feed is an error. shape may have "
+               "unknown dimensions (? in text, -1 in C); fed tensors must match its known ones.",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "Identity",
+        .inputs = {"input: T"},
+        .outputs = {"output: T"},
+        .attrs = {"T: alltypes"},
+        .shape_fn = tide_shape_fn_unchanged,
+        .doc = "Returns its input (the same tensor, no copy).",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "NoOp",
+        .doc = "Does nothing; useful as a target that groups control dependencies.",
+    });
+}
+TIDE_REGISTER(register_core_ops)

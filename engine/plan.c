@@ -1,0 +1,2 @@
+/* plan.c — in progress. */
+typedef int tide_placeholder_plan;

@@ -1,0 +1,2 @@
+/* session.c — in progress. */
+typedef int tide_placeholder_session;

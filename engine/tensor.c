@@ -1,0 +1,432 @@
+/* tensor.c — dense tensors: a small reference-counted header (dtype, shape, offset) over a
+ * reference-counted buffer that views share. Small tensors live in one allocation with their buffer,
+ * which keeps the executor's per-node cost low. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define INLINE_BYTES 64   /* data up to this size lives in the tensor's own block */
+#define DATA_ALIGN 64
+
+/* One block: the tensor header, its buffer, then (small tensors) the data. */
+typedef struct tensor_block {
+    struct tide_tensor t;
+    tide_buffer b;
+    _Alignas(16) unsigned char data[];
+} tensor_block;
+
+static void buffer_free_contents(tide_buffer *b)
+{
+    if (b->dtype == TIDE_STRING && !b->dealloc) {
+        tide_tstring *s = b->data;
+        for (int64_t i = 0; i < b->num_strings; i++)
+            free(s[i].data);
+    }
+    if (b->dealloc)
+        b->dealloc(b->data, b->size, b->dealloc_arg);
+    else if (!b->block || (unsigned char *)b->data != ((tensor_block *)b->block)->data)
+        free(b->data);
+}
+
+static void buffer_release(tide_buffer *b)
+{
+    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    buffer_free_contents(b);
+    if (b->block)
+        free(b->block); /* the block also held the (dead) tensor header that created it */
+    else
+        free(b);
+}
+
+static bool shape_ok(const tide_shape *shape, int64_t *n, tide_error *err)
+{
+    if (!shape || shape->rank < 0 || shape->rank > TIDE_MAX_RANK) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "a tensor needs a known rank between 0 and %d",
+                       TIDE_MAX_RANK);
+        return false;
+    }
+    int64_t count = 1;
+    for (int i = 0; i < shape->rank; i++) {
+        if (shape->dims[i] < 0) {
+            char buf[TIDE_SHAPE_STR_MAX];
+            tide_error_set(err, TIDE_INVALID_ARGUMENT,
+                           "a tensor needs a fully defined shape, got %s",
+                           tide_shape_format(shape, buf, sizeof buf));
+            return false;
+        }
+        if (shape->dims[i] && count > INT64_MAX / 16 / shape->dims[i]) {
+            char buf[TIDE_SHAPE_STR_MAX];
+            tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "tensor shape %s is too large",
+                           tide_shape_format(shape, buf, sizeof buf));
+            return false;
+        }
+        count *= shape->dims[i];
+    }
+    *n = count;
+    return true;
+}
+
+tide_tensor *tide__tensor_alloc(tide_dtype dt, const tide_shape *shape, bool zero, tide_error *err)
+{
+    size_t esize = tide_dtype_size(dt);
+    if (!esize) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "invalid dtype %d", (int)dt);
+        return NULL;
+    }
+    int64_t n;
+    if (!shape_ok(shape, &n, err))
+        return NULL;
+    size_t bytes = (size_t)n * esize;
+    bool inline_data = bytes <= INLINE_BYTES;
+    tensor_block *blk = malloc(sizeof(tensor_block) + (inline_data ? bytes : 0));
+    void *data = NULL;
+    if (blk && !inline_data)
+        data = aligned_alloc(DATA_ALIGN, (bytes + DATA_ALIGN - 1) / DATA_ALIGN * DATA_ALIGN);
+    if (!blk || (!inline_data && !data)) {
+        free(blk);
+        free(data);
+        char buf[TIDE_SHAPE_STR_MAX];
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory allocating %s tensor %s (%zu bytes)",
+                       tide_dtype_name(dt), tide_shape_format(shape, buf, sizeof buf), bytes);
+        return NULL;
+    }
+    if (inline_data)
+        data = blk->data;
+    if (zero || dt == TIDE_STRING)
+        memset(data, 0, bytes);
+    tide_buffer *b = &blk->b;
+    atomic_init(&b->refs, 1);
+    b->data = data;
+    b->size = bytes;
+    b->dtype = dt;
+    b->num_strings = dt == TIDE_STRING ? n : 0;
+    b->dealloc = NULL;
+    b->dealloc_arg = NULL;
+    b->block = blk;
+    tide_tensor *t = &blk->t;
+    atomic_init(&t->refs, 1);
+    t->dtype = dt;
+    t->shape = *shape;
+    for (int i = shape->rank; i < TIDE_MAX_RANK; i++)
+        t->shape.dims[i] = 0;
+    t->num_elements = n;
+    t->buf = b;
+    t->offset = 0;
+    return t;
+}
+
+tide_tensor *tide__tensor_view(tide_buffer *buf, size_t offset, tide_dtype dt,
+                               const tide_shape *shape, tide_error *err)
+{
+    int64_t n;
+    if (!shape_ok(shape, &n, err))
+        return NULL;
+    tide_tensor *t = malloc(sizeof *t);
+    if (!t) {
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+        return NULL;
+    }
+    atomic_init(&t->refs, 1);
+    t->dtype = dt;
+    t->shape = *shape;
+    t->num_elements = n;
+    t->buf = buf;
+    t->offset = offset;
+    atomic_fetch_add_explicit(&buf->refs, 1, memory_order_relaxed);
+    return t;
+}
+
+tide_tensor *tide_tensor_new(tide_dtype dt, const tide_shape *shape, tide_error *err)
+{
+    return tide__tensor_alloc(dt, shape, true, err);
+}
+
+tide_tensor *tide_tensor_new_copy(tide_dtype dt, const tide_shape *shape, const void *data,
+                                  size_t bytes, tide_error *err)
+{
+    tide_tensor *t = tide__tensor_alloc(dt, shape, false, err);
+    if (!t)
+        return NULL;
+    if (bytes != t->buf->size) {
+        char buf[TIDE_SHAPE_STR_MAX];
+        tide_error_set(err, TIDE_INVALID_ARGUMENT,
+                       "%zu bytes given for a %s tensor of shape %s, which needs %zu",
+                       bytes, tide_dtype_name(dt), tide_shape_format(shape, buf, sizeof buf),
+                       t->buf->size);
+        tide_tensor_release(t);
+        return NULL;
+    }
+    if (dt == TIDE_STRING) {
+        const tide_tstring *src = data;
+        for (int64_t i = 0; i < t->num_elements; i++)
+            if (tide_tensor_string_set(t, i, src[i].data, src[i].len, err) != TIDE_OK) {
+                tide_tensor_release(t);
+                return NULL;
+            }
+    } else if (bytes) {
+        memcpy(t->buf->data, data, bytes);
+    }
+    return t;
+}
+
+tide_tensor *tide_tensor_new_scalar(tide_dtype dt, const void *value, tide_error *err)
+{
+    tide_shape s = tide_shape_scalar();
+    return tide_tensor_new_copy(dt, &s, value, tide_dtype_size(dt), err);
+}
+
+static void borrowed_memory(void *data, size_t bytes, void *arg)
+{
+    TIDE_UNUSED(data), TIDE_UNUSED(bytes), TIDE_UNUSED(arg); /* the caller keeps ownership */
+}
+
+tide_tensor *tide_tensor_wrap(tide_dtype dt, const tide_shape *shape, void *data, size_t bytes,
+                              tide_deallocator dealloc, void *arg, tide_error *err)
+{
+    int64_t n;
+    if (dt == TIDE_STRING || !tide_dtype_size(dt)) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot wrap foreign memory as a %s tensor",
+                       tide_dtype_name(dt) ? tide_dtype_name(dt) : "invalid");
+        return NULL;
+    }
+    if (!shape_ok(shape, &n, err))
+        return NULL;
+    if ((size_t)n * tide_dtype_size(dt) != bytes) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "%zu bytes wrapped for %lld %s elements", bytes,
+                       (long long)n, tide_dtype_name(dt));
+        return NULL;
+    }
+    tide_buffer *b = calloc(1, sizeof *b);
+    if (!b) {
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+        return NULL;
+    }
+    atomic_init(&b->refs, 0);
+    b->data = data;
+    b->size = bytes;
+    b->dtype = dt;
+    b->dealloc = dealloc ? dealloc : borrowed_memory;
+    b->dealloc_arg = arg;
+    tide_tensor *t = tide__tensor_view(b, 0, dt, shape, err);
+    if (!t)
+        free(b);
+    return t;
+}
+
+tide_tensor *tide_tensor_retain(tide_tensor *t)
+{
+    if (t)
+        atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+    return t;
+}
+
+void tide_tensor_release(tide_tensor *t)
+{
+    if (!t || atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    tide_buffer *b = t->buf;
+    bool header_in_block = b->block && &((tensor_block *)b->block)->t == t;
+    if (!header_in_block)
+        free(t);
+    buffer_release(b); /* frees the block (and so the header in it) when the last view goes */
+}
+
+tide_dtype tide_tensor_dtype(const tide_tensor *t) { return t->dtype; }
+int tide_tensor_rank(const tide_tensor *t) { return t->shape.rank; }
+const tide_shape *tide_tensor_shape(const tide_tensor *t) { return &t->shape; }
+int64_t tide_tensor_num_elements(const tide_tensor *t) { return t->num_elements; }
+
+int64_t tide_tensor_dim(const tide_tensor *t, int i)
+{
+    if (i < 0)
+        i += t->shape.rank;
+    return i >= 0 && i < t->shape.rank ? t->shape.dims[i] : -1;
+}
+
+size_t tide_tensor_byte_size(const tide_tensor *t)
+{
+    return (size_t)t->num_elements * tide_dtype_size(t->dtype);
+}
+
+void *tide_tensor_data(const tide_tensor *t)
+{
+    return (char *)t->buf->data + t->offset;
+}
+
+bool tide_tensor_is_exclusive(const tide_tensor *t)
+{
+    return atomic_load_explicit(&t->refs, memory_order_acquire) == 1 &&
+           atomic_load_explicit(&t->buf->refs, memory_order_acquire) == 1 && !t->buf->dealloc;
+}
+
+tide_tensor *tide_tensor_reshape(tide_tensor *t, const tide_shape *shape, tide_error *err)
+{
+    tide_shape s = *shape;
+    if (s.rank < 0 || s.rank > TIDE_MAX_RANK) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "reshape needs a rank between 0 and %d", TIDE_MAX_RANK);
+        return NULL;
+    }
+    int unknown = -1;
+    int64_t known = 1;
+    for (int i = 0; i < s.rank; i++) {
+        if (s.dims[i] < 0) {
+            if (unknown >= 0) {
+                tide_error_set(err, TIDE_INVALID_ARGUMENT, "reshape: only one dimension may be -1");
+                return NULL;
+            }
+            unknown = i;
+        } else {
+            known *= s.dims[i];
+        }
+    }
+    if (unknown >= 0) {
+        if (known == 0 || t->num_elements % known) {
+            char b1[TIDE_SHAPE_STR_MAX], b2[TIDE_SHAPE_STR_MAX];
+            tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot reshape %s (%lld elements) to %s",
+                           tide_shape_format(&t->shape, b1, sizeof b1), (long long)t->num_elements,
+                           tide_shape_format(shape, b2, sizeof b2));
+            return NULL;
+        }
+        s.dims[unknown] = t->num_elements / known;
+        known = t->num_elements;
+    }
+    if (known != t->num_elements) {
+        char b1[TIDE_SHAPE_STR_MAX], b2[TIDE_SHAPE_STR_MAX];
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot reshape %s (%lld elements) to %s (%lld elements)",
+                       tide_shape_format(&t->shape, b1, sizeof b1), (long long)t->num_elements,
+                       tide_shape_format(&s, b2, sizeof b2), (long long)known);
+        return NULL;
+    }
+    return tide__tensor_view(t->buf, t->offset, t->dtype, &s, err);
+}
+
+tide_tensor *tide_tensor_slice(tide_tensor *t, int64_t begin, int64_t end, tide_error *err)
+{
+    if (t->shape.rank < 1) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot slice a scalar");
+        return NULL;
+    }
+    int64_t rows = t->shape.dims[0];
+    if (begin < 0 || end < begin || end > rows) {
+        tide_error_set(err, TIDE_OUT_OF_RANGE, "slice [%lld, %lld) is outside the first dimension (%lld)",
+                       (long long)begin, (long long)end, (long long)rows);
+        return NULL;
+    }
+    int64_t row_elems = rows ? t->num_elements / rows : 0;
+    tide_shape s = t->shape;
+    s.dims[0] = end - begin;
+    size_t off = t->offset + (size_t)(begin * row_elems) * tide_dtype_size(t->dtype);
+    return tide__tensor_view(t->buf, off, t->dtype, &s, err);
+}
+
+tide_tensor *tide_tensor_copy(const tide_tensor *t, tide_error *err)
+{
+    return tide_tensor_new_copy(t->dtype, &t->shape, tide_tensor_data(t), tide_tensor_byte_size(t), err);
+}
+
+const char *tide_tensor_string_get(const tide_tensor *t, int64_t i, size_t *len)
+{
+    if (t->dtype != TIDE_STRING || i < 0 || i >= t->num_elements) {
+        if (len)
+            *len = 0;
+        return NULL;
+    }
+    const tide_tstring *s = (const tide_tstring *)tide_tensor_data(t) + i;
+    if (len)
+        *len = s->len;
+    return s->data ? s->data : "";
+}
+
+tide_status tide_tensor_string_set(tide_tensor *t, int64_t i, const char *data, size_t len,
+                                   tide_error *err)
+{
+    if (t->dtype != TIDE_STRING)
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "string_set on a %s tensor",
+                              tide_dtype_name(t->dtype));
+    if (i < 0 || i >= t->num_elements)
+        return tide_error_set(err, TIDE_OUT_OF_RANGE, "string index %lld outside [0, %lld)",
+                              (long long)i, (long long)t->num_elements);
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    if (len)
+        memcpy(copy, data, len);
+    copy[len] = 0;
+    tide_tstring *s = (tide_tstring *)tide_tensor_data(t) + i;
+    free(s->data);
+    s->data = copy;
+    s->len = len;
+    return TIDE_OK;
+}
+
+double tide_tensor_get_f64(const tide_tensor *t, int64_t i)
+{
+    if (i < 0 || i >= t->num_elements)
+        return NAN;
+    const void *p = (const char *)tide_tensor_data(t) + (size_t)i * tide_dtype_size(t->dtype);
+    switch (t->dtype) {
+    case TIDE_BOOL: return *(const uint8_t *)p ? 1.0 : 0.0;
+    case TIDE_INT8: return *(const int8_t *)p;
+    case TIDE_INT16: return *(const int16_t *)p;
+    case TIDE_INT32: return *(const int32_t *)p;
+    case TIDE_INT64: return (double)*(const int64_t *)p;
+    case TIDE_UINT8: return *(const uint8_t *)p;
+    case TIDE_UINT16: return *(const uint16_t *)p;
+    case TIDE_FLOAT16: return tide_f16_to_f32(*(const uint16_t *)p);
+    case TIDE_BFLOAT16: return tide_bf16_to_f32(*(const uint16_t *)p);
+    case TIDE_FLOAT32: return *(const float *)p;
+    case TIDE_FLOAT64: return *(const double *)p;
+    case TIDE_COMPLEX64: return ((const float *)p)[0];
+    case TIDE_COMPLEX128: return ((const double *)p)[0];
+    case TIDE_STRING: {
+        const tide_tstring *s = p;
+        char *end = NULL;
+        double v = s->data ? strtod(s->data, &end) : NAN;
+        return s->data && end != s->data && *end == 0 ? v : NAN;
+    }
+    default: return NAN;
+    }
+}
+
+bool tide_tensor_equal(const tide_tensor *a, const tide_tensor *b, bool nan_equal)
+{
+    if (a->dtype != b->dtype || !tide_shape_equal(&a->shape, &b->shape))
+        return false;
+    if (a->dtype == TIDE_STRING) {
+        for (int64_t i = 0; i < a->num_elements; i++) {
+            size_t la, lb;
+            const char *sa = tide_tensor_string_get(a, i, &la), *sb = tide_tensor_string_get(b, i, &lb);
+            if (la != lb || memcmp(sa, sb, la) != 0)
+                return false;
+        }
+        return true;
+    }
+    if (tide_dtype_is_float(a->dtype) || tide_dtype_is_complex(a->dtype)) {
+        int parts = tide_dtype_is_complex(a->dtype) ? 2 : 1;
+        for (int64_t i = 0; i < a->num_elements; i++) {
+            for (int p = 0; p < parts; p++) {
+                double x, y;
+                if (parts == 2) {
+                    size_t half = tide_dtype_size(a->dtype) / 2;
+                    const char *pa = (const char *)tide_tensor_data(a) + (size_t)(2 * i + p) * half;
+                    const char *pb = (const char *)tide_tensor_data(b) + (size_t)(2 * i + p) * half;
+                    x = half == 4 ? *(const float *)pa : *(const double *)pa;
+                    y = half == 4 ? *(const float *)pb : *(const double *)pb;
+                } else {
+                    x = tide_tensor_get_f64(a, i);
+                    y = tide_tensor_get_f64(b, i);
+                }
+                if (isnan(x) && isnan(y) && nan_equal)
+                    continue;
+                if (x != y)
+                    return false;
+            }
+        }
+        return true;
+    }
+    return memcmp(tide_tensor_data(a), tide_tensor_data(b), tide_tensor_byte_size(a)) == 0;
+}

@@ -1,0 +1,219 @@
+/* threadpool.c — the engine's one pool of worker threads: a FIFO of tasks under a mutex, and a
+ * parallel-for that splits a range into chunks the caller helps with. The executor and kernels share
+ * it, so OpenBLAS and tide never fight over the cores (OpenBLAS itself is told to use the caller's
+ * thread only when kernels call it from pool threads). */
+#include <stdlib.h>
+
+#include "internal.h"
+
+typedef struct task {
+    void (*fn)(void *arg);
+    void *arg;
+} task;
+
+struct tide_threadpool {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    task *queue;
+    size_t head, count, cap;
+    int num_threads, idle;
+    bool stopping;
+    pthread_t *threads;
+};
+
+static __thread int thread_index = -1;
+
+int tide__pool_thread_index(void) { return thread_index; }
+int tide__pool_size(const tide_threadpool *p) { return p->num_threads; }
+
+int tide__pool_idle(const tide_threadpool *p)
+{
+    return __atomic_load_n(&p->idle, __ATOMIC_RELAXED);
+}
+
+typedef struct start_arg {
+    tide_threadpool *pool;
+    int index;
+} start_arg;
+
+static void *worker(void *arg)
+{
+    start_arg *sa = arg;
+    tide_threadpool *p = sa->pool;
+    thread_index = sa->index;
+    free(sa);
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        while (!p->count && !p->stopping) {
+            p->idle++;
+            pthread_cond_wait(&p->wake, &p->lock);
+            p->idle--;
+        }
+        if (!p->count && p->stopping)
+            break;
+        task t = p->queue[p->head];
+        p->head = (p->head + 1) % p->cap;
+        p->count--;
+        pthread_mutex_unlock(&p->lock);
+        t.fn(t.arg);
+        pthread_mutex_lock(&p->lock);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+tide_threadpool *tide__pool_new(int threads)
+{
+    tide_threadpool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    p->cap = 1024;
+    p->queue = malloc(p->cap * sizeof *p->queue);
+    p->threads = calloc((size_t)threads, sizeof *p->threads);
+    if (!p->queue || !p->threads) {
+        tide__pool_free(p);
+        return NULL;
+    }
+    for (int i = 0; i < threads; i++) {
+        start_arg *sa = malloc(sizeof *sa);
+        if (!sa)
+            break;
+        sa->pool = p;
+        sa->index = i;
+        if (pthread_create(&p->threads[i], NULL, worker, sa) != 0) {
+            free(sa);
+            break;
+        }
+        p->num_threads++;
+    }
+    if (p->num_threads == 0) {
+        tide__pool_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void tide__pool_free(tide_threadpool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->stopping = true;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+    for (int i = 0; i < p->num_threads; i++)
+        pthread_join(p->threads[i], NULL);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->wake);
+    free(p->queue);
+    free(p->threads);
+    free(p);
+}
+
+void tide__pool_submit(tide_threadpool *p, void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&p->lock);
+    if (p->count == p->cap) {
+        size_t cap = p->cap * 2;
+        task *q = malloc(cap * sizeof *q);
+        if (!q) { /* cannot queue: run it here rather than lose it */
+            pthread_mutex_unlock(&p->lock);
+            fn(arg);
+            return;
+        }
+        for (size_t i = 0; i < p->count; i++)
+            q[i] = p->queue[(p->head + i) % p->cap];
+        free(p->queue);
+        p->queue = q;
+        p->head = 0;
+        p->cap = cap;
+    }
+    p->queue[(p->head + p->count) % p->cap] = (task){fn, arg};
+    p->count++;
+    if (p->idle)
+        pthread_cond_signal(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* ---------------------------------------------------------------- parallel for */
+
+/* Heap-allocated and reference counted: a helper task that starts after the caller has finished
+ * every chunk itself just drops its reference, so the caller never waits for queued helpers (no
+ * deadlock when every pool thread is inside a parallel_for of its own). */
+typedef struct pfor {
+    void (*fn)(int64_t, int64_t, void *);
+    void *arg;
+    int64_t n, chunk;
+    atomic_llong next, done_items;
+    atomic_int refs;
+    pthread_mutex_t lock;
+    pthread_cond_t done;
+} pfor;
+
+static void pfor_unref(pfor *pf)
+{
+    if (atomic_fetch_sub(&pf->refs, 1) != 1)
+        return;
+    pthread_mutex_destroy(&pf->lock);
+    pthread_cond_destroy(&pf->done);
+    free(pf);
+}
+
+static void pfor_drain(pfor *pf)
+{
+    for (;;) {
+        int64_t b = atomic_fetch_add(&pf->next, pf->chunk);
+        if (b >= pf->n)
+            return;
+        int64_t e = b + pf->chunk < pf->n ? b + pf->chunk : pf->n;
+        pf->fn(b, e, pf->arg);
+        if (atomic_fetch_add(&pf->done_items, e - b) + (e - b) == pf->n) {
+            pthread_mutex_lock(&pf->lock);
+            pthread_cond_broadcast(&pf->done);
+            pthread_mutex_unlock(&pf->lock);
+        }
+    }
+}
+
+static void pfor_helper(void *arg)
+{
+    pfor *pf = arg;
+    pfor_drain(pf);
+    pfor_unref(pf);
+}
+
+void tide__pool_parallel_for(tide_threadpool *p, int64_t n, int64_t min_chunk,
+                             void (*fn)(int64_t begin, int64_t end, void *arg), void *arg)
+{
+    int workers = p ? p->num_threads : 0;
+    int64_t chunks = min_chunk > 0 ? n / min_chunk : n;
+    pfor *pf = workers > 1 && chunks >= 2 ? calloc(1, sizeof *pf) : NULL;
+    if (!pf) {
+        fn(0, n, arg);
+        return;
+    }
+    int parts = workers + 1; /* the caller helps */
+    if (chunks < parts)
+        parts = (int)chunks;
+    pf->fn = fn;
+    pf->arg = arg;
+    pf->n = n;
+    pf->chunk = (n + parts * 4 - 1) / (parts * 4);
+    if (pf->chunk < min_chunk)
+        pf->chunk = min_chunk;
+    atomic_init(&pf->next, 0);
+    atomic_init(&pf->done_items, 0);
+    atomic_init(&pf->refs, parts);
+    pthread_mutex_init(&pf->lock, NULL);
+    pthread_cond_init(&pf->done, NULL);
+    for (int i = 0; i < parts - 1; i++)
+        tide__pool_submit(p, pfor_helper, pf);
+    pfor_drain(pf);
+    pthread_mutex_lock(&pf->lock);
+    while (atomic_load(&pf->done_items) < n)
+        pthread_cond_wait(&pf->done, &pf->lock);
+    pthread_mutex_unlock(&pf->lock);
+    pfor_unref(pf);
+}

@@ -1,0 +1,185 @@
+/* tide_op.h — the API for writing ops and kernels: op definitions (with shape functions), kernel
+ * registration per (op, device type, dtypes), and the context a kernel computes in.
+ *
+ * An op is DEFINED once (engine/ops/<family>.c): its inputs, outputs, attributes with type
+ * constraints and defaults, whether it is stateful, its shape function and a doc line. A KERNEL
+ * implements an op for one device type and a set of dtypes (kernels/cpu/<family>.c). Both register
+ * themselves at load time through TIDE_REGISTER, so the engine never includes a kernel header.
+ *
+ * Spec strings (parsed at registration; a bad spec fails tide_engine_new with its message):
+ *   input/output:  "x: T"          a tensor whose dtype is the type attr T
+ *                  "x: float32"    a fixed dtype
+ *                  "values: N * T" a list of N tensors of dtype T (N an int attr)
+ *                  "ref: Ref(T)"   must come from a Variable node: the kernel gets the variable
+ *   attr:          "T: type"  "T: {float32, float64, int32}"  "T: numbertype" (all but bool and
+ *                  string) "T: realnumbertype" (no complex) "T: alltypes"
+ *                  "N: int >= 1"  "transpose_a: bool = false"  "axis: int = 0"  "alpha: float = 0.2"
+ *                  "padding: string = 'SAME'"  "shape: shape"  "value: tensor"  "perm: list(int)"
+ *                  "dtype: type = float32"  "dims: list(int) = []"
+ *   An attr with no default is required unless it is a type attr inferred from an input's dtype or
+ *   an int attr inferred from a list input's length.
+ *
+ * Kernel failures: return tide_kernel_error(ctx, CODE, "fmt", ...) — the message is prefixed with
+ * the node name and op, so say what is wrong with the values: "incompatible shapes [2,3] and [4]".
+ */
+#ifndef TIDE_OP_H
+#define TIDE_OP_H
+
+#include "tide.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TIDE_OP_MAX_ARGS 8
+#define TIDE_OP_MAX_ATTRS 12
+
+/* ---------------------------------------------------------------- load-time registration */
+
+/* TIDE_REGISTER(fn) runs `static void fn(void)` when the library loads. */
+#define TIDE_REGISTER(fn)                                                                   \
+    static void fn(void);                                                                   \
+    __attribute__((constructor)) static void fn##_tide_registrar(void) { fn(); }
+
+/* ---------------------------------------------------------------- op definitions */
+
+enum {
+    TIDE_OP_STATEFUL = 1u << 0,  /* has side effects or state: never pruned by CSE, runs each step */
+    TIDE_OP_COMMUTATIVE = 1u << 1,
+};
+
+typedef struct tide_shape_ctx tide_shape_ctx;
+typedef tide_status (*tide_shape_fn)(tide_shape_ctx *ctx);
+
+typedef struct tide_op_spec {
+    const char *name;                       /* CamelCase, "MatMul" */
+    const char *inputs[TIDE_OP_MAX_ARGS];   /* NULL-terminated (by the array's zero fill) */
+    const char *outputs[TIDE_OP_MAX_ARGS];
+    const char *attrs[TIDE_OP_MAX_ATTRS];
+    unsigned flags;
+    tide_shape_fn shape_fn;                 /* NULL: outputs of unknown shape */
+    const char *doc;                        /* one paragraph; the first sentence is the summary */
+} tide_op_spec;
+
+/* Registers an op (copies what it needs). A malformed spec or a duplicate name is recorded and makes
+ * tide_engine_new fail with the message. */
+void tide_op_register(const tide_op_spec *spec);
+
+/* ---------------------------------------------------------------- shape inference (graph time) */
+
+int tide_shape_num_inputs(const tide_shape_ctx *ctx);
+tide_shape tide_shape_input(const tide_shape_ctx *ctx, int i);      /* may be (partly) unknown */
+tide_dtype tide_shape_input_dtype(const tide_shape_ctx *ctx, int i);
+/* The value of input i when it is known at graph time (a Const), else NULL. Borrowed. */
+const tide_tensor *tide_shape_input_value(const tide_shape_ctx *ctx, int i);
+const tide_attrs *tide_shape_attrs(const tide_shape_ctx *ctx);      /* defaults filled in */
+int tide_shape_num_outputs(const tide_shape_ctx *ctx);
+void tide_shape_set_output(tide_shape_ctx *ctx, int i, const tide_shape *s);
+/* Fails shape inference; the message gets the node name and op prefixed. Returns code. */
+tide_status tide_shape_error(tide_shape_ctx *ctx, tide_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Ready-made shape functions. */
+tide_status tide_shape_fn_unchanged(tide_shape_ctx *ctx); /* every output = input 0's shape */
+tide_status tide_shape_fn_broadcast(tide_shape_ctx *ctx); /* output 0 = broadcast of inputs 0, 1 */
+tide_status tide_shape_fn_scalar(tide_shape_ctx *ctx);    /* every output is a scalar */
+
+/* NumPy broadcasting of two (partial) shapes. False if they cannot broadcast. */
+bool tide_shape_broadcast(const tide_shape *a, const tide_shape *b, tide_shape *out);
+
+/* ---------------------------------------------------------------- kernels */
+
+enum {
+    TIDE_KERNEL_EXPENSIVE = 1u << 0, /* worth a thread of its own; otherwise run inline */
+    TIDE_KERNEL_ASYNC = 1u << 1,     /* uses compute_async */
+};
+
+typedef struct tide_kernel_ctx tide_kernel_ctx;
+
+typedef struct tide_kernel_spec {
+    const char *op;
+    const char *device_type;         /* "cpu", "cuda" */
+    /* Restricts type attrs further than the op does, e.g. "T: {float32, float64}"; up to 4 entries,
+     * NULL for none. Among several kernels for one (op, device type) the first that fits wins. */
+    const char *constraints[4];
+    unsigned flags;
+    /* Optional, once per node when a plan is made: read attrs, check them, allocate per-node state
+     * in *state (freed by destroy). Only the attr, dtype and error calls of ctx are valid here. */
+    tide_status (*init)(tide_kernel_ctx *ctx, void **state);
+    void (*destroy)(void *state);
+    /* Synchronous: computes every output, returns TIDE_OK or tide_kernel_error(...). */
+    tide_status (*compute)(tide_kernel_ctx *ctx);
+    /* Asynchronous (TIDE_KERNEL_ASYNC): starts the work and returns without blocking; the kernel
+     * (or whatever it handed the work to) calls tide_kernel_done(ctx, status) exactly once, from any
+     * thread, after which ctx must not be touched. */
+    void (*compute_async)(tide_kernel_ctx *ctx);
+} tide_kernel_spec;
+
+void tide_kernel_register(const tide_kernel_spec *spec);
+
+/* Node facts. */
+const char *tide_kernel_node_name(const tide_kernel_ctx *ctx);
+const char *tide_kernel_op_name(const tide_kernel_ctx *ctx);
+const tide_attrs *tide_kernel_attrs(const tide_kernel_ctx *ctx);  /* defaults filled in */
+void *tide_kernel_state(const tide_kernel_ctx *ctx);              /* what init stored */
+int tide_kernel_num_inputs(const tide_kernel_ctx *ctx);
+int tide_kernel_num_outputs(const tide_kernel_ctx *ctx);
+tide_dtype tide_kernel_output_dtype(const tide_kernel_ctx *ctx, int i);
+tide_dtype tide_kernel_input_dtype(const tide_kernel_ctx *ctx, int i);
+
+/* Inputs: borrowed for the duration of compute (retain to keep). */
+tide_tensor *tide_kernel_input(const tide_kernel_ctx *ctx, int i);
+
+/* Outputs. alloc: a new tensor of the output's dtype (zero-filled only when zero is true), owned by
+ * the context; NULL on failure with the error recorded (return tide_kernel_status(ctx)).
+ * forward_or_alloc: reuses input in_index's buffer when this kernel is its last user and dtype and
+ * element count match (element-wise ops writing in place), else allocates.
+ * set_output: hands over a tensor you made (a view, an input): the context takes a reference. */
+tide_tensor *tide_kernel_alloc_output(tide_kernel_ctx *ctx, int i, const tide_shape *shape,
+                                      bool zero);
+tide_tensor *tide_kernel_forward_or_alloc(tide_kernel_ctx *ctx, int in_index, int out_index,
+                                          const tide_shape *shape);
+void tide_kernel_set_output(tide_kernel_ctx *ctx, int i, tide_tensor *t);
+
+/* Failure: records code and message (node and op prefixed); returns code. */
+tide_status tide_kernel_error(tide_kernel_ctx *ctx, tide_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+tide_status tide_kernel_status(const tide_kernel_ctx *ctx);
+/* True once the step was cancelled or failed elsewhere: long kernels should poll and stop. */
+bool tide_kernel_cancelled(const tide_kernel_ctx *ctx);
+/* Ends an asynchronous compute. On failure pass the code returned by tide_kernel_error. */
+void tide_kernel_done(tide_kernel_ctx *ctx, tide_status status);
+
+/* Seeds for random ops, TensorFlow's rule: graph seed and op seed both 0 -> nondeterministic;
+ * op seed 0 -> derived from the graph seed; graph seed 0 -> a fixed default. */
+int64_t tide_kernel_graph_seed(const tide_kernel_ctx *ctx);
+/* Runs fn(begin, end, arg) over [0, n) split into chunks on the engine's threads (and the calling
+ * one); cost_per_unit in nanoseconds decides how many chunks are worth it. Blocks until done. */
+void tide_kernel_parallel_for(tide_kernel_ctx *ctx, int64_t n, double cost_per_unit,
+                              void (*fn)(int64_t begin, int64_t end, void *arg), void *arg);
+
+/* ---------------------------------------------------------------- variables (stateful kernels) */
+
+typedef struct tide_variable tide_variable;
+
+/* The variable of a Variable node, looked up (or created) in its container by the node's
+ * container/shared_name attrs. Borrowed for the duration of compute. */
+tide_variable *tide_kernel_own_variable(tide_kernel_ctx *ctx);
+/* The variable behind a Ref(T) input. Borrowed for the duration of compute. */
+tide_variable *tide_kernel_input_variable(tide_kernel_ctx *ctx, int i);
+
+/* A variable holds one tensor (NULL until initialised). Lock around read-modify-write. */
+void tide_variable_lock(tide_variable *v);
+void tide_variable_unlock(tide_variable *v);
+const char *tide_variable_name(const tide_variable *v);
+tide_dtype tide_variable_dtype(const tide_variable *v);
+tide_shape tide_variable_shape(const tide_variable *v); /* declared, may be partial */
+/* The current value (borrowed, NULL if uninitialised); call with the lock held. */
+tide_tensor *tide_variable_value(tide_variable *v);
+/* Replaces the value (retains t, releases the old one); call with the lock held. */
+void tide_variable_set_value(tide_variable *v, tide_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,179 @@
+/* state.c — CPU kernels of variables: Variable (read), Assign, AssignAdd, AssignSub. Updates write in
+ * place when the variable is the only holder of its tensor; otherwise they build a new tensor, so a
+ * value handed out earlier never changes under its reader. */
+#include <string.h>
+
+#include "../../engine/tide_op.h"
+
+static tide_status variable_compute(tide_kernel_ctx *ctx)
+{
+    tide_variable *v = tide_kernel_own_variable(ctx);
+    if (!v)
+        return tide_kernel_status(ctx);
+    tide_variable_lock(v);
+    tide_tensor *value = tide_variable_value(v);
+    if (value)
+        tide_kernel_set_output(ctx, 0, value);
+    tide_variable_unlock(v);
+    if (!value)
+        return tide_kernel_error(ctx, TIDE_FAILED_PRECONDITION,
+                                 "variable '%s' is uninitialized: run its initializer (an Assign) first",
+                                 tide_variable_name(v));
+    return TIDE_OK;
+}
+
+static tide_status assign_compute(tide_kernel_ctx *ctx)
+{
+    tide_variable *v = tide_kernel_input_variable(ctx, 0);
+    if (!v)
+        return tide_kernel_status(ctx);
+    tide_tensor *value = tide_kernel_input(ctx, 1);
+    bool validate = true;
+    tide_attrs_get_bool(tide_kernel_attrs(ctx), "validate_shape", &validate);
+    tide_shape declared = tide_variable_shape(v);
+    if (validate && !tide_shape_compatible(&declared, tide_tensor_shape(value))) {
+        char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
+                                 "cannot assign a value of shape %s to variable '%s' of shape %s",
+                                 tide_shape_format(tide_tensor_shape(value), a, sizeof a),
+                                 tide_variable_name(v), tide_shape_format(&declared, b, sizeof b));
+    }
+    tide_variable_lock(v);
+    tide_tensor *cur = tide_variable_value(v);
+    tide_status st = TIDE_OK;
+    if (cur && tide_tensor_dtype(value) != TIDE_STRING && tide_tensor_is_exclusive(cur) &&
+        tide_shape_equal(tide_tensor_shape(cur), tide_tensor_shape(value))) {
+        memcpy(tide_tensor_data(cur), tide_tensor_data(value), tide_tensor_byte_size(value));
+    } else if (tide_tensor_is_exclusive(value)) {
+        tide_variable_set_value(v, value); /* nobody else holds it: keep it, no copy */
+    } else {
+        tide_error *err = tide_error_new();
+        tide_tensor *copy = tide_tensor_copy(value, err);
+        if (copy) {
+            tide_variable_set_value(v, copy);
+            tide_tensor_release(copy);
+        } else {
+            st = tide_kernel_error(ctx, tide_error_code(err), "%s", tide_error_message(err));
+        }
+        tide_error_free(err);
+    }
+    if (st == TIDE_OK)
+        tide_kernel_set_output(ctx, 0, tide_variable_value(v));
+    tide_variable_unlock(v);
+    return st;
+}
+
+#define UPDATE_LOOP(type, OP)                                           \
+    do {                                                                \
+        type *d = dst;                                                  \
+        const type *s = src;                                            \
+        for (int64_t i = 0; i < n; i++)                                 \
+            d[i] = (type)(d[i] OP s[i]);                                \
+    } while (0)
+
+#define UPDATE_HALF(TO, FROM, OP)                                       \
+    do {                                                                \
+        uint16_t *d = dst;                                              \
+        const uint16_t *s = src;                                        \
+        for (int64_t i = 0; i < n; i++)                                 \
+            d[i] = TO(FROM(d[i]) OP FROM(s[i]));                        \
+    } while (0)
+
+/* dst op= src elementwise; complex numbers add/subtract part by part. */
+static void update(tide_dtype dt, void *dst, const void *src, int64_t n, bool add)
+{
+    if (dt == TIDE_COMPLEX64) {
+        dt = TIDE_FLOAT32;
+        n *= 2;
+    } else if (dt == TIDE_COMPLEX128) {
+        dt = TIDE_FLOAT64;
+        n *= 2;
+    }
+#define BOTH(type)                      \
+    if (add)                            \
+        UPDATE_LOOP(type, +);           \
+    else                                \
+        UPDATE_LOOP(type, -);           \
+    break;
+    switch (dt) {
+    case TIDE_FLOAT32: BOTH(float)
+    case TIDE_FLOAT64: BOTH(double)
+    case TIDE_INT8: BOTH(int8_t)
+    case TIDE_INT16: BOTH(int16_t)
+    case TIDE_INT32: BOTH(int32_t)
+    case TIDE_INT64: BOTH(int64_t)
+    case TIDE_UINT8: BOTH(uint8_t)
+    case TIDE_UINT16: BOTH(uint16_t)
+    case TIDE_FLOAT16:
+        if (add)
+            UPDATE_HALF(tide_f32_to_f16, tide_f16_to_f32, +);
+        else
+            UPDATE_HALF(tide_f32_to_f16, tide_f16_to_f32, -);
+        break;
+    case TIDE_BFLOAT16:
+        if (add)
+            UPDATE_HALF(tide_f32_to_bf16, tide_bf16_to_f32, +);
+        else
+            UPDATE_HALF(tide_f32_to_bf16, tide_bf16_to_f32, -);
+        break;
+    default: break;
+    }
+#undef BOTH
+}
+
+static tide_status assign_update(tide_kernel_ctx *ctx, bool add)
+{
+    tide_variable *v = tide_kernel_input_variable(ctx, 0);
+    if (!v)
+        return tide_kernel_status(ctx);
+    tide_tensor *delta = tide_kernel_input(ctx, 1);
+    tide_variable_lock(v);
+    tide_tensor *cur = tide_variable_value(v);
+    tide_status st = TIDE_OK;
+    if (!cur) {
+        st = tide_kernel_error(ctx, TIDE_FAILED_PRECONDITION,
+                               "variable '%s' is uninitialized: run its initializer first",
+                               tide_variable_name(v));
+    } else if (!tide_shape_equal(tide_tensor_shape(cur), tide_tensor_shape(delta))) {
+        char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
+        st = tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "update of shape %s does not match variable '%s' of shape %s",
+                               tide_shape_format(tide_tensor_shape(delta), a, sizeof a), tide_variable_name(v),
+                               tide_shape_format(tide_tensor_shape(cur), b, sizeof b));
+    } else {
+        if (!tide_tensor_is_exclusive(cur)) { /* someone still reads the old value: copy on write */
+            tide_error *err = tide_error_new();
+            tide_tensor *copy = tide_tensor_copy(cur, err);
+            if (copy) {
+                tide_variable_set_value(v, copy);
+                tide_tensor_release(copy);
+                cur = copy;
+            } else {
+                st = tide_kernel_error(ctx, tide_error_code(err), "%s", tide_error_message(err));
+            }
+            tide_error_free(err);
+        }
+        if (st == TIDE_OK) {
+            update(tide_tensor_dtype(cur), tide_tensor_data(cur), tide_tensor_data(delta),
+                   tide_tensor_num_elements(cur), add);
+            tide_kernel_set_output(ctx, 0, cur);
+        }
+    }
+    tide_variable_unlock(v);
+    return st;
+}
+
+static tide_status assign_add_compute(tide_kernel_ctx *ctx) { return assign_update(ctx, true); }
+static tide_status assign_sub_compute(tide_kernel_ctx *ctx) { return assign_update(ctx, false); }
+
+static void register_state_kernels(void)
+{
+    tide_kernel_register(&(tide_kernel_spec){.op = "Variable", .device_type = "cpu",
+                                              .compute = variable_compute});
+    tide_kernel_register(&(tide_kernel_spec){.op = "Assign", .device_type = "cpu",
+                                              .compute = assign_compute});
+    tide_kernel_register(&(tide_kernel_spec){.op = "AssignAdd", .device_type = "cpu",
+                                              .compute = assign_add_compute});
+    tide_kernel_register(&(tide_kernel_spec){.op = "AssignSub", .device_type = "cpu",
+                                              .compute = assign_sub_compute});
+}
+TIDE_REGISTER(register_state_kernels)

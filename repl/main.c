@@ -1,0 +1,3 @@
+/* main.c — placeholder */
+#include "tide.h"
+int main(void) { return 0; }

@@ -1,0 +1,264 @@
+/* harness.c — shared test machinery (see harness.h). */
+#include "harness.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static tide_engine *engine;
+
+tide_engine *th_engine(void)
+{
+    if (!engine) {
+        tide_error *err = tide_error_new();
+        tide_engine_options o;
+        tide_engine_options_init(&o);
+        o.num_threads = 2;
+        o.num_cpu_devices = 1;
+        engine = tide_engine_new(&o, err);
+        if (!engine) {
+            fprintf(stderr, "cannot create engine: %s\n", tide_error_message(err));
+            exit(1);
+        }
+        tide_error_free(err);
+    }
+    return engine;
+}
+
+tide_tensor *th_tensor(tide_dtype dt, int rank, const int64_t *dims, const void *data)
+{
+    tide_shape s = tide_shape_make(rank, dims);
+    tide_error *err = tide_error_new();
+    tide_tensor *t;
+    if (data)
+        t = tide_tensor_new_copy(dt, &s, data, (size_t)tide_shape_num_elements(&s) * tide_dtype_size(dt), err);
+    else
+        t = tide_tensor_new(dt, &s, err);
+    if (!t) {
+        fprintf(stderr, "th_tensor: %s\n", tide_error_message(err));
+        exit(1);
+    }
+    tide_error_free(err);
+    return t;
+}
+
+tide_tensor *th_f32(int rank, const int64_t *dims, const float *data) { return th_tensor(TIDE_FLOAT32, rank, dims, data); }
+tide_tensor *th_f64(int rank, const int64_t *dims, const double *data) { return th_tensor(TIDE_FLOAT64, rank, dims, data); }
+tide_tensor *th_i32(int rank, const int64_t *dims, const int32_t *data) { return th_tensor(TIDE_INT32, rank, dims, data); }
+tide_tensor *th_i64(int rank, const int64_t *dims, const int64_t *data) { return th_tensor(TIDE_INT64, rank, dims, data); }
+
+#ifdef TH_GRAPH_PATH
+/* The same op through a graph: inputs fed to Placeholders, outputs fetched, a fresh session. */
+static tide_status run_graph(const char *op, tide_tensor *const *inputs, int n, const tide_attrs *attrs,
+                             int num_outputs, tide_tensor **outs, tide_error *err)
+{
+    tide_graph *g = tide_graph_new();
+    tide_status st = TIDE_OK;
+    tide_feed *feeds = calloc((size_t)n + 1, sizeof *feeds);
+    tide_output *ins = calloc((size_t)n + 1, sizeof *ins);
+    for (int i = 0; i < n && st == TIDE_OK; i++) {
+        tide_node_builder *b = tide_node_builder_new(g, "Placeholder", NULL);
+        tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", tide_tensor_dtype(inputs[i]));
+        tide_node *p = tide_node_builder_finish(b, err);
+        if (!p)
+            st = tide_error_code(err);
+        ins[i] = (tide_output){p, 0};
+        feeds[i] = (tide_feed){{p, 0}, inputs[i]};
+    }
+    tide_node *node = NULL;
+    if (st == TIDE_OK) {
+        tide_node_builder *b = tide_node_builder_new(g, op, NULL);
+        /* Group the inputs as eager binding does: one list arg takes what the others leave. */
+        const char *const *names;
+        (void)names;
+        for (int i = 0; i < n; i++)
+            tide_node_builder_add_input(b, ins[i]);
+        if (attrs)
+            for (int i = 0; i < tide_attrs_count(attrs); i++) {
+                /* copy through a clone: the builder's attrs are its own */
+            }
+        tide_attrs *ba = tide_node_builder_attrs(b);
+        if (attrs) {
+            tide_attrs *c = tide_attrs_clone(attrs);
+            for (int i = 0; i < tide_attrs_count(c); i++) {
+                const char *name = tide_attrs_name_at(c, i);
+                (void)name;
+            }
+            tide_attrs_free(c);
+        }
+        (void)ba;
+        node = tide_node_builder_finish(b, err);
+        if (!node)
+            st = tide_error_code(err);
+    }
+    if (st == TIDE_OK) {
+        tide_session *s = tide_session_new(th_engine(), g, NULL, err);
+        tide_output *fetches = calloc((size_t)num_outputs + 1, sizeof *fetches);
+        for (int i = 0; i < num_outputs; i++)
+            fetches[i] = (tide_output){node, i};
+        st = s ? tide_session_run(s, NULL, feeds, n, fetches, num_outputs, outs, NULL, 0, NULL, err)
+               : tide_error_code(err);
+        free(fetches);
+        tide_session_free(s);
+    }
+    free(feeds);
+    free(ins);
+    tide_graph_free(g);
+    return st;
+}
+#endif
+
+tide_status th_run(const char *op, tide_tensor *const *inputs, int num_inputs, const tide_attrs *attrs,
+                   tide_tensor **outputs, int num_outputs, tide_error *err)
+{
+    int got = 0;
+    tide_status st = tide_engine_run_op(th_engine(), op, inputs, num_inputs, attrs, outputs, num_outputs,
+                                        &got, err);
+    if (st != TIDE_OK)
+        return st;
+#ifdef TH_GRAPH_PATH
+    tide_tensor *graph_outs[16] = {0};
+    tide_error *gerr = tide_error_new();
+    tide_status gst = got <= 16 ? run_graph(op, inputs, num_inputs, attrs, got, graph_outs, gerr) : TIDE_OK;
+    if (gst != TIDE_OK) {
+        fprintf(stderr, "graph path of %s failed where eager succeeded: %s\n", op, tide_error_message(gerr));
+        CU_FAIL("graph path failed where the eager path succeeded");
+    } else if (got <= 16) {
+        for (int i = 0; i < got; i++) {
+            if (!tide_tensor_equal(outputs[i], graph_outs[i], true)) {
+                fprintf(stderr, "%s output %d differs between eager and graph runs\n", op, i);
+                CU_FAIL("eager and graph results differ");
+            }
+            tide_tensor_release(graph_outs[i]);
+        }
+    }
+    tide_error_free(gerr);
+#endif
+    for (int i = got; i < num_outputs; i++)
+        outputs[i] = NULL;
+    return st;
+}
+
+tide_tensor *th_run1(const char *op, tide_tensor *const *inputs, int num_inputs, const tide_attrs *attrs)
+{
+    tide_tensor *out[16] = {0};
+    tide_error *err = tide_error_new();
+    tide_status st = th_run(op, inputs, num_inputs, attrs, out, 16, err);
+    if (st != TIDE_OK) {
+        fprintf(stderr, "th_run1(%s): %s\n", op, tide_error_message(err));
+        CU_FAIL("op failed");
+    }
+    tide_error_free(err);
+    for (int i = 1; i < 16; i++)
+        tide_tensor_release(out[i]);
+    return st == TIDE_OK ? out[0] : NULL;
+}
+
+void th_assert_shape_impl(const tide_tensor *got, int rank, const int64_t *dims, const char *file, int line)
+{
+    if (!got) {
+        CU_assertImplementation(CU_FALSE, (unsigned)line, "tensor is NULL", file, "", CU_FALSE);
+        return;
+    }
+    tide_shape want = tide_shape_make(rank, dims);
+    bool ok = tide_shape_equal(tide_tensor_shape(got), &want);
+    if (!ok) {
+        char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
+        fprintf(stderr, "%s:%d: shape %s, expected %s\n", file, line,
+                tide_shape_format(tide_tensor_shape(got), a, sizeof a), tide_shape_format(&want, b, sizeof b));
+    }
+    CU_assertImplementation(ok, (unsigned)line, "shape matches", file, "", CU_FALSE);
+}
+
+void th_assert_close_impl(const tide_tensor *got, const tide_tensor *want, double rtol, double atol,
+                          const char *file, int line)
+{
+    bool ok = got && want && tide_tensor_dtype(got) == tide_tensor_dtype(want) &&
+              tide_shape_equal(tide_tensor_shape(got), tide_tensor_shape(want));
+    if (!ok) {
+        char a[TIDE_SHAPE_STR_MAX] = "-", b[TIDE_SHAPE_STR_MAX] = "-";
+        if (got)
+            tide_shape_format(tide_tensor_shape(got), a, sizeof a);
+        if (want)
+            tide_shape_format(tide_tensor_shape(want), b, sizeof b);
+        fprintf(stderr, "%s:%d: got %s %s, expected %s %s\n", file, line,
+                got ? tide_dtype_name(tide_tensor_dtype(got)) : "NULL", a,
+                want ? tide_dtype_name(tide_tensor_dtype(want)) : "NULL", b);
+    } else if (tide_tensor_dtype(got) == TIDE_STRING || tide_dtype_is_complex(tide_tensor_dtype(got))) {
+        ok = tide_tensor_equal(got, want, true);
+        if (!ok && tide_dtype_is_complex(tide_tensor_dtype(got)) && (rtol > 0 || atol > 0)) {
+            /* compare complex part by part */
+            size_t half = tide_dtype_size(tide_tensor_dtype(got)) / 2;
+            int64_t n = tide_tensor_num_elements(got) * 2;
+            ok = true;
+            for (int64_t i = 0; i < n && ok; i++) {
+                const char *pg = (const char *)tide_tensor_data(got) + (size_t)i * half;
+                const char *pw = (const char *)tide_tensor_data(want) + (size_t)i * half;
+                double x = half == 4 ? *(const float *)pg : *(const double *)pg;
+                double y = half == 4 ? *(const float *)pw : *(const double *)pw;
+                ok = fabs(x - y) <= atol + rtol * fabs(y);
+            }
+        }
+        if (!ok)
+            fprintf(stderr, "%s:%d: values differ\n", file, line);
+    } else {
+        int64_t n = tide_tensor_num_elements(got);
+        bool exact = !tide_dtype_is_float(tide_tensor_dtype(got));
+        for (int64_t i = 0; i < n; i++) {
+            double x = tide_tensor_get_f64(got, i), y = tide_tensor_get_f64(want, i);
+            bool same = (isnan(x) && isnan(y)) || x == y ||
+                        (!exact && fabs(x - y) <= atol + rtol * fabs(y));
+            if (!same) {
+                fprintf(stderr, "%s:%d: element %lld is %.9g, expected %.9g (rtol %g, atol %g)\n", file, line,
+                        (long long)i, x, y, rtol, atol);
+                ok = false;
+                break;
+            }
+        }
+    }
+    CU_assertImplementation(ok, (unsigned)line, "tensors close", file, "", CU_FALSE);
+}
+
+void th_assert_fails_impl(const char *op, tide_tensor *const *inputs, int n, const tide_attrs *attrs,
+                          tide_status code, const char *needle, const char *file, int line)
+{
+    tide_tensor *out[16] = {0};
+    tide_error *err = tide_error_new();
+    int got = 0;
+    tide_status st = tide_engine_run_op(th_engine(), op, inputs, n, attrs, out, 16, &got, err);
+    for (int i = 0; i < got; i++)
+        tide_tensor_release(out[i]);
+    bool ok = st == code && (!needle || strstr(tide_error_message(err), needle));
+    if (!ok)
+        fprintf(stderr, "%s:%d: %s: expected %s containing \"%s\", got %s: %s\n", file, line, op,
+                tide_status_name(code), needle ? needle : "", tide_status_name(st), tide_error_message(err));
+    CU_assertImplementation(ok, (unsigned)line, "op fails as expected", file, "", CU_FALSE);
+    tide_error_free(err);
+}
+
+double th_rand(double lo, double hi)
+{
+    static uint64_t s = 0x9e3779b97f4a7c15ULL;
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return lo + (hi - lo) * (double)(s >> 11) / 9007199254740992.0;
+}
+
+int th_main(const char *suite, const th_test *tests)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite s = CU_add_suite(suite, NULL, NULL);
+    for (const th_test *t = tests; t->name; t++)
+        CU_add_test(s, t->name, t->fn);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+    CU_cleanup_registry();
+    if (engine) {
+        tide_engine_free(engine);
+        engine = NULL;
+    }
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,60 @@
+/* harness.h — what every CUnit suite of tide shares: one engine per test process, tensor builders,
+ * running one op both eagerly and through a graph session (the two results must agree), closeness
+ * assertions, and a main() that runs the suites and exits non-zero on any failure. */
+#ifndef TIDE_TEST_HARNESS_H
+#define TIDE_TEST_HARNESS_H
+
+#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+
+#include "tide.h"
+
+/* The process-wide engine (2 threads, 1 CPU device), created on first use. */
+tide_engine *th_engine(void);
+
+/* Tensors from C arrays; dims may be NULL when rank is 0. Abort the test process on OOM only. */
+tide_tensor *th_tensor(tide_dtype dt, int rank, const int64_t *dims, const void *data);
+tide_tensor *th_f32(int rank, const int64_t *dims, const float *data);
+tide_tensor *th_f64(int rank, const int64_t *dims, const double *data);
+tide_tensor *th_i32(int rank, const int64_t *dims, const int32_t *data);
+tide_tensor *th_i64(int rank, const int64_t *dims, const int64_t *data);
+#define TH_DIMS(...) ((const int64_t[]){__VA_ARGS__})
+
+/* Runs `op` on inputs with attrs (may be NULL): eagerly, and also as a graph (inputs fed through
+ * Placeholders, outputs fetched) in a fresh session; checks the two agree exactly. Returns the status;
+ * outputs[0..n) receive new references from the eager run (release them). On failure err (may be
+ * NULL) has the message. */
+tide_status th_run(const char *op, tide_tensor *const *inputs, int num_inputs, const tide_attrs *attrs,
+                   tide_tensor **outputs, int num_outputs, tide_error *err);
+/* Same, one output; NULL on failure (message printed when TIDE_TEST_VERBOSE is set). */
+tide_tensor *th_run1(const char *op, tide_tensor *const *inputs, int num_inputs, const tide_attrs *attrs);
+
+/* Asserts shape, dtype and values: |got - want| <= atol + rtol * |want| for every element
+ * (exact for integers, bool and strings; NaN equals NaN). Prints the first mismatch. */
+void th_assert_close_impl(const tide_tensor *got, const tide_tensor *want, double rtol, double atol,
+                          const char *file, int line);
+#define TH_ASSERT_CLOSE(got, want, rtol, atol) th_assert_close_impl(got, want, rtol, atol, __FILE__, __LINE__)
+/* Asserts got has exactly these dims. */
+void th_assert_shape_impl(const tide_tensor *got, int rank, const int64_t *dims, const char *file, int line);
+#define TH_ASSERT_SHAPE(got, rank, dims) th_assert_shape_impl(got, rank, dims, __FILE__, __LINE__)
+/* Asserts that running op fails with code and that the message contains `needle`. */
+void th_assert_fails_impl(const char *op, tide_tensor *const *inputs, int n, const tide_attrs *attrs,
+                          tide_status code, const char *needle, const char *file, int line);
+#define TH_ASSERT_FAILS(op, inputs, n, attrs, code, needle) \
+    th_assert_fails_impl(op, inputs, n, attrs, code, needle, __FILE__, __LINE__)
+
+/* A deterministic pseudo-random double in [lo, hi) (xorshift; same sequence every run). */
+double th_rand(double lo, double hi);
+
+typedef struct th_test {
+    const char *name;
+    void (*fn)(void);
+} th_test;
+#define TH_TEST(fn) {#fn, fn}
+#define TH_END {NULL, NULL}
+
+/* Registers one suite per call, runs them all, prints CUnit's summary, returns the exit status. */
+int th_main(const char *suite, const th_test *tests);
+
+#endif
