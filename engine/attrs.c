@@ -71,6 +71,12 @@ tide_attrs *tide_attrs_clone(const tide_attrs *a)
     return c;
 }
 
+void tide_attrs_merge(tide_attrs *dst, const tide_attrs *src)
+{
+    for (int i = 0; src && i < src->count; i++)
+        tide__attrs_set_value(dst, src->items[i].name, &src->items[i].value);
+}
+
 const tide_attr_value *tide__attrs_find(const tide_attrs *a, const char *name)
 {
     if (!a)

@@ -1,15 +1,465 @@
-/* executor.c — in progress. */
-#include "internal.h"
+/* executor.c — runs a plan once (a step). Each item has a pending count of unfinished producers; an
+ * item whose count reaches zero is ready. A thread keeps a LIFO stack of ready items and runs them
+ * inline (cheap kernels, and one expensive kernel); further expensive items go to the pool, and when
+ * the stack grows long while pool threads sit idle, half of it moves to the pool as one batch.
+ * Asynchronous kernels return at once and finish later through tide_kernel_done. Timing and
+ * observers cost one branch per node when off. The first failure aborts the step: later items are
+ * skipped but still counted down, so the step always drains. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec.h"
+
+#define SPLIT_AT 32        /* ready-stack length at which idle pool threads get half of it */
+#define MAX_INLINE_OUTPUTS 8
+
+typedef struct tide_step tide_step;
+struct tide_step {
+    const tide_step_args *args;
+    const tide_plan *plan;
+    tide_threadpool *pool;
+    atomic_int *pending;
+    tide_tensor **slots;
+    atomic_int outstanding;
+    atomic_bool failed;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool done;
+    tide_error *err;
+    bool tracing, observing;
+    int64_t deadline_ns;
+    tide_node_timing *timings;
+};
+
+typedef struct ready_stack {
+    int *items;
+    int n, cap;
+    int local[64];
+} ready_stack;
+
+static void rs_init(ready_stack *rs)
+{
+    rs->items = rs->local;
+    rs->n = 0;
+    rs->cap = 64;
+}
+
+static void rs_free(ready_stack *rs)
+{
+    if (rs->items != rs->local)
+        free(rs->items);
+}
+
+static bool rs_push(ready_stack *rs, int k)
+{
+    if (rs->n == rs->cap) {
+        int cap = rs->cap * 2;
+        int *items = malloc(sizeof(int) * (size_t)cap);
+        if (!items)
+            return false;
+        memcpy(items, rs->items, sizeof(int) * (size_t)rs->n);
+        if (rs->items != rs->local)
+            free(rs->items);
+        rs->items = items;
+        rs->cap = cap;
+    }
+    rs->items[rs->n++] = k;
+    return true;
+}
+
+bool tide__step_cancelled(const struct tide_step *step)
+{
+    return atomic_load_explicit(&step->failed, memory_order_relaxed) ||
+           atomic_load_explicit(step->args->cancel_gen, memory_order_relaxed) != step->args->cancel_at_start;
+}
+
+int64_t tide__step_id(const struct tide_step *step) { return step->args->info.step; }
+
+static void fail(tide_step *step, tide_status code, const tide_error *err, const char *msg)
+{
+    pthread_mutex_lock(&step->lock);
+    if (!atomic_load(&step->failed)) {
+        if (err)
+            tide__error_copy(step->err, err);
+        else
+            tide_error_set(step->err, code, "%s", msg);
+        atomic_store(&step->failed, true);
+    }
+    pthread_mutex_unlock(&step->lock);
+}
+
+static void run_loop(tide_step *step, ready_stack *rs);
+
+typedef struct batch {
+    tide_step *step;
+    int n;
+    int items[];
+} batch;
+
+static void batch_task(void *arg)
+{
+    batch *b = arg;
+    ready_stack rs;
+    rs_init(&rs);
+    for (int i = 0; i < b->n; i++)
+        rs_push(&rs, b->items[i]); /* cannot fail: batches are at most SPLIT_AT / 2 + cap */
+    tide_step *step = b->step;
+    free(b);
+    run_loop(step, &rs);
+    rs_free(&rs);
+}
+
+static void submit(tide_step *step, const int *items, int n)
+{
+    batch *b = malloc(sizeof *b + sizeof(int) * (size_t)n);
+    if (!b) { /* run them here instead */
+        ready_stack rs;
+        rs_init(&rs);
+        for (int i = 0; i < n; i++)
+            rs_push(&rs, items[i]);
+        run_loop(step, &rs);
+        rs_free(&rs);
+        return;
+    }
+    b->step = step;
+    b->n = n;
+    memcpy(b->items, items, sizeof(int) * (size_t)n);
+    tide__pool_submit(step->pool, batch_task, b);
+}
+
+/* Hands outputs to consumers; pushes items that became ready. */
+static void propagate(tide_step *step, const tide_exec_item *it, tide_tensor **outs, ready_stack *rs)
+{
+    int kept_expensive = 0;
+    for (int e = 0; e < it->num_edges; e++) {
+        const tide_edge *edge = &it->edges[e];
+        if (edge->slot >= 0 && outs && outs[edge->output])
+            step->slots[edge->slot] = tide_tensor_retain(outs[edge->output]);
+        if (atomic_fetch_sub_explicit(&step->pending[edge->dst], 1, memory_order_acq_rel) != 1)
+            continue;
+        const tide_exec_item *next = &step->plan->items[edge->dst];
+        if (step->tracing)
+            step->timings[edge->dst].scheduled_ns = tide__now_ns();
+        if (next->expensive && (rs->n > 0 || kept_expensive) && tide__pool_idle(step->pool) > 0) {
+            submit(step, &edge->dst, 1);
+            continue;
+        }
+        kept_expensive += next->expensive;
+        if (!rs_push(rs, edge->dst))
+            submit(step, &edge->dst, 1);
+    }
+    if (rs->n >= SPLIT_AT && tide__pool_idle(step->pool) > 0) {
+        int half = rs->n / 2;
+        submit(step, rs->items, half); /* the oldest half: the bottom of the stack */
+        memmove(rs->items, rs->items + half, sizeof(int) * (size_t)(rs->n - half));
+        rs->n -= half;
+    }
+}
+
+static void finish_item(tide_step *step)
+{
+    if (atomic_fetch_sub_explicit(&step->outstanding, 1, memory_order_acq_rel) == 1) {
+        pthread_mutex_lock(&step->lock);
+        step->done = true;
+        pthread_cond_signal(&step->cond);
+        pthread_mutex_unlock(&step->lock);
+    }
+}
+
+static void observe(tide_step *step, const tide_exec_item *it, tide_tensor **outs, size_t bytes)
+{
+    const tide_step_args *a = step->args;
+    if (step->tracing) {
+        tide_node_timing *t = &step->timings[it - step->plan->items];
+        t->node = it->node;
+        t->device = it->device->name;
+        t->thread = tide__pool_thread_index();
+        t->end_ns = tide__now_ns();
+        t->output_bytes = bytes;
+        for (int o = 0; o < a->num_observers; o++)
+            if (a->observers[o].obs.node_finished)
+                a->observers[o].obs.node_finished(a->observers[o].obs.user, &a->info, t);
+    }
+    if (it->wants_tensors && outs)
+        for (int o = 0; o < a->num_observers; o++)
+            if (a->observers[o].obs.tensor_produced)
+                for (int i = 0; i < it->kn.num_outputs; i++)
+                    a->observers[o].obs.tensor_produced(a->observers[o].obs.user, &a->info, it->node, i, outs[i]);
+}
+
+/* After a node's kernel ran (sync or async): bookkeeping, propagation, release. */
+static void complete_node(tide_step *step, const tide_exec_item *it, tide_kernel_ctx *ctx, ready_stack *rs)
+{
+    tide_status st = tide__kernel_ctx_finish(ctx);
+    if (st != TIDE_OK) {
+        tide_error *err = tide_error_new();
+        tide__kernel_ctx_take_error(ctx, err);
+        fail(step, st, err, NULL);
+        tide_error_free(err);
+    }
+    tide_tensor **inputs = step->slots + it->input_base;
+    for (int i = 0; i < it->num_inputs; i++) {
+        tide_tensor_release(inputs[i]);
+        inputs[i] = NULL;
+    }
+    if (step->observing && st == TIDE_OK) {
+        size_t bytes = 0;
+        for (int i = 0; i < it->kn.num_outputs; i++)
+            bytes += tide_tensor_byte_size(ctx->outputs[i]);
+        observe(step, it, ctx->outputs, bytes);
+    }
+    propagate(step, it, st == TIDE_OK ? ctx->outputs : NULL, rs);
+    for (int i = 0; i < it->kn.num_outputs; i++)
+        tide_tensor_release(ctx->outputs[i]);
+}
+
+typedef struct async_call {
+    tide_kernel_ctx ctx;
+    int item;
+    tide_tensor *outs[];
+} async_call;
+
+static bool should_skip(tide_step *step)
+{
+    if (atomic_load_explicit(&step->failed, memory_order_relaxed))
+        return true;
+    if (atomic_load_explicit(step->args->cancel_gen, memory_order_relaxed) != step->args->cancel_at_start) {
+        fail(step, TIDE_CANCELLED, NULL, "the run was cancelled");
+        return true;
+    }
+    if (step->deadline_ns && tide__now_ns() > step->deadline_ns) {
+        fail(step, TIDE_DEADLINE_EXCEEDED, NULL, "the run exceeded its timeout");
+        return true;
+    }
+    return false;
+}
+
+static void start_async(tide_step *step, const tide_exec_item *it, int k)
+{
+    async_call *call = calloc(1, sizeof *call + sizeof(tide_tensor *) * (size_t)(it->kn.num_outputs + 1));
+    if (!call) {
+        fail(step, TIDE_RESOURCE_EXHAUSTED, NULL, "out of memory starting an asynchronous kernel");
+        ready_stack rs;
+        rs_init(&rs);
+        propagate(step, it, NULL, &rs);
+        finish_item(step);
+        run_loop(step, &rs);
+        rs_free(&rs);
+        return;
+    }
+    call->item = k;
+    call->ctx = (tide_kernel_ctx){.kn = &it->kn, .inputs = step->slots + it->input_base,
+                                  .outputs = call->outs, .step = step,
+                                  .item = (struct tide_exec_item *)call};
+    it->kn.kernel->spec.compute_async(&call->ctx);
+}
 
 void tide__eager_async_done(tide_kernel_ctx *ctx, tide_status status);
+
+static void async_resume(void *arg)
+{
+    async_call *call = arg;
+    tide_step *step = call->ctx.step;
+    const tide_exec_item *it = &step->plan->items[call->item];
+    ready_stack rs;
+    rs_init(&rs);
+    complete_node(step, it, &call->ctx, &rs);
+    free(call);
+    finish_item(step);
+    run_loop(step, &rs);
+    rs_free(&rs);
+}
 
 void tide__exec_async_done(struct tide_exec_item *item, struct tide_step *step, tide_kernel_ctx *ctx,
                            tide_status status)
 {
-    (void)item;
-    if (!step)
+    TIDE_UNUSED(status);
+    if (!step) {
         tide__eager_async_done(ctx, status);
+        return;
+    }
+    async_call *call = (async_call *)item;
+    if (tide__pool_thread_index() >= 0)
+        async_resume(call);
+    else
+        tide__pool_submit(step->pool, async_resume, call); /* a foreign thread: continue on the pool */
 }
 
-bool tide__step_cancelled(const struct tide_step *step) { (void)step; return false; }
-int64_t tide__step_id(const struct tide_step *step) { (void)step; return 0; }
+static void run_node(tide_step *step, const tide_exec_item *it, int k, ready_stack *rs)
+{
+    if (step->tracing)
+        step->timings[k].start_ns = tide__now_ns();
+    if (should_skip(step)) {
+        tide_tensor **inputs = step->slots + it->input_base;
+        for (int i = 0; i < it->num_inputs; i++) {
+            tide_tensor_release(inputs[i]);
+            inputs[i] = NULL;
+        }
+        propagate(step, it, NULL, rs);
+        finish_item(step);
+        return;
+    }
+    if (it->async) {
+        start_async(step, it, k);
+        return;
+    }
+    tide_tensor *local[MAX_INLINE_OUTPUTS] = {0};
+    tide_tensor **outs = it->kn.num_outputs <= MAX_INLINE_OUTPUTS
+                             ? local : calloc((size_t)it->kn.num_outputs, sizeof *outs);
+    if (!outs) {
+        fail(step, TIDE_RESOURCE_EXHAUSTED, NULL, "out of memory");
+        propagate(step, it, NULL, rs);
+        finish_item(step);
+        return;
+    }
+    tide_kernel_ctx ctx = {.kn = &it->kn, .inputs = step->slots + it->input_base, .outputs = outs,
+                           .step = step};
+    it->kn.kernel->spec.compute(&ctx);
+    complete_node(step, it, &ctx, rs);
+    if (outs != local)
+        free(outs);
+    finish_item(step);
+}
+
+static void run_virtual(tide_step *step, const tide_exec_item *it, ready_stack *rs)
+{
+    if (it->kind == ITEM_FEED) {
+        tide_tensor *value = step->args->feeds[it->index].value;
+        propagate(step, it, &value, rs);
+    } else { /* fetch */
+        tide_tensor **slot = &step->slots[it->input_base];
+        step->args->fetch_values[it->index] = *slot; /* NULL if the step failed */
+        *slot = NULL;
+        propagate(step, it, NULL, rs);
+    }
+    finish_item(step);
+}
+
+static void run_loop(tide_step *step, ready_stack *rs)
+{
+    while (rs->n > 0) {
+        int k = rs->items[--rs->n];
+        const tide_exec_item *it = &step->plan->items[k];
+        if (it->kind == ITEM_NODE)
+            run_node(step, it, k, rs);
+        else
+            run_virtual(step, it, rs);
+    }
+}
+
+static tide_status check_feeds(const tide_step_args *a, tide_error *err)
+{
+    const tide_plan *p = a->plan;
+    for (int i = 0; i < p->num_feeds; i++) {
+        const tide_tensor *v = a->feeds[i].value;
+        if (!v)
+            return tide_error_set(err, TIDE_INVALID_ARGUMENT, "the value fed to '%s' is NULL", p->feed_names[i]);
+        if (v->dtype != p->feed_dtypes[i] || !tide_shape_compatible(&p->feed_shapes[i], &v->shape)) {
+            char a1[TIDE_SHAPE_STR_MAX], a2[TIDE_SHAPE_STR_MAX];
+            return tide_error_set(err, TIDE_INVALID_ARGUMENT,
+                                  "cannot feed a %s tensor of shape %s to '%s', which is %s with shape %s",
+                                  tide_dtype_name(v->dtype), tide_shape_format(&v->shape, a1, sizeof a1),
+                                  p->feed_names[i], tide_dtype_name(p->feed_dtypes[i]),
+                                  tide_shape_format(&p->feed_shapes[i], a2, sizeof a2));
+        }
+    }
+    return TIDE_OK;
+}
+
+struct tide_step_stats {
+    int count;
+    tide_node_timing *items;
+};
+
+static tide_step_stats *collect_stats(tide_step *step)
+{
+    tide_step_stats *st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    st->items = calloc((size_t)step->plan->num_items + 1, sizeof *st->items);
+    for (int k = 0; st->items && k < step->plan->num_items; k++)
+        if (step->plan->items[k].kind == ITEM_NODE && step->timings[k].node)
+            st->items[st->count++] = step->timings[k];
+    return st;
+}
+
+int tide_step_stats_count(const tide_step_stats *st) { return st ? st->count : 0; }
+
+const tide_node_timing *tide_step_stats_at(const tide_step_stats *st, int i)
+{
+    return st && i >= 0 && i < st->count ? &st->items[i] : NULL;
+}
+
+void tide_step_stats_free(tide_step_stats *st)
+{
+    if (!st)
+        return;
+    free(st->items);
+    free(st);
+}
+
+tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tide_error *err)
+{
+    const tide_plan *p = a->plan;
+    tide_status st = check_feeds(a, err);
+    if (st != TIDE_OK)
+        return st;
+    tide_step step = {.args = a, .plan = p, .pool = a->engine->pool};
+    step.tracing = a->opts && a->opts->trace;
+    step.observing = step.tracing || a->num_observers > 0;
+    if (a->opts && a->opts->timeout_ms > 0)
+        step.deadline_ns = tide__now_ns() + a->opts->timeout_ms * 1000000LL;
+    step.pending = malloc(sizeof(atomic_int) * ((size_t)p->num_items + 1));
+    step.slots = calloc((size_t)p->num_slots + 1, sizeof *step.slots);
+    step.timings = step.tracing ? calloc((size_t)p->num_items + 1, sizeof *step.timings) : NULL;
+    step.err = tide_error_new();
+    if (!step.pending || !step.slots || !step.err || (step.tracing && !step.timings)) {
+        free(step.pending);
+        free(step.slots);
+        free(step.timings);
+        tide_error_free(step.err);
+        return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory starting a run");
+    }
+    for (int k = 0; k < p->num_items; k++)
+        atomic_init(&step.pending[k], p->items[k].initial_pending);
+    atomic_init(&step.outstanding, p->num_items);
+    atomic_init(&step.failed, false);
+    pthread_mutex_init(&step.lock, NULL);
+    pthread_cond_init(&step.cond, NULL);
+    if (p->num_items > 0) {
+        ready_stack rs;
+        rs_init(&rs);
+        for (int i = 0; i < p->num_roots; i++)
+            if (!rs_push(&rs, p->roots[i]))
+                submit(&step, &p->roots[i], 1);
+        if (step.tracing)
+            for (int i = 0; i < rs.n; i++)
+                step.timings[rs.items[i]].scheduled_ns = tide__now_ns();
+        run_loop(&step, &rs); /* the caller's thread works too */
+        rs_free(&rs);
+        pthread_mutex_lock(&step.lock);
+        while (!step.done)
+            pthread_cond_wait(&step.cond, &step.lock);
+        pthread_mutex_unlock(&step.lock);
+    }
+    st = atomic_load(&step.failed) ? tide_error_code(step.err) : TIDE_OK;
+    if (st != TIDE_OK) {
+        tide__error_copy(err, step.err);
+        for (int i = 0; i < p->num_fetches; i++) {
+            tide_tensor_release(a->fetch_values[i]);
+            a->fetch_values[i] = NULL;
+        }
+    }
+    for (int s = 0; s < p->num_slots; s++) /* a failed step may leave inputs of skipped items */
+        tide_tensor_release(step.slots[s]);
+    if (stats)
+        *stats = step.tracing ? collect_stats(&step) : NULL;
+    pthread_mutex_destroy(&step.lock);
+    pthread_cond_destroy(&step.cond);
+    free(step.pending);
+    free(step.slots);
+    free(step.timings);
+    tide_error_free(step.err);
+    return st;
+}

@@ -217,8 +217,12 @@ struct tide_graph {
     int num_scopes, cap_scopes;
     char **devices;                  /* stack of default devices */
     int num_devices, cap_devices;
+    struct name_counters *counters;  /* base name -> next suffix, for unique names */
 };
 
+/* Makes room for one more node (so that insertion cannot fail). */
+bool tide__graph_reserve(tide_graph *g);
+const char *tide__graph_default_device(const tide_graph *g);
 /* Adds a finished node (name checked free by caller); takes ownership. */
 void tide__graph_insert(tide_graph *g, tide_node *n);
 void tide__node_free(tide_node *n);

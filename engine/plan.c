@@ -1,2 +1,491 @@
-/* plan.c — in progress. */
-typedef int tide_placeholder_plan;
+/* plan.c — turns one Run signature (feeds, fetches, targets) into an executable plan, in passes:
+ *   1. check the signature and index the feeds;
+ *   2. prune: walk backwards from fetches and targets, stopping at fed outputs;
+ *   3. order: Kahn's algorithm over the needed nodes (also proves there is no cycle);
+ *   4. place every node on a device (explicit request, Ref colocation, else the first device that has
+ *      a kernel; the cost-model placer of the multi-device issue replaces this pass);
+ *   5. find and initialise each node's kernel;
+ *   6. wire edges, input slots and pending counts, with virtual feed and fetch items.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec.h"
+
+typedef struct builder {
+    tide_engine *engine;
+    tide_graph *graph;
+    const tide_feed *feeds;
+    int num_feeds;
+    int *node_item;      /* graph node id -> item index, -1 if not needed */
+    int *order;          /* needed node ids in topological order */
+    int num_needed;
+    tide_plan *plan;
+    tide_error *err;
+} builder;
+
+/* A Ref input names a variable, not a value: it makes no edge (the kernel finds the variable itself
+ * through ref_sources), so an Assign does not wait for, or need, a read of the variable. */
+static bool is_ref_input(const tide_node *n, int i)
+{
+    for (int a = 0; a < n->op->num_inputs; a++)
+        if (i >= n->arg_start[a] && i < n->arg_start[a + 1])
+            return n->op->inputs[a].is_ref;
+    return false;
+}
+
+static int find_feed(const builder *b, const tide_node *n, int index)
+{
+    for (int i = 0; i < b->num_feeds; i++)
+        if (b->feeds[i].output.node == n && b->feeds[i].output.index == index)
+            return i;
+    return -1;
+}
+
+static tide_status check_output(const tide_graph *g, tide_output o, const char *what, int i, tide_error *err)
+{
+    if (!o.node)
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s %d names no node", what, i);
+    if (o.node->graph != g || o.node->id >= g->num_nodes || g->nodes[o.node->id] != o.node)
+        return tide_error_set(err, TIDE_NOT_FOUND, "%s %d ('%s') is not a node of this session's graph", what, i,
+                              o.node->name);
+    if (o.index < 0 || o.index >= o.node->num_outputs)
+        return tide_error_set(err, TIDE_OUT_OF_RANGE, "%s %d asks for output %d of '%s' (%s), which has %d", what,
+                              i, o.index, o.node->name, o.node->op->name, o.node->num_outputs);
+    return TIDE_OK;
+}
+
+/* Pass 1. */
+static tide_status check_signature(builder *b, const tide_output *fetches, int nf, tide_node *const *targets,
+                                   int nt)
+{
+    for (int i = 0; i < b->num_feeds; i++) {
+        tide_status st = check_output(b->graph, b->feeds[i].output, "feed", i, b->err);
+        if (st != TIDE_OK)
+            return st;
+        for (int j = 0; j < i; j++)
+            if (b->feeds[j].output.node == b->feeds[i].output.node &&
+                b->feeds[j].output.index == b->feeds[i].output.index)
+                return tide_error_set(b->err, TIDE_INVALID_ARGUMENT, "'%s:%d' is fed twice",
+                                      b->feeds[i].output.node->name, b->feeds[i].output.index);
+    }
+    for (int i = 0; i < nf; i++) {
+        tide_status st = check_output(b->graph, fetches[i], "fetch", i, b->err);
+        if (st != TIDE_OK)
+            return st;
+    }
+    for (int i = 0; i < nt; i++) {
+        tide_status st = check_output(b->graph, (tide_output){targets[i], 0}, "target", i, b->err);
+        if (st != TIDE_OK && !(targets[i] && targets[i]->num_outputs == 0 && tide_error_code(b->err) == TIDE_OUT_OF_RANGE))
+            return st;
+        tide_error_clear(b->err);
+    }
+    return TIDE_OK;
+}
+
+/* Pass 2: marks needed nodes (node_item[id] = 0 for "needed", -1 otherwise). */
+static tide_status prune(builder *b, const tide_output *fetches, int nf, tide_node *const *targets, int nt)
+{
+    int n = b->graph->num_nodes;
+    int *stack = malloc(sizeof(int) * ((size_t)n + 1));
+    if (!stack)
+        return tide_error_set(b->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    int top = 0;
+    for (int i = 0; i < nf; i++)
+        if (find_feed(b, fetches[i].node, fetches[i].index) < 0 && b->node_item[fetches[i].node->id] < 0) {
+            b->node_item[fetches[i].node->id] = 0;
+            stack[top++] = fetches[i].node->id;
+        }
+    for (int i = 0; i < nt; i++)
+        if (b->node_item[targets[i]->id] < 0) {
+            b->node_item[targets[i]->id] = 0;
+            stack[top++] = targets[i]->id;
+        }
+    while (top > 0) {
+        const tide_node *node = b->graph->nodes[stack[--top]];
+        for (int i = 0; i < node->num_inputs + node->num_control; i++) {
+            const tide_node *src;
+            if (i < node->num_inputs) {
+                tide_output in = node->inputs[i];
+                if (find_feed(b, in.node, in.index) >= 0 || is_ref_input(node, i))
+                    continue;
+                src = in.node;
+            } else {
+                src = node->control[i - node->num_inputs];
+            }
+            if (b->node_item[src->id] < 0) {
+                b->node_item[src->id] = 0;
+                stack[top++] = src->id;
+            }
+        }
+    }
+    free(stack);
+    return TIDE_OK;
+}
+
+/* Pass 3: topological order of the needed nodes. */
+static tide_status order_nodes(builder *b)
+{
+    int n = b->graph->num_nodes;
+    int *indeg = calloc((size_t)n + 1, sizeof *indeg);
+    int *succ_count = calloc((size_t)n + 1, sizeof *succ_count);
+    b->order = malloc(sizeof(int) * ((size_t)n + 1));
+    if (!indeg || !succ_count || !b->order) {
+        free(indeg);
+        free(succ_count);
+        return tide_error_set(b->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    /* Build successor lists restricted to needed nodes (CSR). */
+    for (int id = 0; id < n; id++) {
+        const tide_node *node = b->graph->nodes[id];
+        if (b->node_item[id] < 0)
+            continue;
+        for (int i = 0; i < node->num_inputs + node->num_control; i++) {
+            const tide_node *src = i < node->num_inputs ? node->inputs[i].node : node->control[i - node->num_inputs];
+            if (i < node->num_inputs && (find_feed(b, src, node->inputs[i].index) >= 0 || is_ref_input(node, i)))
+                continue;
+            indeg[id]++;
+            succ_count[src->id]++;
+        }
+    }
+    int *start = malloc(sizeof(int) * ((size_t)n + 2));
+    int total = 0;
+    for (int id = 0; id < n && start; id++) {
+        start[id] = total;
+        total += succ_count[id];
+    }
+    int *succ = malloc(sizeof(int) * ((size_t)total + 1));
+    tide_status st = TIDE_OK;
+    if (!start || !succ) {
+        st = tide_error_set(b->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    } else {
+        start[n] = total;
+        memset(succ_count, 0, sizeof(int) * (size_t)n);
+        for (int id = 0; id < n; id++) {
+            const tide_node *node = b->graph->nodes[id];
+            if (b->node_item[id] < 0)
+                continue;
+            for (int i = 0; i < node->num_inputs + node->num_control; i++) {
+                const tide_node *src = i < node->num_inputs ? node->inputs[i].node : node->control[i - node->num_inputs];
+                if (i < node->num_inputs && (find_feed(b, src, node->inputs[i].index) >= 0 || is_ref_input(node, i)))
+                    continue;
+                succ[start[src->id] + succ_count[src->id]++] = id;
+            }
+        }
+        int head = 0, tail = 0, needed = 0;
+        for (int id = 0; id < n; id++)
+            if (b->node_item[id] >= 0) {
+                needed++;
+                if (indeg[id] == 0)
+                    b->order[tail++] = id;
+            }
+        while (head < tail) {
+            int id = b->order[head++];
+            for (int k = start[id]; k < start[id + 1]; k++)
+                if (--indeg[succ[k]] == 0)
+                    b->order[tail++] = succ[k];
+        }
+        if (tail != needed) {
+            const char *on = "?";
+            for (int id = 0; id < n; id++)
+                if (b->node_item[id] >= 0 && indeg[id] > 0) {
+                    on = b->graph->nodes[id]->name;
+                    break;
+                }
+            st = tide_error_set(b->err, TIDE_INVALID_ARGUMENT, "the graph has a cycle through node '%s'", on);
+        }
+        b->num_needed = tail;
+        for (int k = 0; k < tail; k++)
+            b->node_item[b->order[k]] = k; /* items in topological order */
+    }
+    free(indeg);
+    free(succ_count);
+    free(start);
+    free(succ);
+    return st;
+}
+
+/* Pass 4: the device of one node. */
+static tide_status place(builder *b, const tide_node *node, tide_device **out)
+{
+    tide_engine *e = b->engine;
+    const char *request = node->requested_device;
+    /* Ref inputs colocate the node with its variable. */
+    for (int a = 0; a < node->op->num_inputs; a++)
+        if (node->op->inputs[a].is_ref && node->arg_start[a] < node->arg_start[a + 1]) {
+            const tide_node *var = node->inputs[node->arg_start[a]].node;
+            if (!request[0])
+                request = var->requested_device;
+        }
+    tide_device_spec spec;
+    if (tide_device_spec_parse(request, &spec, b->err) != TIDE_OK) {
+        tide__error_prefix(b->err, "node '%s' (%s)", node->name, node->op->name);
+        return tide_error_code(b->err);
+    }
+    for (int i = 0; i < e->num_devices; i++)
+        if (tide_device_spec_matches(&spec, &e->devices[i].spec) &&
+            tide__registry_kernel(node->op, e->devices[i].type, node->attrs)) {
+            *out = &e->devices[i];
+            atomic_store(&((tide_node *)node)->assigned_device, (const char *)e->devices[i].name);
+            return TIDE_OK;
+        }
+    char have[1024];
+    size_t at = 0;
+    have[0] = 0;
+    for (int i = 0; i < e->num_devices && at < sizeof have; i++)
+        at += (size_t)snprintf(have + at, sizeof have - at, "%s%s", i ? ", " : "", e->devices[i].name);
+    tide_dtype t = TIDE_INVALID_DTYPE;
+    bool has_t = tide_attrs_get_type(node->attrs, "T", &t);
+    for (int i = 0; i < e->num_devices; i++)
+        if (tide_device_spec_matches(&spec, &e->devices[i].spec))
+            return tide_error_set(b->err, TIDE_UNIMPLEMENTED, "node '%s' (%s): no %s kernel for %s%s%s", node->name,
+                                  node->op->name, e->devices[i].type, node->op->name, has_t ? " with T=" : "",
+                                  has_t ? tide_dtype_name(t) : "");
+    return tide_error_set(b->err, TIDE_INVALID_ARGUMENT,
+                          "node '%s' (%s) requests device '%s', which matches none of this engine's devices (%s)",
+                          node->name, node->op->name, request, have);
+}
+
+/* Pass 5: an item for a node, with its kernel initialised. */
+static tide_status init_node_item(builder *b, tide_exec_item *it, const tide_node *node)
+{
+    tide_status st = place(b, node, &it->device);
+    if (st != TIDE_OK)
+        return st;
+    const tide_kernel_def *k = tide__registry_kernel(node->op, it->device->type, node->attrs);
+    it->kind = ITEM_NODE;
+    it->node = node;
+    it->num_inputs = node->num_inputs;
+    it->expensive = (k->spec.flags & TIDE_KERNEL_EXPENSIVE) != 0;
+    it->async = (k->spec.flags & TIDE_KERNEL_ASYNC) != 0 && k->spec.compute_async;
+    tide_kernel_node *kn = &it->kn;
+    kn->name = node->name;
+    kn->op = node->op;
+    kn->node = node;
+    kn->attrs = node->attrs;
+    kn->kernel = k;
+    kn->num_inputs = node->num_inputs;
+    kn->num_outputs = node->num_outputs;
+    kn->out_dtypes = node->out_dtypes;
+    kn->in_dtypes = malloc(sizeof(tide_dtype) * ((size_t)node->num_inputs + 1));
+    kn->ref_sources = calloc((size_t)node->num_inputs + 1, sizeof *kn->ref_sources);
+    if (!kn->in_dtypes || !kn->ref_sources)
+        return tide_error_set(b->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    for (int i = 0; i < node->num_inputs; i++)
+        kn->in_dtypes[i] = node->inputs[i].node->out_dtypes[node->inputs[i].index];
+    for (int a = 0; a < node->op->num_inputs; a++)
+        if (node->op->inputs[a].is_ref)
+            for (int i = node->arg_start[a]; i < node->arg_start[a + 1]; i++)
+                kn->ref_sources[i] = node->inputs[i].node;
+    kn->engine = b->engine;
+    kn->device = it->device;
+    kn->graph_seed = b->graph->seed;
+    st = tide__kernel_node_init(kn, b->err);
+    if (st == TIDE_OK)
+        it->kn.kernel = k;
+    else
+        kn->kernel = NULL; /* nothing to destroy */
+    return st;
+}
+
+static tide_status add_edge(builder *b, int src, tide_edge e)
+{
+    tide_exec_item *it = &b->plan->items[src];
+    tide_edge *edges = realloc(it->edges, sizeof *edges * ((size_t)it->num_edges + 1));
+    if (!edges)
+        return tide_error_set(b->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    it->edges = edges;
+    it->edges[it->num_edges++] = e;
+    b->plan->items[e.dst].initial_pending++;
+    return TIDE_OK;
+}
+
+static int cmp_edges(const void *a, const void *b)
+{
+    const tide_edge *x = a, *y = b;
+    int ox = x->output < 0 ? 1 << 30 : x->output, oy = y->output < 0 ? 1 << 30 : y->output;
+    return ox != oy ? (ox < oy ? -1 : 1) : (x->dst - y->dst);
+}
+
+/* Pass 6: edges, slots and pending counts. Items: needed nodes, then feeds, then fetches. */
+static tide_status wire(builder *b, const tide_output *fetches, int nf)
+{
+    tide_plan *p = b->plan;
+    int feed_base = b->num_needed, fetch_base = feed_base + b->num_feeds;
+    int slot = 0;
+    tide_status st = TIDE_OK;
+    for (int k = 0; k < p->num_items; k++) {
+        p->items[k].input_base = slot;
+        slot += p->items[k].num_inputs;
+    }
+    p->num_slots = slot;
+    for (int k = 0; k < b->num_needed && st == TIDE_OK; k++) {
+        const tide_node *node = p->items[k].node;
+        for (int i = 0; i < node->num_inputs && st == TIDE_OK; i++) {
+            tide_output in = node->inputs[i];
+            if (is_ref_input(node, i))
+                continue;
+            int f = find_feed(b, in.node, in.index);
+            int src = f >= 0 ? feed_base + f : b->node_item[in.node->id];
+            st = add_edge(b, src, (tide_edge){k, p->items[k].input_base + i, f >= 0 ? 0 : in.index});
+        }
+        for (int i = 0; i < node->num_control && st == TIDE_OK; i++)
+            st = add_edge(b, b->node_item[node->control[i]->id], (tide_edge){k, -1, -1});
+    }
+    for (int i = 0; i < nf && st == TIDE_OK; i++) {
+        int f = find_feed(b, fetches[i].node, fetches[i].index);
+        int src = f >= 0 ? feed_base + f : b->node_item[fetches[i].node->id];
+        st = add_edge(b, src, (tide_edge){fetch_base + i, p->items[fetch_base + i].input_base, f >= 0 ? 0 : fetches[i].index});
+    }
+    if (st != TIDE_OK)
+        return st;
+    for (int k = 0; k < p->num_items; k++)
+        qsort(p->items[k].edges, (size_t)p->items[k].num_edges, sizeof(tide_edge), cmp_edges);
+    p->roots = malloc(sizeof(int) * ((size_t)p->num_items + 1));
+    if (!p->roots)
+        return tide_error_set(b->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    /* Roots in reverse so that the executor's LIFO stack starts with the first in topological order. */
+    for (int k = p->num_items - 1; k >= 0; k--)
+        if (p->items[k].initial_pending == 0)
+            p->roots[p->num_roots++] = k;
+    return TIDE_OK;
+}
+
+static char *output_name(tide_output o)
+{
+    return tide__asprintf("%s:%d", o.node->name, o.index);
+}
+
+static tide_status make_items(builder *b, const tide_output *fetches, int nf, tide_node *const *targets, int nt)
+{
+    tide_plan *p = b->plan;
+    p->num_items = b->num_needed + b->num_feeds + nf;
+    p->items = calloc((size_t)p->num_items + 1, sizeof *p->items);
+    p->feed_items = calloc((size_t)b->num_feeds + 1, sizeof *p->feed_items);
+    p->feed_dtypes = calloc((size_t)b->num_feeds + 1, sizeof *p->feed_dtypes);
+    p->feed_shapes = calloc((size_t)b->num_feeds + 1, sizeof *p->feed_shapes);
+    p->feed_names = calloc((size_t)b->num_feeds + 1, sizeof(char *));
+    p->fetch_names = calloc((size_t)nf + 1, sizeof(char *));
+    p->target_names = calloc((size_t)nt + 1, sizeof(char *));
+    if (!p->items || !p->feed_items || !p->feed_dtypes || !p->feed_shapes || !p->feed_names || !p->fetch_names ||
+        !p->target_names)
+        return tide_error_set(b->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    p->num_feeds = b->num_feeds;
+    p->num_fetches = nf;
+    p->num_targets = nt;
+    for (int k = 0; k < b->num_needed; k++) {
+        tide_status st = init_node_item(b, &p->items[k], b->graph->nodes[b->order[k]]);
+        if (st != TIDE_OK)
+            return st;
+    }
+    for (int i = 0; i < b->num_feeds; i++) {
+        tide_exec_item *it = &p->items[b->num_needed + i];
+        tide_output o = b->feeds[i].output;
+        it->kind = ITEM_FEED;
+        it->index = i;
+        it->device = &b->engine->devices[0];
+        p->feed_items[i] = b->num_needed + i;
+        p->feed_dtypes[i] = o.node->out_dtypes[o.index];
+        p->feed_shapes[i] = o.node->out_shapes[o.index];
+        p->feed_names[i] = output_name(o);
+    }
+    for (int i = 0; i < nf; i++) {
+        tide_exec_item *it = &p->items[b->num_needed + b->num_feeds + i];
+        it->kind = ITEM_FETCH;
+        it->index = i;
+        it->num_inputs = 1;
+        it->device = &b->engine->devices[0];
+        p->fetch_names[i] = output_name(fetches[i]);
+    }
+    for (int i = 0; i < nt; i++)
+        p->target_names[i] = tide__strdup(targets[i]->name);
+    return TIDE_OK;
+}
+
+tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feeds, int num_feeds,
+                            const tide_output *fetches, int num_fetches, tide_node *const *targets,
+                            int num_targets, tide_error *err)
+{
+    builder b = {.engine = e, .graph = g, .feeds = feeds, .num_feeds = num_feeds, .err = err};
+    b.plan = calloc(1, sizeof *b.plan);
+    b.node_item = malloc(sizeof(int) * ((size_t)g->num_nodes + 1));
+    tide_status st = b.plan && b.node_item ? TIDE_OK : tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    for (int i = 0; st == TIDE_OK && i < g->num_nodes; i++)
+        b.node_item[i] = -1;
+    if (st == TIDE_OK)
+        st = check_signature(&b, fetches, num_fetches, targets, num_targets);
+    if (st == TIDE_OK)
+        st = prune(&b, fetches, num_fetches, targets, num_targets);
+    if (st == TIDE_OK)
+        st = order_nodes(&b);
+    if (st == TIDE_OK)
+        st = make_items(&b, fetches, num_fetches, targets, num_targets);
+    if (st == TIDE_OK)
+        st = wire(&b, fetches, num_fetches);
+    if (st == TIDE_OK) {
+        pthread_mutex_lock(&g->lock);
+        for (int k = 0; k < b.num_needed; k++)
+            atomic_store(&((tide_node *)b.plan->items[k].node)->used_by_plan, true);
+        pthread_mutex_unlock(&g->lock);
+        b.plan->observers_version = -1;
+    }
+    free(b.node_item);
+    free(b.order);
+    if (st != TIDE_OK) {
+        tide__plan_free(b.plan);
+        return NULL;
+    }
+    return b.plan;
+}
+
+static void free_names(char **names, int n)
+{
+    for (int i = 0; names && i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+void tide__plan_free(tide_plan *p)
+{
+    if (!p)
+        return;
+    for (int k = 0; p->items && k < p->num_items; k++) {
+        tide_exec_item *it = &p->items[k];
+        if (it->kind == ITEM_NODE) {
+            tide__kernel_node_clear(&it->kn);
+            free(it->kn.in_dtypes);
+            free(it->kn.ref_sources);
+        }
+        free(it->edges);
+    }
+    free(p->items);
+    free(p->roots);
+    free(p->feed_items);
+    free(p->feed_dtypes);
+    free(p->feed_shapes);
+    free_names(p->feed_names, p->num_feeds);
+    free_names(p->fetch_names, p->num_fetches);
+    free_names(p->target_names, p->num_targets);
+    free(p->key);
+    free(p);
+}
+
+void tide__plan_update_observers(tide_plan *p, tide_engine *e)
+{
+    pthread_mutex_lock(&e->observers_lock);
+    int version = atomic_load(&e->observers_version);
+    if (version != p->observers_version) {
+        for (int k = 0; k < p->num_items; k++) {
+            tide_exec_item *it = &p->items[k];
+            it->wants_tensors = false;
+            for (int o = 0; it->kind == ITEM_NODE && o < e->num_observers; o++) {
+                const tide_observer *obs = &e->observers[o].obs;
+                if (obs->tensor_produced && (!obs->wants_tensors || obs->wants_tensors(obs->user, it->node)))
+                    it->wants_tensors = true;
+            }
+        }
+        p->observers_version = version;
+    }
+    pthread_mutex_unlock(&e->observers_lock);
+}

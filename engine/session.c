@@ -1,2 +1,204 @@
-/* session.c — in progress. */
-typedef int tide_placeholder_session;
+/* session.c — sessions: Run over a graph with a cache of prepared plans (one per feeds/fetches/targets
+ * signature), a step counter, cancellation, and the observers' run callbacks. Plans stay valid as the
+ * graph grows: a plan depends only on nodes reachable backwards from its fetches, which never change.
+ * Several threads may Run on one session (or many sessions) at once. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec.h"
+
+struct tide_session {
+    tide_engine *engine;
+    tide_graph *graph;
+    pthread_mutex_t lock;        /* guards the plan cache */
+    tide_name_table *plans;      /* key -> tide_plan* */
+    tide_plan **plan_list;
+    int num_plans, cap_plans;
+    atomic_llong step;
+    atomic_int cancel_gen;
+};
+
+static atomic_ullong next_run_id = 1;
+
+tide_session *tide_session_new(tide_engine *engine, tide_graph *g, const tide_session_options *opts,
+                               tide_error *err)
+{
+    if (!engine || !g) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "a session needs an engine and a graph");
+        return NULL;
+    }
+    tide_session *s = calloc(1, sizeof *s);
+    if (!s || !(s->plans = tide__names_new())) {
+        free(s);
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+        return NULL;
+    }
+    s->engine = engine;
+    s->graph = g;
+    pthread_mutex_init(&s->lock, NULL);
+    atomic_init(&s->step, opts ? opts->first_step : 0);
+    atomic_init(&s->cancel_gen, 0);
+    atomic_fetch_add(&engine->live_sessions, 1);
+    return s;
+}
+
+void tide_session_free(tide_session *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->num_plans; i++)
+        tide__plan_free(s->plan_list[i]);
+    free(s->plan_list);
+    tide__names_free(s->plans);
+    pthread_mutex_destroy(&s->lock);
+    atomic_fetch_sub(&s->engine->live_sessions, 1);
+    free(s);
+}
+
+tide_graph *tide_session_graph(const tide_session *s) { return s->graph; }
+int64_t tide_session_step(const tide_session *s) { return atomic_load(&((tide_session *)s)->step); }
+void tide_session_cancel(tide_session *s) { atomic_fetch_add(&s->cancel_gen, 1); }
+
+int tide_session_num_plans(const tide_session *s)
+{
+    pthread_mutex_lock(&((tide_session *)s)->lock);
+    int n = s->num_plans;
+    pthread_mutex_unlock(&((tide_session *)s)->lock);
+    return n;
+}
+
+tide_status tide_session_extend(tide_session *s, const char *text, tide_error *err)
+{
+    return tide_graph_extend_text(s->graph, text, err);
+}
+
+/* The cache key: node ids and output indices of feeds, fetches and targets, in the caller's order. */
+static char *plan_key(const tide_feed *feeds, int nfeeds, const tide_output *fetches, int nfetches,
+                      tide_node *const *targets, int ntargets)
+{
+    size_t cap = 32 + 24 * (size_t)(nfeeds + nfetches + ntargets);
+    char *key = malloc(cap);
+    if (!key)
+        return NULL;
+    size_t at = 0;
+    for (int i = 0; i < nfeeds; i++)
+        at += (size_t)snprintf(key + at, cap - at, "f%d:%d,", feeds[i].output.node ? feeds[i].output.node->id : -1,
+                               feeds[i].output.index);
+    for (int i = 0; i < nfetches; i++)
+        at += (size_t)snprintf(key + at, cap - at, "o%d:%d,", fetches[i].node ? fetches[i].node->id : -1,
+                               fetches[i].index);
+    for (int i = 0; i < ntargets; i++)
+        at += (size_t)snprintf(key + at, cap - at, "t%d,", targets[i] ? targets[i]->id : -1);
+    return key;
+}
+
+/* A node pointer from an earlier graph state could alias a rolled-back one: check identity. */
+static bool owned(const tide_graph *g, const tide_node *n)
+{
+    return n && n->id >= 0 && n->id < g->num_nodes && g->nodes[n->id] == n;
+}
+
+static tide_plan *get_plan(tide_session *s, const tide_feed *feeds, int nfeeds, const tide_output *fetches,
+                           int nfetches, tide_node *const *targets, int ntargets, tide_error *err)
+{
+    char *key = plan_key(feeds, nfeeds, fetches, nfetches, targets, ntargets);
+    if (!key) {
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_lock(&s->lock);
+    tide_plan *p = tide__names_get(s->plans, key);
+    bool valid = p != NULL;
+    for (int i = 0; valid && i < nfeeds; i++)
+        valid = owned(s->graph, feeds[i].output.node);
+    for (int i = 0; valid && i < nfetches; i++)
+        valid = owned(s->graph, fetches[i].node);
+    for (int i = 0; valid && i < ntargets; i++)
+        valid = owned(s->graph, targets[i]);
+    if (!valid) {
+        p = tide__plan_build(s->engine, s->graph, feeds, nfeeds, fetches, nfetches, targets, ntargets, err);
+        if (p && s->num_plans == s->cap_plans) {
+            int cap = s->cap_plans ? s->cap_plans * 2 : 8;
+            tide_plan **list = realloc(s->plan_list, (size_t)cap * sizeof *list);
+            if (list) {
+                s->plan_list = list;
+                s->cap_plans = cap;
+            }
+        }
+        if (p && s->num_plans < s->cap_plans) {
+            p->key = key;
+            key = NULL;
+            s->plan_list[s->num_plans++] = p;
+            tide__names_put(s->plans, p->key, p);
+        } else if (p) {
+            tide__plan_free(p);
+            p = NULL;
+            tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory caching a plan");
+        }
+    }
+    if (p && s->engine->num_observers > 0)
+        tide__plan_update_observers(p, s->engine);
+    pthread_mutex_unlock(&s->lock);
+    free(key);
+    return p;
+}
+
+static void snapshot_observers(tide_engine *e, tide_step_args *a)
+{
+    a->observers = NULL;
+    a->num_observers = 0;
+    if (__atomic_load_n(&e->num_observers, __ATOMIC_ACQUIRE) == 0)
+        return;
+    pthread_mutex_lock(&e->observers_lock);
+    if (e->num_observers > 0) {
+        a->observers = malloc(sizeof *a->observers * (size_t)e->num_observers);
+        if (a->observers) {
+            memcpy(a->observers, e->observers, sizeof *a->observers * (size_t)e->num_observers);
+            a->num_observers = e->num_observers;
+        }
+    }
+    pthread_mutex_unlock(&e->observers_lock);
+}
+
+tide_status tide_session_run(tide_session *s, const tide_run_options *opts, const tide_feed *feeds,
+                             int num_feeds, const tide_output *fetches, int num_fetches,
+                             tide_tensor **fetch_values, tide_node *const *targets, int num_targets,
+                             tide_step_stats **stats, tide_error *err)
+{
+    if (stats)
+        *stats = NULL;
+    if (!s)
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "session is NULL");
+    if (num_feeds < 0 || num_fetches < 0 || num_targets < 0 || (num_feeds && !feeds) ||
+        (num_fetches && (!fetches || !fetch_values)) || (num_targets && !targets))
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "Run: inconsistent feed/fetch/target arrays");
+    for (int i = 0; i < num_fetches; i++)
+        fetch_values[i] = NULL;
+    tide_plan *p = get_plan(s, feeds, num_feeds, fetches, num_fetches, targets, num_targets, err);
+    if (!p)
+        return tide_error_code(err);
+    tide_step_args a = {.engine = s->engine, .session = s, .plan = p, .feeds = feeds,
+                        .fetch_values = fetch_values, .opts = opts, .cancel_gen = &s->cancel_gen,
+                        .cancel_at_start = atomic_load(&s->cancel_gen)};
+    a.info = (tide_run_info){.run_id = atomic_fetch_add(&next_run_id, 1), .session = s,
+                             .step = atomic_fetch_add(&s->step, 1), .num_feeds = num_feeds,
+                             .num_fetches = num_fetches, .num_targets = num_targets,
+                             .feed_names = (const char *const *)p->feed_names,
+                             .fetch_names = (const char *const *)p->fetch_names,
+                             .target_names = (const char *const *)p->target_names,
+                             .tracing = opts && opts->trace};
+    snapshot_observers(s->engine, &a);
+    int64_t t0 = a.num_observers ? tide__now_ns() : 0;
+    for (int o = 0; o < a.num_observers; o++)
+        if (a.observers[o].obs.run_started)
+            a.observers[o].obs.run_started(a.observers[o].obs.user, &a.info);
+    tide_status st = tide__step_run(&a, stats, err);
+    int64_t wall = a.num_observers ? tide__now_ns() - t0 : 0;
+    for (int o = 0; o < a.num_observers; o++)
+        if (a.observers[o].obs.run_ended)
+            a.observers[o].obs.run_ended(a.observers[o].obs.user, &a.info, st,
+                                         st == TIDE_OK ? "" : tide_error_message(err), wall);
+    free(a.observers);
+    return st;
+}

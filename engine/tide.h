@@ -214,6 +214,8 @@ void tide_attrs_set_int_list(tide_attrs *a, const char *name, const int64_t *v, 
 void tide_attrs_set_float_list(tide_attrs *a, const char *name, const double *v, int n);
 void tide_attrs_set_type_list(tide_attrs *a, const char *name, const tide_dtype *v, int n);
 
+/* Copies every attr of src into dst (replacing same-named ones). */
+void tide_attrs_merge(tide_attrs *dst, const tide_attrs *src);
 int tide_attrs_count(const tide_attrs *a);
 const char *tide_attrs_name_at(const tide_attrs *a, int i); /* borrowed; i in [0, count) */
 tide_attr_type tide_attrs_type(const tide_attrs *a, const char *name); /* NONE if absent */
@@ -349,6 +351,9 @@ tide_status tide_graph_extend_text(tide_graph *g, const char *text, tide_error *
 tide_node_builder *tide_node_builder_new(tide_graph *g, const char *op, const char *name);
 void tide_node_builder_add_input(tide_node_builder *b, tide_output in);
 void tide_node_builder_add_input_list(tide_node_builder *b, const tide_output *ins, int n);
+/* Inputs not grouped by the caller: grouped as the op defines them (non-list inputs take one each, a
+ * single list input takes the rest), as tide_engine_run_op does. Don't mix with the grouped calls. */
+void tide_node_builder_add_inputs_flat(tide_node_builder *b, const tide_output *ins, int n);
 void tide_node_builder_add_control_input(tide_node_builder *b, tide_node *n);
 void tide_node_builder_set_device(tide_node_builder *b, const char *device_spec);
 tide_attrs *tide_node_builder_attrs(tide_node_builder *b); /* borrowed: set attrs into it */

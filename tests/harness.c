@@ -1,6 +1,8 @@
 /* harness.c — shared test machinery (see harness.h). */
 #include "harness.h"
 
+#define TH_GRAPH_PATH 1
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,25 +70,9 @@ static tide_status run_graph(const char *op, tide_tensor *const *inputs, int n, 
     tide_node *node = NULL;
     if (st == TIDE_OK) {
         tide_node_builder *b = tide_node_builder_new(g, op, NULL);
-        /* Group the inputs as eager binding does: one list arg takes what the others leave. */
-        const char *const *names;
-        (void)names;
-        for (int i = 0; i < n; i++)
-            tide_node_builder_add_input(b, ins[i]);
+        tide_node_builder_add_inputs_flat(b, ins, n);
         if (attrs)
-            for (int i = 0; i < tide_attrs_count(attrs); i++) {
-                /* copy through a clone: the builder's attrs are its own */
-            }
-        tide_attrs *ba = tide_node_builder_attrs(b);
-        if (attrs) {
-            tide_attrs *c = tide_attrs_clone(attrs);
-            for (int i = 0; i < tide_attrs_count(c); i++) {
-                const char *name = tide_attrs_name_at(c, i);
-                (void)name;
-            }
-            tide_attrs_free(c);
-        }
-        (void)ba;
+            tide_attrs_merge(tide_node_builder_attrs(b), attrs);
         node = tide_node_builder_finish(b, err);
         if (!node)
             st = tide_error_code(err);
