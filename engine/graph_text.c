@@ -1,4 +1,904 @@
-/* graph_text.c — in progress. */
+/* graph_text.c — the graph text format (docs/graph-text-format.md): one node per line,
+ *
+ *   name = Op(input, input:1, [list, of, inputs], ^control, attr=value, ...) @"/device:spec"
+ *
+ * Writing emits nodes in creation order with every attr; reading accepts nodes in any order (inputs may
+ * be defined later in the text or already be in the graph), adds them in dependency order and is
+ * atomic: on any error (syntax, unknown op/input/attr, type, shape, cycle) the graph is rolled back to
+ * exactly what it was. Attr values are parsed generically, then converted by the op's attr types. */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "internal.h"
-char *tide_graph_to_text(const tide_graph *g, tide_error *err) { (void)g; tide_error_set(err, TIDE_UNIMPLEMENTED, "not yet"); return NULL; }
-tide_status tide_graph_extend_text(tide_graph *g, const char *text, tide_error *err) { (void)g; (void)text; return tide_error_set(err, TIDE_UNIMPLEMENTED, "not yet"); }
+
+/* ---------------------------------------------------------------- writing */
+
+typedef struct sbuf {
+    char *s;
+    size_t len, cap;
+    bool oom;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *t, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 1024;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *s = realloc(b->s, cap);
+        if (!s) {
+            b->oom = true;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, t, n);
+    b->len += n;
+    b->s[b->len] = 0;
+}
+
+static void sb_str(sbuf *b, const char *t) { sb_put(b, t, strlen(t)); }
+
+static void sb_fmt(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_fmt(sbuf *b, const char *fmt, ...)
+{
+    char tmp[128];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < sizeof tmp) {
+        sb_put(b, tmp, (size_t)n);
+        return;
+    }
+    char *big = NULL;
+    va_start(ap, fmt);
+    if (vasprintf(&big, fmt, ap) >= 0)
+        sb_str(b, big);
+    va_end(ap);
+    free(big);
+}
+
+static void sb_quoted(sbuf *b, const char *s, size_t len)
+{
+    sb_str(b, "\"");
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            sb_fmt(b, "\\%c", c);
+        else if (c == '\n')
+            sb_str(b, "\\n");
+        else if (c == '\t')
+            sb_str(b, "\\t");
+        else if (c < 32 || c >= 127)
+            sb_fmt(b, "\\x%02x", c);
+        else
+            sb_put(b, (const char *)&c, 1);
+    }
+    sb_str(b, "\"");
+}
+
+static void sb_double(sbuf *b, double v, bool is_f32)
+{
+    if (isnan(v))
+        sb_str(b, "nan");
+    else if (isinf(v))
+        sb_str(b, v < 0 ? "-inf" : "inf");
+    else {
+        char tmp[64];
+        snprintf(tmp, sizeof tmp, is_f32 ? "%.9g" : "%.17g", v);
+        sb_str(b, tmp);
+        if (!strpbrk(tmp, ".en"))
+            sb_str(b, ".0"); /* keep floats recognisable */
+    }
+}
+
+static void sb_shape(sbuf *b, const tide_shape *s)
+{
+    if (s->rank < 0) {
+        sb_str(b, "*");
+        return;
+    }
+    sb_str(b, "[");
+    for (int i = 0; i < s->rank; i++) {
+        if (i)
+            sb_str(b, ", ");
+        if (s->dims[i] < 0)
+            sb_str(b, "?");
+        else
+            sb_fmt(b, "%lld", (long long)s->dims[i]);
+    }
+    sb_str(b, "]");
+}
+
+static void sb_tensor(sbuf *b, const tide_tensor *t)
+{
+    sb_fmt(b, "tensor(%s, ", tide_dtype_name(t->dtype));
+    sb_shape(b, &t->shape);
+    sb_str(b, ", [");
+    const char *data = tide_tensor_data(t);
+    int64_t n = t->num_elements;
+    for (int64_t i = 0; i < n; i++) {
+        if (i)
+            sb_str(b, ", ");
+        switch (t->dtype) {
+        case TIDE_STRING: {
+            size_t len;
+            const char *s = tide_tensor_string_get(t, i, &len);
+            sb_quoted(b, s, len);
+            break;
+        }
+        case TIDE_BOOL: sb_str(b, data[i] ? "true" : "false"); break;
+        case TIDE_COMPLEX64:
+            sb_double(b, ((const float *)data)[2 * i], true);
+            sb_str(b, ", ");
+            sb_double(b, ((const float *)data)[2 * i + 1], true);
+            break;
+        case TIDE_COMPLEX128:
+            sb_double(b, ((const double *)data)[2 * i], false);
+            sb_str(b, ", ");
+            sb_double(b, ((const double *)data)[2 * i + 1], false);
+            break;
+        case TIDE_INT64: sb_fmt(b, "%lld", (long long)((const int64_t *)data)[i]); break;
+        default:
+            if (tide_dtype_is_float(t->dtype))
+                sb_double(b, tide_tensor_get_f64(t, i), t->dtype != TIDE_FLOAT64);
+            else
+                sb_fmt(b, "%.0f", tide_tensor_get_f64(t, i));
+        }
+    }
+    sb_str(b, "])");
+}
+
+static void sb_attr(sbuf *b, const tide_attr_value *v)
+{
+    switch (v->type) {
+    case TIDE_ATTR_INT: sb_fmt(b, "%lld", (long long)v->u.i); break;
+    case TIDE_ATTR_FLOAT: sb_double(b, v->u.f, false); break;
+    case TIDE_ATTR_BOOL: sb_str(b, v->u.b ? "true" : "false"); break;
+    case TIDE_ATTR_STRING: sb_quoted(b, v->u.s, strlen(v->u.s)); break;
+    case TIDE_ATTR_TYPE: sb_str(b, tide_dtype_name(v->u.t)); break;
+    case TIDE_ATTR_SHAPE: sb_shape(b, &v->u.shape); break;
+    case TIDE_ATTR_TENSOR: sb_tensor(b, v->u.tensor); break;
+    case TIDE_ATTR_INT_LIST:
+    case TIDE_ATTR_FLOAT_LIST:
+    case TIDE_ATTR_TYPE_LIST:
+        sb_str(b, "[");
+        for (int i = 0; i < v->u.list.n; i++) {
+            if (i)
+                sb_str(b, ", ");
+            if (v->type == TIDE_ATTR_INT_LIST)
+                sb_fmt(b, "%lld", (long long)((const int64_t *)v->u.list.items)[i]);
+            else if (v->type == TIDE_ATTR_FLOAT_LIST)
+                sb_double(b, ((const double *)v->u.list.items)[i], false);
+            else
+                sb_str(b, tide_dtype_name(((const tide_dtype *)v->u.list.items)[i]));
+        }
+        sb_str(b, "]");
+        break;
+    default: sb_str(b, "?"); break;
+    }
+}
+
+char *tide__attr_value_format(const tide_attr_value *v)
+{
+    sbuf b = {0};
+    sb_attr(&b, v);
+    if (b.oom) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
+static void sb_input(sbuf *b, tide_output in)
+{
+    sb_str(b, in.node->name);
+    if (in.index)
+        sb_fmt(b, ":%d", in.index);
+}
+
+static void write_node(sbuf *b, const tide_node *n)
+{
+    sb_fmt(b, "%s = %s(", n->name, n->op->name);
+    bool first = true;
+    for (int a = 0; a < n->op->num_inputs; a++) {
+        if (!first)
+            sb_str(b, ", ");
+        first = false;
+        bool list = n->op->inputs[a].number_attr != NULL;
+        if (list)
+            sb_str(b, "[");
+        for (int i = n->arg_start[a]; i < n->arg_start[a + 1]; i++) {
+            if (i > n->arg_start[a])
+                sb_str(b, ", ");
+            sb_input(b, n->inputs[i]);
+        }
+        if (list)
+            sb_str(b, "]");
+    }
+    for (int i = 0; i < n->num_control; i++) {
+        sb_str(b, first ? "^" : ", ^");
+        first = false;
+        sb_str(b, n->control[i]->name);
+    }
+    for (int i = 0; i < n->op->num_attrs; i++) {
+        const tide_attr_value *v = tide__attrs_find(n->attrs, n->op->attrs[i].name);
+        if (!v)
+            continue;
+        sb_str(b, first ? "" : ", ");
+        first = false;
+        sb_fmt(b, "%s=", n->op->attrs[i].name);
+        sb_attr(b, v);
+    }
+    sb_str(b, ")");
+    if (n->requested_device[0]) {
+        sb_str(b, " @");
+        sb_quoted(b, n->requested_device, strlen(n->requested_device));
+    }
+    sb_str(b, "\n");
+}
+
+char *tide_graph_to_text(const tide_graph *g, tide_error *err)
+{
+    sbuf b = {0};
+    sb_fmt(&b, "# tide graph v1: %d nodes\n", g->num_nodes);
+    for (int i = 0; i < g->num_nodes; i++)
+        write_node(&b, g->nodes[i]);
+    if (b.oom) {
+        free(b.s);
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory writing the graph");
+        return NULL;
+    }
+    return b.s;
+}
+
+/* ---------------------------------------------------------------- reading: generic values */
+
+typedef enum gv_kind { GV_NUMBER, GV_WORD, GV_STRING, GV_LIST, GV_STAR, GV_QMARK, GV_TENSOR } gv_kind;
+
+typedef struct gvalue {
+    gv_kind kind;
+    char *text;               /* NUMBER, WORD, STRING (decoded, may hold NULs: len) */
+    size_t len;
+    struct gvalue *items;     /* LIST; TENSOR: [dtype word, shape list, values list] */
+    int n;
+} gvalue;
+
+static void gv_clear(gvalue *v)
+{
+    free(v->text);
+    for (int i = 0; i < v->n; i++)
+        gv_clear(&v->items[i]);
+    free(v->items);
+    memset(v, 0, sizeof *v);
+}
+
+typedef struct parser {
+    const char *p;
+    int line;
+    tide_error *err;
+} parser;
+
+static tide_status perr(parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static tide_status perr(parser *ps, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tide__error_vset(ps->err, TIDE_INVALID_ARGUMENT, fmt, ap);
+    va_end(ap);
+    tide__error_prefix(ps->err, "graph text line %d", ps->line);
+    return TIDE_INVALID_ARGUMENT;
+}
+
+static void skip_ws(parser *ps)
+{
+    while (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\r')
+        ps->p++;
+}
+
+static bool name_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_' || c == '/' || c == '-' || c == '.';
+}
+
+static tide_status parse_string(parser *ps, gvalue *v)
+{
+    const char *p = ps->p + 1;
+    size_t cap = 16, len = 0;
+    char *out = malloc(cap);
+    while (out && *p && *p != '"' && *p != '\n') {
+        char c = *p++;
+        if (c == '\\') {
+            char e = *p++;
+            if (e == 'n') c = '\n';
+            else if (e == 't') c = '\t';
+            else if (e == 'x' && isxdigit((unsigned char)p[0]) && isxdigit((unsigned char)p[1])) {
+                char hex[3] = {p[0], p[1], 0};
+                c = (char)strtol(hex, NULL, 16);
+                p += 2;
+            } else if (e == '"' || e == '\\') c = e;
+            else {
+                free(out);
+                return perr(ps, "bad escape '\\%c' in a string", e ? e : '0');
+            }
+        }
+        if (len + 2 > cap) {
+            char *grown = realloc(out, cap *= 2);
+            if (!grown)
+                break;
+            out = grown;
+        }
+        out[len++] = c;
+    }
+    if (!out || *p != '"') {
+        free(out);
+        return perr(ps, "unterminated string");
+    }
+    out[len] = 0;
+    v->kind = GV_STRING;
+    v->text = out;
+    v->len = len;
+    ps->p = p + 1;
+    return TIDE_OK;
+}
+
+static tide_status parse_value(parser *ps, gvalue *v, int depth);
+
+static tide_status parse_list(parser *ps, gvalue *v, char close, int depth)
+{
+    v->kind = GV_LIST;
+    ps->p++;
+    skip_ws(ps);
+    while (*ps->p != close) {
+        gvalue *items = realloc(v->items, sizeof *items * (size_t)(v->n + 1));
+        if (!items)
+            return perr(ps, "out of memory");
+        v->items = items;
+        memset(&v->items[v->n], 0, sizeof *v->items);
+        tide_status st = parse_value(ps, &v->items[v->n++], depth + 1);
+        if (st != TIDE_OK)
+            return st;
+        skip_ws(ps);
+        if (*ps->p == ',') {
+            ps->p++;
+            skip_ws(ps);
+        } else if (*ps->p != close) {
+            return perr(ps, "expected ',' or '%c' in a list", close);
+        }
+    }
+    ps->p++;
+    return TIDE_OK;
+}
+
+static tide_status parse_value(parser *ps, gvalue *v, int depth)
+{
+    skip_ws(ps);
+    memset(v, 0, sizeof *v);
+    if (depth > 16)
+        return perr(ps, "values nested too deeply");
+    char c = *ps->p;
+    if (c == '"')
+        return parse_string(ps, v);
+    if (c == '[')
+        return parse_list(ps, v, ']', depth);
+    if (c == '*' || c == '?') {
+        v->kind = c == '*' ? GV_STAR : GV_QMARK;
+        ps->p++;
+        return TIDE_OK;
+    }
+    const char *start = ps->p;
+    if (c == '-' || c == '+' || isdigit((unsigned char)c) || c == '.') {
+        ps->p++;
+        while (isalnum((unsigned char)*ps->p) || *ps->p == '.' ||
+               ((*ps->p == '-' || *ps->p == '+') && (ps->p[-1] == 'e' || ps->p[-1] == 'E')))
+            ps->p++;
+        v->kind = GV_NUMBER;
+        v->text = strndup(start, (size_t)(ps->p - start));
+        return v->text ? TIDE_OK : perr(ps, "out of memory");
+    }
+    if (isalpha((unsigned char)c)) {
+        while (isalnum((unsigned char)*ps->p) || *ps->p == '_')
+            ps->p++;
+        size_t len = (size_t)(ps->p - start);
+        if (len == 6 && strncmp(start, "tensor", 6) == 0 && *ps->p == '(') {
+            tide_status st = parse_list(ps, v, ')', depth);
+            v->kind = GV_TENSOR;
+            if (st == TIDE_OK && (v->n != 3 || v->items[0].kind != GV_WORD || v->items[2].kind != GV_LIST))
+                return perr(ps, "expected tensor(DTYPE, [dims], [values])");
+            return st;
+        }
+        v->kind = GV_WORD;
+        v->text = strndup(start, len);
+        return v->text ? TIDE_OK : perr(ps, "out of memory");
+    }
+    return perr(ps, "unexpected '%c' where a value was expected", c ? c : ' ');
+}
+
+/* ---------------------------------------------------------------- reading: values by attr type */
+
+static bool gv_int(const gvalue *v, int64_t *out)
+{
+    if (v->kind != GV_NUMBER)
+        return false;
+    char *end;
+    long long x = strtoll(v->text, &end, 10);
+    *out = x;
+    return *end == 0;
+}
+
+static bool gv_double(const gvalue *v, double *out)
+{
+    if (v->kind == GV_WORD && (strcmp(v->text, "nan") == 0 || strcmp(v->text, "inf") == 0)) {
+        *out = v->text[0] == 'n' ? NAN : INFINITY;
+        return true;
+    }
+    if (v->kind != GV_NUMBER)
+        return false;
+    if (strcmp(v->text, "-inf") == 0) {
+        *out = -INFINITY;
+        return true;
+    }
+    char *end;
+    *out = strtod(v->text, &end);
+    return *end == 0;
+}
+
+static bool gv_shape(const gvalue *v, tide_shape *s)
+{
+    if (v->kind == GV_STAR) {
+        *s = tide_shape_unknown();
+        return true;
+    }
+    if (v->kind != GV_LIST || v->n > TIDE_MAX_RANK)
+        return false;
+    s->rank = v->n;
+    for (int i = 0; i < v->n; i++) {
+        if (v->items[i].kind == GV_QMARK)
+            s->dims[i] = -1;
+        else if (!gv_int(&v->items[i], &s->dims[i]) || s->dims[i] < -1)
+            return false;
+    }
+    return true;
+}
+
+static bool gv_element(const gvalue *v, tide_dtype dt, char *dst)
+{
+    double d;
+    int64_t i;
+    switch (dt) {
+    case TIDE_BOOL:
+        if (v->kind != GV_WORD || (strcmp(v->text, "true") && strcmp(v->text, "false")))
+            return false;
+        *(uint8_t *)dst = v->text[0] == 't';
+        return true;
+    case TIDE_INT8: if (!gv_int(v, &i)) return false; *(int8_t *)dst = (int8_t)i; return true;
+    case TIDE_INT16: if (!gv_int(v, &i)) return false; *(int16_t *)dst = (int16_t)i; return true;
+    case TIDE_INT32: if (!gv_int(v, &i)) return false; *(int32_t *)dst = (int32_t)i; return true;
+    case TIDE_INT64: if (!gv_int(v, &i)) return false; *(int64_t *)dst = i; return true;
+    case TIDE_UINT8: if (!gv_int(v, &i)) return false; *(uint8_t *)dst = (uint8_t)i; return true;
+    case TIDE_UINT16: if (!gv_int(v, &i)) return false; *(uint16_t *)dst = (uint16_t)i; return true;
+    case TIDE_FLOAT16: if (!gv_double(v, &d)) return false; *(uint16_t *)dst = tide_f32_to_f16((float)d); return true;
+    case TIDE_BFLOAT16: if (!gv_double(v, &d)) return false; *(uint16_t *)dst = tide_f32_to_bf16((float)d); return true;
+    case TIDE_FLOAT32: if (!gv_double(v, &d)) return false; *(float *)dst = (float)d; return true;
+    case TIDE_FLOAT64: if (!gv_double(v, &d)) return false; *(double *)dst = d; return true;
+    default: return false;
+    }
+}
+
+static tide_tensor *gv_tensor(parser *ps, const gvalue *v)
+{
+    tide_dtype dt = tide_dtype_from_name(v->items[0].text);
+    tide_shape s;
+    if (dt == TIDE_INVALID_DTYPE || !gv_shape(&v->items[1], &s) || !tide_shape_is_fully_defined(&s)) {
+        perr(ps, "bad tensor dtype or shape");
+        return NULL;
+    }
+    tide_tensor *t = tide_tensor_new(dt, &s, ps->err);
+    if (!t)
+        return NULL;
+    const gvalue *vals = &v->items[2];
+    int per = tide_dtype_is_complex(dt) ? 2 : 1;
+    if (vals->n != t->num_elements * per) {
+        perr(ps, "tensor of shape with %lld elements given %d values", (long long)t->num_elements, vals->n);
+        tide_tensor_release(t);
+        return NULL;
+    }
+    char *data = tide_tensor_data(t);
+    bool ok = true;
+    for (int64_t i = 0; i < t->num_elements && ok; i++) {
+        if (dt == TIDE_STRING)
+            ok = vals->items[i].kind == GV_STRING &&
+                 tide_tensor_string_set(t, i, vals->items[i].text, vals->items[i].len, ps->err) == TIDE_OK;
+        else if (per == 2) {
+            tide_dtype part = dt == TIDE_COMPLEX64 ? TIDE_FLOAT32 : TIDE_FLOAT64;
+            size_t half = tide_dtype_size(part);
+            ok = gv_element(&vals->items[2 * i], part, data + (size_t)(2 * i) * half) &&
+                 gv_element(&vals->items[2 * i + 1], part, data + (size_t)(2 * i + 1) * half);
+        } else
+            ok = gv_element(&vals->items[i], dt, data + (size_t)i * tide_dtype_size(dt));
+    }
+    if (!ok) {
+        perr(ps, "bad %s value in a tensor", tide_dtype_name(dt));
+        tide_tensor_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+static tide_status set_attr(parser *ps, tide_attrs *attrs, const tide_op_def *def, const char *name,
+                            const gvalue *v)
+{
+    const tide_attr_def *ad = tide__op_attr_def(def, name);
+    if (!ad)
+        return perr(ps, "op %s has no attr '%s'", def->name, name);
+    int64_t i;
+    double d;
+    tide_shape s;
+    switch (ad->type) {
+    case TIDE_ATTR_INT:
+        if (!gv_int(v, &i)) break;
+        tide_attrs_set_int(attrs, name, i);
+        return TIDE_OK;
+    case TIDE_ATTR_FLOAT:
+        if (!gv_double(v, &d)) break;
+        tide_attrs_set_float(attrs, name, d);
+        return TIDE_OK;
+    case TIDE_ATTR_BOOL:
+        if (v->kind != GV_WORD || (strcmp(v->text, "true") && strcmp(v->text, "false"))) break;
+        tide_attrs_set_bool(attrs, name, v->text[0] == 't');
+        return TIDE_OK;
+    case TIDE_ATTR_STRING:
+        if (v->kind != GV_STRING) break;
+        tide_attrs_set_string(attrs, name, v->text);
+        return TIDE_OK;
+    case TIDE_ATTR_TYPE:
+        if (v->kind != GV_WORD || tide_dtype_from_name(v->text) == TIDE_INVALID_DTYPE) break;
+        tide_attrs_set_type(attrs, name, tide_dtype_from_name(v->text));
+        return TIDE_OK;
+    case TIDE_ATTR_SHAPE:
+        if (!gv_shape(v, &s)) break;
+        tide_attrs_set_shape(attrs, name, &s);
+        return TIDE_OK;
+    case TIDE_ATTR_TENSOR: {
+        if (v->kind != GV_TENSOR) break;
+        tide_tensor *t = gv_tensor(ps, v);
+        if (!t)
+            return TIDE_INVALID_ARGUMENT;
+        tide_attrs_set_tensor(attrs, name, t);
+        tide_tensor_release(t);
+        return TIDE_OK;
+    }
+    case TIDE_ATTR_INT_LIST:
+    case TIDE_ATTR_FLOAT_LIST:
+    case TIDE_ATTR_TYPE_LIST: {
+        if (v->kind != GV_LIST) break;
+        int64_t *ints = calloc((size_t)v->n + 1, sizeof *ints);
+        double *dbls = calloc((size_t)v->n + 1, sizeof *dbls);
+        tide_dtype *types = calloc((size_t)v->n + 1, sizeof *types);
+        bool ok = ints && dbls && types;
+        for (int k = 0; ok && k < v->n; k++) {
+            if (ad->type == TIDE_ATTR_INT_LIST)
+                ok = gv_int(&v->items[k], &ints[k]);
+            else if (ad->type == TIDE_ATTR_FLOAT_LIST)
+                ok = gv_double(&v->items[k], &dbls[k]);
+            else
+                ok = v->items[k].kind == GV_WORD &&
+                     (types[k] = tide_dtype_from_name(v->items[k].text)) != TIDE_INVALID_DTYPE;
+        }
+        if (ok) {
+            if (ad->type == TIDE_ATTR_INT_LIST)
+                tide_attrs_set_int_list(attrs, name, ints, v->n);
+            else if (ad->type == TIDE_ATTR_FLOAT_LIST)
+                tide_attrs_set_float_list(attrs, name, dbls, v->n);
+            else
+                tide_attrs_set_type_list(attrs, name, types, v->n);
+        }
+        free(ints);
+        free(dbls);
+        free(types);
+        if (ok)
+            return TIDE_OK;
+        break;
+    }
+    default: break;
+    }
+    return perr(ps, "attr %s of %s must be a %s", name, def->name, tide__attr_type_name(ad->type));
+}
+
+/* ---------------------------------------------------------------- reading: nodes */
+
+typedef struct ref {
+    char *name;
+    int index;
+    int group;     /* input group (list) number; -1 for control */
+} ref;
+
+typedef struct text_node {
+    char *name, *op, *device;
+    int line;
+    ref *refs;
+    int num_refs, num_groups;
+    tide_attrs *attrs;
+    int state;     /* 0 unvisited, 1 in progress, 2 added */
+} text_node;
+
+static void text_node_clear(text_node *n)
+{
+    free(n->name);
+    free(n->op);
+    free(n->device);
+    for (int i = 0; i < n->num_refs; i++)
+        free(n->refs[i].name);
+    free(n->refs);
+    tide_attrs_free(n->attrs);
+}
+
+static tide_status parse_name(parser *ps, char **out)
+{
+    const char *start = ps->p;
+    while (name_char(*ps->p))
+        ps->p++;
+    if (ps->p == start)
+        return perr(ps, "expected a name");
+    *out = strndup(start, (size_t)(ps->p - start));
+    return *out ? TIDE_OK : perr(ps, "out of memory");
+}
+
+static tide_status add_ref(parser *ps, text_node *n, int group)
+{
+    ref r = {0};
+    r.group = group;
+    tide_status st = parse_name(ps, &r.name);
+    if (st != TIDE_OK)
+        return st;
+    if (*ps->p == ':') {
+        ps->p++;
+        char *end;
+        long v = strtol(ps->p, &end, 10);
+        if (end == ps->p || v < 0) {
+            tide_status st = perr(ps, "bad output index after '%s:'", r.name);
+            free(r.name);
+            return st;
+        }
+        r.index = (int)v;
+        ps->p = end;
+    }
+    ref *refs = realloc(n->refs, sizeof *refs * (size_t)(n->num_refs + 1));
+    if (!refs) {
+        free(r.name);
+        return perr(ps, "out of memory");
+    }
+    n->refs = refs;
+    n->refs[n->num_refs++] = r;
+    return TIDE_OK;
+}
+
+static tide_status parse_arg(parser *ps, text_node *n, const tide_op_def *def)
+{
+    skip_ws(ps);
+    if (*ps->p == '^') {
+        ps->p++;
+        return add_ref(ps, n, -1);
+    }
+    if (*ps->p == '[') { /* a list input */
+        ps->p++;
+        int group = n->num_groups++;
+        skip_ws(ps);
+        while (*ps->p != ']') {
+            tide_status st = add_ref(ps, n, group);
+            if (st != TIDE_OK)
+                return st;
+            skip_ws(ps);
+            if (*ps->p == ',') {
+                ps->p++;
+                skip_ws(ps);
+            } else if (*ps->p != ']') {
+                return perr(ps, "expected ',' or ']' in an input list");
+            }
+        }
+        ps->p++;
+        return TIDE_OK;
+    }
+    const char *save = ps->p;
+    while (isalnum((unsigned char)*ps->p) || *ps->p == '_')
+        ps->p++;
+    const char *after = ps->p;
+    skip_ws(ps);
+    if (*ps->p == '=' && after > save) { /* attr=value */
+        char *name = strndup(save, (size_t)(after - save));
+        ps->p++;
+        gvalue v;
+        tide_status st = name ? parse_value(ps, &v, 0) : perr(ps, "out of memory");
+        if (st == TIDE_OK)
+            st = set_attr(ps, n->attrs, def, name, &v);
+        gv_clear(&v);
+        free(name);
+        return st;
+    }
+    ps->p = save;
+    return add_ref(ps, n, n->num_groups++);
+}
+
+static tide_status parse_line(parser *ps, text_node *n)
+{
+    tide_status st = parse_name(ps, &n->name);
+    if (st != TIDE_OK)
+        return st;
+    skip_ws(ps);
+    if (*ps->p++ != '=')
+        return perr(ps, "expected '=' after node name '%s'", n->name);
+    skip_ws(ps);
+    const char *start = ps->p;
+    while (isalnum((unsigned char)*ps->p) || *ps->p == '_')
+        ps->p++;
+    n->op = strndup(start, (size_t)(ps->p - start));
+    const tide_op_def *def = n->op ? tide__registry_find(n->op) : NULL;
+    if (!def) {
+        char hint[128];
+        return perr(ps, "unknown op '%s'%s", n->op ? n->op : "", tide__registry_suggest(n->op ? n->op : "", hint, sizeof hint));
+    }
+    skip_ws(ps);
+    if (*ps->p++ != '(')
+        return perr(ps, "expected '(' after %s", n->op);
+    n->attrs = tide_attrs_new();
+    skip_ws(ps);
+    while (st == TIDE_OK && *ps->p != ')') {
+        st = parse_arg(ps, n, def);
+        skip_ws(ps);
+        if (st == TIDE_OK && *ps->p == ',')
+            ps->p++;
+        else if (st == TIDE_OK && *ps->p != ')')
+            st = perr(ps, "expected ',' or ')' in the arguments of %s", n->name);
+    }
+    if (st != TIDE_OK)
+        return st;
+    ps->p++;
+    skip_ws(ps);
+    if (*ps->p == '@') {
+        ps->p++;
+        skip_ws(ps);
+        gvalue v;
+        if (*ps->p != '"' || parse_string(ps, &v) != TIDE_OK)
+            return perr(ps, "expected a quoted device after '@'");
+        n->device = v.text;
+        skip_ws(ps);
+    }
+    if (*ps->p && *ps->p != '\n' && *ps->p != '#')
+        return perr(ps, "unexpected text after the node: '%.20s'", ps->p);
+    return TIDE_OK;
+}
+
+typedef struct reader {
+    tide_graph *g;
+    text_node *nodes;
+    int count;
+    tide_name_table *by_name;
+    tide_error *err;
+} reader;
+
+static tide_status add_node(reader *r, text_node *n);
+
+static tide_status resolve(reader *r, const text_node *n, const ref *rf, tide_node **out)
+{
+    text_node *dep = tide__names_get(r->by_name, rf->name);
+    if (dep) {
+        if (dep->state == 1)
+            return tide_error_set(r->err, TIDE_INVALID_ARGUMENT,
+                                  "graph text line %d: the graph has a cycle: '%s' depends on itself through '%s'",
+                                  n->line, n->name, rf->name);
+        if (dep->state == 0) {
+            tide_status st = add_node(r, dep);
+            if (st != TIDE_OK)
+                return st;
+        }
+    }
+    *out = tide_graph_node(r->g, rf->name);
+    if (!*out)
+        return tide_error_set(r->err, TIDE_NOT_FOUND, "graph text line %d: node '%s' uses '%s', which is not defined",
+                              n->line, n->name, rf->name);
+    return TIDE_OK;
+}
+
+static tide_status add_node(reader *r, text_node *n)
+{
+    n->state = 1;
+    tide_node_builder *b = tide_node_builder_new(r->g, n->op, n->name);
+    tide_status st = TIDE_OK;
+    tide_output *ins = malloc(sizeof *ins * ((size_t)n->num_refs + 1));
+    if (!ins)
+        st = tide_error_set(r->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    for (int group = 0; st == TIDE_OK && group < n->num_groups; group++) {
+        int k = 0;
+        for (int i = 0; st == TIDE_OK && i < n->num_refs; i++)
+            if (n->refs[i].group == group) {
+                st = resolve(r, n, &n->refs[i], &ins[k].node);
+                ins[k++].index = n->refs[i].index;
+            }
+        if (st == TIDE_OK)
+            tide_node_builder_add_input_list(b, ins, k);
+    }
+    free(ins);
+    for (int i = 0; st == TIDE_OK && i < n->num_refs; i++)
+        if (n->refs[i].group < 0) {
+            tide_node *c;
+            st = resolve(r, n, &n->refs[i], &c);
+            if (st == TIDE_OK)
+                tide_node_builder_add_control_input(b, c);
+        }
+    if (st != TIDE_OK) {
+        tide_node_builder_free(b);
+        return st;
+    }
+    tide_attrs_merge(tide_node_builder_attrs(b), n->attrs);
+    if (n->device)
+        tide_node_builder_set_device(b, n->device);
+    if (!tide_node_builder_finish(b, r->err)) {
+        tide__error_prefix(r->err, "graph text line %d", n->line);
+        return tide_error_code(r->err);
+    }
+    n->state = 2;
+    return TIDE_OK;
+}
+
+static tide_status parse_all(reader *r, const char *text)
+{
+    parser ps = {text, 1, r->err};
+    while (*ps.p) {
+        skip_ws(&ps);
+        if (*ps.p == '#' || *ps.p == '\n' || !*ps.p) {
+            while (*ps.p && *ps.p != '\n')
+                ps.p++;
+        } else {
+            text_node *nodes = realloc(r->nodes, sizeof *nodes * (size_t)(r->count + 1));
+            if (!nodes)
+                return tide_error_set(r->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+            r->nodes = nodes;
+            text_node *n = &r->nodes[r->count++];
+            memset(n, 0, sizeof *n);
+            n->line = ps.line;
+            tide_status st = parse_line(&ps, n);
+            if (st != TIDE_OK)
+                return st;
+            while (*ps.p && *ps.p != '\n')
+                ps.p++;
+        }
+        if (*ps.p == '\n') {
+            ps.p++;
+            ps.line++;
+        }
+    }
+    return TIDE_OK;
+}
+
+tide_status tide_graph_extend_text(tide_graph *g, const char *text, tide_error *err)
+{
+    if (!text)
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "graph text is NULL");
+    reader r = {.g = g, .err = err, .by_name = tide__names_new()};
+    int mark = g->num_nodes;
+    tide_status st = r.by_name ? parse_all(&r, text) : tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    for (int i = 0; st == TIDE_OK && i < r.count; i++) {
+        if (tide__names_get(r.by_name, r.nodes[i].name))
+            st = tide_error_set(err, TIDE_ALREADY_EXISTS, "graph text line %d: node '%s' is defined twice",
+                                r.nodes[i].line, r.nodes[i].name);
+        else
+            tide__names_put(r.by_name, r.nodes[i].name, &r.nodes[i]);
+    }
+    for (int i = 0; st == TIDE_OK && i < r.count; i++)
+        if (r.nodes[i].state == 0)
+            st = add_node(&r, &r.nodes[i]);
+    if (st != TIDE_OK)
+        tide_graph_rollback(g, mark, NULL); /* new nodes were never planned: this cannot fail */
+    for (int i = 0; i < r.count; i++)
+        text_node_clear(&r.nodes[i]);
+    free(r.nodes);
+    tide__names_free(r.by_name);
+    return st;
+}

@@ -341,7 +341,8 @@ static tide_status wire(builder *b, const tide_output *fetches, int nf)
     if (st != TIDE_OK)
         return st;
     for (int k = 0; k < p->num_items; k++)
-        qsort(p->items[k].edges, (size_t)p->items[k].num_edges, sizeof(tide_edge), cmp_edges);
+        if (p->items[k].num_edges > 1)
+            qsort(p->items[k].edges, (size_t)p->items[k].num_edges, sizeof(tide_edge), cmp_edges);
     p->roots = malloc(sizeof(int) * ((size_t)p->num_items + 1));
     if (!p->roots)
         return tide_error_set(b->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");

@@ -134,7 +134,7 @@ char *tide_tensor_format(const tide_tensor *t, int64_t threshold, int edge)
         }
     }
     st.float_fixed = maxabs < 1e8 && (minabs >= 1e-4 || minabs == INFINITY);
-    for (int64_t i = 0; i < t->num_elements; i++) {
+    for (int64_t i = 0; i < t->num_elements && t->dtype != TIDE_STRING; i++) { /* strings: no padding */
         char e[96];
         format_elem(t, i, st.float_fixed, e, sizeof e);
         int w = (int)strlen(e);
