@@ -243,6 +243,37 @@ static tide_status check_arg_attrs(const tide_op_def *def, const tide_arg_def *a
     return TIDE_OK;
 }
 
+/* Keeps the spec text for help: "Op(in: T, ...) -> out: T" and "attr: type = default; ...". */
+static tide_status describe(const tide_op_spec *spec, tide_op_def *def, tide_error *err)
+{
+    size_t len = strlen(spec->name) + 16;
+    for (int i = 0; i < TIDE_OP_MAX_ARGS; i++)
+        len += (spec->inputs[i] ? strlen(spec->inputs[i]) + 2 : 0) + (spec->outputs[i] ? strlen(spec->outputs[i]) + 2 : 0);
+    size_t alen = 1;
+    for (int i = 0; i < TIDE_OP_MAX_ATTRS; i++)
+        alen += spec->attrs[i] ? strlen(spec->attrs[i]) + 2 : 0;
+    def->spec_text = calloc(1, len);
+    def->attr_text = calloc(1, alen);
+    if (!def->spec_text || !def->attr_text)
+        return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    strcat(def->spec_text, spec->name);
+    strcat(def->spec_text, "(");
+    for (int i = 0; i < def->num_inputs; i++) {
+        strcat(def->spec_text, i ? ", " : "");
+        strcat(def->spec_text, spec->inputs[i]);
+    }
+    strcat(def->spec_text, ")");
+    for (int i = 0; i < def->num_outputs; i++) {
+        strcat(def->spec_text, i ? ", " : " -> ");
+        strcat(def->spec_text, spec->outputs[i]);
+    }
+    for (int i = 0; i < def->num_attrs; i++) {
+        strcat(def->attr_text, i ? "; " : "");
+        strcat(def->attr_text, spec->attrs[i]);
+    }
+    return TIDE_OK;
+}
+
 tide_status tide__op_def_parse(const tide_op_spec *spec, tide_op_def *def, tide_error *err)
 {
     memset(def, 0, sizeof *def);
@@ -262,6 +293,8 @@ tide_status tide__op_def_parse(const tide_op_spec *spec, tide_op_def *def, tide_
         st = parse_arg(def->name, spec->outputs[i], &def->outputs[i], err);
     for (int i = 0; i < def->num_inputs && st == TIDE_OK; i++)
         st = check_arg_attrs(def, &def->inputs[i], err);
+    if (st == TIDE_OK)
+        st = describe(spec, def, err);
     for (int i = 0; i < def->num_outputs && st == TIDE_OK; i++) {
         st = check_arg_attrs(def, &def->outputs[i], err);
         if (st == TIDE_OK && def->outputs[i].is_ref)
@@ -281,6 +314,8 @@ void tide__op_def_clear(tide_op_def *def)
 {
     free(def->name);
     free(def->doc);
+    free(def->spec_text);
+    free(def->attr_text);
     for (int i = 0; i < def->num_inputs; i++)
         clear_arg(&def->inputs[i]);
     for (int i = 0; i < def->num_outputs; i++)

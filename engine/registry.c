@@ -209,3 +209,20 @@ const tide_kernel_def *tide__registry_kernel(const tide_op_def *op, const char *
     }
     return NULL;
 }
+
+char *tide_registry_op_help(const char *name)
+{
+    const tide_op_def *op = tide__registry_find(name);
+    if (!op)
+        return NULL;
+    char devices[64] = "";
+    for (const tide_kernel_def *k = op->kernels; k; k = k->next)
+        if (!strstr(devices, k->device_type) && strlen(devices) + strlen(k->device_type) + 3 < sizeof devices) {
+            strcat(devices, devices[0] ? ", " : "");
+            strcat(devices, k->device_type);
+        }
+    return tide__asprintf("### %s\n\n`%s`\n\n%s%s%s%s- kernels: %s\n\n%s\n", op->name, op->spec_text,
+                          op->attr_text[0] ? "- attrs: `" : "", op->attr_text, op->attr_text[0] ? "`\n" : "",
+                          op->flags & TIDE_OP_STATEFUL ? "- stateful\n" : "", devices[0] ? devices : "none",
+                          op->doc);
+}

@@ -441,6 +441,10 @@ char *tide_device_spec_format(const tide_device_spec *spec, char *buf, size_t si
 
 /* Names of the registered ops, sorted. *names is borrowed from the registry. */
 int tide_registry_op_names(const char *const **names);
+/* An op's documentation, generated from its definition (for :help and docs/ops.md): a malloc'd
+ * Markdown paragraph with the signature, attrs, the device types with kernels, and the doc text;
+ * NULL if the op is unknown. */
+char *tide_registry_op_help(const char *op);
 
 #ifdef __cplusplus
 }

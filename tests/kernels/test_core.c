@@ -1,2 +1,145 @@
-/* test_core.c — placeholder until its suite lands: reports "skipped". */
-int main(void) { return 77; }
+/* test_core.c — the core kernels: Const, Placeholder, Identity, NoOp, and variable kernels (Variable,
+ * Assign, AssignAdd, AssignSub) for every numeric dtype, including in-place updates and their errors. */
+#include <string.h>
+
+#include "engine/graph_util.h"
+
+static void test_identity_all_dtypes(void)
+{
+    for (int d = 1; d < TIDE_NUM_DTYPES; d++) {
+        tide_shape s = tide_shape_make(2, TH_DIMS(2, 3));
+        tide_tensor *t = tide_tensor_new((tide_dtype)d, &s, NULL);
+        if (d == TIDE_STRING)
+            tide_tensor_string_set(t, 4, "four", 4, NULL);
+        else
+            memset(tide_tensor_data(t), 0x11, tide_tensor_byte_size(t));
+        tide_tensor *out = th_run1("Identity", &t, 1, NULL);
+        CU_ASSERT_PTR_EQUAL(out, t); /* Identity hands over the same tensor: no copy */
+        tide_tensor_release(out);
+        tide_tensor_release(t);
+    }
+}
+
+static void test_const_and_noop(void)
+{
+    tide_graph *g = tide_graph_new();
+    int64_t v[3] = {1, -2, 1LL << 40};
+    tide_node *c = gu_const(g, "c", th_i64(1, TH_DIMS(3), v));
+    tide_node *n = gu_op(g, "NoOp", "n", 0, NULL);
+    tide_session *s = tide_session_new(th_engine(), g, NULL, NULL);
+    tide_tensor *out = gu_fetch(s, c);
+    tide_tensor *want = th_i64(1, TH_DIMS(3), v);
+    TH_ASSERT_CLOSE(out, want, 0, 0);
+    CU_ASSERT_EQUAL(gu_target(s, n, NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_node_num_outputs(n), 0);
+    /* Const checks its dtype attr against its value. */
+    tide_node_builder *b = tide_node_builder_new(g, "Const", NULL);
+    tide_attrs_set_tensor(tide_node_builder_attrs(b), "value", want);
+    tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", TIDE_FLOAT32);
+    tide_error *err = tide_error_new();
+    CU_ASSERT_PTR_NULL(tide_node_builder_finish(b, err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "dtype=float32 but value is int64"));
+    tide_error_free(err);
+    tide_tensor_release(out);
+    tide_tensor_release(want);
+    tide_session_free(s);
+    tide_graph_free(g);
+}
+
+static void test_placeholder_eager_needs_feed(void)
+{
+    tide_attrs *a = tide_attrs_new();
+    tide_attrs_set_type(a, "dtype", TIDE_FLOAT32);
+    TH_ASSERT_FAILS("Placeholder", NULL, 0, a, TIDE_INVALID_ARGUMENT, "you must feed a value");
+    tide_attrs_free(a);
+}
+
+/* Runs Assign/AssignAdd/AssignSub on a [4] variable of dtype dt and checks the arithmetic. */
+static void check_updates(tide_dtype dt)
+{
+    tide_graph *g = tide_graph_new();
+    char name[32];
+    snprintf(name, sizeof name, "var_%s", tide_dtype_name(dt));
+    tide_node *var = gu_variable(g, name, dt, 1, TH_DIMS(4), "core_updates");
+    double init_v[4] = {1, 2, 3, 4}, delta_v[4] = {10, 20, 30, 40};
+    tide_error *err = tide_error_new();
+    tide_tensor *init64 = th_f64(1, TH_DIMS(4), init_v), *delta64 = th_f64(1, TH_DIMS(4), delta_v);
+    tide_tensor *init_t = tide_tensor_cast(init64, dt, err), *delta_t = tide_tensor_cast(delta64, dt, err);
+    if (!init_t || !delta_t) { /* the Cast family is not there yet: build by hand for the basic types */
+        tide_tensor_release(init_t);
+        tide_tensor_release(delta_t);
+        init_t = tide_tensor_new(dt, tide_tensor_shape(init64), NULL);
+        delta_t = tide_tensor_new(dt, tide_tensor_shape(init64), NULL);
+        for (int i = 0; i < 4; i++) {
+            switch (dt) {
+            case TIDE_FLOAT32: ((float *)tide_tensor_data(init_t))[i] = (float)init_v[i];
+                ((float *)tide_tensor_data(delta_t))[i] = (float)delta_v[i]; break;
+            case TIDE_INT32: ((int32_t *)tide_tensor_data(init_t))[i] = (int32_t)init_v[i];
+                ((int32_t *)tide_tensor_data(delta_t))[i] = (int32_t)delta_v[i]; break;
+            case TIDE_INT64: ((int64_t *)tide_tensor_data(init_t))[i] = (int64_t)init_v[i];
+                ((int64_t *)tide_tensor_data(delta_t))[i] = (int64_t)delta_v[i]; break;
+            default: memcpy(tide_tensor_data(init_t), init_v, 32); memcpy(tide_tensor_data(delta_t), delta_v, 32);
+            }
+        }
+    }
+    tide_node *ci = gu_const(g, NULL, init_t), *cd = gu_const(g, NULL, delta_t);
+    tide_node *ins[2] = {var, ci};
+    tide_node *assign = gu_op(g, "Assign", NULL, 2, ins);
+    ins[1] = cd;
+    tide_node *add = gu_op(g, "AssignAdd", NULL, 2, ins);
+    tide_node *sub = gu_op(g, "AssignSub", NULL, 2, ins);
+    tide_session *s = tide_session_new(th_engine(), g, NULL, NULL);
+    CU_ASSERT_EQUAL(gu_target(s, assign, err), TIDE_OK);
+    CU_ASSERT_EQUAL(gu_target(s, add, err), TIDE_OK);
+    CU_ASSERT_EQUAL(gu_target(s, add, err), TIDE_OK);
+    CU_ASSERT_EQUAL(gu_target(s, sub, err), TIDE_OK);
+    tide_tensor *v = gu_fetch(s, var); /* 1 + 10 = 11, 22, 33, 44 */
+    for (int i = 0; v && i < 4; i++)
+        CU_ASSERT_DOUBLE_EQUAL(tide_tensor_get_f64(v, i), init_v[i] + delta_v[i], 1e-6);
+    tide_tensor_release(v);
+    tide_tensor_release(init64);
+    tide_tensor_release(delta64);
+    tide_error_free(err);
+    tide_session_free(s);
+    tide_graph_free(g);
+}
+
+static void test_variable_updates_by_dtype(void)
+{
+    const tide_dtype dts[] = {TIDE_FLOAT32, TIDE_FLOAT64, TIDE_INT32, TIDE_INT64};
+    for (size_t i = 0; i < sizeof dts / sizeof *dts; i++)
+        check_updates(dts[i]);
+    tide_engine_reset_container(th_engine(), "core_updates", NULL);
+}
+
+static void test_update_errors(void)
+{
+    tide_graph *g = tide_graph_new();
+    tide_node *var = gu_variable(g, "u", TIDE_FLOAT32, -1, NULL, "core_errors"); /* rank unknown */
+    float two[2] = {1, 2}, three[3] = {1, 2, 3};
+    tide_node *c2 = gu_const(g, NULL, th_f32(1, TH_DIMS(2), two));
+    tide_node *c3 = gu_const(g, NULL, th_f32(1, TH_DIMS(3), three));
+    tide_node *ins[2] = {var, c3};
+    tide_node *add3 = gu_op(g, "AssignAdd", NULL, 2, ins);
+    ins[1] = c2;
+    tide_node *assign2 = gu_op(g, "Assign", NULL, 2, ins);
+    tide_session *s = tide_session_new(th_engine(), g, NULL, NULL);
+    tide_error *err = tide_error_new();
+    CU_ASSERT_EQUAL(gu_target(s, add3, err), TIDE_FAILED_PRECONDITION); /* uninitialised */
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "uninitialized"));
+    CU_ASSERT_EQUAL(gu_target(s, assign2, err), TIDE_OK);
+    CU_ASSERT_EQUAL(gu_target(s, add3, err), TIDE_INVALID_ARGUMENT); /* [3] into [2], caught at run time */
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "update of shape [3] does not match variable 'u' of shape [2]"));
+    tide_error_free(err);
+    tide_session_free(s);
+    tide_graph_free(g);
+    tide_engine_reset_container(th_engine(), "core_errors", NULL);
+}
+
+int main(void)
+{
+    static const th_test tests[] = {TH_TEST(test_identity_all_dtypes), TH_TEST(test_const_and_noop),
+                                    TH_TEST(test_placeholder_eager_needs_feed),
+                                    TH_TEST(test_variable_updates_by_dtype), TH_TEST(test_update_errors), TH_END};
+    return th_main("core", tests);
+}

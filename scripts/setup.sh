@@ -1,0 +1,62 @@
+#!/bin/sh
+# setup.sh — one-step set-up for a Debian 12 machine (run as root, from the repository root):
+#   scripts/setup.sh run    install what is missing, build, run the `tide` program
+#   scripts/setup.sh test   install what is missing, build (plain and ASan+UBSan), run every test
+# Idempotent: packages already there are not reinstalled, builds are incremental.
+set -eu
+mode=${1:-run}
+cd "$(dirname "$0")/.."
+
+packages="gcc libc6-dev pkg-config meson ninja-build python3 \
+  libedit-dev libsqlite3-dev libgraphviz-dev libopenblas-dev libmicrohttpd-dev libcunit1-dev liblua5.4-dev"
+
+missing=""
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  echo "setup: installing$missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+[ -f build/build.ninja ] || meson setup build >/dev/null
+ninja -C build -j "$jobs" >/dev/null
+
+case "$mode" in
+run)
+  shift || true
+  exec build/repl/tide "$@"
+  ;;
+test)
+  [ -f build-asan/build.ninja ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+  ninja -C build-asan -j "$jobs" >/dev/null
+  status=0
+  echo "== tests (build/)"
+  meson test -C build --print-errorlogs --no-rebuild || status=1
+  echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
+  ASAN_OPTIONS=detect_leaks=1 meson test -C build-asan --print-errorlogs --no-rebuild --timeout-multiplier 3 || status=1
+  # One closing line over both builds, counted from meson's own log.
+  python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json <<'PY'
+import json, sys
+passed = failed = skipped = 0
+for path in sys.argv[1:]:
+    for line in open(path):
+        r = json.loads(line).get("result")
+        if r in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif r == "SKIP":
+            skipped += 1
+        else:
+            failed += 1
+print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
+PY
+  exit $status
+  ;;
+*)
+  echo "usage: scripts/setup.sh run|test" >&2
+  exit 2
+  ;;
+esac
