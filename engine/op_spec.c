@@ -180,7 +180,9 @@ static tide_status parse_attr(const char *op, const char *text, tide_attr_def *a
     *colon = 0;
     a->name = tide__strdup(trim(buf));
     char *type = colon + 1, *deflt = NULL;
-    char *eq = strchr(type, '=');
+    char *eq = type;
+    while ((eq = strchr(eq, '=')) && eq > type && eq[-1] == '>') /* skip the '=' of ">=" */
+        eq++;
     if (eq) {
         *eq = 0;
         deflt = trim(eq + 1);
