@@ -50,6 +50,9 @@ static bool shape_ok(const tide_shape *shape, int64_t *n, tide_error *err)
         return false;
     }
     int64_t count = 1;
+    bool empty = false;
+    for (int i = 0; i < shape->rank; i++)
+        empty |= shape->dims[i] == 0;
     for (int i = 0; i < shape->rank; i++) {
         if (shape->dims[i] < 0) {
             char buf[TIDE_SHAPE_STR_MAX];
@@ -58,13 +61,13 @@ static bool shape_ok(const tide_shape *shape, int64_t *n, tide_error *err)
                            tide_shape_format(shape, buf, sizeof buf));
             return false;
         }
-        if (shape->dims[i] && count > INT64_MAX / 16 / shape->dims[i]) {
+        if (!empty && count > INT64_MAX / 16 / shape->dims[i]) {
             char buf[TIDE_SHAPE_STR_MAX];
             tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "tensor shape %s is too large",
                            tide_shape_format(shape, buf, sizeof buf));
             return false;
         }
-        count *= shape->dims[i];
+        count = empty ? 0 : count * shape->dims[i];
     }
     *n = count;
     return true;

@@ -132,6 +132,11 @@ static void test_tensor_wrap_and_errors(void)
     tide_shape huge = tide_shape_make(3, TH_DIMS(1LL << 40, 1LL << 20, 1LL << 10));
     CU_ASSERT_PTR_NULL(tide_tensor_new(TIDE_FLOAT32, &huge, err));
     CU_ASSERT_EQUAL(tide_error_code(err), TIDE_RESOURCE_EXHAUSTED);
+    tide_shape empty_big = tide_shape_make(3, TH_DIMS(1LL << 40, 1LL << 40, 0)); /* no elements: fine */
+    tide_tensor *e = tide_tensor_new(TIDE_FLOAT32, &empty_big, err);
+    CU_ASSERT_PTR_NOT_NULL(e);
+    CU_ASSERT_EQUAL(e ? tide_tensor_num_elements(e) : -1, 0);
+    tide_tensor_release(e);
     CU_ASSERT_PTR_NULL(tide_tensor_new_copy(TIDE_FLOAT32, &s, mem, 3, err));
     CU_ASSERT_PTR_NULL(tide_tensor_new((tide_dtype)77, &s, err));
     tide_error_free(err);
