@@ -51,9 +51,15 @@ int64_t tide_shape_num_elements(const tide_shape *s)
 {
     if (!tide_shape_is_fully_defined(s))
         return -1;
-    int64_t n = 1;
     for (int i = 0; i < s->rank; i++)
+        if (s->dims[i] == 0)
+            return 0;
+    int64_t n = 1;
+    for (int i = 0; i < s->rank; i++) {
+        if (n > INT64_MAX / s->dims[i])
+            return -1; /* not representable */
         n *= s->dims[i];
+    }
     return n;
 }
 

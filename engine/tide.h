@@ -116,7 +116,7 @@ tide_shape tide_shape_unknown(void);
 tide_shape tide_shape_vector(int64_t n);
 tide_shape tide_shape_matrix(int64_t rows, int64_t cols);
 bool tide_shape_is_fully_defined(const tide_shape *s);
-/* Number of elements; -1 if not fully defined. */
+/* Number of elements; -1 if not fully defined or too large for int64. */
 int64_t tide_shape_num_elements(const tide_shape *s);
 bool tide_shape_equal(const tide_shape *a, const tide_shape *b);
 /* Could a tensor of shape `actual` (fully defined) be given where `expected` (partial) is declared? */
