@@ -1,2 +1,435 @@
-/* shape_ops.c — placeholder until this family lands. */
-typedef int tide_placeholder_shape_ops_ops;
+/* shape_ops.c — definitions of the array ops about shapes, indices and fills: Gather, Fill,
+ * ZerosLike, OnesLike, Shape, Rank, Size, ExpandDims, Squeeze, OneHot and Range (TensorFlow 1.x
+ * semantics; the CPU kernels are in kernels/cpu/shape.c).
+ *
+ * The shape functions give exact output shapes when the inputs that decide them are graph-time
+ * constants (Fill's dims, ExpandDims' dim, OneHot's depth, Range's bounds), partial shapes otherwise,
+ * and reject what is already known to be wrong with the same messages the kernels use. Index VALUES
+ * (Gather's indices) are only checked by the kernels, as in TensorFlow. */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "../tide_op.h"
+
+#define SHAPE_STR(s, buf) tide_shape_format(&(s), buf, sizeof buf)
+
+/* Element i of an integer tensor (int32, int64, uint8) as int64; false for other dtypes. */
+static bool int_value(const tide_tensor *t, int64_t i, int64_t *v)
+{
+    const void *d = tide_tensor_data(t);
+    switch (tide_tensor_dtype(t)) {
+    case TIDE_INT32: *v = ((const int32_t *)d)[i]; return true;
+    case TIDE_INT64: *v = ((const int64_t *)d)[i]; return true;
+    case TIDE_UINT8: *v = ((const uint8_t *)d)[i]; return true;
+    default: return false;
+    }
+}
+
+/* Fails unless input i is a scalar (or of unknown rank). */
+static tide_status need_scalar(tide_shape_ctx *ctx, int i, const char *what)
+{
+    tide_shape s = tide_shape_input(ctx, i);
+    char buf[TIDE_SHAPE_STR_MAX];
+    if (s.rank > 0)
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s must be a scalar, got shape %s", what,
+                                SHAPE_STR(s, buf));
+    return TIDE_OK;
+}
+
+/* ---------------------------------------------------------------- Gather */
+
+static tide_status gather_shape(tide_shape_ctx *ctx)
+{
+    tide_shape p = tide_shape_input(ctx, 0), ind = tide_shape_input(ctx, 1), out = tide_shape_unknown();
+    int64_t axis = 0;
+    tide_attrs_get_int(tide_shape_attrs(ctx), "axis", &axis);
+    char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
+    if (p.rank == 0)
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
+                                "params must be at least 1-dimensional, got a scalar");
+    if (p.rank > 0 && (axis < -p.rank || axis >= p.rank))
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
+                                "axis %lld is out of range for params of shape %s: expected one in [%d, %d)",
+                                (long long)axis, SHAPE_STR(p, a), -p.rank, p.rank);
+    if (p.rank > 0 && ind.rank >= 0) {
+        int ax = (int)(axis < 0 ? axis + p.rank : axis);
+        if (p.rank - 1 + ind.rank > TIDE_MAX_RANK)
+            return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
+                                    "params %s and indices %s give a result of rank %d, more than %d",
+                                    SHAPE_STR(p, a), SHAPE_STR(ind, b), p.rank - 1 + ind.rank, TIDE_MAX_RANK);
+        out.rank = 0;
+        for (int i = 0; i < ax; i++)
+            out.dims[out.rank++] = p.dims[i];
+        for (int i = 0; i < ind.rank; i++)
+            out.dims[out.rank++] = ind.dims[i];
+        for (int i = ax + 1; i < p.rank; i++)
+            out.dims[out.rank++] = p.dims[i];
+    }
+    tide_shape_set_output(ctx, 0, &out);
+    return TIDE_OK;
+}
+
+/* ---------------------------------------------------------------- Fill */
+
+static tide_status fill_shape(tide_shape_ctx *ctx)
+{
+    tide_shape d = tide_shape_input(ctx, 0), out = tide_shape_unknown();
+    char buf[TIDE_SHAPE_STR_MAX];
+    if (d.rank >= 0 && d.rank != 1)
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "dims must be a vector, got shape %s",
+                                SHAPE_STR(d, buf));
+    tide_status st = need_scalar(ctx, 1, "value");
+    if (st != TIDE_OK)
+        return st;
+    const tide_tensor *dims = tide_shape_input_value(ctx, 0);
+    int64_t rank = dims ? tide_tensor_num_elements(dims) : d.rank == 1 ? d.dims[0] : -1;
+    if (rank > TIDE_MAX_RANK)
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
+                                "dims has %lld elements, more than the maximum rank %d", (long long)rank,
+                                TIDE_MAX_RANK);
+    if (rank >= 0) {
+        out.rank = (int)rank;
+        bool empty = false, overflow = false;
+        int64_t total = 1;
+        for (int i = 0; i < out.rank; i++) {
+            out.dims[i] = -1;
+            if (dims)
+                int_value(dims, i, &out.dims[i]);
+            if (dims && out.dims[i] < 0)
+                return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "dims[%d] = %lld must be non-negative",
+                                        i, (long long)out.dims[i]);
+            empty = empty || out.dims[i] == 0;
+            overflow = overflow || (out.dims[i] > 0 && total > INT64_MAX / out.dims[i]);
+            if (!overflow && out.dims[i] > 0)
+                total *= out.dims[i];
+        }
+        if (overflow && !empty) /* a zero anywhere makes the product 0 */
+            return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "dims %s have too many elements",
+                                    SHAPE_STR(out, buf));
+    }
+    tide_shape_set_output(ctx, 0, &out);
+    return TIDE_OK;
+}
+
+/* ---------------------------------------------------------------- Shape, Rank, Size */
+
+static tide_status shape_shape(tide_shape_ctx *ctx)
+{
+    tide_shape in = tide_shape_input(ctx, 0);
+    tide_shape out = tide_shape_vector(in.rank >= 0 ? in.rank : -1);
+    tide_shape_set_output(ctx, 0, &out);
+    return TIDE_OK;
+}
+
+/* ---------------------------------------------------------------- ExpandDims, Squeeze */
+
+static tide_status expand_dims_shape(tide_shape_ctx *ctx)
+{
+    tide_shape in = tide_shape_input(ctx, 0), d = tide_shape_input(ctx, 1), out = tide_shape_unknown();
+    char a[TIDE_SHAPE_STR_MAX];
+    if (tide_shape_num_elements(&d) >= 0 && tide_shape_num_elements(&d) != 1)
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "dim must hold exactly one value, got shape %s",
+                                SHAPE_STR(d, a));
+    if (in.rank >= TIDE_MAX_RANK)
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
+                                "cannot expand input of shape %s: the result would have rank %d, "
+                                "more than %d",
+                                SHAPE_STR(in, a), in.rank + 1, TIDE_MAX_RANK);
+    const tide_tensor *dv = tide_shape_input_value(ctx, 1);
+    int64_t dim = 0;
+    if (in.rank >= 0 && dv && tide_tensor_num_elements(dv) == 1 && int_value(dv, 0, &dim)) {
+        if (dim < -in.rank - 1 || dim > in.rank)
+            return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
+                                    "dim %lld is out of range for input of shape %s: "
+                                    "expected one in [%d, %d]",
+                                    (long long)dim, SHAPE_STR(in, a), -in.rank - 1, in.rank);
+        int at = (int)(dim < 0 ? dim + in.rank + 1 : dim);
+        out.rank = in.rank + 1;
+        for (int i = 0, k = 0; i < out.rank; i++)
+            out.dims[i] = i == at ? 1 : in.dims[k++];
+    } else if (in.rank >= 0) { /* the rank is known, not where the new dim goes */
+        out.rank = in.rank + 1;
+        for (int i = 0; i < out.rank; i++)
+            out.dims[i] = -1;
+    }
+    tide_shape_set_output(ctx, 0, &out);
+    return TIDE_OK;
+}
+
+static tide_status squeeze_shape(tide_shape_ctx *ctx)
+{
+    tide_shape in = tide_shape_input(ctx, 0), out = tide_shape_unknown();
+    const int64_t *sq = NULL;
+    int n = 0;
+    tide_attrs_get_int_list(tide_shape_attrs(ctx), "squeeze_dims", &sq, &n);
+    char a[TIDE_SHAPE_STR_MAX];
+    bool drop[TIDE_MAX_RANK] = {false};
+    if (in.rank < 0)
+        goto done;
+    for (int i = 0; i < n; i++) {
+        if (sq[i] < -in.rank || sq[i] >= in.rank)
+            return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
+                                    "squeeze_dims[%d] = %lld is out of range for input of shape %s: "
+                                    "expected one in [%d, %d)",
+                                    i, (long long)sq[i], SHAPE_STR(in, a), -in.rank, in.rank);
+        int ax = (int)(sq[i] < 0 ? sq[i] + in.rank : sq[i]);
+        if (in.dims[ax] >= 0 && in.dims[ax] != 1)
+            return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
+                                    "cannot squeeze dim %d of input of shape %s: its size is %lld, not 1",
+                                    ax, SHAPE_STR(in, a), (long long)in.dims[ax]);
+        drop[ax] = true;
+    }
+    for (int i = 0; i < in.rank && n == 0; i++) {
+        if (in.dims[i] < 0)
+            goto done; /* an unknown dim may or may not be 1: the rank is unknown */
+        drop[i] = in.dims[i] == 1;
+    }
+    out.rank = 0;
+    for (int i = 0; i < in.rank; i++)
+        if (!drop[i])
+            out.dims[out.rank++] = in.dims[i];
+done:
+    tide_shape_set_output(ctx, 0, &out);
+    return TIDE_OK;
+}
+
+/* ---------------------------------------------------------------- OneHot */
+
+static tide_status one_hot_shape(tide_shape_ctx *ctx)
+{
+    tide_shape in = tide_shape_input(ctx, 0), out = tide_shape_unknown();
+    int64_t axis = -1, depth = -1;
+    tide_attrs_get_int(tide_shape_attrs(ctx), "axis", &axis);
+    char a[TIDE_SHAPE_STR_MAX];
+    tide_status st = need_scalar(ctx, 1, "depth");
+    if (st == TIDE_OK)
+        st = need_scalar(ctx, 2, "on_value");
+    if (st == TIDE_OK)
+        st = need_scalar(ctx, 3, "off_value");
+    if (st != TIDE_OK)
+        return st;
+    const tide_tensor *dv = tide_shape_input_value(ctx, 1);
+    if (dv && tide_tensor_num_elements(dv) == 1 && int_value(dv, 0, &depth) && depth < 0)
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "depth must be non-negative, got %lld",
+                                (long long)depth);
+    if (axis < -1 && in.rank < 0)
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "axis must be -1 or non-negative, got %lld",
+                                (long long)axis);
+    if (axis < -1 || (in.rank >= 0 && axis > in.rank))
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
+                                "axis must be -1 or in [0, %d] for indices of shape %s, got %lld",
+                                in.rank, SHAPE_STR(in, a), (long long)axis);
+    if (in.rank >= TIDE_MAX_RANK)
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
+                                "indices of shape %s give a result of rank %d, more than %d",
+                                SHAPE_STR(in, a), in.rank + 1, TIDE_MAX_RANK);
+    if (in.rank >= 0) {
+        int at = axis < 0 ? in.rank : (int)axis;
+        out.rank = in.rank + 1;
+        for (int i = 0, k = 0; i < out.rank; i++)
+            out.dims[i] = i == at ? depth : in.dims[k++];
+    }
+    tide_shape_set_output(ctx, 0, &out);
+    return TIDE_OK;
+}
+
+/* ---------------------------------------------------------------- Range */
+
+/* The element count of Range: ceil((limit - start) / delta), TensorFlow's rules (start must not be
+ * past limit in delta's direction). Integers count exactly in 64 bits without overflow; float32
+ * divides in float and float64 in double, as TensorFlow does. Kept identical to the kernel's copy
+ * in kernels/cpu/shape.c. False with msg written on error. */
+static bool range_count(const tide_tensor *const v[3], int64_t *n, char *msg, size_t size)
+{
+    tide_dtype dt = tide_tensor_dtype(v[0]);
+    const void *p0 = tide_tensor_data(v[0]), *p1 = tide_tensor_data(v[1]), *p2 = tide_tensor_data(v[2]);
+    if (dt == TIDE_FLOAT32 || dt == TIDE_FLOAT64) {
+        double s = dt == TIDE_FLOAT32 ? *(const float *)p0 : *(const double *)p0;
+        double l = dt == TIDE_FLOAT32 ? *(const float *)p1 : *(const double *)p1;
+        double d = dt == TIDE_FLOAT32 ? *(const float *)p2 : *(const double *)p2;
+        if (!isfinite(s) || !isfinite(l) || !isfinite(d))
+            return snprintf(msg, size, "start %g, limit %g and delta %g must be finite", s, l, d), false;
+        if (d == 0)
+            return snprintf(msg, size, "delta must not be 0 (start %g, limit %g)", s, l), false;
+        if (d > 0 ? s > l : s < l)
+            return snprintf(msg, size, "start %g must be %s limit %g when delta is %g", s,
+                            d > 0 ? "<=" : ">=", l, d), false;
+        double q = dt == TIDE_FLOAT32 ? ceilf(fabsf(((float)l - (float)s) / (float)d))
+                                      : ceil(fabs((l - s) / d));
+        if (!(q <= 0x1p62))
+            return snprintf(msg, size, "range from %g to %g by %g has too many elements", s, l, d), false;
+        *n = (int64_t)q;
+        return true;
+    }
+    int64_t s, l, d;
+    int_value(v[0], 0, &s), int_value(v[1], 0, &l), int_value(v[2], 0, &d);
+    if (d == 0)
+        return snprintf(msg, size, "delta must not be 0 (start %lld, limit %lld)", (long long)s,
+                        (long long)l), false;
+    if (d > 0 ? s > l : s < l)
+        return snprintf(msg, size, "start %lld must be %s limit %lld when delta is %lld", (long long)s,
+                        d > 0 ? "<=" : ">=", (long long)l, (long long)d), false;
+    uint64_t span = d > 0 ? (uint64_t)l - (uint64_t)s : (uint64_t)s - (uint64_t)l;
+    uint64_t step = d > 0 ? (uint64_t)d : 0 - (uint64_t)d;
+    uint64_t count = span / step + (span % step != 0);
+    if (count > (uint64_t)INT64_MAX)
+        return snprintf(msg, size, "range from %lld to %lld by %lld has too many elements", (long long)s,
+                        (long long)l, (long long)d), false;
+    *n = (int64_t)count;
+    return true;
+}
+
+static tide_status range_shape(tide_shape_ctx *ctx)
+{
+    static const char *const names[3] = {"start", "limit", "delta"};
+    const tide_tensor *v[3];
+    bool known = true;
+    for (int i = 0; i < 3; i++) {
+        tide_status st = need_scalar(ctx, i, names[i]);
+        if (st != TIDE_OK)
+            return st;
+        v[i] = tide_shape_input_value(ctx, i);
+        known = known && v[i] && tide_tensor_num_elements(v[i]) == 1;
+    }
+    tide_shape out = tide_shape_vector(-1);
+    char msg[256];
+    if (known && !range_count(v, &out.dims[0], msg, sizeof msg))
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+    tide_shape_set_output(ctx, 0, &out);
+    return TIDE_OK;
+}
+
+/* ---------------------------------------------------------------- registration */
+
+static void register_gather_fill_ops(void)
+{
+    tide_op_register(&(tide_op_spec){
+        .name = "Gather",
+        .inputs = {"params: Tparams", "indices: Tindices"},
+        .outputs = {"output: Tparams"},
+        .attrs = {"Tparams: alltypes", "Tindices: {int32, int64}", "axis: int = 0"},
+        .shape_fn = gather_shape,
+        .doc = "Gathers slices of params along axis at the given indices (TensorFlow's GatherV2 with "
+               "the axis as an attr): output shape = params.shape[:axis] + indices.shape + "
+               "params.shape[axis+1:]. axis may be negative (counted from the end) and must be in "
+               "[-rank, rank) of params, which must not be a scalar. Every index must be in "
+               "[0, params.shape[axis]): a negative or too large one is INVALID_ARGUMENT naming its "
+               "value, its position in indices and the valid range. All dtypes, strings included.",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "Fill",
+        .inputs = {"dims: index_type", "value: T"},
+        .outputs = {"output: T"},
+        .attrs = {"T: alltypes", "index_type: {int32, int64} = int32"},
+        .shape_fn = fill_shape,
+        .doc = "A tensor of shape dims with every element equal to value. dims is a vector of at most "
+               "8 non-negative sizes (a negative size, or sizes whose product overflows int64, is "
+               "INVALID_ARGUMENT); value must be a scalar. All dtypes, strings included.",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "ZerosLike",
+        .inputs = {"x: T"},
+        .outputs = {"y: T"},
+        .attrs = {"T: alltypes"},
+        .shape_fn = tide_shape_fn_unchanged,
+        .doc = "A tensor of zeros with the shape and dtype of x (false for bool, empty strings for "
+               "string). Writes in place over x when nothing else uses it.",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "OnesLike",
+        .inputs = {"x: T"},
+        .outputs = {"y: T"},
+        .attrs = {"T: {bool, int8, int16, int32, int64, uint8, uint16, float16, bfloat16, float32, "
+                  "float64, complex64, complex128}"},
+        .shape_fn = tide_shape_fn_unchanged,
+        .doc = "A tensor of ones with the shape and dtype of x (true for bool, 1+0i for complex); "
+               "numbers and bool only, a string x is INVALID_ARGUMENT. Writes in place over x when "
+               "nothing else uses it.",
+    });
+}
+TIDE_REGISTER(register_gather_fill_ops)
+
+static void register_shape_query_ops(void)
+{
+    tide_op_register(&(tide_op_spec){
+        .name = "Shape",
+        .inputs = {"input: T"},
+        .outputs = {"output: out_type"},
+        .attrs = {"T: alltypes", "out_type: {int32, int64} = int32"},
+        .shape_fn = shape_shape,
+        .doc = "The shape of input as a vector of rank(input) sizes. With out_type int32 a dimension "
+               "larger than 2^31-1 is INVALID_ARGUMENT (use out_type=int64).",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "Rank",
+        .inputs = {"input: T"},
+        .outputs = {"output: int32"},
+        .attrs = {"T: alltypes"},
+        .shape_fn = tide_shape_fn_scalar,
+        .doc = "The number of dimensions of input, an int32 scalar (0 for a scalar). Never fails.",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "Size",
+        .inputs = {"input: T"},
+        .outputs = {"output: out_type"},
+        .attrs = {"T: alltypes", "out_type: {int32, int64} = int32"},
+        .shape_fn = tide_shape_fn_scalar,
+        .doc = "The number of elements of input, a scalar (1 for a scalar, 0 if any dimension is 0). "
+               "With out_type int32 a count larger than 2^31-1 is INVALID_ARGUMENT (use out_type=int64).",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "ExpandDims",
+        .inputs = {"input: T", "dim: Tdim"},
+        .outputs = {"output: T"},
+        .attrs = {"T: alltypes", "Tdim: {int32, int64} = int32"},
+        .shape_fn = expand_dims_shape,
+        .doc = "Inserts a dimension of size 1 into input's shape at index dim; a view, no copy. dim "
+               "holds exactly one integer in [-rank-1, rank] (negative counts from the end: -1 appends); "
+               "anything else, or a result of rank above 8, is INVALID_ARGUMENT.",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "Squeeze",
+        .inputs = {"input: T"},
+        .outputs = {"output: T"},
+        .attrs = {"T: alltypes", "squeeze_dims: list(int) = []"},
+        .shape_fn = squeeze_shape,
+        .doc = "Removes dimensions of size 1 from input's shape; a view, no copy. With squeeze_dims "
+               "empty every size-1 dimension goes; otherwise exactly the listed ones (each in "
+               "[-rank, rank), negative counts from the end), and a listed dimension whose size is not "
+               "1, or an index out of range, is INVALID_ARGUMENT.",
+    });
+}
+TIDE_REGISTER(register_shape_query_ops)
+
+static void register_one_hot_range_ops(void)
+{
+    tide_op_register(&(tide_op_spec){
+        .name = "OneHot",
+        .inputs = {"indices: TI", "depth: int32", "on_value: T", "off_value: T"},
+        .outputs = {"output: T"},
+        .attrs = {"T: alltypes", "TI: {uint8, int32, int64} = int64", "axis: int = -1"},
+        .shape_fn = one_hot_shape,
+        .doc = "A one-hot encoding of indices: a new dimension of size depth is inserted at axis (-1: "
+               "last), and output is on_value where its index along that dimension equals the "
+               "corresponding element of indices, off_value elsewhere. An index outside [0, depth) "
+               "(negative included) gives an all-off row, as in TensorFlow. depth must be a "
+               "non-negative scalar, on_value and off_value scalars, axis -1 or in [0, rank(indices)]; "
+               "otherwise INVALID_ARGUMENT.",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "Range",
+        .inputs = {"start: Tidx", "limit: Tidx", "delta: Tidx"},
+        .outputs = {"output: Tidx"},
+        .attrs = {"Tidx: {float32, float64, int32, int64} = int32"},
+        .shape_fn = range_shape,
+        .doc = "The sequence start, start + delta, ... up to but excluding limit: a vector of "
+               "ceil((limit - start) / delta) elements (float32 divides in float, float64 in double, as "
+               "TensorFlow does), element i being start + i * delta (floats computed in double "
+               "precision, not by repeated addition). All three must be scalars. delta 0, start past "
+               "limit in delta's direction (start > limit with delta > 0, or start < limit with "
+               "delta < 0), or a non-finite float is INVALID_ARGUMENT, as in TensorFlow; start == limit "
+               "gives an empty vector. Integer counts are exact over the whole int64 range (no overflow).",
+    });
+}
+TIDE_REGISTER(register_one_hot_range_ops)
