@@ -540,6 +540,20 @@ static void test_empty_and_scalar_shapes(void)
     i = gen_int(TIDE_INT64, 1, empty1, 5, 5, 1, 0);
     TH_ASSERT_SHAPE(i, 1, empty1);
     tide_tensor_release(i);
+    /* A zero dimension makes huge other ones fine (their product would overflow). */
+    int64_t huge_empty[3] = {1LL << 40, 1LL << 40, 0};
+    i = gen_int(TIDE_INT32, 3, huge_empty, 9, 2, 1, 0);
+    TH_ASSERT_SHAPE(i, 3, huge_empty);
+    tide_tensor_release(i);
+    tide_tensor *shape = shape_vec(TIDE_INT64, 3, huge_empty);
+    for (int o = 0; o < 3; o++) {
+        tide_attrs *a = rattrs("dtype", TIDE_FLOAT32, 1, 0);
+        tide_tensor *out = th_run1(shape_ops[o], &shape, 1, a);
+        TH_ASSERT_SHAPE(out, 3, huge_empty);
+        tide_tensor_release(out);
+        tide_attrs_free(a);
+    }
+    tide_tensor_release(shape);
     i = gen_int(TIDE_INT64, 0, NULL, 7, 8, 1, 0);
     TH_ASSERT_SHAPE(i, 0, NULL);
     CU_ASSERT(i && tide_tensor_get_f64(i, 0) == 7);
