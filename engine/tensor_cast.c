@@ -7,9 +7,10 @@
  *   - to float16/bfloat16: rounded to nearest even once, also from float64 and int64 (no double
  *     rounding through float32); too large -> inf;
  *   - complex -> real: the real part; real -> complex: imaginary part 0;
- *   - number -> string: integers exactly, bool "true"/"false", floats as "%.<p>g" with the smallest
- *     precision p that reads back to the same value (p starts at 6 for float32, 15 for float64, 3 for
- *     float16, 2 for bfloat16, 1 for subnormals), "nan", "inf", "-inf"; complex as "(re+imj)";
+ *   - number -> string: integers exactly, bool "true"/"false", floats as the shortest "%.<p>g" text
+ *     that reads back to the same value (p from 6 to 9 for float32, 15 to 17 for float64, 3 to 5 for
+ *     float16, 2 to 4 for bfloat16; from 1 for zero and subnormals; the smaller p on a tie, so
+ *     float16 65504 is "65504", not "6.55e+04"), "nan", "inf", "-inf"; complex as "(re+imj)";
  *   - string -> number: the whole string, less surrounding white space, must be one number: C strtod
  *     syntax for floats (also "inf", "nan", hex floats; overflow gives inf), decimal integers within
  *     the target's range, true/false (any case)/1/0 for bool, "(re+imj)", "re+imj", "imj" or "re"
@@ -28,6 +29,17 @@
 #include <strings.h>
 
 #include "internal.h"
+
+/* GCC 12 at -O2 (the default build) vectorises only with its "very cheap" cost model, which leaves
+ * the conversion loops (of unknown length) scalar. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#define IVDEP _Pragma("GCC ivdep")
+#elif defined(__clang__)
+#define IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#else
+#define IVDEP
+#endif
 
 typedef struct c64 {
     float re, im;
@@ -52,18 +64,17 @@ static inline float bits_f32(uint32_t u)
     return f;
 }
 
-/* x rounded to float "to odd": the nearer neighbour when exact, else the odd one of the two floats
- * around x. Rounding that to nearest in a format at least two bits narrower (float16, bfloat16)
- * gives the correctly rounded result: no double rounding. */
+/* x rounded to float "to odd": x itself when exact, else the odd one of the two floats around x
+ * (truncation toward zero with the last bit set). Rounding that to nearest in a format at least two
+ * bits narrower (float16, bfloat16) gives the correctly rounded result: no double rounding. Beyond
+ * FLT_MAX it gives FLT_MAX, which both narrow formats round to inf; NaN stays NaN. Branch-free. */
 static inline float f64_to_f32_odd(double x)
 {
     float f = (float)x;
-    if ((double)f != x && isfinite(f)) {
-        uint32_t b = f32_bits(f);
-        if (!(b & 1u))
-            f = bits_f32(fabs((double)f) > fabs(x) ? b - 1u : b + 1u);
-    }
-    return f;
+    uint32_t b = f32_bits(f);
+    b -= fabs((double)f) > fabs(x); /* rounded away from zero: step back toward it */
+    b |= (double)f != x;            /* inexact: sticky last bit */
+    return bits_f32(b);
 }
 
 /* x as a double rounded to odd (exact up to 2^53; beyond, truncated with a sticky last bit). */
@@ -78,19 +89,30 @@ static inline double i64_to_f64_odd(int64_t x)
     return x < 0 ? -d : d;
 }
 
-/* Saturating float -> integer: NaN -> 0, truncation toward zero inside (LO, HI). (double)HI may
- * round up to 2^k, which is still a correct bound since HI = 2^k - 1. */
-#define SATURATE(name, T, LO, HI)                                                                 \
-    static inline T name(double x)                                                              \
-    {                                                                                           \
-        return x != x ? (T)0 : x >= (double)(HI) ? (T)(HI) : x <= (double)(LO) ? (T)(LO) : (T)x; \
+/* Saturating float -> integer, F being float or double: NaN -> 0, truncation toward zero, clamped
+ * to [LO, HI]. x is first clamped into [LO, SAFE_HI] (SAFE_HI: the largest F not above HI), where
+ * the conversion is defined, then HI and NaN are patched in: no branches, so the loops vectorise. */
+#define SATURATE(name, F, T, LO, HI, SAFE_HI)                                                      \
+    static inline T name(F x)                                                                      \
+    {                                                                                              \
+        F c = x > (F)(LO) ? x : (F)(LO);                                                           \
+        c = c < (F)(SAFE_HI) ? c : (F)(SAFE_HI);                                                   \
+        T r = (T)c;                                                                                \
+        r = x >= (F)(HI) ? (T)(HI) : r;                                                            \
+        return x == x ? r : (T)0;                                                                  \
     }
-SATURATE(sat_i8, int8_t, INT8_MIN, INT8_MAX)
-SATURATE(sat_i16, int16_t, INT16_MIN, INT16_MAX)
-SATURATE(sat_i32, int32_t, INT32_MIN, INT32_MAX)
-SATURATE(sat_i64, int64_t, INT64_MIN, INT64_MAX)
-SATURATE(sat_u8, uint8_t, 0, UINT8_MAX)
-SATURATE(sat_u16, uint16_t, 0, UINT16_MAX)
+#define SATURATE_BOTH(name, T, LO, HI, SAFE_HI_F, SAFE_HI_D)                                       \
+    SATURATE(name##_f, float, T, LO, HI, SAFE_HI_F)                                                \
+    SATURATE(name##_d, double, T, LO, HI, SAFE_HI_D)
+SATURATE_BOTH(sat_i8, int8_t, INT8_MIN, INT8_MAX, 127.0f, 127.0)
+SATURATE_BOTH(sat_i16, int16_t, INT16_MIN, INT16_MAX, 32767.0f, 32767.0)
+SATURATE_BOTH(sat_i32, int32_t, INT32_MIN, INT32_MAX, 2147483520.0f, 2147483647.0)
+SATURATE_BOTH(sat_i64, int64_t, INT64_MIN, INT64_MAX, 9223371487098961920.0f, 9223372036854774784.0)
+SATURATE_BOTH(sat_u8, uint8_t, 0, UINT8_MAX, 255.0f, 255.0)
+SATURATE_BOTH(sat_u16, uint16_t, 0, UINT16_MAX, 65535.0f, 65535.0)
+
+/* A float argument stays float (the vectorisable width); anything else goes through double. */
+#define BY_WIDTH(name, x) _Generic((x), float: name##_f, default: name##_d)(x)
 
 /* ---------------------------------------------------------------- numbers to numbers */
 
@@ -116,12 +138,12 @@ SATURATE(sat_u16, uint16_t, 0, UINT16_MAX)
 #define I_C64(x) ((c64){(float)(x), 0.0f})
 #define I_C128(x) ((c128){(double)(x), 0.0})
 #define F_BOOL(x) ((uint8_t)((x) != 0))
-#define F_I8(x) sat_i8(x)
-#define F_I16(x) sat_i16(x)
-#define F_I32(x) sat_i32(x)
-#define F_I64(x) sat_i64(x)
-#define F_U8(x) sat_u8(x)
-#define F_U16(x) sat_u16(x)
+#define F_I8(x) BY_WIDTH(sat_i8, x)
+#define F_I16(x) BY_WIDTH(sat_i16, x)
+#define F_I32(x) BY_WIDTH(sat_i32, x)
+#define F_I64(x) BY_WIDTH(sat_i64, x)
+#define F_U8(x) BY_WIDTH(sat_u8, x)
+#define F_U16(x) BY_WIDTH(sat_u16, x)
 #define F_F16(x) tide_f32_to_f16(f64_to_f32_odd(x))
 #define F_BF16(x) tide_f32_to_bf16(f64_to_f32_odd(x))
 #define F_F32(x) ((float)(x))
@@ -129,31 +151,31 @@ SATURATE(sat_u16, uint16_t, 0, UINT16_MAX)
 #define F_C64(x) ((c64){(float)(x), 0.0f})
 #define F_C128(x) ((c128){(double)(x), 0.0})
 
-#define LOOP(ST, READ, DT, WRITE)                                                                 \
-    do {                                                                                          \
-        const ST *s_ = src;                                                                       \
-        DT *d_ = dst;                                                                             \
-        for (int64_t i = 0; i < n; i++)                                                           \
-            d_[i] = WRITE(READ(s_[i]));                                                           \
+#define LOOP(ST, READ, DT, WRITE)                                                                  \
+    do {                                                                                           \
+        const ST *s_ = src;                                                                        \
+        DT *d_ = dst;                                                                              \
+        IVDEP for (int64_t i = 0; i < n; i++)                                                      \
+            d_[i] = WRITE(READ(s_[i]));                                                            \
     } while (0)
 
 /* One tight loop per (source, destination) pair: the switches run once per tensor. */
-#define TO_NUMBER(ST, READ, K)                                                                    \
-    switch (to) {                                                                                 \
-    case TIDE_BOOL: LOOP(ST, READ, uint8_t, K##_BOOL); break;                                     \
-    case TIDE_INT8: LOOP(ST, READ, int8_t, K##_I8); break;                                        \
-    case TIDE_INT16: LOOP(ST, READ, int16_t, K##_I16); break;                                     \
-    case TIDE_INT32: LOOP(ST, READ, int32_t, K##_I32); break;                                     \
-    case TIDE_INT64: LOOP(ST, READ, int64_t, K##_I64); break;                                     \
-    case TIDE_UINT8: LOOP(ST, READ, uint8_t, K##_U8); break;                                      \
-    case TIDE_UINT16: LOOP(ST, READ, uint16_t, K##_U16); break;                                   \
-    case TIDE_FLOAT16: LOOP(ST, READ, uint16_t, K##_F16); break;                                  \
-    case TIDE_BFLOAT16: LOOP(ST, READ, uint16_t, K##_BF16); break;                                \
-    case TIDE_FLOAT32: LOOP(ST, READ, float, K##_F32); break;                                     \
-    case TIDE_FLOAT64: LOOP(ST, READ, double, K##_F64); break;                                    \
-    case TIDE_COMPLEX64: LOOP(ST, READ, c64, K##_C64); break;                                     \
-    case TIDE_COMPLEX128: LOOP(ST, READ, c128, K##_C128); break;                                  \
-    default: break;                                                                               \
+#define TO_NUMBER(ST, READ, K)                                                                     \
+    switch (to) {                                                                                  \
+    case TIDE_BOOL: LOOP(ST, READ, uint8_t, K##_BOOL); break;                                      \
+    case TIDE_INT8: LOOP(ST, READ, int8_t, K##_I8); break;                                         \
+    case TIDE_INT16: LOOP(ST, READ, int16_t, K##_I16); break;                                      \
+    case TIDE_INT32: LOOP(ST, READ, int32_t, K##_I32); break;                                      \
+    case TIDE_INT64: LOOP(ST, READ, int64_t, K##_I64); break;                                      \
+    case TIDE_UINT8: LOOP(ST, READ, uint8_t, K##_U8); break;                                       \
+    case TIDE_UINT16: LOOP(ST, READ, uint16_t, K##_U16); break;                                    \
+    case TIDE_FLOAT16: LOOP(ST, READ, uint16_t, K##_F16); break;                                   \
+    case TIDE_BFLOAT16: LOOP(ST, READ, uint16_t, K##_BF16); break;                                 \
+    case TIDE_FLOAT32: LOOP(ST, READ, float, K##_F32); break;                                      \
+    case TIDE_FLOAT64: LOOP(ST, READ, double, K##_F64); break;                                     \
+    case TIDE_COMPLEX64: LOOP(ST, READ, c64, K##_C64); break;                                      \
+    case TIDE_COMPLEX128: LOOP(ST, READ, c128, K##_C128); break;                                   \
+    default: break;                                                                                \
     }
 
 #define C_NONZERO(x) ((uint8_t)((x).re != 0 || (x).im != 0))
@@ -161,16 +183,16 @@ SATURATE(sat_u16, uint16_t, 0, UINT16_MAX)
 #define C_TO_C128(x) ((c128){(double)(x).re, (double)(x).im})
 
 /* Complex sources: bool and complex destinations look at both parts, the rest at the real part. */
-#define FROM_COMPLEX(ST)                                                                          \
-    do {                                                                                          \
-        if (to == TIDE_BOOL)                                                                      \
-            LOOP(ST, RD, uint8_t, C_NONZERO);                                                     \
-        else if (to == TIDE_COMPLEX64)                                                            \
-            LOOP(ST, RD, c64, C_TO_C64);                                                          \
-        else if (to == TIDE_COMPLEX128)                                                           \
-            LOOP(ST, RD, c128, C_TO_C128);                                                        \
-        else                                                                                      \
-            TO_NUMBER(ST, RD_RE, F);                                                              \
+#define FROM_COMPLEX(ST)                                                                           \
+    do {                                                                                           \
+        if (to == TIDE_BOOL)                                                                       \
+            LOOP(ST, RD, uint8_t, C_NONZERO);                                                      \
+        else if (to == TIDE_COMPLEX64)                                                             \
+            LOOP(ST, RD, c64, C_TO_C64);                                                           \
+        else if (to == TIDE_COMPLEX128)                                                            \
+            LOOP(ST, RD, c128, C_TO_C128);                                                         \
+        else                                                                                       \
+            TO_NUMBER(ST, RD_RE, F);                                                               \
     } while (0)
 
 /* Converts n elements between two numeric (non-string) dtypes. */
@@ -236,59 +258,49 @@ static int fmt_special(char *buf, double v)
     return snprintf(buf, TEXT_MAX, "%s", isnan(v) ? "nan" : v < 0 ? "-inf" : "inf");
 }
 
-static int fmt_f64(char *buf, double v)
+/* Whether text reads back (parsed and rounded as string -> dtype does) to the value v. */
+static bool back_f64(const char *text, double v) { return strtod(text, NULL) == v; }
+static bool back_f32(const char *text, double v) { return strtof(text, NULL) == (float)v; }
+static bool back_f16(const char *text, double v) { return F_F16(strtod(text, NULL)) == F_F16(v); }
+static bool back_bf16(const char *text, double v) { return F_BF16(strtod(text, NULL)) == F_BF16(v); }
+
+/* The shortest "%.<p>g" text of v, p in [p0, pmax] (p0 = 1 for zero and subnormals, below `tiny`),
+ * that reads back as v; the smaller p on a tie. pmax digits always read back, and if p digits read
+ * back so do p + 1 (the nearest (p+1)-digit decimal is at least as near as the p-digit one), so the
+ * search runs down from pmax and stops at the first p that does not: random data (most values need
+ * all digits) costs two or three conversions. Returns the length. */
+static int fmt_shortest(char *buf, double v, int p0, int pmax, double tiny,
+                        bool (*reads_back)(const char *, double))
 {
     if (!isfinite(v))
         return fmt_special(buf, v);
-    int len = 0;
-    for (int p = fabs(v) < DBL_MIN ? 1 : DBL_DIG; p <= 17; p++) {
-        len = snprintf(buf, TEXT_MAX, "%.*g", p, v);
-        if (strtod(buf, NULL) == v)
+    if (v == 0)
+        return snprintf(buf, TEXT_MAX, "%s", signbit(v) ? "-0" : "0");
+    char tmp[TEXT_MAX];
+    int best = -1;
+    for (int p = pmax, lo = fabs(v) < tiny ? 1 : p0; p >= lo; p--) {
+        int len = snprintf(tmp, TEXT_MAX, "%.*g", p, v);
+        if (p < pmax && !reads_back(tmp, v))
             break;
+        if (best < 0 || len <= best) {
+            memcpy(buf, tmp, (size_t)len + 1);
+            best = len;
+        }
     }
-    return len;
+    return best;
 }
 
-static int fmt_f32(char *buf, float v)
-{
-    if (!isfinite(v))
-        return fmt_special(buf, v);
-    int len = 0;
-    for (int p = fabsf(v) < FLT_MIN ? 1 : FLT_DIG; p <= 9; p++) {
-        len = snprintf(buf, TEXT_MAX, "%.*g", p, (double)v);
-        if (strtof(buf, NULL) == v)
-            break;
-    }
-    return len;
-}
+static int fmt_f64(char *buf, double v) { return fmt_shortest(buf, v, DBL_DIG, 17, DBL_MIN, back_f64); }
+static int fmt_f32(char *buf, float v) { return fmt_shortest(buf, v, FLT_DIG, 9, FLT_MIN, back_f32); }
 
-/* float16 and bfloat16: the text must read back (strtod, rounded once) to the same bits. */
 static int fmt_f16(char *buf, uint16_t h)
 {
-    float v = tide_f16_to_f32(h);
-    if (!isfinite(v))
-        return fmt_special(buf, v);
-    int len = 0;
-    for (int p = fabsf(v) < 0x1p-14f ? 1 : 3; p <= 5; p++) {
-        len = snprintf(buf, TEXT_MAX, "%.*g", p, (double)v);
-        if (F_F16(strtod(buf, NULL)) == h)
-            break;
-    }
-    return len;
+    return fmt_shortest(buf, tide_f16_to_f32(h), 3, 5, 0x1p-14, back_f16);
 }
 
 static int fmt_bf16(char *buf, uint16_t b)
 {
-    float v = tide_bf16_to_f32(b);
-    if (!isfinite(v))
-        return fmt_special(buf, v);
-    int len = 0;
-    for (int p = fabsf(v) < FLT_MIN ? 1 : 2; p <= 4; p++) {
-        len = snprintf(buf, TEXT_MAX, "%.*g", p, (double)v);
-        if (F_BF16(strtod(buf, NULL)) == b)
-            break;
-    }
-    return len;
+    return fmt_shortest(buf, tide_bf16_to_f32(b), 2, 4, FLT_MIN, back_bf16);
 }
 
 /* "(re+imj)" / "(re-imj)"; the imaginary part's sign (also of -0 and -nan) goes in front of it. */
@@ -304,13 +316,13 @@ static int fmt_f32_part(char *buf, double v) { return fmt_f32(buf, (float)v); }
 static int fmt_c64(char *buf, c64 v) { return fmt_complex(buf, fmt_f32_part, v.re, v.im); }
 static int fmt_c128(char *buf, c128 v) { return fmt_complex(buf, fmt_f64, v.re, v.im); }
 
-#define FORMAT_LOOP(ST, FMT)                                                                      \
-    do {                                                                                          \
-        const ST *s_ = src;                                                                       \
-        for (int64_t i = 0; i < n && st == TIDE_OK; i++) {                                        \
-            int len = FMT(buf, s_[i]);                                                            \
-            st = tide_tensor_string_set(out, i, buf, (size_t)len, err);                           \
-        }                                                                                         \
+#define FORMAT_LOOP(ST, FMT)                                                                       \
+    do {                                                                                           \
+        const ST *s_ = src;                                                                        \
+        for (int64_t i = 0; i < n && st == TIDE_OK; i++) {                                         \
+            int len = FMT(buf, s_[i]);                                                             \
+            st = tide_tensor_string_set(out, i, buf, (size_t)len, err);                            \
+        }                                                                                          \
     } while (0)
 
 static tide_status format_strings(const tide_tensor *t, tide_tensor *out, tide_error *err)
@@ -371,14 +383,14 @@ static const char *parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out
     return NULL;
 }
 
-#define PARSE_INT(name, T, LO, HI)                                                                \
-    static const char *name(const char *s, T *out)                                              \
-    {                                                                                           \
-        int64_t v = 0;                                                                          \
-        const char *why = parse_int(s, LO, HI, &v);                                             \
-        if (!why)                                                                               \
-            *out = (T)v;                                                                        \
-        return why;                                                                             \
+#define PARSE_INT(name, T, LO, HI)                                                                 \
+    static const char *name(const char *s, T *out)                                                 \
+    {                                                                                              \
+        int64_t v = 0;                                                                             \
+        const char *why = parse_int(s, LO, HI, &v);                                                \
+        if (!why)                                                                                  \
+            *out = (T)v;                                                                           \
+        return why;                                                                                \
     }
 PARSE_INT(parse_i8, int8_t, INT8_MIN, INT8_MAX)
 PARSE_INT(parse_i16, int16_t, INT16_MIN, INT16_MAX)
@@ -478,8 +490,9 @@ static const char *parse_c128(const char *s, c128 *out)
     return why;
 }
 
-/* The text of s without surrounding white space, NUL-terminated in buf or (long) in *heap. */
-static const char *trimmed(const tide_tstring *s, char *buf, size_t size, char **heap)
+/* The text of s without surrounding white space, NUL-terminated in buf or (long) in *heap; *len
+ * its length (a NUL byte inside makes strlen shorter). */
+static const char *trimmed(const tide_tstring *s, char *buf, size_t size, char **heap, size_t *out_len)
 {
     const char *p = s->data ? s->data : "";
     size_t len = s->len;
@@ -495,6 +508,7 @@ static const char *trimmed(const tide_tstring *s, char *buf, size_t size, char *
     }
     memcpy(dst, p, len);
     dst[len] = 0;
+    *out_len = len;
     return dst;
 }
 
@@ -503,22 +517,27 @@ static tide_status parse_error(tide_error *err, const tide_tstring *s, int64_t i
 {
     int shown = s->len > 64 ? 64 : (int)s->len;
     return tide_error_set(err, TIDE_INVALID_ARGUMENT,
-                          "cannot cast string element %lld (\"%.*s\"%s) to %s: %s", (long long)i,
+                          "cannot cast string element %lld (\"%.*s%s\") to %s: %s", (long long)i,
                           shown, s->data ? s->data : "", s->len > 64 ? "..." : "",
                           tide_dtype_name(to), why);
 }
 
-#define PARSE_LOOP(DT, PARSE)                                                                     \
-    do {                                                                                          \
-        DT *d_ = dst;                                                                             \
-        for (int64_t i = 0; i < n && st == TIDE_OK; i++) {                                        \
-            char *heap = NULL;                                                                    \
-            const char *text = trimmed(&s[i], buf, sizeof buf, &heap);                            \
-            const char *why = text ? PARSE(text, &d_[i]) : "out of memory";                       \
-            if (why)                                                                              \
-                st = parse_error(err, &s[i], i, to, why);                                         \
-            free(heap);                                                                           \
-        }                                                                                         \
+#define PARSE_LOOP(DT, PARSE)                                                                      \
+    do {                                                                                           \
+        DT *d_ = dst;                                                                              \
+        for (int64_t i = 0; i < n && st == TIDE_OK; i++) {                                         \
+            char *heap = NULL;                                                                     \
+            size_t len = 0;                                                                        \
+            const char *text = trimmed(&s[i], buf, sizeof buf, &heap, &len);                       \
+            const char *why = !text ? NULL : strlen(text) < len ? "contains a NUL byte"            \
+                                                                : PARSE(text, &d_[i]);             \
+            if (!text)                                                                             \
+                st = tide_error_set(err, TIDE_RESOURCE_EXHAUSTED,                                  \
+                                    "out of memory parsing a string of %zu bytes", s[i].len);      \
+            else if (why)                                                                          \
+                st = parse_error(err, &s[i], i, to, why);                                          \
+            free(heap);                                                                            \
+        }                                                                                          \
     } while (0)
 
 static tide_status parse_strings(const tide_tensor *t, tide_tensor *out, tide_error *err)

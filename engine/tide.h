@@ -163,7 +163,8 @@ tide_tensor *tide_tensor_reshape(tide_tensor *t, const tide_shape *shape, tide_e
 tide_tensor *tide_tensor_slice(tide_tensor *t, int64_t begin, int64_t end, tide_error *err);
 /* A deep copy (new buffer). */
 tide_tensor *tide_tensor_copy(const tide_tensor *t, tide_error *err);
-/* A new tensor converted to dt (every pair of dtypes; strings parse/print numbers). */
+/* t converted to dt (every pair of dtypes; strings parse/print numbers): a new tensor, or t itself with
+ * one more reference when it already has dtype dt. The rules are in docs/ops.md (Cast). */
 tide_tensor *tide_tensor_cast(const tide_tensor *t, tide_dtype dt, tide_error *err);
 
 /* String elements. get: borrowed bytes. set: copies (tensor must be exclusive). */

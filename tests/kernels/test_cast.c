@@ -127,9 +127,11 @@ static void ref_store(tide_tensor *t, int64_t i, tide_dtype from, const val *v)
     bool from_int = from == TIDE_BOOL || tide_dtype_is_integer(from);
     long double re = v->re;
     double im = tide_dtype_is_complex(from) ? v->im : 0;
-    int64_t iv = to == TIDE_BOOL ? (re != 0 || im != 0)
-                 : from_int      ? ref_wrap((int64_t)re, to)
-                                 : ref_saturate(re, to);
+    int64_t iv = 0; /* integer and bool destinations */
+    if (to == TIDE_BOOL)
+        iv = re != 0 || im != 0;
+    else if (tide_dtype_is_integer(to))
+        iv = from_int ? ref_wrap((int64_t)re, to) : ref_saturate(re, to);
     switch (to) {
     case TIDE_BOOL: ((uint8_t *)d)[i] = (uint8_t)iv; break;
     case TIDE_INT8: ((int8_t *)d)[i] = (int8_t)iv; break;

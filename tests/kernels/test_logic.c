@@ -744,6 +744,82 @@ static void test_kernel_errors_in_session(void)
     tide_tensor_release(b3);
 }
 
+/* Inside a graph, inputs that only this node holds are overwritten in place (bool outputs over bool
+ * inputs, Select's output over t or e); the results must not change. The chain:
+ *   a = LogicalNot(p)         a owns a fresh buffer
+ *   b = LogicalOr(q, a)       q is a scalar: b may reuse a's buffer (input 1)
+ *   c = Equal(b, r)           may reuse b's buffer
+ *   t = Cast(k -> float32)    a fresh buffer
+ *   s = Select(c, t, f)       may reuse t's buffer */
+static tide_node *add_node(tide_graph *g, const char *op, const tide_node *const *ins, int n, tide_dtype dst)
+{
+    tide_node_builder *b = tide_node_builder_new(g, op, NULL);
+    for (int i = 0; i < n; i++)
+        tide_node_builder_add_input(b, (tide_output){(tide_node *)ins[i], 0});
+    if (dst)
+        tide_attrs_set_type(tide_node_builder_attrs(b), "DstT", dst);
+    tide_error *err = tide_error_new();
+    tide_node *node = tide_node_builder_finish(b, err);
+    if (!node)
+        fprintf(stderr, "add_node(%s): %s\n", op, tide_error_message(err));
+    tide_error_free(err);
+    return node;
+}
+
+static tide_node *add_placeholder(tide_graph *g, tide_dtype dt)
+{
+    tide_node_builder *b = tide_node_builder_new(g, "Placeholder", NULL);
+    tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", dt);
+    return tide_node_builder_finish(b, NULL);
+}
+
+static void test_in_place_chain(void)
+{
+    enum { N = 6 };
+    static const uint8_t pv[N] = {1, 0, 1, 0, 0, 1}, rv[N] = {1, 1, 0, 0, 1, 0}, qv = 0;
+    static const int32_t kv[N] = {10, 20, 30, 40, 50, 60};
+    static const float fv[N] = {-1, -2, -3, -4, -5, -6};
+    float want[N];
+    for (int i = 0; i < N; i++) {
+        bool b = qv || !pv[i];
+        want[i] = b == (rv[i] != 0) ? (float)kv[i] : fv[i];
+    }
+    tide_graph *g = tide_graph_new();
+    tide_node *p = add_placeholder(g, TIDE_BOOL), *q = add_placeholder(g, TIDE_BOOL), *r = add_placeholder(g, TIDE_BOOL);
+    tide_node *k = add_placeholder(g, TIDE_INT32), *f = add_placeholder(g, TIDE_FLOAT32);
+    tide_node *a = add_node(g, "LogicalNot", (const tide_node *[]){p}, 1, 0);
+    tide_node *b = add_node(g, "LogicalOr", (const tide_node *[]){q, a}, 2, 0);
+    tide_node *c = add_node(g, "Equal", (const tide_node *[]){b, r}, 2, 0);
+    tide_node *t = add_node(g, "Cast", (const tide_node *[]){k}, 1, TIDE_FLOAT32);
+    tide_node *s = add_node(g, "Select", (const tide_node *[]){c, t, f}, 3, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    tide_tensor *in[5] = {bools_of(1, TH_DIMS(N), pv), bools_of(0, NULL, &qv), bools_of(1, TH_DIMS(N), rv),
+                          th_i32(1, TH_DIMS(N), kv), th_f32(1, TH_DIMS(N), fv)};
+    tide_node *ph[5] = {p, q, r, k, f};
+    tide_feed feeds[5];
+    for (int i = 0; i < 5; i++)
+        feeds[i] = (tide_feed){{ph[i], 0}, in[i]};
+    tide_error *err = tide_error_new();
+    tide_session *sess = tide_session_new(th_engine(), g, NULL, err);
+    tide_output fetch = {s, 0};
+    tide_tensor *out = NULL, *expected = th_f32(1, TH_DIMS(N), want);
+    for (int run = 0; run < 3; run++) { /* the plan is cached after the first run */
+        tide_status st = sess ? tide_session_run(sess, NULL, feeds, 5, &fetch, 1, &out, NULL, 0, NULL, err)
+                              : TIDE_INTERNAL;
+        CU_ASSERT_EQUAL(st, TIDE_OK);
+        TH_ASSERT_CLOSE(out, expected, 0, 0);
+        tide_tensor_release(out);
+    }
+    /* the fed tensors are the caller's: never written */
+    CU_ASSERT(memcmp(tide_tensor_data(in[0]), pv, N) == 0 && memcmp(tide_tensor_data(in[2]), rv, N) == 0);
+    tide_tensor_release(expected);
+    for (int i = 0; i < 5; i++)
+        tide_tensor_release(in[i]);
+    tide_session_free(sess);
+    tide_error_free(err);
+    tide_graph_free(g);
+}
+
 int main(void)
 {
     static const th_test tests[] = {
@@ -763,6 +839,7 @@ int main(void)
         TH_TEST(test_errors),
         TH_TEST(test_shape_inference),
         TH_TEST(test_kernel_errors_in_session),
+        TH_TEST(test_in_place_chain),
         TH_END,
     };
     return th_main("logic", tests);
