@@ -7,6 +7,7 @@
  * one ulp, which a float32 accumulator would not meet on the large sums); float64 1e-12 relative;
  * float16 one ulp (1e-3), bfloat16 one ulp (8e-3); integers exact. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,7 +59,7 @@ static double rand_value(tide_dtype dt, const char *op)
         return floor(th_rand(uns ? 0 : -60, 61));
     }
     double x = prod ? th_rand(0.5, 1.5) : th_rand(-1, 1);
-    if (dt == TIDE_FLOAT32)
+    if (dt == TIDE_FLOAT32 || dt == TIDE_COMPLEX64)
         return (float)x;
     if (dt == TIDE_FLOAT16)
         return tide_f16_to_f32(tide_f32_to_f16((float)x));
@@ -276,12 +277,19 @@ static const tide_dtype all_real[] = {TIDE_FLOAT32, TIDE_FLOAT64, TIDE_INT32, TI
                                       TIDE_INT16, TIDE_UINT8, TIDE_UINT16, TIDE_FLOAT16, TIDE_BFLOAT16};
 #define NUM_REAL (sizeof all_real / sizeof all_real[0])
 
+/* Every real dtype; Sum, Prod and Mean also complex (real-valued data here: the paths and shapes;
+ * test_complex checks complex arithmetic). */
 static void check_op_all_dtypes(const char *op)
 {
     for (size_t i = 0; i < NUM_REAL; i++) {
         check_rank3(op, all_real[i]);
         check_shapes(op, all_real[i]);
     }
+    if (strcmp(op, "Max") && strcmp(op, "Min"))
+        for (tide_dtype dt = TIDE_COMPLEX64; dt <= TIDE_COMPLEX128; dt++) {
+            check_rank3(op, dt);
+            check_shapes(op, dt);
+        }
 }
 
 static void test_sum_axes(void) { check_op_all_dtypes("Sum"); }
@@ -740,6 +748,15 @@ static void test_arg_nan_and_empty(void)
     tide_tensor *c = th_f32(2, TH_DIMS(3, 2), (float[]){1, 2, 9, 1, NAN, 0});
     tide_tensor *cm = arg("ArgMax", c, 0, TIDE_INT32, TIDE_INVALID_DTYPE);
     assert_i64(cm, 2, (int64_t[]){2, 0});
+    /* NaN in some of 5 columns (the vectorised column path): first NaN wins, also in row 0 */
+    tide_tensor *w = th_f32(2, TH_DIMS(3, 5), (float[]){1, 2, 3, 4, NAN, 7, 8, 0, NAN, 5, 2, NAN, 9, NAN, 6});
+    tide_tensor *wmx = arg("ArgMax", w, 0, TIDE_INT32, TIDE_INVALID_DTYPE);
+    tide_tensor *wmn = arg("ArgMin", w, 0, TIDE_INT64, TIDE_INVALID_DTYPE);
+    assert_i64(wmx, 5, (int64_t[]){1, 2, 2, 1, 0});
+    assert_i64(wmn, 5, (int64_t[]){0, 2, 1, 1, 0});
+    tide_tensor_release(w);
+    tide_tensor_release(wmx);
+    tide_tensor_release(wmn);
     /* an empty output is fine; an empty reduced dimension is not */
     tide_tensor *e = th_tensor(TIDE_FLOAT32, 2, TH_DIMS(0, 3), NULL);
     tide_tensor *ge = arg("ArgMax", e, 1, TIDE_INT32, TIDE_INVALID_DTYPE);
@@ -845,6 +862,152 @@ static void test_arg_errors(void)
         tide_tensor_release(all[i]);
 }
 
+/* ---------------------------------------------------------------- graph time and graph runs */
+
+/* The inferred shape of node `name` after adding text to a fresh graph; rank -2 if that failed, with
+ * the message copied to msg. */
+static tide_shape infer(const char *text, const char *name, char *msg, size_t size)
+{
+    tide_graph *g = tide_graph_new();
+    tide_error *err = tide_error_new();
+    tide_shape s = tide_shape_unknown();
+    s.rank = -2;
+    msg[0] = 0;
+    if (tide_graph_extend_text(g, text, err) == TIDE_OK)
+        s = tide_node_output_shape(tide_graph_node(g, name), 0);
+    else
+        snprintf(msg, size, "%s", tide_error_message(err));
+    tide_error_free(err);
+    tide_graph_free(g);
+    return s;
+}
+
+static void check_infer(const char *text, int rank, const int64_t *dims)
+{
+    char msg[512], a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
+    tide_shape got = infer(text, "r", msg, sizeof msg), want = tide_shape_make(rank, dims);
+    want.rank = rank;
+    bool ok = tide_shape_equal(&got, &want);
+    if (!ok)
+        fprintf(stderr, "shape of r is %s, expected %s %s\n  in: %s\n", tide_shape_format(&got, a, sizeof a),
+                tide_shape_format(&want, b, sizeof b), msg, text);
+    CU_ASSERT(ok);
+}
+
+static void check_infer_fails(const char *text, const char *needle)
+{
+    char msg[512];
+    tide_shape got = infer(text, "r", msg, sizeof msg);
+    bool ok = got.rank == -2 && strstr(msg, needle);
+    if (!ok)
+        fprintf(stderr, "expected a graph-time error containing \"%s\", got \"%s\"\n  in: %s\n", needle, msg, text);
+    CU_ASSERT(ok);
+}
+
+#define X_Q34 "x = Placeholder(dtype=float32, shape=[?, 3, 4])\n"
+#define X_Q14 "x = Placeholder(dtype=float32, shape=[?, 1, 4])\n"
+
+static void test_shape_inference(void)
+{
+    /* constant axes: exact shapes */
+    check_infer(X_Q34 "a = Const(value=tensor(int32, [1], [1]), dtype=int32)\nr = Sum(x, a)\n", 2, TH_DIMS(-1, 4));
+    check_infer(X_Q34 "a = Const(value=tensor(int64, [1], [1]), dtype=int64)\nr = Mean(x, a, keep_dims=true)\n",
+                3, TH_DIMS(-1, 1, 4));
+    check_infer(X_Q34 "a = Const(value=tensor(int32, [], [-1]), dtype=int32)\nr = Max(x, a)\n", 2, TH_DIMS(-1, 3));
+    check_infer(X_Q34 "a = Const(value=tensor(int32, [2], [0, 2]), dtype=int32)\nr = Prod(x, a)\n", 1, TH_DIMS(3));
+    check_infer(X_Q34 "a = Const(value=tensor(int32, [0], []), dtype=int32)\nr = Min(x, a)\n", 3, TH_DIMS(-1, 3, 4));
+    check_infer(X_Q34 "a = Const(value=tensor(int32, [3], [2, 0, 1]), dtype=int32)\nr = Sum(x, a)\n", 0, NULL);
+    /* axes known only by shape */
+    check_infer(X_Q14 "a = Placeholder(dtype=int32, shape=[2])\nr = Sum(x, a)\n", 1, TH_DIMS(-1));
+    check_infer(X_Q14 "a = Placeholder(dtype=int32, shape=[])\nr = Sum(x, a)\n", 2, TH_DIMS(-1, -1));
+    check_infer(X_Q14 "a = Placeholder(dtype=int32, shape=[0])\nr = Sum(x, a)\n", 3, TH_DIMS(-1, 1, 4));
+    check_infer(X_Q14 "a = Placeholder(dtype=int32, shape=[?])\nr = Sum(x, a, keep_dims=true)\n", 3, TH_DIMS(-1, 1, -1));
+    check_infer(X_Q14 "a = Placeholder(dtype=int32, shape=[?])\nr = Sum(x, a)\n", -1, NULL);
+    check_infer("x = Placeholder(dtype=float32)\na = Const(value=tensor(int32, [1], [0]), dtype=int32)\n"
+                "r = Sum(x, a)\n", -1, NULL);
+    /* what is already known to be wrong */
+    check_infer_fails(X_Q34 "a = Const(value=tensor(int32, [1], [3]), dtype=int32)\nr = Sum(x, a)\n",
+                      "axis 3 is out of range for an input of rank 3 (shape [?, 3, 4])");
+    check_infer_fails(X_Q34 "a = Const(value=tensor(int64, [2], [1, -2]), dtype=int64)\nr = Max(x, a)\n",
+                      "axis -2 is repeated");
+    check_infer_fails(X_Q34 "a = Placeholder(dtype=int32, shape=[2, 1])\nr = Sum(x, a)\n",
+                      "reduction_indices must be a scalar or a vector, got shape [2, 1]");
+    check_infer_fails(X_Q34 "a = Placeholder(dtype=int32, shape=[4])\nr = Mean(x, a)\n",
+                      "4 reduction axes (shape [4]) cannot all be distinct axes of an input of rank 3");
+    /* ArgMax and ArgMin */
+    check_infer("x = Placeholder(dtype=float32, shape=[?, 5])\nd = Const(value=tensor(int32, [], [1]), dtype=int32)\n"
+                "r = ArgMax(x, d)\n", 1, TH_DIMS(-1));
+    check_infer("x = Placeholder(dtype=float32, shape=[2, 5, 7])\nd = Const(value=tensor(int64, [], [-2]), dtype=int64)\n"
+                "r = ArgMin(x, d, output_type=int32)\n", 2, TH_DIMS(2, 7));
+    check_infer("x = Placeholder(dtype=float32, shape=[2, 5, 7])\nd = Placeholder(dtype=int32)\n"
+                "r = ArgMax(x, d)\n", 2, TH_DIMS(-1, -1));
+    check_infer_fails("x = Placeholder(dtype=float32, shape=[3, 0])\nd = Const(value=tensor(int32, [], [1]), dtype=int32)\n"
+                      "r = ArgMax(x, d)\n", "dimension 1 of the input (shape [3, 0]) is empty");
+    check_infer_fails("x = Placeholder(dtype=float32, shape=[3, 2])\nd = Const(value=tensor(int32, [], [2]), dtype=int32)\n"
+                      "r = ArgMin(x, d)\n", "dimension 2 is out of range for an input of rank 2");
+    check_infer_fails("x = Placeholder(dtype=float32, shape=[3])\nd = Placeholder(dtype=int32, shape=[1])\n"
+                      "r = ArgMax(x, d)\n", "dimension must be a scalar, got shape [1]");
+    check_infer_fails("x = Placeholder(dtype=float32, shape=[])\nd = Placeholder(dtype=int32)\nr = ArgMax(x, d)\n",
+                      "got a scalar");
+}
+
+/* Runs op in a graph whose inputs are fed to shapeless Placeholders (so only the kernel sees the
+ * values) and asserts it fails with a message containing needle. */
+static void graph_fails(const char *op, tide_tensor *const *inputs, int n, const char *needle)
+{
+    tide_graph *g = tide_graph_new();
+    tide_error *err = tide_error_new();
+    tide_feed feeds[4];
+    tide_output ins[4];
+    for (int i = 0; i < n; i++) {
+        tide_node_builder *b = tide_node_builder_new(g, "Placeholder", NULL);
+        tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", tide_tensor_dtype(inputs[i]));
+        tide_node *p = tide_node_builder_finish(b, err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        ins[i] = (tide_output){p, 0};
+        feeds[i] = (tide_feed){{p, 0}, inputs[i]};
+    }
+    tide_node_builder *b = tide_node_builder_new(g, op, "r");
+    tide_node_builder_add_inputs_flat(b, ins, n);
+    tide_node *node = tide_node_builder_finish(b, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(node);
+    tide_session *s = tide_session_new(th_engine(), g, NULL, err);
+    tide_tensor *out = NULL;
+    tide_status st = tide_session_run(s, NULL, feeds, n, &(tide_output){node, 0}, 1, &out, NULL, 0, NULL, err);
+    bool ok = st == TIDE_INVALID_ARGUMENT && strstr(tide_error_message(err), needle);
+    if (!ok)
+        fprintf(stderr, "%s in a graph: expected an error containing \"%s\", got %s: %s\n", op, needle,
+                tide_status_name(st), tide_error_message(err));
+    CU_ASSERT(ok);
+    tide_tensor_release(out);
+    tide_session_free(s);
+    tide_error_free(err);
+    tide_graph_free(g);
+}
+
+static void test_run_time_errors(void)
+{
+    tide_tensor *x = th_f32(2, TH_DIMS(2, 3), (float[]){1, 2, 3, 4, 5, 6});
+    tide_tensor *a2 = axes_tensor(TIDE_INT32, 1, TH_DIMS(2), false), *dup = axes_tensor(TIDE_INT64, 2, TH_DIMS(1, -1), false);
+    tide_tensor *a22 = make(TIDE_INT32, 2, TH_DIMS(1, 1), (double[]){0}), *am3 = axes_tensor(TIDE_INT32, 1, TH_DIMS(-3), true);
+    graph_fails("Sum", (tide_tensor *[]){x, a2}, 2, "node 'r' (Sum): axis 2 is out of range for an input of rank 2 (shape [2, 3])");
+    graph_fails("Max", (tide_tensor *[]){x, am3}, 2, "axis -3 is out of range");
+    graph_fails("Prod", (tide_tensor *[]){x, dup}, 2, "axis -1 is repeated in the reduction axes (it is axis 1");
+    graph_fails("Min", (tide_tensor *[]){x, a22}, 2, "reduction_indices must be a scalar or a vector, got shape [1, 1]");
+    tide_tensor *e = th_tensor(TIDE_INT16, 2, TH_DIMS(0, 3), NULL), *a0 = axes_tensor(TIDE_INT32, 1, TH_DIMS(0), true);
+    graph_fails("Mean", (tide_tensor *[]){e, a0}, 2, "(input shape [0, 3]) is undefined for int16");
+    tide_tensor *d2 = make(TIDE_INT32, 0, NULL, (double[]){2}), *dv = make(TIDE_INT64, 1, TH_DIMS(1), (double[]){0});
+    tide_tensor *s = th_f32(0, NULL, (float[]){1}), *ef = th_tensor(TIDE_FLOAT32, 2, TH_DIMS(3, 0), NULL);
+    tide_tensor *d1 = make(TIDE_INT32, 0, NULL, (double[]){1});
+    graph_fails("ArgMax", (tide_tensor *[]){x, d2}, 2, "node 'r' (ArgMax): dimension 2 is out of range for an input of rank 2");
+    graph_fails("ArgMin", (tide_tensor *[]){x, dv}, 2, "dimension must be a scalar, got shape [1]");
+    graph_fails("ArgMax", (tide_tensor *[]){s, a0}, 2, "got a scalar");
+    graph_fails("ArgMin", (tide_tensor *[]){ef, d1}, 2, "dimension 1 of the input (shape [3, 0]) is empty");
+    tide_tensor *all[] = {x, a2, dup, a22, am3, e, a0, d2, dv, s, ef, d1};
+    for (int i = 0; i < 12; i++)
+        tide_tensor_release(all[i]);
+}
+
 int main(void)
 {
     static const th_test tests[] = {
@@ -868,6 +1031,8 @@ int main(void)
         TH_TEST(test_arg_large),
         TH_TEST(test_reduce_errors),
         TH_TEST(test_arg_errors),
+        TH_TEST(test_shape_inference),
+        TH_TEST(test_run_time_errors),
         TH_END,
     };
     return th_main("reduce", tests);
