@@ -74,11 +74,14 @@ tide_tensor *tide_kernel_alloc_output(tide_kernel_ctx *ctx, int i, const tide_sh
         tide_kernel_error(ctx, TIDE_INTERNAL, "kernel allocated output %d of %d", i, ctx->kn->num_outputs);
         return NULL;
     }
-    tide_error *err = tide_error_new();
-    tide_tensor *t = tide__tensor_alloc(ctx->kn->out_dtypes[i], shape, zero, err);
-    if (!t)
-        record_err(ctx, err);
-    tide_error_free(err);
+    tide_tensor *t = tide__tensor_alloc(ctx->kn->out_dtypes[i], shape, zero, NULL);
+    if (!t) { /* the rare path: allocate again only to get the message */
+        tide_error *err = tide_error_new();
+        t = tide__tensor_alloc(ctx->kn->out_dtypes[i], shape, zero, err);
+        if (!t)
+            record_err(ctx, err);
+        tide_error_free(err);
+    }
     if (t)
         set_output(ctx, i, t);
     return t;

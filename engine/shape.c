@@ -126,10 +126,10 @@ bool tide_shape_broadcast(const tide_shape *a, const tide_shape *b, tide_shape *
             d = db;
         else if (db == 1)
             d = da;
-        else if (da < 0)
-            d = db > 1 ? db : -1;
+        else if (da < 0) /* unknown against a known size: that size, unless it is 1 */
+            d = db != 1 ? db : -1;
         else if (db < 0)
-            d = da > 1 ? da : -1;
+            d = da != 1 ? da : -1;
         else
             return false;
         s.dims[i] = d;

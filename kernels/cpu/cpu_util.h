@@ -1,5 +1,5 @@
 /* cpu_util.h — helpers shared by the CPU kernel families: NumPy broadcasting of two operands walked
- * row by row, and a macro to switch on dtypes. Kernels only; the engine never includes this. */
+ * row by row. Kernels only; the engine never includes this. */
 #ifndef TIDE_CPU_UTIL_H
 #define TIDE_CPU_UTIL_H
 

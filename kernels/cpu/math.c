@@ -1,2 +1,789 @@
-/* math.c — placeholder until this family lands. */
-typedef int tide_placeholder_math_cpu;
+/* math.c — CPU kernels of the element-wise math ops (engine/ops/math_ops.c): the binary ops with
+ * NumPy broadcasting, the unary ops and AddN, for every dtype their ops declare.
+ *
+ * Layout. Each (op, dtype) gets tight loops stamped out by macros: a binary op has three, vv (x and
+ * y both advance), sv (x is one value) and vs (y is one value); a unary op has one. They sit in
+ * tables indexed by dtype: a kernel finds its op in init, picks the loops by dtype once per call
+ * (the dtype switch stays outside every loop), and a broadcast walk calls one loop per output row.
+ * float16/bfloat16 loops convert chunks to float32 and reuse the float32 loops.
+ *
+ * No undefined behaviour on any input: integer arithmetic that may overflow goes through unsigned
+ * types (so it wraps, two's complement), the most negative value divided by -1 is special-cased, and
+ * integer division, modulo and power check y before computing anything (division by zero, negative
+ * exponents are errors). Outputs reuse an input's buffer when the executor allows it; loops are
+ * written so that z may be exactly x or y (never a partial overlap). */
+#include <stdint.h>
+#include <string.h>
+#include <tgmath.h>
+
+#include "../../engine/tide_op.h"
+#include "cpu_util.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* GCC 12 at -O2 (the default build) vectorises only with its "very cheap" cost model, which leaves
+ * loops of unknown length scalar; these loops are what this file is for. Without trapping math the
+ * selects (?:) of float loops can be vectorised too; results are unchanged (no -ffast-math). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
+#define IVDEP _Pragma("GCC ivdep")
+#elif defined(__clang__)
+#define IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#else
+#define IVDEP
+#endif
+
+/* Below this many nanoseconds of work a kernel runs inline (parallel_for would too). */
+#define INLINE_NS 50000.0
+
+/* ---------------------------------------------------------------- dtype lists */
+
+/* X(op, suffix, C type, unsigned type integer arithmetic wraps in / float type, dtype). Small
+ * integers wrap in uint32_t: uint16_t * uint16_t would overflow the int it promotes to. */
+#define SINTS(X, op)                                                                        \
+    X(op, i8, int8_t, uint32_t, TIDE_INT8) X(op, i16, int16_t, uint32_t, TIDE_INT16)        \
+    X(op, i32, int32_t, uint32_t, TIDE_INT32) X(op, i64, int64_t, uint64_t, TIDE_INT64)
+#define UINTS(X, op) X(op, u8, uint8_t, uint32_t, TIDE_UINT8) X(op, u16, uint16_t, uint32_t, TIDE_UINT16)
+#define FLOATS(X, op) X(op, f32, float, float, TIDE_FLOAT32) X(op, f64, double, double, TIDE_FLOAT64)
+#define HALVES(X, op)                                                                       \
+    X(op, f16, uint16_t, float, TIDE_FLOAT16) X(op, bf16, uint16_t, float, TIDE_BFLOAT16)
+#define CPLX(X, op)                                                                         \
+    X(op, c64, float complex, float, TIDE_COMPLEX64) X(op, c128, double complex, double, TIDE_COMPLEX128)
+
+/* ---------------------------------------------------------------- loop generators */
+
+typedef void (*bin_loop)(const void *x, const void *y, void *z, int64_t n);
+typedef struct bin_loops {
+    bin_loop vv, sv, vs;
+} bin_loops;
+typedef void (*un_loop)(const void *x, void *y, int64_t n);
+
+/* name_vv, name_sv, name_vs computing EXPR of x and y (both of type T). */
+#define BIN_LOOPS(name, T, EXPR)                                                            \
+    static void name##_vv(const void *px, const void *py, void *pz, int64_t n)              \
+    {                                                                                       \
+        const T *xs = px, *ys = py;                                                         \
+        T *zs = pz;                                                                         \
+        IVDEP for (int64_t i = 0; i < n; i++) {                                             \
+            const T x = xs[i], y = ys[i];                                                   \
+            zs[i] = (EXPR);                                                                 \
+        }                                                                                   \
+    }                                                                                       \
+    static void name##_sv(const void *px, const void *py, void *pz, int64_t n)              \
+    {                                                                                       \
+        const T x = *(const T *)px, *ys = py;                                               \
+        T *zs = pz;                                                                         \
+        IVDEP for (int64_t i = 0; i < n; i++) {                                             \
+            const T y = ys[i];                                                              \
+            zs[i] = (EXPR);                                                                 \
+        }                                                                                   \
+    }                                                                                       \
+    static void name##_vs(const void *px, const void *py, void *pz, int64_t n)              \
+    {                                                                                       \
+        const T *xs = px, y = *(const T *)py;                                               \
+        T *zs = pz;                                                                         \
+        IVDEP for (int64_t i = 0; i < n; i++) {                                             \
+            const T x = xs[i];                                                              \
+            zs[i] = (EXPR);                                                                 \
+        }                                                                                   \
+    }
+
+/* name computing EXPR of x (of type T). */
+#define UN_LOOP(name, T, EXPR)                                                              \
+    static void name(const void *px, void *py, int64_t n)                                   \
+    {                                                                                       \
+        const T *xs = px;                                                                   \
+        T *ys = py;                                                                         \
+        IVDEP for (int64_t i = 0; i < n; i++) {                                             \
+            const T x = xs[i];                                                              \
+            ys[i] = (EXPR);                                                                 \
+        }                                                                                   \
+    }
+
+/* float16 / bfloat16: chunks converted to float32, computed by the float32 loop, rounded back. */
+#define HALF_CHUNK 256
+enum { KIND_VV, KIND_SV, KIND_VS };
+
+static void half_to_f32(bool bf16, const uint16_t *h, float *f, int m)
+{
+    if (bf16)
+        for (int k = 0; k < m; k++)
+            f[k] = tide_bf16_to_f32(h[k]);
+    else
+        for (int k = 0; k < m; k++)
+            f[k] = tide_f16_to_f32(h[k]);
+}
+
+static void f32_to_half(bool bf16, const float *f, uint16_t *h, int m)
+{
+    if (bf16)
+        for (int k = 0; k < m; k++)
+            h[k] = tide_f32_to_bf16(f[k]);
+    else
+        for (int k = 0; k < m; k++)
+            h[k] = tide_f32_to_f16(f[k]);
+}
+
+static void half_bin(bin_loop f32, int kind, bool bf16, const void *px, const void *py, void *pz,
+                     int64_t n)
+{
+    const uint16_t *xs = px, *ys = py;
+    uint16_t *zs = pz;
+    float a[HALF_CHUNK], b[HALF_CHUNK];
+    if (kind == KIND_SV)
+        half_to_f32(bf16, xs, a, 1);
+    if (kind == KIND_VS)
+        half_to_f32(bf16, ys, b, 1);
+    for (int64_t i = 0; i < n; i += HALF_CHUNK) {
+        int m = n - i < HALF_CHUNK ? (int)(n - i) : HALF_CHUNK;
+        if (kind != KIND_SV)
+            half_to_f32(bf16, xs + i, a, m);
+        if (kind != KIND_VS)
+            half_to_f32(bf16, ys + i, b, m);
+        float *out = kind == KIND_SV ? b : a;
+        f32(a, b, out, m);
+        f32_to_half(bf16, out, zs + i, m);
+    }
+}
+
+static void half_un(un_loop f32, bool bf16, const void *px, void *py, int64_t n)
+{
+    const uint16_t *xs = px;
+    uint16_t *ys = py;
+    float a[HALF_CHUNK];
+    for (int64_t i = 0; i < n; i += HALF_CHUNK) {
+        int m = n - i < HALF_CHUNK ? (int)(n - i) : HALF_CHUNK;
+        half_to_f32(bf16, xs + i, a, m);
+        f32(a, a, m);
+        f32_to_half(bf16, a, ys + i, m);
+    }
+}
+
+#define HALF_BIN(op, s, T, U, DT)                                                            \
+    static void op##_##s##_vv(const void *x, const void *y, void *z, int64_t n)              \
+    {                                                                                        \
+        half_bin(op##_f32_vv, KIND_VV, DT == TIDE_BFLOAT16, x, y, z, n);                     \
+    }                                                                                        \
+    static void op##_##s##_sv(const void *x, const void *y, void *z, int64_t n)              \
+    {                                                                                        \
+        half_bin(op##_f32_sv, KIND_SV, DT == TIDE_BFLOAT16, x, y, z, n);                     \
+    }                                                                                        \
+    static void op##_##s##_vs(const void *x, const void *y, void *z, int64_t n)              \
+    {                                                                                        \
+        half_bin(op##_f32_vs, KIND_VS, DT == TIDE_BFLOAT16, x, y, z, n);                     \
+    }
+#define HALF_UN(op, s, T, U, DT)                                                             \
+    static void op##_##s(const void *x, void *y, int64_t n)                                  \
+    {                                                                                        \
+        half_un(op##_f32, DT == TIDE_BFLOAT16, x, y, n);                                     \
+    }
+
+#define BIN_ENTRY(op, s, T, U, DT) [DT] = {op##_##s##_vv, op##_##s##_sv, op##_##s##_vs},
+#define UN_ENTRY(op, s, T, U, DT) [DT] = op##_##s,
+
+/* ---------------------------------------------------------------- binary ops */
+
+/* Add, Sub, Mul: integers wrap through U; floats and complex numbers as C computes them. */
+#define ADD_INT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (T)((U)x + (U)y))
+#define ADD_NUM(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, x + y)
+#define SUB_INT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (T)((U)x - (U)y))
+#define SUB_NUM(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, x - y)
+#define MUL_INT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (T)((U)x * (U)y))
+#define MUL_NUM(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, x * y)
+
+/* Div truncates; y != 0 was checked; MIN / -1 wraps to MIN (negation through U). */
+#define DIV_SINT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, y == -1 ? (T)(0u - (U)x) : (T)(x / y))
+#define DIV_UINT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (T)(x / y))
+#define DIV_NUM(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, x / y)
+
+/* FloorDiv: the truncated quotient, one less when the division was inexact and the signs differ. */
+#define FLOORDIV_SINT(op, s, T, U, DT)                                                       \
+    BIN_LOOPS(op##_##s, T,                                                                   \
+              y == -1 ? (T)(0u - (U)x) : (T)(x / y - ((x % y != 0) & ((x < 0) != (y < 0)))))
+#define FLOORDIV_FLT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, floor(x / y))
+
+/* Mod (floored): the C remainder moved into y's sign. */
+#define FLOORMOD_SINT(op, s, T, U, DT)                                                       \
+    static inline T floormod_##s(T x, T y)                                                   \
+    {                                                                                        \
+        if (y == -1)                                                                         \
+            return 0;                                                                        \
+        T r = (T)(x % y);                                                                    \
+        return r != 0 && ((r < 0) != (y < 0)) ? (T)(r + y) : r;                              \
+    }                                                                                        \
+    BIN_LOOPS(op##_##s, T, floormod_##s(x, y))
+#define FLOORMOD_FLT(op, s, T, U, DT)                                                        \
+    static inline T floormod_##s(T x, T y)                                                   \
+    {                                                                                        \
+        T r = fmod(x, y);                                                                    \
+        return r != 0 && ((r < 0) != (y < 0)) ? r + y : r;                                   \
+    }                                                                                        \
+    BIN_LOOPS(op##_##s, T, floormod_##s(x, y))
+
+/* Pow on integers: square-and-multiply in U (wraps); y >= 0 was checked for signed types. */
+#define POW_INT(op, s, T, U, DT)                                                             \
+    static inline T ipow_##s(T x, T y)                                                       \
+    {                                                                                        \
+        U base = (U)x, r = 1;                                                                \
+        for (uint64_t e = (uint64_t)y; e; e >>= 1) {                                         \
+            if (e & 1)                                                                       \
+                r *= base;                                                                   \
+            base *= base;                                                                    \
+        }                                                                                    \
+        return (T)r;                                                                         \
+    }                                                                                        \
+    BIN_LOOPS(op##_##s, T, ipow_##s(x, y))
+#define POW_FLT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, pow(x, y))
+
+/* Maximum, Minimum: nan wins (x is nan, or the comparison fails and y, possibly nan, is taken). */
+#define MAX_INT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, x > y ? x : y)
+#define MAX_FLT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (x > y || isnan(x)) ? x : y)
+#define MIN_INT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, x < y ? x : y)
+#define MIN_FLT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (x < y || isnan(x)) ? x : y)
+
+SINTS(ADD_INT, add) UINTS(ADD_INT, add) FLOATS(ADD_NUM, add) CPLX(ADD_NUM, add) HALVES(HALF_BIN, add)
+SINTS(SUB_INT, sub) UINTS(SUB_INT, sub) FLOATS(SUB_NUM, sub) CPLX(SUB_NUM, sub) HALVES(HALF_BIN, sub)
+SINTS(MUL_INT, mul) UINTS(MUL_INT, mul) FLOATS(MUL_NUM, mul) CPLX(MUL_NUM, mul) HALVES(HALF_BIN, mul)
+SINTS(DIV_SINT, div) UINTS(DIV_UINT, div) FLOATS(DIV_NUM, div) CPLX(DIV_NUM, div) HALVES(HALF_BIN, div)
+SINTS(FLOORDIV_SINT, floordiv) UINTS(DIV_UINT, floordiv) FLOATS(FLOORDIV_FLT, floordiv)
+HALVES(HALF_BIN, floordiv)
+SINTS(FLOORMOD_SINT, mod) FLOATS(FLOORMOD_FLT, mod) HALVES(HALF_BIN, mod)
+#define MOD_UINT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (T)(x % y))
+UINTS(MOD_UINT, mod)
+SINTS(POW_INT, pow) UINTS(POW_INT, pow) FLOATS(POW_FLT, pow) HALVES(HALF_BIN, pow)
+SINTS(MAX_INT, maximum) UINTS(MAX_INT, maximum) FLOATS(MAX_FLT, maximum) HALVES(HALF_BIN, maximum)
+SINTS(MIN_INT, minimum) UINTS(MIN_INT, minimum) FLOATS(MIN_FLT, minimum) HALVES(HALF_BIN, minimum)
+
+#define ARITH_TABLE(op)                                                                      \
+    static const bin_loops op##_loops[TIDE_NUM_DTYPES] = {                                   \
+        SINTS(BIN_ENTRY, op) UINTS(BIN_ENTRY, op) FLOATS(BIN_ENTRY, op) HALVES(BIN_ENTRY, op) \
+        CPLX(BIN_ENTRY, op)};
+#define REAL_TABLE(op)                                                                       \
+    static const bin_loops op##_loops[TIDE_NUM_DTYPES] = {                                   \
+        SINTS(BIN_ENTRY, op) UINTS(BIN_ENTRY, op) FLOATS(BIN_ENTRY, op) HALVES(BIN_ENTRY, op)};
+ARITH_TABLE(add)
+ARITH_TABLE(sub)
+ARITH_TABLE(mul)
+ARITH_TABLE(div)
+REAL_TABLE(floordiv)
+REAL_TABLE(mod)
+REAL_TABLE(pow)
+REAL_TABLE(maximum)
+REAL_TABLE(minimum)
+
+/* ---------------------------------------------------------------- unary ops */
+
+#define NEG_INT(op, s, T, U, DT) UN_LOOP(op##_##s, T, (T)(0u - (U)x))
+#define NEG_NUM(op, s, T, U, DT) UN_LOOP(op##_##s, T, -x)
+#define ABS_INT(op, s, T, U, DT) UN_LOOP(op##_##s, T, x < 0 ? (T)(0u - (U)x) : x)
+#define ABS_FLT(op, s, T, U, DT) UN_LOOP(op##_##s, T, fabs(x))
+#define SIGN_INT(op, s, T, U, DT) UN_LOOP(op##_##s, T, (T)((x > 0) - (x < 0)))
+#define SIGN_FLT(op, s, T, U, DT) UN_LOOP(op##_##s, T, x > 0 ? (T)1 : x < 0 ? (T)-1 : x)
+#define SQUARE_INT(op, s, T, U, DT) UN_LOOP(op##_##s, T, (T)((U)x * (U)x))
+#define SQUARE_NUM(op, s, T, U, DT) UN_LOOP(op##_##s, T, x * x)
+/* Sqrt, Rsqrt: C's sqrt may set errno, which keeps the compiler's loops scalar; SSE2 computes the
+ * same correctly rounded sqrt (and 1 / sqrt) several at a time, the scalar loop the rest. */
+#define SQRT_LOOP(name, T, RECIP, VECTOR_PART)                                               \
+    static void name(const void *px, void *py, int64_t n)                                    \
+    {                                                                                        \
+        const T *xs = px;                                                                    \
+        T *ys = py;                                                                          \
+        int64_t i = 0;                                                                       \
+        VECTOR_PART                                                                          \
+        for (; i < n; i++)                                                                   \
+            ys[i] = RECIP ? (T)1 / sqrt(xs[i]) : sqrt(xs[i]);                                \
+    }
+#if defined(__SSE2__)
+#define SSE_PS(RECIP)                                                                        \
+    for (; i + 4 <= n; i += 4) {                                                             \
+        __m128 v = _mm_sqrt_ps(_mm_loadu_ps(xs + i));                                        \
+        _mm_storeu_ps(ys + i, RECIP ? _mm_div_ps(_mm_set1_ps(1), v) : v);                    \
+    }
+#define SSE_PD(RECIP)                                                                        \
+    for (; i + 2 <= n; i += 2) {                                                             \
+        __m128d v = _mm_sqrt_pd(_mm_loadu_pd(xs + i));                                       \
+        _mm_storeu_pd(ys + i, RECIP ? _mm_div_pd(_mm_set1_pd(1), v) : v);                    \
+    }
+#else
+#define SSE_PS(RECIP)
+#define SSE_PD(RECIP)
+#endif
+/* float32 exp, tanh and sigmoid: branch-free approximations the compiler vectorises (libm's calls
+ * cannot be), as TensorFlow's Eigen kernels do. exp: Cephes' expf reduction and polynomial, within
+ * 1 ulp; 2^n is applied in two halves so results stay right down to the denormals and overflow to
+ * inf. tanh: Eigen's 13/6 rational approximation, within 7 ulp (tanh rounds to +-1 beyond +-9). */
+static inline float fast_expf(float x)
+{
+    float xc = x < 90.0f ? x : 90.0f; /* n fits an int, results are still inf or 0; nan -> 90 */
+    xc = xc > -110.0f ? xc : -110.0f;
+    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(x / ln 2) */
+    float r = xc - n * 0.693359375f - n * -2.12194440e-4f;           /* x - n ln 2, |r| <= ln2/2 */
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    float y = p * r * r + r + 1.0f;
+    int32_t k = (int32_t)n, k1 = k / 2, k2 = k - k1;
+    uint32_t b1 = (uint32_t)(k1 + 127) << 23, b2 = (uint32_t)(k2 + 127) << 23;
+    float s1, s2;
+    memcpy(&s1, &b1, sizeof s1);
+    memcpy(&s2, &b2, sizeof s2);
+    return isnan(x) ? x : y * s1 * s2;
+}
+
+static inline float fast_tanhf(float x)
+{
+    float c = x > 9.0f ? 9.0f : x < -9.0f ? -9.0f : x, c2 = c * c;
+    float p = -2.76076847742355e-16f;
+    p = p * c2 + 2.00018790482477e-13f;
+    p = p * c2 + -8.60467152213735e-11f;
+    p = p * c2 + 5.12229709037114e-08f;
+    p = p * c2 + 1.48572235717979e-05f;
+    p = p * c2 + 6.37261928875436e-04f;
+    p = p * c2 + 4.89352455891786e-03f;
+    float q = 1.19825839466702e-06f;
+    q = q * c2 + 1.18534705686654e-04f;
+    q = q * c2 + 2.26843463243900e-03f;
+    q = q * c2 + 4.89352518554385e-03f;
+    return fabs(x) < 0.0004f ? x : c * p / q; /* tiny x (and +-0): tanh x == x */
+}
+
+static inline float fast_sigmoidf(float x)
+{
+    float e = fast_expf(-fabs(x)), r = 1.0f / (1.0f + e);
+    return x >= 0 ? r : e * r;
+}
+
+#define LOG_FLT(op, s, T, U, DT) UN_LOOP(op##_##s, T, log(x))
+#define LOG1P_FLT(op, s, T, U, DT) UN_LOOP(op##_##s, T, log1p(x))
+#define SIN_FLT(op, s, T, U, DT) UN_LOOP(op##_##s, T, sin(x))
+#define COS_FLT(op, s, T, U, DT) UN_LOOP(op##_##s, T, cos(x))
+/* Sigmoid from e = exp(-|x|) <= 1, which cannot overflow: 1/(1+e) for x >= 0, e/(1+e) below. */
+static inline double sigmoid_d(double x)
+{
+    double e = exp(-fabs(x)), r = 1 / (1 + e);
+    return x >= 0 ? r : e * r;
+}
+
+SINTS(NEG_INT, neg) FLOATS(NEG_NUM, neg) CPLX(NEG_NUM, neg) HALVES(HALF_UN, neg)
+SINTS(ABS_INT, abs) FLOATS(ABS_FLT, abs) HALVES(HALF_UN, abs)
+SINTS(SIGN_INT, sign) FLOATS(SIGN_FLT, sign) HALVES(HALF_UN, sign)
+SINTS(SQUARE_INT, square) UINTS(SQUARE_INT, square) FLOATS(SQUARE_NUM, square) CPLX(SQUARE_NUM, square)
+HALVES(HALF_UN, square)
+SQRT_LOOP(sqrt_f32, float, 0, SSE_PS(0))
+SQRT_LOOP(sqrt_f64, double, 0, SSE_PD(0))
+SQRT_LOOP(rsqrt_f32, float, 1, SSE_PS(1))
+SQRT_LOOP(rsqrt_f64, double, 1, SSE_PD(1))
+HALVES(HALF_UN, sqrt)
+HALVES(HALF_UN, rsqrt)
+UN_LOOP(exp_f32, float, fast_expf(x))
+UN_LOOP(exp_f64, double, exp(x))
+HALVES(HALF_UN, exp)
+FLOATS(LOG_FLT, log) HALVES(HALF_UN, log)
+FLOATS(LOG1P_FLT, log1p) HALVES(HALF_UN, log1p)
+FLOATS(SIN_FLT, sin) HALVES(HALF_UN, sin)
+FLOATS(COS_FLT, cos) HALVES(HALF_UN, cos)
+UN_LOOP(tanh_f32, float, fast_tanhf(x))
+UN_LOOP(tanh_f64, double, tanh(x))
+HALVES(HALF_UN, tanh)
+UN_LOOP(sigmoid_f32, float, fast_sigmoidf(x))
+UN_LOOP(sigmoid_f64, double, sigmoid_d(x))
+HALVES(HALF_UN, sigmoid)
+
+static const un_loop neg_loops[TIDE_NUM_DTYPES] = {SINTS(UN_ENTRY, neg) FLOATS(UN_ENTRY, neg)
+                                                       HALVES(UN_ENTRY, neg) CPLX(UN_ENTRY, neg)};
+static const un_loop abs_loops[TIDE_NUM_DTYPES] = {SINTS(UN_ENTRY, abs) FLOATS(UN_ENTRY, abs)
+                                                       HALVES(UN_ENTRY, abs)};
+static const un_loop sign_loops[TIDE_NUM_DTYPES] = {SINTS(UN_ENTRY, sign) FLOATS(UN_ENTRY, sign)
+                                                        HALVES(UN_ENTRY, sign)};
+static const un_loop square_loops[TIDE_NUM_DTYPES] = {
+    SINTS(UN_ENTRY, square) UINTS(UN_ENTRY, square) FLOATS(UN_ENTRY, square) HALVES(UN_ENTRY, square)
+    CPLX(UN_ENTRY, square)};
+#define FLOAT_TABLE(op)                                                                      \
+    static const un_loop op##_loops[TIDE_NUM_DTYPES] = {FLOATS(UN_ENTRY, op) HALVES(UN_ENTRY, op)};
+FLOAT_TABLE(sqrt)
+FLOAT_TABLE(rsqrt)
+FLOAT_TABLE(exp)
+FLOAT_TABLE(log)
+FLOAT_TABLE(log1p)
+FLOAT_TABLE(sin)
+FLOAT_TABLE(cos)
+FLOAT_TABLE(tanh)
+FLOAT_TABLE(sigmoid)
+
+/* ---------------------------------------------------------------- checks of y */
+
+/* The index of the first element of p[0..n) that is zero (want_negative: negative), or -1. Floats
+ * are never rejected: they divide per IEEE. */
+#define FIND(T, COND)                                                                        \
+    do {                                                                                     \
+        const T *v = p;                                                                      \
+        for (int64_t i = 0; i < n; i++)                                                      \
+            if (COND)                                                                        \
+                return i;                                                                    \
+        return -1;                                                                           \
+    } while (0)
+
+static int64_t find_zero(tide_dtype dt, const void *p, int64_t n)
+{
+    switch (dt) {
+    case TIDE_INT8: FIND(int8_t, v[i] == 0);
+    case TIDE_INT16: FIND(int16_t, v[i] == 0);
+    case TIDE_INT32: FIND(int32_t, v[i] == 0);
+    case TIDE_INT64: FIND(int64_t, v[i] == 0);
+    case TIDE_UINT8: FIND(uint8_t, v[i] == 0);
+    case TIDE_UINT16: FIND(uint16_t, v[i] == 0);
+    default: return -1;
+    }
+}
+
+static int64_t find_negative(tide_dtype dt, const void *p, int64_t n)
+{
+    switch (dt) {
+    case TIDE_INT8: FIND(int8_t, v[i] < 0);
+    case TIDE_INT16: FIND(int16_t, v[i] < 0);
+    case TIDE_INT32: FIND(int32_t, v[i] < 0);
+    case TIDE_INT64: FIND(int64_t, v[i] < 0);
+    default: return -1;
+    }
+}
+
+/* ---------------------------------------------------------------- op tables */
+
+typedef struct binary_op {
+    const char *name;
+    const bin_loops *loops;                          /* indexed by dtype */
+    int64_t (*bad_y)(tide_dtype, const void *, int64_t); /* NULL or finds a y element refused */
+    const char *bad_y_what;                          /* what is wrong with it */
+    double cost;                                     /* nanoseconds per element */
+    unsigned flags;
+} binary_op;
+
+static const binary_op binary_ops[] = {
+    {"Add", add_loops, NULL, NULL, 1.0, 0},
+    {"Sub", sub_loops, NULL, NULL, 1.0, 0},
+    {"Mul", mul_loops, NULL, NULL, 1.0, 0},
+    {"Div", div_loops, find_zero, "integer division by zero", 4.0, 0},
+    {"FloorDiv", floordiv_loops, find_zero, "integer division by zero", 6.0, 0},
+    {"Mod", mod_loops, find_zero, "integer modulo by zero", 8.0, 0},
+    {"Pow", pow_loops, find_negative, "integers to negative integer powers are not allowed", 20.0,
+     TIDE_KERNEL_EXPENSIVE},
+    {"Maximum", maximum_loops, NULL, NULL, 1.0, 0},
+    {"Minimum", minimum_loops, NULL, NULL, 1.0, 0},
+};
+
+typedef struct unary_op {
+    const char *name;
+    const un_loop *loops; /* indexed by dtype */
+    double cost;          /* nanoseconds per element */
+    unsigned flags;
+} unary_op;
+
+static const unary_op unary_ops[] = {
+    {"Neg", neg_loops, 0.5, 0},
+    {"Abs", abs_loops, 0.5, 0},
+    {"Sign", sign_loops, 0.5, 0},
+    {"Square", square_loops, 0.5, 0},
+    {"Sqrt", sqrt_loops, 2.0, 0},
+    {"Rsqrt", rsqrt_loops, 3.0, 0},
+    {"Exp", exp_loops, 4.0, TIDE_KERNEL_EXPENSIVE},
+    {"Log", log_loops, 8.0, TIDE_KERNEL_EXPENSIVE},
+    {"Log1p", log1p_loops, 12.0, TIDE_KERNEL_EXPENSIVE},
+    {"Sin", sin_loops, 10.0, TIDE_KERNEL_EXPENSIVE},
+    {"Cos", cos_loops, 10.0, TIDE_KERNEL_EXPENSIVE},
+    {"Tanh", tanh_loops, 6.0, TIDE_KERNEL_EXPENSIVE},
+    {"Sigmoid", sigmoid_loops, 6.0, TIDE_KERNEL_EXPENSIVE},
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---------------------------------------------------------------- binary kernel */
+
+/* One broadcast binary computation, split over output elements by parallel_for. */
+typedef struct bin_job {
+    const bin_loops *f;
+    const tide_bcast *bc; /* NULL: flat, x and y advance by x_step, y_step (0 or 1) */
+    bin_loop flat;
+    int64_t x_step, y_step;
+    const char *x, *y;
+    char *z;
+    int64_t size; /* bytes per element */
+} bin_job;
+
+/* Output elements [begin, end) row by row. Collapsed, the innermost dim never broadcasts both x and
+ * y (an output dim of size 1 is dropped), so one of them advances along a row. */
+static void bin_rows(const bin_job *j, int64_t begin, int64_t end)
+{
+    const tide_bcast *bc = j->bc;
+    int64_t sz = j->size, inner = bc->inner, row = begin / inner, col = begin % inner;
+    bin_loop fn = bc->a_inner ? (bc->b_inner ? j->f->vv : j->f->vs) : j->f->sv;
+    while (begin < end) {
+        int64_t len = inner - col < end - begin ? inner - col : end - begin, xo, yo;
+        tide_bcast_row(bc, row, &xo, &yo);
+        xo += col * bc->a_inner;
+        yo += col * bc->b_inner;
+        fn(j->x + xo * sz, j->y + yo * sz, j->z + begin * sz, len);
+        begin += len;
+        col = 0;
+        row++;
+    }
+}
+
+static void bin_range(int64_t begin, int64_t end, void *arg)
+{
+    const bin_job *j = arg;
+    if (j->bc)
+        bin_rows(j, begin, end);
+    else
+        j->flat(j->x + begin * j->x_step * j->size, j->y + begin * j->y_step * j->size,
+                j->z + begin * j->size, end - begin);
+}
+
+static tide_status binary_init(tide_kernel_ctx *ctx, void **state)
+{
+    const char *name = tide_kernel_op_name(ctx);
+    tide_dtype dt = tide_kernel_input_dtype(ctx, 0);
+    for (size_t i = 0; i < COUNT(binary_ops); i++)
+        if (strcmp(binary_ops[i].name, name) == 0) {
+            if (dt <= TIDE_INVALID_DTYPE || dt >= TIDE_NUM_DTYPES || !binary_ops[i].loops[dt].vv)
+                break;
+            *state = (void *)&binary_ops[i];
+            return TIDE_OK;
+        }
+    return tide_kernel_error(ctx, TIDE_UNIMPLEMENTED, "no cpu kernel for dtype %s",
+                             tide_dtype_name(dt) ? tide_dtype_name(dt) : "invalid");
+}
+
+/* Refuses y when the op's check finds a bad element (integer division by zero, ...). */
+static tide_status check_y(tide_kernel_ctx *ctx, const binary_op *op, const tide_tensor *y)
+{
+    int64_t bad = op->bad_y(tide_tensor_dtype(y), tide_tensor_data(y), tide_tensor_num_elements(y));
+    if (bad < 0)
+        return TIDE_OK;
+    char s[TIDE_SHAPE_STR_MAX];
+    tide_shape_format(tide_tensor_shape(y), s, sizeof s);
+    return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s: element %lld of y (shape %s) is %.0f",
+                             op->bad_y_what, (long long)bad, s, tide_tensor_get_f64(y, bad));
+}
+
+/* Which input to write the output over: one laid out like the output (x_fits, y_fits: it has as
+ * many elements), preferring one nobody else holds; forward_or_alloc still decides whether it may. */
+static int forward_candidate(const tide_tensor *x, const tide_tensor *y, bool x_fits, bool y_fits)
+{
+    return y_fits && x != y && (!x_fits || !tide_tensor_is_exclusive(x)) && tide_tensor_is_exclusive(y);
+}
+
+static tide_status binary_broadcast(tide_kernel_ctx *ctx, const binary_op *op, tide_tensor *x,
+                                    tide_tensor *y)
+{
+    tide_bcast bc;
+    if (!tide_bcast_init(&bc, tide_tensor_shape(x), tide_tensor_shape(y))) {
+        char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
+                                 "incompatible shapes for broadcasting: x is %s, y is %s",
+                                 tide_shape_format(tide_tensor_shape(x), a, sizeof a),
+                                 tide_shape_format(tide_tensor_shape(y), b, sizeof b));
+    }
+    if (op->bad_y && bc.out_n > 0 && check_y(ctx, op, y) != TIDE_OK)
+        return tide_kernel_status(ctx);
+    int fwd = forward_candidate(x, y, tide_tensor_num_elements(x) == bc.out_n,
+                                tide_tensor_num_elements(y) == bc.out_n);
+    tide_tensor *z = tide_kernel_forward_or_alloc(ctx, fwd, 0, &bc.out);
+    if (!z)
+        return tide_kernel_status(ctx);
+    if (bc.out_n == 0)
+        return TIDE_OK;
+    tide_dtype dt = tide_tensor_dtype(x);
+    const bin_loops *f = &op->loops[dt];
+    bin_job j = {.f = f, .x = tide_tensor_data(x), .y = tide_tensor_data(y), .z = tide_tensor_data(z),
+                 .size = (int64_t)tide_dtype_size(dt), .x_step = 1, .y_step = 1};
+    if (bc.a_scalar && !bc.b_scalar) {
+        j.flat = f->sv;
+        j.x_step = 0;
+    } else if (bc.b_scalar && !bc.a_scalar) {
+        j.flat = f->vs;
+        j.y_step = 0;
+    } else if (bc.a_scalar && bc.b_scalar) {
+        j.flat = f->vv; /* [1,1] with [1]: one element each */
+    } else {
+        j.bc = &bc;
+    }
+    tide_kernel_parallel_for(ctx, bc.out_n, op->cost, bin_range, &j);
+    return TIDE_OK;
+}
+
+static tide_status binary_compute(tide_kernel_ctx *ctx)
+{
+    const binary_op *op = tide_kernel_state(ctx);
+    tide_tensor *x = tide_kernel_input(ctx, 0), *y = tide_kernel_input(ctx, 1);
+    const tide_shape *xs = tide_tensor_shape(x);
+    if (!tide_shape_equal(xs, tide_tensor_shape(y)))
+        return binary_broadcast(ctx, op, x, y);
+    /* Same shapes (scalars included): the hot path, one flat loop. */
+    int64_t n = tide_tensor_num_elements(x);
+    if (op->bad_y && n > 0 && check_y(ctx, op, y) != TIDE_OK)
+        return tide_kernel_status(ctx);
+    tide_tensor *z = tide_kernel_forward_or_alloc(ctx, forward_candidate(x, y, true, true), 0, xs);
+    if (!z)
+        return tide_kernel_status(ctx);
+    const bin_loops *f = &op->loops[tide_tensor_dtype(x)];
+    if ((double)n * op->cost < INLINE_NS) {
+        f->vv(tide_tensor_data(x), tide_tensor_data(y), tide_tensor_data(z), n);
+        return TIDE_OK;
+    }
+    bin_job j = {.f = f, .flat = f->vv, .x_step = 1, .y_step = 1, .x = tide_tensor_data(x),
+                 .y = tide_tensor_data(y), .z = tide_tensor_data(z),
+                 .size = (int64_t)tide_dtype_size(tide_tensor_dtype(x))};
+    tide_kernel_parallel_for(ctx, n, op->cost, bin_range, &j);
+    return TIDE_OK;
+}
+
+/* ---------------------------------------------------------------- unary kernel */
+
+typedef struct un_job {
+    un_loop fn;
+    const char *x;
+    char *y;
+    int64_t size;
+} un_job;
+
+static void un_range(int64_t begin, int64_t end, void *arg)
+{
+    const un_job *j = arg;
+    j->fn(j->x + begin * j->size, j->y + begin * j->size, end - begin);
+}
+
+static tide_status unary_init(tide_kernel_ctx *ctx, void **state)
+{
+    const char *name = tide_kernel_op_name(ctx);
+    tide_dtype dt = tide_kernel_input_dtype(ctx, 0);
+    for (size_t i = 0; i < COUNT(unary_ops); i++)
+        if (strcmp(unary_ops[i].name, name) == 0) {
+            if (dt <= TIDE_INVALID_DTYPE || dt >= TIDE_NUM_DTYPES || !unary_ops[i].loops[dt])
+                break;
+            *state = (void *)&unary_ops[i];
+            return TIDE_OK;
+        }
+    return tide_kernel_error(ctx, TIDE_UNIMPLEMENTED, "no cpu kernel for dtype %s",
+                             tide_dtype_name(dt) ? tide_dtype_name(dt) : "invalid");
+}
+
+static tide_status unary_compute(tide_kernel_ctx *ctx)
+{
+    const unary_op *op = tide_kernel_state(ctx);
+    tide_tensor *x = tide_kernel_input(ctx, 0);
+    tide_tensor *y = tide_kernel_forward_or_alloc(ctx, 0, 0, tide_tensor_shape(x));
+    if (!y)
+        return tide_kernel_status(ctx);
+    int64_t n = tide_tensor_num_elements(x);
+    un_loop fn = op->loops[tide_tensor_dtype(x)];
+    if ((double)n * op->cost < INLINE_NS) {
+        fn(tide_tensor_data(x), tide_tensor_data(y), n);
+        return TIDE_OK;
+    }
+    un_job j = {fn, tide_tensor_data(x), tide_tensor_data(y),
+                (int64_t)tide_dtype_size(tide_tensor_dtype(x))};
+    tide_kernel_parallel_for(ctx, n, op->cost, un_range, &j);
+    return TIDE_OK;
+}
+
+/* ---------------------------------------------------------------- AddN */
+
+/* Elements per block: every input is added into a block before the next, so it stays in cache. */
+#define ADDN_BLOCK 512
+
+typedef struct addn_job {
+    tide_kernel_ctx *ctx;
+    bin_loop add;
+    int n_in;
+    bool z_is_later_input; /* z is input k >= 2's buffer: sum a block aside, then store it */
+    char *z;
+    int64_t size;
+} addn_job;
+
+/* Sums blocks of [begin, end) in input order (so the result never depends on forwarding). */
+static void addn_range(int64_t begin, int64_t end, void *arg)
+{
+    const addn_job *j = arg;
+    _Alignas(16) char tmp[ADDN_BLOCK * 16];
+    for (int64_t at = begin; at < end; at += ADDN_BLOCK) {
+        int64_t m = end - at < ADDN_BLOCK ? end - at : ADDN_BLOCK, off = at * j->size;
+        char *dst = j->z_is_later_input ? tmp : j->z + off;
+        const char *in0 = tide_tensor_data(tide_kernel_input(j->ctx, 0));
+        const char *in1 = tide_tensor_data(tide_kernel_input(j->ctx, 1));
+        j->add(in0 + off, in1 + off, dst, m);
+        for (int k = 2; k < j->n_in; k++)
+            j->add(dst, (const char *)tide_tensor_data(tide_kernel_input(j->ctx, k)) + off, dst, m);
+        if (dst == tmp)
+            memcpy(j->z + off, tmp, (size_t)(m * j->size));
+    }
+}
+
+static tide_status addn_init(tide_kernel_ctx *ctx, void **state)
+{
+    tide_dtype dt = tide_kernel_input_dtype(ctx, 0);
+    if (dt <= TIDE_INVALID_DTYPE || dt >= TIDE_NUM_DTYPES || !add_loops[dt].vv)
+        return tide_kernel_error(ctx, TIDE_UNIMPLEMENTED, "no cpu kernel for dtype %s",
+                                 tide_dtype_name(dt) ? tide_dtype_name(dt) : "invalid");
+    *state = (void *)&add_loops[dt];
+    return TIDE_OK;
+}
+
+static tide_status addn_compute(tide_kernel_ctx *ctx)
+{
+    const bin_loops *add = tide_kernel_state(ctx);
+    int n_in = tide_kernel_num_inputs(ctx);
+    if (n_in < 1)
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "needs at least one input");
+    tide_tensor *first = tide_kernel_input(ctx, 0);
+    const tide_shape *s = tide_tensor_shape(first);
+    int fwd = -1;
+    for (int k = 0; k < n_in; k++) {
+        tide_tensor *in = tide_kernel_input(ctx, k);
+        if (!tide_shape_equal(s, tide_tensor_shape(in))) {
+            char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
+            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
+                                     "inputs must all have the same shape: input 0 is %s but input %d is %s",
+                                     tide_shape_format(s, a, sizeof a), k,
+                                     tide_shape_format(tide_tensor_shape(in), b, sizeof b));
+        }
+        if (fwd < 0 && tide_tensor_is_exclusive(in))
+            fwd = k;
+    }
+    if (n_in == 1) {
+        tide_kernel_set_output(ctx, 0, first);
+        return tide_kernel_status(ctx);
+    }
+    tide_tensor *z = tide_kernel_forward_or_alloc(ctx, fwd < 0 ? 0 : fwd, 0, s);
+    if (!z)
+        return tide_kernel_status(ctx);
+    int64_t n = tide_shape_num_elements(s);
+    addn_job j = {.ctx = ctx, .add = add->vv, .n_in = n_in, .z = tide_tensor_data(z),
+                  .size = (int64_t)tide_dtype_size(tide_tensor_dtype(first))};
+    /* Writing over input 0 or 1 is safe (each element is read before it is written); over a later
+     * input, the running sum would overwrite it before it is added. */
+    j.z_is_later_input = fwd >= 2 && tide_tensor_data(z) == tide_tensor_data(tide_kernel_input(ctx, fwd));
+    tide_kernel_parallel_for(ctx, n, 1.0 * (n_in - 1), addn_range, &j);
+    return TIDE_OK;
+}
+
+/* ---------------------------------------------------------------- registration */
+
+static void register_math_kernels(void)
+{
+    for (size_t i = 0; i < COUNT(binary_ops); i++)
+        tide_kernel_register(&(tide_kernel_spec){.op = binary_ops[i].name, .device_type = "cpu",
+                                                  .flags = binary_ops[i].flags, .init = binary_init,
+                                                  .compute = binary_compute});
+    for (size_t i = 0; i < COUNT(unary_ops); i++)
+        tide_kernel_register(&(tide_kernel_spec){.op = unary_ops[i].name, .device_type = "cpu",
+                                                  .flags = unary_ops[i].flags, .init = unary_init,
+                                                  .compute = unary_compute});
+    tide_kernel_register(&(tide_kernel_spec){.op = "AddN", .device_type = "cpu", .init = addn_init,
+                                              .compute = addn_compute});
+}
+TIDE_REGISTER(register_math_kernels)

@@ -9,7 +9,7 @@ text = open(readme, encoding="utf-8").read()
 m = re.search(r"```c\n(.*?)```", text, re.S)
 if not m:
     sys.exit("README.md has no ```c block")
-body = "\n".join(line for line in m.group(1).splitlines() if not line.startswith("#include"))
+body = "\n".join("    " + line for line in m.group(1).splitlines() if not line.startswith("#include"))
 program = """/* Generated from README.md by tests/e2e/readme_example.py: do not edit. */
 #include <stdio.h>
 #include "tide.h"

@@ -60,6 +60,9 @@ static void test_shapes(void)
     tide_shape u = tide_shape_make(2, TH_DIMS(-1, 4));
     CU_ASSERT(tide_shape_broadcast(&u, &b, &o));
     CU_ASSERT_EQUAL(o.dims[0], -1);
+    tide_shape zero = tide_shape_make(2, TH_DIMS(0, 4));
+    CU_ASSERT(tide_shape_broadcast(&u, &zero, &o)); /* an unknown dim against 0 can only be 0 (or fail) */
+    CU_ASSERT_EQUAL(o.dims[0], 0);
     CU_ASSERT(tide_shape_compatible(&u, &(tide_shape){2, {7, 4}}));
     CU_ASSERT(!tide_shape_compatible(&u, &(tide_shape){2, {7, 5}}));
     CU_ASSERT_EQUAL(tide_shape_num_elements(&u), -1);

@@ -2,7 +2,9 @@
  * Minimum, the unary ops and AddN. Expected values are computed here, independently of the kernels:
  * floats by reference loops in double (NumPy broadcasting written out index by index), integers in
  * 128-bit arithmetic reduced to the dtype's width, plus literal tables for the documented integer
- * behaviour (rounding of division, sign of the modulo, wrapping) and the errors a user can cause. */
+ * behaviour (rounding of division, sign of the modulo, wrapping) and the errors a user can cause.
+ * th_run also runs every op through a graph session and checks it agrees; the last tests build
+ * graphs themselves: shape inference on partial shapes, kernel errors, outputs written in place. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,7 +304,10 @@ static void check_float_case(const fcase *c, tide_dtype dt, const shape_pair *p)
 {
     tide_tensor *x = rand_f(dt, p->rx, p->dx, c->lo, c->hi), *y = rand_y(dt, p->ry, p->dy, c);
     tide_tensor *want = ref_binary_f(c->ref, x, y), *got = run2(c->op, x, y);
-    double rtol = dt == TIDE_FLOAT64 ? 1e-14 : dt == TIDE_FLOAT32 ? c->rtol32 : dt == TIDE_FLOAT16 ? 2e-3 : 1.6e-2;
+    double rtol = dt == TIDE_FLOAT64   ? 1e-14
+                  : dt == TIDE_FLOAT32 ? c->rtol32
+                  : dt == TIDE_FLOAT16 ? 2e-3
+                                       : 1.6e-2;
     TH_ASSERT_CLOSE(got, want, rtol, 0);
     if (!close_enough(got, want, rtol, 0))
         fprintf(stderr, "  (%s %s, x rank %d, y rank %d)\n", c->op, tide_dtype_name(dt), p->rx, p->ry);
@@ -330,7 +335,8 @@ static void test_binary_half(void)
     for (int d = 0; d < 2; d++) {
         double xs[] = {1.5, 3, 1, -2}, ys[] = {2.25, -0.5, 0, 0.25};
         tide_tensor *x = make_f(dts[d], 1, TH_DIMS(4), xs), *y = make_f(dts[d], 1, TH_DIMS(4), ys);
-        double w_add[] = {3.75, 2.5, 1, -1.75}, w_mul[] = {3.375, -1.5, 0, -0.5}, w_div[] = {1.5 / 2.25, -6, INFINITY, -8};
+        double w_add[] = {3.75, 2.5, 1, -1.75}, w_mul[] = {3.375, -1.5, 0, -0.5},
+               w_div[] = {1.5 / 2.25, -6, INFINITY, -8};
         tide_tensor *wa = make_f(dts[d], 1, TH_DIMS(4), w_add), *wm = make_f(dts[d], 1, TH_DIMS(4), w_mul);
         tide_tensor *wd = make_f(dts[d], 1, TH_DIMS(4), w_div);
         tide_tensor *ga = run2("Add", x, y), *gm = run2("Mul", x, y), *gd = run2("Div", x, y);
@@ -339,7 +345,8 @@ static void test_binary_half(void)
         TH_ASSERT_CLOSE(gd, wd, 0, 0);
         tide_tensor *all[] = {x, y, wa, wm, wd, ga, gm, gd};
         release_all(all, 8);
-        tide_tensor *big = rand_f(dts[d], 2, TH_DIMS(3, 300), -4, 4), *s = make_f(dts[d], 0, NULL, (double[]){0.5});
+        tide_tensor *big = rand_f(dts[d], 2, TH_DIMS(3, 300), -4, 4),
+                    *s = make_f(dts[d], 0, NULL, (double[]){0.5});
         tide_tensor *w = ref_binary_f(r_sub, s, big), *g = run2("Sub", s, big);
         TH_ASSERT_CLOSE(g, w, 0, 0); /* 0.5 - x: exact in float32, one rounding back */
         tide_tensor *more[] = {big, s, w, g};
@@ -361,7 +368,8 @@ static void test_binary_large(void)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
             check_float_case(cases[c], (i + c) % 2 ? TIDE_FLOAT64 : TIDE_FLOAT32, &big[i]);
     /* integers, large: the same paths with wrapping arithmetic */
-    tide_tensor *x = make_i(TIDE_INT32, 0, NULL, (int64_t[]){INT32_MAX}), *y = th_tensor(TIDE_INT32, 1, TH_DIMS(300000), NULL);
+    tide_tensor *x = make_i(TIDE_INT32, 0, NULL, (int64_t[]){INT32_MAX}),
+                *y = th_tensor(TIDE_INT32, 1, TH_DIMS(300000), NULL);
     for (int64_t i = 0; i < 300000; i++)
         ((int32_t *)tide_tensor_data(y))[i] = (int32_t)(i * 7919);
     tide_tensor *w = ref_binary_i(q_add, x, y), *g = run2("Add", x, y);
@@ -383,15 +391,17 @@ static void test_binary_float_special(void)
     double w_mod[] = {NAN, NAN, NAN, 0.5, -0.5, -1.5, NAN, NAN, 5}; /* Python: -7.5 % 2 == 0.5 */
     double w_max[] = {1, 0, 0, 2, 7.5, -2, NAN, NAN, INFINITY};
     double w_min[] = {0, -1, 0, -7.5, -2, -7.5, NAN, NAN, 5};
-    tide_tensor *want[] = {th_f64(1, TH_DIMS(9), w_div), th_f64(1, TH_DIMS(9), w_fdiv), th_f64(1, TH_DIMS(9), w_mod),
-                           th_f64(1, TH_DIMS(9), w_max), th_f64(1, TH_DIMS(9), w_min), th_f64(1, TH_DIMS(9), w_max)};
+    tide_tensor *want[] = {th_f64(1, TH_DIMS(9), w_div), th_f64(1, TH_DIMS(9), w_fdiv),
+                           th_f64(1, TH_DIMS(9), w_mod), th_f64(1, TH_DIMS(9), w_max),
+                           th_f64(1, TH_DIMS(9), w_min), th_f64(1, TH_DIMS(9), w_max)};
     tide_tensor *got[] = {div, fdiv, mod, mx, mn, mx2};
     for (int i = 0; i < 6; i++)
         TH_ASSERT_CLOSE(got[i], want[i], 0, 0);
     /* float32: Mod with a negative zero remainder, Pow edge cases */
     float px[] = {0, -8, 0, 2, -2, 4, 1}, py[] = {0, 1.0f / 3, -1, 0.5f, 3, -0.5f, NAN};
     float w_pow[] = {1, NAN, INFINITY, 1.41421356f, -8, 0.5f, 1};
-    tide_tensor *fx = th_f32(1, TH_DIMS(7), px), *fy = th_f32(1, TH_DIMS(7), py), *fw = th_f32(1, TH_DIMS(7), w_pow);
+    tide_tensor *fx = th_f32(1, TH_DIMS(7), px), *fy = th_f32(1, TH_DIMS(7), py),
+                *fw = th_f32(1, TH_DIMS(7), w_pow);
     tide_tensor *fp = run2("Pow", fx, fy);
     TH_ASSERT_CLOSE(fp, fw, 1e-7, 0);
     tide_tensor *more[] = {x, y, fx, fy, fw, fp};
@@ -510,7 +520,8 @@ static void test_int_overflow_wraps(void)
     check_int_table("Sub", TIDE_INT32, 5, x, y, sub);
     check_int_table("Mul", TIDE_INT32, 5, x, y, mul);
     int64_t x64[] = {INT64_MAX, INT64_MIN, INT64_MIN, INT64_MAX}, y64[] = {1, 1, -1, INT64_MAX};
-    int64_t add64[] = {INT64_MIN, INT64_MIN + 1, INT64_MAX, -2}, sub64[] = {INT64_MAX - 1, INT64_MAX, INT64_MIN + 1, 0};
+    int64_t add64[] = {INT64_MIN, INT64_MIN + 1, INT64_MAX, -2},
+            sub64[] = {INT64_MAX - 1, INT64_MAX, INT64_MIN + 1, 0};
     int64_t mul64[] = {INT64_MAX, INT64_MIN, INT64_MIN, 1};
     check_int_table("Add", TIDE_INT64, 4, x64, y64, add64);
     check_int_table("Sub", TIDE_INT64, 4, x64, y64, sub64);
@@ -518,11 +529,13 @@ static void test_int_overflow_wraps(void)
     int64_t x8[] = {127, -128, 100}, y8[] = {1, -1, 3}, add8[] = {-128, 127, 103}, mul8[] = {127, -128, 44};
     check_int_table("Add", TIDE_INT8, 3, x8, y8, add8);
     check_int_table("Mul", TIDE_INT8, 3, x8, y8, mul8);
-    int64_t xu[] = {65535, 65535, 0}, yu[] = {65535, 1, 1}, mulu[] = {1, 65535, 0}, addu[] = {65534, 0, 1}, subu[] = {0, 65534, 65535};
+    int64_t xu[] = {65535, 65535, 0}, yu[] = {65535, 1, 1}, mulu[] = {1, 65535, 0}, addu[] = {65534, 0, 1},
+            subu[] = {0, 65534, 65535};
     check_int_table("Mul", TIDE_UINT16, 3, xu, yu, mulu);
     check_int_table("Add", TIDE_UINT16, 3, xu, yu, addu);
     check_int_table("Sub", TIDE_UINT16, 3, xu, yu, subu);
-    int64_t xb[] = {255, 0, 16}, yb[] = {1, 1, 16}, addb[] = {0, 1, 32}, subb[] = {254, 255, 0}, mulb[] = {255, 0, 0};
+    int64_t xb[] = {255, 0, 16}, yb[] = {1, 1, 16}, addb[] = {0, 1, 32}, subb[] = {254, 255, 0},
+            mulb[] = {255, 0, 0};
     check_int_table("Add", TIDE_UINT8, 3, xb, yb, addb);
     check_int_table("Sub", TIDE_UINT8, 3, xb, yb, subb);
     check_int_table("Mul", TIDE_UINT8, 3, xb, yb, mulb);
@@ -531,7 +544,8 @@ static void test_int_overflow_wraps(void)
 /* Pow on integers: exact modulo 2^bits, x^0 == 1, large exponents, negative exponents refused. */
 static void test_int_pow(void)
 {
-    int64_t x[] = {2, 2, 3, 0, 0, -1, -1, -2, 7, 1}, y[] = {31, 32, 40, 0, 5, INT32_MAX, 1000000, 3, 0, INT32_MAX};
+    int64_t x[] = {2, 2, 3, 0, 0, -1, -1, -2, 7, 1},
+            y[] = {31, 32, 40, 0, 5, INT32_MAX, 1000000, 3, 0, INT32_MAX};
     int64_t w[] = {INT32_MIN, 0, wrap(q_pow(3, 40), TIDE_INT32), 1, 0, -1, 1, -8, 1, 1};
     check_int_table("Pow", TIDE_INT32, 10, x, y, w);
     int64_t x64[] = {2, 2, 3, -3, 10}, y64[] = {62, 64, 39, INT64_MAX, 18};
@@ -573,7 +587,8 @@ static void test_division_by_zero(void)
             tide_tensor *z = make_i(INT_DTS[d], 0, NULL, (int64_t[]){0});
             const char *what = o == 2 ? "integer modulo by zero" : "integer division by zero";
             TH_ASSERT_FAILS(ops[o], ((tide_tensor *[]){x, y}), 2, NULL, TIDE_INVALID_ARGUMENT, what);
-            TH_ASSERT_FAILS(ops[o], ((tide_tensor *[]){x, y}), 2, NULL, TIDE_INVALID_ARGUMENT, "element 1 of y");
+            TH_ASSERT_FAILS(ops[o], ((tide_tensor *[]){x, y}), 2, NULL, TIDE_INVALID_ARGUMENT,
+                            "element 1 of y");
             TH_ASSERT_FAILS(ops[o], ((tide_tensor *[]){x, z}), 2, NULL, TIDE_INVALID_ARGUMENT, what);
             TH_ASSERT_FAILS(ops[o], ((tide_tensor *[]){z, z}), 2, NULL, TIDE_INVALID_ARGUMENT, what);
             /* nothing is divided when the output is empty */
@@ -620,15 +635,18 @@ static tide_tensor *make_c(tide_dtype dt, int rank, const int64_t *dims, const c
 static cplx get_c(const tide_tensor *t, int64_t i)
 {
     if (tide_tensor_dtype(t) == TIDE_COMPLEX64)
-        return (cplx){((const float *)tide_tensor_data(t))[2 * i], ((const float *)tide_tensor_data(t))[2 * i + 1]};
-    return (cplx){((const double *)tide_tensor_data(t))[2 * i], ((const double *)tide_tensor_data(t))[2 * i + 1]};
+        return (cplx){((const float *)tide_tensor_data(t))[2 * i],
+                      ((const float *)tide_tensor_data(t))[2 * i + 1]};
+    return (cplx){((const double *)tide_tensor_data(t))[2 * i],
+                  ((const double *)tide_tensor_data(t))[2 * i + 1]};
 }
 
 static void test_complex(void)
 {
     const char *ops[] = {"Add", "Sub", "Mul", "Div"};
     const tide_dtype dts[] = {TIDE_COMPLEX64, TIDE_COMPLEX128};
-    const shape_pair pairs[] = {{1, {6}, 1, {6}}, {0, {0}, 1, {6}}, {2, {2, 3}, 1, {3}}, {2, {2, 1}, 2, {1, 3}}, {1, {0}, 0, {0}}};
+    const shape_pair pairs[] = {
+        {1, {6}, 1, {6}}, {0, {0}, 1, {6}}, {2, {2, 3}, 1, {3}}, {2, {2, 1}, 2, {1, 3}}, {1, {0}, 0, {0}}};
     for (int o = 0; o < 4; o++)
         for (int d = 0; d < 2; d++)
             for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
@@ -654,10 +672,13 @@ static void test_complex(void)
     /* Neg, Square, AddN */
     for (int d = 0; d < 2; d++) {
         cplx v[3] = {{1, 2}, {-3, 0.5}, {0, -4}};
-        cplx neg[3] = {{-1, -2}, {3, -0.5}, {0, 4}}, sq[3] = {{-3, 4}, {8.75, -3}, {-16, 0}}, sum[3] = {{3, 6}, {-9, 1.5}, {0, -12}};
+        cplx neg[3] = {{-1, -2}, {3, -0.5}, {0, 4}}, sq[3] = {{-3, 4}, {8.75, -3}, {-16, 0}},
+             sum[3] = {{3, 6}, {-9, 1.5}, {0, -12}};
         tide_tensor *x = make_c(dts[d], 1, TH_DIMS(3), v);
-        tide_tensor *wn = make_c(dts[d], 1, TH_DIMS(3), neg), *ws = make_c(dts[d], 1, TH_DIMS(3), sq), *wa = make_c(dts[d], 1, TH_DIMS(3), sum);
-        tide_tensor *gn = run1("Neg", x), *gs = run1("Square", x), *ga = th_run1("AddN", (tide_tensor *[]){x, x, x}, 3, NULL);
+        tide_tensor *wn = make_c(dts[d], 1, TH_DIMS(3), neg), *ws = make_c(dts[d], 1, TH_DIMS(3), sq),
+                    *wa = make_c(dts[d], 1, TH_DIMS(3), sum);
+        tide_tensor *gn = run1("Neg", x), *gs = run1("Square", x),
+                    *ga = th_run1("AddN", (tide_tensor *[]){x, x, x}, 3, NULL);
         TH_ASSERT_CLOSE(gn, wn, 0, 0);
         TH_ASSERT_CLOSE(gs, ws, 1e-6, 1e-6);
         TH_ASSERT_CLOSE(ga, wa, 0, 0);
@@ -710,7 +731,10 @@ static void check_unary(const ucase *c, tide_dtype dt, int rank, const int64_t *
 {
     tide_tensor *x = rand_f(dt, rank, dims, c->lo, c->hi), *want = ref_unary_f(c->ref, x);
     tide_tensor *got = run1(c->op, x);
-    double rtol = dt == TIDE_FLOAT32 ? c->rtol32 : dt == TIDE_FLOAT64 ? c->rtol64 : dt == TIDE_FLOAT16 ? 2e-3 : 1.6e-2;
+    double rtol = dt == TIDE_FLOAT32   ? c->rtol32
+                  : dt == TIDE_FLOAT64 ? c->rtol64
+                  : dt == TIDE_FLOAT16 ? 2e-3
+                                       : 1.6e-2;
     double atol = dt == TIDE_FLOAT32 ? 1e-7 : dt == TIDE_FLOAT64 ? 1e-15 : 1e-3; /* sin, cos near 0 */
     if (c->rtol32 == 0 && !is_half(dt))
         atol = 0;
@@ -768,7 +792,8 @@ static void test_unary_special(void)
         TH_ASSERT_CLOSE(got, want, 1e-6, 0);
         /* the sign of zero is part of the answer */
         for (int i = 0; got && i < 9; i++)
-            if (cases[c].want[i] == 0 && signbit(cases[c].want[i]) != signbit(((float *)tide_tensor_data(got))[i])) {
+            if (cases[c].want[i] == 0 &&
+                signbit(cases[c].want[i]) != signbit(((float *)tide_tensor_data(got))[i])) {
                 fprintf(stderr, "%s(%g): wrong sign of zero\n", cases[c].op, (double)x[i]);
                 CU_FAIL("sign of zero");
             }
@@ -781,6 +806,35 @@ static void test_unary_special(void)
     TH_ASSERT_CLOSE(g, w, 1e-15, 0);
     tide_tensor *all[] = {tx, d, g, w};
     release_all(all, 4);
+}
+
+/* float32 Exp, Tanh and Sigmoid are vectorised approximations: sweep their whole useful range,
+ * including results in the denormals, against double precision (a few float ulps allowed). */
+static void test_unary_f32_sweep(void)
+{
+    const struct {
+        const char *op;
+        fref1 ref;
+        double lo, hi, rtol;
+    } sweeps[] = {
+        {"Exp", exp, -104, 88.72, 2.5e-7},   {"Exp", exp, -1e-3, 1e-3, 1.2e-7},
+        {"Tanh", tanh, -12, 12, 5e-7},       {"Tanh", tanh, -1e-3, 1e-3, 5e-7},
+        {"Sigmoid", u_sigmoid, -104, 30, 5e-7},
+    };
+    for (size_t c = 0; c < sizeof sweeps / sizeof sweeps[0]; c++) {
+        int64_t n = 200001;
+        double *v = malloc((size_t)n * sizeof *v);
+        for (int64_t i = 0; i < n; i++)
+            v[i] = sweeps[c].lo + (sweeps[c].hi - sweeps[c].lo) * (double)i / (double)(n - 1);
+        tide_tensor *x = make_f(TIDE_FLOAT32, 1, &n, v), *want = ref_unary_f(sweeps[c].ref, x);
+        tide_tensor *got = run1(sweeps[c].op, x);
+        TH_ASSERT_CLOSE(got, want, sweeps[c].rtol, 3e-45); /* 2 ulps of the smallest denormal */
+        if (!close_enough(got, want, sweeps[c].rtol, 3e-45))
+            fprintf(stderr, "  (%s over [%g, %g])\n", sweeps[c].op, sweeps[c].lo, sweeps[c].hi);
+        free(v);
+        tide_tensor *all[] = {x, want, got};
+        release_all(all, 3);
+    }
 }
 
 /* Neg, Abs, Sign, Square on integers; the most negative value wraps. */
@@ -817,7 +871,8 @@ static void test_unary_int(void)
     }
     tide_tensor_release(tx);
     tide_tensor *m = make_i(TIDE_INT64, 1, TH_DIMS(2), (int64_t[]){INT64_MIN, INT64_MIN + 1});
-    tide_tensor *wm = make_i(TIDE_INT64, 1, TH_DIMS(2), (int64_t[]){INT64_MIN, INT64_MAX}), *gm = run1("Abs", m);
+    tide_tensor *wm = make_i(TIDE_INT64, 1, TH_DIMS(2), (int64_t[]){INT64_MIN, INT64_MAX}),
+                *gm = run1("Abs", m);
     ASSERT_EXACT(gm, wm);
     tide_tensor *all[] = {m, wm, gm};
     release_all(all, 3);
@@ -835,7 +890,8 @@ static void check_addn_f(tide_dtype dt, int n, int rank, const int64_t *dims)
     for (int64_t i = 0; i < m; i++) { /* in input order, rounded to the dtype after each add */
         double s = tide_tensor_get_f64(in[0], i);
         for (int k = 1; k < n; k++)
-            s = dt == TIDE_FLOAT32 ? (double)(float)(s + tide_tensor_get_f64(in[k], i)) : s + tide_tensor_get_f64(in[k], i);
+            s = dt == TIDE_FLOAT32 ? (double)(float)(s + tide_tensor_get_f64(in[k], i))
+                                   : s + tide_tensor_get_f64(in[k], i);
         v[i] = s;
     }
     tide_tensor *want = make_f(dt, rank, dims, v), *got = th_run1("AddN", in, n, NULL);
@@ -877,7 +933,8 @@ static void test_addn(void)
     /* half: 0.25 + 0.5 + 1 = 1.75 exactly */
     double a[] = {0.25, -1}, b[] = {0.5, 2}, c[] = {1, 4}, w[] = {1.75, 5};
     for (tide_dtype dt = TIDE_FLOAT16; dt <= TIDE_BFLOAT16; dt++) {
-        tide_tensor *in[3] = {make_f(dt, 1, TH_DIMS(2), a), make_f(dt, 1, TH_DIMS(2), b), make_f(dt, 1, TH_DIMS(2), c)};
+        tide_tensor *in[3] = {make_f(dt, 1, TH_DIMS(2), a), make_f(dt, 1, TH_DIMS(2), b),
+                              make_f(dt, 1, TH_DIMS(2), c)};
         tide_tensor *want = make_f(dt, 1, TH_DIMS(2), w), *got = th_run1("AddN", in, 3, NULL);
         TH_ASSERT_CLOSE(got, want, 0, 0);
         release_all(in, 3);
@@ -894,13 +951,18 @@ static void test_errors(void)
 {
     tide_tensor *f23 = th_f32(2, TH_DIMS(2, 3), NULL), *f4 = th_f32(1, TH_DIMS(4), NULL);
     tide_tensor *i3 = th_i32(1, TH_DIMS(3), NULL), *f3 = th_f32(1, TH_DIMS(3), NULL);
-    tide_tensor *b3 = th_tensor(TIDE_BOOL, 1, TH_DIMS(3), NULL), *u3 = th_tensor(TIDE_UINT8, 1, TH_DIMS(3), NULL);
-    tide_tensor *c3 = th_tensor(TIDE_COMPLEX64, 1, TH_DIMS(3), NULL), *s3 = th_tensor(TIDE_STRING, 1, TH_DIMS(3), NULL);
+    tide_tensor *b3 = th_tensor(TIDE_BOOL, 1, TH_DIMS(3), NULL),
+                *u3 = th_tensor(TIDE_UINT8, 1, TH_DIMS(3), NULL);
+    tide_tensor *c3 = th_tensor(TIDE_COMPLEX64, 1, TH_DIMS(3), NULL),
+                *s3 = th_tensor(TIDE_STRING, 1, TH_DIMS(3), NULL);
     /* shapes that do not broadcast: both named */
-    TH_ASSERT_FAILS("Add", ((tide_tensor *[]){f23, f4}), 2, NULL, TIDE_INVALID_ARGUMENT, "x is [2, 3], y is [4]");
-    TH_ASSERT_FAILS("Maximum", ((tide_tensor *[]){f4, f3}), 2, NULL, TIDE_INVALID_ARGUMENT, "incompatible shapes");
+    TH_ASSERT_FAILS("Add", ((tide_tensor *[]){f23, f4}), 2, NULL, TIDE_INVALID_ARGUMENT,
+                    "x is [2, 3], y is [4]");
+    TH_ASSERT_FAILS("Maximum", ((tide_tensor *[]){f4, f3}), 2, NULL, TIDE_INVALID_ARGUMENT,
+                    "incompatible shapes");
     /* dtypes: x and y differ; not in the op's set */
-    TH_ASSERT_FAILS("Mul", ((tide_tensor *[]){f3, i3}), 2, NULL, TIDE_INVALID_ARGUMENT, "has dtype int32, expected float32");
+    TH_ASSERT_FAILS("Mul", ((tide_tensor *[]){f3, i3}), 2, NULL, TIDE_INVALID_ARGUMENT,
+                    "has dtype int32, expected float32");
     TH_ASSERT_FAILS("Add", ((tide_tensor *[]){b3, b3}), 2, NULL, TIDE_INVALID_ARGUMENT, "dtype bool");
     TH_ASSERT_FAILS("Add", ((tide_tensor *[]){s3, s3}), 2, NULL, TIDE_INVALID_ARGUMENT, "dtype string");
     TH_ASSERT_FAILS("Sqrt", &i3, 1, NULL, TIDE_INVALID_ARGUMENT, "dtype int32");
@@ -908,7 +970,8 @@ static void test_errors(void)
     TH_ASSERT_FAILS("Neg", &u3, 1, NULL, TIDE_INVALID_ARGUMENT, "dtype uint8");
     TH_ASSERT_FAILS("Abs", &c3, 1, NULL, TIDE_INVALID_ARGUMENT, "dtype complex64");
     TH_ASSERT_FAILS("Mod", ((tide_tensor *[]){c3, c3}), 2, NULL, TIDE_INVALID_ARGUMENT, "dtype complex64");
-    TH_ASSERT_FAILS("Maximum", ((tide_tensor *[]){c3, c3}), 2, NULL, TIDE_INVALID_ARGUMENT, "dtype complex64");
+    TH_ASSERT_FAILS("Maximum", ((tide_tensor *[]){c3, c3}), 2, NULL, TIDE_INVALID_ARGUMENT,
+                    "dtype complex64");
     TH_ASSERT_FAILS("Pow", ((tide_tensor *[]){b3, b3}), 2, NULL, TIDE_INVALID_ARGUMENT, "dtype bool");
     /* input counts, attrs */
     TH_ASSERT_FAILS("Add", &f3, 1, NULL, TIDE_INVALID_ARGUMENT, "expects 2 inputs");
@@ -983,6 +1046,170 @@ static void test_shapes(void)
     }
 }
 
+/* ---------------------------------------------------------------- graphs */
+
+/* Builds a graph from the text format; NULL (message printed) if it fails. */
+static tide_graph *graph_of(const char *text)
+{
+    tide_graph *g = tide_graph_new();
+    tide_error *err = tide_error_new();
+    if (tide_graph_extend_text(g, text, err) != TIDE_OK) {
+        fprintf(stderr, "graph_of: %s\n", tide_error_message(err));
+        tide_graph_free(g);
+        g = NULL;
+    }
+    tide_error_free(err);
+    return g;
+}
+
+static void assert_node_shape(tide_graph *g, const char *node, int rank, const int64_t *dims)
+{
+    tide_node *n = g ? tide_graph_node(g, node) : NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(n);
+    tide_shape got = tide_node_output_shape(n, 0), want = tide_shape_make(rank, dims);
+    if (!tide_shape_equal(&got, &want)) {
+        char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
+        fprintf(stderr, "%s: inferred %s, expected %s\n", node, tide_shape_format(&got, a, sizeof a),
+                tide_shape_format(&want, b, sizeof b));
+        CU_FAIL("inferred shape");
+    }
+}
+
+/* Adding `line` to a graph of `base` fails with a message containing needle. */
+static void assert_graph_fails(const char *base, const char *line, const char *needle)
+{
+    tide_graph *g = graph_of(base);
+    tide_error *err = tide_error_new();
+    CU_ASSERT_EQUAL(tide_graph_extend_text(g, line, err), TIDE_INVALID_ARGUMENT);
+    if (!strstr(tide_error_message(err), needle)) {
+        fprintf(stderr, "expected \"%s\" in: %s\n", needle, tide_error_message(err));
+        CU_FAIL("graph error message");
+    }
+    tide_error_free(err);
+    tide_graph_free(g);
+}
+
+/* Shape functions at graph time: partial shapes (? dims, unknown rank) are tolerated and refined,
+ * known conflicts are refused naming both shapes. */
+static void test_shape_inference(void)
+{
+    const char *base = "a = Placeholder(dtype=float32, shape=[?, 3])\n"
+                       "b = Placeholder(dtype=float32, shape=[2, 1])\n"
+                       "c = Placeholder(dtype=float32, shape=[?, 1])\n"
+                       "d = Placeholder(dtype=float32, shape=*)\n"
+                       "e = Placeholder(dtype=float32, shape=[0])\n"
+                       "f = Placeholder(dtype=float32, shape=[?])\n"
+                       "g = Placeholder(dtype=float32, shape=[2, ?])\n"
+                       "h = Placeholder(dtype=float32, shape=[4])\n"
+                       "i = Placeholder(dtype=float32, shape=[3, 2])\n"
+                       "k = Placeholder(dtype=float32, shape=[])\n";
+    char text[2048];
+    snprintf(text, sizeof text, "%s%s", base,
+             "ab = Add(a, b)\n ac = Mul(a, c)\n ad = Sub(a, d)\n fe = Maximum(f, e)\n ak = Pow(k, a)\n"
+             "sa = Sqrt(a)\n sd = Neg(d)\n n1 = AddN([a, g, a])\n n2 = AddN([d, d])\n n3 = AddN([d, g])\n"
+             "fh = FloorDiv(f, h)\n");
+    tide_graph *g = graph_of(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    assert_node_shape(g, "ab", 2, TH_DIMS(2, 3));
+    assert_node_shape(g, "ac", 2, TH_DIMS(-1, 3));
+    assert_node_shape(g, "ad", -1, NULL);
+    assert_node_shape(g, "fe", 1, TH_DIMS(0)); /* ? against 0 must be 0 (or 1): 0 */
+    assert_node_shape(g, "ak", 2, TH_DIMS(-1, 3));
+    assert_node_shape(g, "sa", 2, TH_DIMS(-1, 3));
+    assert_node_shape(g, "sd", -1, NULL);
+    assert_node_shape(g, "n1", 2, TH_DIMS(2, 3));
+    assert_node_shape(g, "n2", -1, NULL);
+    assert_node_shape(g, "n3", 2, TH_DIMS(2, -1));
+    assert_node_shape(g, "fh", 1, TH_DIMS(4));
+    tide_graph_free(g);
+    assert_graph_fails(base, "bad = Add(a, h)", "x is [?, 3], y is [4]");
+    assert_graph_fails(base, "bad = Div(b, i)", "x is [2, 1], y is [3, 2]");
+    assert_graph_fails(base, "bad = AddN([a, b])", "input 0 is [?, 3] but input 1 is [2, 1]");
+    assert_graph_fails(base, "bad = AddN([d, a, h])", "input 1 is [?, 3] but input 2 is [4]");
+}
+
+/* Through a session: errors only the kernel can see (shapes unknown at graph time) and outputs
+ * written over intermediate tensors (the executor lets a kernel reuse a buffer nobody else holds). */
+static tide_tensor *run_graph_text(const char *text, const char *const *feed_names, tide_tensor **feed_values,
+                                   int num_feeds, const char *fetch, tide_error *err)
+{
+    tide_graph *g = graph_of(text);
+    tide_tensor *out = NULL;
+    tide_session *s = g ? tide_session_new(th_engine(), g, NULL, err) : NULL;
+    tide_feed feeds[8];
+    for (int i = 0; i < num_feeds; i++)
+        feeds[i] = (tide_feed){{tide_graph_node(g, feed_names[i]), 0}, feed_values[i]};
+    tide_output o = {g ? tide_graph_node(g, fetch) : NULL, 0};
+    if (s && tide_session_run(s, NULL, feeds, num_feeds, &o, 1, &out, NULL, 0, NULL, err) != TIDE_OK)
+        out = NULL;
+    tide_session_free(s);
+    tide_graph_free(g);
+    return out;
+}
+
+static void test_graph_errors(void)
+{
+    tide_error *err = tide_error_new();
+    const char *text = "p = Placeholder(dtype=float32)\n q = Placeholder(dtype=float32)\n r = Add(p, q)\n";
+    tide_tensor *in[2] = {th_f32(2, TH_DIMS(2, 3), NULL), th_f32(1, TH_DIMS(4), NULL)};
+    tide_tensor *out = run_graph_text(text, (const char *[]){"p", "q"}, in, 2, "r", err);
+    CU_ASSERT_PTR_NULL(out);
+    CU_ASSERT_EQUAL(tide_error_code(err), TIDE_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "x is [2, 3], y is [4]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "'r'"));
+    release_all(in, 2);
+    const char *idiv = "p = Placeholder(dtype=int64)\n q = Placeholder(dtype=int64)\n m = Mod(p, q)\n";
+    tide_tensor *iin[2] = {make_i(TIDE_INT64, 1, TH_DIMS(2), (int64_t[]){5, 6}),
+                           make_i(TIDE_INT64, 0, NULL, (int64_t[]){0})};
+    out = run_graph_text(idiv, (const char *[]){"p", "q"}, iin, 2, "m", err);
+    CU_ASSERT_PTR_NULL(out);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "integer modulo by zero"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "'m'"));
+    release_all(iin, 2);
+    tide_error_free(err);
+}
+
+static void test_graph_in_place(void)
+{
+    const char *text = "x = Placeholder(dtype=float32)\n w = Placeholder(dtype=float32)\n"
+                       "r = Placeholder(dtype=float32)\n"
+                       "n = Neg(x)\n m = Mul(w, n)\n b = Add(m, r)\n s = Square(b)\n q = Neg(w)\n"
+                       "t = AddN([x, w, s, q])\n"; /* s, q are the executor's own: one is written over */
+    float xv[6], wv[6], rv[3], want[6];
+    for (int i = 0; i < 6; i++) {
+        xv[i] = (float)th_rand(-3, 3);
+        wv[i] = (float)th_rand(-3, 3);
+    }
+    for (int i = 0; i < 3; i++)
+        rv[i] = (float)th_rand(-3, 3);
+    for (int i = 0; i < 6; i++) {
+        float m = wv[i] * -xv[i], b = m + rv[i % 3], s = b * b;
+        want[i] = ((xv[i] + wv[i]) + s) + -wv[i]; /* AddN adds in input order */
+    }
+    tide_tensor *in[3] = {th_f32(2, TH_DIMS(2, 3), xv), th_f32(2, TH_DIMS(2, 3), wv),
+                          th_f32(1, TH_DIMS(3), rv)};
+    tide_error *err = tide_error_new();
+    tide_tensor *got = run_graph_text(text, (const char *[]){"x", "w", "r"}, in, 3, "t", err);
+    tide_tensor *tw = th_f32(2, TH_DIMS(2, 3), want);
+    if (!got)
+        fprintf(stderr, "%s\n", tide_error_message(err));
+    TH_ASSERT_CLOSE(got, tw, 0, 0);
+    /* integers, with a broadcast divisor and the input that may be overwritten on the right */
+    const char *itext = "a = Placeholder(dtype=int32)\n d = Placeholder(dtype=int32)\n"
+                        "na = Neg(a)\n q = FloorDiv(d, na)\n m = Mod(q, d)\n";
+    tide_tensor *iin[2] = {make_i(TIDE_INT32, 2, TH_DIMS(2, 2), (int64_t[]){3, -4, 5, 7}),
+                           make_i(TIDE_INT32, 1, TH_DIMS(2), (int64_t[]){7, -9})};
+    /* na = [[-3, 4], [-5, -7]]; q = d // na = [[-3, -3], [-2, 1]]; m = q mod d = [[4, -3], [5, -8]] */
+    tide_tensor *iw = make_i(TIDE_INT32, 2, TH_DIMS(2, 2), (int64_t[]){4, -3, 5, -8});
+    tide_tensor *ig = run_graph_text(itext, (const char *[]){"a", "d"}, iin, 2, "m", err);
+    ASSERT_EXACT(ig, iw);
+    tide_error_free(err);
+    release_all(in, 3);
+    release_all(iin, 2);
+    tide_tensor *all[] = {got, tw, iw, ig};
+    release_all(all, 4);
+}
+
 int main(void)
 {
     static const th_test tests[] = {
@@ -999,10 +1226,14 @@ int main(void)
         TH_TEST(test_unary_float),
         TH_TEST(test_unary_large),
         TH_TEST(test_unary_special),
+        TH_TEST(test_unary_f32_sweep),
         TH_TEST(test_unary_int),
         TH_TEST(test_addn),
         TH_TEST(test_errors),
         TH_TEST(test_shapes),
+        TH_TEST(test_shape_inference),
+        TH_TEST(test_graph_errors),
+        TH_TEST(test_graph_in_place),
         TH_END,
     };
     return th_main("math", tests);
