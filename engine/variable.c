@@ -112,10 +112,11 @@ tide_variable *tide__engine_variable(tide_engine *e, const char *container, cons
 
 static void container_free(tide_container *c)
 {
-    for (int i = 0; i < c->count; i++) {
+    /* Look every variable up before freeing any key: the table probes through the other keys. */
+    for (int i = 0; i < c->count; i++)
         tide__variable_release(tide__names_get(c->vars, c->keys[i]));
+    for (int i = 0; i < c->count; i++)
         free(c->keys[i]);
-    }
     free(c->keys);
     tide__names_free(c->vars);
     free(c->name);
