@@ -1,6 +1,6 @@
-/* device.c — device names: parsing full and partial specifications
- * (/job:NAME/replica:N/task:N/device:TYPE:N and the short forms /cpu:0, gpu:1, /device:CPU:*),
- * matching a partial spec against a full device name, and printing them. */
+/* device.c — devices: the CPU device's operations (allocation, running a kernel), and device names:
+ * parsing full and partial specifications (/job:NAME/replica:N/task:N/device:TYPE:N and the short
+ * forms /cpu:0, gpu:1, /device:CPU:*), matching a partial spec against a full name, printing them. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,3 +126,24 @@ char *tide_device_spec_format(const tide_device_spec *spec, char *buf, size_t si
     }
     return buf;
 }
+
+/* ---------------------------------------------------------------- the CPU device */
+
+static tide_tensor *cpu_allocate(tide_device *d, tide_dtype dt, const tide_shape *shape, bool zero,
+                                 tide_error *err)
+{
+    TIDE_UNUSED(d); /* host memory; per-device accounting comes with multi-device placement */
+    return tide__tensor_alloc(dt, shape, zero, err);
+}
+
+static tide_status cpu_compute(tide_device *d, const tide_kernel_spec *k, tide_kernel_ctx *ctx)
+{
+    TIDE_UNUSED(d); /* on the calling executor thread */
+    return k->compute(ctx);
+}
+
+const tide_device_ops tide__cpu_device_ops = {
+    .type = "cpu",
+    .allocate = cpu_allocate,
+    .compute = cpu_compute,
+};

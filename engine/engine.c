@@ -62,7 +62,8 @@ tide_engine *tide_engine_new(const tide_engine_options *opts, tide_error *err)
         tide_device *d = &e->devices[i];
         snprintf(d->name, sizeof d->name, "/job:localhost/replica:0/task:0/device:cpu:%d", i);
         tide_device_spec_parse(d->name, &d->spec, NULL);
-        snprintf(d->type, sizeof d->type, "cpu");
+        d->ops = &tide__cpu_device_ops;
+        snprintf(d->type, sizeof d->type, "%s", d->ops->type);
         d->index = i;
     }
     return e;

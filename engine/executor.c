@@ -68,10 +68,13 @@ static bool rs_push(ready_stack *rs, int k)
     return true;
 }
 
-bool tide__step_cancelled(const struct tide_step *step)
+static bool should_skip(tide_step *step);
+
+/* For kernels that poll (long loops, asynchronous waits): true once the step failed, was cancelled
+ * or ran out of time — recording the reason as the step's error. */
+bool tide__step_cancelled(struct tide_step *step)
 {
-    return atomic_load_explicit(&step->failed, memory_order_relaxed) ||
-           atomic_load_explicit(step->args->cancel_gen, memory_order_relaxed) != step->args->cancel_at_start;
+    return should_skip(step);
 }
 
 int64_t tide__step_id(const struct tide_step *step) { return step->args->info.step; }
@@ -315,7 +318,7 @@ static void run_node(tide_step *step, const tide_exec_item *it, int k, ready_sta
     }
     tide_kernel_ctx ctx = {.kn = &it->kn, .inputs = step->slots + it->input_base, .outputs = outs,
                            .step = step};
-    it->kn.kernel->spec.compute(&ctx);
+    it->device->ops->compute(it->device, &it->kn.kernel->spec, &ctx);
     complete_node(step, it, &ctx, rs);
     if (outs != local)
         free(outs);

@@ -241,7 +241,23 @@ void tide__names_remove(tide_name_table *t, const char *name);
 
 /* ---------------------------------------------------------------- devices */
 
+struct tide_device;
+
+/* What a device type provides (DESIGN §3: an allocator and a way to run kernels). The CPU device's
+ * table is in device.c; CUDA and remote devices add their own. Called on executor threads. */
+typedef struct tide_device_ops {
+    const char *type;                /* "cpu" */
+    /* Memory for a kernel's output (a tensor whose buffer lives on this device). */
+    tide_tensor *(*allocate)(struct tide_device *d, tide_dtype dt, const tide_shape *shape, bool zero,
+                             tide_error *err);
+    /* Runs a synchronous kernel on this device; returns its status. */
+    tide_status (*compute)(struct tide_device *d, const tide_kernel_spec *k, tide_kernel_ctx *ctx);
+} tide_device_ops;
+
+extern const tide_device_ops tide__cpu_device_ops;
+
 typedef struct tide_device {
+    const tide_device_ops *ops;
     char name[128];                  /* full name */
     tide_device_spec spec;
     char type[16];                   /* "cpu" */
@@ -352,7 +368,7 @@ void tide__kernel_ctx_take_error(tide_kernel_ctx *ctx, tide_error *err);
 /* Async completion hook, implemented by the executor. */
 void tide__exec_async_done(struct tide_exec_item *item, struct tide_step *step, tide_kernel_ctx *ctx,
                            tide_status status);
-bool tide__step_cancelled(const struct tide_step *step);
+bool tide__step_cancelled(struct tide_step *step);
 int64_t tide__step_id(const struct tide_step *step);
 
 #endif

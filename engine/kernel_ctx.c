@@ -74,10 +74,13 @@ tide_tensor *tide_kernel_alloc_output(tide_kernel_ctx *ctx, int i, const tide_sh
         tide_kernel_error(ctx, TIDE_INTERNAL, "kernel allocated output %d of %d", i, ctx->kn->num_outputs);
         return NULL;
     }
-    tide_tensor *t = tide__tensor_alloc(ctx->kn->out_dtypes[i], shape, zero, NULL);
+    tide_device *d = ctx->kn->device;
+    tide_tensor *t = d ? d->ops->allocate(d, ctx->kn->out_dtypes[i], shape, zero, NULL)
+                       : tide__tensor_alloc(ctx->kn->out_dtypes[i], shape, zero, NULL);
     if (!t) { /* the rare path: allocate again only to get the message */
         tide_error *err = tide_error_new();
-        t = tide__tensor_alloc(ctx->kn->out_dtypes[i], shape, zero, err);
+        t = d ? d->ops->allocate(d, ctx->kn->out_dtypes[i], shape, zero, err)
+              : tide__tensor_alloc(ctx->kn->out_dtypes[i], shape, zero, err);
         if (!t)
             record_err(ctx, err);
         tide_error_free(err);
@@ -119,7 +122,7 @@ void tide_kernel_set_output(tide_kernel_ctx *ctx, int i, tide_tensor *t)
 
 bool tide_kernel_cancelled(const tide_kernel_ctx *ctx)
 {
-    return ctx->step && tide__step_cancelled(ctx->step);
+    return ctx->step && tide__step_cancelled((struct tide_step *)ctx->step);
 }
 
 void tide_kernel_done(tide_kernel_ctx *ctx, tide_status status)
