@@ -22,6 +22,7 @@ struct tide_step {
     atomic_int *pending;
     tide_tensor **slots;
     atomic_int outstanding;
+    atomic_bool finished_all;      /* outstanding reached 0 (read without the lock by the caller) */
     atomic_bool failed;
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -163,6 +164,7 @@ static void propagate(tide_step *step, const tide_exec_item *it, tide_tensor **o
 static void finish_item(tide_step *step)
 {
     if (atomic_fetch_sub_explicit(&step->outstanding, 1, memory_order_acq_rel) == 1) {
+        atomic_store(&step->finished_all, true);
         pthread_mutex_lock(&step->lock);
         step->done = true;
         pthread_cond_signal(&step->cond);
@@ -428,6 +430,7 @@ tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tid
         atomic_init(&step.pending[k], p->items[k].initial_pending);
     atomic_init(&step.outstanding, p->num_items);
     atomic_init(&step.failed, false);
+    atomic_init(&step.finished_all, false);
     pthread_mutex_init(&step.lock, NULL);
     pthread_cond_init(&step.cond, NULL);
     if (p->num_items > 0) {
@@ -441,6 +444,9 @@ tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tid
                 step.timings[rs.items[i]].scheduled_ns = tide__now_ns();
         run_loop(&step, &rs); /* the caller's thread works too */
         rs_free(&rs);
+        /* Then it helps with queued work rather than sleep while pool threads may be descheduled. */
+        while (!atomic_load(&step.finished_all) && tide__pool_run_pending(step.pool))
+            ;
         pthread_mutex_lock(&step.lock);
         while (!step.done)
             pthread_cond_wait(&step.cond, &step.lock);

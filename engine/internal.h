@@ -298,6 +298,8 @@ tide_threadpool *tide__pool_new(int threads);
 void tide__pool_free(tide_threadpool *p);
 /* Queues fn(arg) on a pool thread. */
 void tide__pool_submit(tide_threadpool *p, void (*fn)(void *arg), void *arg);
+/* Runs one queued task on the calling thread, if there is one (a waiting caller helps the pool). */
+bool tide__pool_run_pending(tide_threadpool *p);
 int tide__pool_size(const tide_threadpool *p);
 int tide__pool_idle(const tide_threadpool *p);
 /* The calling thread's pool index, -1 for a thread not of the pool. */

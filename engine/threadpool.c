@@ -112,6 +112,21 @@ void tide__pool_free(tide_threadpool *p)
     free(p);
 }
 
+bool tide__pool_run_pending(tide_threadpool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    if (!p->count) {
+        pthread_mutex_unlock(&p->lock);
+        return false;
+    }
+    task t = p->queue[p->head];
+    p->head = (p->head + 1) % p->cap;
+    p->count--;
+    pthread_mutex_unlock(&p->lock);
+    t.fn(t.arg);
+    return true;
+}
+
 void tide__pool_submit(tide_threadpool *p, void (*fn)(void *arg), void *arg)
 {
     pthread_mutex_lock(&p->lock);
