@@ -91,8 +91,13 @@ static void sb_double(sbuf *b, double v, bool is_f32)
     else if (isinf(v))
         sb_str(b, v < 0 ? "-inf" : "inf");
     else {
+        /* The shortest text that reads back to the same value: 0.1, not 0.100000001. */
         char tmp[64];
-        snprintf(tmp, sizeof tmp, is_f32 ? "%.9g" : "%.17g", v);
+        for (int digits = is_f32 ? 6 : 15; digits <= (is_f32 ? 9 : 17); digits++) {
+            snprintf(tmp, sizeof tmp, "%.*g", digits, v);
+            if (is_f32 ? strtof(tmp, NULL) == (float)v : strtod(tmp, NULL) == v)
+                break;
+        }
         sb_str(b, tmp);
         if (!strpbrk(tmp, ".en"))
             sb_str(b, ".0"); /* keep floats recognisable */
