@@ -13,8 +13,8 @@
 
 typedef struct worker {
     tide_session *session;
-    tide_node *inc, *wide;
-    int failures;
+    tide_node *inc, *wide, *product;
+    int failures, wrong;
 } worker;
 
 /* A graph with the shared counter, its increment, and WIDTH independent Identity nodes grouped by a NoOp. */
@@ -29,6 +29,17 @@ static void build(tide_graph *g, worker *w)
         tide_node_builder_add_control_input(b, gu_op(g, "Identity", NULL, 1, &one));
     tide_node_builder_add_control_input(b, w->inc);
     w->wide = gu_finish(b);
+    /* Some real work for the pool: (ones 64x64 . ones 64x64) summed = 64^3. */
+    float ones[64 * 64];
+    for (int i = 0; i < 64 * 64; i++)
+        ones[i] = 1;
+    tide_node *m = gu_const(g, "ones", th_f32(2, TH_DIMS(64, 64), ones));
+    tide_node *mm[2] = {m, m};
+    tide_node *p = gu_op(g, "MatMul", "mm", 2, mm);
+    int32_t axes[2] = {0, 1};
+    tide_node *ax = gu_const(g, "axes", th_i32(1, TH_DIMS(2), axes));
+    tide_node *sum_in[2] = {p, ax};
+    w->product = gu_op(g, "Sum", "total_of_product", 2, sum_in);
 }
 
 static void *run_worker(void *arg)
@@ -39,6 +50,15 @@ static void *run_worker(void *arg)
         tide_node *target = i % 2 ? w->wide : w->inc; /* both increment once */
         if (tide_session_run(w->session, NULL, NULL, 0, NULL, 0, NULL, &target, 1, NULL, err) != TIDE_OK)
             w->failures++;
+        if (i % 10 == 0) {
+            tide_output o = {w->product, 0};
+            tide_tensor *v = NULL;
+            if (tide_session_run(w->session, NULL, NULL, 0, &o, 1, &v, NULL, 0, NULL, err) != TIDE_OK)
+                w->failures++;
+            else if (*(float *)tide_tensor_data(v) != 64.0f * 64 * 64)
+                w->wrong++;
+            tide_tensor_release(v);
+        }
     }
     tide_error_free(err);
     return NULL;
@@ -69,8 +89,10 @@ static void test_four_sessions_share_a_container(void)
         pthread_create(&threads[t], NULL, run_worker, &workers[t]);
     for (int t = 0; t < THREADS; t++)
         pthread_join(threads[t], NULL);
-    for (int t = 0; t < THREADS; t++)
+    for (int t = 0; t < THREADS; t++) {
         CU_ASSERT_EQUAL(workers[t].failures, 0);
+        CU_ASSERT_EQUAL(workers[t].wrong, 0);
+    }
     tide_tensor *total = gu_fetch(init_session, var);
     CU_ASSERT_EQUAL(*(float *)tide_tensor_data(total), (float)(THREADS * STEPS));
     tide_tensor_release(total);
@@ -86,7 +108,7 @@ static void test_four_sessions_share_a_container(void)
     total = gu_fetch(init_session, var);
     CU_ASSERT_EQUAL(*(float *)tide_tensor_data(total), (float)((THREADS + 2) * STEPS));
     tide_tensor_release(total);
-    CU_ASSERT_EQUAL(tide_session_num_plans(workers[0].session), 2);
+    CU_ASSERT_EQUAL(tide_session_num_plans(workers[0].session), 3);
 
     tide_session_free(init_session);
     tide_graph_free(init_graph);
