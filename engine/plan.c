@@ -353,6 +353,44 @@ static tide_status wire(builder *b, const tide_output *fetches, int nf)
     return TIDE_OK;
 }
 
+#ifndef NDEBUG
+/* The invariants listed in exec.h; debug builds check every plan they build. */
+static bool plan_check(const tide_plan *p)
+{
+    int *slot_edges = calloc((size_t)p->num_slots + 1, sizeof *slot_edges);
+    int *incoming = calloc((size_t)p->num_items + 1, sizeof *incoming);
+    bool ok = slot_edges && incoming;
+    for (int k = 0; ok && k < p->num_items; k++) {
+        const tide_exec_item *it = &p->items[k];
+        for (int e = 0; e < it->num_edges; e++) {
+            const tide_edge *edge = &it->edges[e];
+            incoming[edge->dst]++;
+            if (edge->slot >= 0)
+                slot_edges[edge->slot]++;
+            if (e > 0 && it->edges[e - 1].output >= 0 && edge->output >= 0 && it->edges[e - 1].output > edge->output)
+                ok = false; /* 4: grouped by output, in order */
+            if (e > 0 && it->edges[e - 1].output < 0 && edge->output >= 0)
+                ok = false; /* 4: control edges last */
+        }
+    }
+    for (int k = 0; ok && k < p->num_items; k++) {
+        const tide_exec_item *it = &p->items[k];
+        ok = incoming[k] == it->initial_pending; /* 2 */
+        for (int i = 0; ok && i < it->num_inputs; i++) {
+            bool ref = it->kind == ITEM_NODE && it->kn.ref_sources[i];
+            ok = slot_edges[it->input_base + i] == (ref ? 0 : 1); /* 1 */
+        }
+    }
+    int roots = 0;
+    for (int k = 0; ok && k < p->num_items; k++)
+        roots += p->items[k].initial_pending == 0;
+    ok = ok && roots == p->num_roots; /* 3 */
+    free(slot_edges);
+    free(incoming);
+    return ok;
+}
+#endif
+
 static char *output_name(tide_output o)
 {
     return tide__asprintf("%s:%d", o.node->name, o.index);
@@ -424,6 +462,10 @@ tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feed
         st = make_items(&b, fetches, num_fetches, targets, num_targets);
     if (st == TIDE_OK)
         st = wire(&b, fetches, num_fetches);
+#ifndef NDEBUG
+    if (st == TIDE_OK && !plan_check(b.plan))
+        st = tide_error_set(err, TIDE_INTERNAL, "internal error: an inconsistent plan was built (please report)");
+#endif
     if (st == TIDE_OK) {
         pthread_mutex_lock(&g->lock);
         for (int k = 0; k < b.num_needed; k++)
