@@ -9,49 +9,22 @@
  * INVALID_ARGUMENT.
  *
  * StridedSlice's spec resolution (masks, ellipsis, new and shrunk axes) lives here once, in
- * tide_array_strided_slice, and the CPU kernel calls it too: the shape function and the kernel can
- * never disagree. */
+ * tide_array_strided_slice, and the CPU kernel calls it too (declared in array_ops.h): the shape
+ * function and the kernel can never disagree. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../tide_op.h"
+#include "array_ops.h"
+#include "op_util.h"
 
 #define SHAPE_STR(s, buf) tide_shape_format(&(s), buf, sizeof buf)
 
-/* Masks of StridedSlice, in this order (see tide_array_strided_slice). */
-enum { SS_BEGIN, SS_END, SS_ELLIPSIS, SS_NEW_AXIS, SS_SHRINK, SS_NUM_MASKS };
-#define SS_MAX_SPEC 32 /* entries of begin/end/strides */
-
-tide_status tide_array_strided_slice(const tide_shape *in, int64_t n, const int64_t *begin,
-                                     const int64_t *end, const int64_t *strides,
-                                     const int64_t masks[SS_NUM_MASKS], int64_t *dense_begin,
-                                     int64_t *dense_stride, tide_shape *processing,
-                                     tide_shape *final, char *msg, size_t msg_size);
+/* StridedSlice's masks, indices into the array tide_array_ss_masks fills (in this order). */
+enum { SS_BEGIN, SS_END, SS_ELLIPSIS, SS_NEW_AXIS, SS_SHRINK };
 
 /* ---------------------------------------------------------------- helpers */
-
-/* Reads an int32/int64 vector (or scalar) into out[0..cap); returns its length (may exceed cap). */
-static int64_t index_values(const tide_tensor *v, int64_t *out, int64_t cap)
-{
-    int64_t n = tide_tensor_num_elements(v);
-    const void *data = tide_tensor_data(v);
-    for (int64_t i = 0; i < n && i < cap; i++)
-        out[i] = tide_tensor_dtype(v) == TIDE_INT32 ? ((const int32_t *)data)[i]
-                                                    : ((const int64_t *)data)[i];
-    return n;
-}
-
-/* "[2, -1]": index values as given (negatives kept, unlike tide_shape_format). */
-static char *format_values(const int64_t *v, int64_t n, char *buf, size_t size)
-{
-    size_t at = (size_t)snprintf(buf, size, "[");
-    for (int64_t i = 0; i < n && at < size; i++)
-        at += (size_t)snprintf(buf + at, size - at, "%s%lld", i ? ", " : "", (long long)v[i]);
-    if (at < size)
-        snprintf(buf + at, size - at, "]");
-    return buf;
-}
 
 /* Fails unless input i is (possibly) of rank `rank`; what names it in the message. */
 static tide_status expect_rank(tide_shape_ctx *ctx, int i, int rank, const char *what)
@@ -109,8 +82,9 @@ static tide_status set_all_outputs(tide_shape_ctx *ctx, const tide_shape *s)
     return TIDE_OK;
 }
 
-/* Normalises axis into [0, rank); false if outside [-rank, rank). */
-static bool normalize_axis(int64_t axis, int rank, int64_t *out)
+/* Normalises axis into [0, rank); false if outside [-rank, rank). Shared with the kernels
+ * (array_ops.h). */
+bool tide_array_normalize_axis(int64_t axis, int rank, int64_t *out)
 {
     if (axis < -(int64_t)rank || axis >= rank)
         return false;
@@ -118,14 +92,23 @@ static bool normalize_axis(int64_t axis, int rank, int64_t *out)
     return true;
 }
 
+/* The message for an axis outside [-rank, rank) of `what`, of shape s. Shared with the kernels
+ * (array_ops.h). */
+char *tide_array_axis_message(int64_t axis, int rank, const tide_shape *s, const char *what,
+                              char *msg, size_t size)
+{
+    char buf[TIDE_SHAPE_STR_MAX];
+    snprintf(msg, size, "axis %lld is out of range [%d, %d) for %s of shape %s", (long long)axis,
+             -rank, rank, what, tide_shape_format(s, buf, sizeof buf));
+    return msg;
+}
+
 static tide_status axis_error(tide_shape_ctx *ctx, int64_t axis, int rank, const tide_shape *s,
                               const char *what)
 {
-    char buf[TIDE_SHAPE_STR_MAX];
-    return tide_shape_error(ctx, TIDE_OUT_OF_RANGE,
-                            "axis %lld is out of range [%d, %d) for %s of shape %s",
-                            (long long)axis, -rank, rank, what,
-                            tide_shape_format(s, buf, sizeof buf));
+    char msg[TIDE_OP_MSG_MAX];
+    return tide_shape_error(ctx, TIDE_OUT_OF_RANGE, "%s",
+                            tide_array_axis_message(axis, rank, s, what, msg, sizeof msg));
 }
 
 /* ---------------------------------------------------------------- Reshape */
@@ -146,32 +129,32 @@ static tide_status reshape_shape(tide_shape_ctx *ctx)
     tide_shape out = unknown_dims((int)n);
     if (!v)
         return set_all_outputs(ctx, &out);
-    index_values(v, out.dims, TIDE_MAX_RANK);
+    tide_op_index_values(v, out.dims, TIDE_MAX_RANK);
     int unknown = -1;
     int64_t known = 1;
     for (int i = 0; i < out.rank; i++) {
         if (out.dims[i] < -1 || (out.dims[i] == -1 && unknown >= 0))
             return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
                                     "shape %s: sizes must be >= 0, with at most one -1",
-                                    format_values(out.dims, n, a, sizeof a));
+                                    tide_op_format_values(out.dims, n, a, sizeof a));
         if (out.dims[i] == -1)
             unknown = i;
         else if (__builtin_mul_overflow(known, out.dims[i], &known))
             return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "shape %s has too many elements",
-                                    format_values(out.dims, n, a, sizeof a));
+                                    tide_op_format_values(out.dims, n, a, sizeof a));
     }
     int64_t in_n = known_elements(&in);
     if (unknown >= 0 && known == 0)
         return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
                                 "cannot infer the -1 in shape %s: the other sizes multiply to 0",
-                                format_values(out.dims, n, a, sizeof a));
+                                tide_op_format_values(out.dims, n, a, sizeof a));
     if (unknown >= 0 && in_n >= 0) {
         if (in_n % known)
             return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
                                     "cannot reshape a tensor of shape %s (%lld elements) into "
                                     "shape %s: %lld is not a multiple of %lld",
                                     SHAPE_STR(in, a), (long long)in_n,
-                                    format_values(out.dims, n, b, sizeof b), (long long)in_n,
+                                    tide_op_format_values(out.dims, n, b, sizeof b), (long long)in_n,
                                     (long long)known);
         out.dims[unknown] = in_n / known;
     } else if (unknown < 0 && in_n >= 0 && in_n != known) {
@@ -203,13 +186,13 @@ static tide_status transpose_shape(tide_shape_ctx *ctx)
     const tide_tensor *v = tide_shape_input_value(ctx, 1);
     if (v && rank >= 0) {
         int64_t perm[TIDE_MAX_RANK];
-        index_values(v, perm, TIDE_MAX_RANK);
+        tide_op_index_values(v, perm, TIDE_MAX_RANK);
         bool seen[TIDE_MAX_RANK] = {false};
         for (int i = 0; i < rank; i++) {
             if (perm[i] < 0 || perm[i] >= rank || seen[perm[i]])
                 return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
                                         "perm %s is not a permutation of 0..%d (x shape %s)",
-                                        format_values(perm, rank, a, sizeof a), rank - 1,
+                                        tide_op_format_values(perm, rank, a, sizeof a), rank - 1,
                                         SHAPE_STR(x, b));
             seen[perm[i]] = true;
             out.dims[i] = x.rank >= 0 ? x.dims[perm[i]] : -1;
@@ -278,7 +261,7 @@ static tide_status concat_shape(tide_shape_ctx *ctx)
     const tide_tensor *v = tide_shape_input_value(ctx, n);
     int64_t axis = 0;
     if (v)
-        index_values(v, &axis, 1);
+        tide_op_index_values(v, &axis, 1);
     tide_shape out;
     char extra[64];
     /* First the ranks; with the axis unknown that is all that can be checked. */
@@ -292,7 +275,7 @@ static tide_status concat_shape(tide_shape_ctx *ctx)
         out = unknown_dims(out.rank);
         return set_all_outputs(ctx, &out);
     }
-    if (!normalize_axis(axis, out.rank, &axis))
+    if (!tide_array_normalize_axis(axis, out.rank, &axis))
         return axis_error(ctx, axis, out.rank, &out, "values");
     /* Merge again, now skipping only the concatenation axis. */
     snprintf(extra, sizeof extra, " (concatenating on axis %lld)", (long long)axis);
@@ -327,7 +310,7 @@ static tide_status pack_shape(tide_shape_ctx *ctx)
         return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
                                 "packing rank-%d values gives rank %d; at most %d is supported",
                                 in.rank, in.rank + 1, TIDE_MAX_RANK);
-    if (!normalize_axis(axis, in.rank + 1, &axis))
+    if (!tide_array_normalize_axis(axis, in.rank + 1, &axis))
         return axis_error(ctx, axis, in.rank + 1, &in, "the packed result of values");
     tide_shape out = in;
     out.rank = in.rank + 1;
@@ -353,8 +336,8 @@ static tide_status split_shape(tide_shape_ctx *ctx)
         tide_shape out = unknown_dims(value.rank);
         return set_all_outputs(ctx, &out);
     }
-    index_values(v, &axis, 1);
-    if (!normalize_axis(axis, value.rank, &axis))
+    tide_op_index_values(v, &axis, 1);
+    if (!tide_array_normalize_axis(axis, value.rank, &axis))
         return axis_error(ctx, axis, value.rank, &value, "value");
     tide_shape out = value;
     int64_t d = value.dims[axis];
@@ -380,7 +363,7 @@ static tide_status unpack_shape(tide_shape_ctx *ctx)
     char a[TIDE_SHAPE_STR_MAX];
     if (value.rank == 0)
         return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "cannot unpack a scalar");
-    if (!normalize_axis(axis, value.rank, &axis))
+    if (!tide_array_normalize_axis(axis, value.rank, &axis))
         return axis_error(ctx, axis, value.rank, &value, "value");
     if (value.dims[axis] >= 0 && value.dims[axis] != num)
         return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
@@ -450,9 +433,9 @@ static tide_status slice_shape(tide_shape_ctx *ctx)
     const tide_tensor *bv = tide_shape_input_value(ctx, 1), *sv = tide_shape_input_value(ctx, 2);
     int64_t begin[TIDE_MAX_RANK], size[TIDE_MAX_RANK];
     if (bv)
-        index_values(bv, begin, TIDE_MAX_RANK);
+        tide_op_index_values(bv, begin, TIDE_MAX_RANK);
     if (sv)
-        index_values(sv, size, TIDE_MAX_RANK);
+        tide_op_index_values(sv, size, TIDE_MAX_RANK);
     for (int i = 0; i < rank && (bv || sv); i++) {
         st = slice_dim(ctx, &in, i, bv ? &begin[i] : NULL, sv ? size[i] : -1, &out.dims[i]);
         if (st != TIDE_OK)
@@ -472,7 +455,7 @@ typedef struct ss_dense {
     int rank;
     int64_t begin[TIDE_MAX_RANK], end[TIDE_MAX_RANK], stride[TIDE_MAX_RANK];
     uint64_t begin_mask, end_mask, shrink_mask;
-    int gather[SS_MAX_SPEC + TIDE_MAX_RANK]; /* final dims: a dense dim, SS_NEW or SS_SHRUNK */
+    int gather[TIDE_SS_MAX_SPEC + TIDE_MAX_RANK]; /* final dims: a dense dim, SS_NEW, SS_SHRUNK */
     int num_gather;
 } ss_dense;
 
@@ -493,7 +476,7 @@ static tide_status ss_build_dense(int n, const int64_t *begin, const int64_t *en
                                   const int64_t *strides, const uint64_t *m, ss_dense *d,
                                   char *msg, size_t size)
 {
-    uint64_t ellipsis = m[SS_ELLIPSIS] & ((1ull << n) - 1); /* n <= SS_MAX_SPEC */
+    uint64_t ellipsis = m[SS_ELLIPSIS] & ((1ull << n) - 1); /* n <= TIDE_SS_MAX_SPEC */
     if (ellipsis & (ellipsis - 1))
         return fail_msg(msg, size, TIDE_INVALID_ARGUMENT,
                         "ellipsis_mask %lld has more than one ellipsis", (long long)m[SS_ELLIPSIS]);
@@ -587,24 +570,34 @@ static tide_status ss_resolve_dim(const ss_dense *d, int i, int64_t dim, bool kn
     return TIDE_OK;
 }
 
+/* Reads the five mask attrs in SS_* order; shared with the kernel's init (array_ops.h). */
+void tide_array_ss_masks(const tide_attrs *attrs, int64_t masks[TIDE_SS_NUM_MASKS])
+{
+    static const char *const names[TIDE_SS_NUM_MASKS] = {
+        "begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"};
+    for (int i = 0; i < TIDE_SS_NUM_MASKS; i++)
+        tide_attrs_get_int(attrs, names[i], &masks[i]);
+}
+
 /* StridedSlice's spec (n entries of begin/end/strides and the five masks) resolved against the
  * input shape `in` (known rank; dims may be -1), as TensorFlow's ValidateStridedSliceOp does.
  * begin and end may be NULL when unknown. Fills, per input dimension, dense_begin (the first index
  * read; meaningful where the size is known and > 0) and dense_stride, the processing shape (one
  * size per input dimension, -1 where unknown) and the final shape (new axes added, shrunk axes
- * removed). On failure returns the code with the message in msg. */
+ * removed). On failure returns the code with the message in msg. The kernel calls it too
+ * (array_ops.h). */
 tide_status tide_array_strided_slice(const tide_shape *in, int64_t n, const int64_t *begin,
                                      const int64_t *end, const int64_t *strides,
-                                     const int64_t masks[SS_NUM_MASKS], int64_t *dense_begin,
+                                     const int64_t masks[TIDE_SS_NUM_MASKS], int64_t *dense_begin,
                                      int64_t *dense_stride, tide_shape *processing,
                                      tide_shape *final, char *msg, size_t msg_size)
 {
-    if (n < 0 || n > SS_MAX_SPEC)
+    if (n < 0 || n > TIDE_SS_MAX_SPEC)
         return fail_msg(msg, msg_size, TIDE_INVALID_ARGUMENT,
                         "the slice spec has %lld entries; at most %d are supported", (long long)n,
-                        SS_MAX_SPEC);
-    uint64_t m[SS_NUM_MASKS];
-    for (int i = 0; i < SS_NUM_MASKS; i++)
+                        TIDE_SS_MAX_SPEC);
+    uint64_t m[TIDE_SS_NUM_MASKS];
+    for (int i = 0; i < TIDE_SS_NUM_MASKS; i++)
         m[i] = (uint64_t)masks[i];
     ss_dense d = {.rank = in->rank};
     tide_status st = ss_build_dense((int)n, begin, end, strides, m, &d, msg, msg_size);
@@ -657,16 +650,14 @@ static tide_status strided_slice_shape(tide_shape_ctx *ctx)
     tide_shape unknown = tide_shape_unknown();
     if (in.rank < 0 || !sv) /* without the strides nothing is known, not even the rank */
         return set_all_outputs(ctx, &unknown);
-    int64_t begin[SS_MAX_SPEC], end[SS_MAX_SPEC], strides[SS_MAX_SPEC], masks[SS_NUM_MASKS] = {0};
-    static const char *const mask_names[SS_NUM_MASKS] = {
-        "begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"};
-    for (int i = 0; i < SS_NUM_MASKS; i++)
-        tide_attrs_get_int(tide_shape_attrs(ctx), mask_names[i], &masks[i]);
-    int64_t n = index_values(sv, strides, SS_MAX_SPEC);
+    int64_t begin[TIDE_SS_MAX_SPEC], end[TIDE_SS_MAX_SPEC], strides[TIDE_SS_MAX_SPEC];
+    int64_t masks[TIDE_SS_NUM_MASKS] = {0};
+    tide_array_ss_masks(tide_shape_attrs(ctx), masks);
+    int64_t n = tide_op_index_values(sv, strides, TIDE_SS_MAX_SPEC);
     if (bv)
-        index_values(bv, begin, SS_MAX_SPEC);
+        tide_op_index_values(bv, begin, TIDE_SS_MAX_SPEC);
     if (ev)
-        index_values(ev, end, SS_MAX_SPEC);
+        tide_op_index_values(ev, end, TIDE_SS_MAX_SPEC);
     int64_t dense_begin[TIDE_MAX_RANK], dense_stride[TIDE_MAX_RANK];
     tide_shape processing, out;
     char msg[256], a[TIDE_SHAPE_STR_MAX];
@@ -698,19 +689,19 @@ static tide_status tile_shape(tide_shape_ctx *ctx)
     if (!v || rank < 0)
         return set_all_outputs(ctx, &out);
     int64_t m[TIDE_MAX_RANK];
-    index_values(v, m, TIDE_MAX_RANK);
+    tide_op_index_values(v, m, TIDE_MAX_RANK);
     for (int i = 0; i < rank; i++) {
         int64_t d = in.rank >= 0 ? in.dims[i] : -1;
         if (m[i] < 0)
             return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
                                     "multiples %s has a negative entry (input shape %s)",
-                                    format_values(m, rank, a, sizeof a), SHAPE_STR(in, b));
+                                    tide_op_format_values(m, rank, a, sizeof a), SHAPE_STR(in, b));
         if (m[i] == 0 || d == 0)
             out.dims[i] = 0;
         else if (d > 0 && __builtin_mul_overflow(d, m[i], &out.dims[i]))
             return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
                                     "tiling shape %s by %s overflows", SHAPE_STR(in, a),
-                                    format_values(m, rank, b, sizeof b));
+                                    tide_op_format_values(m, rank, b, sizeof b));
     }
     return set_all_outputs(ctx, &out);
 }
@@ -739,17 +730,19 @@ static tide_status pad_shape(tide_shape_ctx *ctx)
     if (!v || rank < 0)
         return set_all_outputs(ctx, &out);
     int64_t pad[2 * TIDE_MAX_RANK];
-    index_values(v, pad, 2 * TIDE_MAX_RANK);
+    tide_op_index_values(v, pad, 2 * TIDE_MAX_RANK);
     for (int i = 0; i < rank; i++) {
         int64_t d = in.rank >= 0 ? in.dims[i] : -1;
         if (pad[2 * i] < 0 || pad[2 * i + 1] < 0)
             return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
                                     "paddings %s has a negative entry (input shape %s)",
-                                    format_values(pad, 2 * rank, a, sizeof a), SHAPE_STR(in, b));
+                                    tide_op_format_values(pad, 2 * rank, a, sizeof a),
+                                    SHAPE_STR(in, b));
         if (d >= 0 && (__builtin_add_overflow(d, pad[2 * i], &out.dims[i]) ||
                        __builtin_add_overflow(out.dims[i], pad[2 * i + 1], &out.dims[i])))
             return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "padding shape %s by %s overflows",
-                                    SHAPE_STR(in, a), format_values(pad, 2 * rank, b, sizeof b));
+                                    SHAPE_STR(in, a),
+                                    tide_op_format_values(pad, 2 * rank, b, sizeof b));
     }
     return set_all_outputs(ctx, &out);
 }

@@ -4,8 +4,11 @@
  * an unknown one stays unknown in the output. Kernels: kernels/cpu/matmul.c, kernels/cpu/linalg.c. */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../tide_op.h"
+#include "linalg_ops.h"
+#include "op_util.h"
 
 static bool attr_flag(tide_shape_ctx *ctx, const char *name)
 {
@@ -76,24 +79,34 @@ static tide_status batch_matmul_shape(tide_shape_ctx *ctx)
     return TIDE_OK;
 }
 
+/* Shared with the kernels (kernels/cpu/linalg.c), which check their input with it; see
+ * linalg_ops.h. */
+bool tide_linalg_check_square(const tide_shape *s, char *msg, size_t size)
+{
+    if (s->rank < 0)
+        return true;
+    char buf[TIDE_SHAPE_STR_MAX];
+    if (s->rank < 2)
+        return snprintf(msg, size,
+                        "input must have rank >= 2 (a batch of square matrices), got shape %s",
+                        tide_shape_format(s, buf, sizeof buf)), false;
+    int64_t r = s->dims[s->rank - 2], c = s->dims[s->rank - 1];
+    if (r >= 0 && c >= 0 && r != c)
+        return snprintf(msg, size, "input must be square matrices, got shape %s (%lld x %lld)",
+                        tide_shape_format(s, buf, sizeof buf), (long long)r, (long long)c), false;
+    return true;
+}
+
 /* Checks that input 0 is a batch of square matrices as far as known; *rows gets their size. */
 static tide_status square_input(tide_shape_ctx *ctx, tide_shape *s, int64_t *rows)
 {
     *s = tide_shape_input(ctx, 0);
     *rows = -1;
-    if (s->rank < 0)
-        return TIDE_OK;
-    char buf[TIDE_SHAPE_STR_MAX];
-    if (s->rank < 2)
-        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
-                                "input must have rank >= 2 (a batch of square matrices), got shape %s",
-                                tide_shape_format(s, buf, sizeof buf));
-    int64_t r = s->dims[s->rank - 2], c = s->dims[s->rank - 1];
-    if (r >= 0 && c >= 0 && r != c)
-        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
-                                "input must be square matrices, got shape %s (%lld x %lld)",
-                                tide_shape_format(s, buf, sizeof buf), (long long)r, (long long)c);
-    *rows = merge_dim(r, c);
+    char msg[TIDE_OP_MSG_MAX];
+    if (!tide_linalg_check_square(s, msg, sizeof msg))
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+    if (s->rank >= 2)
+        *rows = merge_dim(s->dims[s->rank - 2], s->dims[s->rank - 1]);
     return TIDE_OK;
 }
 

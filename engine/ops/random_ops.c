@@ -8,6 +8,8 @@
 #include <stdio.h>
 
 #include "../tide_op.h"
+#include "op_util.h"
+#include "random_ops.h"
 
 #define SEED_DOC                                                                                   \
     " Seeds follow TensorFlow 1.x: with neither a graph seed nor an op seed (seed = seed2 = 0) the "  \
@@ -21,61 +23,53 @@
     " The shape input is a vector of int32 or int64 holding at most 8 non-negative dimensions; a "  \
     "non-vector, a negative dimension or more than 8 dimensions is an InvalidArgument error."
 
-/* Formats the values of a shape vector as "[2, -1]" (negatives kept, unlike tide_shape_format). */
-static void format_dims(const int64_t *d, int64_t n, char *buf, size_t size)
+/* Shared with the kernels (kernels/cpu/random.c), which read and check their shape input with it;
+ * see random_ops.h. */
+bool tide_random_output_shape(const tide_shape *in, const tide_tensor *v, tide_shape *out, char *msg,
+                              size_t size)
 {
-    size_t at = (size_t)snprintf(buf, size, "[");
-    for (int64_t i = 0; i < n && at < size; i++)
-        at += (size_t)snprintf(buf + at, size - at, "%s%lld", i ? ", " : "", (long long)d[i]);
-    if (at < size)
-        snprintf(buf + at, size - at, "]");
+    char buf[TIDE_SHAPE_STR_MAX];
+    *out = tide_shape_unknown();
+    if (in->rank >= 0 && in->rank != 1)
+        return snprintf(msg, size, "shape must be a vector of int32 or int64, got a tensor of shape %s",
+                        tide_shape_format(in, buf, sizeof buf)), false;
+    int64_t n = in->rank == 1 ? in->dims[0] : -1;
+    if (v)
+        n = tide_tensor_num_elements(v);
+    if (n > TIDE_MAX_RANK)
+        return snprintf(msg, size, "shape has %lld dimensions; at most %d are supported", (long long)n,
+                        TIDE_MAX_RANK), false;
+    if (n < 0)
+        return true;
+    out->rank = (int)n;
+    for (int i = 0; i < out->rank; i++)
+        out->dims[i] = -1;
+    if (!v)
+        return true;
+    tide_op_index_values(v, out->dims, TIDE_MAX_RANK);
+    int64_t count = 1;
+    bool empty = false; /* a zero dimension makes any shape empty, however big the others */
+    for (int i = 0; i < out->rank; i++)
+        empty |= out->dims[i] == 0;
+    for (int i = 0; i < out->rank; i++) {
+        if (out->dims[i] < 0)
+            return snprintf(msg, size, "shape %s has a negative dimension",
+                            tide_op_format_values(out->dims, n, buf, sizeof buf)), false;
+        if (!empty && __builtin_mul_overflow(count, out->dims[i], &count))
+            return snprintf(msg, size, "shape %s has too many elements",
+                            tide_op_format_values(out->dims, n, buf, sizeof buf)), false;
+    }
+    return true;
 }
 
 /* The output shape the `shape` input (input 0) asks for: exact when its value is known, else of
  * known rank when the vector's length is known, else unknown. Rejects what is already wrong. */
 static tide_status shape_from_input(tide_shape_ctx *ctx, tide_shape *out)
 {
-    char buf[TIDE_SHAPE_STR_MAX];
     tide_shape in = tide_shape_input(ctx, 0);
-    *out = tide_shape_unknown();
-    if (in.rank >= 0 && in.rank != 1)
-        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
-                                "shape must be a vector of int32 or int64, got a tensor of shape %s",
-                                tide_shape_format(&in, buf, sizeof buf));
-    int64_t n = in.rank == 1 ? in.dims[0] : -1;
-    const tide_tensor *v = tide_shape_input_value(ctx, 0);
-    if (v)
-        n = tide_tensor_num_elements(v);
-    if (n > TIDE_MAX_RANK)
-        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
-                                "shape has %lld dimensions; at most %d are supported", (long long)n,
-                                TIDE_MAX_RANK);
-    if (n < 0)
-        return TIDE_OK;
-    out->rank = (int)n;
-    for (int i = 0; i < out->rank; i++)
-        out->dims[i] = -1;
-    if (!v)
-        return TIDE_OK;
-    const void *data = tide_tensor_data(v);
-    for (int i = 0; i < out->rank; i++)
-        out->dims[i] = tide_tensor_dtype(v) == TIDE_INT32 ? ((const int32_t *)data)[i]
-                                                          : ((const int64_t *)data)[i];
-    int64_t count = 1;
-    bool empty = false; /* a zero dimension makes any shape empty, however big the others */
-    for (int i = 0; i < out->rank; i++)
-        empty |= out->dims[i] == 0;
-    for (int i = 0; i < out->rank; i++) {
-        if (out->dims[i] < 0) {
-            format_dims(out->dims, n, buf, sizeof buf);
-            return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
-                                    "shape %s has a negative dimension", buf);
-        }
-        if (!empty && __builtin_mul_overflow(count, out->dims[i], &count)) {
-            format_dims(out->dims, n, buf, sizeof buf);
-            return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "shape %s has too many elements", buf);
-        }
-    }
+    char msg[TIDE_OP_MSG_MAX];
+    if (!tide_random_output_shape(&in, tide_shape_input_value(ctx, 0), out, msg, sizeof msg))
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
     return TIDE_OK;
 }
 
@@ -103,8 +97,7 @@ static bool known_scalar(const tide_shape_ctx *ctx, int i, int64_t *v)
     const tide_tensor *t = tide_shape_input_value(ctx, i);
     if (!t || tide_tensor_num_elements(t) != 1)
         return false;
-    *v = tide_tensor_dtype(t) == TIDE_INT32 ? *(const int32_t *)tide_tensor_data(t)
-                                            : *(const int64_t *)tide_tensor_data(t);
+    *v = tide_op_int_at(t, 0);
     return true;
 }
 

@@ -12,37 +12,52 @@
 #include <string.h>
 
 #include "../tide_op.h"
+#include "op_util.h"
+#include "reduce_ops.h"
 
-/* Reads axis i of an int32 or int64 tensor. */
-static int64_t axis_at(const tide_tensor *t, int64_t i)
-{
-    const void *d = tide_tensor_data(t);
-    return tide_tensor_dtype(t) == TIDE_INT32 ? ((const int32_t *)d)[i] : ((const int64_t *)d)[i];
-}
-
-/* Checks the constant axes against an input of known rank; sets bit a of *mask for each axis a. */
-static tide_status const_axes_mask(tide_shape_ctx *ctx, const tide_shape *in, const tide_tensor *axes,
-                                   unsigned *mask)
+/* Checks the constant axes against an input of known rank; sets bit a of *mask for each axis a.
+ * The kernels check their axes with it too (reduce_ops.h). */
+bool tide_reduce_axes_mask(const tide_shape *in, const tide_tensor *axes, unsigned *mask, char *msg,
+                           size_t size)
 {
     char sb[TIDE_SHAPE_STR_MAX];
     int rank = in->rank;
     *mask = 0;
     for (int64_t i = 0; i < tide_tensor_num_elements(axes); i++) {
-        int64_t a = axis_at(axes, i);
+        int64_t a = tide_op_int_at(axes, i);
         if (a < -rank || a >= rank)
-            return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
-                                    "axis %lld is out of range for an input of rank %d (shape %s); "
-                                    "expected an axis in [%d, %d)",
-                                    (long long)a, rank, tide_shape_format(in, sb, sizeof sb), -rank, rank);
+            return snprintf(msg, size,
+                            "axis %lld is out of range for an input of rank %d (shape %s); "
+                            "expected an axis in [%d, %d)",
+                            (long long)a, rank, tide_shape_format(in, sb, sizeof sb), -rank, rank), false;
         int n = (int)(a < 0 ? a + rank : a);
         if (*mask & (1u << n))
-            return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
-                                    "axis %lld is repeated in the reduction axes (it is axis %d of the "
-                                    "rank-%d input of shape %s)",
-                                    (long long)a, n, rank, tide_shape_format(in, sb, sizeof sb));
+            return snprintf(msg, size,
+                            "axis %lld is repeated in the reduction axes (it is axis %d of the "
+                            "rank-%d input of shape %s)",
+                            (long long)a, n, rank, tide_shape_format(in, sb, sizeof sb)), false;
         *mask |= 1u << n;
     }
-    return TIDE_OK;
+    return true;
+}
+
+/* Checks ArgMax/ArgMin's dimension a against an input of known rank >= 1; *axis receives it
+ * normalised. The kernels check their dimension with it too (reduce_ops.h). */
+bool tide_reduce_arg_axis(const tide_shape *in, int64_t a, int *axis, char *msg, size_t size)
+{
+    char sb[TIDE_SHAPE_STR_MAX];
+    if (a < -in->rank || a >= in->rank)
+        return snprintf(msg, size,
+                        "dimension %lld is out of range for an input of rank %d (shape %s); "
+                        "expected a dimension in [%d, %d)",
+                        (long long)a, in->rank, tide_shape_format(in, sb, sizeof sb), -in->rank,
+                        in->rank), false;
+    *axis = (int)(a < 0 ? a + in->rank : a);
+    if (in->dims[*axis] == 0)
+        return snprintf(msg, size,
+                        "dimension %d of the input (shape %s) is empty: there is no index to return",
+                        *axis, tide_shape_format(in, sb, sizeof sb)), false;
+    return true;
 }
 
 /* Output shape when the axes are not known at graph time. */
@@ -98,9 +113,9 @@ static tide_status reduce_shape(tide_shape_ctx *ctx)
         return st;
     }
     unsigned mask;
-    tide_status st = const_axes_mask(ctx, &in, axes, &mask);
-    if (st != TIDE_OK)
-        return st;
+    char msg[TIDE_OP_MSG_MAX];
+    if (!tide_reduce_axes_mask(&in, axes, &mask, msg, sizeof msg))
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
     out.rank = 0;
     for (int i = 0; i < in.rank; i++) {
         if (!(mask & (1u << i)))
@@ -124,19 +139,10 @@ static tide_status arg_reduce_shape(tide_shape_ctx *ctx)
                                 "the input must have rank >= 1 to reduce along a dimension, got a scalar");
     const tide_tensor *d = tide_shape_input_value(ctx, 1);
     if (in.rank > 0 && d && tide_tensor_num_elements(d) == 1) {
-        int64_t a = axis_at(d, 0);
-        if (a < -in.rank || a >= in.rank)
-            return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
-                                    "dimension %lld is out of range for an input of rank %d (shape %s); "
-                                    "expected a dimension in [%d, %d)",
-                                    (long long)a, in.rank, tide_shape_format(&in, sa, sizeof sa),
-                                    -in.rank, in.rank);
-        int n = (int)(a < 0 ? a + in.rank : a);
-        if (in.dims[n] == 0)
-            return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
-                                    "dimension %d of the input (shape %s) is empty: there is no index "
-                                    "to return",
-                                    n, tide_shape_format(&in, sa, sizeof sa));
+        int n;
+        char msg[TIDE_OP_MSG_MAX];
+        if (!tide_reduce_arg_axis(&in, tide_op_int_at(d, 0), &n, msg, sizeof msg))
+            return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
         out.rank = 0;
         for (int i = 0; i < in.rank; i++)
             if (i != n)

@@ -11,20 +11,10 @@
 #include <stdio.h>
 
 #include "../tide_op.h"
+#include "op_util.h"
+#include "shape_ops.h"
 
 #define SHAPE_STR(s, buf) tide_shape_format(&(s), buf, sizeof buf)
-
-/* Element i of an integer tensor (int32, int64, uint8) as int64; false for other dtypes. */
-static bool int_value(const tide_tensor *t, int64_t i, int64_t *v)
-{
-    const void *d = tide_tensor_data(t);
-    switch (tide_tensor_dtype(t)) {
-    case TIDE_INT32: *v = ((const int32_t *)d)[i]; return true;
-    case TIDE_INT64: *v = ((const int64_t *)d)[i]; return true;
-    case TIDE_UINT8: *v = ((const uint8_t *)d)[i]; return true;
-    default: return false;
-    }
-}
 
 /* Fails unless input i is a scalar (or of unknown rank). */
 static tide_status need_scalar(tide_shape_ctx *ctx, int i, const char *what)
@@ -93,9 +83,7 @@ static tide_status fill_shape(tide_shape_ctx *ctx)
         bool empty = false, overflow = false;
         int64_t total = 1;
         for (int i = 0; i < out.rank; i++) {
-            out.dims[i] = -1;
-            if (dims)
-                int_value(dims, i, &out.dims[i]);
+            out.dims[i] = dims ? tide_op_int_at(dims, i) : -1;
             if (dims && out.dims[i] < 0)
                 return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "dims[%d] = %lld must be non-negative",
                                         i, (long long)out.dims[i]);
@@ -138,7 +126,8 @@ static tide_status expand_dims_shape(tide_shape_ctx *ctx)
                                 SHAPE_STR(in, a), in.rank + 1, TIDE_MAX_RANK);
     const tide_tensor *dv = tide_shape_input_value(ctx, 1);
     int64_t dim = 0;
-    if (in.rank >= 0 && dv && tide_tensor_num_elements(dv) == 1 && int_value(dv, 0, &dim)) {
+    if (in.rank >= 0 && dv && tide_tensor_num_elements(dv) == 1) {
+        dim = tide_op_int_at(dv, 0);
         if (dim < -in.rank - 1 || dim > in.rank)
             return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
                                     "dim %lld is out of range for input of shape %s: "
@@ -210,9 +199,12 @@ static tide_status one_hot_shape(tide_shape_ctx *ctx)
     if (st != TIDE_OK)
         return st;
     const tide_tensor *dv = tide_shape_input_value(ctx, 1);
-    if (dv && tide_tensor_num_elements(dv) == 1 && int_value(dv, 0, &depth) && depth < 0)
-        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "depth must be non-negative, got %lld",
-                                (long long)depth);
+    if (dv && tide_tensor_num_elements(dv) == 1) {
+        depth = tide_op_int_at(dv, 0);
+        if (depth < 0)
+            return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "depth must be non-negative, got %lld",
+                                    (long long)depth);
+    }
     if (axis < -1 && in.rank < 0)
         return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "axis must be -1 or non-negative, got %lld",
                                 (long long)axis);
@@ -238,9 +230,9 @@ static tide_status one_hot_shape(tide_shape_ctx *ctx)
 
 /* The element count of Range: ceil((limit - start) / delta), TensorFlow's rules (start must not be
  * past limit in delta's direction). Integers count exactly in 64 bits without overflow; float32
- * divides in float and float64 in double, as TensorFlow does. Kept identical to the kernel's copy
- * in kernels/cpu/shape.c. False with msg written on error. */
-static bool range_count(const tide_tensor *const v[3], int64_t *n, char *msg, size_t size)
+ * divides in float and float64 in double, as TensorFlow does. Shared with the kernel
+ * (kernels/cpu/shape.c) through shape_ops.h. False with msg written on error. */
+bool tide_shape_ops_range_count(const tide_tensor *const v[3], int64_t *n, char *msg, size_t size)
 {
     tide_dtype dt = tide_tensor_dtype(v[0]);
     const void *p0 = tide_tensor_data(v[0]), *p1 = tide_tensor_data(v[1]), *p2 = tide_tensor_data(v[2]);
@@ -262,8 +254,7 @@ static bool range_count(const tide_tensor *const v[3], int64_t *n, char *msg, si
         *n = (int64_t)q;
         return true;
     }
-    int64_t s, l, d;
-    int_value(v[0], 0, &s), int_value(v[1], 0, &l), int_value(v[2], 0, &d);
+    int64_t s = tide_op_int_at(v[0], 0), l = tide_op_int_at(v[1], 0), d = tide_op_int_at(v[2], 0);
     if (d == 0)
         return snprintf(msg, size, "delta must not be 0 (start %lld, limit %lld)", (long long)s,
                         (long long)l), false;
@@ -294,7 +285,7 @@ static tide_status range_shape(tide_shape_ctx *ctx)
     }
     tide_shape out = tide_shape_vector(-1);
     char msg[256];
-    if (known && !range_count(v, &out.dims[0], msg, sizeof msg))
+    if (known && !tide_shape_ops_range_count(v, &out.dims[0], msg, sizeof msg))
         return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
     tide_shape_set_output(ctx, 0, &out);
     return TIDE_OK;

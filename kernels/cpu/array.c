@@ -18,18 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../engine/ops/array_ops.h"
+#include "../../engine/ops/op_util.h"
 #include "../../engine/tide_op.h"
+#include "cpu_util.h"
 
-/* StridedSlice's spec resolution, shared with its shape function: defined in
- * engine/ops/array_ops.c (the family has no private header to declare it in). masks are begin,
- * end, ellipsis, new_axis, shrink_axis. */
-tide_status tide_array_strided_slice(const tide_shape *in, int64_t n, const int64_t *begin,
-                                     const int64_t *end, const int64_t *strides,
-                                     const int64_t masks[5], int64_t *dense_begin,
-                                     int64_t *dense_stride, tide_shape *processing,
-                                     tide_shape *final, char *msg, size_t msg_size);
-
-#define SS_MAX_SPEC 32
 #define MAX_LOCAL_PIECES 16 /* Concat/Split pieces tracked without a malloc */
 
 #define SHAPE_STR(s, buf) tide_shape_format(s, buf, sizeof buf)
@@ -77,10 +70,7 @@ static tide_status index_vector(tide_kernel_ctx *ctx, int i, const char *name, i
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
                                  "%s has %lld entries; at most %d are supported", name,
                                  (long long)len, cap);
-    const void *d = tide_tensor_data(t);
-    bool i32 = tide_tensor_dtype(t) == TIDE_INT32;
-    for (int64_t k = 0; k < len; k++)
-        out[k] = i32 ? ((const int32_t *)d)[k] : ((const int64_t *)d)[k];
+    tide_op_index_values(t, out, len);
     *n = (int)len;
     return TIDE_OK;
 }
@@ -93,37 +83,16 @@ static tide_status index_scalar(tide_kernel_ctx *ctx, int i, const char *name, i
     if (tide_tensor_rank(t) != 0)
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s must be a scalar, got shape %s",
                                  name, SHAPE_STR(tide_tensor_shape(t), buf));
-    const void *d = tide_tensor_data(t);
-    *v = tide_tensor_dtype(t) == TIDE_INT32 ? *(const int32_t *)d : *(const int64_t *)d;
+    *v = tide_op_int_at(t, 0);
     return TIDE_OK;
-}
-
-/* "[2, -1]": index values as given. */
-static char *format_values(const int64_t *v, int64_t n, char *buf, size_t size)
-{
-    size_t at = (size_t)snprintf(buf, size, "[");
-    for (int64_t i = 0; i < n && at < size; i++)
-        at += (size_t)snprintf(buf + at, size - at, "%s%lld", i ? ", " : "", (long long)v[i]);
-    if (at < size)
-        snprintf(buf + at, size - at, "]");
-    return buf;
 }
 
 static tide_status axis_error(tide_kernel_ctx *ctx, int64_t axis, int rank, const tide_shape *s,
                               const char *what)
 {
-    char buf[TIDE_SHAPE_STR_MAX];
-    return tide_kernel_error(ctx, TIDE_OUT_OF_RANGE,
-                             "axis %lld is out of range [%d, %d) for %s of shape %s",
-                             (long long)axis, -rank, rank, what, SHAPE_STR(s, buf));
-}
-
-static bool normalize_axis(int64_t axis, int rank, int64_t *out)
-{
-    if (axis < -(int64_t)rank || axis >= rank)
-        return false;
-    *out = axis < 0 ? axis + rank : axis;
-    return true;
+    char msg[TIDE_OP_MSG_MAX];
+    return tide_kernel_error(ctx, TIDE_OUT_OF_RANGE, "%s",
+                             tide_array_axis_message(axis, rank, s, what, msg, sizeof msg));
 }
 
 /* Replaces the shallow copies of strings in a fresh output by deep copies. On failure the rest
@@ -450,25 +419,25 @@ static tide_status reshape_compute(tide_kernel_ctx *ctx)
         if (v[i] < -1 || (v[i] == -1 && unknown >= 0))
             return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
                                      "shape %s: sizes must be >= 0, with at most one -1",
-                                     format_values(v, n, a, sizeof a));
+                                     tide_op_format_values(v, n, a, sizeof a));
         if (v[i] == -1)
             unknown = i;
         else if (__builtin_mul_overflow(known, v[i], &known))
             return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "shape %s has too many elements",
-                                     format_values(v, n, a, sizeof a));
+                                     tide_op_format_values(v, n, a, sizeof a));
     }
     tide_shape shape = tide_shape_make(n, v);
     if (unknown >= 0 && known == 0)
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
                                  "cannot infer the -1 in shape %s: the other sizes multiply to 0",
-                                 format_values(v, n, a, sizeof a));
+                                 tide_op_format_values(v, n, a, sizeof a));
     if (unknown >= 0) {
         if (in_n % known)
             return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
                                      "cannot reshape a tensor of shape %s (%lld elements) into "
                                      "shape %s: %lld is not a multiple of %lld",
                                      SHAPE_STR(tide_tensor_shape(in), a), (long long)in_n,
-                                     format_values(v, n, b, sizeof b), (long long)in_n,
+                                     tide_op_format_values(v, n, b, sizeof b), (long long)in_n,
                                      (long long)known);
         shape.dims[unknown] = in_n / known;
     } else if (in_n != known) {
@@ -506,7 +475,8 @@ static tide_status transpose_compute(tide_kernel_ctx *ctx)
         if (perm[i] < 0 || perm[i] >= n || seen[perm[i]])
             return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
                                      "perm %s is not a permutation of 0..%d (x shape %s)",
-                                     format_values(perm, n, a, sizeof a), n - 1, SHAPE_STR(xs, b));
+                                     tide_op_format_values(perm, n, a, sizeof a), n - 1,
+                                     SHAPE_STR(xs, b));
         seen[perm[i]] = true;
         out.dims[i] = p.dims[i] = xs->dims[perm[i]];
         p.strides[i] = in_strides[perm[i]];
@@ -568,13 +538,10 @@ static tide_status slice_compute(tide_kernel_ctx *ctx)
 
 static tide_status strided_slice_init(tide_kernel_ctx *ctx, void **state)
 {
-    static const char *const names[5] = {"begin_mask", "end_mask", "ellipsis_mask",
-                                         "new_axis_mask", "shrink_axis_mask"};
-    int64_t *masks = calloc(5, sizeof *masks);
+    int64_t *masks = calloc(TIDE_SS_NUM_MASKS, sizeof *masks);
     if (!masks)
         return tide_kernel_error(ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory");
-    for (int i = 0; i < 5; i++)
-        tide_attrs_get_int(tide_kernel_attrs(ctx), names[i], &masks[i]);
+    tide_array_ss_masks(tide_kernel_attrs(ctx), masks);
     *state = masks;
     return TIDE_OK;
 }
@@ -583,11 +550,11 @@ static tide_status strided_slice_compute(tide_kernel_ctx *ctx)
 {
     tide_tensor *in = tide_kernel_input(ctx, 0);
     const tide_shape *is = tide_tensor_shape(in);
-    int64_t spec[3][SS_MAX_SPEC];
+    int64_t spec[3][TIDE_SS_MAX_SPEC];
     int n[3];
     static const char *const names[3] = {"begin", "end", "strides"};
     for (int i = 0; i < 3; i++) {
-        tide_status st = index_vector(ctx, i + 1, names[i], spec[i], SS_MAX_SPEC, &n[i]);
+        tide_status st = index_vector(ctx, i + 1, names[i], spec[i], TIDE_SS_MAX_SPEC, &n[i]);
         if (st != TIDE_OK)
             return st;
     }
@@ -821,7 +788,7 @@ static tide_status concat_compute(tide_kernel_ctx *ctx)
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
                                  "cannot concatenate scalars (use Pack to stack them)");
     int64_t given = axis;
-    if (!normalize_axis(given, out.rank, &axis))
+    if (!tide_array_normalize_axis(given, out.rank, &axis))
         return axis_error(ctx, given, out.rank, &out, "values");
     char extra[64];
     snprintf(extra, sizeof extra, " (concatenating on axis %lld)", (long long)axis);
@@ -872,7 +839,7 @@ static tide_status pack_compute(tide_kernel_ctx *ctx)
                                  "packing rank-%d values gives rank %d; at most %d is supported",
                                  s->rank, s->rank + 1, TIDE_MAX_RANK);
     int64_t given = ((const axis_state *)tide_kernel_state(ctx))->axis, axis;
-    if (!normalize_axis(given, s->rank + 1, &axis))
+    if (!tide_array_normalize_axis(given, s->rank + 1, &axis))
         return axis_error(ctx, given, s->rank + 1, s, "the packed result of values");
     tide_shape out = *s;
     out.rank = s->rank + 1;
@@ -898,7 +865,7 @@ static tide_status split_compute(tide_kernel_ctx *ctx)
     tide_status st = index_scalar(ctx, 0, "axis", &given);
     if (st != TIDE_OK)
         return st;
-    if (!normalize_axis(given, s->rank, &axis))
+    if (!tide_array_normalize_axis(given, s->rank, &axis))
         return axis_error(ctx, given, s->rank, s, "value");
     char a[TIDE_SHAPE_STR_MAX];
     if (s->dims[axis] % n)
@@ -926,7 +893,7 @@ static tide_status unpack_compute(tide_kernel_ctx *ctx)
     if (s->rank == 0)
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "cannot unpack a scalar");
     int64_t given = ((const axis_state *)tide_kernel_state(ctx))->axis, axis;
-    if (!normalize_axis(given, s->rank, &axis))
+    if (!tide_array_normalize_axis(given, s->rank, &axis))
         return axis_error(ctx, given, s->rank, s, "value");
     if (s->dims[axis] != n)
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
@@ -1032,10 +999,10 @@ static tide_status tile_compute(tide_kernel_ctx *ctx)
         if (p.mult[i] < 0)
             return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
                                      "multiples %s has a negative entry (input shape %s)",
-                                     format_values(p.mult, n, a, sizeof a), SHAPE_STR(is, b));
+                                     tide_op_format_values(p.mult, n, a, sizeof a), SHAPE_STR(is, b));
         if (__builtin_mul_overflow(is->dims[i], p.mult[i], &out.dims[i]))
             return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "tiling shape %s by %s overflows",
-                                     SHAPE_STR(is, a), format_values(p.mult, n, b, sizeof b));
+                                     SHAPE_STR(is, a), tide_op_format_values(p.mult, n, b, sizeof b));
         p.dims[i] = is->dims[i];
         same &= p.mult[i] == 1;
     }
@@ -1152,25 +1119,23 @@ static tide_status pad_compute(tide_kernel_ctx *ctx)
                                  "constant_values must be a scalar, got shape %s",
                                  SHAPE_STR(tide_tensor_shape(cv), a));
     int64_t pad[2 * TIDE_MAX_RANK];
-    bool i32 = tide_tensor_dtype(pt) == TIDE_INT32, none = true;
+    bool none = true;
     pad_plan p = {.rank = is->rank};
     tide_shape out = *is;
-    for (int i = 0; i < 2 * is->rank; i++) {
-        pad[i] = i32 ? ((const int32_t *)tide_tensor_data(pt))[i]
-                     : ((const int64_t *)tide_tensor_data(pt))[i];
+    tide_op_index_values(pt, pad, 2 * is->rank);
+    for (int i = 0; i < 2 * is->rank; i++)
         none &= pad[i] == 0;
-    }
     for (int i = 0; i < is->rank; i++) {
         if (pad[2 * i] < 0 || pad[2 * i + 1] < 0)
             return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
                                      "paddings %s has a negative entry (input shape %s)",
-                                     format_values(pad, 2 * is->rank, a, sizeof a),
+                                     tide_op_format_values(pad, 2 * is->rank, a, sizeof a),
                                      SHAPE_STR(is, b));
         if (__builtin_add_overflow(is->dims[i], pad[2 * i], &out.dims[i]) ||
             __builtin_add_overflow(out.dims[i], pad[2 * i + 1], &out.dims[i]))
             return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "padding shape %s by %s overflows",
                                      SHAPE_STR(is, a),
-                                     format_values(pad, 2 * is->rank, b, sizeof b));
+                                     tide_op_format_values(pad, 2 * is->rank, b, sizeof b));
         p.in[i] = is->dims[i];
         p.before[i] = pad[2 * i];
         p.out[i] = out.dims[i];
@@ -1196,21 +1161,11 @@ static tide_status pad_compute(tide_kernel_ctx *ctx)
 
 /* ---------------------------------------------------------------- registration */
 
-static void free_state(void *state)
-{
-    free(state);
-}
-
 /* Transpose and Tile read scattered memory, worth a thread of their own when others are ready;
  * the rest are views or memcpy-like copies, cheapest run inline. */
 static void register_array_kernels(void)
 {
-    static const struct {
-        const char *op;
-        tide_status (*compute)(tide_kernel_ctx *);
-        tide_status (*init)(tide_kernel_ctx *, void **);
-        unsigned flags;
-    } kernels[] = {
+    static const tide_cpu_kernel kernels[] = {
         {"Reshape", reshape_compute, NULL, 0},
         {"Transpose", transpose_compute, NULL, TIDE_KERNEL_EXPENSIVE},
         {"Concat", concat_compute, NULL, 0},
@@ -1223,14 +1178,6 @@ static void register_array_kernels(void)
         {"Pad", pad_compute, NULL, 0},
         {"PadV2", pad_compute, NULL, 0},
     };
-    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
-        tide_kernel_register(&(tide_kernel_spec){
-            .op = kernels[i].op,
-            .device_type = "cpu",
-            .flags = kernels[i].flags,
-            .init = kernels[i].init,
-            .destroy = kernels[i].init ? free_state : NULL,
-            .compute = kernels[i].compute,
-        });
+    tide_cpu_register_kernels(kernels, sizeof kernels / sizeof kernels[0]);
 }
 TIDE_REGISTER(register_array_kernels)

@@ -1,6 +1,8 @@
-/* cpu_util.c — NumPy broadcasting for the CPU kernels (see cpu_util.h). */
+/* cpu_util.c — NumPy broadcasting and kernel-table registration for the CPU kernels (see
+ * cpu_util.h). */
 #include "cpu_util.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 bool tide_bcast_init(tide_bcast *bc, const tide_shape *a, const tide_shape *b)
@@ -71,4 +73,17 @@ void tide_bcast_row(const tide_bcast *bc, int64_t row, int64_t *a_off, int64_t *
     }
     *a_off = ia;
     *b_off = ib;
+}
+
+void tide_cpu_register_kernels(const tide_cpu_kernel *table, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        tide_kernel_register(&(tide_kernel_spec){
+            .op = table[i].op,
+            .device_type = "cpu",
+            .flags = table[i].flags,
+            .init = table[i].init,
+            .destroy = table[i].init ? free : NULL,
+            .compute = table[i].compute,
+        });
 }

@@ -1,9 +1,11 @@
 /* cpu_util.h — helpers shared by the CPU kernel families: NumPy broadcasting of two operands walked
- * row by row. Kernels only; the engine never includes this. */
+ * row by row, and registering a family's table of kernels. Kernels only; the engine never includes
+ * this. */
 #ifndef TIDE_CPU_UTIL_H
 #define TIDE_CPU_UTIL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../../engine/tide_op.h"
@@ -27,5 +29,17 @@ typedef struct tide_bcast {
 /* False if the shapes cannot broadcast (then write the error yourself with both shapes). */
 bool tide_bcast_init(tide_bcast *bc, const tide_shape *a, const tide_shape *b);
 void tide_bcast_row(const tide_bcast *bc, int64_t row, int64_t *a_off, int64_t *b_off);
+
+/* One row of a family's kernel table (see tide_cpu_register_kernels). */
+typedef struct tide_cpu_kernel {
+    const char *op;
+    tide_status (*compute)(tide_kernel_ctx *ctx);
+    tide_status (*init)(tide_kernel_ctx *ctx, void **state); /* NULL: no per-node state */
+    unsigned flags;                                          /* TIDE_KERNEL_* */
+} tide_cpu_kernel;
+
+/* Registers table[0..n) for device type "cpu" with no dtype constraints; the state a kernel's init
+ * stores is freed with free(). */
+void tide_cpu_register_kernels(const tide_cpu_kernel *table, size_t n);
 
 #endif

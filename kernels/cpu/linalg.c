@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../engine/ops/linalg_ops.h"
+#include "../../engine/ops/op_util.h"
 #include "../../engine/tide_op.h"
 
 void sgetrf_(const int *m, const int *n, float *a, const int *lda, int *ipiv, int *info);
@@ -243,16 +245,10 @@ static void det_chunk(int64_t b0, int64_t b1, void *arg)
 static tide_status square_batch(tide_kernel_ctx *ctx, const tide_tensor *in, lu_job *j)
 {
     const tide_shape *s = tide_tensor_shape(in);
-    char buf[TIDE_SHAPE_STR_MAX];
-    if (s->rank < 2)
-        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
-                                 "input must have rank >= 2 (a batch of square matrices), got shape %s",
-                                 tide_shape_format(s, buf, sizeof buf));
-    int64_t r = s->dims[s->rank - 2], c = s->dims[s->rank - 1];
-    if (r != c)
-        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
-                                 "input must be square matrices, got shape %s (%lld x %lld)",
-                                 tide_shape_format(s, buf, sizeof buf), (long long)r, (long long)c);
+    char buf[TIDE_SHAPE_STR_MAX], msg[TIDE_OP_MSG_MAX];
+    if (!tide_linalg_check_square(s, msg, sizeof msg))
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+    int64_t r = s->dims[s->rank - 2];
     if (r > INT_MAX / GETRI_BLOCK)
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
                                  "matrices of shape %s are too large for LAPACK",

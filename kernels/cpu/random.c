@@ -31,12 +31,13 @@
  * for that take them one by one. */
 #include <math.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
 
+#include "../../engine/ops/op_util.h"
+#include "../../engine/ops/random_ops.h"
 #include "../../engine/tide_op.h"
 
 __extension__ typedef unsigned __int128 u128;
@@ -144,48 +145,13 @@ static uint64_t reserve(rng_state *r, uint64_t blocks)
 
 /* ---------------------------------------------------------------- the shape input */
 
-static void format_dims(const int64_t *d, int64_t n, char *buf, size_t size)
-{
-    size_t at = (size_t)snprintf(buf, size, "[");
-    for (int64_t i = 0; i < n && at < size; i++)
-        at += (size_t)snprintf(buf + at, size - at, "%s%lld", i ? ", " : "", (long long)d[i]);
-    if (at < size)
-        snprintf(buf + at, size - at, "]");
-}
-
-/* The output shape held by input 0 (same checks and messages as the op's shape function). */
+/* The output shape held by input 0 (the same checks and messages as the op's shape function). */
 static tide_status read_shape(tide_kernel_ctx *ctx, tide_shape *out)
 {
     const tide_tensor *t = tide_kernel_input(ctx, 0);
-    char buf[TIDE_SHAPE_STR_MAX];
-    if (tide_tensor_rank(t) != 1)
-        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
-                                 "shape must be a vector of int32 or int64, got a tensor of shape %s",
-                                 tide_shape_format(tide_tensor_shape(t), buf, sizeof buf));
-    int64_t n = tide_tensor_dim(t, 0);
-    if (n > TIDE_MAX_RANK)
-        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
-                                 "shape has %lld dimensions; at most %d are supported", (long long)n,
-                                 TIDE_MAX_RANK);
-    out->rank = (int)n;
-    const void *data = tide_tensor_data(t);
-    bool i32 = tide_tensor_dtype(t) == TIDE_INT32;
-    int64_t count = 1;
-    bool empty = false; /* a zero dimension makes any shape empty, however big the others */
-    for (int i = 0; i < out->rank; i++) {
-        out->dims[i] = i32 ? ((const int32_t *)data)[i] : ((const int64_t *)data)[i];
-        empty |= out->dims[i] == 0;
-    }
-    for (int i = 0; i < out->rank; i++) {
-        if (out->dims[i] < 0) {
-            format_dims(out->dims, n, buf, sizeof buf);
-            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "shape %s has a negative dimension", buf);
-        }
-        if (!empty && __builtin_mul_overflow(count, out->dims[i], &count)) {
-            format_dims(out->dims, n, buf, sizeof buf);
-            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "shape %s has too many elements", buf);
-        }
-    }
+    char msg[TIDE_OP_MSG_MAX];
+    if (!tide_random_output_shape(tide_tensor_shape(t), t, out, msg, sizeof msg))
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
     return TIDE_OK;
 }
 
@@ -471,8 +437,7 @@ static tide_status uniform_int_compute(tide_kernel_ctx *ctx)
             return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s must be a scalar, got shape %s",
                                      names[i], tide_shape_format(tide_tensor_shape(t), buf, sizeof buf));
         }
-        v[i] = tide_tensor_dtype(t) == TIDE_INT32 ? *(const int32_t *)tide_tensor_data(t)
-                                                  : *(const int64_t *)tide_tensor_data(t);
+        v[i] = tide_op_int_at(t, 0);
     }
     if (v[1] >= v[2]) { /* like TensorFlow, an empty output needs no valid range */
         tide_shape shape;

@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../engine/ops/op_util.h"
+#include "../../engine/ops/reduce_ops.h"
 #include "../../engine/tide_op.h"
 
 typedef float _Complex cfloat;
@@ -484,38 +486,17 @@ static tide_status oom(tide_kernel_ctx *ctx, int64_t n)
 
 /* ---------------------------------------------------------------- axes */
 
-static int64_t axis_at(const tide_tensor *t, int64_t i)
-{
-    const void *d = tide_tensor_data(t);
-    return tide_tensor_dtype(t) == TIDE_INT32 ? ((const int32_t *)d)[i] : ((const int64_t *)d)[i];
-}
-
 /* The reduction axes as a bit mask; the same checks and messages as the shape function. */
 static tide_status axes_mask(tide_kernel_ctx *ctx, const tide_shape *in, const tide_tensor *axes,
                              unsigned *mask)
 {
-    char sb[TIDE_SHAPE_STR_MAX];
-    int rank = in->rank;
-    *mask = 0;
+    char sb[TIDE_SHAPE_STR_MAX], msg[TIDE_OP_MSG_MAX];
     if (tide_tensor_rank(axes) > 1)
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
                                  "reduction_indices must be a scalar or a vector, got shape %s",
                                  tide_shape_format(tide_tensor_shape(axes), sb, sizeof sb));
-    for (int64_t i = 0; i < tide_tensor_num_elements(axes); i++) {
-        int64_t a = axis_at(axes, i);
-        if (a < -rank || a >= rank)
-            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
-                                     "axis %lld is out of range for an input of rank %d (shape %s); "
-                                     "expected an axis in [%d, %d)",
-                                     (long long)a, rank, tide_shape_format(in, sb, sizeof sb), -rank, rank);
-        int n = (int)(a < 0 ? a + rank : a);
-        if (*mask & (1u << n))
-            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
-                                     "axis %lld is repeated in the reduction axes (it is axis %d of the "
-                                     "rank-%d input of shape %s)",
-                                     (long long)a, n, rank, tide_shape_format(in, sb, sizeof sb));
-        *mask |= 1u << n;
-    }
+    if (!tide_reduce_axes_mask(in, axes, mask, msg, sizeof msg))
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
     return TIDE_OK;
 }
 
@@ -885,18 +866,9 @@ static tide_status arg_axis(tide_kernel_ctx *ctx, const tide_shape *in, const ti
     if (in->rank == 0)
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
                                  "the input must have rank >= 1 to reduce along a dimension, got a scalar");
-    int64_t a = axis_at(dim, 0);
-    if (a < -in->rank || a >= in->rank)
-        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
-                                 "dimension %lld is out of range for an input of rank %d (shape %s); "
-                                 "expected a dimension in [%d, %d)",
-                                 (long long)a, in->rank, tide_shape_format(in, sb, sizeof sb), -in->rank,
-                                 in->rank);
-    *axis = (int)(a < 0 ? a + in->rank : a);
-    if (in->dims[*axis] == 0)
-        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
-                                 "dimension %d of the input (shape %s) is empty: there is no index to return",
-                                 *axis, tide_shape_format(in, sb, sizeof sb));
+    char msg[TIDE_OP_MSG_MAX];
+    if (!tide_reduce_arg_axis(in, tide_op_int_at(dim, 0), axis, msg, sizeof msg))
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
     return TIDE_OK;
 }
 

@@ -6,12 +6,14 @@
  * float32 alike. Strings are copied element by element, since each owns its bytes. ExpandDims and
  * Squeeze return views of their input (no copy). Attrs are read once per node, in init. */
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../engine/ops/op_util.h"
+#include "../../engine/ops/shape_ops.h"
 #include "../../engine/tide_op.h"
+#include "cpu_util.h"
 
 #define SHAPE_STR(s, buf) tide_shape_format(s, buf, sizeof buf)
 
@@ -20,18 +22,6 @@ typedef struct elem16 {
 } elem16;
 
 /* ---------------------------------------------------------------- shared helpers */
-
-/* Element i of a small integer tensor (int32, int64, uint8) as int64. */
-static int64_t int_at(const tide_tensor *t, int64_t i)
-{
-    const void *d = tide_tensor_data(t);
-    switch (tide_tensor_dtype(t)) {
-    case TIDE_INT32: return ((const int32_t *)d)[i];
-    case TIDE_INT64: return ((const int64_t *)d)[i];
-    case TIDE_UINT8: return ((const uint8_t *)d)[i];
-    default: return 0;
-    }
-}
 
 /* dst[0..n) = *value for elements of es bytes (not strings). */
 static void fill_elems(void *dst, int64_t n, const void *value, size_t es)
@@ -211,14 +201,15 @@ static tide_status gather_check(tide_kernel_ctx *ctx, const tide_tensor *indices
     if (!any)
         return TIDE_OK;
     for (int64_t i = 0; i < m && bad < 0; i++)
-        if (int_at(indices, i) < 0 || int_at(indices, i) >= limit)
+        if (tide_op_int_at(indices, i) < 0 || tide_op_int_at(indices, i) >= limit)
             bad = i;
     char pos[TIDE_SHAPE_STR_MAX];
     return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
                              "indices%s = %lld is out of range: params has %lld entries along axis %d, so "
                              "an index must be in [0, %lld)",
                              format_position(tide_tensor_shape(indices), bad, pos, sizeof pos),
-                             (long long)int_at(indices, bad), (long long)limit, axis, (long long)limit);
+                             (long long)tide_op_int_at(indices, bad), (long long)limit, axis,
+                             (long long)limit);
 }
 
 static tide_status gather_strings(tide_kernel_ctx *ctx, const gather_job *j, int64_t rows, int64_t inner,
@@ -226,7 +217,7 @@ static tide_status gather_strings(tide_kernel_ctx *ctx, const gather_job *j, int
 {
     const tide_tstring *src = (const tide_tstring *)j->src;
     for (int64_t r = 0, o = 0, k = 0; r < rows; r++) {
-        int64_t from = (o * j->limit + int_at(tide_kernel_input(ctx, 1), k)) * inner;
+        int64_t from = (o * j->limit + tide_op_int_at(tide_kernel_input(ctx, 1), k)) * inner;
         for (int64_t e = 0; e < inner; e++)
             if (set_string(ctx, out, r * inner + e, &src[from + e]) != TIDE_OK)
                 return tide_kernel_status(ctx);
@@ -302,7 +293,7 @@ static tide_status fill_compute(tide_kernel_ctx *ctx)
     tide_shape s = {.rank = (int)rank};
     bool empty = false, overflow = false;
     for (int i = 0; i < s.rank; i++) {
-        s.dims[i] = int_at(dims, i);
+        s.dims[i] = tide_op_int_at(dims, i);
         if (s.dims[i] < 0)
             return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "dims[%d] = %lld must be non-negative", i,
                                      (long long)s.dims[i]);
@@ -451,7 +442,7 @@ static tide_status expand_dims_compute(tide_kernel_ctx *ctx)
                                  "cannot expand input of shape %s: the result would have rank %d, "
                                  "more than %d",
                                  SHAPE_STR(in, buf), in->rank + 1, TIDE_MAX_RANK);
-    int64_t dim = int_at(d, 0);
+    int64_t dim = tide_op_int_at(d, 0);
     if (dim < -in->rank - 1 || dim > in->rank)
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
                                  "dim %lld is out of range for input of shape %s: expected one in [%d, %d]",
@@ -564,9 +555,11 @@ static tide_status one_hot_strings(tide_kernel_ctx *ctx, const one_hot_job *j, i
     const tide_tensor *ind = tide_kernel_input(ctx, 0);
     for (int64_t p = 0, at = 0; p < prefix; p++)
         for (int64_t d = 0; d < j->depth; d++)
-            for (int64_t s = 0; s < j->suffix; s++, at++)
-                if (set_string(ctx, out, at, int_at(ind, p * j->suffix + s) == d ? j->on : j->off) != TIDE_OK)
+            for (int64_t s = 0; s < j->suffix; s++, at++) {
+                bool hot = tide_op_int_at(ind, p * j->suffix + s) == d;
+                if (set_string(ctx, out, at, hot ? j->on : j->off) != TIDE_OK)
                     return tide_kernel_status(ctx);
+            }
     return TIDE_OK;
 }
 
@@ -616,49 +609,6 @@ static tide_status one_hot_compute(tide_kernel_ctx *ctx)
 
 /* ---------------------------------------------------------------- Range */
 
-/* The element count of Range: ceil((limit - start) / delta), TensorFlow's rules (start must not be
- * past limit in delta's direction). Integers count exactly in 64 bits without overflow; float32
- * divides in float and float64 in double, as TensorFlow does. Kept identical to the shape
- * function's copy in engine/ops/shape_ops.c. False with msg written on error. */
-static bool range_count(tide_tensor *const v[3], int64_t *n, char *msg, size_t size)
-{
-    tide_dtype dt = tide_tensor_dtype(v[0]);
-    const void *p0 = tide_tensor_data(v[0]), *p1 = tide_tensor_data(v[1]), *p2 = tide_tensor_data(v[2]);
-    if (dt == TIDE_FLOAT32 || dt == TIDE_FLOAT64) {
-        double s = dt == TIDE_FLOAT32 ? *(const float *)p0 : *(const double *)p0;
-        double l = dt == TIDE_FLOAT32 ? *(const float *)p1 : *(const double *)p1;
-        double d = dt == TIDE_FLOAT32 ? *(const float *)p2 : *(const double *)p2;
-        if (!isfinite(s) || !isfinite(l) || !isfinite(d))
-            return snprintf(msg, size, "start %g, limit %g and delta %g must be finite", s, l, d), false;
-        if (d == 0)
-            return snprintf(msg, size, "delta must not be 0 (start %g, limit %g)", s, l), false;
-        if (d > 0 ? s > l : s < l)
-            return snprintf(msg, size, "start %g must be %s limit %g when delta is %g", s,
-                            d > 0 ? "<=" : ">=", l, d), false;
-        double q = dt == TIDE_FLOAT32 ? ceilf(fabsf(((float)l - (float)s) / (float)d))
-                                      : ceil(fabs((l - s) / d));
-        if (!(q <= 0x1p62))
-            return snprintf(msg, size, "range from %g to %g by %g has too many elements", s, l, d), false;
-        *n = (int64_t)q;
-        return true;
-    }
-    int64_t s = int_at(v[0], 0), l = int_at(v[1], 0), d = int_at(v[2], 0);
-    if (d == 0)
-        return snprintf(msg, size, "delta must not be 0 (start %lld, limit %lld)", (long long)s,
-                        (long long)l), false;
-    if (d > 0 ? s > l : s < l)
-        return snprintf(msg, size, "start %lld must be %s limit %lld when delta is %lld", (long long)s,
-                        d > 0 ? "<=" : ">=", (long long)l, (long long)d), false;
-    uint64_t span = d > 0 ? (uint64_t)l - (uint64_t)s : (uint64_t)s - (uint64_t)l;
-    uint64_t step = d > 0 ? (uint64_t)d : 0 - (uint64_t)d;
-    uint64_t count = span / step + (span % step != 0);
-    if (count > (uint64_t)INT64_MAX)
-        return snprintf(msg, size, "range from %lld to %lld by %lld has too many elements", (long long)s,
-                        (long long)l, (long long)d), false;
-    *n = (int64_t)count;
-    return true;
-}
-
 typedef struct range_job {
     void *dst;
     tide_dtype dt;
@@ -692,7 +642,7 @@ static void range_chunk(int64_t begin, int64_t end, void *arg)
 static tide_status range_compute(tide_kernel_ctx *ctx)
 {
     static const char *const names[3] = {"start", "limit", "delta"};
-    tide_tensor *v[3];
+    const tide_tensor *v[3];
     for (int i = 0; i < 3; i++) {
         if (need_scalar(ctx, i, names[i]) != TIDE_OK)
             return tide_kernel_status(ctx);
@@ -700,7 +650,7 @@ static tide_status range_compute(tide_kernel_ctx *ctx)
     }
     int64_t n = 0;
     char msg[256];
-    if (!range_count(v, &n, msg, sizeof msg))
+    if (!tide_shape_ops_range_count(v, &n, msg, sizeof msg))
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
     tide_shape s = tide_shape_vector(n);
     tide_tensor *out = tide_kernel_alloc_output(ctx, 0, &s, false);
@@ -711,8 +661,8 @@ static tide_status range_compute(tide_kernel_ctx *ctx)
         j.fs = tide_tensor_get_f64(v[0], 0);
         j.fd = tide_tensor_get_f64(v[2], 0);
     } else {
-        j.is = (uint64_t)int_at(v[0], 0);
-        j.id = (uint64_t)int_at(v[2], 0);
+        j.is = (uint64_t)tide_op_int_at(v[0], 0);
+        j.id = (uint64_t)tide_op_int_at(v[2], 0);
     }
     tide_kernel_parallel_for(ctx, n, 0.5, range_chunk, &j);
     return TIDE_OK;
@@ -722,12 +672,7 @@ static tide_status range_compute(tide_kernel_ctx *ctx)
 
 static void register_shape_kernels(void)
 {
-    static const struct {
-        const char *op;
-        tide_status (*compute)(tide_kernel_ctx *);
-        tide_status (*init)(tide_kernel_ctx *, void **);
-        unsigned flags;
-    } kernels[] = {
+    static const tide_cpu_kernel kernels[] = {
         {"Gather", gather_compute, axis_init, TIDE_KERNEL_EXPENSIVE},
         {"Fill", fill_compute, NULL, 0},
         {"ZerosLike", zeros_like_compute, NULL, 0},
@@ -740,10 +685,6 @@ static void register_shape_kernels(void)
         {"OneHot", one_hot_compute, axis_init, TIDE_KERNEL_EXPENSIVE},
         {"Range", range_compute, NULL, 0},
     };
-    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
-        tide_kernel_register(&(tide_kernel_spec){.op = kernels[i].op, .device_type = "cpu",
-                                                  .flags = kernels[i].flags, .init = kernels[i].init,
-                                                  .destroy = kernels[i].init ? free : NULL,
-                                                  .compute = kernels[i].compute});
+    tide_cpu_register_kernels(kernels, sizeof kernels / sizeof kernels[0]);
 }
 TIDE_REGISTER(register_shape_kernels)
