@@ -1,7 +1,6 @@
 /* harness.c — shared test machinery (see harness.h). */
 #include "harness.h"
 
-#define TH_GRAPH_PATH 1
 
 #include <math.h>
 #include <stdlib.h>
@@ -49,7 +48,6 @@ tide_tensor *th_f64(int rank, const int64_t *dims, const double *data) { return 
 tide_tensor *th_i32(int rank, const int64_t *dims, const int32_t *data) { return th_tensor(TIDE_INT32, rank, dims, data); }
 tide_tensor *th_i64(int rank, const int64_t *dims, const int64_t *data) { return th_tensor(TIDE_INT64, rank, dims, data); }
 
-#ifdef TH_GRAPH_PATH
 /* The same op through a graph: inputs fed to Placeholders, outputs fetched, a fresh session. */
 static tide_status run_graph(const char *op, tide_tensor *const *inputs, int n, const tide_attrs *attrs,
                              int num_outputs, tide_tensor **outs, tide_error *err)
@@ -92,7 +90,6 @@ static tide_status run_graph(const char *op, tide_tensor *const *inputs, int n, 
     tide_graph_free(g);
     return st;
 }
-#endif
 
 tide_status th_run(const char *op, tide_tensor *const *inputs, int num_inputs, const tide_attrs *attrs,
                    tide_tensor **outputs, int num_outputs, tide_error *err)
@@ -102,7 +99,6 @@ tide_status th_run(const char *op, tide_tensor *const *inputs, int num_inputs, c
                                         &got, err);
     if (st != TIDE_OK)
         return st;
-#ifdef TH_GRAPH_PATH
     tide_tensor *graph_outs[16] = {0};
     tide_error *gerr = tide_error_new();
     tide_status gst = got <= 16 ? run_graph(op, inputs, num_inputs, attrs, got, graph_outs, gerr) : TIDE_OK;
@@ -119,7 +115,6 @@ tide_status th_run(const char *op, tide_tensor *const *inputs, int num_inputs, c
         }
     }
     tide_error_free(gerr);
-#endif
     for (int i = got; i < num_outputs; i++)
         outputs[i] = NULL;
     return st;
