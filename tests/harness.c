@@ -43,6 +43,38 @@ tide_tensor *th_tensor(tide_dtype dt, int rank, const int64_t *dims, const void 
     return t;
 }
 
+tide_tensor *th_from_doubles(tide_dtype dt, int rank, const int64_t *dims, const double *v, double imag)
+{
+    tide_tensor *t = th_tensor(dt, rank, dims, NULL);
+    void *d = tide_tensor_data(t);
+    for (int64_t i = 0; i < tide_tensor_num_elements(t); i++) {
+        double x = v[i];
+        int64_t k = x >= -0x1p63 && x < 0x1p63 ? (int64_t)x : 0; /* no UB for values outside int64 */
+        char buf[64];
+        switch (dt) {
+        case TIDE_BOOL: ((uint8_t *)d)[i] = x != 0; break;
+        case TIDE_INT8: ((int8_t *)d)[i] = (int8_t)k; break;
+        case TIDE_INT16: ((int16_t *)d)[i] = (int16_t)k; break;
+        case TIDE_INT32: ((int32_t *)d)[i] = (int32_t)k; break;
+        case TIDE_INT64: ((int64_t *)d)[i] = k; break;
+        case TIDE_UINT8: ((uint8_t *)d)[i] = (uint8_t)k; break;
+        case TIDE_UINT16: ((uint16_t *)d)[i] = (uint16_t)k; break;
+        case TIDE_FLOAT16: ((uint16_t *)d)[i] = tide_f32_to_f16((float)x); break;
+        case TIDE_BFLOAT16: ((uint16_t *)d)[i] = tide_f32_to_bf16((float)x); break;
+        case TIDE_FLOAT32: ((float *)d)[i] = (float)x; break;
+        case TIDE_FLOAT64: ((double *)d)[i] = x; break;
+        case TIDE_COMPLEX64: ((float *)d)[2 * i] = (float)x, ((float *)d)[2 * i + 1] = (float)(imag * x); break;
+        case TIDE_COMPLEX128: ((double *)d)[2 * i] = x, ((double *)d)[2 * i + 1] = imag * x; break;
+        case TIDE_STRING:
+            snprintf(buf, sizeof buf, "%g", x);
+            tide_tensor_string_set(t, i, buf, strlen(buf), NULL);
+            break;
+        default: CU_FAIL("th_from_doubles: invalid dtype"); return t;
+        }
+    }
+    return t;
+}
+
 tide_tensor *th_f32(int rank, const int64_t *dims, const float *data) { return th_tensor(TIDE_FLOAT32, rank, dims, data); }
 tide_tensor *th_f64(int rank, const int64_t *dims, const double *data) { return th_tensor(TIDE_FLOAT64, rank, dims, data); }
 tide_tensor *th_i32(int rank, const int64_t *dims, const int32_t *data) { return th_tensor(TIDE_INT32, rank, dims, data); }

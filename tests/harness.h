@@ -20,6 +20,9 @@ tide_tensor *th_f64(int rank, const int64_t *dims, const double *data);
 tide_tensor *th_i32(int rank, const int64_t *dims, const int32_t *data);
 tide_tensor *th_i64(int rank, const int64_t *dims, const int64_t *data);
 #define TH_DIMS(...) ((const int64_t[]){__VA_ARGS__})
+/* A tensor of any dtype from doubles: bool v != 0; integers through int64 (then wrapped to the width);
+ * float16/bfloat16 rounded from float; complex (v, imag * v); string the "%g" text of v. */
+tide_tensor *th_from_doubles(tide_dtype dt, int rank, const int64_t *dims, const double *v, double imag);
 
 /* Runs `op` on inputs with attrs (may be NULL): eagerly, and also as a graph (inputs fed through
  * Placeholders, outputs fetched) in a fresh session; checks the two agree exactly. Returns the status;

@@ -32,20 +32,7 @@ static int64_t count(int rank, const int64_t *dims)
 /* A tensor of dtype dt holding v (converted; v must be integral for the integer dtypes). */
 static tide_tensor *make(tide_dtype dt, int rank, const int64_t *dims, const double *v)
 {
-    int64_t n = count(rank, dims);
-    void *buf = malloc((size_t)(n ? n : 1) * tide_dtype_size(dt));
-    for (int64_t i = 0; i < n; i++) {
-        switch (dt) {
-        case TIDE_FLOAT32: ((float *)buf)[i] = (float)v[i]; break;
-        case TIDE_FLOAT64: ((double *)buf)[i] = v[i]; break;
-        case TIDE_INT32: ((int32_t *)buf)[i] = (int32_t)v[i]; break;
-        case TIDE_INT64: ((int64_t *)buf)[i] = (int64_t)v[i]; break;
-        default: CU_FAIL("make: unsupported dtype");
-        }
-    }
-    tide_tensor *t = th_tensor(dt, rank, dims, buf);
-    free(buf);
-    return t;
+    return th_from_doubles(dt, rank, dims, v, 0);
 }
 
 static tide_tensor *make_c(tide_dtype dt, int rank, const int64_t *dims, const double complex *v)

@@ -20,27 +20,7 @@
 /* A tensor of dt from doubles (integers truncated to the dtype's width, complex: imaginary 0). */
 static tide_tensor *make(tide_dtype dt, int rank, const int64_t *dims, const double *v)
 {
-    tide_tensor *t = th_tensor(dt, rank, dims, NULL);
-    void *d = tide_tensor_data(t);
-    for (int64_t i = 0; i < tide_tensor_num_elements(t); i++) {
-        double x = v[i];
-        switch (dt) {
-        case TIDE_FLOAT32: ((float *)d)[i] = (float)x; break;
-        case TIDE_FLOAT64: ((double *)d)[i] = x; break;
-        case TIDE_FLOAT16: ((uint16_t *)d)[i] = tide_f32_to_f16((float)x); break;
-        case TIDE_BFLOAT16: ((uint16_t *)d)[i] = tide_f32_to_bf16((float)x); break;
-        case TIDE_INT8: ((int8_t *)d)[i] = (int8_t)(int64_t)x; break;
-        case TIDE_INT16: ((int16_t *)d)[i] = (int16_t)(int64_t)x; break;
-        case TIDE_INT32: ((int32_t *)d)[i] = (int32_t)(int64_t)x; break;
-        case TIDE_INT64: ((int64_t *)d)[i] = (int64_t)x; break;
-        case TIDE_UINT8: ((uint8_t *)d)[i] = (uint8_t)(int64_t)x; break;
-        case TIDE_UINT16: ((uint16_t *)d)[i] = (uint16_t)(int64_t)x; break;
-        case TIDE_COMPLEX64: ((float *)d)[2 * i] = (float)x, ((float *)d)[2 * i + 1] = 0; break;
-        case TIDE_COMPLEX128: ((double *)d)[2 * i] = x, ((double *)d)[2 * i + 1] = 0; break;
-        default: CU_FAIL("make: unsupported dtype"); break;
-        }
-    }
-    return t;
+    return th_from_doubles(dt, rank, dims, v, 0);
 }
 
 static bool is_int(tide_dtype dt) { return tide_dtype_is_integer(dt); }

@@ -26,28 +26,7 @@ static const tide_dtype NUMERIC[] = {
  * parts are checked). vals may be NULL for an empty tensor. */
 static tide_tensor *tensor_of(tide_dtype dt, int rank, const int64_t *dims, const double *vals)
 {
-    tide_tensor *t = th_tensor(dt, rank, dims, NULL);
-    void *d = tide_tensor_data(t);
-    for (int64_t i = 0; i < tide_tensor_num_elements(t); i++) {
-        double v = vals[i];
-        switch (dt) {
-        case TIDE_BOOL: ((uint8_t *)d)[i] = v != 0; break;
-        case TIDE_INT8: ((int8_t *)d)[i] = (int8_t)v; break;
-        case TIDE_UINT8: ((uint8_t *)d)[i] = (uint8_t)v; break;
-        case TIDE_INT16: ((int16_t *)d)[i] = (int16_t)v; break;
-        case TIDE_UINT16: ((uint16_t *)d)[i] = (uint16_t)v; break;
-        case TIDE_INT32: ((int32_t *)d)[i] = (int32_t)v; break;
-        case TIDE_INT64: ((int64_t *)d)[i] = (int64_t)v; break;
-        case TIDE_FLOAT16: ((uint16_t *)d)[i] = tide_f32_to_f16((float)v); break;
-        case TIDE_BFLOAT16: ((uint16_t *)d)[i] = tide_f32_to_bf16((float)v); break;
-        case TIDE_FLOAT32: ((float *)d)[i] = (float)v; break;
-        case TIDE_FLOAT64: ((double *)d)[i] = v; break;
-        case TIDE_COMPLEX64: ((float *)d)[2 * i] = (float)v, ((float *)d)[2 * i + 1] = (float)-v; break;
-        case TIDE_COMPLEX128: ((double *)d)[2 * i] = v, ((double *)d)[2 * i + 1] = -v; break;
-        default: CU_FAIL("tensor_of: unsupported dtype"); return t;
-        }
-    }
-    return t;
+    return th_from_doubles(dt, rank, dims, vals, -1);
 }
 
 static tide_tensor *scalar_of(tide_dtype dt, double v) { return tensor_of(dt, 0, NULL, &v); }
