@@ -1,0 +1,182 @@
+/* observer.c — the store's engine observers. Their callbacks run on the engine's threads (the
+ * caller's for run_started/run_ended, executor threads for node_finished/tensor_produced), so they
+ * only copy what they need into a record — computing a watched tensor's statistics on the way — and
+ * push it on the store's bounded queue (st_push drops it when the queue is full). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_internal.h"
+
+static void run_started(void *user, const tide_run_info *run)
+{
+    st_attachment *a = user;
+    st_record *r = calloc(1, sizeof *r);
+    if (!r) {
+        atomic_fetch_add(&a->store->dropped, 1);
+        return;
+    }
+    r->kind = ST_RUN_START;
+    r->run_id = run->run_id;
+    r->session = run->session;
+    r->step = run->step;
+    r->u.run.started_at_ns = st_realtime_ns();
+    r->u.run.traced = run->tracing;
+    r->u.run.feeds = st_json_strings(run->feed_names, run->num_feeds);
+    r->u.run.fetches = st_json_strings(run->fetch_names, run->num_fetches);
+    r->u.run.targets = st_json_strings(run->target_names, run->num_targets);
+    st_push(a->store, r);
+}
+
+/* The end of a run carries everything the start did, so that a run whose start record was dropped
+ * still gets its row. */
+static void run_ended(void *user, const tide_run_info *run, tide_status status, const char *message,
+                      int64_t wall_ns)
+{
+    st_attachment *a = user;
+    st_record *r = calloc(1, sizeof *r);
+    if (!r) {
+        atomic_fetch_add(&a->store->dropped, 1);
+        return;
+    }
+    r->kind = ST_RUN_END;
+    r->run_id = run->run_id;
+    r->session = run->session;
+    r->step = run->step;
+    r->u.run.started_at_ns = st_realtime_ns() - wall_ns;
+    r->u.run.wall_ns = wall_ns;
+    r->u.run.status = (int)status;
+    r->u.run.traced = run->tracing;
+    r->u.run.error = status == TIDE_OK ? NULL : st_strdup(message ? message : "");
+    r->u.run.feeds = st_json_strings(run->feed_names, run->num_feeds);
+    r->u.run.fetches = st_json_strings(run->fetch_names, run->num_fetches);
+    r->u.run.targets = st_json_strings(run->target_names, run->num_targets);
+    st_push(a->store, r);
+}
+
+static void node_finished(void *user, const tide_run_info *run, const tide_node_timing *t)
+{
+    st_attachment *a = user;
+    st_record *r = calloc(1, sizeof *r);
+    if (!r) {
+        atomic_fetch_add(&a->store->dropped, 1);
+        return;
+    }
+    r->kind = ST_TIMING;
+    r->run_id = run->run_id;
+    r->session = run->session;
+    r->step = run->step;
+    r->u.timing.node = st_strdup(tide_node_name(t->node));
+    r->u.timing.op = st_strdup(tide_node_op(t->node));
+    r->u.timing.device = st_strdup(t->device ? t->device : "");
+    r->u.timing.thread = t->thread;
+    r->u.timing.scheduled_ns = t->scheduled_ns;
+    r->u.timing.start_ns = t->start_ns;
+    r->u.timing.end_ns = t->end_ns;
+    r->u.timing.output_bytes = (int64_t)t->output_bytes;
+    st_push(a->store, r);
+}
+
+static bool wants_tensors(void *user, const tide_node *node)
+{
+    st_attachment *a = user;
+    return st_is_watched(a->store, tide_node_name(node));
+}
+
+/* Statistics of the finite values (min, max, mean, population std, a histogram of ST_HIST_BINS
+ * equal bins between min and max — all in the first bin when min == max) and NaN/Inf counts. */
+static char *tensor_stats(const tide_tensor *t, st_record *r)
+{
+    int64_t n = tide_tensor_num_elements(t), finite = 0;
+    double lo = INFINITY, hi = -INFINITY, sum = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double x = tide_tensor_get_f64(t, i);
+        if (isnan(x)) {
+            r->u.tensor.nan_count++;
+        } else if (isinf(x)) {
+            r->u.tensor.inf_count++;
+        } else {
+            finite++;
+            sum += x;
+            lo = x < lo ? x : lo;
+            hi = x > hi ? x : hi;
+        }
+    }
+    int64_t bins[ST_HIST_BINS] = {0};
+    double mean = finite ? sum / (double)finite : 0, ss = 0;
+    for (int64_t i = 0; finite && i < n; i++) {
+        double x = tide_tensor_get_f64(t, i);
+        if (!isfinite(x))
+            continue;
+        ss += (x - mean) * (x - mean);
+        int b = hi > lo ? (int)((x - lo) / (hi - lo) * ST_HIST_BINS) : 0;
+        bins[b < 0 ? 0 : b >= ST_HIST_BINS ? ST_HIST_BINS - 1 : b]++;
+    }
+    r->u.tensor.has_stats = finite > 0;
+    r->u.tensor.min = lo;
+    r->u.tensor.max = hi;
+    r->u.tensor.mean = mean;
+    r->u.tensor.std = finite ? sqrt(ss / (double)finite) : 0;
+    char *json = malloc(ST_HIST_BINS * 22 + 4);
+    if (!json)
+        return NULL;
+    size_t len = 0;
+    json[len++] = '[';
+    for (int b = 0; b < ST_HIST_BINS; b++)
+        len += (size_t)sprintf(json + len, b ? ",%lld" : "%lld", (long long)bins[b]);
+    json[len++] = ']';
+    json[len] = '\0';
+    return json;
+}
+
+static void tensor_produced(void *user, const tide_run_info *run, const tide_node *node, int output,
+                            const tide_tensor *value)
+{
+    st_attachment *a = user;
+    tide_store *s = a->store;
+    st_record *r = calloc(1, sizeof *r);
+    if (!r) {
+        atomic_fetch_add(&s->dropped, 1);
+        return;
+    }
+    r->kind = ST_TENSOR;
+    r->run_id = run->run_id;
+    r->session = run->session;
+    r->step = run->step;
+    r->u.tensor.node = st_strdup(tide_node_name(node));
+    r->u.tensor.output = output;
+    tide_dtype dt = tide_tensor_dtype(value);
+    r->u.tensor.dtype = st_strdup(tide_dtype_name(dt) ? tide_dtype_name(dt) : "invalid");
+    char shape[TIDE_SHAPE_STR_MAX];
+    r->u.tensor.shape = st_strdup(tide_shape_format(tide_tensor_shape(value), shape, sizeof shape));
+    bool ok = r->u.tensor.node && r->u.tensor.dtype && r->u.tensor.shape;
+    if (ok && dt != TIDE_STRING) {
+        r->u.tensor.histogram = tensor_stats(value, r);
+        size_t bytes = tide_tensor_byte_size(value);
+        if (s->opts.value_cap_bytes > 0 && bytes <= s->opts.value_cap_bytes) {
+            r->u.tensor.value = malloc(bytes ? bytes : 1);
+            r->u.tensor.value_len = bytes;
+            if (r->u.tensor.value && bytes)
+                memcpy(r->u.tensor.value, tide_tensor_data(value), bytes);
+        }
+        ok = r->u.tensor.histogram && (r->u.tensor.value || !r->u.tensor.value_len);
+    }
+    if (!ok) {
+        st_record_free(r);
+        atomic_fetch_add(&s->dropped, 1);
+        return;
+    }
+    st_push(s, r);
+}
+
+tide_observer st_run_observer(st_attachment *a)
+{
+    return (tide_observer){.user = a, .run_started = run_started, .node_finished = node_finished,
+                           .run_ended = run_ended};
+}
+
+tide_observer st_tensor_observer(st_attachment *a)
+{
+    return (tide_observer){.user = a, .wants_tensors = wants_tensors, .tensor_produced = tensor_produced};
+}

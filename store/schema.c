@@ -1,0 +1,112 @@
+/* schema.c — the run log's schema and its migrations. PRAGMA user_version holds the schema version
+ * of a file; migrations[i] takes a file from version i to i + 1, all in one IMMEDIATE transaction so
+ * that two processes opening a new file at once do not both migrate it. docs/run-log.md documents
+ * every table and column: change both together, and only ever by appending a migration. */
+#include <stdio.h>
+#include <string.h>
+
+#include "store_internal.h"
+
+/* Version 0 -> 1: the first schema. */
+static const char migrate_0_to_1[] =
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);\n"
+    "CREATE TABLE sessions(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')),\n"
+    "  label TEXT, threads INTEGER, devices TEXT);\n"
+    "CREATE TABLE graphs(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  session_id INTEGER REFERENCES sessions(id),\n"
+    "  version INTEGER NOT NULL,\n"
+    "  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')),\n"
+    "  text TEXT NOT NULL);\n"
+    "CREATE TABLE nodes(\n"
+    "  graph_id INTEGER NOT NULL REFERENCES graphs(id),\n"
+    "  name TEXT NOT NULL, op TEXT NOT NULL, inputs TEXT, control_inputs TEXT, attrs TEXT,\n"
+    "  requested_device TEXT, assigned_device TEXT,\n"
+    "  PRIMARY KEY (graph_id, name));\n"
+    "CREATE TABLE runs(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  session_id INTEGER REFERENCES sessions(id),\n"
+    "  step INTEGER NOT NULL, run_id INTEGER NOT NULL,\n"
+    "  started_at_ns INTEGER, wall_ns INTEGER, status INTEGER, error TEXT,\n"
+    "  feeds TEXT, fetches TEXT, targets TEXT, traced INTEGER NOT NULL DEFAULT 0);\n"
+    "CREATE INDEX runs_by_session_step ON runs(session_id, step);\n"
+    "CREATE TABLE node_timings(\n"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  node TEXT NOT NULL, op TEXT, device TEXT, thread INTEGER,\n"
+    "  scheduled_ns INTEGER, start_ns INTEGER, end_ns INTEGER, output_bytes INTEGER);\n"
+    "CREATE INDEX node_timings_by_run ON node_timings(run_id);\n"
+    "CREATE TABLE tensors(\n"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  step INTEGER NOT NULL, node TEXT NOT NULL, output INTEGER NOT NULL,\n"
+    "  dtype TEXT NOT NULL, shape TEXT NOT NULL,\n"
+    "  min REAL, max REAL, mean REAL, std REAL,\n"
+    "  nan_count INTEGER NOT NULL, inf_count INTEGER NOT NULL,\n"
+    "  histogram TEXT, value BLOB);\n"
+    "CREATE INDEX tensors_by_node_step ON tensors(node, output, step);\n"
+    "CREATE INDEX tensors_by_run ON tensors(run_id);\n"
+    "INSERT INTO meta(key, value) VALUES ('schema', 'tide run log'),\n"
+    "  ('created_at', strftime('%Y-%m-%d %H:%M:%f', 'now'));\n";
+
+static const char *const migrations[TIDE_STORE_SCHEMA_VERSION] = {migrate_0_to_1};
+
+static tide_status sql_fail(sqlite3 *db, const char *path, const char *what, tide_error *err)
+{
+    return tide_error_set(err, TIDE_INTERNAL, "run log %s: %s: %s", path, what, sqlite3_errmsg(db));
+}
+
+static int read_user_version(sqlite3 *db, int *version)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *version = sqlite3_column_int(st, 0);
+            rc = SQLITE_OK;
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+tide_status st_schema_migrate(sqlite3 *db, const char *path, tide_error *err)
+{
+    if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return sql_fail(db, path, "cannot lock the file to check its schema", err);
+    int version = 0;
+    tide_status st = TIDE_OK;
+    if (read_user_version(db, &version) != SQLITE_OK) {
+        st = sql_fail(db, path, "not a readable SQLite database", err);
+    } else if (version > TIDE_STORE_SCHEMA_VERSION) {
+        st = tide_error_set(err, TIDE_FAILED_PRECONDITION,
+                            "run log %s has schema version %d, newer than this build of tide knows "
+                            "(%d): open it with a newer tide",
+                            path, version, TIDE_STORE_SCHEMA_VERSION);
+    } else if (version < 0) {
+        st = tide_error_set(err, TIDE_FAILED_PRECONDITION,
+                            "run log %s has an invalid schema version %d", path, version);
+    }
+    for (; st == TIDE_OK && version < TIDE_STORE_SCHEMA_VERSION; version++) {
+        char *msg = NULL;
+        if (sqlite3_exec(db, migrations[version], NULL, NULL, &msg) != SQLITE_OK) {
+            st = tide_error_set(err, TIDE_FAILED_PRECONDITION,
+                                "run log %s: migrating the schema from version %d to %d failed: %s "
+                                "(is it a tide run log?)",
+                                path, version, version + 1, msg ? msg : "unknown error");
+        }
+        sqlite3_free(msg);
+        if (st == TIDE_OK) {
+            char pragma[64];
+            snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", version + 1);
+            if (sqlite3_exec(db, pragma, NULL, NULL, NULL) != SQLITE_OK)
+                st = sql_fail(db, path, "setting the schema version", err);
+        }
+    }
+    if (st == TIDE_OK && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        st = sql_fail(db, path, "committing the schema", err);
+    if (st != TIDE_OK)
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return st;
+}

@@ -1,0 +1,655 @@
+/* store.c — the run log's public face: opening (connection, pragmas, schema, writer thread), closing,
+ * the bounded queue between the engine's threads and the writer, synchronous requests (sessions,
+ * graph versions, flush), attaching to engines and the watched set. The writer is in writer.c, the
+ * observer callbacks in observer.c, the schema in schema.c. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store_internal.h"
+
+#define DEFAULT_QUEUE_CAPACITY 4096
+#define DEFAULT_VALUE_CAP (1u << 20)
+#define BUSY_TIMEOUT_MS 5000
+
+/* ---------------------------------------------------------------- small helpers */
+
+char *st_strdup(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+int64_t st_realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* A growable string; on out of memory it stays failed and str_take returns NULL. */
+typedef struct strbuf {
+    char *p;
+    size_t len, cap;
+    bool failed;
+} strbuf;
+
+static void sb_add(strbuf *b, const char *s, size_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 64;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->failed = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void sb_puts(strbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
+
+static char *sb_take(strbuf *b)
+{
+    if (b->failed) {
+        free(b->p);
+        return NULL;
+    }
+    if (!b->p)
+        return st_strdup("");
+    return b->p;
+}
+
+static void sb_json_string(strbuf *b, const char *s)
+{
+    sb_puts(b, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            char esc[2] = {'\\', (char)c};
+            sb_add(b, esc, 2);
+        } else if (c < 0x20) {
+            char esc[8];
+            snprintf(esc, sizeof esc, "\\u%04x", c);
+            sb_puts(b, esc);
+        } else {
+            sb_add(b, (const char *)&c, 1);
+        }
+    }
+    sb_puts(b, "\"");
+}
+
+char *st_json_strings(const char *const *v, int n)
+{
+    strbuf b = {0};
+    sb_puts(&b, "[");
+    for (int i = 0; i < n; i++) {
+        if (i)
+            sb_puts(&b, ",");
+        sb_json_string(&b, v[i] ? v[i] : "");
+    }
+    sb_puts(&b, "]");
+    return sb_take(&b);
+}
+
+/* ---------------------------------------------------------------- records and the queue */
+
+void st_record_free(st_record *r)
+{
+    if (!r)
+        return;
+    switch (r->kind) {
+    case ST_RUN_START:
+    case ST_RUN_END:
+        free(r->u.run.error);
+        free(r->u.run.feeds);
+        free(r->u.run.fetches);
+        free(r->u.run.targets);
+        break;
+    case ST_TIMING:
+        free(r->u.timing.node);
+        free(r->u.timing.op);
+        free(r->u.timing.device);
+        break;
+    case ST_TENSOR:
+        free(r->u.tensor.node);
+        free(r->u.tensor.dtype);
+        free(r->u.tensor.shape);
+        free(r->u.tensor.histogram);
+        free(r->u.tensor.value);
+        break;
+    case ST_SESSION:
+        free(r->u.session.label);
+        free(r->u.session.devices);
+        break;
+    case ST_GRAPH:
+        free(r->u.graph.text);
+        for (int i = 0; i < r->u.graph.num_nodes; i++) {
+            st_node_rec *n = &r->u.graph.nodes[i];
+            free(n->name);
+            free(n->op);
+            free(n->inputs);
+            free(n->control_inputs);
+            free(n->attrs);
+            free(n->requested_device);
+            free(n->assigned_device);
+        }
+        free(r->u.graph.nodes);
+        break;
+    case ST_FLUSH:
+        break;
+    }
+    free(r);
+}
+
+static void enqueue_locked(tide_store *s, st_record *r)
+{
+    r->next = NULL;
+    if (s->tail)
+        s->tail->next = r;
+    else
+        s->head = r;
+    s->tail = r;
+    pthread_cond_signal(&s->nonempty);
+}
+
+void st_push(tide_store *s, st_record *r)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->queued >= s->opts.queue_capacity || s->stop) {
+        pthread_mutex_unlock(&s->lock);
+        atomic_fetch_add(&s->dropped, 1);
+        st_record_free(r);
+        return;
+    }
+    s->queued++;
+    enqueue_locked(s, r);
+    pthread_mutex_unlock(&s->lock);
+}
+
+int64_t st_push_wait(tide_store *s, st_record *r, tide_error *err)
+{
+    st_sync sync = {.done = false, .id = -1, .status = TIDE_OK};
+    r->sync = &sync;
+    pthread_mutex_lock(&s->lock);
+    s->syncs_queued++;
+    enqueue_locked(s, r); /* synchronous records are never dropped: their callers may wait */
+    while (!sync.done)
+        pthread_cond_wait(&s->done, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    if (sync.status != TIDE_OK) {
+        tide_error_set(err, sync.status, "%s", sync.message);
+        return -1;
+    }
+    return sync.id;
+}
+
+void tide__store_pause_writer(tide_store *s, bool paused)
+{
+    pthread_mutex_lock(&s->lock);
+    s->paused = paused;
+    pthread_cond_broadcast(&s->nonempty);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* ---------------------------------------------------------------- open and close */
+
+void tide_store_options_init(tide_store_options *opts)
+{
+    opts->queue_capacity = DEFAULT_QUEUE_CAPACITY;
+    opts->value_cap_bytes = DEFAULT_VALUE_CAP;
+}
+
+static tide_status open_db(tide_store *s, tide_error *err)
+{
+    int rc = sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (rc != SQLITE_OK)
+        return tide_error_set(err, TIDE_UNAVAILABLE, "cannot open run log %s: %s", s->path,
+                              s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+    sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
+    /* Two connections switching a new file to WAL at once: the loser gets "locked" at once, without
+     * the busy handler, so retry for as long as the busy timeout. */
+    bool wal = false;
+    for (int waited_ms = 0; !wal && waited_ms <= BUSY_TIMEOUT_MS; waited_ms += 10) {
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+        if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
+            wal = strcmp((const char *)sqlite3_column_text(st, 0), "wal") == 0;
+        sqlite3_finalize(st);
+        if (!wal && rc != SQLITE_BUSY && rc != SQLITE_LOCKED && rc != SQLITE_ROW)
+            break;
+        if (!wal)
+            nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
+    }
+    if (!wal)
+        return tide_error_set(err, TIDE_UNAVAILABLE, "run log %s: cannot switch to WAL mode: %s", s->path,
+                              sqlite3_errmsg(s->db));
+    /* In WAL mode NORMAL keeps the file consistent on power loss; only the last commits may go. */
+    sqlite3_exec(s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+    return st_schema_migrate(s->db, s->path, err);
+}
+
+static void store_free(tide_store *s)
+{
+    sqlite3_close(s->db);
+    for (int i = 0; i < s->num_watched; i++)
+        free(s->watched[i]);
+    free(s->watched);
+    while (s->attachments) {
+        st_attachment *a = s->attachments;
+        s->attachments = a->next;
+        free(a);
+    }
+    pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->watch_lock);
+    pthread_mutex_destroy(&s->attach_lock);
+    pthread_cond_destroy(&s->nonempty);
+    pthread_cond_destroy(&s->done);
+    free(s->path);
+    free(s);
+}
+
+tide_store *tide_store_open(const char *path, const tide_store_options *opts, tide_error *err)
+{
+    if (!path || !*path) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "run log: no file name given");
+        return NULL;
+    }
+    tide_store *s = calloc(1, sizeof *s);
+    if (!s || !(s->path = st_strdup(path))) {
+        free(s);
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory opening run log %s", path);
+        return NULL;
+    }
+    tide_store_options_init(&s->opts);
+    if (opts) {
+        if (opts->queue_capacity > 0)
+            s->opts.queue_capacity = opts->queue_capacity;
+        s->opts.value_cap_bytes = opts->value_cap_bytes;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->watch_lock, NULL);
+    pthread_mutex_init(&s->attach_lock, NULL);
+    pthread_cond_init(&s->nonempty, NULL);
+    pthread_cond_init(&s->done, NULL);
+    atomic_init(&s->dropped, 0);
+    if (open_db(s, err) != TIDE_OK) {
+        store_free(s);
+        return NULL;
+    }
+    if (pthread_create(&s->writer, NULL, st_writer_main, s) != 0) {
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "run log %s: cannot start the writer thread", path);
+        store_free(s);
+        return NULL;
+    }
+    s->writer_started = true;
+    return s;
+}
+
+void tide_store_close(tide_store *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->attach_lock);
+    for (st_attachment *a = s->attachments; a; a = a->next)
+        if (a->engine) {
+            tide_engine_remove_observer(a->engine, a->run_observer);
+            tide_engine_remove_observer(a->engine, a->tensor_observer);
+            a->engine = NULL;
+        }
+    pthread_mutex_unlock(&s->attach_lock);
+    if (s->writer_started) {
+        pthread_mutex_lock(&s->lock);
+        s->stop = true;
+        s->paused = false;
+        pthread_cond_broadcast(&s->nonempty);
+        pthread_mutex_unlock(&s->lock);
+        pthread_join(s->writer, NULL);
+    }
+    store_free(s);
+}
+
+tide_status tide_store_flush(tide_store *s, tide_error *err)
+{
+    if (!s)
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "run log is NULL");
+    st_record *r = calloc(1, sizeof *r);
+    if (!r)
+        return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory flushing the run log");
+    r->kind = ST_FLUSH;
+    tide_error *local = err ? err : tide_error_new();
+    int64_t id = st_push_wait(s, r, local);
+    tide_status st = id < 0 ? tide_error_code(local) : TIDE_OK;
+    if (local != err)
+        tide_error_free(local);
+    return id < 0 && st == TIDE_OK ? TIDE_INTERNAL : st;
+}
+
+int64_t tide_store_dropped(const tide_store *s)
+{
+    return s ? atomic_load(&((tide_store *)s)->dropped) : 0;
+}
+
+/* ---------------------------------------------------------------- sessions and graphs */
+
+int64_t tide_store_log_session(tide_store *s, const tide_session *session, const tide_engine *engine,
+                               const char *label, tide_error *err)
+{
+    if (!s || !session || !engine) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "log_session: store, session and engine are required");
+        return -1;
+    }
+    int n = tide_engine_num_devices(engine);
+    const char **names = calloc((size_t)(n > 0 ? n : 1), sizeof *names);
+    st_record *r = calloc(1, sizeof *r);
+    if (names)
+        for (int i = 0; i < n; i++)
+            names[i] = tide_engine_device_name(engine, i);
+    if (r) {
+        r->kind = ST_SESSION;
+        r->session = session;
+        r->u.session.threads = tide_engine_num_threads(engine);
+        r->u.session.label = st_strdup(label);
+        r->u.session.devices = names ? st_json_strings(names, n) : NULL;
+    }
+    free(names);
+    if (!r || !r->u.session.devices || (label && !r->u.session.label)) {
+        st_record_free(r);
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory logging a session");
+        return -1;
+    }
+    return st_push_wait(s, r, err);
+}
+
+/* The attrs of one line of graph text ("name = Op(in, ^ctl, a=1, b=[1, 2]) @dev"): the top-level
+ * items of the parenthesis that are `identifier=value`, joined by ", ". Malloc'd. */
+static char *attrs_of_line(const char *line, size_t len)
+{
+    strbuf b = {0};
+    const char *p = memchr(line, '(', len), *end = line + len;
+    int depth = 0;
+    bool quoted = false;
+    const char *item = p ? p + 1 : end;
+    for (const char *q = item; p && q < end; q++) {
+        if (quoted) {
+            if (*q == '\\' && q + 1 < end)
+                q++;
+            else if (*q == '"')
+                quoted = false;
+            continue;
+        }
+        if (*q == '"') {
+            quoted = true;
+        } else if (*q == '(' || *q == '[') {
+            depth++;
+        } else if ((*q == ',' && depth == 0) || (*q == ')' && depth == 0)) {
+            while (item < q && isspace((unsigned char)*item))
+                item++;
+            const char *id = item;
+            while (id < q && (isalnum((unsigned char)*id) || *id == '_'))
+                id++;
+            if (id > item && id < q && *id == '=') {
+                if (b.len)
+                    sb_puts(&b, ", ");
+                sb_add(&b, item, (size_t)(q - item));
+            }
+            item = q + 1;
+            if (*q == ')')
+                break;
+        } else if (*q == ')' || *q == ']') {
+            depth--;
+        }
+    }
+    return sb_take(&b);
+}
+
+static char *json_inputs(const tide_node *n)
+{
+    int k = tide_node_num_inputs(n);
+    strbuf b = {0};
+    sb_puts(&b, "[");
+    for (int i = 0; i < k; i++) {
+        tide_output in = tide_node_input(n, i);
+        char buf[32];
+        snprintf(buf, sizeof buf, ":%d", in.index);
+        strbuf one = {0};
+        sb_puts(&one, tide_node_name(in.node));
+        sb_puts(&one, buf);
+        char *s = sb_take(&one);
+        if (i)
+            sb_puts(&b, ",");
+        if (s)
+            sb_json_string(&b, s);
+        else
+            b.failed = true;
+        free(s);
+    }
+    sb_puts(&b, "]");
+    return sb_take(&b);
+}
+
+static char *json_control_inputs(const tide_node *n)
+{
+    int k = tide_node_num_control_inputs(n);
+    const char **names = calloc((size_t)(k > 0 ? k : 1), sizeof *names);
+    if (!names)
+        return NULL;
+    for (int i = 0; i < k; i++)
+        names[i] = tide_node_name(tide_node_control_input(n, i));
+    char *s = st_json_strings(names, k);
+    free(names);
+    return s;
+}
+
+static bool fill_node(st_node_rec *nr, const tide_node *n, const char *line, size_t len)
+{
+    const char *assigned = tide_node_assigned_device(n);
+    nr->name = st_strdup(tide_node_name(n));
+    nr->op = st_strdup(tide_node_op(n));
+    nr->inputs = json_inputs(n);
+    nr->control_inputs = json_control_inputs(n);
+    nr->attrs = attrs_of_line(line, len);
+    nr->requested_device = st_strdup(tide_node_requested_device(n));
+    nr->assigned_device = assigned ? st_strdup(assigned) : NULL;
+    return nr->name && nr->op && nr->inputs && nr->control_inputs && nr->attrs && nr->requested_device &&
+           (!assigned || nr->assigned_device);
+}
+
+/* Fills r's nodes from the graph text, one line per node. */
+static bool fill_nodes(st_record *r, const tide_graph *g)
+{
+    int n = tide_graph_num_nodes(g);
+    r->u.graph.nodes = calloc((size_t)(n > 0 ? n : 1), sizeof *r->u.graph.nodes);
+    if (!r->u.graph.nodes)
+        return false;
+    for (const char *line = r->u.graph.text; *line && r->u.graph.num_nodes < n;) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        const char *eq = memchr(line, '=', len);
+        if (eq && line[0] != '#') {
+            size_t name_len = (size_t)(eq - line);
+            while (name_len > 0 && isspace((unsigned char)line[name_len - 1]))
+                name_len--;
+            char name[512];
+            if (name_len < sizeof name) {
+                memcpy(name, line, name_len);
+                name[name_len] = '\0';
+                const tide_node *node = tide_graph_node(g, name);
+                if (node && !fill_node(&r->u.graph.nodes[r->u.graph.num_nodes++], node, line, len))
+                    return false;
+            }
+        }
+        line += len + (nl ? 1 : 0);
+    }
+    return true;
+}
+
+int64_t tide_store_log_graph(tide_store *s, const tide_session *session, tide_error *err)
+{
+    if (!s || !session) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "log_graph: store and session are required");
+        return -1;
+    }
+    const tide_graph *g = tide_session_graph(session);
+    st_record *r = calloc(1, sizeof *r);
+    if (!r) {
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory logging a graph");
+        return -1;
+    }
+    r->kind = ST_GRAPH;
+    r->session = session;
+    r->u.graph.version = (int64_t)tide_graph_version(g);
+    r->u.graph.text = tide_graph_to_text(g, err);
+    if (!r->u.graph.text) {
+        st_record_free(r);
+        return -1;
+    }
+    if (!fill_nodes(r, g)) {
+        st_record_free(r);
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory logging a graph");
+        return -1;
+    }
+    return st_push_wait(s, r, err);
+}
+
+/* ---------------------------------------------------------------- engines and the watched set */
+
+static int add_tensor_observer(st_attachment *a, tide_error *err)
+{
+    tide_observer obs = st_tensor_observer(a);
+    return tide_engine_add_observer(a->engine, &obs, err);
+}
+
+int tide_store_attach(tide_store *s, tide_engine *engine, tide_error *err)
+{
+    if (!s || !engine) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "attach: store and engine are required");
+        return 0;
+    }
+    st_attachment *a = calloc(1, sizeof *a);
+    if (!a) {
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory attaching the run log");
+        return 0;
+    }
+    a->store = s;
+    a->engine = engine;
+    pthread_mutex_lock(&s->attach_lock);
+    tide_observer obs = st_run_observer(a);
+    a->run_observer = tide_engine_add_observer(engine, &obs, err);
+    if (a->run_observer > 0) {
+        a->tensor_observer = add_tensor_observer(a, err);
+        if (a->tensor_observer <= 0) {
+            tide_engine_remove_observer(engine, a->run_observer);
+            a->run_observer = 0;
+        }
+    }
+    int id = a->run_observer;
+    if (id > 0) {
+        a->next = s->attachments;
+        s->attachments = a;
+    } else {
+        free(a);
+    }
+    pthread_mutex_unlock(&s->attach_lock);
+    return id;
+}
+
+void tide_store_detach(tide_store *s, tide_engine *engine, int id)
+{
+    if (!s || !engine)
+        return;
+    pthread_mutex_lock(&s->attach_lock);
+    for (st_attachment *a = s->attachments; a; a = a->next)
+        if (a->engine == engine && a->run_observer == id) {
+            tide_engine_remove_observer(engine, a->run_observer);
+            tide_engine_remove_observer(engine, a->tensor_observer);
+            a->engine = NULL; /* runs in flight may still call back: freed at close */
+        }
+    pthread_mutex_unlock(&s->attach_lock);
+}
+
+/* The engine asks wants_tensors only when its observers change, so a change of the watched set
+ * re-registers the tensor observer of every attached engine. Runs that start while it happens may
+ * miss their tensors; runs that start after it returns see the new set. */
+static void reregister(tide_store *s)
+{
+    pthread_mutex_lock(&s->attach_lock);
+    for (st_attachment *a = s->attachments; a; a = a->next) {
+        if (!a->engine)
+            continue;
+        tide_engine_remove_observer(a->engine, a->tensor_observer);
+        a->tensor_observer = add_tensor_observer(a, NULL);
+    }
+    pthread_mutex_unlock(&s->attach_lock);
+}
+
+bool st_is_watched(tide_store *s, const char *name)
+{
+    bool found = false;
+    pthread_mutex_lock(&s->watch_lock);
+    for (int i = 0; i < s->num_watched && !found; i++)
+        found = strcmp(s->watched[i], name) == 0;
+    pthread_mutex_unlock(&s->watch_lock);
+    return found;
+}
+
+tide_status tide_store_watch(tide_store *s, const char *node_name, tide_error *err)
+{
+    if (!s || !node_name || !*node_name)
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "watch: a node name is required");
+    if (st_is_watched(s, node_name))
+        return TIDE_OK;
+    char *copy = st_strdup(node_name);
+    pthread_mutex_lock(&s->watch_lock);
+    if (copy && s->num_watched == s->cap_watched) {
+        int cap = s->cap_watched ? s->cap_watched * 2 : 8;
+        char **w = realloc(s->watched, (size_t)cap * sizeof *w);
+        if (w) {
+            s->watched = w;
+            s->cap_watched = cap;
+        }
+    }
+    tide_status st = TIDE_OK;
+    if (!copy || s->num_watched == s->cap_watched) {
+        free(copy);
+        st = tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory watching %s", node_name);
+    } else {
+        s->watched[s->num_watched++] = copy;
+    }
+    pthread_mutex_unlock(&s->watch_lock);
+    if (st == TIDE_OK)
+        reregister(s);
+    return st;
+}
+
+void tide_store_unwatch(tide_store *s, const char *node_name)
+{
+    if (!s || !node_name)
+        return;
+    bool removed = false;
+    pthread_mutex_lock(&s->watch_lock);
+    for (int i = 0; i < s->num_watched && !removed; i++)
+        if (strcmp(s->watched[i], node_name) == 0) {
+            free(s->watched[i]);
+            s->watched[i] = s->watched[--s->num_watched];
+            removed = true;
+        }
+    pthread_mutex_unlock(&s->watch_lock);
+    if (removed)
+        reregister(s);
+}

@@ -1,0 +1,697 @@
+/* test_store.c — the run log: schema creation, reopening and migration (and refusing newer files),
+ * runs, graph versions, node timings and watched tensors logged through a real engine, back-pressure,
+ * a reader during writes, two stores writing one file at once, and the example queries of
+ * docs/run-log.md. Every check reads the file through a second SQLite connection, as a user would. */
+#include <math.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/graph_util.h"
+#include "store.h"
+#include "store_internal.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+static char dir[64], db_path[128];
+
+static void new_path(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/tide-store-XXXXXX");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    snprintf(db_path, sizeof db_path, "%s/runs.db", dir);
+}
+
+static void remove_path(void)
+{
+    const char *suffix[3] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        char p[160];
+        snprintf(p, sizeof p, "%s%s", db_path, suffix[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+static sqlite3 *reader(void)
+{
+    sqlite3 *db = NULL;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    return db;
+}
+
+/* The first column of the first row as an integer (-12345 when there is no row or on error). */
+static int64_t q_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = -12345;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        fprintf(stderr, "query failed: %s: %s\n", sql, sqlite3_errmsg(db));
+    else if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+static double q_double(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    double v = -12345;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_type(st, 0) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* The first column of the first row as text, malloc'd ("<none>" when there is no row). */
+static char *q_text(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    char *v = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = strdup(sqlite3_column_type(st, 0) == SQLITE_NULL ? "<null>" : (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return v ? v : strdup("<none>");
+}
+
+static void assert_text_impl(sqlite3 *db, const char *sql, const char *want, int line)
+{
+    char *got = q_text(db, sql);
+    bool same = got && want && strcmp(got, want) == 0;
+    if (!same)
+        fprintf(stderr, "\n%s:%d: %s\n  got  %s\n  want %s\n", __FILE__, line, sql, got ? got : "(null)",
+                want ? want : "(null)");
+    CU_ASSERT(same);
+    free(got);
+}
+#define ASSERT_TEXT(db, sql, want) assert_text_impl(db, sql, want, __LINE__)
+
+static tide_store *open_store(const tide_store_options *opts)
+{
+    tide_error *err = tide_error_new();
+    tide_store *s = tide_store_open(db_path, opts, err);
+    if (!s)
+        fprintf(stderr, "open failed: %s\n", tide_error_message(err));
+    CU_ASSERT_PTR_NOT_NULL(s);
+    tide_error_free(err);
+    return s;
+}
+
+static void flush(tide_store *s)
+{
+    tide_error *err = tide_error_new();
+    tide_status st = tide_store_flush(s, err);
+    if (st != TIDE_OK)
+        fprintf(stderr, "flush failed: %s\n", tide_error_message(err));
+    CU_ASSERT_EQUAL(st, TIDE_OK);
+    tide_error_free(err);
+}
+
+static tide_engine *new_engine(int threads)
+{
+    tide_engine_options o;
+    tide_engine_options_init(&o);
+    o.num_threads = threads;
+    tide_engine *e = tide_engine_new(&o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    return e;
+}
+
+/* x: float32[2, 2] placeholder; a: const [[1, 2], [3, 4]]; m = MatMul(a, a); y = Add(m, a);
+ * z = Add(x, a). */
+typedef struct fixture {
+    tide_engine *engine;
+    tide_graph *g;
+    tide_session *session;
+    tide_node *x, *a, *m, *y, *z;
+} fixture;
+
+static void fixture_new(fixture *f, int threads)
+{
+    f->engine = new_engine(threads);
+    f->g = tide_graph_new();
+    f->x = gu_placeholder(f->g, "x", TIDE_FLOAT32, 2, TH_DIMS(2, 2));
+    f->a = gu_const(f->g, "a", th_f32(2, TH_DIMS(2, 2), (float[]){1, 2, 3, 4}));
+    f->m = gu_op(f->g, "MatMul", "m", 2, (tide_node *[]){f->a, f->a});
+    f->y = gu_op(f->g, "Add", "y", 2, (tide_node *[]){f->m, f->a});
+    f->z = gu_op(f->g, "Add", "z", 2, (tide_node *[]){f->x, f->a});
+    f->session = tide_session_new(f->engine, f->g, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f->session);
+}
+
+static void fixture_free(fixture *f)
+{
+    tide_session_free(f->session);
+    tide_graph_free(f->g);
+    tide_engine_free(f->engine);
+}
+
+/* Fetches output 0 of n; traced when trace. Returns the status; err may be NULL. */
+static tide_status run_fetch(fixture *f, tide_node *n, bool trace, tide_step_stats **stats, tide_error *err)
+{
+    tide_run_options o = {.trace = trace};
+    tide_output out = {n, 0};
+    tide_tensor *v = NULL;
+    tide_status st = tide_session_run(f->session, &o, NULL, 0, &out, 1, &v, NULL, 0, stats, err);
+    tide_tensor_release(v);
+    return st;
+}
+
+/* ---------------------------------------------------------------- schema */
+
+static void test_open_creates_schema(void)
+{
+    new_path();
+    tide_store *s = open_store(NULL);
+    sqlite3 *db = reader();
+    CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), 1);
+    ASSERT_TEXT(db, "PRAGMA journal_mode", "wal");
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+                              "('meta', 'sessions', 'graphs', 'nodes', 'runs', 'node_timings', 'tensors')"),
+                    7);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name NOT LIKE "
+                              "'sqlite_%'"),
+                    4);
+    ASSERT_TEXT(db, "SELECT value FROM meta WHERE key = 'schema'", "tide run log");
+    CU_ASSERT_EQUAL(tide_store_dropped(s), 0);
+    sqlite3_close(db);
+    tide_store_close(s);
+    remove_path();
+}
+
+static void test_reopen_keeps_data(void)
+{
+    new_path();
+    fixture f;
+    fixture_new(&f, 1);
+    tide_store *s = open_store(NULL);
+    CU_ASSERT_EQUAL(tide_store_log_session(s, f.session, f.engine, "first", NULL), 1);
+    tide_store_close(s);
+    s = open_store(NULL);
+    CU_ASSERT_EQUAL(tide_store_log_session(s, f.session, f.engine, NULL, NULL), 2);
+    tide_store_close(s);
+    sqlite3 *db = reader();
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM sessions"), 2);
+    ASSERT_TEXT(db, "SELECT label FROM sessions WHERE id = 1", "first");
+    ASSERT_TEXT(db, "SELECT label FROM sessions WHERE id = 2", "<null>");
+    CU_ASSERT_EQUAL(q_int(db, "SELECT threads FROM sessions WHERE id = 1"), 1);
+    ASSERT_TEXT(db, "SELECT devices FROM sessions WHERE id = 1",
+                "[\"/job:localhost/replica:0/task:0/device:cpu:0\"]");
+    CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), 1);
+    sqlite3_close(db);
+    fixture_free(&f);
+    remove_path();
+}
+
+static void make_file(const char *sql)
+{
+    sqlite3 *db = NULL;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open(db_path, &db), SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+static void test_newer_version_refused(void)
+{
+    new_path();
+    make_file("CREATE TABLE future(x); PRAGMA user_version = 99;");
+    tide_error *err = tide_error_new();
+    tide_store *s = tide_store_open(db_path, NULL, err);
+    CU_ASSERT_PTR_NULL(s);
+    CU_ASSERT_EQUAL(tide_error_code(err), TIDE_FAILED_PRECONDITION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "schema version 99, newer than this build"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), db_path));
+    tide_store_close(s);
+    tide_error_free(err);
+    sqlite3 *db = reader();
+    CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), 99); /* left alone */
+    sqlite3_close(db);
+    remove_path();
+}
+
+static void test_version0_migrates(void)
+{
+    new_path();
+    make_file("CREATE TABLE t(x); DROP TABLE t;"); /* a valid file, user_version 0, no tables */
+    tide_store *s = open_store(NULL);
+    tide_store_close(s);
+    sqlite3 *db = reader();
+    CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), 1);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs"), 0);
+    sqlite3_close(db);
+    remove_path();
+
+    new_path(); /* version 0 but someone else's tables: refused, untouched */
+    make_file("CREATE TABLE runs(x);");
+    tide_error *err = tide_error_new();
+    CU_ASSERT_PTR_NULL(tide_store_open(db_path, NULL, err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "migrating the schema from version 0 to 1"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "already exists"));
+    db = reader();
+    CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), 0);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM sqlite_master"), 1);
+    sqlite3_close(db);
+    tide_error_free(err);
+    remove_path();
+
+    CU_ASSERT_PTR_NULL(tide_store_open("/nonexistent-dir/x/runs.db", NULL, NULL));
+    CU_ASSERT_PTR_NULL(tide_store_open("", NULL, NULL));
+    tide_store_close(NULL);
+}
+
+/* ---------------------------------------------------------------- runs and graphs */
+
+static void test_runs_logged(void)
+{
+    new_path();
+    fixture f;
+    fixture_new(&f, 2);
+    tide_store *s = open_store(NULL);
+    int att = tide_store_attach(s, f.engine, NULL);
+    CU_ASSERT(att > 0);
+    int64_t sid = tide_store_log_session(s, f.session, f.engine, "runs", NULL);
+    int64_t gid = tide_store_log_graph(s, f.session, NULL);
+    CU_ASSERT(sid > 0 && gid > 0);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(run_fetch(&f, f.y, false, NULL, NULL), TIDE_OK);
+    tide_error *err = tide_error_new();
+    tide_status failed = run_fetch(&f, f.z, false, NULL, err); /* x is not fed */
+    CU_ASSERT_NOT_EQUAL(failed, TIDE_OK);
+    flush(s);
+
+    sqlite3 *db = reader();
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs"), 4);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(DISTINCT session_id) FROM runs"), 1);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT session_id FROM runs LIMIT 1"), sid);
+    ASSERT_TEXT(db, "SELECT group_concat(step, ',') FROM (SELECT step FROM runs ORDER BY id)", "0,1,2,3");
+    ASSERT_TEXT(db, "SELECT group_concat(status, ',') FROM (SELECT status FROM runs ORDER BY id LIMIT 3)",
+                "0,0,0");
+    CU_ASSERT_EQUAL(q_int(db, "SELECT status FROM runs WHERE step = 3"), failed);
+    ASSERT_TEXT(db, "SELECT error FROM runs WHERE step = 3", tide_error_message(err));
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE error IS NULL"), 3);
+    ASSERT_TEXT(db, "SELECT fetches FROM runs WHERE step = 0", "[\"y:0\"]");
+    ASSERT_TEXT(db, "SELECT feeds || targets FROM runs WHERE step = 0", "[][]");
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE wall_ns > 0 AND started_at_ns > 1600000000e9 "
+                              "AND traced = 0"),
+                    4);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(DISTINCT run_id) FROM runs"), 4);
+
+    /* the graph version */
+    char *text = tide_graph_to_text(f.g, NULL);
+    ASSERT_TEXT(db, "SELECT text FROM graphs", text);
+    free(text);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT version FROM graphs"), (int64_t)tide_graph_version(f.g));
+    CU_ASSERT_EQUAL(q_int(db, "SELECT session_id FROM graphs"), sid);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM nodes"), tide_graph_num_nodes(f.g));
+    ASSERT_TEXT(db, "SELECT op || ' ' || inputs || ' ' || control_inputs FROM nodes WHERE name = 'm'",
+                "MatMul [\"a:0\",\"a:0\"] []");
+    ASSERT_TEXT(db, "SELECT attrs FROM nodes WHERE name = 'm'", "transpose_a=false, transpose_b=false, T=float32");
+    ASSERT_TEXT(db, "SELECT attrs FROM nodes WHERE name = 'x'", "dtype=float32, shape=[2, 2]");
+    ASSERT_TEXT(db, "SELECT requested_device || '|' || ifnull(assigned_device, 'none') FROM nodes WHERE name = 'y'",
+                "|none");
+
+    /* after a run, a new graph version records the assigned devices */
+    CU_ASSERT(tide_store_log_graph(s, f.session, NULL) > gid);
+    flush(s);
+    ASSERT_TEXT(db, "SELECT assigned_device FROM nodes WHERE name = 'y' AND graph_id > 1",
+                tide_node_assigned_device(f.y));
+
+    /* detached: no more runs */
+    tide_store_detach(s, f.engine, att);
+    CU_ASSERT_EQUAL(run_fetch(&f, f.y, false, NULL, NULL), TIDE_OK);
+    flush(s);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs"), 4);
+    CU_ASSERT_EQUAL(tide_store_dropped(s), 0);
+    sqlite3_close(db);
+    tide_error_free(err);
+    tide_store_close(s);
+    fixture_free(&f);
+    remove_path();
+}
+
+static void test_traced_timings(void)
+{
+    new_path();
+    fixture f;
+    fixture_new(&f, 2);
+    tide_store *s = open_store(NULL);
+    CU_ASSERT(tide_store_attach(s, f.engine, NULL) > 0);
+    tide_step_stats *stats = NULL;
+    CU_ASSERT_EQUAL(run_fetch(&f, f.y, false, NULL, NULL), TIDE_OK); /* untraced: no timings */
+    CU_ASSERT_EQUAL(run_fetch(&f, f.y, true, &stats, NULL), TIDE_OK);
+    flush(s);
+    sqlite3 *db = reader();
+    int n = tide_step_stats_count(stats);
+    CU_ASSERT(n >= 3); /* a, m, y */
+    CU_ASSERT_EQUAL(q_int(db, "SELECT traced FROM runs WHERE step = 1"), 1);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM node_timings"), n);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM node_timings t JOIN runs r ON r.id = t.run_id "
+                              "WHERE r.step = 1"),
+                    n);
+    for (int i = 0; i < n; i++) {
+        const tide_node_timing *t = tide_step_stats_at(stats, i);
+        char sql[256];
+        snprintf(sql, sizeof sql, "SELECT op || '|' || device FROM node_timings WHERE node = '%s'",
+                 tide_node_name(t->node));
+        char want[256];
+        snprintf(want, sizeof want, "%s|%s", tide_node_op(t->node), t->device);
+        ASSERT_TEXT(db, sql, want);
+    }
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM node_timings WHERE end_ns >= start_ns AND start_ns >= "
+                              "scheduled_ns AND scheduled_ns > 0"),
+                    n);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT output_bytes FROM node_timings WHERE node = 'm'"), 16);
+    /* docs/run-log.md: the slowest ops over the last 100 steps */
+    const char *slowest = "SELECT t.op, count(*) AS n, sum(t.end_ns - t.start_ns) / 1e3 AS total_us "
+                          "FROM node_timings t JOIN runs r ON r.id = t.run_id "
+                          "WHERE r.id IN (SELECT id FROM runs ORDER BY id DESC LIMIT 100) "
+                          "GROUP BY t.op ORDER BY total_us DESC LIMIT 10";
+    char count_ops[512];
+    snprintf(count_ops, sizeof count_ops, "SELECT count(*) FROM (%s)", slowest);
+    CU_ASSERT_EQUAL(q_int(db, count_ops), 3); /* Const, MatMul, Add */
+    sqlite3_close(db);
+    tide_step_stats_free(stats);
+    tide_store_close(s); /* closing detaches */
+    CU_ASSERT_EQUAL(run_fetch(&f, f.y, true, NULL, NULL), TIDE_OK);
+    fixture_free(&f);
+    remove_path();
+}
+
+/* ---------------------------------------------------------------- tensors */
+
+static void test_watched_tensors(void)
+{
+    new_path();
+    fixture f;
+    fixture_new(&f, 2);
+    tide_tensor *c = th_f32(0, NULL, (float[]){2.5f});
+    tide_node *scalar = gu_const(f.g, "scalar", c);
+    tide_store_options opts;
+    tide_store_options_init(&opts);
+    opts.value_cap_bytes = 8; /* the scalar's value is kept, z's (16 bytes) is not */
+    tide_store *s = open_store(&opts);
+    CU_ASSERT(tide_store_attach(s, f.engine, NULL) > 0);
+    float xv[4] = {0.5f, NAN, INFINITY, -5};
+    tide_tensor *x = th_f32(2, TH_DIMS(2, 2), xv);
+    tide_feed feed = {{f.x, 0}, x};
+    tide_output outs[2] = {{f.z, 0}, {scalar, 0}};
+    tide_tensor *vals[2] = {NULL, NULL};
+    /* a first run caches the plan before anything is watched */
+    CU_ASSERT_EQUAL(tide_session_run(f.session, NULL, &feed, 1, outs, 2, vals, NULL, 0, NULL, NULL), TIDE_OK);
+    for (int i = 0; i < 2; i++)
+        tide_tensor_release(vals[i]);
+    CU_ASSERT_EQUAL(tide_store_watch(s, "z", NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_store_watch(s, "scalar", NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_store_watch(s, "z", NULL), TIDE_OK); /* twice: fine */
+    CU_ASSERT_EQUAL(tide_store_watch(s, "", NULL), TIDE_INVALID_ARGUMENT);
+    tide_tensor *z = NULL; /* z's value at step 1, to compare */
+    for (int step = 1; step <= 2; step++) {
+        CU_ASSERT_EQUAL(tide_session_run(f.session, NULL, &feed, 1, outs, 2, vals, NULL, 0, NULL, NULL),
+                        TIDE_OK);
+        if (step == 1)
+            z = tide_tensor_retain(vals[0]);
+        tide_tensor_release(vals[0]);
+        tide_tensor_release(vals[1]);
+    }
+    flush(s);
+    sqlite3 *db = reader();
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE node = 'z'"), 2);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE step = 0"), 0);
+    ASSERT_TEXT(db, "SELECT dtype || ' ' || shape || ' ' || output FROM tensors WHERE node = 'z' AND step = 1",
+                "float32 [2, 2] 0");
+    /* z = x + a = [1.5, nan, inf, -1]: finite values 1.5 and -1 */
+    double finite[2] = {0.5 + 1, -5 + 4}, mean = (finite[0] + finite[1]) / 2;
+    double sd = sqrt(((finite[0] - mean) * (finite[0] - mean) + (finite[1] - mean) * (finite[1] - mean)) / 2);
+    CU_ASSERT_DOUBLE_EQUAL(q_double(db, "SELECT min FROM tensors WHERE node = 'z' AND step = 1"), -1, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(q_double(db, "SELECT max FROM tensors WHERE node = 'z' AND step = 1"), 1.5, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(q_double(db, "SELECT mean FROM tensors WHERE node = 'z' AND step = 1"), mean, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(q_double(db, "SELECT std FROM tensors WHERE node = 'z' AND step = 1"), sd, 1e-12);
+    ASSERT_TEXT(db, "SELECT nan_count || ' ' || inf_count FROM tensors WHERE node = 'z' AND step = 1", "1 1");
+    ASSERT_TEXT(db, "SELECT histogram FROM tensors WHERE node = 'z' AND step = 1",
+                "[1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1]");
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE node = 'z' AND value IS NULL"), 2);
+    /* the scalar: value kept (4 bytes <= 8), bytes exact */
+    sqlite3_stmt *st = NULL;
+    CU_ASSERT_EQUAL(sqlite3_prepare_v2(db, "SELECT value, histogram, std FROM tensors WHERE node = 'scalar'", -1,
+                                       &st, NULL),
+                    SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_step(st), SQLITE_ROW);
+    CU_ASSERT_EQUAL(sqlite3_column_bytes(st, 0), 4);
+    float got = 0;
+    if (sqlite3_column_bytes(st, 0) == 4)
+        memcpy(&got, sqlite3_column_blob(st, 0), 4);
+    CU_ASSERT_EQUAL(got, 2.5f);
+    CU_ASSERT_STRING_EQUAL((const char *)sqlite3_column_text(st, 1),
+                           "[1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]");
+    CU_ASSERT_EQUAL(sqlite3_column_double(st, 2), 0);
+    sqlite3_finalize(st);
+    /* docs/run-log.md: a tensor's mean across steps; when it first contained NaN */
+    ASSERT_TEXT(db, "SELECT group_concat(step || ':' || mean, ' ') FROM (SELECT t.step, t.mean FROM tensors t "
+                    "JOIN runs r ON r.id = t.run_id WHERE t.node = 'z' AND t.output = 0 ORDER BY t.step)",
+                "1:0.25 2:0.25");
+    ASSERT_TEXT(db, "SELECT step FROM (SELECT r.step, datetime(r.started_at_ns / 1e9, 'unixepoch') AS at "
+                    "FROM tensors t JOIN runs r ON r.id = t.run_id "
+                    "WHERE t.node = 'z' AND t.nan_count > 0 ORDER BY r.id LIMIT 1)",
+                "1");
+    tide_store_close(s);
+    sqlite3_close(db);
+    remove_path();
+
+    /* the default cap keeps z's value, byte for byte; unwatch stops logging */
+    new_path();
+    s = open_store(NULL);
+    CU_ASSERT(tide_store_attach(s, f.engine, NULL) > 0);
+    CU_ASSERT_EQUAL(tide_store_watch(s, "z", NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_session_run(f.session, NULL, &feed, 1, outs, 1, vals, NULL, 0, NULL, NULL), TIDE_OK);
+    tide_tensor_release(vals[0]);
+    tide_store_unwatch(s, "z");
+    tide_store_unwatch(s, "never-watched");
+    CU_ASSERT_EQUAL(tide_session_run(f.session, NULL, &feed, 1, outs, 1, vals, NULL, 0, NULL, NULL), TIDE_OK);
+    tide_tensor_release(vals[0]);
+    flush(s);
+    db = reader();
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors"), 1);
+    CU_ASSERT_EQUAL(sqlite3_prepare_v2(db, "SELECT value FROM tensors", -1, &st, NULL), SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_step(st), SQLITE_ROW);
+    CU_ASSERT_EQUAL((size_t)sqlite3_column_bytes(st, 0), tide_tensor_byte_size(z));
+    if ((size_t)sqlite3_column_bytes(st, 0) == tide_tensor_byte_size(z))
+        CU_ASSERT_EQUAL(memcmp(sqlite3_column_blob(st, 0), tide_tensor_data(z), tide_tensor_byte_size(z)), 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    tide_store_close(s);
+    tide_tensor_release(z);
+    tide_tensor_release(x);
+    fixture_free(&f);
+    remove_path();
+}
+
+/* Integer tensors get statistics too (through tide_tensor_get_f64). */
+static void test_integer_tensor_stats(void)
+{
+    new_path();
+    tide_engine *e = new_engine(1);
+    tide_graph *g = tide_graph_new();
+    int32_t v[5] = {3, -1, 4, 1, 5};
+    tide_node *k = gu_const(g, "k", th_i32(1, TH_DIMS(5), v));
+    tide_session *sess = tide_session_new(e, g, NULL, NULL);
+    tide_store *s = open_store(NULL);
+    CU_ASSERT(tide_store_attach(s, e, NULL) > 0);
+    CU_ASSERT_EQUAL(tide_store_watch(s, "k", NULL), TIDE_OK);
+    tide_tensor *out = gu_fetch(sess, k);
+    tide_tensor_release(out);
+    flush(s);
+    sqlite3 *db = reader();
+    ASSERT_TEXT(db, "SELECT dtype || ' ' || shape || ' ' || min || ' ' || max || ' ' || mean FROM tensors",
+                "int32 [5] -1.0 5.0 2.4");
+    double m = 2.4, ss = 0;
+    for (int i = 0; i < 5; i++)
+        ss += (v[i] - m) * (v[i] - m);
+    CU_ASSERT_DOUBLE_EQUAL(q_double(db, "SELECT std FROM tensors"), sqrt(ss / 5), 1e-12);
+    /* bins of width 0.2 from -1: 3 -> 20, 4 -> 25, 1 -> 10, 5 -> the last */
+    ASSERT_TEXT(db, "SELECT histogram FROM tensors",
+                "[1,0,0,0,0,0,0,0,0,0,1,0,0,0,0,0,0,0,0,0,1,0,0,0,0,1,0,0,0,1]");
+    sqlite3_close(db);
+    tide_store_close(s);
+    tide_session_free(sess);
+    tide_graph_free(g);
+    tide_engine_free(e);
+    remove_path();
+}
+
+/* ---------------------------------------------------------------- back-pressure and concurrency */
+
+static void test_back_pressure(void)
+{
+    new_path();
+    fixture f;
+    fixture_new(&f, 2);
+    tide_store_options opts;
+    tide_store_options_init(&opts);
+    opts.queue_capacity = 4;
+    tide_store *s = open_store(&opts);
+    CU_ASSERT(tide_store_attach(s, f.engine, NULL) > 0);
+    CU_ASSERT_EQUAL(tide_store_watch(s, "y", NULL), TIDE_OK);
+    tide__store_pause_writer(s, true);
+    for (int i = 0; i < 50; i++)
+        CU_ASSERT_EQUAL(run_fetch(&f, f.y, true, NULL, NULL), TIDE_OK);
+    int64_t dropped = tide_store_dropped(s);
+    CU_ASSERT(dropped > 0);
+    CU_ASSERT(dropped <= 50 * 7); /* per run: start, 3 timings, a tensor, end */
+    tide__store_pause_writer(s, false);
+    flush(s);
+    sqlite3 *db = reader();
+    int64_t runs = q_int(db, "SELECT count(*) FROM runs");
+    CU_ASSERT(runs >= 1 && runs <= 4);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM node_timings WHERE run_id NOT IN (SELECT id FROM runs)"), 0);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE run_id NOT IN (SELECT id FROM runs)"), 0);
+    /* the queue drains: new runs are logged again */
+    CU_ASSERT_EQUAL(run_fetch(&f, f.y, false, NULL, NULL), TIDE_OK);
+    flush(s);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs"), runs + 1);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT step FROM runs ORDER BY id DESC LIMIT 1"), 50);
+    sqlite3_close(db);
+    tide_store_close(s);
+    fixture_free(&f);
+    remove_path();
+}
+
+typedef struct runner {
+    fixture *f;
+    tide_store *s;
+    int runs;
+} runner;
+
+static void *run_many(void *arg)
+{
+    runner *r = arg;
+    for (int i = 0; i < r->runs; i++) {
+        if (run_fetch(r->f, r->f->y, i % 2 == 0, NULL, NULL) != TIDE_OK)
+            return (void *)1;
+        if (i % 20 == 19 && tide_store_flush(r->s, NULL) != TIDE_OK)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+static void test_reader_while_writing(void)
+{
+    new_path();
+    fixture f;
+    fixture_new(&f, 2);
+    tide_store *s = open_store(NULL);
+    CU_ASSERT(tide_store_attach(s, f.engine, NULL) > 0);
+    runner r = {&f, s, 300};
+    pthread_t t;
+    pthread_create(&t, NULL, run_many, &r);
+    sqlite3 *db = reader(); /* no busy timeout: WAL readers must never see "locked" */
+    int reads = 0, errors = 0;
+    int64_t last = 0;
+    bool monotonic = true;
+    void *res = NULL;
+    for (;;) {
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(db, "SELECT count(*) FROM runs r JOIN node_timings t ON t.run_id = r.id", -1,
+                                    &st, NULL);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            int64_t n = sqlite3_column_int64(st, 0);
+            monotonic = monotonic && n >= last;
+            last = n;
+            reads++;
+        } else {
+            fprintf(stderr, "reader: %s\n", sqlite3_errmsg(db));
+            errors++;
+        }
+        sqlite3_finalize(st);
+        if (pthread_tryjoin_np(t, &res) == 0)
+            break;
+    }
+    CU_ASSERT_PTR_NULL(res);
+    CU_ASSERT_EQUAL(errors, 0);
+    CU_ASSERT(reads > 0);
+    CU_ASSERT(monotonic);
+    flush(s);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs"), 300);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE status = 0"), 300);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(DISTINCT run_id) FROM node_timings"), 150);
+    CU_ASSERT_EQUAL(tide_store_dropped(s), 0);
+    sqlite3_close(db);
+    tide_store_close(s);
+    fixture_free(&f);
+    remove_path();
+}
+
+typedef struct writer_arg {
+    fixture f;
+    int64_t dropped;
+    bool ok;
+} writer_arg;
+
+static void *store_and_run(void *arg)
+{
+    writer_arg *w = arg;
+    tide_error *err = tide_error_new();
+    tide_store *s = tide_store_open(db_path, NULL, err); /* both open (and migrate) at once */
+    if (!s)
+        fprintf(stderr, "open failed: %s\n", tide_error_message(err));
+    tide_error_free(err);
+    if (!s)
+        return NULL;
+    w->ok = tide_store_attach(s, w->f.engine, NULL) > 0 &&
+            tide_store_log_session(s, w->f.session, w->f.engine, "concurrent", NULL) > 0;
+    runner r = {&w->f, s, 200};
+    w->ok = w->ok && run_many(&r) == NULL && tide_store_flush(s, NULL) == TIDE_OK;
+    w->dropped = tide_store_dropped(s);
+    tide_store_close(s);
+    return NULL;
+}
+
+static void test_two_stores_one_file(void)
+{
+    new_path();
+    writer_arg w[2] = {0};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        fixture_new(&w[i].f, 1);
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, store_and_run, &w[i]);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        CU_ASSERT(w[i].ok);
+        CU_ASSERT_EQUAL(w[i].dropped, 0);
+        fixture_free(&w[i].f);
+    }
+    sqlite3 *db = reader();
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM sessions"), 2);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs"), 400);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM (SELECT session_id, count(*) AS n, max(step) AS m FROM runs "
+                              "GROUP BY session_id HAVING n = 200 AND m = 199)"),
+                    2);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM node_timings t LEFT JOIN runs r ON r.id = t.run_id "
+                              "WHERE r.traced IS NOT 1"),
+                    0);
+    sqlite3_close(db);
+    remove_path();
+}
+
+int main(void)
+{
+    static const th_test tests[] = {
+        TH_TEST(test_open_creates_schema),
+        TH_TEST(test_reopen_keeps_data),
+        TH_TEST(test_newer_version_refused),
+        TH_TEST(test_version0_migrates),
+        TH_TEST(test_runs_logged),
+        TH_TEST(test_traced_timings),
+        TH_TEST(test_watched_tensors),
+        TH_TEST(test_integer_tensor_stats),
+        TH_TEST(test_back_pressure),
+        TH_TEST(test_reader_while_writing),
+        TH_TEST(test_two_stores_one_file),
+        TH_END,
+    };
+    return th_main("store", tests);
+}
