@@ -78,7 +78,6 @@ bool tide__step_cancelled(struct tide_step *step)
     return should_skip(step);
 }
 
-int64_t tide__step_id(const struct tide_step *step) { return step->args->info.step; }
 
 static void fail(tide_step *step, tide_status code, const tide_error *err, const char *msg)
 {

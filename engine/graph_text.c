@@ -191,17 +191,6 @@ static void sb_attr(sbuf *b, const tide_attr_value *v)
     }
 }
 
-char *tide__attr_value_format(const tide_attr_value *v)
-{
-    sbuf b = {0};
-    sb_attr(&b, v);
-    if (b.oom) {
-        free(b.s);
-        return NULL;
-    }
-    return b.s;
-}
-
 static void sb_input(sbuf *b, tide_output in)
 {
     sb_str(b, in.node->name);

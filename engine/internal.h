@@ -95,8 +95,6 @@ const tide_attr_value *tide__attrs_find(const tide_attrs *a, const char *name);
 void tide__attrs_set_value(tide_attrs *a, const char *name, const tide_attr_value *v); /* copies */
 void tide__attr_value_clear(tide_attr_value *v);
 void tide__attr_value_copy(tide_attr_value *dst, const tide_attr_value *src);
-/* Text of a value as the graph text format writes it (malloc'd). */
-char *tide__attr_value_format(const tide_attr_value *v);
 const char *tide__attr_type_name(tide_attr_type t);
 
 /* ---------------------------------------------------------------- op definitions and registry */
@@ -371,6 +369,5 @@ void tide__kernel_ctx_take_error(tide_kernel_ctx *ctx, tide_error *err);
 void tide__exec_async_done(struct tide_exec_item *item, struct tide_step *step, tide_kernel_ctx *ctx,
                            tide_status status);
 bool tide__step_cancelled(struct tide_step *step);
-int64_t tide__step_id(const struct tide_step *step);
 
 #endif
