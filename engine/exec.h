@@ -1,7 +1,8 @@
 /* exec.h — plans and steps, shared by plan.c (building a pruned plan for one Run signature),
  * executor.c (running a plan once: a step) and session.c (the plan cache and Run).
  *
- * A plan is immutable once built, so any number of steps may run it at once. Its items are the needed
+ * A plan is immutable once built (but for the atomic wants_tensors flags, refreshed when the engine's
+ * observers change), so any number of steps may run it at once. Its items are the needed
  * nodes plus one virtual item per feed (producing the fed tensor) and per fetch (a sink that hands the
  * tensor to the caller) — the white paper's feed/fetch rewriting without touching the graph.
  *
@@ -36,7 +37,7 @@ typedef struct tide_exec_item {
     int num_edges;
     tide_edge *edges;
     bool expensive, async;
-    bool wants_tensors;        /* an observer asked for this node's tensors */
+    atomic_bool wants_tensors; /* an observer asked for this node's tensors (refreshed when observers change) */
     tide_device *device;
 } tide_exec_item;
 

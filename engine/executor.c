@@ -185,7 +185,7 @@ static void observe(tide_step *step, const tide_exec_item *it, tide_tensor **out
             if (a->observers[o].obs.node_finished)
                 a->observers[o].obs.node_finished(a->observers[o].obs.user, &a->info, t);
     }
-    if (it->wants_tensors && outs)
+    if (outs && atomic_load_explicit(&it->wants_tensors, memory_order_relaxed))
         for (int o = 0; o < a->num_observers; o++)
             if (a->observers[o].obs.tensor_produced)
                 for (int i = 0; i < it->kn.num_outputs; i++)

@@ -521,12 +521,13 @@ void tide__plan_update_observers(tide_plan *p, tide_engine *e)
     if (version != p->observers_version) {
         for (int k = 0; k < p->num_items; k++) {
             tide_exec_item *it = &p->items[k];
-            it->wants_tensors = false;
+            bool wants = false;
             for (int o = 0; it->kind == ITEM_NODE && o < e->num_observers; o++) {
                 const tide_observer *obs = &e->observers[o].obs;
                 if (obs->tensor_produced && (!obs->wants_tensors || obs->wants_tensors(obs->user, it->node)))
-                    it->wants_tensors = true;
+                    wants = true;
             }
+            atomic_store_explicit(&it->wants_tensors, wants, memory_order_relaxed);
         }
         p->observers_version = version;
     }
