@@ -16,7 +16,8 @@ struct tide_threadpool {
     pthread_cond_t wake;
     task *queue;
     size_t head, count, cap;
-    int num_threads, idle;
+    int num_threads;
+    atomic_int idle;                /* threads waiting for work; read without the lock as a hint */
     bool stopping;
     pthread_t *threads;
 };
@@ -28,7 +29,7 @@ int tide__pool_size(const tide_threadpool *p) { return p->num_threads; }
 
 int tide__pool_idle(const tide_threadpool *p)
 {
-    return __atomic_load_n(&p->idle, __ATOMIC_RELAXED);
+    return atomic_load_explicit(&p->idle, memory_order_relaxed);
 }
 
 typedef struct start_arg {
@@ -45,9 +46,9 @@ static void *worker(void *arg)
     pthread_mutex_lock(&p->lock);
     for (;;) {
         while (!p->count && !p->stopping) {
-            p->idle++;
+            atomic_fetch_add_explicit(&p->idle, 1, memory_order_relaxed);
             pthread_cond_wait(&p->wake, &p->lock);
-            p->idle--;
+            atomic_fetch_sub_explicit(&p->idle, 1, memory_order_relaxed);
         }
         if (!p->count && p->stopping)
             break;
@@ -147,7 +148,7 @@ void tide__pool_submit(tide_threadpool *p, void (*fn)(void *arg), void *arg)
     }
     p->queue[(p->head + p->count) % p->cap] = (task){fn, arg};
     p->count++;
-    if (p->idle)
+    if (atomic_load_explicit(&p->idle, memory_order_relaxed))
         pthread_cond_signal(&p->wake);
     pthread_mutex_unlock(&p->lock);
 }
