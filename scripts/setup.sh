@@ -1,7 +1,7 @@
 #!/bin/sh
 # setup.sh — one-step set-up for a Debian 12 machine (run as root, from the repository root):
 #   scripts/setup.sh run    install what is missing, build, run the `tide` program
-#   scripts/setup.sh test   install what is missing, build (plain and ASan+UBSan), run every test
+#   scripts/setup.sh test   install what is missing, build (plain, ASan+UBSan, TSan), run every test
 # Idempotent: packages already there are not reinstalled, builds are incremental.
 set -eu
 mode=${1:-run}
@@ -38,8 +38,15 @@ test)
   meson test -C build --print-errorlogs --no-rebuild || status=1
   echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
   ASAN_OPTIONS=detect_leaks=1 meson test -C build-asan --print-errorlogs --no-rebuild --timeout-multiplier 3 || status=1
-  # One closing line over both builds, counted from meson's own log.
-  python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json <<'PY'
+  # The multi-threaded suites once more under ThreadSanitizer.
+  [ -f build-tsan/build.ninja ] || meson setup build-tsan -Db_sanitize=thread -Db_lundef=false >/dev/null
+  ninja -C build-tsan -j "$jobs" tests/engine_test_concurrency tests/engine_test_async tests/engine_test_session \
+    tests/store_test_store >/dev/null
+  echo "== threaded tests under ThreadSanitizer (build-tsan/)"
+  TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --no-rebuild --timeout-multiplier 5 \
+    test_concurrency test_async test_session test_store || status=1
+  # One closing line over the three builds, counted from meson's own logs.
+  python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json build-tsan/meson-logs/testlog.json <<'PY'
 import json, sys
 passed = failed = skipped = 0
 for path in sys.argv[1:]:
