@@ -152,6 +152,7 @@ void st_record_free(st_record *r)
         free(r->u.graph.nodes);
         break;
     case ST_FLUSH:
+    case ST_PRUNE:
         break;
     }
     free(r);
@@ -338,6 +339,31 @@ tide_status tide_store_flush(tide_store *s, tide_error *err)
     if (local != err)
         tide_error_free(local);
     return id < 0 && st == TIDE_OK ? TIDE_INTERNAL : st;
+}
+
+tide_status tide_store_prune_values(tide_store *s, int64_t keep_last_runs, int64_t *pruned, tide_error *err)
+{
+    if (pruned)
+        *pruned = 0;
+    if (!s)
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "run log is NULL");
+    if (keep_last_runs < 0)
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT,
+                              "run log %s: prune_values: keep_last_runs is %lld, must be >= 0", s->path,
+                              (long long)keep_last_runs);
+    st_record *r = calloc(1, sizeof *r);
+    if (!r)
+        return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory pruning the run log");
+    r->kind = ST_PRUNE;
+    r->u.prune.keep_last_runs = keep_last_runs;
+    tide_error *local = err ? err : tide_error_new();
+    int64_t n = st_push_wait(s, r, local);
+    tide_status st = n < 0 ? tide_error_code(local) : TIDE_OK;
+    if (local != err)
+        tide_error_free(local);
+    if (n >= 0 && pruned)
+        *pruned = n;
+    return n < 0 && st == TIDE_OK ? TIDE_INTERNAL : st;
 }
 
 int64_t tide_store_dropped(const tide_store *s)

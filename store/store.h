@@ -86,6 +86,15 @@ void tide_store_detach(tide_store *s, tide_engine *engine, int id);
 tide_status tide_store_watch(tide_store *s, const char *node_name, tide_error *err);
 void tide_store_unwatch(tide_store *s, const char *node_name);
 
+/* Retention: sets tensors.value to NULL for every run except the keep_last_runs most recent ones of
+ * the file (the largest runs.id, whichever process logged them); statistics, histograms and all
+ * other rows stay. keep_last_runs 0 clears every value. Goes through the writer, after everything
+ * queued before the call, in one transaction. *pruned (may be NULL) receives the number of values
+ * cleared. The file does not shrink: SQLite reuses the freed pages; run `sqlite3 FILE 'VACUUM'`
+ * (while nothing writes it) to give the space back. A negative keep_last_runs is
+ * TIDE_INVALID_ARGUMENT. */
+tide_status tide_store_prune_values(tide_store *s, int64_t keep_last_runs, int64_t *pruned, tide_error *err);
+
 /* Records dropped so far: queued when the queue was full, or whose run was itself dropped, or lost
  * to a write that failed. */
 int64_t tide_store_dropped(const tide_store *s);

@@ -23,6 +23,7 @@ typedef enum st_kind {
     ST_SESSION = 5, /* synchronous */
     ST_GRAPH = 6,   /* synchronous */
     ST_FLUSH = 7,   /* synchronous */
+    ST_PRUNE = 8,   /* synchronous: sync->id receives the number of values cleared */
 } st_kind;
 
 /* A synchronous request: the caller waits on the store's done condition until done is set. */
@@ -77,6 +78,9 @@ typedef struct st_record {
             int num_nodes;
             st_node_rec *nodes;
         } graph;
+        struct { /* ST_PRUNE */
+            int64_t keep_last_runs;
+        } prune;
     } u;
 } st_record;
 

@@ -16,7 +16,7 @@
 
 enum {
     Q_BEGIN, Q_COMMIT, Q_ROLLBACK, Q_SESSION, Q_GRAPH, Q_NODE, Q_RUN, Q_RUN_END, Q_TIMING, Q_TENSOR,
-    Q_COUNT
+    Q_PRUNE, Q_COUNT
 };
 
 static const char *const sql[Q_COUNT] = {
@@ -34,6 +34,9 @@ static const char *const sql[Q_COUNT] = {
                  "output_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [Q_TENSOR] = "INSERT INTO tensors(run_id, step, node, output, dtype, shape, min, max, mean, std, "
                  "nan_count, inf_count, histogram, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    /* runs.id grows with every run logged, by any store writing the file: the newest are the largest */
+    [Q_PRUNE] = "UPDATE tensors SET value = NULL WHERE value IS NOT NULL AND run_id NOT IN "
+                "(SELECT id FROM runs ORDER BY id DESC LIMIT ?)",
 };
 
 #define MAX_RUNS_IN_FLIGHT 4096 /* runs whose end record was dropped are forgotten beyond this */
@@ -273,6 +276,16 @@ static bool write_tensor(writer *w, st_record *r, bool *dropped)
     return done(w, st, "inserting a tensor");
 }
 
+static bool write_prune(writer *w, st_record *r)
+{
+    sqlite3_stmt *st = stmt(w, Q_PRUNE);
+    sqlite3_bind_int64(st, 1, r->u.prune.keep_last_runs);
+    if (!done(w, st, "pruning tensor values"))
+        return false;
+    r->sync->id = sqlite3_changes(w->db);
+    return true;
+}
+
 static bool write_record(writer *w, st_record *r, bool *dropped)
 {
     switch (r->kind) {
@@ -283,6 +296,7 @@ static bool write_record(writer *w, st_record *r, bool *dropped)
     case ST_SESSION: return write_session(w, r);
     case ST_GRAPH: return write_graph(w, r);
     case ST_FLUSH: r->sync->id = 0; return true;
+    case ST_PRUNE: return write_prune(w, r);
     }
     return false;
 }

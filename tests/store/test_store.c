@@ -1,7 +1,8 @@
 /* test_store.c — the run log: schema creation, reopening and migration (and refusing newer files),
- * runs, graph versions, node timings and watched tensors logged through a real engine, back-pressure,
- * a reader during writes, two stores writing one file at once, and the example queries of
- * docs/run-log.md. Every check reads the file through a second SQLite connection, as a user would. */
+ * runs, graph versions, node timings and watched tensors logged through a real engine, retention
+ * (pruning values), back-pressure, a reader during writes, two stores writing one file at once, and
+ * the example queries of docs/run-log.md. Every check reads the file through a second SQLite
+ * connection, as a user would. */
 #include <math.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -520,6 +521,67 @@ static void test_integer_tensor_stats(void)
     remove_path();
 }
 
+/* ---------------------------------------------------------------- retention */
+
+static void test_prune_values(void)
+{
+    new_path();
+    fixture f;
+    fixture_new(&f, 1);
+    tide_store *s = open_store(NULL);
+    CU_ASSERT(tide_store_attach(s, f.engine, NULL) > 0);
+    CU_ASSERT_EQUAL(tide_store_watch(s, "y", NULL), TIDE_OK);
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_EQUAL(run_fetch(&f, f.y, false, NULL, NULL), TIDE_OK);
+    /* no flush: prune comes after everything queued before it */
+    int64_t pruned = -1;
+    tide_error *err = tide_error_new();
+    CU_ASSERT_EQUAL(tide_store_prune_values(s, 2, &pruned, err), TIDE_OK);
+    CU_ASSERT_EQUAL(pruned, 3);
+    sqlite3 *db = reader();
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors"), 5);
+    ASSERT_TEXT(db, "SELECT group_concat(step || ':' || (value IS NOT NULL), ' ') FROM "
+                    "(SELECT step, value FROM tensors ORDER BY step)",
+                "0:0 1:0 2:0 3:1 4:1");
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE length(value) = 16"), 2);
+    /* statistics stay: y = a @ a + a = [[8, 12], [18, 26]] */
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE min = 8 AND max = 26 AND mean = 16 AND "
+                              "histogram IS NOT NULL AND shape = '[2, 2]'"),
+                    5);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE status = 0"), 5);
+
+    /* again: nothing left to clear; more than there are: nothing */
+    CU_ASSERT_EQUAL(tide_store_prune_values(s, 2, &pruned, err), TIDE_OK);
+    CU_ASSERT_EQUAL(pruned, 0);
+    CU_ASSERT_EQUAL(tide_store_prune_values(s, 1000, NULL, err), TIDE_OK);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE value IS NOT NULL"), 2);
+
+    /* a negative count is refused and changes nothing */
+    CU_ASSERT_EQUAL(tide_store_prune_values(s, -1, &pruned, err), TIDE_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(tide_error_code(err), TIDE_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "keep_last_runs"));
+    CU_ASSERT_EQUAL(pruned, 0);
+    CU_ASSERT_EQUAL(tide_store_prune_values(NULL, 1, NULL, NULL), TIDE_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE value IS NOT NULL"), 2);
+
+    /* new runs keep their values; 0 clears everything */
+    CU_ASSERT_EQUAL(run_fetch(&f, f.y, false, NULL, NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_store_prune_values(s, 1, &pruned, NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(pruned, 2);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT step FROM tensors WHERE value IS NOT NULL"), 5);
+    CU_ASSERT_EQUAL(tide_store_prune_values(s, 0, &pruned, NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(pruned, 1);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE value IS NULL AND mean = 16"), 6);
+    /* VACUUM from another connection works on the file (the store is idle) */
+    CU_ASSERT_EQUAL(sqlite3_exec(db, "VACUUM", NULL, NULL, NULL), SQLITE_OK);
+    CU_ASSERT_EQUAL(tide_store_dropped(s), 0);
+    sqlite3_close(db);
+    tide_error_free(err);
+    tide_store_close(s);
+    fixture_free(&f);
+    remove_path();
+}
+
 /* ---------------------------------------------------------------- back-pressure and concurrency */
 
 static void test_back_pressure(void)
@@ -688,6 +750,7 @@ int main(void)
         TH_TEST(test_traced_timings),
         TH_TEST(test_watched_tensors),
         TH_TEST(test_integer_tensor_stats),
+        TH_TEST(test_prune_values),
         TH_TEST(test_back_pressure),
         TH_TEST(test_reader_while_writing),
         TH_TEST(test_two_stores_one_file),
