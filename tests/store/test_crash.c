@@ -15,29 +15,11 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "store/temp_db.h"
 #include "store.h"
 
 /* ---------------------------------------------------------------- files */
 
-static char dir[64], db_path[128];
-
-static void new_path(void)
-{
-    snprintf(dir, sizeof dir, "/tmp/tide-crash-XXXXXX");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
-    snprintf(db_path, sizeof db_path, "%s/runs.db", dir);
-}
-
-static void remove_path(void)
-{
-    const char *suffix[3] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        char p[160];
-        snprintf(p, sizeof p, "%s%s", db_path, suffix[i]);
-        unlink(p);
-    }
-    rmdir(dir);
-}
 
 /* The first column of the first row as an integer (-12345 when there is no row or on error). */
 static int64_t q_int(sqlite3 *db, const char *sql)
@@ -205,7 +187,7 @@ static int64_t count_for(sqlite3 *db, const char *fmt, const char *label)
 
 static void test_kill_loop(void)
 {
-    new_path();
+    temp_db_new("tide-crash");
     unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
     srand(seed);
     int64_t prev_runs = 0, prev_sessions = 0, flushed_total = 0;
@@ -271,12 +253,12 @@ static void test_kill_loop(void)
     /* the kills must have hit children that were writing, or the test proved little */
     CU_ASSERT(flushed_total > 0);
     CU_ASSERT(prev_sessions > 0);
-    remove_path();
+    temp_db_remove();
 }
 
 static void test_two_processes(void)
 {
-    new_path(); /* a new file: both children create the schema at once too */
+    temp_db_new("tide-crash"); /* a new file: both children create the schema at once too */
     const char *labels[2] = {"two-A", "two-B"};
     child c[2];
     for (int i = 0; i < 2; i++)
@@ -318,7 +300,7 @@ static void test_two_processes(void)
     CU_ASSERT(check && strcmp(check, "ok") == 0);
     free(check);
     sqlite3_close(db);
-    remove_path();
+    temp_db_remove();
 }
 
 int main(void)

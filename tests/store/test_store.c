@@ -11,30 +11,12 @@
 #include <unistd.h>
 
 #include "engine/graph_util.h"
+#include "store/temp_db.h"
 #include "store.h"
 #include "store_internal.h"
 
 /* ---------------------------------------------------------------- helpers */
 
-static char dir[64], db_path[128];
-
-static void new_path(void)
-{
-    snprintf(dir, sizeof dir, "/tmp/tide-store-XXXXXX");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
-    snprintf(db_path, sizeof db_path, "%s/runs.db", dir);
-}
-
-static void remove_path(void)
-{
-    const char *suffix[3] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) {
-        char p[160];
-        snprintf(p, sizeof p, "%s%s", db_path, suffix[i]);
-        unlink(p);
-    }
-    rmdir(dir);
-}
 
 static sqlite3 *reader(void)
 {
@@ -164,7 +146,7 @@ static tide_status run_fetch(fixture *f, tide_node *n, bool trace, tide_step_sta
 
 static void test_open_creates_schema(void)
 {
-    new_path();
+    temp_db_new("tide-store");
     tide_store *s = open_store(NULL);
     sqlite3 *db = reader();
     CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), 1);
@@ -179,12 +161,12 @@ static void test_open_creates_schema(void)
     CU_ASSERT_EQUAL(tide_store_dropped(s), 0);
     sqlite3_close(db);
     tide_store_close(s);
-    remove_path();
+    temp_db_remove();
 }
 
 static void test_reopen_keeps_data(void)
 {
-    new_path();
+    temp_db_new("tide-store");
     fixture f;
     fixture_new(&f, 1);
     tide_store *s = open_store(NULL);
@@ -203,7 +185,7 @@ static void test_reopen_keeps_data(void)
     CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), 1);
     sqlite3_close(db);
     fixture_free(&f);
-    remove_path();
+    temp_db_remove();
 }
 
 static void make_file(const char *sql)
@@ -216,7 +198,7 @@ static void make_file(const char *sql)
 
 static void test_newer_version_refused(void)
 {
-    new_path();
+    temp_db_new("tide-store");
     make_file("CREATE TABLE future(x); PRAGMA user_version = 99;");
     tide_error *err = tide_error_new();
     tide_store *s = tide_store_open(db_path, NULL, err);
@@ -229,12 +211,12 @@ static void test_newer_version_refused(void)
     sqlite3 *db = reader();
     CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), 99); /* left alone */
     sqlite3_close(db);
-    remove_path();
+    temp_db_remove();
 }
 
 static void test_version0_migrates(void)
 {
-    new_path();
+    temp_db_new("tide-store");
     make_file("CREATE TABLE t(x); DROP TABLE t;"); /* a valid file, user_version 0, no tables */
     tide_store *s = open_store(NULL);
     tide_store_close(s);
@@ -242,9 +224,9 @@ static void test_version0_migrates(void)
     CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), 1);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs"), 0);
     sqlite3_close(db);
-    remove_path();
+    temp_db_remove();
 
-    new_path(); /* version 0 but someone else's tables: refused, untouched */
+    temp_db_new("tide-store"); /* version 0 but someone else's tables: refused, untouched */
     make_file("CREATE TABLE runs(x);");
     tide_error *err = tide_error_new();
     CU_ASSERT_PTR_NULL(tide_store_open(db_path, NULL, err));
@@ -255,7 +237,7 @@ static void test_version0_migrates(void)
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM sqlite_master"), 1);
     sqlite3_close(db);
     tide_error_free(err);
-    remove_path();
+    temp_db_remove();
 
     CU_ASSERT_PTR_NULL(tide_store_open("/nonexistent-dir/x/runs.db", NULL, NULL));
     CU_ASSERT_PTR_NULL(tide_store_open("", NULL, NULL));
@@ -266,7 +248,7 @@ static void test_version0_migrates(void)
 
 static void test_runs_logged(void)
 {
-    new_path();
+    temp_db_new("tide-store");
     fixture f;
     fixture_new(&f, 2);
     tide_store *s = open_store(NULL);
@@ -329,12 +311,12 @@ static void test_runs_logged(void)
     tide_error_free(err);
     tide_store_close(s);
     fixture_free(&f);
-    remove_path();
+    temp_db_remove();
 }
 
 static void test_traced_timings(void)
 {
-    new_path();
+    temp_db_new("tide-store");
     fixture f;
     fixture_new(&f, 2);
     tide_store *s = open_store(NULL);
@@ -377,14 +359,14 @@ static void test_traced_timings(void)
     tide_store_close(s); /* closing detaches */
     CU_ASSERT_EQUAL(run_fetch(&f, f.y, true, NULL, NULL), TIDE_OK);
     fixture_free(&f);
-    remove_path();
+    temp_db_remove();
 }
 
 /* ---------------------------------------------------------------- tensors */
 
 static void test_watched_tensors(void)
 {
-    new_path();
+    temp_db_new("tide-store");
     fixture f;
     fixture_new(&f, 2);
     tide_tensor *c = th_f32(0, NULL, (float[]){2.5f});
@@ -458,10 +440,10 @@ static void test_watched_tensors(void)
                 "1");
     tide_store_close(s);
     sqlite3_close(db);
-    remove_path();
+    temp_db_remove();
 
     /* the default cap keeps z's value, byte for byte; unwatch stops logging */
-    new_path();
+    temp_db_new("tide-store");
     s = open_store(NULL);
     CU_ASSERT(tide_store_attach(s, f.engine, NULL) > 0);
     CU_ASSERT_EQUAL(tide_store_watch(s, "z", NULL), TIDE_OK);
@@ -485,13 +467,13 @@ static void test_watched_tensors(void)
     tide_tensor_release(z);
     tide_tensor_release(x);
     fixture_free(&f);
-    remove_path();
+    temp_db_remove();
 }
 
 /* Integer tensors get statistics too (through tide_tensor_get_f64). */
 static void test_integer_tensor_stats(void)
 {
-    new_path();
+    temp_db_new("tide-store");
     tide_engine *e = new_engine(1);
     tide_graph *g = tide_graph_new();
     int32_t v[5] = {3, -1, 4, 1, 5};
@@ -518,14 +500,14 @@ static void test_integer_tensor_stats(void)
     tide_session_free(sess);
     tide_graph_free(g);
     tide_engine_free(e);
-    remove_path();
+    temp_db_remove();
 }
 
 /* ---------------------------------------------------------------- retention */
 
 static void test_prune_values(void)
 {
-    new_path();
+    temp_db_new("tide-store");
     fixture f;
     fixture_new(&f, 1);
     tide_store *s = open_store(NULL);
@@ -579,14 +561,14 @@ static void test_prune_values(void)
     tide_error_free(err);
     tide_store_close(s);
     fixture_free(&f);
-    remove_path();
+    temp_db_remove();
 }
 
 /* ---------------------------------------------------------------- back-pressure and concurrency */
 
 static void test_back_pressure(void)
 {
-    new_path();
+    temp_db_new("tide-store");
     fixture f;
     fixture_new(&f, 2);
     tide_store_options opts;
@@ -616,7 +598,7 @@ static void test_back_pressure(void)
     sqlite3_close(db);
     tide_store_close(s);
     fixture_free(&f);
-    remove_path();
+    temp_db_remove();
 }
 
 typedef struct runner {
@@ -639,7 +621,7 @@ static void *run_many(void *arg)
 
 static void test_reader_while_writing(void)
 {
-    new_path();
+    temp_db_new("tide-store");
     fixture f;
     fixture_new(&f, 2);
     tide_store *s = open_store(NULL);
@@ -683,7 +665,7 @@ static void test_reader_while_writing(void)
     sqlite3_close(db);
     tide_store_close(s);
     fixture_free(&f);
-    remove_path();
+    temp_db_remove();
 }
 
 typedef struct writer_arg {
@@ -713,7 +695,7 @@ static void *store_and_run(void *arg)
 
 static void test_two_stores_one_file(void)
 {
-    new_path();
+    temp_db_new("tide-store");
     writer_arg w[2] = {0};
     pthread_t t[2];
     for (int i = 0; i < 2; i++)
@@ -736,7 +718,7 @@ static void test_two_stores_one_file(void)
                               "WHERE r.traced IS NOT 1"),
                     0);
     sqlite3_close(db);
-    remove_path();
+    temp_db_remove();
 }
 
 int main(void)
