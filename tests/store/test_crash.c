@@ -71,10 +71,28 @@ typedef struct child {
     size_t len, cap;
 } child;
 
+/* The writer program: $TIDE_CRASH_WRITER (meson sets it), else store_crash_writer beside this test. */
+static const char *writer_path(void)
+{
+    static char path[4096];
+    const char *env = getenv("TIDE_CRASH_WRITER");
+    if (env)
+        return env;
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
+    if (n <= 0)
+        return NULL;
+    path[n] = 0;
+    char *slash = strrchr(path, '/');
+    if (!slash)
+        return NULL;
+    strcpy(slash + 1, "store_crash_writer");
+    return path;
+}
+
 /* Starts crash_writer FILE LABEL FLUSH_EVERY SECONDS with stdout and stderr into a pipe. */
 static void spawn(child *c, const char *label, const char *flush_every, const char *seconds)
 {
-    const char *exe = getenv("TIDE_CRASH_WRITER");
+    const char *exe = writer_path();
     CU_ASSERT_PTR_NOT_NULL_FATAL(exe);
     *c = (child){.fd = -1};
     int p[2];
