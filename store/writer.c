@@ -303,31 +303,31 @@ static bool write_record(writer *w, st_record *r, bool *dropped)
 
 /* ---------------------------------------------------------------- one batch */
 
-static bool begin(writer *w)
+/* Steps a BEGIN or COMMIT, retrying while another connection holds the lock (BUSY; for BEGIN also
+ * LOCKED); false after recording the failure. */
+static bool step_retrying(writer *w, int q, bool retry_locked, const char *what)
 {
     for (int attempt = 0; attempt < BEGIN_ATTEMPTS; attempt++) {
-        int rc = sqlite3_step(stmt(w, Q_BEGIN));
-        sqlite3_reset(w->q[Q_BEGIN]);
+        int rc = sqlite3_step(stmt(w, q));
+        sqlite3_reset(w->q[q]);
         if (rc == SQLITE_DONE)
             return true;
-        if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED)
+        if (rc != SQLITE_BUSY && !(retry_locked && rc == SQLITE_LOCKED))
             break;
     }
-    fail(w, "starting a transaction");
+    fail(w, what);
     return false;
+}
+
+static bool begin(writer *w)
+{
+    return step_retrying(w, Q_BEGIN, true, "starting a transaction");
 }
 
 static bool commit(writer *w)
 {
-    for (int attempt = 0; attempt < BEGIN_ATTEMPTS; attempt++) {
-        int rc = sqlite3_step(stmt(w, Q_COMMIT));
-        sqlite3_reset(w->q[Q_COMMIT]);
-        if (rc == SQLITE_DONE)
-            return true;
-        if (rc != SQLITE_BUSY)
-            break;
-    }
-    fail(w, "committing");
+    if (step_retrying(w, Q_COMMIT, false, "committing"))
+        return true;
     sqlite3_step(stmt(w, Q_ROLLBACK));
     sqlite3_reset(w->q[Q_ROLLBACK]);
     return false;
