@@ -122,6 +122,8 @@ static tide_status check_attrs(const tide_op_def *def, const char *who, tide_att
 {
     for (int i = 0; i < attrs->count; i++) {
         const char *name = attrs->items[i].name;
+        if (name[0] == '_')
+            continue; /* TensorFlow's convention: "_"-prefixed attrs are annotations any node may carry */
         if (!tide__op_attr_def(def, name)) {
             char list[512];
             size_t at = 0;

@@ -231,6 +231,15 @@ static void write_node(sbuf *b, const tide_node *n)
         sb_fmt(b, "%s=", n->op->attrs[i].name);
         sb_attr(b, v);
     }
+    for (int i = 0; i < n->attrs->count; i++) { /* "_" annotations, which no op defines */
+        const tide_attr_value *v = &n->attrs->items[i].value;
+        if (n->attrs->items[i].name[0] != '_')
+            continue;
+        sb_str(b, first ? "" : ", ");
+        first = false;
+        sb_fmt(b, "%s=", n->attrs->items[i].name);
+        sb_attr(b, v);
+    }
     sb_str(b, ")");
     if (n->requested_device[0]) {
         sb_str(b, " @");
@@ -530,6 +539,21 @@ static tide_status set_attr(parser *ps, tide_attrs *attrs, const tide_op_def *de
                             const gvalue *v)
 {
     const tide_attr_def *ad = tide__op_attr_def(def, name);
+    if (!ad && name[0] == '_') { /* an annotation: its type follows from how the value is written */
+        int64_t iv;
+        double dv;
+        if (v->kind == GV_WORD && (!strcmp(v->text, "true") || !strcmp(v->text, "false")))
+            tide_attrs_set_bool(attrs, name, v->text[0] == 't');
+        else if (v->kind == GV_STRING)
+            tide_attrs_set_string(attrs, name, v->text);
+        else if (gv_int(v, &iv))
+            tide_attrs_set_int(attrs, name, iv);
+        else if (gv_double(v, &dv))
+            tide_attrs_set_float(attrs, name, dv);
+        else
+            return perr(ps, "annotation %s must be a bool, number or string", name);
+        return TIDE_OK;
+    }
     if (!ad)
         return perr(ps, "op %s has no attr '%s'", def->name, name);
     int64_t i;

@@ -179,6 +179,61 @@ tide_tensor *tide_variable_value(tide_variable *v);
 /* Replaces the value (retains t, releases the old one); call with the lock held. */
 void tide_variable_set_value(tide_variable *v, tide_tensor *t);
 
+/* ---------------------------------------------------------------- gradient functions
+ *
+ * A gradient function is registered per op (engine/grads/<family>_grad.c, TIDE_REGISTER). During
+ * tide_gradients it is called once for each node on a path from xs to ys, after the gradients
+ * flowing into the node's outputs are known (summed). It builds the ops computing the gradient with
+ * respect to each input that wants one and hands them over with tide_grad_set_dx; an input left unset
+ * gets no gradient. Builders below record the first failure in the context and return a NULL output
+ * afterwards (and for NULL inputs), so a function may chain calls and end with
+ * `return tide_grad_status(ctx);`. Nodes are named "gradients/<node>_grad/<op>" and inherit the
+ * forward node's requested device. Type attrs of built ops are inferred from their inputs.
+ */
+typedef struct tide_grad_ctx tide_grad_ctx;
+typedef tide_status (*tide_grad_fn)(tide_grad_ctx *ctx);
+
+/* fn NULL declares the op not differentiable: no gradient flows through it (as for StopGradient,
+ * Shape or ArgMax), which is not an error. An op with no registration at all on a path is an error. */
+void tide_gradient_register(const char *op, tide_grad_fn fn);
+/* Sorted names of the ops with a gradient function (not those declared not differentiable). */
+int tide_registry_gradient_ops(const char *const **names);
+
+tide_graph *tide_grad_graph(const tide_grad_ctx *ctx);
+const tide_node *tide_grad_node(const tide_grad_ctx *ctx);   /* the forward node */
+const tide_attrs *tide_grad_attrs(const tide_grad_ctx *ctx); /* its attrs, defaults filled in */
+tide_output tide_grad_x(const tide_grad_ctx *ctx, int i);    /* forward input i (flat index) */
+tide_output tide_grad_y(const tide_grad_ctx *ctx, int i);    /* forward output i */
+/* The summed gradient flowing into output i; .node NULL when none flows. */
+tide_output tide_grad_dy(const tide_grad_ctx *ctx, int i);
+/* Same, or ZerosLike(output i) when none flows. */
+tide_output tide_grad_dy_or_zeros(tide_grad_ctx *ctx, int i);
+/* Does input i lie on a path from xs (is its gradient wanted)? */
+bool tide_grad_wants(const tide_grad_ctx *ctx, int i);
+void tide_grad_set_dx(tide_grad_ctx *ctx, int i, tide_output dx);
+
+/* Builds a node of op with inputs given flat (see tide_node_builder_add_inputs_flat); attrs may be
+ * NULL. Returns the node (NULL after a failure). */
+tide_node *tide_grad_node_new(tide_grad_ctx *ctx, const char *op, const tide_output *inputs, int n,
+                              const tide_attrs *attrs);
+/* Output 0 of such a node. */
+tide_output tide_grad_op(tide_grad_ctx *ctx, const char *op, const tide_output *inputs, int n,
+                         const tide_attrs *attrs);
+tide_output tide_grad_op1(tide_grad_ctx *ctx, const char *op, tide_output a);
+tide_output tide_grad_op2(tide_grad_ctx *ctx, const char *op, tide_output a, tide_output b);
+/* A scalar Const of dtype dt holding v. */
+tide_output tide_grad_scalar(tide_grad_ctx *ctx, tide_dtype dt, double v);
+/* An int32 vector Const. */
+tide_output tide_grad_ints(tide_grad_ctx *ctx, const int32_t *v, int n);
+/* g is the gradient of a result broadcast from x (against other): sums g over the broadcast dims and
+ * reshapes it to x's shape. Static when both shapes are fully known at graph time (nothing built if
+ * no broadcast happened), else through Shape and BroadcastGradientArgs. */
+tide_output tide_grad_unbroadcast(tide_grad_ctx *ctx, tide_output g, tide_output x, tide_output other);
+/* Fails the gradient (message prefixed with the node and op). Returns code. */
+tide_status tide_grad_error(tide_grad_ctx *ctx, tide_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+tide_status tide_grad_status(const tide_grad_ctx *ctx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,7 +8,8 @@ mode=${1:-run}
 cd "$(dirname "$0")/.."
 
 packages="gcc libc6-dev pkg-config meson ninja-build python3 \
-  libedit-dev libsqlite3-dev libgraphviz-dev libopenblas-dev libmicrohttpd-dev libcunit1-dev liblua5.4-dev"
+  libedit-dev libsqlite3-dev libgraphviz-dev libopenblas-dev libmicrohttpd-dev libcunit1-dev liblua5.4-dev \
+  zlib1g-dev dataset-fashion-mnist"
 
 missing=""
 for p in $packages; do

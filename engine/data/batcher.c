@@ -1,0 +1,1 @@
+/* batcher.c — batching and shuffling (placeholder) */

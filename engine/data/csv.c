@@ -1,0 +1,1 @@
+/* csv.c — CSV reader (placeholder) */

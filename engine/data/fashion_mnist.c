@@ -1,0 +1,1 @@
+/* fashion_mnist.c — Fashion-MNIST loader (placeholder) */

@@ -1,0 +1,1 @@
+/* idx.c — IDX reader (placeholder) */

@@ -1,0 +1,1 @@
+/* npy.c — NPY reader and writer (placeholder) */

@@ -1,0 +1,1 @@
+/* gradients.c — tide_gradients and the gradient-function context (placeholder) */

@@ -1,0 +1,1 @@
+/* array_grad.c — gradient functions of the array and shape ops (placeholder) */

@@ -1,0 +1,1 @@
+/* conv_grad.c — gradient functions of convolution and pooling (placeholder) */

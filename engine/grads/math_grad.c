@@ -1,0 +1,1 @@
+/* math_grad.c — gradient functions of the element-wise math ops (placeholder) */

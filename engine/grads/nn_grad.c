@@ -1,0 +1,1 @@
+/* nn_grad.c — gradient functions of the neural-network ops (placeholder) */

@@ -1,0 +1,1 @@
+/* reduce_grad.c — gradient functions of the reductions (placeholder) */

@@ -1,0 +1,1 @@
+/* conv_ops.c — convolution and pooling op definitions (placeholder) */

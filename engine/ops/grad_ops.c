@@ -1,0 +1,1 @@
+/* grad_ops.c — op definitions that exist for gradients (placeholder) */

@@ -1,0 +1,1 @@
+/* nn_ops.c — neural-network op definitions (placeholder) */

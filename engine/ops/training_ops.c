@@ -1,0 +1,1 @@
+/* training_ops.c — fused optimizer update op definitions (placeholder) */

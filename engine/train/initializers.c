@@ -1,0 +1,1 @@
+/* initializers.c — initializers (placeholder) */

@@ -1,0 +1,1 @@
+/* optimizers.c — optimizers and minimize (placeholder) */

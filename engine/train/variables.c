@@ -1,0 +1,1 @@
+/* variables.c — variables with initializers, the global step (placeholder) */

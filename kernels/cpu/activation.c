@@ -1,0 +1,1 @@
+/* activation.c — CPU kernels of the activations (placeholder) */

@@ -1,0 +1,1 @@
+/* batch_norm.c — CPU kernels of batch normalisation (placeholder) */

@@ -1,0 +1,1 @@
+/* conv.c — CPU kernels of Conv2D and its gradients (placeholder) */

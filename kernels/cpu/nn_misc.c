@@ -1,0 +1,1 @@
+/* nn_misc.c — CPU kernels of BiasAdd, L2Loss, Dropout (placeholder) */

@@ -1,0 +1,1 @@
+/* pool.c — CPU kernels of pooling (placeholder) */

@@ -1,0 +1,1 @@
+/* softmax.c — CPU kernels of softmax and cross-entropy (placeholder) */

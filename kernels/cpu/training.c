@@ -1,0 +1,1 @@
+/* training.c — CPU kernels of the fused optimizer updates (placeholder) */

@@ -1,0 +1,2 @@
+/* placeholder: skipped until written */
+int main(void) { return 77; }
