@@ -132,6 +132,12 @@ void tide_kernel_done(tide_kernel_ctx *ctx, tide_status status)
     tide__exec_async_done(ctx->item, ctx->step, ctx, status);
 }
 
+int tide_kernel_num_threads(const tide_kernel_ctx *ctx)
+{
+    int n = ctx->kn->engine ? tide__pool_size(ctx->kn->engine->pool) : 1;
+    return n > 1 ? n : 1;
+}
+
 void tide_kernel_parallel_for(tide_kernel_ctx *ctx, int64_t n, double cost_per_unit,
                               void (*fn)(int64_t begin, int64_t end, void *arg), void *arg)
 {

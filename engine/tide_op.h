@@ -153,6 +153,9 @@ void tide_kernel_done(tide_kernel_ctx *ctx, tide_status status);
 /* Seeds for random ops, TensorFlow's rule: graph seed and op seed both 0 -> nondeterministic;
  * op seed 0 -> derived from the graph seed; graph seed 0 -> a fixed default. */
 int64_t tide_kernel_graph_seed(const tide_kernel_ctx *ctx);
+/* How many threads tide_kernel_parallel_for can spread work over (the engine's pool; 1 when the
+ * kernel runs eagerly outside an engine). Kernels that split work into equal parts use it. */
+int tide_kernel_num_threads(const tide_kernel_ctx *ctx);
 /* Runs fn(begin, end, arg) over [0, n) split into chunks on the engine's threads (and the calling
  * one); cost_per_unit in nanoseconds decides how many chunks are worth it. Blocks until done. */
 void tide_kernel_parallel_for(tide_kernel_ctx *ctx, int64_t n, double cost_per_unit,

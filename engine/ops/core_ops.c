@@ -1,4 +1,5 @@
-/* core_ops.c — definitions of the ops every graph needs: Const, Placeholder, Identity, NoOp. */
+/* core_ops.c — definitions of the ops every graph needs: Const, Placeholder, Identity, StopGradient,
+ * NoOp. */
 #include "../internal.h"
 
 static tide_status const_shape(tide_shape_ctx *ctx)
@@ -46,6 +47,15 @@ static void register_core_ops(void)
         .attrs = {"T: alltypes"},
         .shape_fn = tide_shape_fn_unchanged,
         .doc = "Returns its input (the same tensor, no copy).",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "StopGradient",
+        .inputs = {"input: T"},
+        .outputs = {"output: T"},
+        .attrs = {"T: alltypes"},
+        .shape_fn = tide_shape_fn_unchanged,
+        .doc = "Returns its input (no copy), and blocks gradients: tide_gradients treats it as a "
+               "constant.",
     });
     tide_op_register(&(tide_op_spec){
         .name = "NoOp",

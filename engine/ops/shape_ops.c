@@ -341,8 +341,35 @@ static void register_gather_fill_ops(void)
 }
 TIDE_REGISTER(register_gather_fill_ops)
 
+static tide_status broadcast_gradient_args_shape(tide_shape_ctx *ctx)
+{
+    for (int i = 0; i < 2; i++) {
+        tide_shape in = tide_shape_input(ctx, i);
+        if (in.rank >= 0 && in.rank != 1) {
+            char buf[TIDE_SHAPE_STR_MAX];
+            return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "s%d must be a shape vector, got shape %s",
+                                    i, tide_shape_format(&in, buf, sizeof buf));
+        }
+    }
+    tide_shape out = tide_shape_vector(-1);
+    tide_shape_set_output(ctx, 0, &out);
+    tide_shape_set_output(ctx, 1, &out);
+    return TIDE_OK;
+}
+
 static void register_shape_query_ops(void)
 {
+    tide_op_register(&(tide_op_spec){
+        .name = "BroadcastGradientArgs",
+        .inputs = {"s0: T", "s1: T"},
+        .outputs = {"r0: T", "r1: T"},
+        .attrs = {"T: {int32, int64} = int32"},
+        .shape_fn = broadcast_gradient_args_shape,
+        .doc = "For gradients of broadcasting ops: given the shapes s0 and s1 of two operands, r0 and "
+               "r1 are the axes of the broadcast result over which each operand's gradient must be "
+               "summed (an axis where the operand is absent or has size 1 while the result does not). "
+               "Shapes that cannot broadcast are INVALID_ARGUMENT.",
+    });
     tide_op_register(&(tide_op_spec){
         .name = "Shape",
         .inputs = {"input: T"},

@@ -5,8 +5,10 @@
  *   - float32/float64/complex64/complex128 go to BLAS (cblas_?gemm, row-major, transposes passed as
  *     flags, beta = 0 so the output is never zero-filled or copied). A product too small for BLAS's
  *     call overhead to pay (M*N*K <= SMALL_WORK, real types only) takes the loops below instead.
- *     Batches of products small enough that OpenBLAS runs them single-threaded are spread over the
- *     engine's threads; bigger ones go one after another, each using OpenBLAS's own threads.
+ *     OpenBLAS runs single-threaded (set when the library loads): one thread pool, the engine's, so
+ *     OpenBLAS's own threads never spin beside the executor's on the same cores. Batches are spread
+ *     over the engine's threads; a single large product is cut into one block of output columns
+ *     (or rows, whichever dimension is longer) per thread, each its own gemm call.
  *   - int32/int64 use blocked i-k-j loops computed in the unsigned type of the same width, so an
  *     overflowing sum wraps around (two's complement) instead of being undefined. The rows of all
  *     batches are split over the engine's threads.
@@ -21,7 +23,7 @@
 /* Products with at most this many multiply-adds skip BLAS: below it (about 6 x 6 x 6) the loops beat
  * the ~100 ns a cblas call costs (measured on the 2-core development machine). */
 #define SMALL_WORK 256
-/* OpenBLAS threads a gemm only above this much work (its SMP threshold): below it, parallel batches. */
+/* Below this much work (multiply-adds) a single product is not worth splitting across threads. */
 #define BLAS_SERIAL_WORK 262144.0
 /* Tile of the loops: KC rows of B by NC columns (a packed tile is at most 64 KiB of int64). */
 #define KC 64
@@ -149,31 +151,37 @@ static void loop_units(int64_t begin, int64_t end, void *arg)
 
 /* ---------------------------------------------------------------- BLAS */
 
-static void blas_one(const mm_job *j, int64_t batch)
+/* Block [i0, i1) x [j0, j1) of batch `batch`'s output: one gemm call over the matching rows of op(A)
+ * and columns of op(B), written in place into the full output (ldc = N). */
+static void blas_block(const mm_job *j, int64_t batch, int64_t i0, int64_t i1, int64_t j0, int64_t j1)
 {
     int64_t ia, ib;
     batch_operands(j, batch, &ia, &ib);
-    const void *a = j->a + (size_t)(ia * j->m * j->k) * j->esize;
-    const void *b = j->b + (size_t)(ib * j->k * j->n) * j->esize;
-    void *c = j->c + (size_t)(batch * j->m * j->n) * j->esize;
-    const int m = (int)j->m, n = (int)j->n, k = (int)j->k; /* mm_run checked they fit */
-    const int lda = j->ta ? m : k, ldb = j->tb ? k : n;
+    const int lda = (int)(j->ta ? j->m : j->k), ldb = (int)(j->tb ? j->k : j->n), ldc = (int)j->n;
+    /* Row i of op(A) starts at a + i*lda (not transposed) or a + i (transposed); column j of op(B)
+     * at b + j (not transposed) or b + j*ldb (transposed). */
+    const char *a = j->a + (size_t)(ia * j->m * j->k + (j->ta ? i0 : i0 * lda)) * j->esize;
+    const char *b = j->b + (size_t)(ib * j->k * j->n + (j->tb ? j0 * ldb : j0)) * j->esize;
+    char *c = j->c + (size_t)(batch * j->m * j->n + i0 * ldc + j0) * j->esize;
+    const int m = (int)(i1 - i0), n = (int)(j1 - j0), k = (int)j->k; /* mm_run checked they fit */
     const enum CBLAS_TRANSPOSE trans = j->conj ? CblasConjTrans : CblasTrans;
     const enum CBLAS_TRANSPOSE op_a = j->ta ? trans : CblasNoTrans, op_b = j->tb ? trans : CblasNoTrans;
     static const float one_c[2] = {1.0f, 0.0f}, zero_c[2] = {0.0f, 0.0f};
     static const double one_z[2] = {1.0, 0.0}, zero_z[2] = {0.0, 0.0};
     switch (j->dt) {
     case TIDE_FLOAT32:
-        cblas_sgemm(CblasRowMajor, op_a, op_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
+        cblas_sgemm(CblasRowMajor, op_a, op_b, m, n, k, 1.0f, (const float *)a, lda, (const float *)b, ldb,
+                    0.0f, (float *)c, ldc);
         break;
     case TIDE_FLOAT64:
-        cblas_dgemm(CblasRowMajor, op_a, op_b, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, n);
+        cblas_dgemm(CblasRowMajor, op_a, op_b, m, n, k, 1.0, (const double *)a, lda, (const double *)b, ldb,
+                    0.0, (double *)c, ldc);
         break;
     case TIDE_COMPLEX64:
-        cblas_cgemm(CblasRowMajor, op_a, op_b, m, n, k, one_c, a, lda, b, ldb, zero_c, c, n);
+        cblas_cgemm(CblasRowMajor, op_a, op_b, m, n, k, one_c, a, lda, b, ldb, zero_c, c, ldc);
         break;
     case TIDE_COMPLEX128:
-        cblas_zgemm(CblasRowMajor, op_a, op_b, m, n, k, one_z, a, lda, b, ldb, zero_z, c, n);
+        cblas_zgemm(CblasRowMajor, op_a, op_b, m, n, k, one_z, a, lda, b, ldb, zero_z, c, ldc);
         break;
     default: break; /* mm_run sends no other dtype here */
     }
@@ -181,9 +189,39 @@ static void blas_one(const mm_job *j, int64_t batch)
 
 static void blas_batches(int64_t begin, int64_t end, void *arg)
 {
+    const mm_job *j = arg;
     for (int64_t b = begin; b < end; b++)
-        blas_one(arg, b);
+        blas_block(j, b, 0, j->m, 0, j->n);
 }
+
+/* A single product cut into `parts` blocks along its longer output dimension (a multiple of 16 wide,
+ * so each block keeps BLAS's vector width); unit p is block p. */
+typedef struct mm_split {
+    const mm_job *job;
+    int64_t parts;
+} mm_split;
+
+static void blas_split(int64_t begin, int64_t end, void *arg)
+{
+    const mm_split *sp = arg;
+    const mm_job *j = sp->job;
+    bool by_rows = j->m > j->n;
+    int64_t len = by_rows ? j->m : j->n;
+    int64_t step = ((len + sp->parts - 1) / sp->parts + 15) / 16 * 16;
+    for (int64_t p = begin; p < end; p++) {
+        int64_t lo = p * step, hi = lo + step < len ? lo + step : len;
+        if (lo >= hi)
+            continue;
+        if (by_rows)
+            blas_block(j, 0, lo, hi, 0, j->n);
+        else
+            blas_block(j, 0, 0, j->m, lo, hi);
+    }
+}
+
+/* OpenBLAS threads nothing itself: parallelism comes from the engine's pool (see the top comment). */
+static void single_threaded_blas(void) { openblas_set_num_threads(1); }
+TIDE_REGISTER(single_threaded_blas)
 
 /* ---------------------------------------------------------------- running a job */
 
@@ -216,10 +254,12 @@ static tide_status mm_run(tide_kernel_ctx *ctx, mm_job *j, const tide_shape *out
     if (!blas)
         tide_kernel_parallel_for(ctx, j->batches * j->m, 0.5 * (double)j->n * (double)j->k + 1.0,
                                  loop_units, j);
-    else if (j->batches > 1 && work < BLAS_SERIAL_WORK)
+    else if (j->batches > 1 || work < BLAS_SERIAL_WORK || tide_kernel_num_threads(ctx) < 2)
         tide_kernel_parallel_for(ctx, j->batches, 0.05 * work + 200.0, blas_batches, j);
-    else
-        blas_batches(0, j->batches, j);
+    else {
+        mm_split sp = {j, tide_kernel_num_threads(ctx)};
+        tide_kernel_parallel_for(ctx, sp.parts, 0.05 * work / (double)sp.parts + 200.0, blas_split, &sp);
+    }
     return TIDE_OK;
 }
 

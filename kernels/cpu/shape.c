@@ -395,6 +395,55 @@ static tide_status shape_compute(tide_kernel_ctx *ctx)
     return TIDE_OK;
 }
 
+/* BroadcastGradientArgs: the axes (of the broadcast result, aligned right) each operand's gradient
+ * is summed over. */
+static tide_status broadcast_gradient_args_compute(tide_kernel_ctx *ctx)
+{
+    int64_t dims[2][TIDE_MAX_RANK];
+    int rank[2];
+    bool i32 = tide_kernel_input_dtype(ctx, 0) == TIDE_INT32;
+    for (int k = 0; k < 2; k++) {
+        const tide_tensor *t = tide_kernel_input(ctx, k);
+        rank[k] = (int)tide_tensor_num_elements(t);
+        if (tide_tensor_rank(t) != 1 || rank[k] > TIDE_MAX_RANK)
+            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "s%d must be a shape vector of at most %d "
+                                     "dims", k, TIDE_MAX_RANK);
+        for (int i = 0; i < rank[k]; i++)
+            dims[k][i] = i32 ? ((const int32_t *)tide_tensor_data(t))[i]
+                             : ((const int64_t *)tide_tensor_data(t))[i];
+    }
+    int out_rank = rank[0] > rank[1] ? rank[0] : rank[1];
+    int64_t axes[2][TIDE_MAX_RANK];
+    int n[2] = {0, 0};
+    for (int i = 0; i < out_rank; i++) {
+        int64_t d[2];
+        for (int k = 0; k < 2; k++) {
+            int j = i - (out_rank - rank[k]);
+            d[k] = j >= 0 ? dims[k][j] : -1; /* -1: the operand lacks this axis */
+        }
+        int64_t out = d[0] == 1 || d[0] == -1 ? (d[1] == -1 ? 1 : d[1]) : d[0];
+        if (d[0] > 1 && d[1] > 1 && d[0] != d[1])
+            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "shapes do not broadcast: axis %d has "
+                                     "sizes %lld and %lld", i, (long long)d[0], (long long)d[1]);
+        for (int k = 0; k < 2; k++)
+            if (d[k] == -1 || (d[k] == 1 && out != 1))
+                axes[k][n[k]++] = i;
+    }
+    for (int k = 0; k < 2; k++) {
+        tide_shape os = tide_shape_vector(n[k]);
+        tide_tensor *o = tide_kernel_alloc_output(ctx, k, &os, false);
+        if (!o)
+            return tide_kernel_status(ctx);
+        for (int i = 0; i < n[k]; i++) {
+            if (i32)
+                ((int32_t *)tide_tensor_data(o))[i] = (int32_t)axes[k][i];
+            else
+                ((int64_t *)tide_tensor_data(o))[i] = axes[k][i];
+        }
+    }
+    return TIDE_OK;
+}
+
 static tide_status rank_compute(tide_kernel_ctx *ctx)
 {
     tide_shape scalar = {.rank = 0};
@@ -679,6 +728,7 @@ static void register_shape_kernels(void)
         {"OnesLike", ones_like_compute, NULL, 0},
         {"Shape", shape_compute, NULL, 0},
         {"Rank", rank_compute, NULL, 0},
+        {"BroadcastGradientArgs", broadcast_gradient_args_compute, NULL, 0},
         {"Size", size_compute, NULL, 0},
         {"ExpandDims", expand_dims_compute, NULL, 0},
         {"Squeeze", squeeze_compute, squeeze_init, 0},
