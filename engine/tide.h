@@ -547,6 +547,7 @@ typedef struct tide_dataset {
  * Debian package dataset-fashion-mnist): images float32 [N, 28, 28, 1] scaled to [0, 1], labels
  * int32 [N]; 60,000 training and 10,000 test examples. */
 tide_status tide_fashion_mnist_load(const char *dir, tide_dataset *out, tide_error *err);
+/* (*out is overwritten, not released: release an earlier data set with tide_dataset_release first.) */
 void tide_dataset_release(tide_dataset *d); /* releases the four tensors, NULLs them */
 
 /* Batches over num tensors sharing their first dimension. Without shuffle a batch is a view (no
@@ -556,8 +557,9 @@ typedef struct tide_batcher tide_batcher;
 tide_batcher *tide_batcher_new(tide_tensor *const *tensors, int num, int64_t batch_size, bool shuffle,
                                uint64_t seed, bool drop_remainder, tide_error *err);
 /* Fills out[0..num) with new references to the next batch; returns false (out untouched) when the
- * epoch is over, after which the next call starts a new epoch. */
-bool tide_batcher_next(tide_batcher *b, tide_tensor **out);
+ * epoch is over, after which the next call starts a new epoch, and also on failure (out of memory,
+ * NULL arguments), which sets err and keeps the position so that a later call can retry. */
+bool tide_batcher_next(tide_batcher *b, tide_tensor **out, tide_error *err);
 int64_t tide_batcher_epoch(const tide_batcher *b); /* epochs completed */
 int64_t tide_batcher_batches_per_epoch(const tide_batcher *b);
 void tide_batcher_free(tide_batcher *b);
