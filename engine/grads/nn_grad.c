@@ -1,1 +1,186 @@
-/* nn_grad.c — gradient functions of the neural-network ops (placeholder) */
+/* nn_grad.c — gradient functions of the neural-network ops (engine/ops/nn_ops.c) and of Sigmoid and
+ * Tanh (math_ops.c), with TensorFlow's math:
+ *   Relu, Relu6, Elu   ReluGrad / Relu6Grad / EluGrad of dy and the op's output
+ *   Softplus           SoftplusGrad(dy, x)
+ *   Sigmoid, Tanh      SigmoidGrad(y, dy), TanhGrad(y, dy)
+ *   Softmax            (dy - sum(dy * y, -1, keep_dims)) * y
+ *   LogSoftmax         dy - exp(y) * sum(dy, -1, keep_dims)
+ *   cross-entropies    dfeatures = dloss[:, None] * backprop; dense labels: -dloss[:, None] *
+ *                      LogSoftmax(features). A gradient flowing into backprop is refused.
+ *   BiasAdd            dvalue = dy, dbias = BiasAddGrad(dy)
+ *   L2Loss             x * dy
+ *   Dropout            dy * mask (rate gets none)
+ *   FusedBatchNorm     FusedBatchNormGrad from the saved statistics; gradients flowing into the
+ *                      statistics outputs are refused, and so, in inference, are gradients with
+ *                      respect to the mean and variance inputs.
+ * The *Grad ops themselves have no gradient function (second derivatives are not supported). */
+#include <string.h>
+
+#include "../tide_op.h"
+
+#define X(i) tide_grad_x(ctx, i)
+#define Y(i) tide_grad_y(ctx, i)
+#define DY(i) tide_grad_dy(ctx, i)
+
+/* Sets input 0's gradient to op(a, b) when it is wanted. */
+static tide_status input0_gets(tide_grad_ctx *ctx, const char *op, tide_output a, tide_output b)
+{
+    if (tide_grad_wants(ctx, 0))
+        tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, op, a, b));
+    return tide_grad_status(ctx);
+}
+
+/* ---------------------------------------------------------------- activations */
+
+static tide_status relu_grad(tide_grad_ctx *ctx) { return input0_gets(ctx, "ReluGrad", DY(0), Y(0)); }
+static tide_status relu6_grad(tide_grad_ctx *ctx) { return input0_gets(ctx, "Relu6Grad", DY(0), Y(0)); }
+static tide_status elu_grad(tide_grad_ctx *ctx) { return input0_gets(ctx, "EluGrad", DY(0), Y(0)); }
+static tide_status softplus_grad(tide_grad_ctx *ctx)
+{
+    return input0_gets(ctx, "SoftplusGrad", DY(0), X(0));
+}
+static tide_status sigmoid_grad(tide_grad_ctx *ctx)
+{
+    return input0_gets(ctx, "SigmoidGrad", Y(0), DY(0));
+}
+static tide_status tanh_grad(tide_grad_ctx *ctx) { return input0_gets(ctx, "TanhGrad", Y(0), DY(0)); }
+
+/* ---------------------------------------------------------------- softmax family */
+
+/* sum(t, axis -1) with the axis kept, so that it broadcasts against t. */
+static tide_output sum_last_kept(tide_grad_ctx *ctx, tide_output t)
+{
+    tide_attrs *keep = tide_attrs_new();
+    tide_attrs_set_bool(keep, "keep_dims", true);
+    static const int32_t last = -1;
+    tide_output in[2] = {t, tide_grad_ints(ctx, &last, 1)};
+    tide_output sum = tide_grad_op(ctx, "Sum", in, 2, keep);
+    tide_attrs_free(keep);
+    return sum;
+}
+
+static tide_status softmax_grad(tide_grad_ctx *ctx)
+{
+    if (!tide_grad_wants(ctx, 0))
+        return TIDE_OK;
+    tide_output y = Y(0), dy = DY(0);
+    tide_output centred = tide_grad_op2(ctx, "Sub", dy, sum_last_kept(ctx, tide_grad_op2(ctx, "Mul", dy, y)));
+    tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "Mul", centred, y));
+    return tide_grad_status(ctx);
+}
+
+static tide_status log_softmax_grad(tide_grad_ctx *ctx)
+{
+    if (!tide_grad_wants(ctx, 0))
+        return TIDE_OK;
+    tide_output softmax = tide_grad_op1(ctx, "Exp", Y(0));
+    tide_output spread = tide_grad_op2(ctx, "Mul", softmax, sum_last_kept(ctx, DY(0)));
+    tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "Sub", DY(0), spread));
+    return tide_grad_status(ctx);
+}
+
+/* Both cross-entropies: features get dloss[:, None] * backprop; dense labels, when wanted,
+ * -dloss[:, None] * LogSoftmax(features). */
+static tide_status xent_grad(tide_grad_ctx *ctx)
+{
+    if (DY(1).node)
+        return tide_grad_error(ctx, TIDE_UNIMPLEMENTED,
+                               "a gradient flows into output 1 (backprop), whose own gradient is not "
+                               "supported; differentiate output 0 (loss)");
+    tide_output dloss = DY(0);
+    if (!dloss.node)
+        return TIDE_OK;
+    static const int32_t last = -1;
+    tide_output column = tide_grad_op2(ctx, "ExpandDims", dloss, tide_grad_ints(ctx, &last, 1));
+    if (tide_grad_wants(ctx, 0))
+        tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "Mul", column, Y(1)));
+    bool dense = strcmp(tide_node_op(tide_grad_node(ctx)), "SoftmaxCrossEntropyWithLogits") == 0;
+    if (dense && tide_grad_wants(ctx, 1)) {
+        tide_output log_p = tide_grad_op1(ctx, "LogSoftmax", X(0));
+        tide_grad_set_dx(ctx, 1, tide_grad_op1(ctx, "Neg", tide_grad_op2(ctx, "Mul", column, log_p)));
+    }
+    return tide_grad_status(ctx);
+}
+
+/* ---------------------------------------------------------------- layers */
+
+static tide_status bias_add_grad(tide_grad_ctx *ctx)
+{
+    if (tide_grad_wants(ctx, 0))
+        tide_grad_set_dx(ctx, 0, DY(0));
+    if (tide_grad_wants(ctx, 1)) {
+        const char *format = "NHWC";
+        tide_attrs_get_string(tide_grad_attrs(ctx), "data_format", &format);
+        tide_attrs *a = tide_attrs_new();
+        tide_attrs_set_string(a, "data_format", format);
+        tide_output dy = DY(0);
+        tide_grad_set_dx(ctx, 1, tide_grad_op(ctx, "BiasAddGrad", &dy, 1, a));
+        tide_attrs_free(a);
+    }
+    return tide_grad_status(ctx);
+}
+
+static tide_status l2_loss_grad(tide_grad_ctx *ctx) { return input0_gets(ctx, "Mul", X(0), DY(0)); }
+
+/* The mask does not depend on x: a gradient flowing into it changes nothing. */
+static tide_status dropout_grad(tide_grad_ctx *ctx)
+{
+    if (!DY(0).node)
+        return TIDE_OK;
+    return input0_gets(ctx, "Mul", DY(0), Y(1));
+}
+
+static tide_status fused_batch_norm_grad(tide_grad_ctx *ctx)
+{
+    static const char *const stats[] = {"batch_mean", "batch_variance", "saved_mean", "saved_inv_std"};
+    for (int i = 1; i <= 4; i++)
+        if (DY(i).node)
+            return tide_grad_error(ctx, TIDE_UNIMPLEMENTED,
+                                   "a gradient flows into output %d (%s): gradients of the batch "
+                                   "statistics are not supported, only of y", i, stats[i - 1]);
+    bool training = true;
+    tide_attrs_get_bool(tide_grad_attrs(ctx), "is_training", &training);
+    if (!training && (tide_grad_wants(ctx, 3) || tide_grad_wants(ctx, 4)))
+        return tide_grad_error(ctx, TIDE_UNIMPLEMENTED,
+                               "gradient of FusedBatchNorm with is_training=false with respect to "
+                               "its mean and variance inputs is not supported");
+    if (!DY(0).node || !(tide_grad_wants(ctx, 0) || tide_grad_wants(ctx, 1) || tide_grad_wants(ctx, 2)))
+        return TIDE_OK;
+    tide_attrs *a = tide_attrs_new();
+    tide_attrs_set_bool(a, "is_training", training);
+    tide_output in[5] = {DY(0), X(0), X(1), Y(3), Y(4)};
+    tide_node *g = tide_grad_node_new(ctx, "FusedBatchNormGrad", in, 5, a);
+    tide_attrs_free(a);
+    for (int i = 0; g && i < 3; i++)
+        if (tide_grad_wants(ctx, i))
+            tide_grad_set_dx(ctx, i, (tide_output){g, i});
+    return tide_grad_status(ctx);
+}
+
+/* ---------------------------------------------------------------- registration */
+
+static void register_nn_gradients(void)
+{
+    static const struct {
+        const char *op;
+        tide_grad_fn fn;
+    } table[] = {
+        {"Relu", relu_grad},
+        {"Relu6", relu6_grad},
+        {"Elu", elu_grad},
+        {"Softplus", softplus_grad},
+        {"Sigmoid", sigmoid_grad},
+        {"Tanh", tanh_grad},
+        {"Softmax", softmax_grad},
+        {"LogSoftmax", log_softmax_grad},
+        {"SoftmaxCrossEntropyWithLogits", xent_grad},
+        {"SparseSoftmaxCrossEntropyWithLogits", xent_grad},
+        {"BiasAdd", bias_add_grad},
+        {"L2Loss", l2_loss_grad},
+        {"Dropout", dropout_grad},
+        {"FusedBatchNorm", fused_batch_norm_grad},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        tide_gradient_register(table[i].op, table[i].fn);
+}
+TIDE_REGISTER(register_nn_gradients)

@@ -1,1 +1,199 @@
-/* activation.c — CPU kernels of the activations (placeholder) */
+/* activation.c — CPU kernels of the activations (engine/ops/nn_ops.c): Relu, Relu6, Elu, Softplus
+ * and the element-wise gradient ops ReluGrad, Relu6Grad, EluGrad, SoftplusGrad, SigmoidGrad,
+ * TanhGrad, for float32 and float64.
+ *
+ * Each (op, dtype) is one flat loop stamped out by a macro; a kernel picks its loop in init, writes
+ * over an input's buffer when the executor allows it (forward_or_alloc), and splits large tensors
+ * with tide_kernel_parallel_for. Loops read element i before writing it, so the output may be
+ * exactly an input. Relu, Relu6 and the gradient ops are selects the compiler vectorises; Elu and
+ * Softplus call libm (expm1, log1p, exp) and are dearer. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../../engine/ops/nn_ops.h"
+#include "../../engine/ops/op_util.h"
+#include "../../engine/tide_op.h"
+
+/* As in math.c: GCC's default -O2 cost model leaves loops of unknown length scalar, and without
+ * trapping math the float selects (?:) vectorise too. Results are unchanged (no -ffast-math). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
+#define IVDEP _Pragma("GCC ivdep") /* the output may be exactly an input (in place) */
+#else
+#define IVDEP
+#endif
+
+/* Below this many nanoseconds of work a kernel runs inline (parallel_for would too). */
+#define INLINE_NS 50000.0
+
+typedef void (*unary_loop)(const void *x, void *y, int64_t n);
+typedef void (*binary_loop)(const void *a, const void *b, void *out, int64_t n);
+
+/* name_f32 and name_f64 computing EXPR of x. */
+#define UNARY(name, EXPR)                                                                    \
+    static void name##_f32(const void *px, void *py, int64_t n)                              \
+    {                                                                                        \
+        const float *xs = px;                                                                \
+        float *ys = py;                                                                      \
+        IVDEP for (int64_t i = 0; i < n; i++) {                                              \
+            const float x = xs[i];                                                           \
+            ys[i] = (EXPR);                                                                  \
+        }                                                                                    \
+    }                                                                                        \
+    static void name##_f64(const void *px, void *py, int64_t n)                              \
+    {                                                                                        \
+        const double *xs = px;                                                               \
+        double *ys = py;                                                                     \
+        IVDEP for (int64_t i = 0; i < n; i++) {                                              \
+            const double x = xs[i];                                                          \
+            ys[i] = (EXPR);                                                                  \
+        }                                                                                    \
+    }
+
+/* name_f32 and name_f64 computing EXPR of a and b (the op's two inputs, in order). */
+#define BINARY(name, EXPR)                                                                   \
+    static void name##_f32(const void *pa, const void *pb, void *po, int64_t n)              \
+    {                                                                                        \
+        const float *as = pa, *bs = pb;                                                      \
+        float *os = po;                                                                      \
+        IVDEP for (int64_t i = 0; i < n; i++) {                                              \
+            const float a = as[i], b = bs[i];                                                \
+            os[i] = (EXPR);                                                                  \
+        }                                                                                    \
+    }                                                                                        \
+    static void name##_f64(const void *pa, const void *pb, void *po, int64_t n)              \
+    {                                                                                        \
+        const double *as = pa, *bs = pb;                                                     \
+        double *os = po;                                                                     \
+        IVDEP for (int64_t i = 0; i < n; i++) {                                              \
+            const double a = as[i], b = bs[i];                                               \
+            os[i] = (EXPR);                                                                  \
+        }                                                                                    \
+    }
+
+/* `x < 0 ? 0 : x` rather than `x > 0 ? x : 0`: a NaN fails the comparison and passes through. */
+UNARY(relu, x < 0 ? 0 : x)
+UNARY(relu6, x < 0 ? 0 : x > 6 ? 6 : x)
+UNARY(elu, x < 0 ? expm1(x) : x)
+UNARY(softplus, (x > 0 ? x : 0) + log1p(exp(-fabs(x))))
+
+/* sigmoid(x) from e = exp(-|x|) <= 1, which cannot overflow. */
+static inline double stable_sigmoid(double x)
+{
+    double e = exp(-fabs(x)), r = 1 / (1 + e);
+    return x >= 0 ? r : e * r;
+}
+
+/* The gradient ops: a = gradients (or y), b = features / outputs (or dy). */
+BINARY(relu_grad, b > 0 ? a : 0)
+BINARY(relu6_grad, b > 0 && b < 6 ? a : 0)
+BINARY(elu_grad, b < 0 ? a * (b + 1) : a)
+BINARY(softplus_grad, a * stable_sigmoid(b))
+BINARY(sigmoid_grad, b * a * (1 - a))
+BINARY(tanh_grad, b * (1 - a * a))
+
+/* ---------------------------------------------------------------- op table */
+
+typedef struct elementwise_op {
+    const char *name;
+    const char *inputs[2];   /* the op's names of its inputs, for messages (binary ops) */
+    unary_loop unary[2];     /* float32, float64; NULL for binary ops */
+    binary_loop binary[2];
+    double cost;             /* nanoseconds per element */
+} elementwise_op;
+
+#define UNARY_OP(op, fn, cost) {op, {NULL, NULL}, {fn##_f32, fn##_f64}, {NULL, NULL}, cost}
+#define BINARY_OP(op, in0, in1, fn, cost) {op, {in0, in1}, {NULL, NULL}, {fn##_f32, fn##_f64}, cost}
+
+static const elementwise_op ops[] = {
+    UNARY_OP("Relu", relu, 0.3),
+    UNARY_OP("Relu6", relu6, 0.3),
+    UNARY_OP("Elu", elu, 8.0),
+    UNARY_OP("Softplus", softplus, 20.0),
+    BINARY_OP("ReluGrad", "gradients", "features", relu_grad, 0.5),
+    BINARY_OP("Relu6Grad", "gradients", "features", relu6_grad, 0.5),
+    BINARY_OP("EluGrad", "gradients", "outputs", elu_grad, 0.5),
+    BINARY_OP("SoftplusGrad", "gradients", "features", softplus_grad, 10.0),
+    BINARY_OP("SigmoidGrad", "y", "dy", sigmoid_grad, 0.5),
+    BINARY_OP("TanhGrad", "y", "dy", tanh_grad, 0.5),
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---------------------------------------------------------------- kernels */
+
+typedef struct elementwise_job {
+    unary_loop unary;
+    binary_loop binary;
+    const char *a, *b;
+    char *out;
+    int64_t size; /* bytes per element */
+} elementwise_job;
+
+static void elementwise_range(int64_t begin, int64_t end, void *arg)
+{
+    const elementwise_job *j = arg;
+    int64_t at = begin * j->size;
+    if (j->unary)
+        j->unary(j->a + at, j->out + at, end - begin);
+    else
+        j->binary(j->a + at, j->b + at, j->out + at, end - begin);
+}
+
+static tide_status elementwise_init(tide_kernel_ctx *ctx, void **state)
+{
+    tide_dtype dt = tide_kernel_input_dtype(ctx, 0);
+    if (dt != TIDE_FLOAT32 && dt != TIDE_FLOAT64)
+        return tide_kernel_error(ctx, TIDE_UNIMPLEMENTED, "no cpu kernel for dtype %s",
+                                 tide_dtype_name(dt) ? tide_dtype_name(dt) : "invalid");
+    const char *name = tide_kernel_op_name(ctx);
+    for (size_t i = 0; i < COUNT(ops); i++)
+        if (strcmp(ops[i].name, name) == 0) {
+            *state = (void *)&ops[i]; /* a static row: nothing to free */
+            return TIDE_OK;
+        }
+    return tide_kernel_error(ctx, TIDE_INTERNAL, "no activation kernel named %s", name);
+}
+
+static tide_status elementwise_compute(tide_kernel_ctx *ctx)
+{
+    const elementwise_op *op = tide_kernel_state(ctx);
+    int d = tide_kernel_input_dtype(ctx, 0) == TIDE_FLOAT64;
+    tide_tensor *a = tide_kernel_input(ctx, 0), *b = op->unary[0] ? NULL : tide_kernel_input(ctx, 1);
+    if (b) {
+        tide_shape merged;
+        char msg[TIDE_OP_MSG_MAX];
+        if (!tide_nn_same_shape(tide_tensor_shape(a), tide_tensor_shape(b), op->inputs[0],
+                                op->inputs[1], &merged, msg, sizeof msg))
+            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+    }
+    /* Write over whichever input nobody else holds (forward_or_alloc has the last word). */
+    int in = b && !tide_tensor_is_exclusive(a) && tide_tensor_is_exclusive(b) ? 1 : 0;
+    tide_tensor *out = tide_kernel_forward_or_alloc(ctx, in, 0, tide_tensor_shape(a));
+    if (!out)
+        return tide_kernel_status(ctx);
+    elementwise_job j = {op->unary[d], op->binary[d], tide_tensor_data(a),
+                         b ? tide_tensor_data(b) : NULL, tide_tensor_data(out),
+                         (int64_t)tide_dtype_size(tide_tensor_dtype(a))};
+    int64_t n = tide_tensor_num_elements(a);
+    if ((double)n * op->cost < INLINE_NS)
+        elementwise_range(0, n, &j);
+    else
+        tide_kernel_parallel_for(ctx, n, op->cost, elementwise_range, &j);
+    return TIDE_OK;
+}
+
+static void register_activation_kernels(void)
+{
+    /* Not TIDE_KERNEL_EXPENSIVE: large inputs are split by parallel_for inside the kernel, and a
+     * kernel the executor runs inline finds its input exclusive and can write over it. */
+    for (size_t i = 0; i < COUNT(ops); i++)
+        tide_kernel_register(&(tide_kernel_spec){
+            .op = ops[i].name,
+            .device_type = "cpu",
+            .init = elementwise_init,
+            .compute = elementwise_compute,
+        });
+}
+TIDE_REGISTER(register_activation_kernels)
