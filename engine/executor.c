@@ -132,13 +132,32 @@ static void submit(tide_step *step, const int *items, int n)
 }
 
 /* Hands outputs to consumers; pushes items that became ready. */
+/* Is edge e the last one carrying its output's tensor? (Edges are sorted by output.) */
+static bool last_data_edge(const tide_exec_item *it, int e)
+{
+    for (int k = e + 1; k < it->num_edges && it->edges[k].output == it->edges[e].output; k++)
+        if (it->edges[k].slot >= 0)
+            return false;
+    return true;
+}
+
+/* Hands each output to its consumers' input slots — the last consumer of an output gets the
+ * producer's own reference (moved, and outs[] cleared), so a consumer that is the only user of a
+ * tensor finds it exclusive and may write in place even when it starts on another thread before the
+ * producer's bookkeeping ends — and schedules the consumers that became ready. */
 static void propagate(tide_step *step, const tide_exec_item *it, tide_tensor **outs, ready_stack *rs)
 {
     int kept_expensive = 0;
     for (int e = 0; e < it->num_edges; e++) {
         const tide_edge *edge = &it->edges[e];
-        if (edge->slot >= 0 && outs && outs[edge->output])
-            step->slots[edge->slot] = tide_tensor_retain(outs[edge->output]);
+        if (edge->slot >= 0 && outs && outs[edge->output]) {
+            if (last_data_edge(it, e)) {
+                step->slots[edge->slot] = outs[edge->output];
+                outs[edge->output] = NULL;
+            } else {
+                step->slots[edge->slot] = tide_tensor_retain(outs[edge->output]);
+            }
+        }
         if (atomic_fetch_sub_explicit(&step->pending[edge->dst], 1, memory_order_acq_rel) != 1)
             continue;
         const tide_exec_item *next = &step->plan->items[edge->dst];
@@ -329,8 +348,9 @@ static void run_node(tide_step *step, const tide_exec_item *it, int k, ready_sta
 static void run_virtual(tide_step *step, const tide_exec_item *it, ready_stack *rs)
 {
     if (it->kind == ITEM_FEED) {
-        tide_tensor *value = step->args->feeds[it->index].value;
+        tide_tensor *value = tide_tensor_retain(step->args->feeds[it->index].value); /* the caller's */
         propagate(step, it, &value, rs);
+        tide_tensor_release(value); /* NULL when the last consumer took it */
     } else { /* fetch */
         tide_tensor **slot = &step->slots[it->input_base];
         step->args->fetch_values[it->index] = *slot; /* NULL if the step failed */

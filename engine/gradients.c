@@ -155,7 +155,7 @@ tide_status tide_grad_error(tide_grad_ctx *ctx, tide_status code, const char *fm
     va_start(ap, fmt);
     tide__error_vset(ctx->err, code, fmt, ap);
     va_end(ap);
-    tide__error_prefix(ctx->err, "gradient of node '%s' (%s): ", ctx->node->name, ctx->node->op->name);
+    tide__error_prefix(ctx->err, "gradient of node '%s' (%s)", ctx->node->name, ctx->node->op->name);
     ctx->status = code;
     return code;
 }
@@ -181,7 +181,7 @@ tide_node *tide_grad_node_new(tide_grad_ctx *ctx, const char *op, const tide_out
     tide_node *node = tide_node_builder_finish(b, ctx->err);
     if (!node) {
         ctx->status = tide_error_code(ctx->err);
-        tide__error_prefix(ctx->err, "gradient of node '%s' (%s): ", ctx->node->name, ctx->node->op->name);
+        tide__error_prefix(ctx->err, "gradient of node '%s' (%s)", ctx->node->name, ctx->node->op->name);
     }
     return node;
 }
@@ -410,7 +410,7 @@ static tide_output summed_gradient(walk *w, tide_output t)
     tide_node_builder_add_input_list(b, c->items, c->count);
     tide_node *sum = tide_node_builder_finish(b, w->err);
     if (!sum)
-        tide__error_prefix(w->err, "gradients: summing the %d gradients of '%s:%d': ", c->count,
+        tide__error_prefix(w->err, "gradients: summing the %d gradients of '%s:%d'", c->count,
                            t.node->name, t.index);
     return c->sum = (tide_output){sum, 0};
 }

@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-#define TIDE_OP_MAX_ARGS 8
+#define TIDE_OP_MAX_ARGS 12
 #define TIDE_OP_MAX_ATTRS 12
 
 /* ---------------------------------------------------------------- load-time registration */

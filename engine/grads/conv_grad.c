@@ -1,1 +1,118 @@
-/* conv_grad.c — gradient functions of convolution and pooling (placeholder) */
+/* conv_grad.c — gradient functions of the convolution and pooling ops (engine/ops/conv_ops.c),
+ * TensorFlow's formulas, every gradient op taking the forward node's strides, padding, dilations
+ * (ksize) and data_format:
+ *   Conv2D(x, f)                       dx = Conv2DBackpropInput(shape(x), f, dy)
+ *                                      df = Conv2DBackpropFilter(x, shape(f), dy)
+ *   Conv2DBackpropInput(s, f, d) = y   df = Conv2DBackpropFilter(dy, shape(f), d)
+ *                                      dd = Conv2D(dy, f)
+ *   Conv2DBackpropFilter(x, s, d) = y  dx = Conv2DBackpropInput(shape(x), dy, d)
+ *                                      dd = Conv2D(x, dy)
+ *   MaxPool(x) = y                     dx = MaxPoolGrad(x, y, dy)
+ *   AvgPool(x)                         dx = AvgPoolGrad(shape(x), dy)
+ *   AvgPoolGrad(s, g)                  dg = AvgPool(dy) (AvgPoolGrad is linear in g)
+ * (the two backprop ops are linear in each of their tensor inputs, hence second derivatives of
+ * Conv2D). shape(t) is an int32 constant when t's shape is fully known at graph time, else a Shape
+ * node. The size inputs get no gradient (integers). MaxPoolGrad has no gradient function
+ * (TensorFlow's MaxPoolGradGrad is not implemented): differentiating through it fails by name. */
+
+#include "../tide_op.h"
+
+#define X(i) tide_grad_x(ctx, i)
+#define Y(i) tide_grad_y(ctx, i)
+#define DY(i) tide_grad_dy(ctx, i)
+
+/* t's shape as an int32 vector: a constant when known at graph time, else Shape(t). */
+static tide_output shape_of(tide_grad_ctx *ctx, tide_output t)
+{
+    tide_shape s = t.node ? tide_node_output_shape(t.node, t.index) : tide_shape_unknown();
+    if (!tide_shape_is_fully_defined(&s))
+        return tide_grad_op1(ctx, "Shape", t);
+    int32_t dims[TIDE_MAX_RANK];
+    for (int i = 0; i < s.rank; i++)
+        dims[i] = (int32_t)s.dims[i];
+    return tide_grad_ints(ctx, dims, s.rank);
+}
+
+/* The forward node's window attrs (those every op of the family shares), for the gradient ops. */
+static tide_attrs *window_attrs(tide_grad_ctx *ctx, bool pool)
+{
+    static const char *const conv[] = {"strides", "padding", "dilations", "data_format", NULL};
+    static const char *const pooling[] = {"ksize", "strides", "padding", "data_format", NULL};
+    const tide_attrs *from = tide_grad_attrs(ctx);
+    tide_attrs *a = tide_attrs_new();
+    const char *s;
+    const int64_t *v;
+    int n;
+    for (const char *const *name = pool ? pooling : conv; *name; name++) {
+        if (tide_attrs_get_string(from, *name, &s))
+            tide_attrs_set_string(a, *name, s);
+        else if (tide_attrs_get_int_list(from, *name, &v, &n))
+            tide_attrs_set_int_list(a, *name, v, n);
+    }
+    return a;
+}
+
+/* Sets input i's gradient to op(inputs) with the forward node's window attrs, when wanted. */
+static void gets(tide_grad_ctx *ctx, int i, const char *op, const tide_output *inputs, int n, bool pool)
+{
+    if (!tide_grad_wants(ctx, i))
+        return;
+    tide_attrs *a = window_attrs(ctx, pool);
+    tide_grad_set_dx(ctx, i, tide_grad_op(ctx, op, inputs, n, a));
+    tide_attrs_free(a);
+}
+
+static tide_status conv2d_grad(tide_grad_ctx *ctx)
+{
+    if (tide_grad_wants(ctx, 0))
+        gets(ctx, 0, "Conv2DBackpropInput", (tide_output[]){shape_of(ctx, X(0)), X(1), DY(0)}, 3, false);
+    if (tide_grad_wants(ctx, 1))
+        gets(ctx, 1, "Conv2DBackpropFilter", (tide_output[]){X(0), shape_of(ctx, X(1)), DY(0)}, 3, false);
+    return tide_grad_status(ctx);
+}
+
+static tide_status conv2d_backprop_input_grad(tide_grad_ctx *ctx)
+{
+    if (tide_grad_wants(ctx, 1))
+        gets(ctx, 1, "Conv2DBackpropFilter", (tide_output[]){DY(0), shape_of(ctx, X(1)), X(2)}, 3, false);
+    gets(ctx, 2, "Conv2D", (tide_output[]){DY(0), X(1)}, 2, false);
+    return tide_grad_status(ctx);
+}
+
+static tide_status conv2d_backprop_filter_grad(tide_grad_ctx *ctx)
+{
+    if (tide_grad_wants(ctx, 0))
+        gets(ctx, 0, "Conv2DBackpropInput", (tide_output[]){shape_of(ctx, X(0)), DY(0), X(2)}, 3, false);
+    gets(ctx, 2, "Conv2D", (tide_output[]){X(0), DY(0)}, 2, false);
+    return tide_grad_status(ctx);
+}
+
+static tide_status max_pool_grad(tide_grad_ctx *ctx)
+{
+    gets(ctx, 0, "MaxPoolGrad", (tide_output[]){X(0), Y(0), DY(0)}, 3, true);
+    return tide_grad_status(ctx);
+}
+
+static tide_status avg_pool_grad(tide_grad_ctx *ctx)
+{
+    if (tide_grad_wants(ctx, 0))
+        gets(ctx, 0, "AvgPoolGrad", (tide_output[]){shape_of(ctx, X(0)), DY(0)}, 2, true);
+    return tide_grad_status(ctx);
+}
+
+static tide_status avg_pool_grad_grad(tide_grad_ctx *ctx)
+{
+    gets(ctx, 1, "AvgPool", (tide_output[]){DY(0)}, 1, true);
+    return tide_grad_status(ctx);
+}
+
+static void register_conv_grads(void)
+{
+    tide_gradient_register("Conv2D", conv2d_grad);
+    tide_gradient_register("Conv2DBackpropInput", conv2d_backprop_input_grad);
+    tide_gradient_register("Conv2DBackpropFilter", conv2d_backprop_filter_grad);
+    tide_gradient_register("MaxPool", max_pool_grad);
+    tide_gradient_register("AvgPool", avg_pool_grad);
+    tide_gradient_register("AvgPoolGrad", avg_pool_grad_grad);
+}
+TIDE_REGISTER(register_conv_grads)

@@ -1,1 +1,276 @@
-/* math_grad.c — gradient functions of the element-wise math ops (placeholder) */
+/* math_grad.c — gradient functions of the element-wise math ops (engine/ops/math_ops.c) and of
+ * Cast, Select and Identity, with TensorFlow's math; and the declarations "no gradient flows" for
+ * the comparisons, logical ops, integer-only arithmetic, the random ops and the stateful core ops.
+ *
+ * Binary ops broadcast, so each operand's gradient is summed back to its own shape with
+ * tide_grad_unbroadcast (static when the shapes are known). Only the inputs that want a gradient
+ * (tide_grad_wants) get ops. The functions cover real dtypes: where TensorFlow conjugates for complex
+ * numbers (products, quotients, squares) the gradient of a complex op fails with UNIMPLEMENTED
+ * instead of giving a wrong value. Sigmoid and Tanh are in nn_grad.c. */
+#include "../tide_op.h"
+
+#define X(i) tide_grad_x(ctx, i)
+#define DY(i) tide_grad_dy(ctx, i)
+#define Y(i) tide_grad_y(ctx, i)
+
+static tide_dtype dtype_of(tide_output t) { return tide_node_output_dtype(t.node, t.index); }
+
+/* Fails the gradient of an op on complex numbers, whose gradient would need conjugates. */
+static bool real_only(tide_grad_ctx *ctx)
+{
+    tide_dtype dt = dtype_of(X(0));
+    if (!tide_dtype_is_complex(dt))
+        return true;
+    tide_grad_error(ctx, TIDE_UNIMPLEMENTED, "gradients of %s on %s (complex) tensors are not "
+                    "supported", tide_node_op(tide_grad_node(ctx)), tide_dtype_name(dt));
+    return false;
+}
+
+/* A scalar of x's dtype. */
+static tide_output scalar_like(tide_grad_ctx *ctx, tide_output x, double v)
+{
+    return tide_grad_scalar(ctx, dtype_of(x), v);
+}
+
+/* ---------------------------------------------------------------- binary ops */
+
+/* Hands gx (the gradient of the broadcast result with respect to x = input 0) and gy (for y =
+ * input 1) to the inputs, each summed back to its operand's shape. Either may be NULL-noded when
+ * its input does not want a gradient. */
+static tide_status set_binary(tide_grad_ctx *ctx, tide_output gx, tide_output gy)
+{
+    if (tide_grad_wants(ctx, 0))
+        tide_grad_set_dx(ctx, 0, tide_grad_unbroadcast(ctx, gx, X(0), X(1)));
+    if (tide_grad_wants(ctx, 1))
+        tide_grad_set_dx(ctx, 1, tide_grad_unbroadcast(ctx, gy, X(1), X(0)));
+    return tide_grad_status(ctx);
+}
+
+static const tide_output NONE = {0};
+
+static tide_status add_grad(tide_grad_ctx *ctx)
+{
+    return set_binary(ctx, DY(0), DY(0));
+}
+
+static tide_status sub_grad(tide_grad_ctx *ctx)
+{
+    if (tide_grad_wants(ctx, 0))
+        tide_grad_set_dx(ctx, 0, tide_grad_unbroadcast(ctx, DY(0), X(0), X(1)));
+    if (tide_grad_wants(ctx, 1)) /* negate after summing: the smaller tensor */
+        tide_grad_set_dx(ctx, 1, tide_grad_op1(ctx, "Neg", tide_grad_unbroadcast(ctx, DY(0), X(1), X(0))));
+    return tide_grad_status(ctx);
+}
+
+static tide_status mul_grad(tide_grad_ctx *ctx)
+{
+    if (!real_only(ctx))
+        return tide_grad_status(ctx);
+    tide_output gx = tide_grad_wants(ctx, 0) ? tide_grad_op2(ctx, "Mul", DY(0), X(1)) : NONE;
+    tide_output gy = tide_grad_wants(ctx, 1) ? tide_grad_op2(ctx, "Mul", X(0), DY(0)) : NONE;
+    return set_binary(ctx, gx, gy);
+}
+
+/* z = x / y: dx = dz / y, dy = -dz * z / y. */
+static tide_status div_grad(tide_grad_ctx *ctx)
+{
+    if (!real_only(ctx))
+        return tide_grad_status(ctx);
+    tide_output gx = NONE, gy = NONE;
+    if (tide_grad_wants(ctx, 0))
+        gx = tide_grad_op2(ctx, "Div", DY(0), X(1));
+    if (tide_grad_wants(ctx, 1))
+        gy = tide_grad_op1(ctx, "Neg", tide_grad_op2(ctx, "Div", tide_grad_op2(ctx, "Mul", DY(0), Y(0)),
+                                                     X(1)));
+    return set_binary(ctx, gx, gy);
+}
+
+/* z = x^y: dx = dz * y * x^(y-1); dy = dz * z * log(x) where x > 0 and 0 elsewhere (TensorFlow's
+ * convention). log is only taken of positive values, so no NaN is ever computed. */
+static tide_status pow_grad(tide_grad_ctx *ctx)
+{
+    tide_output x = X(0), y = X(1), gx = NONE, gy = NONE;
+    if (tide_grad_wants(ctx, 0)) {
+        tide_output y1 = tide_grad_op2(ctx, "Sub", y, scalar_like(ctx, y, 1));
+        gx = tide_grad_op2(ctx, "Mul", DY(0), tide_grad_op2(ctx, "Mul", y, tide_grad_op2(ctx, "Pow", x, y1)));
+    }
+    if (tide_grad_wants(ctx, 1)) {
+        tide_output positive = tide_grad_op2(ctx, "Greater", x, scalar_like(ctx, x, 0));
+        tide_output safe_x = tide_grad_op(ctx, "Select", (tide_output[]){positive, x, scalar_like(ctx, x, 1)},
+                                          3, NULL);
+        tide_output log_x = tide_grad_op(ctx, "Select",
+                                         (tide_output[]){positive, tide_grad_op1(ctx, "Log", safe_x),
+                                                         scalar_like(ctx, x, 0)}, 3, NULL);
+        gy = tide_grad_op2(ctx, "Mul", tide_grad_op2(ctx, "Mul", DY(0), Y(0)), log_x);
+    }
+    return set_binary(ctx, gx, gy);
+}
+
+/* Maximum (Minimum): the gradient goes to x where x >= y (x <= y), else to y; ties go to x. */
+static tide_status extremum_grad(tide_grad_ctx *ctx, const char *compare)
+{
+    tide_output pick_x = tide_grad_op2(ctx, compare, X(0), X(1));
+    tide_output zero = scalar_like(ctx, DY(0), 0), gx = NONE, gy = NONE;
+    if (tide_grad_wants(ctx, 0))
+        gx = tide_grad_op(ctx, "Select", (tide_output[]){pick_x, DY(0), zero}, 3, NULL);
+    if (tide_grad_wants(ctx, 1))
+        gy = tide_grad_op(ctx, "Select", (tide_output[]){pick_x, zero, DY(0)}, 3, NULL);
+    return set_binary(ctx, gx, gy);
+}
+
+static tide_status maximum_grad(tide_grad_ctx *ctx) { return extremum_grad(ctx, "GreaterEqual"); }
+static tide_status minimum_grad(tide_grad_ctx *ctx) { return extremum_grad(ctx, "LessEqual"); }
+
+static tide_status add_n_grad(tide_grad_ctx *ctx)
+{
+    for (int i = 0; i < tide_node_num_inputs(tide_grad_node(ctx)); i++)
+        if (tide_grad_wants(ctx, i))
+            tide_grad_set_dx(ctx, i, DY(0));
+    return tide_grad_status(ctx);
+}
+
+/* ---------------------------------------------------------------- unary ops */
+
+/* dx = dy * factor. */
+static tide_status set_scaled(tide_grad_ctx *ctx, tide_output factor)
+{
+    tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "Mul", DY(0), factor));
+    return tide_grad_status(ctx);
+}
+
+static tide_status identity_grad(tide_grad_ctx *ctx)
+{
+    tide_grad_set_dx(ctx, 0, DY(0));
+    return TIDE_OK;
+}
+
+static tide_status neg_grad(tide_grad_ctx *ctx)
+{
+    tide_grad_set_dx(ctx, 0, tide_grad_op1(ctx, "Neg", DY(0)));
+    return tide_grad_status(ctx);
+}
+
+static tide_status abs_grad(tide_grad_ctx *ctx) { return set_scaled(ctx, tide_grad_op1(ctx, "Sign", X(0))); }
+
+/* Sign is piecewise constant: its gradient is zero (at 0 too, as TensorFlow). */
+static tide_status sign_grad(tide_grad_ctx *ctx)
+{
+    tide_grad_set_dx(ctx, 0, tide_grad_op1(ctx, "ZerosLike", X(0)));
+    return tide_grad_status(ctx);
+}
+
+static tide_status square_grad(tide_grad_ctx *ctx)
+{
+    if (!real_only(ctx))
+        return tide_grad_status(ctx);
+    return set_scaled(ctx, tide_grad_op2(ctx, "Mul", X(0), scalar_like(ctx, X(0), 2)));
+}
+
+/* y = sqrt(x): dx = dy * 0.5 / y. */
+static tide_status sqrt_grad(tide_grad_ctx *ctx)
+{
+    tide_output half_dy = tide_grad_op2(ctx, "Mul", DY(0), scalar_like(ctx, X(0), 0.5));
+    tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "Div", half_dy, Y(0)));
+    return tide_grad_status(ctx);
+}
+
+/* y = x^-1/2: dx = dy * -0.5 * y^3. */
+static tide_status rsqrt_grad(tide_grad_ctx *ctx)
+{
+    tide_output y3 = tide_grad_op2(ctx, "Mul", tide_grad_op1(ctx, "Square", Y(0)), Y(0));
+    return set_scaled(ctx, tide_grad_op2(ctx, "Mul", y3, scalar_like(ctx, X(0), -0.5)));
+}
+
+static tide_status exp_grad(tide_grad_ctx *ctx) { return set_scaled(ctx, Y(0)); }
+
+static tide_status log_grad(tide_grad_ctx *ctx)
+{
+    tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "Div", DY(0), X(0)));
+    return tide_grad_status(ctx);
+}
+
+static tide_status log1p_grad(tide_grad_ctx *ctx)
+{
+    tide_output one_plus_x = tide_grad_op2(ctx, "Add", X(0), scalar_like(ctx, X(0), 1));
+    tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "Div", DY(0), one_plus_x));
+    return tide_grad_status(ctx);
+}
+
+static tide_status sin_grad(tide_grad_ctx *ctx) { return set_scaled(ctx, tide_grad_op1(ctx, "Cos", X(0))); }
+
+static tide_status cos_grad(tide_grad_ctx *ctx)
+{
+    return set_scaled(ctx, tide_grad_op1(ctx, "Neg", tide_grad_op1(ctx, "Sin", X(0))));
+}
+
+/* ---------------------------------------------------------------- Cast, Select */
+
+/* Between floating-point (or complex) dtypes the gradient is cast back; to or from an integer or
+ * bool no gradient flows (such an edge carries no gradient anyway). */
+static tide_status cast_grad(tide_grad_ctx *ctx)
+{
+    tide_dtype src = dtype_of(X(0)), dst = dtype_of(Y(0));
+    bool src_ok = tide_dtype_is_float(src) || tide_dtype_is_complex(src);
+    bool dst_ok = tide_dtype_is_float(dst) || tide_dtype_is_complex(dst);
+    if (!src_ok || !dst_ok || !tide_grad_wants(ctx, 0))
+        return TIDE_OK;
+    if (tide_dtype_is_complex(dst) && !tide_dtype_is_complex(src))
+        return tide_grad_error(ctx, TIDE_UNIMPLEMENTED, "the gradient of a cast from %s to %s is not "
+                               "supported", tide_dtype_name(src), tide_dtype_name(dst));
+    tide_attrs *a = tide_attrs_new();
+    tide_attrs_set_type(a, "DstT", src);
+    tide_grad_set_dx(ctx, 0, tide_grad_op(ctx, "Cast", (tide_output[]){DY(0)}, 1, a));
+    tide_attrs_free(a);
+    return tide_grad_status(ctx);
+}
+
+/* Select(c, t, e): t gets dy where c holds, e where it does not; each summed back to its own shape
+ * (the three operands broadcast to the output's shape). The condition gets nothing. */
+static tide_status select_grad(tide_grad_ctx *ctx)
+{
+    tide_output c = X(0), dy = DY(0), zero = scalar_like(ctx, DY(0), 0);
+    if (tide_grad_wants(ctx, 1)) {
+        tide_output g = tide_grad_op(ctx, "Select", (tide_output[]){c, dy, zero}, 3, NULL);
+        tide_grad_set_dx(ctx, 1, tide_grad_unbroadcast(ctx, g, X(1), Y(0)));
+    }
+    if (tide_grad_wants(ctx, 2)) {
+        tide_output g = tide_grad_op(ctx, "Select", (tide_output[]){c, zero, dy}, 3, NULL);
+        tide_grad_set_dx(ctx, 2, tide_grad_unbroadcast(ctx, g, X(2), Y(0)));
+    }
+    return tide_grad_status(ctx);
+}
+
+/* ---------------------------------------------------------------- registration */
+
+static void register_math_gradients(void)
+{
+    static const struct {
+        const char *op;
+        tide_grad_fn fn;
+    } table[] = {
+        {"Add", add_grad},         {"Sub", sub_grad},         {"Mul", mul_grad},
+        {"Div", div_grad},         {"Pow", pow_grad},         {"Maximum", maximum_grad},
+        {"Minimum", minimum_grad}, {"AddN", add_n_grad},      {"Identity", identity_grad},
+        {"Neg", neg_grad},         {"Abs", abs_grad},         {"Sign", sign_grad},
+        {"Square", square_grad},   {"Sqrt", sqrt_grad},       {"Rsqrt", rsqrt_grad},
+        {"Exp", exp_grad},         {"Log", log_grad},         {"Log1p", log1p_grad},
+        {"Sin", sin_grad},         {"Cos", cos_grad},         {"Cast", cast_grad},
+        {"Select", select_grad},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        tide_gradient_register(table[i].op, table[i].fn);
+
+    /* No gradient flows through these: their outputs are bool or integer-valued (comparisons, logic,
+     * FloorDiv and Mod, which are piecewise constant or discontinuous), random draws, or state
+     * (variables and their updates, the optimizers' fused updates included). */
+    static const char *const not_differentiable[] = {
+        "Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual",
+        "LogicalAnd", "LogicalOr", "LogicalNot", "FloorDiv", "Mod",
+        "RandomUniform", "RandomNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle",
+        "Const", "Placeholder", "Variable", "Assign", "AssignAdd", "AssignSub", "NoOp",
+        "ApplyGradientDescent", "ApplyMomentum", "ApplyAdagrad", "ApplyRMSProp", "ApplyAdam",
+    };
+    for (size_t i = 0; i < sizeof not_differentiable / sizeof not_differentiable[0]; i++)
+        tide_gradient_register(not_differentiable[i], NULL);
+}
+TIDE_REGISTER(register_math_gradients)

@@ -1,0 +1,75 @@
+/* conv_ops.h — the geometry of 2-D convolution and pooling, shared by the op definitions
+ * (engine/ops/conv_ops.c, whose shape functions use it) and their CPU kernels (kernels/cpu/conv.c,
+ * kernels/cpu/pool.c), so that graph-time and run-time checks agree word for word: reading and
+ * checking the strides/dilations/ksize/padding/data_format attrs, TensorFlow's output-size and
+ * padding rules, and the consistency of the shapes given to the gradient ops. Engine-private, like
+ * op_util.h: kernels may include it.
+ *
+ * TensorFlow's rules, per spatial dimension, for an input of size `in` and a window of size k with
+ * dilation d (effective size (k - 1) * d + 1) moved by stride s:
+ *   VALID: out = (in - eff) / s + 1, and the window must fit (eff <= in); no padding.
+ *   SAME:  out = ceil(in / s); total padding max((out - 1) * s + eff - in, 0), of which the smaller
+ *          half goes before (top/left) and the rest after.
+ * Dimensions may be -1 (unknown) at graph time: whatever they decide is then -1 too, and only what
+ * is known is checked. */
+#ifndef TIDE_CONV_OPS_H
+#define TIDE_CONV_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../tide_op.h"
+
+/* How a window moves over NHWC data: a filter's or a pooling window's size, strides, dilations
+ * and padding. */
+typedef struct tide_conv_window {
+    int64_t size_h, size_w;         /* pooling: from ksize; convolution: from the filter */
+    int64_t stride_h, stride_w;
+    int64_t dilation_h, dilation_w; /* 1 for pooling */
+    bool same;                      /* padding 'SAME' (else 'VALID') */
+} tide_conv_window;
+
+/* Everything a convolution or pooling kernel needs to know about one call. */
+typedef struct tide_conv_geometry {
+    int64_t batch, in_h, in_w, in_c;   /* the input (NHWC) */
+    int64_t out_h, out_w, out_c;       /* the output (NHWC); out_c = in_c for pooling */
+    int64_t pad_top, pad_left;         /* implicit zero rows/columns before the input */
+    tide_conv_window win;
+} tide_conv_geometry;
+
+/* Reads Conv2D's attrs (strides, dilations, padding, data_format) into *w (sizes left 0). False,
+ * with a message in msg, when they are malformed: lists of other than 4 entries, non-positive
+ * values, a stride or dilation other than 1 in the batch or depth dimension, a padding other than
+ * SAME/VALID, a data_format other than NHWC. */
+bool tide_conv_read_attrs(const tide_attrs *attrs, tide_conv_window *w, char *msg, size_t size);
+
+/* Reads the pooling attrs (ksize, strides, padding, data_format) the same way; ksize gives the
+ * window size. Pooling over the batch or depth dimension is rejected. */
+bool tide_pool_read_attrs(const tide_attrs *attrs, tide_conv_window *w, char *msg, size_t size);
+
+/* One spatial dimension (named `dim`, "height" or "width", for messages): *out and *pad_before
+ * for an input of size in. False with a message when VALID and the window is larger than the
+ * input. */
+bool tide_conv_output_dim(int64_t in, int64_t window, int64_t stride, int64_t dilation, bool same,
+                          const char *dim, int64_t *out, int64_t *pad_before, char *msg, size_t size);
+
+/* Conv2D: the geometry of filter [KH, KW, Cin, Cout] over input [N, H, W, Cin] moved as w says
+ * (its sizes are taken from the filter). False with a message when the depths differ or the filter
+ * does not fit. */
+bool tide_conv_geometry_make(const tide_conv_window *w, const int64_t input[4],
+                             const int64_t filter[4], tide_conv_geometry *g, char *msg, size_t size);
+
+/* The gradient ops: as tide_conv_geometry_make, and also checks that out_backprop has the shape
+ * the convolution gives, [N, OH, OW, Cout]. */
+bool tide_conv_backprop_geometry(const tide_conv_window *w, const int64_t input[4],
+                                 const int64_t filter[4], const int64_t out_backprop[4],
+                                 tide_conv_geometry *g, char *msg, size_t size);
+
+/* Pooling: the geometry of window w over input [N, H, W, C]. When pooled is not NULL, also checks
+ * that it has the pooled shape [N, OH, OW, C] (the grad or orig_output of MaxPoolGrad and
+ * AvgPoolGrad; pooled_name names it in the message). */
+bool tide_pool_geometry(const tide_conv_window *w, const int64_t input[4], const int64_t *pooled,
+                        const char *pooled_name, tide_conv_geometry *g, char *msg, size_t size);
+
+#endif

@@ -1,0 +1,168 @@
+/* bench_conv.c — the convolutions of TensorFlow's layers tutorial CNN (28x28x1 images, batch 100:
+ * conv 5x5x1->32 SAME, then after 2x2 pooling conv 5x5x32->64 SAME) through Session.Run: forward
+ * (Conv2D), backprop-input and backprop-filter of both, and the 2x2 max pooling with its gradient.
+ * Each figure is the median of several runs (inputs fed, output fetched; argv[1] runs, default 21),
+ * in GFLOP/s counting a multiply-add as 2 (the same count for all three ops of a layer), with the
+ * fastest run as best_gflops; pooling in GB/s of tensors read and written. The first line,
+ * conv2d.gflops, is the second convolution's forward pass. */
+#include <string.h>
+
+#include "bench_util.h"
+#include "tide.h"
+
+typedef struct layer {
+    const char *name;
+    int64_t h, w, cin, cout, k;
+} layer;
+
+static const int64_t BATCH = 100;
+
+static tide_tensor *random_tensor(const int64_t *dims, int rank, uint32_t seed)
+{
+    tide_shape s = tide_shape_make(rank, dims);
+    tide_tensor *t = tide_tensor_new(TIDE_FLOAT32, &s, NULL);
+    float *d = tide_tensor_data(t);
+    for (int64_t i = 0; i < tide_tensor_num_elements(t); i++) {
+        seed = seed * 1664525u + 1013904223u;
+        d[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
+    }
+    return t;
+}
+
+static tide_tensor *sizes(const int64_t *d)
+{
+    const int32_t v[4] = {(int32_t)d[0], (int32_t)d[1], (int32_t)d[2], (int32_t)d[3]};
+    tide_shape s = tide_shape_vector(4);
+    return tide_tensor_new_copy(TIDE_INT32, &s, v, sizeof v, NULL);
+}
+
+static tide_node *placeholder(tide_graph *g, const char *name, tide_dtype dt, tide_error *err)
+{
+    tide_node_builder *b = tide_node_builder_new(g, "Placeholder", name);
+    tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", dt);
+    return tide_node_builder_finish(b, err);
+}
+
+/* Median seconds of `reps` Session.Runs of op(inputs) fed through Placeholders; *best gets the
+ * fastest run (on a shared machine the median also measures the neighbours). */
+static double time_op(tide_engine *e, const char *op, tide_tensor *const *inputs, int n, bool pool,
+                      int reps, double *best, tide_error *err)
+{
+    tide_graph *g = tide_graph_new();
+    tide_output ins[3];
+    tide_feed feeds[3];
+    static const char *names[3] = {"a", "b", "c"};
+    for (int i = 0; i < n; i++) {
+        tide_node *p = placeholder(g, names[i], tide_tensor_dtype(inputs[i]), err);
+        ins[i] = (tide_output){p, 0};
+        feeds[i] = (tide_feed){ins[i], inputs[i]};
+    }
+    tide_node_builder *b = tide_node_builder_new(g, op, "op");
+    tide_node_builder_add_inputs_flat(b, ins, n);
+    tide_attrs *a = tide_node_builder_attrs(b);
+    tide_attrs_set_int_list(a, "strides", pool ? (const int64_t[]){1, 2, 2, 1} : (const int64_t[]){1, 1, 1, 1}, 4);
+    if (pool)
+        tide_attrs_set_int_list(a, "ksize", (const int64_t[]){1, 2, 2, 1}, 4);
+    tide_attrs_set_string(a, "padding", "SAME");
+    tide_node *node = tide_node_builder_finish(b, err);
+    tide_session *s = node ? tide_session_new(e, g, NULL, err) : NULL;
+    double median = -1;
+    double *times = calloc((size_t)reps, sizeof *times);
+    tide_output fetch = {node, 0};
+    for (int r = -2; s && r < reps; r++) {
+        tide_tensor *out = NULL;
+        double t0 = bench_now();
+        if (tide_session_run(s, NULL, feeds, n, &fetch, 1, &out, NULL, 0, NULL, err) != TIDE_OK)
+            break;
+        if (r >= 0)
+            times[r] = bench_now() - t0;
+        tide_tensor_release(out);
+        if (r == reps - 1) {
+            median = bench_median(times, reps); /* sorts */
+            *best = times[0];
+        }
+    }
+    if (median < 0)
+        fprintf(stderr, "%s: %s\n", op, tide_error_message(err));
+    free(times);
+    tide_session_free(s);
+    tide_graph_free(g);
+    return median;
+}
+
+static void emit(const char *name, double flops, double seconds, double best, const char *what)
+{
+    char extra[200];
+    snprintf(extra, sizeof extra, "\"ms\": %.3f, \"best_gflops\": %.1f, \"op\": \"%s\", \"batch\": %lld",
+             seconds * 1e3, flops / best * 1e-9, what, (long long)BATCH);
+    bench_emit(name, flops / seconds * 1e-9, "GFLOP/s", extra);
+}
+
+/* The three ops of one layer; prefix "" names the second layer's forward pass conv2d.gflops. */
+static int bench_layer(tide_engine *e, const layer *l, int reps, tide_error *err)
+{
+    const int64_t xd[4] = {BATCH, l->h, l->w, l->cin}, fd[4] = {l->k, l->k, l->cin, l->cout};
+    const int64_t yd[4] = {BATCH, l->h, l->w, l->cout};
+    tide_tensor *x = random_tensor(xd, 4, 1), *f = random_tensor(fd, 4, 2), *dy = random_tensor(yd, 4, 3);
+    tide_tensor *xs = sizes(xd), *fs = sizes(fd);
+    const double flops = 2.0 * (double)(BATCH * l->h * l->w * l->cout) * (double)(l->k * l->k * l->cin);
+    char name[96];
+    double best;
+    double t = time_op(e, "Conv2D", (tide_tensor *[]){x, f}, 2, false, reps, &best, err);
+    snprintf(name, sizeof name, "%s.gflops", l->name);
+    if (t > 0)
+        emit(name, flops, t, best, "Conv2D");
+    double ti = time_op(e, "Conv2DBackpropInput", (tide_tensor *[]){xs, f, dy}, 3, false, reps, &best, err);
+    snprintf(name, sizeof name, "%s.backprop_input.gflops", l->name);
+    if (ti > 0)
+        emit(name, flops, ti, best, "Conv2DBackpropInput");
+    double tf = time_op(e, "Conv2DBackpropFilter", (tide_tensor *[]){x, fs, dy}, 3, false, reps, &best, err);
+    snprintf(name, sizeof name, "%s.backprop_filter.gflops", l->name);
+    if (tf > 0)
+        emit(name, flops, tf, best, "Conv2DBackpropFilter");
+    tide_tensor *all[] = {x, f, dy, xs, fs};
+    for (int i = 0; i < 5; i++)
+        tide_tensor_release(all[i]);
+    return t > 0 && ti > 0 && tf > 0 ? 0 : 1;
+}
+
+/* MaxPool 2x2/2 over the first layer's output and its gradient, in GB/s of tensors read and written. */
+static int bench_pool(tide_engine *e, int reps, tide_error *err)
+{
+    const int64_t xd[4] = {BATCH, 28, 28, 32}, yd[4] = {BATCH, 14, 14, 32};
+    tide_tensor *x = random_tensor(xd, 4, 4), *y = random_tensor(yd, 4, 5), *dy = random_tensor(yd, 4, 6);
+    const double xb = 4.0 * (double)(BATCH * 28 * 28 * 32), yb = xb / 4;
+    double best;
+    double t = time_op(e, "MaxPool", &x, 1, true, reps, &best, err);
+    double tg = time_op(e, "MaxPoolGrad", (tide_tensor *[]){x, y, dy}, 3, true, reps, &best, err);
+    char extra[96];
+    snprintf(extra, sizeof extra, "\"ms\": %.3f, \"batch\": %lld", t * 1e3, (long long)BATCH);
+    if (t > 0)
+        bench_emit("maxpool.gbytes_per_s", (xb + yb) / t * 1e-9, "GB/s", extra);
+    snprintf(extra, sizeof extra, "\"ms\": %.3f, \"batch\": %lld", tg * 1e3, (long long)BATCH);
+    if (tg > 0)
+        bench_emit("maxpool_grad.gbytes_per_s", (2 * xb + 2 * yb) / tg * 1e-9, "GB/s", extra);
+    tide_tensor_release(x);
+    tide_tensor_release(y);
+    tide_tensor_release(dy);
+    return t > 0 && tg > 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    int reps = argc > 1 ? atoi(argv[1]) : 21;
+    tide_error *err = tide_error_new();
+    tide_engine_options o;
+    tide_engine_options_init(&o);
+    o.num_threads = 2;
+    tide_engine *e = tide_engine_new(&o, err);
+    if (!e) {
+        fprintf(stderr, "%s\n", tide_error_message(err));
+        return 1;
+    }
+    static const layer conv2 = {"conv2d", 14, 14, 32, 64, 5}, conv1 = {"conv2d_1", 28, 28, 1, 32, 5};
+    int rc = bench_layer(e, &conv2, reps, err) | bench_layer(e, &conv1, reps, err) | bench_pool(e, reps, err);
+    tide_engine_free(e);
+    tide_error_free(err);
+    return rc;
+}
