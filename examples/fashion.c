@@ -127,7 +127,7 @@ static tide_output placeholder(fashion_model *m, const char *name, tide_dtype dt
 
 typedef struct options {
     int epochs;
-    int64_t max_steps, batch, eval_limit, bench_steps;
+    int64_t max_steps, batch, eval_limit, bench_steps, profile_steps;
     int64_t seed;
     double learning_rate;
     int optimizer; /* a tide_optimizer_kind, or -1: the example's own */
@@ -151,6 +151,7 @@ static void usage(const fashion_config *cfg, FILE *f)
             "  --seed N       graph seed: initial weights, shuffling, dropout (default 1)\n"
             "  --eval N       evaluate on the first N test images only (default all 10,000)\n"
             "  --bench STEPS  time STEPS training steps and print JSON lines instead of training\n"
+            "  --profile STEPS  trace STEPS training steps; print where the time goes, by op\n"
             "  --quiet        no progress lines\n",
             cfg->name, cfg->name, cfg->epochs, (long long)cfg->batch,
             optimizer_names[cfg->optimizer.kind], cfg->optimizer.learning_rate);
@@ -208,6 +209,7 @@ static bool parse_args(const fashion_config *cfg, int argc, char **argv, options
         else if (!strcmp(a, "--seed")) o->seed = v;
         else if (!strcmp(a, "--eval")) o->eval_limit = v;
         else if (!strcmp(a, "--bench") && v > 0) o->bench_steps = v;
+        else if (!strcmp(a, "--profile") && v > 0) o->profile_steps = v;
         else {
             fprintf(stderr, "error: unknown option '%s' (or a value out of range)\n", a);
             usage(cfg, stderr);
@@ -229,17 +231,25 @@ typedef struct trainer {
 } trainer;
 
 /* One training step on a batch; the loss when fetch_loss (else NAN). */
-static double train_step(trainer *t, tide_tensor *images, tide_tensor *labels, bool fetch_loss)
+/* One training step on a batch; the loss when fetch_loss (else NAN). With stats, the step is traced. */
+static double traced_step(trainer *t, tide_tensor *images, tide_tensor *labels, bool fetch_loss,
+                          tide_step_stats **stats)
 {
     tide_feed feeds[3] = {{t->m.images, images}, {t->m.labels, labels}, {t->m.rate, t->rate_train}};
     int nf = t->m.rate.node ? 3 : 2;
     tide_tensor *loss = NULL;
-    if (tide_session_run(t->s, NULL, feeds, nf, &t->loss, fetch_loss ? 1 : 0, &loss, &t->train, 1, NULL,
+    tide_run_options opts = {.trace = stats != NULL};
+    if (tide_session_run(t->s, &opts, feeds, nf, &t->loss, fetch_loss ? 1 : 0, &loss, &t->train, 1, stats,
                          t->err) != TIDE_OK)
         die("training step", t->err);
     double v = loss ? tide_tensor_get_f64(loss, 0) : NAN;
     tide_tensor_release(loss);
     return v;
+}
+
+static double train_step(trainer *t, tide_tensor *images, tide_tensor *labels, bool fetch_loss)
+{
+    return traced_step(t, images, labels, fetch_loss, NULL);
 }
 
 /* Accuracy over the first `limit` test images, in chunks of 1000. */
@@ -312,6 +322,67 @@ static int compare_doubles(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+typedef struct op_time {
+    const char *op;
+    double ns;
+    int64_t count;
+} op_time;
+
+static int by_time(const void *a, const void *b)
+{
+    double x = ((const op_time *)a)->ns, y = ((const op_time *)b)->ns;
+    return (x < y) - (x > y);
+}
+
+/* Traces profile_steps steps (after a warm-up) and prints the kernel time per op type, the sum of
+ * kernel times against the wall time (above 1 when kernels overlap on several threads). */
+static void profile(trainer *t, const tide_dataset *ds, const options *o)
+{
+    tide_tensor *pair[2] = {ds->train_images, ds->train_labels};
+    tide_batcher *b = tide_batcher_new(pair, 2, o->batch, true, (uint64_t)o->seed, true, t->err);
+    if (!b)
+        die("batching", t->err);
+    op_time ops[256];
+    int n = 0;
+    double wall = 0, busy = 0;
+    tide_tensor *batch[2];
+    for (int64_t i = -10; i < o->profile_steps; i++) {
+        if (!tide_batcher_next(b, batch, t->err) && !tide_batcher_next(b, batch, t->err))
+            die("batching", t->err);
+        tide_step_stats *st = NULL;
+        double t0 = now_s();
+        traced_step(t, batch[0], batch[1], false, i >= 0 ? &st : NULL);
+        if (i >= 0)
+            wall += now_s() - t0;
+        for (int k = 0; st && k < tide_step_stats_count(st); k++) {
+            const tide_node_timing *nt = tide_step_stats_at(st, k);
+            const char *op = tide_node_op(nt->node);
+            int j = 0;
+            while (j < n && strcmp(ops[j].op, op) != 0)
+                j++;
+            if (j == n && n < 256)
+                ops[n++] = (op_time){op, 0, 0};
+            if (j < n) {
+                ops[j].ns += (double)(nt->end_ns - nt->start_ns);
+                ops[j].count++;
+                busy += (double)(nt->end_ns - nt->start_ns);
+            }
+        }
+        tide_step_stats_free(st);
+        tide_tensor_release(batch[0]);
+        tide_tensor_release(batch[1]);
+    }
+    qsort(ops, (size_t)n, sizeof *ops, by_time);
+    double steps = (double)o->profile_steps;
+    printf("%lld traced steps: %.3f ms per step wall, %.3f ms of kernel time per step (%.2f threads busy)\n",
+           (long long)o->profile_steps, wall / steps * 1e3, busy / steps * 1e-6, busy * 1e-9 / wall);
+    printf("%-36s %10s %8s %7s\n", "op", "ms/step", "calls", "share");
+    for (int j = 0; j < n; j++)
+        printf("%-36s %10.3f %8.1f %6.1f%%\n", ops[j].op, ops[j].ns / steps * 1e-6, (double)ops[j].count / steps,
+               100.0 * ops[j].ns / busy);
+    tide_batcher_free(b);
+}
+
 /* Times bench_steps steps in 5 rounds after a warm-up; prints the median rate as JSON. */
 static void bench(trainer *t, const tide_dataset *ds, const options *o)
 {
@@ -356,8 +427,11 @@ int fashion_main(const fashion_config *cfg, int argc, char **argv)
     build(&t, &o);
     if (!o.quiet)
         printf("%s: %d nodes, data loaded in %.2f s\n", cfg->name, tide_graph_num_nodes(t.m.g), loaded - t0);
-    if (o.bench_steps) {
-        bench(&t, &ds, &o);
+    if (o.bench_steps || o.profile_steps) {
+        if (o.bench_steps)
+            bench(&t, &ds, &o);
+        else
+            profile(&t, &ds, &o);
         return 0;
     }
     tide_tensor *pair[2] = {ds.train_images, ds.train_labels};

@@ -13,17 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../tide_op.h"
-
-#define X(i) tide_grad_x(ctx, i)
-#define DY(i) tide_grad_dy(ctx, i)
-#define Y(i) tide_grad_y(ctx, i)
-#define MAX_INDEX_CONST (4 * TIDE_MAX_RANK)
-
-static const tide_output NONE = {0};
-
-static tide_dtype dtype_of(tide_output t) { return tide_node_output_dtype(t.node, t.index); }
-static tide_shape shape_of(tide_output t) { return tide_node_output_shape(t.node, t.index); }
+#include "grad_util.h"
 
 /* The value of t when it is a Const node (borrowed), else NULL. */
 static const tide_tensor *const_value(tide_output t)
@@ -47,47 +37,6 @@ static int const_ints(tide_output t, int64_t *v, int cap)
         v[i] = dt == TIDE_INT32 ? ((const int32_t *)tide_tensor_data(c))[i]
                                 : ((const int64_t *)tide_tensor_data(c))[i];
     return (int)tide_tensor_num_elements(c);
-}
-
-/* An int32 or int64 Const of the given shape (rank 1: a vector of n) holding v[0..n). */
-static tide_output int_const(tide_grad_ctx *ctx, tide_dtype dt, const int64_t *v, int n, const tide_shape *s)
-{
-    int32_t v32[MAX_INDEX_CONST];
-    for (int i = 0; i < n && dt == TIDE_INT32; i++)
-        v32[i] = (int32_t)v[i];
-    const void *data = dt == TIDE_INT32 ? (const void *)v32 : (const void *)v;
-    tide_tensor *t = tide_tensor_new_copy(dt, s, data, (size_t)n * tide_dtype_size(dt), NULL);
-    if (!t) {
-        tide_grad_error(ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory");
-        return NONE;
-    }
-    tide_attrs *a = tide_attrs_new();
-    tide_attrs_set_tensor(a, "value", t);
-    tide_attrs_set_type(a, "dtype", dt);
-    tide_tensor_release(t);
-    tide_output out = tide_grad_op(ctx, "Const", NULL, 0, a);
-    tide_attrs_free(a);
-    return out;
-}
-
-static tide_output index_const(tide_grad_ctx *ctx, tide_dtype dt, const int64_t *v, int n)
-{
-    tide_shape s = tide_shape_vector(n);
-    return int_const(ctx, dt, v, n, &s);
-}
-
-/* The shape of t as a vector of dtype dt (int32/int64): a Const when known at graph time, else a
- * Shape node. */
-static tide_output shape_tensor(tide_grad_ctx *ctx, tide_output t, tide_dtype dt)
-{
-    tide_shape s = shape_of(t);
-    if (tide_shape_is_fully_defined(&s))
-        return index_const(ctx, dt, s.dims, s.rank);
-    tide_attrs *a = tide_attrs_new();
-    tide_attrs_set_type(a, "out_type", dt);
-    tide_output out = tide_grad_op(ctx, "Shape", &t, 1, a);
-    tide_attrs_free(a);
-    return out;
 }
 
 /* op(inputs) with one int attr. */
@@ -466,10 +415,7 @@ static tide_status segment_sum_grad(tide_grad_ctx *ctx)
 
 static void register_array_gradients(void)
 {
-    static const struct {
-        const char *op;
-        tide_grad_fn fn;
-    } table[] = {
+    static const grad_entry table[] = {
         {"Reshape", reshape_grad},       {"ExpandDims", reshape_grad},
         {"Squeeze", reshape_grad},       {"Transpose", transpose_grad},
         {"Concat", concat_grad},         {"Split", split_grad},
@@ -480,15 +426,13 @@ static void register_array_gradients(void)
         {"Tile", tile_grad},             {"BroadcastTo", broadcast_to_grad},
         {"Gather", gather_grad},         {"UnsortedSegmentSum", segment_sum_grad},
     };
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        tide_gradient_register(table[i].op, table[i].fn);
+    register_gradients(table, COUNT_OF(table));
 
     /* Shapes, counts, fills and indices: no gradient flows through them. */
     static const char *const not_differentiable[] = {
         "Shape", "Rank", "Size", "Fill", "ZerosLike", "OnesLike", "OneHot", "Range",
         "ReducedShape", "ConcatOffset", "InvertPermutation",
     };
-    for (size_t i = 0; i < sizeof not_differentiable / sizeof not_differentiable[0]; i++)
-        tide_gradient_register(not_differentiable[i], NULL);
+    register_no_gradients(not_differentiable, COUNT_OF(not_differentiable));
 }
 TIDE_REGISTER(register_array_gradients)

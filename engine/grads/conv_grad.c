@@ -15,22 +15,12 @@
  * node. The size inputs get no gradient (integers). MaxPoolGrad has no gradient function
  * (TensorFlow's MaxPoolGradGrad is not implemented): differentiating through it fails by name. */
 
-#include "../tide_op.h"
-
-#define X(i) tide_grad_x(ctx, i)
-#define Y(i) tide_grad_y(ctx, i)
-#define DY(i) tide_grad_dy(ctx, i)
+#include "grad_util.h"
 
 /* t's shape as an int32 vector: a constant when known at graph time, else Shape(t). */
-static tide_output shape_of(tide_grad_ctx *ctx, tide_output t)
+static tide_output shape_i32(tide_grad_ctx *ctx, tide_output t)
 {
-    tide_shape s = t.node ? tide_node_output_shape(t.node, t.index) : tide_shape_unknown();
-    if (!tide_shape_is_fully_defined(&s))
-        return tide_grad_op1(ctx, "Shape", t);
-    int32_t dims[TIDE_MAX_RANK];
-    for (int i = 0; i < s.rank; i++)
-        dims[i] = (int32_t)s.dims[i];
-    return tide_grad_ints(ctx, dims, s.rank);
+    return shape_tensor(ctx, t, TIDE_INT32);
 }
 
 /* The forward node's window attrs (those every op of the family shares), for the gradient ops. */
@@ -65,16 +55,16 @@ static void gets(tide_grad_ctx *ctx, int i, const char *op, const tide_output *i
 static tide_status conv2d_grad(tide_grad_ctx *ctx)
 {
     if (tide_grad_wants(ctx, 0))
-        gets(ctx, 0, "Conv2DBackpropInput", (tide_output[]){shape_of(ctx, X(0)), X(1), DY(0)}, 3, false);
+        gets(ctx, 0, "Conv2DBackpropInput", (tide_output[]){shape_i32(ctx, X(0)), X(1), DY(0)}, 3, false);
     if (tide_grad_wants(ctx, 1))
-        gets(ctx, 1, "Conv2DBackpropFilter", (tide_output[]){X(0), shape_of(ctx, X(1)), DY(0)}, 3, false);
+        gets(ctx, 1, "Conv2DBackpropFilter", (tide_output[]){X(0), shape_i32(ctx, X(1)), DY(0)}, 3, false);
     return tide_grad_status(ctx);
 }
 
 static tide_status conv2d_backprop_input_grad(tide_grad_ctx *ctx)
 {
     if (tide_grad_wants(ctx, 1))
-        gets(ctx, 1, "Conv2DBackpropFilter", (tide_output[]){DY(0), shape_of(ctx, X(1)), X(2)}, 3, false);
+        gets(ctx, 1, "Conv2DBackpropFilter", (tide_output[]){DY(0), shape_i32(ctx, X(1)), X(2)}, 3, false);
     gets(ctx, 2, "Conv2D", (tide_output[]){DY(0), X(1)}, 2, false);
     return tide_grad_status(ctx);
 }
@@ -82,7 +72,7 @@ static tide_status conv2d_backprop_input_grad(tide_grad_ctx *ctx)
 static tide_status conv2d_backprop_filter_grad(tide_grad_ctx *ctx)
 {
     if (tide_grad_wants(ctx, 0))
-        gets(ctx, 0, "Conv2DBackpropInput", (tide_output[]){shape_of(ctx, X(0)), DY(0), X(2)}, 3, false);
+        gets(ctx, 0, "Conv2DBackpropInput", (tide_output[]){shape_i32(ctx, X(0)), DY(0), X(2)}, 3, false);
     gets(ctx, 2, "Conv2D", (tide_output[]){X(0), DY(0)}, 2, false);
     return tide_grad_status(ctx);
 }
@@ -96,7 +86,7 @@ static tide_status max_pool_grad(tide_grad_ctx *ctx)
 static tide_status avg_pool_grad(tide_grad_ctx *ctx)
 {
     if (tide_grad_wants(ctx, 0))
-        gets(ctx, 0, "AvgPoolGrad", (tide_output[]){shape_of(ctx, X(0)), DY(0)}, 2, true);
+        gets(ctx, 0, "AvgPoolGrad", (tide_output[]){shape_i32(ctx, X(0)), DY(0)}, 2, true);
     return tide_grad_status(ctx);
 }
 

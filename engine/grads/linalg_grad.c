@@ -6,28 +6,7 @@
  *   d = det(A):      dA = dd * d * A^-T
  * Real dtypes only: the gradient of a complex op fails with UNIMPLEMENTED (it would need
  * conjugates). */
-#include "../tide_op.h"
-
-#define X(i) tide_grad_x(ctx, i)
-#define DY(i) tide_grad_dy(ctx, i)
-#define Y(i) tide_grad_y(ctx, i)
-
-static bool attr_flag(tide_grad_ctx *ctx, const char *name)
-{
-    bool v = false;
-    tide_attrs_get_bool(tide_grad_attrs(ctx), name, &v);
-    return v;
-}
-
-static bool real_only(tide_grad_ctx *ctx)
-{
-    tide_dtype dt = tide_node_output_dtype(X(0).node, X(0).index);
-    if (!tide_dtype_is_complex(dt))
-        return true;
-    tide_grad_error(ctx, TIDE_UNIMPLEMENTED, "gradients of %s on %s (complex) tensors are not "
-                    "supported", tide_node_op(tide_grad_node(ctx)), tide_dtype_name(dt));
-    return false;
-}
+#include "grad_util.h"
 
 /* Names of the transpose attrs of MatMul and BatchMatMul. */
 typedef struct product_op {
@@ -52,7 +31,7 @@ static tide_output product(tide_grad_ctx *ctx, const product_op *p, tide_output 
 static void product_grads(tide_grad_ctx *ctx, const product_op *p, tide_output *da, tide_output *db)
 {
     tide_output a = X(0), b = X(1), g = DY(0);
-    bool ta = attr_flag(ctx, p->ta), tb = attr_flag(ctx, p->tb);
+    bool ta = attr_bool(ctx, p->ta, false), tb = attr_bool(ctx, p->tb, false);
     bool want_a = tide_grad_wants(ctx, 0), want_b = tide_grad_wants(ctx, 1);
     if (!ta && !tb) {
         *da = want_a ? product(ctx, p, g, false, b, true) : *da;
@@ -102,7 +81,7 @@ static tide_status matrix_inverse_grad(tide_grad_ctx *ctx)
 {
     if (!real_only(ctx))
         return tide_grad_status(ctx);
-    bool adjoint = attr_flag(ctx, "adjoint");
+    bool adjoint = attr_bool(ctx, "adjoint", false);
     tide_output inv = Y(0);
     tide_output right = product(ctx, &BATCH_MATMUL, DY(0), adjoint, inv, !adjoint);
     tide_output both = product(ctx, &BATCH_MATMUL, inv, !adjoint, right, false);

@@ -7,30 +7,7 @@
  * (tide_grad_wants) get ops. The functions cover real dtypes: where TensorFlow conjugates for complex
  * numbers (products, quotients, squares) the gradient of a complex op fails with UNIMPLEMENTED
  * instead of giving a wrong value. Sigmoid and Tanh are in nn_grad.c. */
-#include "../tide_op.h"
-
-#define X(i) tide_grad_x(ctx, i)
-#define DY(i) tide_grad_dy(ctx, i)
-#define Y(i) tide_grad_y(ctx, i)
-
-static tide_dtype dtype_of(tide_output t) { return tide_node_output_dtype(t.node, t.index); }
-
-/* Fails the gradient of an op on complex numbers, whose gradient would need conjugates. */
-static bool real_only(tide_grad_ctx *ctx)
-{
-    tide_dtype dt = dtype_of(X(0));
-    if (!tide_dtype_is_complex(dt))
-        return true;
-    tide_grad_error(ctx, TIDE_UNIMPLEMENTED, "gradients of %s on %s (complex) tensors are not "
-                    "supported", tide_node_op(tide_grad_node(ctx)), tide_dtype_name(dt));
-    return false;
-}
-
-/* A scalar of x's dtype. */
-static tide_output scalar_like(tide_grad_ctx *ctx, tide_output x, double v)
-{
-    return tide_grad_scalar(ctx, dtype_of(x), v);
-}
+#include "grad_util.h"
 
 /* ---------------------------------------------------------------- binary ops */
 
@@ -45,8 +22,6 @@ static tide_status set_binary(tide_grad_ctx *ctx, tide_output gx, tide_output gy
         tide_grad_set_dx(ctx, 1, tide_grad_unbroadcast(ctx, gy, X(1), X(0)));
     return tide_grad_status(ctx);
 }
-
-static const tide_output NONE = {0};
 
 static tide_status add_grad(tide_grad_ctx *ctx)
 {
@@ -244,10 +219,7 @@ static tide_status select_grad(tide_grad_ctx *ctx)
 
 static void register_math_gradients(void)
 {
-    static const struct {
-        const char *op;
-        tide_grad_fn fn;
-    } table[] = {
+    static const grad_entry table[] = {
         {"Add", add_grad},         {"Sub", sub_grad},         {"Mul", mul_grad},
         {"Div", div_grad},         {"Pow", pow_grad},         {"Maximum", maximum_grad},
         {"Minimum", minimum_grad}, {"AddN", add_n_grad},      {"Identity", identity_grad},
@@ -257,8 +229,7 @@ static void register_math_gradients(void)
         {"Sin", sin_grad},         {"Cos", cos_grad},         {"Cast", cast_grad},
         {"Select", select_grad},
     };
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        tide_gradient_register(table[i].op, table[i].fn);
+    register_gradients(table, COUNT_OF(table));
 
     /* No gradient flows through these: their outputs are bool or integer-valued (comparisons, logic,
      * FloorDiv and Mod, which are piecewise constant or discontinuous), random draws, or state
@@ -270,7 +241,6 @@ static void register_math_gradients(void)
         "Const", "Placeholder", "Variable", "Assign", "AssignAdd", "AssignSub", "NoOp",
         "ApplyGradientDescent", "ApplyMomentum", "ApplyAdagrad", "ApplyRMSProp", "ApplyAdam",
     };
-    for (size_t i = 0; i < sizeof not_differentiable / sizeof not_differentiable[0]; i++)
-        tide_gradient_register(not_differentiable[i], NULL);
+    register_no_gradients(not_differentiable, COUNT_OF(not_differentiable));
 }
 TIDE_REGISTER(register_math_gradients)

@@ -16,11 +16,7 @@
  * The *Grad ops themselves have no gradient function (second derivatives are not supported). */
 #include <string.h>
 
-#include "../tide_op.h"
-
-#define X(i) tide_grad_x(ctx, i)
-#define Y(i) tide_grad_y(ctx, i)
-#define DY(i) tide_grad_dy(ctx, i)
+#include "grad_util.h"
 
 /* Sets input 0's gradient to op(a, b) when it is wanted. */
 static tide_status input0_gets(tide_grad_ctx *ctx, const char *op, tide_output a, tide_output b)
@@ -138,8 +134,7 @@ static tide_status fused_batch_norm_grad(tide_grad_ctx *ctx)
             return tide_grad_error(ctx, TIDE_UNIMPLEMENTED,
                                    "a gradient flows into output %d (%s): gradients of the batch "
                                    "statistics are not supported, only of y", i, stats[i - 1]);
-    bool training = true;
-    tide_attrs_get_bool(tide_grad_attrs(ctx), "is_training", &training);
+    bool training = attr_bool(ctx, "is_training", true);
     if (!training && (tide_grad_wants(ctx, 3) || tide_grad_wants(ctx, 4)))
         return tide_grad_error(ctx, TIDE_UNIMPLEMENTED,
                                "gradient of FusedBatchNorm with is_training=false with respect to "
@@ -161,10 +156,7 @@ static tide_status fused_batch_norm_grad(tide_grad_ctx *ctx)
 
 static void register_nn_gradients(void)
 {
-    static const struct {
-        const char *op;
-        tide_grad_fn fn;
-    } table[] = {
+    static const grad_entry table[] = {
         {"Relu", relu_grad},
         {"Relu6", relu6_grad},
         {"Elu", elu_grad},
@@ -180,7 +172,6 @@ static void register_nn_gradients(void)
         {"Dropout", dropout_grad},
         {"FusedBatchNorm", fused_batch_norm_grad},
     };
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        tide_gradient_register(table[i].op, table[i].fn);
+    register_gradients(table, COUNT_OF(table));
 }
 TIDE_REGISTER(register_nn_gradients)

@@ -13,21 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../tide_op.h"
-
-#define X(i) tide_grad_x(ctx, i)
-#define DY(i) tide_grad_dy(ctx, i)
-#define Y(i) tide_grad_y(ctx, i)
-
-static tide_dtype dtype_of(tide_output t) { return tide_node_output_dtype(t.node, t.index); }
-static tide_shape shape_of(tide_output t) { return tide_node_output_shape(t.node, t.index); }
-
-static bool keep_dims(tide_grad_ctx *ctx)
-{
-    bool keep = false;
-    tide_attrs_get_bool(tide_grad_attrs(ctx), "keep_dims", &keep);
-    return keep;
-}
+#include "grad_util.h"
 
 /* The reduction axes when they are a Const, normalised against rank, as a bit mask; false when
  * they are not known at graph time (or not valid: the forward op reports that). */
@@ -46,18 +32,6 @@ static bool const_axes(tide_output axes, int rank, unsigned *mask)
         *mask |= 1u << (a < 0 ? a + rank : a);
     }
     return true;
-}
-
-/* x's shape as an int32 vector: a Const when known, else Shape(x). */
-static tide_output shape_tensor(tide_grad_ctx *ctx, tide_output x)
-{
-    tide_shape s = shape_of(x);
-    if (!tide_shape_is_fully_defined(&s))
-        return tide_grad_op1(ctx, "Shape", x);
-    int32_t dims[TIDE_MAX_RANK];
-    for (int i = 0; i < s.rank; i++)
-        dims[i] = (int32_t)s.dims[i];
-    return tide_grad_ints(ctx, dims, s.rank);
 }
 
 /* The kept shape of the reduction of x (input 0) over the axes (input 1): a Const when the axes are
@@ -80,7 +54,7 @@ static tide_output kept_shape(tide_grad_ctx *ctx)
 /* t (the output y or its gradient) in the kept shape: as is under keep_dims, else reshaped. */
 static tide_output in_kept_shape(tide_grad_ctx *ctx, tide_output t, tide_output *kept)
 {
-    if (keep_dims(ctx))
+    if (attr_bool(ctx, "keep_dims", false))
         return t;
     if (!kept->node)
         *kept = kept_shape(ctx);
@@ -91,7 +65,7 @@ static tide_status sum_grad(tide_grad_ctx *ctx)
 {
     tide_output kept = {0};
     tide_output g = in_kept_shape(ctx, DY(0), &kept);
-    tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "BroadcastTo", g, shape_tensor(ctx, X(0))));
+    tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "BroadcastTo", g, shape_tensor(ctx, X(0), TIDE_INT32)));
     return tide_grad_status(ctx);
 }
 
@@ -122,7 +96,7 @@ static tide_status mean_grad(tide_grad_ctx *ctx)
 {
     tide_output kept = {0};
     tide_output g = tide_grad_op2(ctx, "Div", in_kept_shape(ctx, DY(0), &kept), group_size(ctx));
-    tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "BroadcastTo", g, shape_tensor(ctx, X(0))));
+    tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "BroadcastTo", g, shape_tensor(ctx, X(0), TIDE_INT32)));
     return tide_grad_status(ctx);
 }
 

@@ -8,6 +8,7 @@
  * gradient ops when they are graph-time constants), and check whatever is already known to be
  * inconsistent with the messages the kernels use at run time. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../tide_op.h"
@@ -197,20 +198,94 @@ bool tide_pool_geometry(const tide_conv_window *w, const int64_t input[4], const
     return true;
 }
 
+/* ---------------------------------------------------------------- operands */
+
+bool tide_conv_input_dims(const tide_shape *s, const char *what, int64_t dims[4], char *msg, size_t size)
+{
+    char buf[TIDE_SHAPE_STR_MAX];
+    if (s->rank >= 0 && s->rank != 4)
+        return snprintf(msg, size, "%s must have rank 4 (%s), got shape %s", what,
+                        strcmp(what, "filter") == 0 ? "[height, width, in, out]" : "NHWC",
+                        SHAPE_STR(*s, buf)), false;
+    for (int d = 0; d < 4; d++)
+        dims[d] = s->rank == 4 ? s->dims[d] : -1;
+    return true;
+}
+
+bool tide_conv_size_dims(const tide_shape *s, const tide_tensor *value, const char *what, int64_t dims[4],
+                         char *msg, size_t size)
+{
+    char buf[TIDE_SHAPE_STR_MAX];
+    if (s->rank >= 0 && (s->rank != 1 || (s->dims[0] >= 0 && s->dims[0] != 4)))
+        return snprintf(msg, size, "%s must be a vector of 4 sizes, got shape %s", what,
+                        SHAPE_STR(*s, buf)), false;
+    for (int d = 0; d < 4; d++)
+        dims[d] = -1;
+    if (!value)
+        return true;
+    tide_op_index_values(value, dims, 4);
+    for (int d = 0; d < 4; d++)
+        if (dims[d] < 0)
+            return snprintf(msg, size, "%s must not be negative, got %s", what,
+                            tide_op_format_values(dims, 4, buf, sizeof buf)), false;
+    return true;
+}
+
+/* The window attrs of a convolution (pool false) or pooling op. */
+static bool read_window(const tide_attrs *attrs, bool pool, tide_conv_window *w, char *msg, size_t size)
+{
+    return pool ? tide_pool_read_attrs(attrs, w, msg, size) : tide_conv_read_attrs(attrs, w, msg, size);
+}
+
+/* ---------------------------------------------------------------- the checks in kernels */
+
+static tide_status kernel_fail(tide_kernel_ctx *ctx, const char *msg)
+{
+    return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+}
+
+tide_status tide_conv_kernel_init(tide_kernel_ctx *ctx, void **state, bool pool)
+{
+    tide_conv_window *w = malloc(sizeof *w);
+    char msg[TIDE_OP_MSG_MAX];
+    if (!w)
+        return tide_kernel_error(ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    *state = w;
+    if (!read_window(tide_kernel_attrs(ctx), pool, w, msg, sizeof msg))
+        return kernel_fail(ctx, msg);
+    return TIDE_OK;
+}
+
+tide_status tide_conv_kernel_input_dims(tide_kernel_ctx *ctx, int i, const char *what, int64_t dims[4])
+{
+    char msg[TIDE_OP_MSG_MAX];
+    if (!tide_conv_input_dims(tide_tensor_shape(tide_kernel_input(ctx, i)), what, dims, msg, sizeof msg))
+        return kernel_fail(ctx, msg);
+    return TIDE_OK;
+}
+
+tide_status tide_conv_kernel_size_dims(tide_kernel_ctx *ctx, int i, const char *what, int64_t dims[4])
+{
+    const tide_tensor *t = tide_kernel_input(ctx, i);
+    char msg[TIDE_OP_MSG_MAX];
+    if (!tide_conv_size_dims(tide_tensor_shape(t), t, what, dims, msg, sizeof msg))
+        return kernel_fail(ctx, msg);
+    return TIDE_OK;
+}
+
 /* ---------------------------------------------------------------- shape functions */
+
+static tide_status shape_fail(tide_shape_ctx *ctx, const char *msg)
+{
+    return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+}
 
 /* The dims of input i when its rank is 4 or unknown (then all -1); fails otherwise. */
 static tide_status rank4(tide_shape_ctx *ctx, int i, const char *what, int64_t dims[4])
 {
     tide_shape s = tide_shape_input(ctx, i);
-    char buf[TIDE_SHAPE_STR_MAX];
-    if (s.rank >= 0 && s.rank != 4)
-        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s must have rank 4 (%s), got shape %s",
-                                what, strcmp(what, "filter") == 0 ? "[height, width, in, out]" : "NHWC",
-                                SHAPE_STR(s, buf));
-    for (int d = 0; d < 4; d++)
-        dims[d] = s.rank == 4 ? s.dims[d] : -1;
-    return TIDE_OK;
+    char msg[TIDE_OP_MSG_MAX];
+    return tide_conv_input_dims(&s, what, dims, msg, sizeof msg) ? TIDE_OK : shape_fail(ctx, msg);
 }
 
 /* A size input (int32 [4]): its values when it is a graph-time constant, else -1s; fails when its
@@ -218,21 +293,16 @@ static tide_status rank4(tide_shape_ctx *ctx, int i, const char *what, int64_t d
 static tide_status size_input(tide_shape_ctx *ctx, int i, const char *what, int64_t dims[4])
 {
     tide_shape s = tide_shape_input(ctx, i);
-    char buf[TIDE_SHAPE_STR_MAX];
-    if (s.rank >= 0 && (s.rank != 1 || (s.dims[0] >= 0 && s.dims[0] != 4)))
-        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
-                                "%s must be a vector of 4 sizes, got shape %s", what, SHAPE_STR(s, buf));
-    for (int d = 0; d < 4; d++)
-        dims[d] = -1;
-    const tide_tensor *v = tide_shape_input_value(ctx, i);
-    if (!v)
-        return TIDE_OK;
-    tide_op_index_values(v, dims, 4);
-    for (int d = 0; d < 4; d++)
-        if (dims[d] < 0)
-            return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s must not be negative, got %s",
-                                    what, tide_op_format_values(dims, 4, buf, sizeof buf));
-    return TIDE_OK;
+    char msg[TIDE_OP_MSG_MAX];
+    return tide_conv_size_dims(&s, tide_shape_input_value(ctx, i), what, dims, msg, sizeof msg)
+               ? TIDE_OK
+               : shape_fail(ctx, msg);
+}
+
+static tide_status window_attrs(tide_shape_ctx *ctx, bool pool, tide_conv_window *w)
+{
+    char msg[TIDE_OP_MSG_MAX];
+    return read_window(tide_shape_attrs(ctx), pool, w, msg, sizeof msg) ? TIDE_OK : shape_fail(ctx, msg);
 }
 
 static void set_output4(tide_shape_ctx *ctx, const int64_t dims[4])
@@ -241,32 +311,29 @@ static void set_output4(tide_shape_ctx *ctx, const int64_t dims[4])
     tide_shape_set_output(ctx, 0, &out);
 }
 
-static tide_status conv_attrs(tide_shape_ctx *ctx, tide_conv_window *w)
-{
-    char msg[TIDE_OP_MSG_MAX];
-    if (!tide_conv_read_attrs(tide_shape_attrs(ctx), w, msg, sizeof msg))
-        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
-    return TIDE_OK;
-}
-
-static tide_status conv2d_shape(tide_shape_ctx *ctx)
+/* Conv2D (input, filter) and MaxPool, AvgPool (value): [N, OH, OW, C] of the window's geometry. */
+static tide_status forward_shape(tide_shape_ctx *ctx, bool pool)
 {
     tide_conv_window w;
     int64_t in[4], f[4];
-    tide_status st = conv_attrs(ctx, &w);
+    tide_status st = window_attrs(ctx, pool, &w);
     if (st == TIDE_OK)
-        st = rank4(ctx, 0, "input", in);
-    if (st == TIDE_OK)
+        st = rank4(ctx, 0, pool ? "value" : "input", in);
+    if (st == TIDE_OK && !pool)
         st = rank4(ctx, 1, "filter", f);
     if (st != TIDE_OK)
         return st;
     tide_conv_geometry g;
     char msg[TIDE_OP_MSG_MAX];
-    if (!tide_conv_geometry_make(&w, in, f, &g, msg, sizeof msg))
-        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+    if (pool ? !tide_pool_geometry(&w, in, NULL, NULL, &g, msg, sizeof msg)
+             : !tide_conv_geometry_make(&w, in, f, &g, msg, sizeof msg))
+        return shape_fail(ctx, msg);
     set_output4(ctx, (const int64_t[4]){g.batch, g.out_h, g.out_w, g.out_c});
     return TIDE_OK;
 }
+
+static tide_status conv2d_shape(tide_shape_ctx *ctx) { return forward_shape(ctx, false); }
+static tide_status pool_shape(tide_shape_ctx *ctx) { return forward_shape(ctx, true); }
 
 /* Conv2DBackpropInput (sizes_index 0) and Conv2DBackpropFilter (sizes_index 1): the size input
  * gives the output's shape; the other two inputs fill in what it leaves unknown. */
@@ -274,7 +341,7 @@ static tide_status conv_backprop_shape(tide_shape_ctx *ctx, int sizes_index)
 {
     tide_conv_window w;
     int64_t in[4], f[4], dy[4];
-    tide_status st = conv_attrs(ctx, &w);
+    tide_status st = window_attrs(ctx, false, &w);
     if (st == TIDE_OK)
         st = sizes_index == 0 ? size_input(ctx, 0, "input_sizes", in) : rank4(ctx, 0, "input", in);
     if (st == TIDE_OK)
@@ -286,7 +353,7 @@ static tide_status conv_backprop_shape(tide_shape_ctx *ctx, int sizes_index)
     tide_conv_geometry g;
     char msg[TIDE_OP_MSG_MAX];
     if (!tide_conv_backprop_geometry(&w, in, f, dy, &g, msg, sizeof msg))
-        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+        return shape_fail(ctx, msg);
     if (sizes_index == 0) {
         in[0] = in[0] >= 0 ? in[0] : dy[0];
         in[3] = in[3] >= 0 ? in[3] : f[2];
@@ -302,38 +369,13 @@ static tide_status conv_backprop_shape(tide_shape_ctx *ctx, int sizes_index)
 static tide_status conv2d_backprop_input_shape(tide_shape_ctx *ctx) { return conv_backprop_shape(ctx, 0); }
 static tide_status conv2d_backprop_filter_shape(tide_shape_ctx *ctx) { return conv_backprop_shape(ctx, 1); }
 
-static tide_status pool_attrs(tide_shape_ctx *ctx, tide_conv_window *w)
-{
-    char msg[TIDE_OP_MSG_MAX];
-    if (!tide_pool_read_attrs(tide_shape_attrs(ctx), w, msg, sizeof msg))
-        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
-    return TIDE_OK;
-}
-
-static tide_status pool_shape(tide_shape_ctx *ctx)
-{
-    tide_conv_window w;
-    int64_t in[4];
-    tide_status st = pool_attrs(ctx, &w);
-    if (st == TIDE_OK)
-        st = rank4(ctx, 0, "value", in);
-    if (st != TIDE_OK)
-        return st;
-    tide_conv_geometry g;
-    char msg[TIDE_OP_MSG_MAX];
-    if (!tide_pool_geometry(&w, in, NULL, NULL, &g, msg, sizeof msg))
-        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
-    set_output4(ctx, (const int64_t[4]){g.batch, g.out_h, g.out_w, g.out_c});
-    return TIDE_OK;
-}
-
 /* MaxPoolGrad (orig_input, orig_output, grad) and AvgPoolGrad (orig_input_shape, grad): the output
  * has the original input's shape. */
 static tide_status pool_grad_shape(tide_shape_ctx *ctx, bool max)
 {
     tide_conv_window w;
     int64_t in[4], y[4], dy[4];
-    tide_status st = pool_attrs(ctx, &w);
+    tide_status st = window_attrs(ctx, true, &w);
     if (st == TIDE_OK)
         st = max ? rank4(ctx, 0, "orig_input", in) : size_input(ctx, 0, "orig_input_shape", in);
     if (st == TIDE_OK && max)
@@ -346,7 +388,7 @@ static tide_status pool_grad_shape(tide_shape_ctx *ctx, bool max)
     char msg[TIDE_OP_MSG_MAX];
     if ((max && !tide_pool_geometry(&w, in, y, "orig_output", &g, msg, sizeof msg)) ||
         !tide_pool_geometry(&w, in, dy, "grad", &g, msg, sizeof msg))
-        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+        return shape_fail(ctx, msg);
     if (!max) {
         in[0] = in[0] >= 0 ? in[0] : dy[0];
         in[3] = in[3] >= 0 ? in[3] : dy[3];

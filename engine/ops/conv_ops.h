@@ -72,4 +72,21 @@ bool tide_conv_backprop_geometry(const tide_conv_window *w, const int64_t input[
 bool tide_pool_geometry(const tide_conv_window *w, const int64_t input[4], const int64_t *pooled,
                         const char *pooled_name, tide_conv_geometry *g, char *msg, size_t size);
 
+/* An input that must have rank 4, named `what` for messages (a "filter" is [height, width, in, out],
+ * anything else NHWC): its dims, all -1 when its rank is unknown. False with a message otherwise. */
+bool tide_conv_input_dims(const tide_shape *s, const char *what, int64_t dims[4], char *msg, size_t size);
+
+/* A size input of the gradient ops (int32 [4], e.g. Conv2DBackpropInput's input_sizes) of shape s:
+ * its values, all -1 when value is NULL (not known at graph time). False with a message when its
+ * shape cannot be [4] or a value is negative. */
+bool tide_conv_size_dims(const tide_shape *s, const tide_tensor *value, const char *what, int64_t dims[4],
+                         char *msg, size_t size);
+
+/* For the kernels (any device): the checks above, failing with tide_kernel_error. The init of a
+ * convolution (pool false) or pooling kernel reads the window attrs into a malloc'd
+ * tide_conv_window, its state (freed with free()). The others read input i of the call. */
+tide_status tide_conv_kernel_init(tide_kernel_ctx *ctx, void **state, bool pool);
+tide_status tide_conv_kernel_input_dims(tide_kernel_ctx *ctx, int i, const char *what, int64_t dims[4]);
+tide_status tide_conv_kernel_size_dims(tide_kernel_ctx *ctx, int i, const char *what, int64_t dims[4]);
+
 #endif

@@ -30,6 +30,17 @@ static tide_status need_vector(tide_shape_ctx *ctx, int i, const char *what)
     return TIDE_OK;
 }
 
+/* Fails unless input i is (possibly) a scalar or a vector of axes; what names it. */
+static tide_status need_axes(tide_shape_ctx *ctx, int i, const char *what)
+{
+    tide_shape s = tide_shape_input(ctx, i);
+    char buf[TIDE_SHAPE_STR_MAX];
+    if (s.rank > 1)
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s must be a scalar or a vector, got shape %s",
+                                what, SHAPE_STR(s, buf));
+    return TIDE_OK;
+}
+
 /* The shape whose dims are the values of the shape-vector input i: exact when it is a constant, of
  * known rank when only its length is known, else unknown. Fails on a negative or too long value. */
 static tide_status shape_from_input(tide_shape_ctx *ctx, int i, const char *what, tide_shape *out)
@@ -96,14 +107,11 @@ static tide_status broadcast_to_shape(tide_shape_ctx *ctx)
 static tide_status reduced_shape_shape(tide_shape_ctx *ctx)
 {
     tide_status st = need_vector(ctx, 0, "input_shape");
+    if (st == TIDE_OK)
+        st = need_axes(ctx, 1, "axes");
     if (st != TIDE_OK)
         return st;
-    tide_shape ax = tide_shape_input(ctx, 1), out = tide_shape_input(ctx, 0);
-    if (ax.rank > 1) {
-        char buf[TIDE_SHAPE_STR_MAX];
-        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "axes must be a scalar or a vector, got "
-                                "shape %s", SHAPE_STR(ax, buf));
-    }
+    tide_shape out = tide_shape_input(ctx, 0);
     if (out.rank < 0)
         out = tide_shape_vector(-1);
     tide_shape_set_output(ctx, 0, &out);
@@ -114,12 +122,10 @@ static tide_status reduced_shape_shape(tide_shape_ctx *ctx)
 
 static tide_status prod_grad_shape(tide_shape_ctx *ctx)
 {
-    tide_shape ax = tide_shape_input(ctx, 1), in = tide_shape_input(ctx, 0);
-    if (ax.rank > 1) {
-        char buf[TIDE_SHAPE_STR_MAX];
-        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "reduction_indices must be a scalar or a "
-                                "vector, got shape %s", SHAPE_STR(ax, buf));
-    }
+    tide_status st = need_axes(ctx, 1, "reduction_indices");
+    if (st != TIDE_OK)
+        return st;
+    tide_shape in = tide_shape_input(ctx, 0);
     tide_shape_set_output(ctx, 0, &in);
     return TIDE_OK;
 }

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../internal.h"
+#include "train.h"
 
 /* TensorFlow's constant for the standard deviation of a standard normal truncated to [-2, 2]. */
 #define TRUNCATED_NORMAL_STDDEV 0.87962566103423978
@@ -31,8 +31,7 @@ void tide_initializer_init(tide_initializer *init, tide_init_kind kind)
 
 /* ---------------------------------------------------------------- building blocks */
 
-/* A builder for op named base, made unique in the current scope. */
-static tide_node_builder *named_builder(tide_graph *g, const char *op, const char *base)
+tide_node_builder *tide__train_builder(tide_graph *g, const char *op, const char *base)
 {
     char *full = tide_graph_unique_name(g, base);
     char *prefix = tide__graph_scope_prefix(g);
@@ -48,7 +47,7 @@ static tide_output const_node(tide_graph *g, const char *base, tide_tensor *valu
     tide_output out = {NULL, 0};
     if (!value)
         return out;
-    tide_node_builder *b = named_builder(g, "Const", base);
+    tide_node_builder *b = tide__train_builder(g, "Const", base);
     if (!b) {
         tide_tensor_release(value);
         tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
@@ -61,13 +60,12 @@ static tide_output const_node(tide_graph *g, const char *base, tide_tensor *valu
     return out;
 }
 
-/* A scalar Const of dtype dt holding v (converted as Cast converts a float64). */
-static tide_output scalar_node(tide_graph *g, const char *name, tide_dtype dt, double v, tide_error *err)
+tide_output tide__train_scalar(tide_graph *g, const char *base, tide_dtype dt, double v, tide_error *err)
 {
     tide_tensor *f64 = tide_tensor_new_scalar(TIDE_FLOAT64, &v, err);
     tide_tensor *t = f64 ? tide_tensor_cast(f64, dt, err) : NULL;
     tide_tensor_release(f64);
-    return const_node(g, name, t, err);
+    return const_node(g, base, t, err);
 }
 
 /* An int64 vector Const holding the dims of shape. */
@@ -85,7 +83,7 @@ static tide_output binary_node(tide_graph *g, const char *op, tide_output a, tid
     tide_output out = {NULL, 0};
     if (!a.node || !b.node)
         return out;
-    tide_node_builder *nb = named_builder(g, op, strcmp(op, "Mul") == 0 ? "mul" : "add");
+    tide_node_builder *nb = tide__train_builder(g, op, strcmp(op, "Mul") == 0 ? "mul" : "add");
     tide_node_builder_add_input(nb, a);
     tide_node_builder_add_input(nb, b);
     out.node = tide_node_builder_finish(nb, err);
@@ -98,11 +96,11 @@ static tide_output binary_node(tide_graph *g, const char *op, tide_output a, tid
 static tide_output constant(tide_graph *g, tide_dtype dt, const tide_shape *shape, double value, tide_error *err)
 {
     tide_output dims = dims_node(g, shape, err);
-    tide_output v = dims.node ? scalar_node(g, "value", dt, value, err) : (tide_output){NULL, 0};
+    tide_output v = dims.node ? tide__train_scalar(g, "value", dt, value, err) : (tide_output){NULL, 0};
     tide_output out = {NULL, 0};
     if (!v.node)
         return out;
-    tide_node_builder *b = named_builder(g, "Fill", "fill");
+    tide_node_builder *b = tide__train_builder(g, "Fill", "fill");
     tide_node_builder_add_input(b, dims);
     tide_node_builder_add_input(b, v);
     tide_attrs_set_type(tide_node_builder_attrs(b), "index_type", TIDE_INT64);
@@ -118,16 +116,16 @@ static tide_output random_scaled(tide_graph *g, const char *random_op, const cha
     tide_output out = dims_node(g, shape, err);
     if (!out.node)
         return out;
-    tide_node_builder *b = named_builder(g, random_op, name);
+    tide_node_builder *b = tide__train_builder(g, random_op, name);
     tide_node_builder_add_input(b, out);
     tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", dt);
     tide_attrs_set_type(tide_node_builder_attrs(b), "T", TIDE_INT64);
     tide_attrs_set_int(tide_node_builder_attrs(b), "seed", seed);
     out.node = tide_node_builder_finish(b, err);
     if (out.node && scale != 1.0)
-        out = binary_node(g, "Mul", out, scalar_node(g, "scale", dt, scale, err), err);
+        out = binary_node(g, "Mul", out, tide__train_scalar(g, "scale", dt, scale, err), err);
     if (out.node && offset != 0.0)
-        out = binary_node(g, "Add", out, scalar_node(g, "offset", dt, offset, err), err);
+        out = binary_node(g, "Add", out, tide__train_scalar(g, "offset", dt, offset, err), err);
     return out;
 }
 

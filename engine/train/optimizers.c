@@ -15,10 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../internal.h"
-
-/* Defined in variables.c (engine/train has no private header). */
-tide_node *tide__train_slot(tide_graph *g, const tide_node *var, const char *slot, double value, tide_error *err);
+#include "train.h"
 
 static const char *const OPTIMIZER_NAMES[] = {"GradientDescent", "Momentum", "Adagrad", "RMSProp", "Adam"};
 static const char *const APPLY_OPS[] = {"ApplyGradientDescent", "ApplyMomentum", "ApplyAdagrad", "ApplyRMSProp",
@@ -59,38 +56,6 @@ static int dtype_slot(tide_dtype dt) { return dt == TIDE_FLOAT64 ? 1 : 0; }
 static tide_status out_of_memory(tide_error *err)
 {
     return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "minimize: out of memory");
-}
-
-/* A builder for op named base (made unique in the current scope). */
-static tide_node_builder *named_builder(tide_graph *g, const char *op, const char *base)
-{
-    char *full = tide_graph_unique_name(g, base);
-    char *prefix = tide__graph_scope_prefix(g);
-    tide_node_builder *b = NULL;
-    if (full && prefix)
-        b = tide_node_builder_new(g, op, full + strlen(prefix));
-    free(full);
-    free(prefix);
-    return b;
-}
-
-/* A scalar Const of dtype dt holding v, named base (made unique). */
-static tide_output scalar_const(tide_graph *g, const char *base, tide_dtype dt, double v, tide_error *err)
-{
-    tide_output out = {NULL, 0};
-    tide_tensor *f64 = tide_tensor_new_scalar(TIDE_FLOAT64, &v, err);
-    tide_tensor *t = f64 ? tide_tensor_cast(f64, dt, err) : NULL;
-    tide_tensor_release(f64);
-    tide_node_builder *b = t ? named_builder(g, "Const", base) : NULL;
-    if (b) {
-        tide_attrs_set_tensor(tide_node_builder_attrs(b), "value", t);
-        tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", dt);
-        out.node = tide_node_builder_finish(b, err);
-    } else if (t) {
-        out_of_memory(err);
-    }
-    tide_tensor_release(t);
-    return out;
 }
 
 /* A scope name under the current one that no node uses yet: base, base_1, base_2, ... (malloc'd). */
@@ -200,22 +165,22 @@ static const tide_output *hyper_params(minimizer *m, tide_dtype dt)
     const tide_optimizer *o = m->opt;
     switch (o->kind) {
     case TIDE_OPT_SGD:
-    case TIDE_OPT_ADAGRAD: h[0] = scalar_const(m->g, "learning_rate", dt, o->learning_rate, m->err); break;
+    case TIDE_OPT_ADAGRAD: h[0] = tide__train_scalar(m->g, "learning_rate", dt, o->learning_rate, m->err); break;
     case TIDE_OPT_MOMENTUM:
-        h[0] = scalar_const(m->g, "learning_rate", dt, o->learning_rate, m->err);
-        h[1] = scalar_const(m->g, "momentum", dt, o->momentum, m->err);
+        h[0] = tide__train_scalar(m->g, "learning_rate", dt, o->learning_rate, m->err);
+        h[1] = tide__train_scalar(m->g, "momentum", dt, o->momentum, m->err);
         break;
     case TIDE_OPT_RMSPROP:
-        h[0] = scalar_const(m->g, "learning_rate", dt, o->learning_rate, m->err);
-        h[1] = scalar_const(m->g, "decay", dt, o->decay, m->err);
-        h[2] = scalar_const(m->g, "momentum", dt, o->momentum, m->err);
-        h[3] = scalar_const(m->g, "epsilon", dt, o->epsilon, m->err);
+        h[0] = tide__train_scalar(m->g, "learning_rate", dt, o->learning_rate, m->err);
+        h[1] = tide__train_scalar(m->g, "decay", dt, o->decay, m->err);
+        h[2] = tide__train_scalar(m->g, "momentum", dt, o->momentum, m->err);
+        h[3] = tide__train_scalar(m->g, "epsilon", dt, o->epsilon, m->err);
         break;
     case TIDE_OPT_ADAM:
-        h[0] = scalar_const(m->g, "learning_rate", dt, o->learning_rate, m->err);
-        h[1] = scalar_const(m->g, "beta1", dt, o->beta1, m->err);
-        h[2] = scalar_const(m->g, "beta2", dt, o->beta2, m->err);
-        h[3] = scalar_const(m->g, "epsilon", dt, o->epsilon, m->err);
+        h[0] = tide__train_scalar(m->g, "learning_rate", dt, o->learning_rate, m->err);
+        h[1] = tide__train_scalar(m->g, "beta1", dt, o->beta1, m->err);
+        h[2] = tide__train_scalar(m->g, "beta2", dt, o->beta2, m->err);
+        h[3] = tide__train_scalar(m->g, "epsilon", dt, o->epsilon, m->err);
         break;
     }
     static const int COUNT[] = {1, 2, 1, 4, 4}; /* by optimizer kind */
@@ -232,7 +197,7 @@ static tide_node *scalar_variable(minimizer *m, const char *base, tide_dtype dt,
     char *prefix = tide__graph_scope_prefix(m->g);
     const char *name = full && prefix ? full + strlen(prefix) : NULL;
     char *init_name = name ? tide__asprintf("%s/initial_value", name) : NULL;
-    tide_output iv = init_name ? scalar_const(m->g, init_name, dt, value, m->err) : (tide_output){NULL, 0};
+    tide_output iv = init_name ? tide__train_scalar(m->g, init_name, dt, value, m->err) : (tide_output){NULL, 0};
     tide_node *v = iv.node ? tide_variable_new(m->g, name, iv, false, m->err) : NULL;
     if (!init_name)
         out_of_memory(m->err);
@@ -330,12 +295,12 @@ static tide_status update_beta_powers(minimizer *m, int num_apply)
         for (int k = 0; k < 2 && m->beta_power[d][k]; k++) {
             tide_node *power = m->beta_power[d][k];
             tide_output beta = m->hyper[d][1 + k];
-            tide_node_builder *mul = named_builder(m->g, "Mul", k ? "beta2_power_next" : "beta1_power_next");
+            tide_node_builder *mul = tide__train_builder(m->g, "Mul", k ? "beta2_power_next" : "beta1_power_next");
             tide_node_builder_add_input(mul, (tide_output){power, 0});
             tide_node_builder_add_input(mul, beta);
             tide_node *next = tide_node_builder_finish(mul, m->err);
-            tide_node_builder *b = next ? named_builder(m->g, "Assign", k ? "update_beta2_power" : "update_beta1_power")
-                                        : NULL;
+            const char *assign_name = k ? "update_beta2_power" : "update_beta1_power";
+            tide_node_builder *b = next ? tide__train_builder(m->g, "Assign", assign_name) : NULL;
             if (!b)
                 return next ? out_of_memory(m->err) : tide_error_code(m->err);
             tide_node_builder_add_input(b, (tide_output){power, 0});
@@ -353,8 +318,8 @@ static tide_status update_beta_powers(minimizer *m, int num_apply)
 /* global_step += 1 after every update. */
 static tide_node *increment_step(minimizer *m, tide_node *global_step)
 {
-    tide_output one = scalar_const(m->g, "one", tide_node_output_dtype(global_step, 0), 1.0, m->err);
-    tide_node_builder *b = one.node ? named_builder(m->g, "AssignAdd", "increment_global_step") : NULL;
+    tide_output one = tide__train_scalar(m->g, "one", tide_node_output_dtype(global_step, 0), 1.0, m->err);
+    tide_node_builder *b = one.node ? tide__train_builder(m->g, "AssignAdd", "increment_global_step") : NULL;
     if (!b) {
         if (one.node)
             out_of_memory(m->err);
@@ -389,7 +354,7 @@ static tide_node *build_updates(minimizer *m, tide_node *const *vars, const tide
     if (ok && m->opt->kind == TIDE_OPT_ADAM)
         ok = update_beta_powers(m, n) == TIDE_OK;
     tide_node *step = ok && global_step ? increment_step(m, global_step) : NULL;
-    tide_node_builder *b = ok && (step || !global_step) ? named_builder(m->g, "NoOp", "train") : NULL;
+    tide_node_builder *b = ok && (step || !global_step) ? tide__train_builder(m->g, "NoOp", "train") : NULL;
     if (b) {
         for (int i = 0; i < m->num_updates; i++)
             tide_node_builder_add_control_input(b, m->updates[i]);

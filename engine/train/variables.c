@@ -11,12 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../internal.h"
-
-/* Engine-internal, used by optimizers.c (which declares it again: engine/train has no private
- * header). A non-trainable variable "<var>/<slot>" (made unique) shaped like var, every element
- * `value`, built at the graph's root. */
-tide_node *tide__train_slot(tide_graph *g, const tide_node *var, const char *slot, double value, tide_error *err);
+#include "train.h"
 
 #define INIT_ATTR "_initializer"
 #define TRAINABLE_ATTR "_trainable"

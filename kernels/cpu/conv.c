@@ -660,48 +660,33 @@ static char *pack_filter_transposed(const conv_job *j, const char *filter)
 
 static tide_status conv_init(tide_kernel_ctx *ctx, void **state)
 {
-    tide_conv_window *w = malloc(sizeof *w);
-    char msg[TIDE_OP_MSG_MAX];
-    if (!w)
-        return tide_kernel_error(ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory");
-    *state = w;
-    if (!tide_conv_read_attrs(tide_kernel_attrs(ctx), w, msg, sizeof msg))
-        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
-    return TIDE_OK;
-}
-
-/* The dims of a rank-4 input (same wording as the shape functions). */
-static tide_status input_dims(tide_kernel_ctx *ctx, int i, const char *what, int64_t dims[4])
-{
-    const tide_shape *s = tide_tensor_shape(tide_kernel_input(ctx, i));
-    char buf[TIDE_SHAPE_STR_MAX];
-    if (s->rank != 4)
-        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s must have rank 4 (%s), got shape %s",
-                                 what, strcmp(what, "filter") == 0 ? "[height, width, in, out]" : "NHWC",
-                                 tide_shape_format(s, buf, sizeof buf));
-    memcpy(dims, s->dims, 4 * sizeof *dims);
-    return TIDE_OK;
-}
-
-/* The values of a size input (int32 [4], none negative). */
-static tide_status size_dims(tide_kernel_ctx *ctx, int i, const char *what, int64_t dims[4])
-{
-    const tide_tensor *t = tide_kernel_input(ctx, i);
-    char buf[TIDE_SHAPE_STR_MAX];
-    if (tide_tensor_rank(t) != 1 || tide_tensor_dim(t, 0) != 4)
-        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s must be a vector of 4 sizes, got shape %s",
-                                 what, tide_shape_format(tide_tensor_shape(t), buf, sizeof buf));
-    tide_op_index_values(t, dims, 4);
-    for (int d = 0; d < 4; d++)
-        if (dims[d] < 0)
-            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s must not be negative, got %s", what,
-                                     tide_op_format_values(dims, 4, buf, sizeof buf));
-    return TIDE_OK;
+    return tide_conv_kernel_init(ctx, state, false);
 }
 
 static tide_status geometry_error(tide_kernel_ctx *ctx, const char *msg)
 {
     return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+}
+
+/* Conv2DBackpropInput (sizes_index 0) and Conv2DBackpropFilter (sizes_index 1): the dims of the
+ * input and the filter (one of them given by its size input) and the geometry of the three inputs. */
+static tide_status backprop_geometry(tide_kernel_ctx *ctx, int sizes_index, int64_t in[4], int64_t f[4],
+                                     tide_conv_geometry *g)
+{
+    int64_t dy[4];
+    tide_status st = sizes_index == 0 ? tide_conv_kernel_size_dims(ctx, 0, "input_sizes", in)
+                                      : tide_conv_kernel_input_dims(ctx, 0, "input", in);
+    if (st == TIDE_OK)
+        st = sizes_index == 1 ? tide_conv_kernel_size_dims(ctx, 1, "filter_sizes", f)
+                              : tide_conv_kernel_input_dims(ctx, 1, "filter", f);
+    if (st == TIDE_OK)
+        st = tide_conv_kernel_input_dims(ctx, 2, "out_backprop", dy);
+    if (st != TIDE_OK)
+        return st;
+    char msg[TIDE_OP_MSG_MAX];
+    if (!tide_conv_backprop_geometry(tide_kernel_state(ctx), in, f, dy, g, msg, sizeof msg))
+        return geometry_error(ctx, msg);
+    return TIDE_OK;
 }
 
 /* The job of Conv2D and Conv2DBackpropFilter: the input as the canvas source, window as given. */
@@ -737,24 +722,21 @@ static tide_status run_forward_job(conv_job *j, const tide_tensor *filter, tide_
 
 static tide_status conv2d_compute(tide_kernel_ctx *ctx)
 {
-    const tide_conv_window *w = tide_kernel_state(ctx);
     int64_t in[4], f[4];
-    tide_status st = input_dims(ctx, 0, "input", in);
+    tide_status st = tide_conv_kernel_input_dims(ctx, 0, "input", in);
     if (st == TIDE_OK)
-        st = input_dims(ctx, 1, "filter", f);
+        st = tide_conv_kernel_input_dims(ctx, 1, "filter", f);
     if (st != TIDE_OK)
         return st;
     tide_conv_geometry g;
     char msg[TIDE_OP_MSG_MAX];
-    if (!tide_conv_geometry_make(w, in, f, &g, msg, sizeof msg))
+    if (!tide_conv_geometry_make(tide_kernel_state(ctx), in, f, &g, msg, sizeof msg))
         return geometry_error(ctx, msg);
     tide_shape shape = tide_shape_make(4, (const int64_t[4]){g.batch, g.out_h, g.out_w, g.out_c});
     const bool no_terms = f[0] * f[1] * f[2] == 0;
-    tide_tensor *out = tide_kernel_alloc_output(ctx, 0, &shape, no_terms);
+    tide_tensor *out = tide_cpu_alloc_result(ctx, &shape, no_terms, &st);
     if (!out)
-        return tide_kernel_status(ctx);
-    if (no_terms || tide_shape_num_elements(&shape) == 0)
-        return TIDE_OK;
+        return st;
     conv_job j = input_job(ctx, &g, f, tide_kernel_input(ctx, 0));
     return run_forward_job(&j, tide_kernel_input(ctx, 1), out, pack_filter);
 }
@@ -762,25 +744,16 @@ static tide_status conv2d_compute(tide_kernel_ctx *ctx)
 static tide_status conv2d_backprop_input_compute(tide_kernel_ctx *ctx)
 {
     const tide_conv_window *w = tide_kernel_state(ctx);
-    int64_t in[4], f[4], dy[4];
-    tide_status st = size_dims(ctx, 0, "input_sizes", in);
-    if (st == TIDE_OK)
-        st = input_dims(ctx, 1, "filter", f);
-    if (st == TIDE_OK)
-        st = input_dims(ctx, 2, "out_backprop", dy);
+    int64_t in[4], f[4];
+    tide_conv_geometry g;
+    tide_status st = backprop_geometry(ctx, 0, in, f, &g);
     if (st != TIDE_OK)
         return st;
-    tide_conv_geometry g;
-    char msg[TIDE_OP_MSG_MAX];
-    if (!tide_conv_backprop_geometry(w, in, f, dy, &g, msg, sizeof msg))
-        return geometry_error(ctx, msg);
     tide_shape shape = tide_shape_make(4, in);
     const bool no_terms = f[0] * f[1] * f[3] * g.out_h * g.out_w == 0;
-    tide_tensor *out = tide_kernel_alloc_output(ctx, 0, &shape, no_terms);
+    tide_tensor *out = tide_cpu_alloc_result(ctx, &shape, no_terms, &st);
     if (!out)
-        return tide_kernel_status(ctx);
-    if (no_terms || tide_shape_num_elements(&shape) == 0)
-        return TIDE_OK;
+        return st;
     const tide_tensor *dyt = tide_kernel_input(ctx, 2);
     /* A stride-1 convolution over dy upsampled by the strides, flipped filter (file comment). */
     conv_job j = {.ty = type_of(tide_tensor_dtype(dyt)), .ctx = ctx, .batch = g.batch,
@@ -795,26 +768,16 @@ static tide_status conv2d_backprop_input_compute(tide_kernel_ctx *ctx)
 
 static tide_status conv2d_backprop_filter_compute(tide_kernel_ctx *ctx)
 {
-    const tide_conv_window *w = tide_kernel_state(ctx);
-    int64_t in[4], f[4], dy[4];
-    tide_status st = input_dims(ctx, 0, "input", in);
-    if (st == TIDE_OK)
-        st = size_dims(ctx, 1, "filter_sizes", f);
-    if (st == TIDE_OK)
-        st = input_dims(ctx, 2, "out_backprop", dy);
+    int64_t in[4], f[4];
+    tide_conv_geometry g;
+    tide_status st = backprop_geometry(ctx, 1, in, f, &g);
     if (st != TIDE_OK)
         return st;
-    tide_conv_geometry g;
-    char msg[TIDE_OP_MSG_MAX];
-    if (!tide_conv_backprop_geometry(w, in, f, dy, &g, msg, sizeof msg))
-        return geometry_error(ctx, msg);
     tide_shape shape = tide_shape_make(4, f);
     const bool no_terms = g.batch * g.out_h * g.out_w == 0;
-    tide_tensor *out = tide_kernel_alloc_output(ctx, 0, &shape, no_terms);
+    tide_tensor *out = tide_cpu_alloc_result(ctx, &shape, no_terms, &st);
     if (!out)
-        return tide_kernel_status(ctx);
-    if (no_terms || tide_shape_num_elements(&shape) == 0)
-        return TIDE_OK;
+        return st;
     const tide_tensor *input = tide_kernel_input(ctx, 0);
     conv_job j = input_job(ctx, &g, f, input);
     j.dy = tide_tensor_data(tide_kernel_input(ctx, 2));

@@ -1,5 +1,5 @@
-/* cpu_util.c — NumPy broadcasting and kernel-table registration for the CPU kernels (see
- * cpu_util.h). */
+/* cpu_util.c — NumPy broadcasting, kernel-table registration and output allocation for the CPU
+ * kernels (see cpu_util.h). */
 #include "cpu_util.h"
 
 #include <stdlib.h>
@@ -86,4 +86,12 @@ void tide_cpu_register_kernels(const tide_cpu_kernel *table, size_t n)
             .destroy = table[i].init ? free : NULL,
             .compute = table[i].compute,
         });
+}
+
+tide_tensor *tide_cpu_alloc_result(tide_kernel_ctx *ctx, const tide_shape *shape, bool no_terms,
+                                   tide_status *st)
+{
+    tide_tensor *out = tide_kernel_alloc_output(ctx, 0, shape, no_terms);
+    *st = out ? TIDE_OK : tide_kernel_status(ctx);
+    return out && !no_terms && tide_shape_num_elements(shape) > 0 ? out : NULL;
 }

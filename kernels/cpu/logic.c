@@ -9,19 +9,12 @@
 #include <string.h>
 
 #include "../../engine/tide_op.h"
-#include "cpu_util.h"
 
-/* GCC 12 at -O2 (the default build) vectorises only with its "very cheap" cost model, which leaves
- * loops of unknown length scalar. IVDEP: an output may be exactly an input (in place), never a
- * partial overlap, so no iteration depends on another. */
+/* Loops of unknown length vectorised (cpu_util.h: before including it). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
-#define IVDEP _Pragma("GCC ivdep")
-#elif defined(__clang__)
-#define IVDEP _Pragma("clang loop vectorize(assume_safety)")
-#else
-#define IVDEP
 #endif
+#include "cpu_util.h"
 
 #define COST_PER_ELEMENT 0.5 /* ns, a compare or a select of one element */
 #define COST_PER_ROW 10.0    /* ns, locating a broadcast row */

@@ -17,23 +17,12 @@
 #include <tgmath.h>
 
 #include "../../engine/tide_op.h"
-#include "cpu_util.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
-/* GCC 12 at -O2 (the default build) vectorises only with its "very cheap" cost model, which leaves
- * loops of unknown length scalar; these loops are what this file is for. Without trapping math the
- * selects (?:) of float loops can be vectorised too; results are unchanged (no -ffast-math). */
+/* Loops of unknown length vectorised, selects of floats too (cpu_util.h: before including it). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
-#define IVDEP _Pragma("GCC ivdep")
-#elif defined(__clang__)
-#define IVDEP _Pragma("clang loop vectorize(assume_safety)")
-#else
-#define IVDEP
 #endif
+#include "cpu_util.h"
 
 /* Below this many nanoseconds of work a kernel runs inline (parallel_for would too). */
 #define INLINE_NS 50000.0
@@ -283,58 +272,12 @@ REAL_TABLE(minimum)
 #define SIGN_FLT(op, s, T, U, DT) UN_LOOP(op##_##s, T, x > 0 ? (T)1 : x < 0 ? (T)-1 : x)
 #define SQUARE_INT(op, s, T, U, DT) UN_LOOP(op##_##s, T, (T)((U)x * (U)x))
 #define SQUARE_NUM(op, s, T, U, DT) UN_LOOP(op##_##s, T, x * x)
-/* Sqrt, Rsqrt: C's sqrt may set errno, which keeps the compiler's loops scalar; SSE2 computes the
- * same correctly rounded sqrt (and 1 / sqrt) several at a time, the scalar loop the rest. */
-#define SQRT_LOOP(name, T, RECIP, VECTOR_PART)                                               \
-    static void name(const void *px, void *py, int64_t n)                                    \
-    {                                                                                        \
-        const T *xs = px;                                                                    \
-        T *ys = py;                                                                          \
-        int64_t i = 0;                                                                       \
-        VECTOR_PART                                                                          \
-        for (; i < n; i++)                                                                   \
-            ys[i] = RECIP ? (T)1 / sqrt(xs[i]) : sqrt(xs[i]);                                \
-    }
-#if defined(__SSE2__)
-#define SSE_PS(RECIP)                                                                        \
-    for (; i + 4 <= n; i += 4) {                                                             \
-        __m128 v = _mm_sqrt_ps(_mm_loadu_ps(xs + i));                                        \
-        _mm_storeu_ps(ys + i, RECIP ? _mm_div_ps(_mm_set1_ps(1), v) : v);                    \
-    }
-#define SSE_PD(RECIP)                                                                        \
-    for (; i + 2 <= n; i += 2) {                                                             \
-        __m128d v = _mm_sqrt_pd(_mm_loadu_pd(xs + i));                                       \
-        _mm_storeu_pd(ys + i, RECIP ? _mm_div_pd(_mm_set1_pd(1), v) : v);                    \
-    }
-#else
-#define SSE_PS(RECIP)
-#define SSE_PD(RECIP)
-#endif
-/* float32 exp, tanh and sigmoid: branch-free approximations the compiler vectorises (libm's calls
- * cannot be), as TensorFlow's Eigen kernels do. exp: Cephes' expf reduction and polynomial, within
- * 1 ulp; 2^n is applied in two halves so results stay right down to the denormals and overflow to
- * inf. tanh: Eigen's 13/6 rational approximation, within 7 ulp (tanh rounds to +-1 beyond +-9). */
-static inline float fast_expf(float x)
-{
-    float xc = x < 90.0f ? x : 90.0f; /* n fits an int, results are still inf or 0; nan -> 90 */
-    xc = xc > -110.0f ? xc : -110.0f;
-    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(x / ln 2) */
-    float r = xc - n * 0.693359375f - n * -2.12194440e-4f;           /* x - n ln 2, |r| <= ln2/2 */
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    float y = p * r * r + r + 1.0f;
-    int32_t k = (int32_t)n, k1 = k / 2, k2 = k - k1;
-    uint32_t b1 = (uint32_t)(k1 + 127) << 23, b2 = (uint32_t)(k2 + 127) << 23;
-    float s1, s2;
-    memcpy(&s1, &b1, sizeof s1);
-    memcpy(&s2, &b2, sizeof s2);
-    return isnan(x) ? x : y * s1 * s2;
-}
-
+/* Sqrt, Rsqrt: tide_sqrt_f32/_f64 (SSE2 where there is, correctly rounded). */
+#define SQRT_LOOP(name, SFX, RECIP)                                                          \
+    static void name(const void *px, void *py, int64_t n) { tide_sqrt_##SFX(px, py, n, RECIP); }
+/* float32 exp (tide_fast_expf), tanh and sigmoid: branch-free approximations the compiler
+ * vectorises (libm's calls cannot be), as TensorFlow's Eigen kernels do. tanh: Eigen's 13/6
+ * rational approximation, within 7 ulp (tanh rounds to +-1 beyond +-9). */
 static inline float fast_tanhf(float x)
 {
     float c = x > 9.0f ? 9.0f : x < -9.0f ? -9.0f : x, c2 = c * c;
@@ -354,7 +297,7 @@ static inline float fast_tanhf(float x)
 
 static inline float fast_sigmoidf(float x)
 {
-    float e = fast_expf(-fabs(x)), r = 1.0f / (1.0f + e);
+    float e = tide_fast_expf(-fabs(x)), r = 1.0f / (1.0f + e);
     return x >= 0 ? r : e * r;
 }
 
@@ -374,13 +317,13 @@ SINTS(ABS_INT, abs) FLOATS(ABS_FLT, abs) HALVES(HALF_UN, abs)
 SINTS(SIGN_INT, sign) FLOATS(SIGN_FLT, sign) HALVES(HALF_UN, sign)
 SINTS(SQUARE_INT, square) UINTS(SQUARE_INT, square) FLOATS(SQUARE_NUM, square) CPLX(SQUARE_NUM, square)
 HALVES(HALF_UN, square)
-SQRT_LOOP(sqrt_f32, float, 0, SSE_PS(0))
-SQRT_LOOP(sqrt_f64, double, 0, SSE_PD(0))
-SQRT_LOOP(rsqrt_f32, float, 1, SSE_PS(1))
-SQRT_LOOP(rsqrt_f64, double, 1, SSE_PD(1))
+SQRT_LOOP(sqrt_f32, f32, false)
+SQRT_LOOP(sqrt_f64, f64, false)
+SQRT_LOOP(rsqrt_f32, f32, true)
+SQRT_LOOP(rsqrt_f64, f64, true)
 HALVES(HALF_UN, sqrt)
 HALVES(HALF_UN, rsqrt)
-UN_LOOP(exp_f32, float, fast_expf(x))
+UN_LOOP(exp_f32, float, tide_fast_expf(x))
 UN_LOOP(exp_f64, double, exp(x))
 HALVES(HALF_UN, exp)
 FLOATS(LOG_FLT, log) HALVES(HALF_UN, log)

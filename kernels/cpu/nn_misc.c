@@ -6,34 +6,27 @@
  * L2Loss cuts large inputs into chunks whose partial sums are computed in parallel and then added in
  * chunk order, so the result depends only on the shape, never on the number of threads.
  *
- * Dropout draws its uniform numbers exactly as RandomUniform does (kernels/cpu/random.c, whose
- * header comment states the rule): Philox4x32-10 keyed by the seed rule, block b giving elements
- * 4b..4b+3 (float32, one 32-bit word each, (w >> 8) * 2^-24) or 2b, 2b+1 (float64, two words each,
- * 53 bits), each run reserving fresh blocks. random.c keeps its generator static, so the few lines
- * of Philox, SplitMix64 and FNV-1a are repeated here; they must stay identical to random.c's. */
+ * Dropout draws its uniform numbers exactly as RandomUniform does (kernels/cpu/random.c): with the
+ * same generator (philox.h, keyed by its seed rule), block b giving elements 4b..4b+3 (float32, one
+ * 32-bit word each, (w >> 8) * 2^-24) or 2b, 2b+1 (float64, two words each, 53 bits), each run
+ * reserving fresh blocks. */
 #include <math.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 
 #include "../../engine/ops/nn_ops.h"
 #include "../../engine/ops/op_util.h"
 #include "../../engine/tide_op.h"
 
+/* Loops of unknown length vectorised, selects of floats too (cpu_util.h: before including it and
+ * philox.h, whose inline functions must be compiled with the same options to be inlined here). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
 #endif
+#include "cpu_util.h"
+#include "philox.h"
 
 #define CHUNK_ELEMENTS 32768 /* elements per partial sum of L2Loss */
-
-/* `IVDEP for (...)`: the loop's output may be exactly one of its inputs (an in-place write). */
-#if defined(__GNUC__) && !defined(__clang__)
-#define IVDEP _Pragma("GCC ivdep")
-#else
-#define IVDEP
-#endif
 
 static tide_status float_only(tide_kernel_ctx *ctx)
 {
@@ -198,114 +191,25 @@ static tide_status l2_loss_compute(tide_kernel_ctx *ctx)
     return TIDE_OK;
 }
 
-/* ---------------------------------------------------------------- Dropout: the generator */
+/* ---------------------------------------------------------------- Dropout */
 
-#define DEFAULT_GRAPH_SEED 87654321 /* random.c's */
-#define LANES 8
+#define LANES TIDE_PHILOX_LANES
 
-typedef struct philox_state {
-    uint32_t key[2];
-    uint64_t stream;             /* counter words 2 (low) and 3 (high) */
-    _Atomic uint64_t next_block; /* counter words 0-1 of the next unused block */
-} philox_state;
-
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-    return h;
-}
-
-/* 128 unpredictable bits: the kernel's entropy, else the clock, an address and a counter. */
-static void entropy(uint64_t out[2])
-{
-    if (getrandom(out, 2 * sizeof(uint64_t), GRND_NONBLOCK) == (ssize_t)(2 * sizeof(uint64_t)))
-        return;
-    static _Atomic uint64_t calls;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    out[0] = mix64(t ^ (uint64_t)(uintptr_t)out);
-    out[1] = mix64(out[0] ^ atomic_fetch_add(&calls, 1) ^ 0x5851f42d4c957f2dULL);
-}
-
-/* The seed rule of random.c, once per node. */
+/* The generator, keyed once per node by the seed rule of philox.h. */
 static tide_status dropout_init(tide_kernel_ctx *ctx, void **state)
 {
     if (float_only(ctx) != TIDE_OK)
         return tide_kernel_status(ctx);
-    philox_state *r = malloc(sizeof *r);
-    if (!r)
+    tide_philox *gen = malloc(sizeof *gen);
+    if (!gen)
         return tide_kernel_error(ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory for the generator");
-    int64_t g = tide_kernel_graph_seed(ctx), seed = 0, seed2 = 0;
-    tide_attrs_get_int(tide_kernel_attrs(ctx), "seed", &seed);
-    tide_attrs_get_int(tide_kernel_attrs(ctx), "seed2", &seed2);
-    uint64_t key, stream;
-    if (g == 0 && seed == 0 && seed2 == 0) {
-        uint64_t e[2];
-        entropy(e);
-        key = e[0];
-        stream = e[1];
-    } else {
-        uint64_t s = (uint64_t)seed;
-        if (seed == 0 && seed2 == 0)
-            s = fnv1a(tide_kernel_node_name(ctx));
-        if (g == 0)
-            g = DEFAULT_GRAPH_SEED;
-        key = mix64(mix64((uint64_t)g) ^ s);
-        stream = mix64(key ^ mix64((uint64_t)seed2 + 0x9e3779b97f4a7c15ULL));
-    }
-    r->key[0] = (uint32_t)key;
-    r->key[1] = (uint32_t)(key >> 32);
-    r->stream = stream;
-    atomic_init(&r->next_block, 0);
-    *state = r;
+    tide_philox_seed(gen, ctx);
+    *state = gen;
     return TIDE_OK;
 }
 
-/* Philox4x32-10 of blocks first .. first + LANES - 1 at once (independent lanes interleave):
- * w[word][lane]. */
-static void philox_lanes(const philox_state *r, uint64_t first, uint32_t w[4][LANES])
-{
-    uint32_t c0[LANES], c1[LANES], c2[LANES], c3[LANES];
-    for (int l = 0; l < LANES; l++) {
-        uint64_t b = first + (uint64_t)l;
-        c0[l] = (uint32_t)b;
-        c1[l] = (uint32_t)(b >> 32);
-        c2[l] = (uint32_t)r->stream;
-        c3[l] = (uint32_t)(r->stream >> 32);
-    }
-    uint32_t k0 = r->key[0], k1 = r->key[1];
-    for (int round = 0; round < 10; round++) {
-        for (int l = 0; l < LANES; l++) {
-            uint64_t p0 = (uint64_t)0xD2511F53u * c0[l], p1 = (uint64_t)0xCD9E8D57u * c2[l];
-            uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[l] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3[l] ^ k1;
-            c1[l] = (uint32_t)p1;
-            c3[l] = (uint32_t)p0;
-            c0[l] = n0;
-            c2[l] = n2;
-        }
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-    memcpy(w[0], c0, sizeof c0);
-    memcpy(w[1], c1, sizeof c1);
-    memcpy(w[2], c2, sizeof c2);
-    memcpy(w[3], c3, sizeof c3);
-}
-
-/* ---------------------------------------------------------------- Dropout: the kernel */
-
 typedef struct dropout_job {
-    const philox_state *r;
+    const tide_philox *gen;
     uint64_t base; /* the run's first block */
     const void *x;
     void *y, *mask;
@@ -327,7 +231,7 @@ typedef struct dropout_job {
             int64_t blocks = end - b0 < TILE_BLOCKS ? end - b0 : TILE_BLOCKS;                \
             for (int64_t g = 0; g < blocks; g += LANES) {                                    \
                 uint32_t w[4][LANES];                                                        \
-                philox_lanes(j->r, j->base + (uint64_t)(b0 + g), w);                         \
+                tide_philox_lanes(j->gen, j->base + (uint64_t)(b0 + g), 1, w);               \
                 for (int l = 0; l < LANES; l++)                                              \
                     for (int k = 0; k < PER; k++)                                            \
                         u[(g + l) * PER + k] = UNIFORM;                                      \
@@ -341,14 +245,13 @@ typedef struct dropout_job {
             }                                                                                \
         }                                                                                    \
     }
-/* float32: one word per element, (w >> 8) * 2^-24; float64: two words, high first, 53 bits. */
-DROPOUT_TILE(f32, float, 4, (float)(w[k][l] >> 8) * 0x1p-24f)
-DROPOUT_TILE(f64, double, 2,
-             (double)((((uint64_t)w[2 * k][l] << 32) | w[2 * k + 1][l]) >> 11) * 0x1p-53)
+/* float32: one word per element; float64: two words, high first. */
+DROPOUT_TILE(f32, float, 4, tide_philox_uniform_f32(w[k][l]))
+DROPOUT_TILE(f64, double, 2, tide_philox_uniform_f64(w[2 * k][l], w[2 * k + 1][l]))
 
 static tide_status dropout_compute(tide_kernel_ctx *ctx)
 {
-    philox_state *r = tide_kernel_state(ctx);
+    tide_philox *gen = tide_kernel_state(ctx);
     tide_tensor *x = tide_kernel_input(ctx, 0), *rate = tide_kernel_input(ctx, 1);
     double rv = tide_tensor_num_elements(rate) == 1 ? tide_tensor_get_f64(rate, 0) : 0;
     char msg[TIDE_OP_MSG_MAX];
@@ -361,10 +264,8 @@ static tide_status dropout_compute(tide_kernel_ctx *ctx)
         return tide_kernel_status(ctx);
     int64_t n = tide_tensor_num_elements(x), per = tide_tensor_dtype(x) == TIDE_FLOAT32 ? 4 : 2;
     int64_t blocks = (n + per - 1) / per;
-    dropout_job j = {r, atomic_fetch_add_explicit(&r->next_block, (uint64_t)blocks,
-                                                  memory_order_relaxed),
-                     tide_tensor_data(x), tide_tensor_data(y), tide_tensor_data(mask), n, rv,
-                     1 / (1 - rv)};
+    dropout_job j = {gen, tide_philox_reserve(gen, (uint64_t)blocks), tide_tensor_data(x),
+                     tide_tensor_data(y), tide_tensor_data(mask), n, rv, 1 / (1 - rv)};
     tide_kernel_parallel_for(ctx, blocks, 3.0 * (double)per,
                              per == 4 ? dropout_f32 : dropout_f64, &j);
     return TIDE_OK;

@@ -92,9 +92,10 @@ typedef int64_t mask_f64 __attribute__((vector_size(VBYTES), aligned(8), may_ali
         for (; c < C; c++)                                                                       \
             o[c] += v[c] * scale;                                                                \
     }                                                                                            \
-    static void max_pool_##SFX(int64_t begin, int64_t end, void *arg)                            \
+    /* The forward ops (max: MaxPool, else AvgPool) over units (image, output row). */            \
+    static inline __attribute__((always_inline)) void pool_rows_##SFX(const pool_job *j, int64_t begin, \
+                                                                      int64_t end, bool max)     \
     {                                                                                            \
-        const pool_job *j = arg;                                                                 \
         const tide_conv_geometry *g = &j->g;                                                     \
         const int64_t C = g->in_c;                                                               \
         for (int64_t u = begin; u < end; u++) {                                                  \
@@ -104,12 +105,31 @@ typedef int64_t mask_f64 __attribute__((vector_size(VBYTES), aligned(8), may_ali
             for (int64_t ow = 0; ow < g->out_w; ow++, o += C) {                                  \
                 int64_t h0, h1, w0, w1;                                                          \
                 window(g, oh, ow, &h0, &h1, &w0, &w1);                                           \
-                memcpy(o, image + (h0 * g->in_w + w0) * C, (size_t)C * sizeof(T));               \
+                if (max)                                                                         \
+                    memcpy(o, image + (h0 * g->in_w + w0) * C, (size_t)C * sizeof(T));           \
+                else                                                                             \
+                    memset(o, 0, (size_t)C * sizeof(T));                                         \
                 for (int64_t h = h0; h < h1; h++)                                                \
                     for (int64_t w = w0; w < w1; w++)                                            \
-                        take_max_##SFX(o, image + (h * g->in_w + w) * C, C);                     \
+                        if (max)                                                                 \
+                            take_max_##SFX(o, image + (h * g->in_w + w) * C, C);                 \
+                        else                                                                     \
+                            add_scaled_##SFX(o, image + (h * g->in_w + w) * C, 1, C);            \
+                if (max)                                                                         \
+                    continue;                                                                    \
+                const T scale = (T)1 / (T)((h1 - h0) * (w1 - w0));                               \
+                for (int64_t c = 0; c < C; c++)                                                  \
+                    o[c] *= scale;                                                               \
             }                                                                                    \
         }                                                                                        \
+    }                                                                                            \
+    static void max_pool_##SFX(int64_t begin, int64_t end, void *arg)                            \
+    {                                                                                            \
+        pool_rows_##SFX(arg, begin, end, true);                                                  \
+    }                                                                                            \
+    static void avg_pool_##SFX(int64_t begin, int64_t end, void *arg)                            \
+    {                                                                                            \
+        pool_rows_##SFX(arg, begin, end, false);                                                 \
     }                                                                                            \
     /* best, argmax: scratch of C elements each. */                                              \
     static void max_pool_grad_image_##SFX(const pool_job *j, int64_t n, T *best, I *argmax)      \
@@ -181,28 +201,6 @@ typedef int64_t mask_f64 __attribute__((vector_size(VBYTES), aligned(8), may_ali
                 }                                                                                \
             }                                                                                    \
     }                                                                                            \
-    static void avg_pool_##SFX(int64_t begin, int64_t end, void *arg)                            \
-    {                                                                                            \
-        const pool_job *j = arg;                                                                 \
-        const tide_conv_geometry *g = &j->g;                                                     \
-        const int64_t C = g->in_c;                                                               \
-        for (int64_t u = begin; u < end; u++) {                                                  \
-            const int64_t n = u / g->out_h, oh = u % g->out_h;                                   \
-            const T *image = (const T *)j->in + n * g->in_h * g->in_w * C;                       \
-            T *o = (T *)j->out + u * g->out_w * C;                                               \
-            for (int64_t ow = 0; ow < g->out_w; ow++, o += C) {                                  \
-                int64_t h0, h1, w0, w1;                                                          \
-                window(g, oh, ow, &h0, &h1, &w0, &w1);                                           \
-                memset(o, 0, (size_t)C * sizeof(T));                                             \
-                for (int64_t h = h0; h < h1; h++)                                                \
-                    for (int64_t w = w0; w < w1; w++)                                            \
-                        add_scaled_##SFX(o, image + (h * g->in_w + w) * C, 1, C);                \
-                const T scale = (T)1 / (T)((h1 - h0) * (w1 - w0));                               \
-                for (int64_t c = 0; c < C; c++)                                                  \
-                    o[c] *= scale;                                                               \
-            }                                                                                    \
-        }                                                                                        \
-    }                                                                                            \
     static void avg_pool_grad_##SFX(int64_t begin, int64_t end, void *arg)                       \
     {                                                                                            \
         const pool_job *j = arg;                                                                 \
@@ -273,40 +271,7 @@ static void classify_windows(max_grad_job *m)
 
 static tide_status pool_init(tide_kernel_ctx *ctx, void **state)
 {
-    tide_conv_window *w = malloc(sizeof *w);
-    char msg[TIDE_OP_MSG_MAX];
-    if (!w)
-        return tide_kernel_error(ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory");
-    *state = w;
-    if (!tide_pool_read_attrs(tide_kernel_attrs(ctx), w, msg, sizeof msg))
-        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
-    return TIDE_OK;
-}
-
-static tide_status rank4_dims(tide_kernel_ctx *ctx, int i, const char *what, int64_t dims[4])
-{
-    const tide_shape *s = tide_tensor_shape(tide_kernel_input(ctx, i));
-    char buf[TIDE_SHAPE_STR_MAX];
-    if (s->rank != 4)
-        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s must have rank 4 (NHWC), got shape %s",
-                                 what, tide_shape_format(s, buf, sizeof buf));
-    memcpy(dims, s->dims, 4 * sizeof *dims);
-    return TIDE_OK;
-}
-
-static tide_status shape_dims(tide_kernel_ctx *ctx, int i, const char *what, int64_t dims[4])
-{
-    const tide_tensor *t = tide_kernel_input(ctx, i);
-    char buf[TIDE_SHAPE_STR_MAX];
-    if (tide_tensor_rank(t) != 1 || tide_tensor_dim(t, 0) != 4)
-        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s must be a vector of 4 sizes, got shape %s",
-                                 what, tide_shape_format(tide_tensor_shape(t), buf, sizeof buf));
-    tide_op_index_values(t, dims, 4);
-    for (int d = 0; d < 4; d++)
-        if (dims[d] < 0)
-            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s must not be negative, got %s", what,
-                                     tide_op_format_values(dims, 4, buf, sizeof buf));
-    return TIDE_OK;
+    return tide_conv_kernel_init(ctx, state, true);
 }
 
 static double window_cost(const tide_conv_geometry *g)
@@ -317,7 +282,7 @@ static double window_cost(const tide_conv_geometry *g)
 static tide_status pool_forward(tide_kernel_ctx *ctx, bool max)
 {
     int64_t in[4];
-    tide_status st = rank4_dims(ctx, 0, "value", in);
+    tide_status st = tide_conv_kernel_input_dims(ctx, 0, "value", in);
     if (st != TIDE_OK)
         return st;
     pool_job j = {.in = tide_tensor_data(tide_kernel_input(ctx, 0))};
@@ -325,11 +290,9 @@ static tide_status pool_forward(tide_kernel_ctx *ctx, bool max)
     if (!tide_pool_geometry(tide_kernel_state(ctx), in, NULL, NULL, &j.g, msg, sizeof msg))
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
     tide_shape shape = tide_shape_make(4, (const int64_t[4]){j.g.batch, j.g.out_h, j.g.out_w, j.g.out_c});
-    tide_tensor *out = tide_kernel_alloc_output(ctx, 0, &shape, false);
+    tide_tensor *out = tide_cpu_alloc_result(ctx, &shape, false, &st);
     if (!out)
-        return tide_kernel_status(ctx);
-    if (tide_shape_num_elements(&shape) == 0)
-        return TIDE_OK;
+        return st;
     j.out = tide_tensor_data(out);
     const bool f32 = tide_tensor_dtype(out) == TIDE_FLOAT32;
     void (*fn)(int64_t, int64_t, void *) = max ? (f32 ? max_pool_f32 : max_pool_f64)
@@ -344,11 +307,11 @@ static tide_status avg_pool_compute(tide_kernel_ctx *ctx) { return pool_forward(
 static tide_status max_pool_grad_compute(tide_kernel_ctx *ctx)
 {
     int64_t in[4], y[4], dy[4];
-    tide_status st = rank4_dims(ctx, 0, "orig_input", in);
+    tide_status st = tide_conv_kernel_input_dims(ctx, 0, "orig_input", in);
     if (st == TIDE_OK)
-        st = rank4_dims(ctx, 1, "orig_output", y);
+        st = tide_conv_kernel_input_dims(ctx, 1, "orig_output", y);
     if (st == TIDE_OK)
-        st = rank4_dims(ctx, 2, "grad", dy);
+        st = tide_conv_kernel_input_dims(ctx, 2, "grad", dy);
     if (st != TIDE_OK)
         return st;
     max_grad_job m = {.pj = {.in = tide_tensor_data(tide_kernel_input(ctx, 0)),
@@ -364,11 +327,9 @@ static tide_status max_pool_grad_compute(tide_kernel_ctx *ctx)
                                  (long long)in[1], (long long)in[2]);
     tide_shape shape = tide_shape_make(4, in);
     const bool no_windows = m.pj.g.out_h * m.pj.g.out_w * m.pj.g.in_c == 0;
-    tide_tensor *out = tide_kernel_alloc_output(ctx, 0, &shape, no_windows); /* else zeroed per image */
+    tide_tensor *out = tide_cpu_alloc_result(ctx, &shape, no_windows, &st); /* else zeroed per image */
     if (!out)
-        return tide_kernel_status(ctx);
-    if (no_windows)
-        return TIDE_OK;
+        return st;
     m.pj.out = tide_tensor_data(out);
     m.f32 = tide_tensor_dtype(out) == TIDE_FLOAT32;
     classify_windows(&m);
@@ -383,9 +344,9 @@ static tide_status max_pool_grad_compute(tide_kernel_ctx *ctx)
 static tide_status avg_pool_grad_compute(tide_kernel_ctx *ctx)
 {
     int64_t in[4], dy[4];
-    tide_status st = shape_dims(ctx, 0, "orig_input_shape", in);
+    tide_status st = tide_conv_kernel_size_dims(ctx, 0, "orig_input_shape", in);
     if (st == TIDE_OK)
-        st = rank4_dims(ctx, 1, "grad", dy);
+        st = tide_conv_kernel_input_dims(ctx, 1, "grad", dy);
     if (st != TIDE_OK)
         return st;
     pool_job j = {.grad = tide_tensor_data(tide_kernel_input(ctx, 1))};
@@ -394,11 +355,9 @@ static tide_status avg_pool_grad_compute(tide_kernel_ctx *ctx)
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
     tide_shape shape = tide_shape_make(4, in);
     const bool no_windows = j.g.out_h * j.g.out_w * j.g.in_c == 0;
-    tide_tensor *out = tide_kernel_alloc_output(ctx, 0, &shape, no_windows); /* else zeroed per image */
+    tide_tensor *out = tide_cpu_alloc_result(ctx, &shape, no_windows, &st); /* else zeroed per image */
     if (!out)
-        return tide_kernel_status(ctx);
-    if (no_windows)
-        return TIDE_OK;
+        return st;
     j.out = tide_tensor_data(out);
     const bool f32 = tide_tensor_dtype(out) == TIDE_FLOAT32;
     tide_kernel_parallel_for(ctx, j.g.batch, window_cost(&j.g) * (double)(j.g.out_h * j.g.out_w),

@@ -1,20 +1,6 @@
 /* random.c — CPU kernels of the random ops (RandomUniform, RandomNormal, TruncatedNormal,
- * RandomUniformInt, RandomShuffle) and their generator, Philox4x32-10 (Salmon et al., SC'11), the
- * counter-based generator TensorFlow uses: block c of a stream is philox(counter c, key), so any
- * part of a stream can be computed without the rest, in parallel and exactly.
- *
- * Seeds (TensorFlow 1.x's rule), resolved once per node in init:
- *   graph seed g = tide_kernel_graph_seed (0: none); op seed = the seed/seed2 attrs, "set" when
- *   either is non-zero.
- *   - neither set: key and stream come from getrandom() (clock and address if that fails);
- *   - g set, op seed not: seed = FNV-1a 64 of the node name (so nodes differ), seed2 = 0;
- *   - op seed set, g not: g = 87654321.
- *   key    = mix(mix(g) ^ seed)                         (Philox key words: low, high 32 bits)
- *   stream = mix(key ^ mix(seed2 + 0x9e3779b97f4a7c15)) (counter words 2 and 3)
- *   where mix is SplitMix64's finaliser. Counter words 0-1 count blocks: the node's state holds the
- *   next unused block, and each run reserves the blocks it consumes with one atomic fetch-add, so
- *   runs of one node (also concurrent ones) never share numbers. Eager calls build a fresh state,
- *   so they start at block 0 every time.
+ * RandomUniformInt, RandomShuffle). Their generator is Philox4x32-10 (philox.h, which states the
+ * seed rule): each node keys its own in init, and each run reserves the blocks it consumes.
  *
  * How blocks become values (each run starts at its first reserved block, b = 0, 1, ...):
  *   uniform float32/16/bf16: block b gives elements 4b..4b+3, one 32-bit word each; float64: block b
@@ -30,118 +16,38 @@
  * Blocks are computed 8 at a time (independent lanes the compiler can interleave); outputs too small
  * for that take them one by one. */
 #include <math.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 
 #include "../../engine/ops/op_util.h"
 #include "../../engine/ops/random_ops.h"
 #include "../../engine/tide_op.h"
+#include "philox.h"
 
 __extension__ typedef unsigned __int128 u128;
 
-#define DEFAULT_GRAPH_SEED 87654321
 #define TRUNC_RESERVE 16 /* blocks reserved per group of truncated normals */
+#define LANES TIDE_PHILOX_LANES
 
-/* ---------------------------------------------------------------- generator and per-node state */
+/* ---------------------------------------------------------------- per-node state */
 
 typedef struct rng_state {
-    uint32_t key[2];
-    uint64_t stream;               /* counter words 2 (low) and 3 (high) */
-    _Atomic uint64_t next_block;   /* counter words 0-1 of the next unused block */
-    tide_dtype dtype;              /* the output's */
+    tide_philox gen;
+    tide_dtype dtype; /* the output's */
 } rng_state;
-
-static inline void philox(const rng_state *r, uint64_t block, uint32_t out[4])
-{
-    uint32_t c0 = (uint32_t)block, c1 = (uint32_t)(block >> 32);
-    uint32_t c2 = (uint32_t)r->stream, c3 = (uint32_t)(r->stream >> 32);
-    uint32_t k0 = r->key[0], k1 = r->key[1];
-    for (int round = 0; round < 10; round++) {
-        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
-        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-        c1 = (uint32_t)p1;
-        c3 = (uint32_t)p0;
-        c0 = n0;
-        c2 = n2;
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-    out[0] = c0;
-    out[1] = c1;
-    out[2] = c2;
-    out[3] = c3;
-}
-
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-    return h;
-}
-
-/* 128 unpredictable bits: the kernel's entropy, else the clock, an address and a counter. */
-static void entropy(uint64_t out[2])
-{
-    if (getrandom(out, 2 * sizeof(uint64_t), GRND_NONBLOCK) == (ssize_t)(2 * sizeof(uint64_t)))
-        return;
-    static _Atomic uint64_t calls;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    out[0] = mix64(t ^ (uint64_t)(uintptr_t)out);
-    out[1] = mix64(out[0] ^ atomic_fetch_add(&calls, 1) ^ 0x5851f42d4c957f2dULL);
-}
 
 static tide_status rng_init(tide_kernel_ctx *ctx, void **state)
 {
     rng_state *r = malloc(sizeof *r);
     if (!r)
         return tide_kernel_error(ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory for the generator");
-    int64_t g = tide_kernel_graph_seed(ctx), seed = 0, seed2 = 0;
-    tide_attrs_get_int(tide_kernel_attrs(ctx), "seed", &seed);
-    tide_attrs_get_int(tide_kernel_attrs(ctx), "seed2", &seed2);
-    uint64_t key, stream;
-    if (g == 0 && seed == 0 && seed2 == 0) {
-        uint64_t e[2];
-        entropy(e);
-        key = e[0];
-        stream = e[1];
-    } else {
-        uint64_t s = (uint64_t)seed;
-        if (seed == 0 && seed2 == 0)
-            s = fnv1a(tide_kernel_node_name(ctx));
-        if (g == 0)
-            g = DEFAULT_GRAPH_SEED;
-        key = mix64(mix64((uint64_t)g) ^ s);
-        stream = mix64(key ^ mix64((uint64_t)seed2 + 0x9e3779b97f4a7c15ULL));
-    }
-    r->key[0] = (uint32_t)key;
-    r->key[1] = (uint32_t)(key >> 32);
-    r->stream = stream;
-    atomic_init(&r->next_block, 0);
+    tide_philox_seed(&r->gen, ctx);
     r->dtype = tide_kernel_output_dtype(ctx, 0);
     *state = r;
     return TIDE_OK;
 }
 
 static void rng_destroy(void *state) { free(state); }
-
-/* The first of `blocks` consecutive blocks reserved for this run. */
-static uint64_t reserve(rng_state *r, uint64_t blocks)
-{
-    return atomic_fetch_add_explicit(&r->next_block, blocks, memory_order_relaxed);
-}
 
 /* ---------------------------------------------------------------- the shape input */
 
@@ -157,13 +63,10 @@ static tide_status read_shape(tide_kernel_ctx *ctx, tide_shape *out)
 
 /* ---------------------------------------------------------------- conversions of random bits */
 
-static inline float f01(uint32_t x) { return (float)(x >> 8) * 0x1p-24f; }              /* [0, 1) */
-static inline float f01_open0(uint32_t x) { return (float)((x >> 8) + 1) * 0x1p-24f; }  /* (0, 1] */
-static inline double d01(uint32_t hi, uint32_t lo)                                       /* [0, 1) */
-{
-    return (double)((((uint64_t)hi << 32) | lo) >> 11) * 0x1p-53;
-}
-static inline double d01_open0(uint32_t hi, uint32_t lo)                                 /* (0, 1] */
+/* Uniform numbers in [0, 1) are tide_philox_uniform_f32 and _f64 (philox.h, which Dropout uses
+ * too); those in (0, 1], whose logarithms are finite: */
+static inline float f01_open0(uint32_t x) { return (float)((x >> 8) + 1) * 0x1p-24f; }
+static inline double d01_open0(uint32_t hi, uint32_t lo)
 {
     return (double)(((((uint64_t)hi << 32) | lo) >> 11) + 1) * 0x1p-53;
 }
@@ -175,7 +78,7 @@ static inline void normals_f(const uint32_t w[4], float z[4])
 {
     for (int k = 0; k < 4; k += 2) {
         float r = sqrtf(-2.0f * logf(f01_open0(w[k]))), s, c;
-        sincosf((float)TWO_PI * f01(w[k + 1]), &s, &c);
+        sincosf((float)TWO_PI * tide_philox_uniform_f32(w[k + 1]), &s, &c);
         z[k] = r * c;
         z[k + 1] = r * s;
     }
@@ -185,7 +88,7 @@ static inline void normals_f(const uint32_t w[4], float z[4])
 static inline void normals_d(const uint32_t w[4], double z[2])
 {
     double r = sqrt(-2.0 * log(d01_open0(w[0], w[1]))), s, c;
-    sincos(TWO_PI * d01(w[2], w[3]), &s, &c);
+    sincos(TWO_PI * tide_philox_uniform_f64(w[2], w[3]), &s, &c);
     z[0] = r * c;
     z[1] = r * s;
 }
@@ -201,50 +104,17 @@ typedef struct gen_job {
     uint64_t range;     /* and maxval - minval */
 } gen_job;
 
-/* Blocks first, first + stride, ... (LANES of them) at once: the lanes are independent, so the
- * rounds interleave (or vectorise) instead of waiting on one block's multiply chain. w[word][lane]. */
-#define LANES 8
-static inline void philox_lanes(const rng_state *r, uint64_t first, uint64_t stride,
-                                uint32_t w[4][LANES])
-{
-    uint32_t c0[LANES], c1[LANES], c2[LANES], c3[LANES];
-    for (int l = 0; l < LANES; l++) {
-        uint64_t b = first + (uint64_t)l * stride;
-        c0[l] = (uint32_t)b;
-        c1[l] = (uint32_t)(b >> 32);
-        c2[l] = (uint32_t)r->stream;
-        c3[l] = (uint32_t)(r->stream >> 32);
-    }
-    uint32_t k0 = r->key[0], k1 = r->key[1];
-    for (int round = 0; round < 10; round++) {
-        for (int l = 0; l < LANES; l++) {
-            uint64_t p0 = (uint64_t)0xD2511F53u * c0[l], p1 = (uint64_t)0xCD9E8D57u * c2[l];
-            uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[l] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3[l] ^ k1;
-            c1[l] = (uint32_t)p1;
-            c3[l] = (uint32_t)p0;
-            c0[l] = n0;
-            c2[l] = n2;
-        }
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-    memcpy(w[0], c0, sizeof c0);
-    memcpy(w[1], c1, sizeof c1);
-    memcpy(w[2], c2, sizeof c2);
-    memcpy(w[3], c3, sizeof c3);
-}
-
 /* count (<= LANES) blocks into w: all lanes at once when full, else one by one (small outputs). */
-static inline void philox_some(const rng_state *r, uint64_t first, uint64_t stride, int64_t count,
+static inline void philox_some(const tide_philox *gen, uint64_t first, uint64_t stride, int64_t count,
                                uint32_t w[4][LANES])
 {
     if (count == LANES) {
-        philox_lanes(r, first, stride, w);
+        tide_philox_lanes(gen, first, stride, w);
         return;
     }
     for (int64_t l = 0; l < count; l++) {
         uint32_t one[4];
-        philox(r, first + (uint64_t)l * stride, one);
+        tide_philox_block(gen, first + (uint64_t)l * stride, one);
         for (int k = 0; k < 4; k++)
             w[k][l] = one[k];
     }
@@ -259,7 +129,7 @@ static inline void philox_some(const rng_state *r, uint64_t first, uint64_t stri
         for (int64_t b0_ = begin; b0_ < end; b0_ += LANES) {                                   \
             uint32_t ws_[4][LANES];                                                            \
             int64_t lanes_ = end - b0_ < LANES ? end - b0_ : LANES;                            \
-            philox_some(j->r, j->base + (uint64_t)b0_ * (STRIDE), (STRIDE), lanes_, ws_);      \
+            philox_some(&j->r->gen, j->base + (uint64_t)b0_ * (STRIDE), (STRIDE), lanes_, ws_); \
             for (int64_t l_ = 0; l_ < lanes_; l_++) {                                          \
                 int64_t b = b0_ + l_, at_ = b * (PER);                                         \
                 uint32_t w[4] = {ws_[0][l_], ws_[1][l_], ws_[2][l_], ws_[3][l_]};              \
@@ -282,9 +152,13 @@ static void uniform_chunk(int64_t begin, int64_t end, void *arg)
 {
     const gen_job *j = arg;
     switch (j->r->dtype) {
-    case TIDE_FLOAT32: FOR_BLOCKS(float, float, 4, for (int k = 0; k < 4; k++) v[k] = f01(w[k]), AS_IS); break;
+    case TIDE_FLOAT32:
+        FOR_BLOCKS(float, float, 4, for (int k = 0; k < 4; k++) v[k] = tide_philox_uniform_f32(w[k]), AS_IS);
+        break;
     case TIDE_FLOAT64:
-        FOR_BLOCKS(double, double, 2, (v[0] = d01(w[0], w[1]), v[1] = d01(w[2], w[3])), AS_IS);
+        FOR_BLOCKS(double, double, 2,
+                   (v[0] = tide_philox_uniform_f64(w[0], w[1]), v[1] = tide_philox_uniform_f64(w[2], w[3])),
+                   AS_IS);
         break;
     case TIDE_FLOAT16: /* k / 2^10 and k / 2^7 convert exactly */
         FOR_BLOCKS(uint16_t, float, 4, for (int k = 0; k < 4; k++) v[k] = (float)(w[k] & 0x3ff) * 0x1p-10f,
@@ -320,7 +194,7 @@ static void truncated_group_f(const gen_job *j, int64_t g, const uint32_t w0[4],
         if (k == 0)
             memcpy(w, w0, sizeof w);
         else
-            philox(j->r, j->base + (uint64_t)g * TRUNC_RESERVE + k, w);
+            tide_philox_block(&j->r->gen, j->base + (uint64_t)g * TRUNC_RESERVE + k, w);
         normals_f(w, z);
         for (int i = 0; i < 4 && got < 4; i++)
             if (fabsf(z[i]) < 2.0f)
@@ -337,7 +211,7 @@ static void truncated_group_d(const gen_job *j, int64_t g, const uint32_t w0[4],
         if (k == 0)
             memcpy(w, w0, sizeof w);
         else
-            philox(j->r, j->base + (uint64_t)g * TRUNC_RESERVE + k, w);
+            tide_philox_block(&j->r->gen, j->base + (uint64_t)g * TRUNC_RESERVE + k, w);
         normals_d(w, z);
         for (int i = 0; i < 2 && got < 2; i++)
             if (fabs(z[i]) < 2.0)
@@ -411,8 +285,8 @@ static tide_status generate(tide_kernel_ctx *ctx, gen_kind kind, int64_t lo, uin
     int64_t per = is_int ? (r->dtype == TIDE_INT64 ? 1 : 2) : wide ? 2 : 4;
     int64_t units = (n + per - 1) / per; /* blocks, or groups for truncated normals */
     uint64_t blocks = (uint64_t)units * (kind == GEN_TRUNCATED ? TRUNC_RESERVE : 1);
-    gen_job job = {.r = r, .base = reserve(r, blocks), .out = tide_tensor_data(out), .n = n,
-                   .lo = lo, .range = range};
+    gen_job job = {.r = r, .base = tide_philox_reserve(&r->gen, blocks), .out = tide_tensor_data(out),
+                   .n = n, .lo = lo, .range = range};
     static const double cost[] = {[GEN_UNIFORM] = 15, [GEN_NORMAL] = 60, [GEN_TRUNCATED] = 80}; /* ns per unit */
     void (*fn)(int64_t, int64_t, void *) = is_int ? uniform_int_chunk
                                            : kind == GEN_UNIFORM ? uniform_chunk
@@ -459,7 +333,7 @@ static tide_status uniform_int_compute(tide_kernel_ctx *ctx)
 /* 64-bit draws, two per block ((word 0, word 1) then (2, 3)), from consecutive blocks starting at
  * `block`, computed LANES blocks at a time. */
 typedef struct draws {
-    const rng_state *r;
+    const tide_philox *gen;
     uint64_t block, end; /* the next block to compute, the end of the reserved ones */
     uint64_t x[2 * LANES];
     int used;
@@ -471,7 +345,7 @@ static inline int64_t draw_below(draws *d, int64_t bound)
     if (d->used == 2 * LANES) {
         uint32_t w[4][LANES];
         int64_t count = d->end - d->block < LANES ? (int64_t)(d->end - d->block) : LANES;
-        philox_some(d->r, d->block, 1, count, w);
+        philox_some(d->gen, d->block, 1, count, w);
         d->block += (uint64_t)count;
         for (int l = 0; l < count; l++) {
             d->x[2 * l] = ((uint64_t)w[0][l] << 32) | w[1][l];
@@ -497,7 +371,7 @@ static inline int64_t draw_below(draws *d, int64_t bound)
 static void shuffle_rows(rng_state *r, void *data, int64_t rows, size_t row_bytes)
 {
     uint64_t blocks = (uint64_t)rows / 2; /* rows - 1 draws, two per block */
-    draws d = {.r = r, .block = reserve(r, blocks), .used = 2 * LANES};
+    draws d = {.gen = &r->gen, .block = tide_philox_reserve(&r->gen, blocks), .used = 2 * LANES};
     d.end = d.block + blocks;
     switch ((uintptr_t)data % row_bytes == 0 ? row_bytes : 0) { /* a forwarded view may be unaligned */
     case 1: SHUFFLE_TYPED(uint8_t); return;

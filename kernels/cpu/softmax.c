@@ -4,7 +4,7 @@
  * All four work row by row over the last dimension (the classes), rows split across threads with
  * tide_kernel_parallel_for. A row is shifted by its maximum before exp, so exp never overflows and
  * the largest term is exp(0) = 1; the sum of exponentials accumulates in double. With m the row's
- * maximum and s = sum(exp(x - m)) (float32 exp: a vectorised polynomial within 1 ulp):
+ * maximum and s = sum(exp(x - m)) (float32 exp: tide_fast_expf, within 1 ulp, vectorised):
  *   softmax = exp(x - m) / s        log_softmax = x - m - log(s)
  *   loss = -sum(labels * log_softmax)   backprop = softmax - labels (one_hot(label) when sparse)
  * A NaN anywhere in a row makes the whole row NaN; +inf logits give NaN (inf - inf), as in
@@ -17,12 +17,11 @@
 #include "../../engine/ops/op_util.h"
 #include "../../engine/tide_op.h"
 
+/* Loops of unknown length vectorised, selects of floats too (cpu_util.h: before including it). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
-#define IVDEP _Pragma("GCC ivdep") /* the loop's output may be exactly its input (in place) */
-#else
-#define IVDEP
 #endif
+#include "cpu_util.h"
 
 #define NS_PER_CLASS 8.0 /* cost of one element of a row (an exp and a few flops) */
 
@@ -43,30 +42,6 @@ static inline int64_t label_at(const rows_job *j, int64_t r)
 {
     return j->labels_dtype == TIDE_INT32 ? ((const int32_t *)j->labels)[r]
                                          : ((const int64_t *)j->labels)[r];
-}
-
-/* float32 exp as math.c computes it (its fast_expf, static there): Cephes' reduction and
- * polynomial, within 1 ulp, branch-free so that the exp loops vectorise; 2^n is applied in two
- * halves so that results stay right down to the denormals. Arguments here are <= 0 (x - max). */
-static inline float vector_expf(float x)
-{
-    float xc = x < 90.0f ? x : 90.0f;
-    xc = xc > -110.0f ? xc : -110.0f;
-    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(x / ln 2) */
-    float r = xc - n * 0.693359375f - n * -2.12194440e-4f;            /* x - n ln 2 */
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    float y = p * r * r + r + 1.0f;
-    int32_t k = (int32_t)n, k1 = k / 2, k2 = k - k1;
-    uint32_t b1 = (uint32_t)(k1 + 127) << 23, b2 = (uint32_t)(k2 + 127) << 23;
-    float s1, s2;
-    memcpy(&s1, &b1, sizeof s1);
-    memcpy(&s2, &b2, sizeof s2);
-    return isnan(x) ? x : y * s1 * s2;
 }
 
 #define LANES 8  /* independent accumulators of a row reduction (they vectorise) */
@@ -172,7 +147,7 @@ static inline float vector_expf(float x)
         }                                                                                     \
     }
 
-ROW_FUNCTIONS(f32, float, vector_expf)
+ROW_FUNCTIONS(f32, float, tide_fast_expf)
 ROW_FUNCTIONS(f64, double, exp)
 
 static void f32_range(int64_t begin, int64_t end, void *arg) { rows_f32(arg, begin, end); }

@@ -10,7 +10,7 @@
  *
  * The loops read each old value and write the new one at the same index, so in place (old == new) and
  * copy on write run the same code; they are written to vectorise (no branches; square roots in
- * blocks, see sqrt_block_f32) and large variables are split over tide_kernel_parallel_for. Formulas
+ * blocks, see tide_sqrt_f32) and large variables are split over tide_kernel_parallel_for. Formulas
  * are TensorFlow's, evaluated in T as TensorFlow's kernels do. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,20 +19,11 @@
 
 #include "../../engine/tide_op.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
-/* GCC 12 at -O2 vectorises only with its "very cheap" cost model, which leaves loops of unknown length
- * scalar (as in math.c). */
+/* Loops of unknown length vectorised, selects of floats too (cpu_util.h: before including it). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
-#define IVDEP _Pragma("GCC ivdep")
-#elif defined(__clang__)
-#define IVDEP _Pragma("clang loop vectorize(assume_safety)")
-#else
-#define IVDEP
 #endif
+#include "cpu_util.h"
 
 #define MAX_REFS 3    /* the variable and up to two slots */
 #define MAX_SCALARS 8 /* hyper-parameters of one op */
@@ -79,32 +70,9 @@ typedef void (*apply_loop)(const apply_job *j, int64_t begin, int64_t end);
     }
 
 /* The loops that take square roots run in blocks: a first pass updates the slots and writes what
- * to take the root of into a block on the stack, sqrt_block takes the roots, a second pass updates
- * the variable. C's sqrt may set errno, which keeps a compiler's loop scalar; SSE2 computes the same
- * correctly rounded roots several at a time. */
+ * to take the root of into a block on the stack, tide_sqrt_f32/_f64 (cpu_util.h) take the roots
+ * several at a time, a second pass updates the variable. */
 #define BLOCK 256
-
-static void sqrt_block_f32(float *x, int64_t n)
-{
-    int64_t i = 0;
-#if defined(__SSE2__)
-    for (; i + 4 <= n; i += 4)
-        _mm_storeu_ps(x + i, _mm_sqrt_ps(_mm_loadu_ps(x + i)));
-#endif
-    for (; i < n; i++)
-        x[i] = sqrtf(x[i]);
-}
-
-static void sqrt_block_f64(double *x, int64_t n)
-{
-    int64_t i = 0;
-#if defined(__SSE2__)
-    for (; i + 2 <= n; i += 2)
-        _mm_storeu_pd(x + i, _mm_sqrt_pd(_mm_loadu_pd(x + i)));
-#endif
-    for (; i < n; i++)
-        x[i] = sqrt(x[i]);
-}
 
 /* Runs the statements of a blocked loop over [begin, end): BODY1 for each i, then roots of root[],
  * then BODY2 for each i; `at` is the element index, `r` the index within the block. */
@@ -116,7 +84,7 @@ static void sqrt_block_f64(double *x, int64_t n)
             const int64_t at = start + r;                                                   \
             BODY1                                                                           \
         }                                                                                   \
-        SQRT(root, len);                                                                    \
+        SQRT(root, root, len, false);                                                       \
         IVDEP for (int64_t r = 0; r < len; r++) {                                           \
             const int64_t at = start + r;                                                   \
             BODY2                                                                           \
@@ -183,14 +151,14 @@ MOMENTUM_LOOP(momentum_f32, float, 0)
 MOMENTUM_LOOP(momentum_f64, double, 0)
 MOMENTUM_LOOP(momentum_nesterov_f32, float, 1)
 MOMENTUM_LOOP(momentum_nesterov_f64, double, 1)
-ADAGRAD_LOOP(adagrad_f32, float, sqrt_block_f32)
-ADAGRAD_LOOP(adagrad_f64, double, sqrt_block_f64)
-RMSPROP_LOOP(rmsprop_f32, float, sqrt_block_f32)
-RMSPROP_LOOP(rmsprop_f64, double, sqrt_block_f64)
-ADAM_LOOP(adam_f32, float, sqrt_block_f32, 0)
-ADAM_LOOP(adam_f64, double, sqrt_block_f64, 0)
-ADAM_LOOP(adam_nesterov_f32, float, sqrt_block_f32, 1)
-ADAM_LOOP(adam_nesterov_f64, double, sqrt_block_f64, 1)
+ADAGRAD_LOOP(adagrad_f32, float, tide_sqrt_f32)
+ADAGRAD_LOOP(adagrad_f64, double, tide_sqrt_f64)
+RMSPROP_LOOP(rmsprop_f32, float, tide_sqrt_f32)
+RMSPROP_LOOP(rmsprop_f64, double, tide_sqrt_f64)
+ADAM_LOOP(adam_f32, float, tide_sqrt_f32, 0)
+ADAM_LOOP(adam_f64, double, tide_sqrt_f64, 0)
+ADAM_LOOP(adam_nesterov_f32, float, tide_sqrt_f32, 1)
+ADAM_LOOP(adam_nesterov_f64, double, tide_sqrt_f64, 1)
 
 /* ---------------------------------------------------------------- the ops */
 
