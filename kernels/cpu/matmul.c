@@ -23,8 +23,13 @@
 /* Products with at most this many multiply-adds skip BLAS: below it (about 6 x 6 x 6) the loops beat
  * the ~100 ns a cblas call costs (measured on the 2-core development machine). */
 #define SMALL_WORK 256
-/* Below this much work (multiply-adds) a single product is not worth splitting across threads. */
+/* Batches of products with less work (multiply-adds) than this are not worth spreading over threads. */
 #define BLAS_SERIAL_WORK 262144.0
+/* A single product is split over the threads only above this much work: below it, waking a second
+ * thread costs more than it saves (measured with tests/bench/bench_matmul and /tmp experiments: at
+ * 256^3 = 1.7e7 a split ran at 51 GFLOP/s against 85 unsplit; at 100x784x512 = 4e7 splitting gains
+ * 35%). */
+#define BLAS_SPLIT_WORK 3.0e7
 /* Tile of the loops: KC rows of B by NC columns (a packed tile is at most 64 KiB of int64). */
 #define KC 64
 #define NC 128
@@ -205,7 +210,7 @@ static void blas_split(int64_t begin, int64_t end, void *arg)
 {
     const mm_split *sp = arg;
     const mm_job *j = sp->job;
-    bool by_rows = j->m > j->n;
+    bool by_rows = j->m >= j->n;
     int64_t len = by_rows ? j->m : j->n;
     int64_t step = ((len + sp->parts - 1) / sp->parts + 15) / 16 * 16;
     for (int64_t p = begin; p < end; p++) {
@@ -254,7 +259,7 @@ static tide_status mm_run(tide_kernel_ctx *ctx, mm_job *j, const tide_shape *out
     if (!blas)
         tide_kernel_parallel_for(ctx, j->batches * j->m, 0.5 * (double)j->n * (double)j->k + 1.0,
                                  loop_units, j);
-    else if (j->batches > 1 || work < BLAS_SERIAL_WORK || tide_kernel_num_threads(ctx) < 2)
+    else if (j->batches > 1 || work < BLAS_SPLIT_WORK || tide_kernel_num_threads(ctx) < 2)
         tide_kernel_parallel_for(ctx, j->batches, 0.05 * work + 200.0, blas_batches, j);
     else {
         mm_split sp = {j, tide_kernel_num_threads(ctx)};

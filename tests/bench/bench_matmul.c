@@ -1,10 +1,11 @@
 /* bench_matmul.c — what tide adds on top of OpenBLAS: Session.Run of one float32 N x N MatMul (inputs
  * fed, output fetched) against a direct cblas_sgemm of the same size in the same process, runs
- * interleaved, medians compared. Prints matmul.N.ratio_vs_cblas (1.00 = no overhead) and GFLOP/s.
+ * in alternating blocks, medians compared. Prints matmul.N.ratio_vs_cblas (1.00 = no overhead) and GFLOP/s.
  * tide runs OpenBLAS single-threaded and splits products over its own pool; the baseline gets
  * OpenBLAS's own threads (one per core), as a program calling cblas_sgemm directly would. */
 #include <cblas.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench_util.h"
 #include "tide.h"
@@ -47,23 +48,31 @@ static int bench_size(tide_engine *e, int n, int reps, tide_error *err)
     tide_feed feeds[2] = {{{a, 0}, ta}, {{b, 0}, tb}};
     tide_output fetch = {mm, 0};
     double *t_blas = calloc((size_t)reps, sizeof(double)), *t_tide = calloc((size_t)reps, sizeof(double));
-    for (int r = -2; r < reps; r++) {
+    /* Blocks of runs rather than single runs interleaved: OpenBLAS's threads keep spinning for a while
+     * after a call (OPENBLAS_THREAD_TIMEOUT) and would steal the cores from tide's threads right after
+     * it; each block of cblas runs is followed by a pause that outlasts the spinning. */
+    const int block = reps < 5 ? reps : 5;
+    for (int done = -block; done < reps; done += block) {
         openblas_set_num_threads(tide_engine_num_threads(e));
-        double t0 = bench_now();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, tide_tensor_data(ta), n,
-                    tide_tensor_data(tb), n, 0.0f, c, n);
-        double t1 = bench_now();
-        openblas_set_num_threads(1);
-        tide_tensor *out = NULL;
-        if (tide_session_run(s, NULL, feeds, 2, &fetch, 1, &out, NULL, 0, NULL, err) != TIDE_OK) {
-            fprintf(stderr, "%s\n", tide_error_message(err));
-            return 1;
+        for (int r = done; r < done + block && r < reps; r++) {
+            double t0 = bench_now();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, tide_tensor_data(ta), n,
+                        tide_tensor_data(tb), n, 0.0f, c, n);
+            if (r >= 0)
+                t_blas[r] = bench_now() - t0;
         }
-        double t2 = bench_now();
-        tide_tensor_release(out);
-        if (r >= 0) {
-            t_blas[r] = t1 - t0;
-            t_tide[r] = t2 - t1;
+        openblas_set_num_threads(1);
+        nanosleep(&(struct timespec){0, 300000000}, NULL);
+        for (int r = done; r < done + block && r < reps; r++) {
+            tide_tensor *out = NULL;
+            double t0 = bench_now();
+            if (tide_session_run(s, NULL, feeds, 2, &fetch, 1, &out, NULL, 0, NULL, err) != TIDE_OK) {
+                fprintf(stderr, "%s\n", tide_error_message(err));
+                return 1;
+            }
+            if (r >= 0)
+                t_tide[r] = bench_now() - t0;
+            tide_tensor_release(out);
         }
     }
     double mb = bench_median(t_blas, reps), mt = bench_median(t_tide, reps);

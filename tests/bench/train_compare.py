@@ -7,8 +7,9 @@ For each model (the MLP 784-512-256-10 and the layers-tutorial CNN, batch 100, A
 graphs as examples/mlp_fashion_mnist and examples/cnn_fashion_mnist) it runs tide's example in
 --bench mode, then the same model in PyTorch (Debian's python3-torch, CPU, 2 threads) under each
 configuration a careful user would try on these 2 cores — the defaults; OMP_WAIT_POLICY=PASSIVE;
-and for the CNN also channels_last memory format with OPENBLAS_THREAD_TIMEOUT=4 — and divides tide's
-steps/s by the fastest. Prints one JSON object per line. Without torch the ratios are skipped."""
+OPENBLAS_NUM_THREADS=1 (one thread pool, PyTorch's); and for the CNN also channels_last memory format
+with OMP_WAIT_POLICY=PASSIVE and OPENBLAS_THREAD_TIMEOUT=4, or with OPENBLAS_NUM_THREADS=1 — and
+divides tide's steps/s by the fastest. Prints one JSON object per line. Without torch the ratios are skipped."""
 import json
 import os
 import statistics
@@ -110,10 +111,12 @@ def main():
             print(json.dumps({"name": "train.%s.ratio_vs_torch" % model, "value": None, "unit": "ratio",
                               "skipped": "python3-torch is not installed"}))
             continue
-        configs = [("defaults", {}, False), ("OMP_WAIT_POLICY=PASSIVE", {"OMP_WAIT_POLICY": "PASSIVE"}, False)]
+        configs = [("defaults", {}, False), ("OMP_WAIT_POLICY=PASSIVE", {"OMP_WAIT_POLICY": "PASSIVE"}, False),
+                   ("OPENBLAS_NUM_THREADS=1", {"OPENBLAS_NUM_THREADS": "1"}, False)]
         if model == "cnn":
-            configs.append(("channels_last+PASSIVE+OPENBLAS_THREAD_TIMEOUT=4",
-                            {"OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_THREAD_TIMEOUT": "4"}, True))
+            configs += [("channels_last+PASSIVE+OPENBLAS_THREAD_TIMEOUT=4",
+                         {"OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_THREAD_TIMEOUT": "4"}, True),
+                        ("channels_last+OPENBLAS_NUM_THREADS=1", {"OPENBLAS_NUM_THREADS": "1"}, True)]
         results = {}
         for name, env, cl in configs:
             rate, error = run_torch(model, steps[model], env, cl)
