@@ -13,7 +13,16 @@
  *   FusedBatchNorm     FusedBatchNormGrad from the saved statistics; gradients flowing into the
  *                      statistics outputs are refused, and so, in inference, are gradients with
  *                      respect to the mean and variance inputs.
- * The *Grad ops themselves have no gradient function (second derivatives are not supported). */
+ * Second order, the gradient ops of these (g their incoming gradient, dz the gradient flowing into
+ * their output); each is linear in g, so d/dg is the same op applied to dz:
+ *   ReluGrad(g, x), Relu6Grad(g, x)   dg = ReluGrad(dz, x) / Relu6Grad(dz, x); dx = 0
+ *   EluGrad(g, out)                   dg = EluGrad(dz, out); dout = dz * g where out < 0, else 0
+ *   SoftplusGrad(g, x)                dg = SoftplusGrad(dz, x); dx = SigmoidGrad(sigmoid(x), dz * g)
+ *   SigmoidGrad(y, g)                 dy = dz * g * (1 - 2y); dg = SigmoidGrad(y, dz)
+ *   TanhGrad(y, g)                    dy = -2 * dz * g * y; dg = TanhGrad(y, dz)
+ *   BiasAddGrad(g)                    dg = dz broadcast back to g's shape (channels last)
+ * FusedBatchNormGrad has no gradient function: second derivatives of FusedBatchNorm are not
+ * supported. */
 #include <string.h>
 
 #include "grad_util.h"
@@ -152,6 +161,86 @@ static tide_status fused_batch_norm_grad(tide_grad_ctx *ctx)
     return tide_grad_status(ctx);
 }
 
+/* ---------------------------------------------------------------- second order: the gradient ops */
+
+/* ReluGrad(g, x) and Relu6Grad(g, x) pass g where x is inside the open interval and 0 elsewhere:
+ * piecewise constant in x (its gradient is zero, as TensorFlow's, kinks included). */
+static tide_status piecewise_linear_grad_grad(tide_grad_ctx *ctx)
+{
+    tide_output x = X(1);
+    input0_gets(ctx, tide_node_op(tide_grad_node(ctx)), DY(0), x);
+    if (tide_grad_wants(ctx, 1))
+        tide_grad_set_dx(ctx, 1, tide_grad_op1(ctx, "ZerosLike", x));
+    return tide_grad_status(ctx);
+}
+
+/* EluGrad(g, out) = g * (out + 1) where out < 0, else g. */
+static tide_status elu_grad_grad(tide_grad_ctx *ctx)
+{
+    tide_output g = X(0), out = X(1), dz = DY(0);
+    input0_gets(ctx, "EluGrad", dz, out);
+    if (tide_grad_wants(ctx, 1)) {
+        tide_output zero = scalar_like(ctx, out, 0);
+        tide_output negative = tide_grad_op2(ctx, "Less", out, zero);
+        tide_output dout = tide_grad_op(ctx, "Select",
+                                        (tide_output[]){negative, tide_grad_op2(ctx, "Mul", dz, g), zero},
+                                        3, NULL);
+        tide_grad_set_dx(ctx, 1, dout);
+    }
+    return tide_grad_status(ctx);
+}
+
+/* SoftplusGrad(g, x) = g * sigmoid(x); sigmoid' = sigmoid * (1 - sigmoid), which SigmoidGrad
+ * computes from sigmoid(x) without overflowing where exp(|x|) would. */
+static tide_status softplus_grad_grad(tide_grad_ctx *ctx)
+{
+    tide_output g = X(0), x = X(1), dz = DY(0);
+    input0_gets(ctx, "SoftplusGrad", dz, x);
+    if (tide_grad_wants(ctx, 1)) {
+        tide_output s = tide_grad_op1(ctx, "Sigmoid", x);
+        tide_grad_set_dx(ctx, 1, tide_grad_op2(ctx, "SigmoidGrad", s, tide_grad_op2(ctx, "Mul", dz, g)));
+    }
+    return tide_grad_status(ctx);
+}
+
+/* SigmoidGrad(y, g) = g * y * (1 - y). */
+static tide_status sigmoid_grad_grad(tide_grad_ctx *ctx)
+{
+    tide_output y = X(0), g = X(1), dz = DY(0);
+    if (tide_grad_wants(ctx, 0)) {
+        tide_output two_y = tide_grad_op2(ctx, "Add", y, y);
+        tide_output one_minus_2y = tide_grad_op2(ctx, "Sub", scalar_like(ctx, y, 1), two_y);
+        tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "Mul", tide_grad_op2(ctx, "Mul", dz, g), one_minus_2y));
+    }
+    if (tide_grad_wants(ctx, 1))
+        tide_grad_set_dx(ctx, 1, tide_grad_op2(ctx, "SigmoidGrad", y, dz));
+    return tide_grad_status(ctx);
+}
+
+/* TanhGrad(y, g) = g * (1 - y * y). */
+static tide_status tanh_grad_grad(tide_grad_ctx *ctx)
+{
+    tide_output y = X(0), g = X(1), dz = DY(0);
+    if (tide_grad_wants(ctx, 0)) {
+        tide_output minus_2y = tide_grad_op2(ctx, "Mul", scalar_like(ctx, y, -2), y);
+        tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "Mul", tide_grad_op2(ctx, "Mul", dz, g), minus_2y));
+    }
+    if (tide_grad_wants(ctx, 1))
+        tide_grad_set_dx(ctx, 1, tide_grad_op2(ctx, "TanhGrad", y, dz));
+    return tide_grad_status(ctx);
+}
+
+/* BiasAddGrad sums g [..., channels] down to [channels]: each element of g gets its channel's dz.
+ * Channels are last (BiasAddGrad accepts no other data_format), so dz broadcasts as it is. */
+static tide_status bias_add_grad_grad(tide_grad_ctx *ctx)
+{
+    if (tide_grad_wants(ctx, 0)) {
+        tide_output shape = shape_tensor(ctx, X(0), TIDE_INT32);
+        tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "BroadcastTo", DY(0), shape));
+    }
+    return tide_grad_status(ctx);
+}
+
 /* ---------------------------------------------------------------- registration */
 
 static void register_nn_gradients(void)
@@ -171,6 +260,13 @@ static void register_nn_gradients(void)
         {"L2Loss", l2_loss_grad},
         {"Dropout", dropout_grad},
         {"FusedBatchNorm", fused_batch_norm_grad},
+        {"ReluGrad", piecewise_linear_grad_grad},
+        {"Relu6Grad", piecewise_linear_grad_grad},
+        {"EluGrad", elu_grad_grad},
+        {"SoftplusGrad", softplus_grad_grad},
+        {"SigmoidGrad", sigmoid_grad_grad},
+        {"TanhGrad", tanh_grad_grad},
+        {"BiasAddGrad", bias_add_grad_grad},
     };
     register_gradients(table, COUNT_OF(table));
 }

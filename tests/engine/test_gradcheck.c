@@ -349,6 +349,27 @@ static const gc_case nn_cases[] = {
     {"FusedBatchNorm", "training, rank 4", {RANGE("[2, 2, 2, 2]", -2, 2), RANGE("[2]", 0.5, 1.5), U("[2]")},
      F64("m", "[0]", "[]") F64("v", "[0]", "[]") "y = FusedBatchNorm(x0, x1, x2, m, v, epsilon=0.01)",
      .outputs = 0x1},
+    /* second order: the gradient ops; features and Elu's outputs away from the kinks (0, and 6) */
+    {"ReluGrad", "features away from 0", {U("[2, 4]"), AWAY("[2, 4]")}, "y = ReluGrad(x0, x1)"},
+    {"ReluGrad", "unknown batch",
+     {UQ("[3, 2]", "[?, 2]"), {.dims = "[3, 2]", .declared = "[?, 2]", .gen = GEN_AWAY}}, "y = ReluGrad(x0, x1)"},
+    {"Relu6Grad", "features on the three sides of 0 and 6",
+     {U("[2, 4]"), VALS("[2, 4]", -2.5, 0.3, 6.4, 3.2, -0.4, 5.5, 8.1, 1.7)}, "y = Relu6Grad(x0, x1)"},
+    {"EluGrad", "outputs on both sides of 0",
+     {U("[2, 4]"), VALS("[2, 4]", -0.9, 0.3, -0.5, 1.5, 0.8, -0.2, 2.0, -0.7)}, "y = EluGrad(x0, x1)"},
+    {"EluGrad", "unknown rank", {UQ("[3]", "*"), VALS("[3]", -0.6, 0.4, -0.1)}, "y = EluGrad(x0, x1)"},
+    {"SoftplusGrad", "both sides", {U("[2, 4]"), RANGE("[2, 4]", -3, 3)}, "y = SoftplusGrad(x0, x1)"},
+    {"SoftplusGrad", "unknown batch", {UQ("[3, 2]", "[?, 2]"), RANGE("[3, 2]", -3, 3)},
+     "y = SoftplusGrad(x0, x1)"},
+    {"SigmoidGrad", "y in (0, 1)", {RANGE("[2, 3]", 0.05, 0.95), U("[2, 3]")}, "y = SigmoidGrad(x0, x1)"},
+    {"SigmoidGrad", "unknown batch", {RANGEQ("[3, 2]", "[?, 2]", 0.05, 0.95), U("[3, 2]")},
+     "y = SigmoidGrad(x0, x1)"},
+    {"TanhGrad", "y in (-1, 1)", {RANGE("[2, 3]", -0.95, 0.95), U("[2, 3]")}, "y = TanhGrad(x0, x1)"},
+    {"TanhGrad", "unknown batch", {RANGE("[2, 3]", -0.95, 0.95), UQ("[2, 3]", "[?, 3]")},
+     "y = TanhGrad(x0, x1)"},
+    {"BiasAddGrad", "matrix", {U("[4, 3]")}, "y = BiasAddGrad(x0)"},
+    {"BiasAddGrad", "rank 3, unknown batch", {UQ("[2, 2, 3]", "[?, 2, 3]")}, "y = BiasAddGrad(x0)"},
+    {"BiasAddGrad", "rank 4, unknown rank", {UQ("[2, 1, 2, 3]", "*")}, "y = BiasAddGrad(x0)"},
 };
 
 /* ---------------------------------------------------------------- convolution and pooling */
@@ -900,6 +921,61 @@ static void test_prod_with_zeros(void)
     assert_gradient(I32("a", "[]", "[0]") "y = Prod(x0, a)", 1, TH_DIMS(3), one, want_one);
 }
 
+/* d/dx of sum(d/dx sum(op(x))): the elementwise second derivative of activation op, through
+ * tide_gradients applied twice (the gradient ops' own gradients). NULL on failure. */
+static tide_tensor *second_derivative_of(const char *op, int64_t n, const double *values)
+{
+    tide_graph *g = tide_graph_new();
+    tide_error *err = tide_error_new();
+    char text[256];
+    snprintf(text, sizeof text, "x = Placeholder(dtype=float64, shape=[%lld])\ny = %s(x)", (long long)n, op);
+    tide_tensor *x = th_f64(1, &n, values), *d2x = NULL;
+    tide_output y, x_out, dx, ddx;
+    tide_session *sess = NULL;
+    if (tide_graph_extend_text(g, text, err) == TIDE_OK && tide_graph_output(g, "y", &y, err) == TIDE_OK &&
+        tide_graph_output(g, "x", &x_out, err) == TIDE_OK &&
+        tide_gradients(g, &y, 1, &x_out, 1, NULL, &dx, err) == TIDE_OK &&
+        tide_gradients(g, &dx, 1, &x_out, 1, NULL, &ddx, err) == TIDE_OK && ddx.node &&
+        (sess = tide_session_new(th_engine(), g, NULL, err)))
+        tide_session_run(sess, NULL, &(tide_feed){x_out, x}, 1, &ddx, 1, &d2x, NULL, 0, NULL, err);
+    if (tide_error_code(err) != TIDE_OK)
+        fprintf(stderr, "\nsecond_derivative_of(%s) failed: %s\n", op, tide_error_message(err));
+    tide_session_free(sess);
+    tide_graph_free(g);
+    tide_error_free(err);
+    tide_tensor_release(x);
+    return d2x;
+}
+
+static double sigmoid(double x) { return 1 / (1 + exp(-x)); }
+
+/* Second derivatives of the activations against their closed forms, at moderate and saturated
+ * values (away from the kinks of Relu, Relu6 and Elu, where they are 0 or undefined). */
+static void test_second_derivatives(void)
+{
+    static const char *const ops[] = {"Relu", "Relu6", "Elu", "Softplus", "Sigmoid", "Tanh"};
+    const double x[8] = {-30, -3.5, -1.2, -0.3, 0.4, 2.5, 7, 25};
+    for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+        double want[8];
+        for (int i = 0; i < 8; i++) {
+            double s = sigmoid(x[i]), t = tanh(x[i]);
+            switch (k) {
+            case 0: case 1: want[i] = 0; break;                   /* piecewise linear */
+            case 2: want[i] = x[i] < 0 ? exp(x[i]) : 0; break;    /* Elu */
+            case 3: want[i] = s * (1 - s); break;                 /* Softplus */
+            case 4: want[i] = s * (1 - s) * (1 - 2 * s); break;   /* Sigmoid */
+            default: want[i] = -2 * t * (1 - t * t); break;       /* Tanh */
+            }
+        }
+        tide_tensor *got = second_derivative_of(ops[k], 8, x);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+        tide_tensor *expected = th_f64(1, TH_DIMS(8), want);
+        TH_ASSERT_CLOSE(got, expected, 1e-10, 1e-12);
+        tide_tensor_release(got);
+        tide_tensor_release(expected);
+    }
+}
+
 /* Cast: no gradient flows through an integer cast; between floats it comes back in the source dtype. */
 static void test_cast_gradients(void)
 {
@@ -1344,6 +1420,7 @@ int main(void)
         TH_TEST(test_pow_at_nonpositive_base),
         TH_TEST(test_prod_with_zeros),
         TH_TEST(test_cast_gradients),
+        TH_TEST(test_second_derivatives),
         TH_TEST(test_gradients_are_lean),
         TH_TEST(test_gradient_errors),
         TH_TEST(test_broadcast_to),

@@ -232,7 +232,13 @@ static void test_kill_loop(void)
         CU_ASSERT(intact);
         free(check);
         int64_t high = highest_flushed(&c);
-        if (high >= 0) { /* steps 0..high all ran, all ended: each has its row, its status, its tensor */
+        /* A writer killed before its first commit (a slow start under the sanitizers) leaves a file
+         * without the schema: valid only if nothing was reported flushed and nothing committed before. */
+        if (q_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'runs'") != 1) {
+            fprintf(stderr, "\nkill %d after %d ms came before the schema was committed\n", i, ms);
+            CU_ASSERT(high < 0 && prev_runs == 0 && prev_sessions == 0);
+            high = -1;
+        } else if (high >= 0) { /* steps 0..high all ran, all ended: each has its row, its status, its tensor */
             char sql[512];
             snprintf(sql, sizeof sql,
                      "SELECT count(*) FROM runs r JOIN sessions s ON s.id = r.session_id WHERE s.label = '%s' "
@@ -246,14 +252,16 @@ static void test_kill_loop(void)
             CU_ASSERT_EQUAL(q_int(db, sql), high + 1);
             flushed_total += high + 1;
         }
-        CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM node_timings WHERE run_id NOT IN (SELECT id FROM runs)"),
-                        0);
-        CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE run_id NOT IN (SELECT id FROM runs)"), 0);
-        /* what was committed stays: the counts only grow */
-        int64_t runs = q_int(db, "SELECT count(*) FROM runs"), sessions = q_int(db, "SELECT count(*) FROM sessions");
-        CU_ASSERT(runs >= prev_runs && sessions >= prev_sessions);
-        prev_runs = runs;
-        prev_sessions = sessions;
+        if (q_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'runs'") == 1) {
+            CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM node_timings WHERE run_id NOT IN (SELECT id FROM runs)"),
+                            0);
+            CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE run_id NOT IN (SELECT id FROM runs)"), 0);
+            /* what was committed stays: the counts only grow */
+            int64_t runs = q_int(db, "SELECT count(*) FROM runs"), sessions = q_int(db, "SELECT count(*) FROM sessions");
+            CU_ASSERT(runs >= prev_runs && sessions >= prev_sessions);
+            prev_runs = runs;
+            prev_sessions = sessions;
+        }
         sqlite3_close(db);
         free(c.out);
 
