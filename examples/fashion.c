@@ -140,7 +140,7 @@ static void usage(const fashion_config *cfg, FILE *f)
 {
     fprintf(f,
             "usage: %s_fashion_mnist [--epochs N] [--steps N] [--batch N] [--optimizer NAME] [--lr X]\n"
-            "                         [--seed N] [--eval N] [--bench STEPS] [--quiet]\n"
+            "                         [--seed N] [--eval N] [--bench STEPS] [--profile STEPS] [--quiet]\n"
             "Trains the %s model on Fashion-MNIST (Debian package dataset-fashion-mnist, or the\n"
             "directory in $TIDE_FASHION_MNIST) and prints the test accuracy on its last line.\n"
             "  --epochs N     passes over the 60,000 training images (default %d)\n"
