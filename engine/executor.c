@@ -430,7 +430,7 @@ tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tid
     if (st != TIDE_OK)
         return st;
     tide_step step = {.args = a, .plan = p, .pool = a->engine->pool};
-    step.tracing = a->opts && a->opts->trace;
+    step.tracing = a->info.tracing; /* the caller's opts->trace, or an observer's wants_trace */
     step.observing = step.tracing || a->num_observers > 0;
     if (a->opts && a->opts->timeout_ms > 0)
         step.deadline_ns = tide__now_ns() + a->opts->timeout_ms * 1000000LL;

@@ -189,6 +189,9 @@ tide_status tide_session_run(tide_session *s, const tide_run_options *opts, cons
                              .target_names = (const char *const *)p->target_names,
                              .tracing = opts && opts->trace};
     snapshot_observers(s->engine, &a);
+    for (int o = 0; o < a.num_observers && !a.info.tracing; o++)
+        if (a.observers[o].obs.wants_trace)
+            a.info.tracing = a.observers[o].obs.wants_trace(a.observers[o].obs.user, &a.info);
     int64_t t0 = a.num_observers ? tide__now_ns() : 0;
     for (int o = 0; o < a.num_observers; o++)
         if (a.observers[o].obs.run_started)

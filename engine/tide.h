@@ -288,9 +288,13 @@ typedef struct tide_node_timing {
 } tide_node_timing;
 
 /* Callbacks come from executor threads concurrently: they must be thread-safe and quick. Any may be
- * NULL. tensor_produced is asked for only for nodes wants_tensors accepted when the plan was made. */
+ * NULL. tensor_produced is asked for only for nodes wants_tensors accepted when the plan was made.
+ * wants_trace is asked before each run starts (run->tracing says whether the caller asked): when any
+ * observer answers true the run is traced as if the caller had set tide_run_options.trace (a logging
+ * policy such as "trace every 100th step"). */
 typedef struct tide_observer {
     void *user;
+    bool (*wants_trace)(void *user, const tide_run_info *run);
     void (*run_started)(void *user, const tide_run_info *run);
     void (*node_finished)(void *user, const tide_run_info *run, const tide_node_timing *timing);
     bool (*wants_tensors)(void *user, const tide_node *node);
@@ -405,7 +409,8 @@ typedef struct tide_step_stats tide_step_stats;
 
 /* Runs the smallest subgraph that computes `fetches` and runs `targets`, with `feeds` replacing the
  * tensors they name. fetch_values[i] receives a new reference for fetches[i] (NULL on failure).
- * opts may be NULL. stats, if not NULL, receives per-node timings when opts->trace (caller frees). */
+ * opts may be NULL. stats, if not NULL, receives per-node timings when the run is traced (opts->trace,
+ * or an observer's wants_trace), else NULL (caller frees). */
 tide_status tide_session_run(tide_session *s, const tide_run_options *opts, const tide_feed *feeds,
                              int num_feeds, const tide_output *fetches, int num_fetches,
                              tide_tensor **fetch_values, tide_node *const *targets, int num_targets,

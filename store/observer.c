@@ -9,6 +9,14 @@
 
 #include "store_internal.h"
 
+/* The logging policy: per-node timings of every trace_every-th step of each session. */
+static bool wants_trace(void *user, const tide_run_info *run)
+{
+    const st_attachment *a = user;
+    int64_t every = a->store->opts.trace_every;
+    return every > 0 && run->step % every == 0;
+}
+
 static void run_started(void *user, const tide_run_info *run)
 {
     st_attachment *a = user;
@@ -172,8 +180,8 @@ static void tensor_produced(void *user, const tide_run_info *run, const tide_nod
 
 tide_observer st_run_observer(st_attachment *a)
 {
-    return (tide_observer){.user = a, .run_started = run_started, .node_finished = node_finished,
-                           .run_ended = run_ended};
+    return (tide_observer){.user = a, .wants_trace = wants_trace, .run_started = run_started,
+                           .node_finished = node_finished, .run_ended = run_ended};
 }
 
 tide_observer st_tensor_observer(st_attachment *a)

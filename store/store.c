@@ -12,6 +12,7 @@
 
 #define DEFAULT_QUEUE_CAPACITY 4096
 #define DEFAULT_VALUE_CAP (1u << 20)
+#define DEFAULT_TRACE_EVERY 100
 #define BUSY_TIMEOUT_MS 5000
 
 /* ---------------------------------------------------------------- small helpers */
@@ -214,6 +215,7 @@ void tide_store_options_init(tide_store_options *opts)
 {
     opts->queue_capacity = DEFAULT_QUEUE_CAPACITY;
     opts->value_cap_bytes = DEFAULT_VALUE_CAP;
+    opts->trace_every = DEFAULT_TRACE_EVERY;
 }
 
 static tide_status open_db(tide_store *s, tide_error *err)
@@ -282,6 +284,7 @@ tide_store *tide_store_open(const char *path, const tide_store_options *opts, ti
         if (opts->queue_capacity > 0)
             s->opts.queue_capacity = opts->queue_capacity;
         s->opts.value_cap_bytes = opts->value_cap_bytes;
+        s->opts.trace_every = opts->trace_every > 0 ? opts->trace_every : 0;
     }
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->watch_lock, NULL);

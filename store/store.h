@@ -41,9 +41,14 @@ typedef struct tide_store_options {
     int queue_capacity;     /* records waiting for the writer; 0: 4096 */
     size_t value_cap_bytes; /* a watched tensor's value is stored when its byte size <= this;
                                default 1 MiB; 0: never (statistics only) */
+    int64_t trace_every;    /* the logging policy for per-node timings: trace the runs whose session
+                               step is a multiple of this (steps 0, N, 2N...), on top of the runs the
+                               caller traces itself; default 100; 0: only the caller's */
 } tide_store_options;
 
-/* Fills the defaults (queue_capacity 4096, value_cap_bytes 1 MiB). */
+/* Fills the defaults (queue_capacity 4096, value_cap_bytes 1 MiB, trace_every 100). The default
+ * policy keeps the log small during long training: every run's row, the watched tensors'
+ * statistics (and small values) every step, per-node timings every 100th step. */
 void tide_store_options_init(tide_store_options *opts);
 
 /* Opens the run log at path, creating the file if needed, in WAL mode; creates the schema or

@@ -82,6 +82,15 @@ static tide_store *open_store(const tide_store_options *opts)
     return s;
 }
 
+/* A store that traces only the runs the caller traces (no trace_every policy). */
+static tide_store *open_store_caller_traces(void)
+{
+    tide_store_options o;
+    tide_store_options_init(&o);
+    o.trace_every = 0;
+    return open_store(&o);
+}
+
 static void flush(tide_store *s)
 {
     tide_error *err = tide_error_new();
@@ -251,7 +260,7 @@ static void test_runs_logged(void)
     temp_db_new("tide-store");
     fixture f;
     fixture_new(&f, 2);
-    tide_store *s = open_store(NULL);
+    tide_store *s = open_store_caller_traces();
     int att = tide_store_attach(s, f.engine, NULL);
     CU_ASSERT(att > 0);
     int64_t sid = tide_store_log_session(s, f.session, f.engine, "runs", NULL);
@@ -314,12 +323,53 @@ static void test_runs_logged(void)
     temp_db_remove();
 }
 
+/* The default policy traces every 100th step (0, 100, ...); trace_every = 3 traces steps 0, 3, 6 on
+ * top of what the caller traces, and the caller then gets the step stats too. */
+static void test_trace_policy(void)
+{
+    temp_db_new("tide-store");
+    fixture f;
+    fixture_new(&f, 2);
+    tide_store_options o;
+    tide_store_options_init(&o);
+    CU_ASSERT_EQUAL(o.trace_every, 100);
+    o.trace_every = 3;
+    tide_store *s = open_store(&o);
+    CU_ASSERT(tide_store_attach(s, f.engine, NULL) > 0);
+    for (int step = 0; step < 8; step++) {
+        tide_step_stats *stats = NULL;
+        CU_ASSERT_EQUAL(run_fetch(&f, f.y, step == 4, &stats, NULL), TIDE_OK);
+        bool traced = step % 3 == 0 || step == 4;
+        CU_ASSERT_EQUAL(stats != NULL, traced);
+        tide_step_stats_free(stats);
+    }
+    flush(s);
+    sqlite3 *db = reader();
+    ASSERT_TEXT(db, "SELECT group_concat(step, ',') FROM (SELECT step FROM runs WHERE traced = 1 ORDER BY step)",
+                "0,3,4,6");
+    ASSERT_TEXT(db, "SELECT group_concat(step, ',') FROM (SELECT DISTINCT r.step FROM node_timings t JOIN runs r "
+                    "ON r.id = t.run_id ORDER BY r.step)",
+                "0,3,4,6");
+    sqlite3_close(db);
+    tide_store_close(s);
+    /* A negative period is taken as 0 (only the caller's traces); the default is 100. */
+    o.trace_every = -5;
+    s = open_store(&o);
+    CU_ASSERT(tide_store_attach(s, f.engine, NULL) > 0);
+    tide_step_stats *stats = NULL;
+    CU_ASSERT_EQUAL(run_fetch(&f, f.y, false, &stats, NULL), TIDE_OK); /* session step 8 */
+    CU_ASSERT_PTR_NULL(stats);
+    tide_store_close(s);
+    fixture_free(&f);
+    temp_db_remove();
+}
+
 static void test_traced_timings(void)
 {
     temp_db_new("tide-store");
     fixture f;
     fixture_new(&f, 2);
-    tide_store *s = open_store(NULL);
+    tide_store *s = open_store_caller_traces();
     CU_ASSERT(tide_store_attach(s, f.engine, NULL) > 0);
     tide_step_stats *stats = NULL;
     CU_ASSERT_EQUAL(run_fetch(&f, f.y, false, NULL, NULL), TIDE_OK); /* untraced: no timings */
@@ -730,6 +780,7 @@ int main(void)
         TH_TEST(test_version0_migrates),
         TH_TEST(test_runs_logged),
         TH_TEST(test_traced_timings),
+        TH_TEST(test_trace_policy),
         TH_TEST(test_watched_tensors),
         TH_TEST(test_integer_tensor_stats),
         TH_TEST(test_prune_values),
