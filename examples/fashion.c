@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "fashion.h"
+#include "store.h"
 
 static double now_s(void)
 {
@@ -130,6 +131,7 @@ typedef struct options {
     int64_t max_steps, batch, eval_limit, bench_steps, profile_steps;
     int64_t seed;
     double learning_rate;
+    const char *log_path; /* the run log, or NULL */
     int optimizer; /* a tide_optimizer_kind, or -1: the example's own */
     bool quiet;
 } options;
@@ -140,7 +142,8 @@ static void usage(const fashion_config *cfg, FILE *f)
 {
     fprintf(f,
             "usage: %s_fashion_mnist [--epochs N] [--steps N] [--batch N] [--optimizer NAME] [--lr X]\n"
-            "                         [--seed N] [--eval N] [--bench STEPS] [--profile STEPS] [--quiet]\n"
+            "                         [--seed N] [--eval N] [--bench STEPS] [--profile STEPS] [--log FILE]\n"
+            "                         [--quiet]\n"
             "Trains the %s model on Fashion-MNIST (Debian package dataset-fashion-mnist, or the\n"
             "directory in $TIDE_FASHION_MNIST) and prints the test accuracy on its last line.\n"
             "  --epochs N     passes over the 60,000 training images (default %d)\n"
@@ -152,6 +155,8 @@ static void usage(const fashion_config *cfg, FILE *f)
             "  --eval N       evaluate on the first N test images only (default all 10,000)\n"
             "  --bench STEPS  time STEPS training steps and print JSON lines instead of training\n"
             "  --profile STEPS  trace STEPS training steps; print where the time goes, by op\n"
+            "  --log FILE     record the runs in the run log FILE (SQLite; docs/run-log.md) with its\n"
+            "                 default policy, the loss watched\n"
             "  --quiet        no progress lines\n",
             cfg->name, cfg->name, cfg->epochs, (long long)cfg->batch,
             optimizer_names[cfg->optimizer.kind], cfg->optimizer.learning_rate);
@@ -177,6 +182,10 @@ static bool parse_args(const fashion_config *cfg, int argc, char **argv, options
             return false;
         }
         char *end;
+        if (!strcmp(a, "--log")) {
+            o->log_path = argv[++i];
+            continue;
+        }
         if (!strcmp(a, "--optimizer")) {
             i++;
             o->optimizer = -1;
@@ -224,6 +233,7 @@ typedef struct trainer {
     fashion_model m;
     tide_engine *engine;
     tide_session *s;
+    tide_store *log;
     tide_output loss;
     tide_node *train;
     tide_tensor *rate_train, *rate_test;
@@ -311,6 +321,13 @@ static void build(trainer *t, const options *o)
     t->s = t->engine ? tide_session_new(t->engine, m->g, NULL, t->err) : NULL;
     if (!t->s || tide_session_run(t->s, NULL, NULL, 0, NULL, 0, NULL, &init, 1, NULL, t->err) != TIDE_OK)
         die("initialising the variables", t->err);
+    if (o->log_path) {
+        t->log = tide_store_open(o->log_path, NULL, t->err);
+        if (!t->log || tide_store_log_session(t->log, t->s, t->engine, t->cfg->name, t->err) < 0 ||
+            tide_store_log_graph(t->log, t->s, t->err) < 0 || tide_store_attach(t->log, t->engine, t->err) == 0 ||
+            tide_store_watch(t->log, tide_node_name(t->loss.node), t->err) != TIDE_OK)
+            die("opening the run log", t->err);
+    }
     float train_rate = (float)t->cfg->dropout, test_rate = 0;
     t->rate_train = tide_tensor_new_scalar(TIDE_FLOAT32, &train_rate, NULL);
     t->rate_test = tide_tensor_new_scalar(TIDE_FLOAT32, &test_rate, NULL);
@@ -432,6 +449,7 @@ int fashion_main(const fashion_config *cfg, int argc, char **argv)
             bench(&t, &ds, &o);
         else
             profile(&t, &ds, &o);
+        tide_store_close(t.log); /* commits what is queued */
         return 0;
     }
     tide_tensor *pair[2] = {ds.train_images, ds.train_labels};
@@ -478,6 +496,10 @@ int fashion_main(const fashion_config *cfg, int argc, char **argv)
     tide_batcher_free(b);
     tide_tensor_release(t.rate_train);
     tide_tensor_release(t.rate_test);
+    if (t.log && tide_store_dropped(t.log) > 0)
+        fprintf(stderr, "run log: %lld records dropped (the writer fell behind)\n",
+                (long long)tide_store_dropped(t.log));
+    tide_store_close(t.log);
     tide_session_free(t.s);
     tide_graph_free(t.m.g);
     tide_engine_free(t.engine);
