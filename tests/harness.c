@@ -275,3 +275,44 @@ int th_main(const char *suite, const th_test *tests)
     }
     return failed ? 1 : 0;
 }
+
+/* ---------------------------------------------------------------- graph-time checks */
+
+tide_graph *th_graph_of(const char *text)
+{
+    tide_graph *g = tide_graph_new();
+    tide_error *err = tide_error_new();
+    if (tide_graph_extend_text(g, text, err) != TIDE_OK) {
+        fprintf(stderr, "graph_of: %s\n", tide_error_message(err));
+        tide_graph_free(g);
+        g = NULL;
+    }
+    tide_error_free(err);
+    return g;
+}
+
+void th_assert_output_shape(tide_graph *g, const char *node, int output, int rank, const int64_t *dims)
+{
+    tide_node *n = g ? tide_graph_node(g, node) : NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(n);
+    tide_shape got = tide_node_output_shape(n, output), want = tide_shape_make(rank, dims);
+    if (!tide_shape_equal(&got, &want)) {
+        char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
+        fprintf(stderr, "%s:%d: inferred %s, expected %s\n", node, output, tide_shape_format(&got, a, sizeof a),
+                tide_shape_format(&want, b, sizeof b));
+        CU_FAIL("inferred shape");
+    }
+}
+
+void th_assert_graph_fails(const char *base, const char *line, const char *needle)
+{
+    tide_graph *g = th_graph_of(base);
+    tide_error *err = tide_error_new();
+    CU_ASSERT_EQUAL(tide_graph_extend_text(g, line, err), TIDE_INVALID_ARGUMENT);
+    if (!strstr(tide_error_message(err), needle)) {
+        fprintf(stderr, "expected \"%s\" in: %s\n", needle, tide_error_message(err));
+        CU_FAIL("graph error message");
+    }
+    tide_error_free(err);
+    tide_graph_free(g);
+}

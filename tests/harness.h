@@ -47,6 +47,14 @@ void th_assert_fails_impl(const char *op, tide_tensor *const *inputs, int n, con
 #define TH_ASSERT_FAILS(op, inputs, n, attrs, code, needle) \
     th_assert_fails_impl(op, inputs, n, attrs, code, needle, __FILE__, __LINE__)
 
+/* Graph-time checks. th_graph_of builds a graph from the text format (NULL, message printed, if that
+ * fails); th_assert_output_shape checks the shape inferred for output `output` of node `node`;
+ * th_assert_graph_fails checks that adding `line` to a graph of `base` fails with a message that
+ * contains needle. */
+tide_graph *th_graph_of(const char *text);
+void th_assert_output_shape(tide_graph *g, const char *node, int output, int rank, const int64_t *dims);
+void th_assert_graph_fails(const char *base, const char *line, const char *needle);
+
 /* A deterministic pseudo-random double in [lo, hi) (xorshift; same sequence every run). */
 double th_rand(double lo, double hi);
 

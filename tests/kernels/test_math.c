@@ -1048,47 +1048,6 @@ static void test_shapes(void)
 
 /* ---------------------------------------------------------------- graphs */
 
-/* Builds a graph from the text format; NULL (message printed) if it fails. */
-static tide_graph *graph_of(const char *text)
-{
-    tide_graph *g = tide_graph_new();
-    tide_error *err = tide_error_new();
-    if (tide_graph_extend_text(g, text, err) != TIDE_OK) {
-        fprintf(stderr, "graph_of: %s\n", tide_error_message(err));
-        tide_graph_free(g);
-        g = NULL;
-    }
-    tide_error_free(err);
-    return g;
-}
-
-static void assert_node_shape(tide_graph *g, const char *node, int rank, const int64_t *dims)
-{
-    tide_node *n = g ? tide_graph_node(g, node) : NULL;
-    CU_ASSERT_PTR_NOT_NULL_FATAL(n);
-    tide_shape got = tide_node_output_shape(n, 0), want = tide_shape_make(rank, dims);
-    if (!tide_shape_equal(&got, &want)) {
-        char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
-        fprintf(stderr, "%s: inferred %s, expected %s\n", node, tide_shape_format(&got, a, sizeof a),
-                tide_shape_format(&want, b, sizeof b));
-        CU_FAIL("inferred shape");
-    }
-}
-
-/* Adding `line` to a graph of `base` fails with a message containing needle. */
-static void assert_graph_fails(const char *base, const char *line, const char *needle)
-{
-    tide_graph *g = graph_of(base);
-    tide_error *err = tide_error_new();
-    CU_ASSERT_EQUAL(tide_graph_extend_text(g, line, err), TIDE_INVALID_ARGUMENT);
-    if (!strstr(tide_error_message(err), needle)) {
-        fprintf(stderr, "expected \"%s\" in: %s\n", needle, tide_error_message(err));
-        CU_FAIL("graph error message");
-    }
-    tide_error_free(err);
-    tide_graph_free(g);
-}
-
 /* Shape functions at graph time: partial shapes (? dims, unknown rank) are tolerated and refined,
  * known conflicts are refused naming both shapes. */
 static void test_shape_inference(void)
@@ -1108,24 +1067,24 @@ static void test_shape_inference(void)
              "ab = Add(a, b)\n ac = Mul(a, c)\n ad = Sub(a, d)\n fe = Maximum(f, e)\n ak = Pow(k, a)\n"
              "sa = Sqrt(a)\n sd = Neg(d)\n n1 = AddN([a, g, a])\n n2 = AddN([d, d])\n n3 = AddN([d, g])\n"
              "fh = FloorDiv(f, h)\n");
-    tide_graph *g = graph_of(text);
+    tide_graph *g = th_graph_of(text);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    assert_node_shape(g, "ab", 2, TH_DIMS(2, 3));
-    assert_node_shape(g, "ac", 2, TH_DIMS(-1, 3));
-    assert_node_shape(g, "ad", -1, NULL);
-    assert_node_shape(g, "fe", 1, TH_DIMS(0)); /* ? against 0 must be 0 (or 1): 0 */
-    assert_node_shape(g, "ak", 2, TH_DIMS(-1, 3));
-    assert_node_shape(g, "sa", 2, TH_DIMS(-1, 3));
-    assert_node_shape(g, "sd", -1, NULL);
-    assert_node_shape(g, "n1", 2, TH_DIMS(2, 3));
-    assert_node_shape(g, "n2", -1, NULL);
-    assert_node_shape(g, "n3", 2, TH_DIMS(2, -1));
-    assert_node_shape(g, "fh", 1, TH_DIMS(4));
+    th_assert_output_shape(g, "ab", 0, 2, TH_DIMS(2, 3));
+    th_assert_output_shape(g, "ac", 0, 2, TH_DIMS(-1, 3));
+    th_assert_output_shape(g, "ad", 0, -1, NULL);
+    th_assert_output_shape(g, "fe", 0, 1, TH_DIMS(0)); /* ? against 0 must be 0 (or 1): 0 */
+    th_assert_output_shape(g, "ak", 0, 2, TH_DIMS(-1, 3));
+    th_assert_output_shape(g, "sa", 0, 2, TH_DIMS(-1, 3));
+    th_assert_output_shape(g, "sd", 0, -1, NULL);
+    th_assert_output_shape(g, "n1", 0, 2, TH_DIMS(2, 3));
+    th_assert_output_shape(g, "n2", 0, -1, NULL);
+    th_assert_output_shape(g, "n3", 0, 2, TH_DIMS(2, -1));
+    th_assert_output_shape(g, "fh", 0, 1, TH_DIMS(4));
     tide_graph_free(g);
-    assert_graph_fails(base, "bad = Add(a, h)", "x is [?, 3], y is [4]");
-    assert_graph_fails(base, "bad = Div(b, i)", "x is [2, 1], y is [3, 2]");
-    assert_graph_fails(base, "bad = AddN([a, b])", "input 0 is [?, 3] but input 1 is [2, 1]");
-    assert_graph_fails(base, "bad = AddN([d, a, h])", "input 1 is [?, 3] but input 2 is [4]");
+    th_assert_graph_fails(base, "bad = Add(a, h)", "x is [?, 3], y is [4]");
+    th_assert_graph_fails(base, "bad = Div(b, i)", "x is [2, 1], y is [3, 2]");
+    th_assert_graph_fails(base, "bad = AddN([a, b])", "input 0 is [?, 3] but input 1 is [2, 1]");
+    th_assert_graph_fails(base, "bad = AddN([d, a, h])", "input 1 is [?, 3] but input 2 is [4]");
 }
 
 /* Through a session: errors only the kernel can see (shapes unknown at graph time) and outputs
@@ -1133,7 +1092,7 @@ static void test_shape_inference(void)
 static tide_tensor *run_graph_text(const char *text, const char *const *feed_names, tide_tensor **feed_values,
                                    int num_feeds, const char *fetch, tide_error *err)
 {
-    tide_graph *g = graph_of(text);
+    tide_graph *g = th_graph_of(text);
     tide_tensor *out = NULL;
     tide_session *s = g ? tide_session_new(th_engine(), g, NULL, err) : NULL;
     tide_feed feeds[8];

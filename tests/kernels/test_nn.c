@@ -79,53 +79,12 @@ static tide_status run_op(const char *op, tide_tensor *const *in, int n, const t
 
 /* ---------------------------------------------------------------- graph helpers */
 
-static tide_graph *graph_of(const char *text)
-{
-    tide_graph *g = tide_graph_new();
-    tide_error *err = tide_error_new();
-    if (tide_graph_extend_text(g, text, err) != TIDE_OK) {
-        fprintf(stderr, "graph_of: %s\n", tide_error_message(err));
-        tide_graph_free(g);
-        g = NULL;
-    }
-    tide_error_free(err);
-    return g;
-}
-
-static void assert_output_shape(tide_graph *g, const char *node, int output, int rank,
-                                const int64_t *dims)
-{
-    tide_node *n = g ? tide_graph_node(g, node) : NULL;
-    CU_ASSERT_PTR_NOT_NULL_FATAL(n);
-    tide_shape got = tide_node_output_shape(n, output), want = tide_shape_make(rank, dims);
-    if (!tide_shape_equal(&got, &want)) {
-        char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
-        fprintf(stderr, "%s:%d: inferred %s, expected %s\n", node, output,
-                tide_shape_format(&got, a, sizeof a), tide_shape_format(&want, b, sizeof b));
-        CU_FAIL("inferred shape");
-    }
-}
-
-/* Adding `line` to a graph of `base` fails with a message containing needle. */
-static void assert_graph_fails(const char *base, const char *line, const char *needle)
-{
-    tide_graph *g = graph_of(base);
-    tide_error *err = tide_error_new();
-    CU_ASSERT_EQUAL(tide_graph_extend_text(g, line, err), TIDE_INVALID_ARGUMENT);
-    if (!strstr(tide_error_message(err), needle)) {
-        fprintf(stderr, "expected \"%s\" in: %s\n", needle, tide_error_message(err));
-        CU_FAIL("graph error message");
-    }
-    tide_error_free(err);
-    tide_graph_free(g);
-}
-
 /* Runs a graph given as text in a fresh session: feeds by node name, fetches "node" or "node:i". */
 static tide_status run_text(const char *text, const char *const *feed_names, tide_tensor **feed_values,
                             int num_feeds, const char *const *fetch_names, int num_fetches,
                             tide_tensor **out, tide_error *err)
 {
-    tide_graph *g = graph_of(text);
+    tide_graph *g = th_graph_of(text);
     if (!g)
         return TIDE_INVALID_ARGUMENT;
     tide_session *s = tide_session_new(th_engine(), g, NULL, err);
@@ -639,7 +598,7 @@ static void test_dropout(void)
                     "rate must be a scalar, got shape [2]");
     tide_tensor_release(vec);
     tide_tensor_release(x);
-    assert_graph_fails("x = Placeholder(dtype=float32)\n"
+    th_assert_graph_fails("x = Placeholder(dtype=float32)\n"
                        "r = Const(value=tensor(float32, [], [1.5]), dtype=float32)\n",
                        "d = Dropout(x, r)", "got 1.5");
 }
@@ -651,7 +610,7 @@ static void test_dropout_runs(void)
                        "r = Const(value=tensor(float32, [], [0.5]), dtype=float32)\n"
                        "d = Dropout(x, r)\n";
     for (int seeded = 0; seeded < 2; seeded++) {
-        tide_graph *g = graph_of(text);
+        tide_graph *g = th_graph_of(text);
         CU_ASSERT_PTR_NOT_NULL_FATAL(g);
         if (seeded)
             tide_graph_set_seed(g, 42);
@@ -941,47 +900,47 @@ static void test_shape_inference(void)
              "sg = SigmoidGrad(e, d)\n"
              "bn = FusedBatchNorm(h, c, c, v, v)\n bi = FusedBatchNorm(d, c, c, c, c, is_training=false)\n"
              "bng = FusedBatchNormGrad(h, h, c, c, c)\n");
-    tide_graph *g = graph_of(text);
+    tide_graph *g = th_graph_of(text);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    assert_output_shape(g, "sm", 0, 2, TH_DIMS(-1, 10));
-    assert_output_shape(g, "lsm", 0, 4, TH_DIMS(-1, 4, 4, 5));
-    assert_output_shape(g, "xe", 0, 1, TH_DIMS(32));
-    assert_output_shape(g, "xe", 1, 2, TH_DIMS(32, 10));
-    assert_output_shape(g, "sx", 0, 1, TH_DIMS(-1));
-    assert_output_shape(g, "sx", 1, 2, TH_DIMS(-1, 10));
-    assert_output_shape(g, "ba", 0, 2, TH_DIMS(-1, 5));
-    assert_output_shape(g, "bh", 0, 4, TH_DIMS(-1, 4, 4, 5));
-    assert_output_shape(g, "bg", 0, 1, TH_DIMS(5));
-    assert_output_shape(g, "bgd", 0, 1, TH_DIMS(-1));
-    assert_output_shape(g, "l2", 0, 0, NULL);
-    assert_output_shape(g, "dr", 0, 4, TH_DIMS(-1, 4, 4, 5));
-    assert_output_shape(g, "dr", 1, 4, TH_DIMS(-1, 4, 4, 5));
-    assert_output_shape(g, "re", 0, -1, NULL);
-    assert_output_shape(g, "rg", 0, 2, TH_DIMS(-1, 10));
-    assert_output_shape(g, "sg", 0, 2, TH_DIMS(-1, -1));
-    assert_output_shape(g, "bn", 0, 4, TH_DIMS(-1, 4, 4, 5));
+    th_assert_output_shape(g, "sm", 0, 2, TH_DIMS(-1, 10));
+    th_assert_output_shape(g, "lsm", 0, 4, TH_DIMS(-1, 4, 4, 5));
+    th_assert_output_shape(g, "xe", 0, 1, TH_DIMS(32));
+    th_assert_output_shape(g, "xe", 1, 2, TH_DIMS(32, 10));
+    th_assert_output_shape(g, "sx", 0, 1, TH_DIMS(-1));
+    th_assert_output_shape(g, "sx", 1, 2, TH_DIMS(-1, 10));
+    th_assert_output_shape(g, "ba", 0, 2, TH_DIMS(-1, 5));
+    th_assert_output_shape(g, "bh", 0, 4, TH_DIMS(-1, 4, 4, 5));
+    th_assert_output_shape(g, "bg", 0, 1, TH_DIMS(5));
+    th_assert_output_shape(g, "bgd", 0, 1, TH_DIMS(-1));
+    th_assert_output_shape(g, "l2", 0, 0, NULL);
+    th_assert_output_shape(g, "dr", 0, 4, TH_DIMS(-1, 4, 4, 5));
+    th_assert_output_shape(g, "dr", 1, 4, TH_DIMS(-1, 4, 4, 5));
+    th_assert_output_shape(g, "re", 0, -1, NULL);
+    th_assert_output_shape(g, "rg", 0, 2, TH_DIMS(-1, 10));
+    th_assert_output_shape(g, "sg", 0, 2, TH_DIMS(-1, -1));
+    th_assert_output_shape(g, "bn", 0, 4, TH_DIMS(-1, 4, 4, 5));
     for (int i = 1; i < 5; i++)
-        assert_output_shape(g, "bn", i, 1, TH_DIMS(5));
-    assert_output_shape(g, "bi", 0, 2, TH_DIMS(-1, 5));
-    assert_output_shape(g, "bi", 4, 1, TH_DIMS(5));
-    assert_output_shape(g, "bng", 0, 4, TH_DIMS(-1, 4, 4, 5));
-    assert_output_shape(g, "bng", 2, 1, TH_DIMS(5));
+        th_assert_output_shape(g, "bn", i, 1, TH_DIMS(5));
+    th_assert_output_shape(g, "bi", 0, 2, TH_DIMS(-1, 5));
+    th_assert_output_shape(g, "bi", 4, 1, TH_DIMS(5));
+    th_assert_output_shape(g, "bng", 0, 4, TH_DIMS(-1, 4, 4, 5));
+    th_assert_output_shape(g, "bng", 2, 1, TH_DIMS(5));
     tide_graph_free(g);
-    assert_graph_fails(base, "x = Softmax(f)", "logits must have rank >= 1");
-    assert_graph_fails(base, "x = SoftmaxCrossEntropyWithLogits(a, h)",
+    th_assert_graph_fails(base, "x = Softmax(f)", "logits must have rank >= 1");
+    th_assert_graph_fails(base, "x = SoftmaxCrossEntropyWithLogits(a, h)",
                        "labels must be a matrix [batch, classes] like features, got shape [?, 4, 4, 5]");
-    assert_graph_fails(base, "x = SoftmaxCrossEntropyWithLogits(a, c)", "got shape [5]");
-    assert_graph_fails(base, "x = SparseSoftmaxCrossEntropyWithLogits(a, a)", "int");
-    assert_graph_fails(base, "x = BiasAdd(a, c)",
+    th_assert_graph_fails(base, "x = SoftmaxCrossEntropyWithLogits(a, c)", "got shape [5]");
+    th_assert_graph_fails(base, "x = SparseSoftmaxCrossEntropyWithLogits(a, a)", "int");
+    th_assert_graph_fails(base, "x = BiasAdd(a, c)",
                        "bias [5] must have one element per channel, the last dimension of value [?, 10]");
-    assert_graph_fails(base, "x = BiasAdd(h, c, data_format=\"NCHW\")", "data_format 'NCHW' is not supported");
-    assert_graph_fails(base, "x = BiasAddGrad(c)", "value must have rank >= 2");
-    assert_graph_fails(base, "x = ReluGrad(a, h)", "gradients is [?, 10], features is [?, 4, 4, 5]");
-    assert_graph_fails(base, "x = Dropout(a, c)", "rate must be a scalar, got shape [5]");
-    assert_graph_fails(base, "x = FusedBatchNorm(a, c, c, c, c)", "scale must have 10 elements");
-    assert_graph_fails(base, "x = FusedBatchNorm(d, c, c, v, v, is_training=false)",
+    th_assert_graph_fails(base, "x = BiasAdd(h, c, data_format=\"NCHW\")", "data_format 'NCHW' is not supported");
+    th_assert_graph_fails(base, "x = BiasAddGrad(c)", "value must have rank >= 2");
+    th_assert_graph_fails(base, "x = ReluGrad(a, h)", "gradients is [?, 10], features is [?, 4, 4, 5]");
+    th_assert_graph_fails(base, "x = Dropout(a, c)", "rate must be a scalar, got shape [5]");
+    th_assert_graph_fails(base, "x = FusedBatchNorm(a, c, c, c, c)", "scale must have 10 elements");
+    th_assert_graph_fails(base, "x = FusedBatchNorm(d, c, c, v, v, is_training=false)",
                        "mean must have 5 elements");
-    assert_graph_fails(base, "x = FusedBatchNormGrad(a, h, c, c, c)", "y_backprop and x must have the same shape");
+    th_assert_graph_fails(base, "x = FusedBatchNormGrad(a, h, c, c, c)", "y_backprop and x must have the same shape");
 }
 
 /* Ops chained in a graph, where the executor lets kernels write over intermediate buffers. */
@@ -1075,7 +1034,7 @@ typedef struct grad_case {
 
 static tide_status grad_run(const grad_case *c, tide_tensor **out, tide_error *err)
 {
-    tide_graph *g = graph_of(c->text);
+    tide_graph *g = th_graph_of(c->text);
     if (!g)
         return TIDE_INVALID_ARGUMENT;
     tide_output ys[4], gys[4], xs[8], fetches[16];
@@ -1229,7 +1188,7 @@ static void test_grad_xent(void)
     EXPECT(out[0], TIDE_FLOAT64, 2, TH_DIMS(B, C), want_sf, 100);
     tide_tensor_release(out[0]);
     /* differentiating the backprop output fails and adds nothing */
-    tide_graph *g = graph_of(dense);
+    tide_graph *g = th_graph_of(dense);
     int before = tide_graph_num_nodes(g);
     tide_output y = {tide_graph_node(g, "x"), 1}, x = {tide_graph_node(g, "f"), 0}, dx;
     tide_error *err = tide_error_new();
@@ -1339,7 +1298,7 @@ static void test_grad_batch_norm(void)
     for (int k = 0; k < 2; k++) {
         char text2[512];
         snprintf(text2, sizeof text2, base, cases[k][0]);
-        tide_graph *g = graph_of(text2);
+        tide_graph *g = th_graph_of(text2);
         CU_ASSERT_PTR_NOT_NULL_FATAL(g);
         tide_output y0, xs[2] = {{tide_graph_node(g, "x"), 0}, {tide_graph_node(g, "m"), 0}}, dxs[2];
         tide_graph_output(g, cases[k][1], &y0, NULL);
