@@ -125,46 +125,40 @@ static tide_status uniform_int_shape(tide_shape_ctx *ctx)
     return TIDE_OK;
 }
 
-static void register_random_ops(void)
+/* The float random ops share everything but their name and doc: a shape in, dtype values out, seeds. */
+static void register_random_float_op(const char *name, const char *doc)
 {
     tide_op_register(&(tide_op_spec){
-        .name = "RandomUniform",
+        .name = name,
         .inputs = {"shape: T"},
         .outputs = {"output: dtype"},
         .attrs = {"dtype: {float16, bfloat16, float32, float64}", "seed: int = 0", "seed2: int = 0",
                   "T: {int32, int64} = int32"},
         .flags = TIDE_OP_STATEFUL,
         .shape_fn = random_shape,
-        .doc = "Outputs random values uniformly distributed in [0, 1) in a tensor of the given shape. "
-               "float32 values are multiples of 2^-24 and float64 ones of 2^-53 (from two 32-bit "
-               "words); float16 and bfloat16 take 10 and 7 random mantissa bits as TensorFlow does, "
-               "so 1.0 is never produced." SHAPE_DOC SEED_DOC,
+        .doc = doc,
     });
-    tide_op_register(&(tide_op_spec){
-        .name = "RandomNormal",
-        .inputs = {"shape: T"},
-        .outputs = {"output: dtype"},
-        .attrs = {"dtype: {float16, bfloat16, float32, float64}", "seed: int = 0", "seed2: int = 0",
-                  "T: {int32, int64} = int32"},
-        .flags = TIDE_OP_STATEFUL,
-        .shape_fn = random_shape,
-        .doc = "Outputs random values from the standard normal distribution (mean 0, standard "
-               "deviation 1) in a tensor of the given shape. Box-Muller on Philox output: float16, "
-               "bfloat16 and float32 are computed in float32 from 24-bit uniforms (|x| < 5.8), "
-               "float64 in double from 53-bit uniforms." SHAPE_DOC SEED_DOC,
-    });
-    tide_op_register(&(tide_op_spec){
-        .name = "TruncatedNormal",
-        .inputs = {"shape: T"},
-        .outputs = {"output: dtype"},
-        .attrs = {"dtype: {float16, bfloat16, float32, float64}", "seed: int = 0", "seed2: int = 0",
-                  "T: {int32, int64} = int32"},
-        .flags = TIDE_OP_STATEFUL,
-        .shape_fn = random_shape,
-        .doc = "Outputs random values from a standard normal distribution truncated to [-2, 2]: "
-               "values more than 2 standard deviations from the mean are dropped and re-drawn, so "
-               "the result has mean 0 and standard deviation about 0.88." SHAPE_DOC SEED_DOC,
-    });
+}
+
+static void register_random_ops(void)
+{
+    register_random_float_op(
+        "RandomUniform",
+        "Outputs random values uniformly distributed in [0, 1) in a tensor of the given shape. "
+        "float32 values are multiples of 2^-24 and float64 ones of 2^-53 (from two 32-bit "
+        "words); float16 and bfloat16 take 10 and 7 random mantissa bits as TensorFlow does, "
+        "so 1.0 is never produced." SHAPE_DOC SEED_DOC);
+    register_random_float_op(
+        "RandomNormal",
+        "Outputs random values from the standard normal distribution (mean 0, standard "
+        "deviation 1) in a tensor of the given shape. Box-Muller on Philox output: float16, "
+        "bfloat16 and float32 are computed in float32 from 24-bit uniforms (|x| < 5.8), "
+        "float64 in double from 53-bit uniforms." SHAPE_DOC SEED_DOC);
+    register_random_float_op(
+        "TruncatedNormal",
+        "Outputs random values from a standard normal distribution truncated to [-2, 2]: "
+        "values more than 2 standard deviations from the mean are dropped and re-drawn, so "
+        "the result has mean 0 and standard deviation about 0.88." SHAPE_DOC SEED_DOC);
     tide_op_register(&(tide_op_spec){
         .name = "RandomUniformInt",
         .inputs = {"shape: T", "minval: Tout", "maxval: Tout"},
