@@ -178,6 +178,32 @@ tide_status tide_graph_rollback(tide_graph *g, int num_nodes, tide_error *err)
     return TIDE_OK;
 }
 
+tide_status tide_graph_rename_node(tide_graph *g, tide_node *n, const char *name, tide_error *err)
+{
+    if (!g || !n || !name || n->graph != g)
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "rename: missing graph, node or name, or the node is of another graph");
+    if (strcmp(n->name, name) == 0)
+        return TIDE_OK;
+    tide_status st = tide__check_node_name(name, err);
+    if (st != TIDE_OK)
+        return st;
+    if (tide_graph_node(g, name))
+        return tide_error_set(err, TIDE_ALREADY_EXISTS, "cannot rename '%s' to '%s': that name is taken", n->name, name);
+    if (atomic_load(&n->used_by_plan))
+        return tide_error_set(err, TIDE_FAILED_PRECONDITION, "cannot rename '%s': it has already been run", n->name);
+    char *copy = tide__strdup(name);
+    if (!copy)
+        return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory renaming '%s'", n->name);
+    pthread_mutex_lock(&g->lock);
+    tide__names_remove(g->names, n->name);
+    free(n->name);
+    n->name = copy;
+    tide__names_put(g->names, n->name, n);
+    g->version++;
+    pthread_mutex_unlock(&g->lock);
+    return TIDE_OK;
+}
+
 /* ---------------------------------------------------------------- scopes, devices, names */
 
 static void push(char ***items, int *n, int *cap, const char *s)

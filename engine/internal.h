@@ -159,7 +159,6 @@ const char *tide__registry_suggest(const char *op, char *buf, size_t size);
 /* The first kernel of op for device_type that accepts the bound attrs, or NULL. */
 const tide_kernel_def *tide__registry_kernel(const tide_op_def *op, const char *device_type,
                                              const tide_attrs *bound);
-int tide__levenshtein(const char *a, const char *b);
 
 /* ---------------------------------------------------------------- binding a node to its op */
 
@@ -220,6 +219,8 @@ struct tide_graph {
     struct name_counters *counters;  /* base name -> next suffix, for unique names */
 };
 
+/* Is name a valid node name (letters, digits, _ - . and / between scopes)? */
+tide_status tide__check_node_name(const char *name, tide_error *err);
 /* Makes room for one more node (so that insertion cannot fail). */
 bool tide__graph_reserve(tide_graph *g);
 const char *tide__graph_default_device(const tide_graph *g);

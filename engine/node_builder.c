@@ -125,7 +125,7 @@ static char *default_base(const char *op)
     return s;
 }
 
-static tide_status check_name(const char *name, tide_error *err)
+tide_status tide__check_node_name(const char *name, tide_error *err)
 {
     if (!name[0])
         return tide_error_set(err, TIDE_INVALID_ARGUMENT, "a node name cannot be empty");
@@ -284,7 +284,7 @@ tide_node *tide_node_builder_finish(tide_node_builder *b, tide_error *err)
             st = tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
     }
     if (st == TIDE_OK)
-        st = check_name(name, err);
+        st = tide__check_node_name(name, err);
     if (st == TIDE_OK && tide_graph_node(b->graph, name)) {
         tide_node *other = tide_graph_node(b->graph, name);
         st = tide_error_set(err, TIDE_ALREADY_EXISTS, "node name '%s' is already used (by a %s node)", name,

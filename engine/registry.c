@@ -148,7 +148,7 @@ int tide_registry_op_names(const char *const **names)
     return reg.names ? reg.num_ops : 0;
 }
 
-int tide__levenshtein(const char *a, const char *b)
+int tide_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 64 || lb > 64)
@@ -181,7 +181,7 @@ const char *tide__registry_suggest(const char *op, char *buf, size_t size)
     int best = 99;
     const char *name = NULL;
     for (int i = 0; i < reg.num_ops; i++) {
-        int d = tide__levenshtein(op, reg.ops[i]->name);
+        int d = tide_edit_distance(op, reg.ops[i]->name);
         if (d < best) {
             best = d;
             name = reg.ops[i]->name;
@@ -226,3 +226,34 @@ char *tide_registry_op_help(const char *name)
                           op->flags & TIDE_OP_STATEFUL ? "- stateful\n" : "", devices[0] ? devices : "none",
                           op->doc);
 }
+
+bool tide_registry_op_info(const char *name, tide_op_info *out)
+{
+    const tide_op_def *op = name ? tide__registry_find(name) : NULL;
+    if (!op || !out)
+        return false;
+    memset(out, 0, sizeof *out);
+    out->name = op->name;
+    out->num_inputs = op->num_inputs;
+    out->num_outputs = op->num_outputs;
+    out->num_attrs = op->num_attrs;
+    for (int i = 0; i < op->num_inputs + op->num_outputs; i++) {
+        const tide_arg_def *a = i < op->num_inputs ? &op->inputs[i] : &op->outputs[i - op->num_inputs];
+        tide_op_arg_info *o = i < op->num_inputs ? &out->inputs[i] : &out->outputs[i - op->num_inputs];
+        *o = (tide_op_arg_info){a->name, a->fixed_dtype, a->type_attr, a->number_attr, a->is_ref};
+    }
+    for (int i = 0; i < op->num_attrs; i++) {
+        const tide_attr_def *a = &op->attrs[i];
+        bool inferred = false;
+        for (int k = 0; k < op->num_inputs; k++)
+            if ((op->inputs[k].type_attr && strcmp(op->inputs[k].type_attr, a->name) == 0) ||
+                (op->inputs[k].number_attr && strcmp(op->inputs[k].number_attr, a->name) == 0))
+                inferred = true;
+        out->attrs[i] = (tide_op_attr_info){a->name, a->type, a->has_default, inferred};
+    }
+    out->stateful = op->flags & TIDE_OP_STATEFUL;
+    out->signature = op->spec_text;
+    out->doc = op->doc;
+    return true;
+}
+_Static_assert(TIDE_OP_MAX_ARGS <= 12 && TIDE_OP_MAX_ATTRS <= 12, "tide_op_info's arrays hold 12 entries");

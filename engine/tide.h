@@ -339,6 +339,10 @@ void tide_graph_push_scope(tide_graph *g, const char *scope);
 void tide_graph_pop_scope(tide_graph *g);
 void tide_graph_push_device(tide_graph *g, const char *device_spec);
 void tide_graph_pop_device(tide_graph *g);
+/* Gives node n a new name (checked like a builder's name, and free). Fails, changing nothing, once
+ * the node has been run (plans and the run log know it by name). The REPL names nodes after the Lua
+ * variables they are assigned to. */
+tide_status tide_graph_rename_node(tide_graph *g, tide_node *n, const char *name, tide_error *err);
 /* A name not used yet: "scope/base", else "scope/base_1", "scope/base_2"... (malloc'd). */
 char *tide_graph_unique_name(tide_graph *g, const char *base);
 
@@ -577,6 +581,39 @@ int tide_registry_op_names(const char *const **names);
  * Markdown paragraph with the signature, attrs, the device types with kernels, and the doc text;
  * NULL if the op is unknown. */
 char *tide_registry_op_help(const char *op);
+
+/* An op's signature, for bindings (the REPL generates one Lua function per op from it). Strings are
+ * borrowed from the registry and live as long as the process. */
+typedef struct tide_op_arg_info {
+    const char *name;
+    tide_dtype dtype;        /* a fixed dtype, or TIDE_INVALID_DTYPE when type_attr gives it */
+    const char *type_attr;   /* "T", or NULL */
+    const char *number_attr; /* "N" for a list "N * T", else NULL */
+    bool is_ref;             /* must come from a Variable */
+} tide_op_arg_info;
+
+typedef struct tide_op_attr_info {
+    const char *name;
+    tide_attr_type type;
+    bool has_default;
+    bool inferred;           /* a type attr or list length the inputs determine */
+} tide_op_attr_info;
+
+typedef struct tide_op_info {
+    const char *name;
+    int num_inputs, num_outputs, num_attrs;
+    tide_op_arg_info inputs[12], outputs[12];
+    tide_op_attr_info attrs[12];
+    bool stateful;
+    const char *signature;   /* "MatMul(a: T, b: T) -> product: T" */
+    const char *doc;         /* the doc paragraph; its first sentence is the summary */
+} tide_op_info;
+
+/* Fills *out for a registered op; false (out untouched) when op is unknown. */
+bool tide_registry_op_info(const char *op, tide_op_info *out);
+/* Case-insensitive edit distance (Levenshtein) of two strings of up to 64 bytes (99 beyond): what
+ * "did you mean" suggestions rank by. */
+int tide_edit_distance(const char *a, const char *b);
 
 #ifdef __cplusplus
 }

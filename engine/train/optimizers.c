@@ -372,22 +372,35 @@ done:
     return train;
 }
 
-/* gradients(loss, vars); every variable must get one. */
-static tide_status compute_gradients(tide_graph *g, tide_output loss, tide_node *const *vars, int n,
+/* gradients(loss, vars). A variable the caller listed must get one; from the implicit list (every
+ * trainable variable) those the loss does not reach are dropped, as TensorFlow does, and *n shrinks
+ * (vars is then compacted in place); none reached is an error. */
+static tide_status compute_gradients(tide_graph *g, tide_output loss, tide_node **vars, int *n, bool listed,
                                      tide_output *grads, tide_error *err)
 {
-    tide_output *xs = calloc((size_t)n, sizeof *xs);
+    tide_output *xs = calloc((size_t)*n + 1, sizeof *xs);
     if (!xs)
         return out_of_memory(err);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < *n; i++)
         xs[i] = (tide_output){vars[i], 0};
-    tide_status st = tide_gradients(g, &loss, 1, xs, n, NULL, grads, err);
+    tide_status st = tide_gradients(g, &loss, 1, xs, *n, NULL, grads, err);
     free(xs);
-    for (int i = 0; st == TIDE_OK && i < n; i++)
-        if (!grads[i].node)
+    int kept = 0;
+    for (int i = 0; st == TIDE_OK && i < *n; i++) {
+        if (!grads[i].node && listed)
             st = tide_error_set(err, TIDE_INVALID_ARGUMENT,
                                 "minimize: variable '%s' gets no gradient: no differentiable path leads from it "
                                 "to the loss '%s:%d'", tide_node_name(vars[i]), tide_node_name(loss.node), loss.index);
+        else if (grads[i].node) {
+            vars[kept] = vars[i];
+            grads[kept++] = grads[i];
+        }
+    }
+    if (st == TIDE_OK && kept == 0)
+        st = tide_error_set(err, TIDE_INVALID_ARGUMENT,
+                            "minimize: no trainable variable gets a gradient from the loss '%s:%d'",
+                            tide_node_name(loss.node), loss.index);
+    *n = kept;
     return st;
 }
 
@@ -397,17 +410,18 @@ tide_node *tide_optimizer_minimize(tide_graph *g, const tide_optimizer *opt, tid
 {
     if (check_arguments(g, opt, loss, global_step, err) != TIDE_OK)
         return NULL;
-    tide_node **all = NULL;
-    if (!vars) {
+    bool listed = vars != NULL;
+    if (!listed)
         num_vars = tide_graph_variables(g, true, NULL, 0);
-        all = calloc((size_t)num_vars + 1, sizeof *all);
-        if (!all) {
-            out_of_memory(err);
-            return NULL;
-        }
-        tide_graph_variables(g, true, all, num_vars);
-        vars = all;
+    tide_node **all = calloc((size_t)num_vars + 1, sizeof *all);
+    if (!all) {
+        out_of_memory(err);
+        return NULL;
     }
+    if (listed)
+        memcpy(all, vars, (size_t)num_vars * sizeof *all);
+    else
+        tide_graph_variables(g, true, all, num_vars);
     int before = tide_graph_num_nodes(g);
     tide_error *own = err ? NULL : tide_error_new();
     minimizer m = {.g = g, .opt = opt, .err = err ? err : own};
@@ -417,9 +431,9 @@ tide_node *tide_optimizer_minimize(tide_graph *g, const tide_optimizer *opt, tid
     tide_node *train = NULL;
     if (!m.err || !grads || !m.updates)
         out_of_memory(err);
-    else if (check_variables(g, vars, num_vars, m.err) == TIDE_OK &&
-             compute_gradients(g, loss, vars, num_vars, grads, m.err) == TIDE_OK)
-        train = build_updates(&m, vars, grads, num_vars, global_step);
+    else if (check_variables(g, all, num_vars, m.err) == TIDE_OK &&
+             compute_gradients(g, loss, all, &num_vars, listed, grads, m.err) == TIDE_OK)
+        train = build_updates(&m, all, grads, num_vars, global_step);
     if (!train) {
         if (m.err && tide_error_code(m.err) == TIDE_OK)
             tide_error_set(m.err, TIDE_INTERNAL, "minimize: building the %s update failed",

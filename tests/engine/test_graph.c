@@ -269,11 +269,88 @@ static void test_device_specs(void)
     tide_error_free(err);
 }
 
+/* tide_graph_rename_node: the REPL names nodes after Lua variables. */
+static void test_rename_node(void)
+{
+    tide_graph *g = tide_graph_new();
+    tide_error *err = tide_error_new();
+    tide_node *a = gu_scalar_f32(g, "a", 1), *b = gu_scalar_f32(g, "b", 2);
+    tide_node *sum = gu_op(g, "Add", NULL, 2, (tide_node *[]){a, b});
+    uint64_t v = tide_graph_version(g);
+    CU_ASSERT_EQUAL(tide_graph_rename_node(g, sum, "total", err), TIDE_OK);
+    CU_ASSERT_STRING_EQUAL(tide_node_name(sum), "total");
+    CU_ASSERT_PTR_EQUAL(tide_graph_node(g, "total"), sum);
+    CU_ASSERT_PTR_NULL(tide_graph_node(g, "add"));
+    CU_ASSERT(tide_graph_version(g) > v);
+    /* the old name is free again, the new one taken */
+    CU_ASSERT_PTR_NOT_NULL(gu_scalar_f32(g, "add", 3));
+    CU_ASSERT_EQUAL(tide_graph_rename_node(g, a, "total", err), TIDE_ALREADY_EXISTS);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "taken"));
+    CU_ASSERT_EQUAL(tide_graph_rename_node(g, a, "bad name!", err), TIDE_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(tide_graph_rename_node(g, a, "", err), TIDE_INVALID_ARGUMENT);
+    CU_ASSERT_STRING_EQUAL(tide_node_name(a), "a");
+    CU_ASSERT_EQUAL(tide_graph_rename_node(g, a, "a", err), TIDE_OK); /* to itself: nothing to do */
+    /* the text format sees the new name in inputs too */
+    char *text = tide_graph_to_text(g, err);
+    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "total = Add(a, b"));
+    free(text);
+    /* once run, a node keeps its name (plans and the run log know it) */
+    tide_engine *e = tide_engine_new(NULL, err);
+    tide_session *s = tide_session_new(e, g, NULL, err);
+    tide_output out = {sum, 0};
+    tide_tensor *val = NULL;
+    CU_ASSERT_EQUAL(tide_session_run(s, NULL, NULL, 0, &out, 1, &val, NULL, 0, NULL, err), TIDE_OK);
+    tide_tensor_release(val);
+    CU_ASSERT_EQUAL(tide_graph_rename_node(g, sum, "later", err), TIDE_FAILED_PRECONDITION);
+    CU_ASSERT_STRING_EQUAL(tide_node_name(sum), "total");
+    tide_session_free(s);
+    tide_engine_free(e);
+    tide_graph_free(g);
+    tide_error_free(err);
+}
+
+/* tide_registry_op_info: what bindings generate functions from. */
+static void test_op_info(void)
+{
+    tide_op_info info;
+    CU_ASSERT_FALSE(tide_registry_op_info("NoSuchOp", &info));
+    CU_ASSERT_FALSE(tide_registry_op_info(NULL, &info));
+    CU_ASSERT_TRUE_FATAL(tide_registry_op_info("MatMul", &info));
+    CU_ASSERT_STRING_EQUAL(info.name, "MatMul");
+    CU_ASSERT_EQUAL(info.num_inputs, 2);
+    CU_ASSERT_EQUAL(info.num_outputs, 1);
+    CU_ASSERT_STRING_EQUAL(info.inputs[0].name, "a");
+    CU_ASSERT_STRING_EQUAL(info.inputs[0].type_attr, "T");
+    CU_ASSERT_PTR_NULL(info.inputs[0].number_attr);
+    CU_ASSERT_STRING_EQUAL(info.outputs[0].name, "product");
+    CU_ASSERT_FALSE(info.stateful);
+    CU_ASSERT_PTR_NOT_NULL(strstr(info.signature, "MatMul(a: T, b: T)"));
+    int found = 0;
+    for (int i = 0; i < info.num_attrs; i++) {
+        if (!strcmp(info.attrs[i].name, "T"))
+            found += info.attrs[i].type == TIDE_ATTR_TYPE && info.attrs[i].inferred;
+        if (!strcmp(info.attrs[i].name, "transpose_a"))
+            found += info.attrs[i].type == TIDE_ATTR_BOOL && info.attrs[i].has_default && !info.attrs[i].inferred;
+    }
+    CU_ASSERT_EQUAL(found, 2);
+    CU_ASSERT_TRUE_FATAL(tide_registry_op_info("Concat", &info));
+    CU_ASSERT_STRING_EQUAL(info.inputs[0].number_attr, "N");
+    CU_ASSERT_EQUAL(info.inputs[1].dtype, TIDE_INVALID_DTYPE);
+    CU_ASSERT_TRUE_FATAL(tide_registry_op_info("Rank", &info));
+    CU_ASSERT_EQUAL(info.outputs[0].dtype, TIDE_INT32);
+    CU_ASSERT_TRUE_FATAL(tide_registry_op_info("Assign", &info));
+    CU_ASSERT_TRUE(info.inputs[0].is_ref);
+    CU_ASSERT_TRUE(tide_registry_op_info("Variable", &info) && info.stateful);
+    CU_ASSERT_EQUAL(tide_edit_distance("matmul", "MatMul"), 0);
+    CU_ASSERT_EQUAL(tide_edit_distance("relu", "reul"), 2);
+}
+
 int main(void)
 {
     static const th_test tests[] = {
         TH_TEST(test_builder_errors_leave_graph_unchanged), TH_TEST(test_names_and_scopes),
         TH_TEST(test_shape_inference_at_build), TH_TEST(test_rollback), TH_TEST(test_text_round_trip), TH_TEST(test_text_float_values_round_trip),
-        TH_TEST(test_text_errors), TH_TEST(test_device_specs), TH_END};
+        TH_TEST(test_text_errors), TH_TEST(test_device_specs), TH_TEST(test_rename_node),
+        TH_TEST(test_op_info), TH_END};
     return th_main("graph", tests);
 }
