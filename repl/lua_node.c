@@ -1,0 +1,1212 @@
+/* lua_node.c — graph nodes in Lua: node handles, one Lua function per registered op (generated from
+ * the registry's signatures), arithmetic metamethods, and the functions that run graphs (run, eval,
+ * session) and build the structural parts (placeholder, constant, node, scope, device).
+ *
+ * A node handle is a userdata "tide.node" naming one output of a node (index >= 0), or the node
+ * itself (index -1) for ops without outputs such as NoOp. Handles are unique per output (a weak
+ * table caches them), so they work as table keys: run(train, {[x] = images}). A handle dies when its
+ * node does (the entry that made it failed and was rolled back, or :reset dropped the graph); using a
+ * dead handle is an error, never a dangling pointer.
+ *
+ * Calling an op function: inputs are positional, in the op's order; a list input (Concat's values)
+ * takes a Lua table; a trailing table with string keys holds the attrs plus `name` and `device`.
+ * Inputs that are not nodes (numbers, tables, host tensors) become Const nodes, with the dtype the op
+ * needs there: a fixed dtype, or the dtype of another input bound to the same type attr (so x + 1 is
+ * float32 when x is), else inferred from the value. The training API (gradients, variables,
+ * optimizers) is in lua_train.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "repl.h"
+
+#define NODE_MT "tide.node"
+#define SESSION_MT "tide.session"
+#define HANDLES_KEY "tide.handles"   /* registry: weak table of live handles */
+#define OPNAMES_KEY "tide.opnames"   /* registry: Lua function name -> op name */
+#define MAX_ARGS 12                  /* the size of tide_op_info's arrays */
+
+typedef struct node_handle {
+    tide_node *node;      /* NULL once dead */
+    int index;            /* output, or -1 for the node itself */
+    int id;               /* tide_node_id(node): survives the node for rollback checks */
+    int generation;       /* repl->graph_generation when made */
+    bool auto_named;      /* the binding chose the name: it may follow a Lua variable */
+} node_handle;
+
+typedef struct session_handle {
+    tide_session *session; /* NULL once closed */
+    int slot;              /* index in repl->sessions */
+    int generation;
+} session_handle;
+
+/* ---------------------------------------------------------------- handles */
+
+static node_handle *test_handle(lua_State *L, int idx)
+{
+    return luaL_testudata(L, idx, NODE_MT);
+}
+
+bool repl_is_node(lua_State *L, int idx) { return test_handle(L, idx) != NULL; }
+
+static node_handle *check_live(lua_State *L, int idx)
+{
+    node_handle *h = test_handle(L, idx);
+    if (!h)
+        repl_raise(L, "expected a node, got a %s", luaL_typename(L, idx));
+    if (!h->node || h->generation != repl_of(L)->graph_generation)
+        repl_raise(L, "this node no longer exists (the entry that made it failed and was rolled back, "
+                      "or :reset dropped the graph)");
+    return h;
+}
+
+tide_output repl_check_output(lua_State *L, int idx)
+{
+    node_handle *h = check_live(L, idx);
+    return (tide_output){h->node, h->index};
+}
+
+/* The cache key of an output: the node's address offset by index + 1 (index >= -1 and far smaller
+ * than a node struct, so keys of different outputs or nodes never collide). */
+static void push_key(lua_State *L, tide_output out)
+{
+    lua_pushlightuserdata(L, (char *)out.node + (out.index + 1));
+}
+
+void repl_push_output(lua_State *L, tide_output out, bool auto_named)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, HANDLES_KEY);
+    push_key(L, out);
+    if (lua_rawget(L, -2) == LUA_TUSERDATA) {
+        node_handle *h = lua_touserdata(L, -1);
+        if (h->node == out.node && h->index == out.index && h->generation == repl_of(L)->graph_generation) {
+            lua_remove(L, -2);
+            return;
+        }
+    }
+    lua_pop(L, 1);
+    node_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
+    *h = (node_handle){out.node, out.index, tide_node_id(out.node), repl_of(L)->graph_generation, auto_named};
+    luaL_setmetatable(L, NODE_MT);
+    push_key(L, out);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, -4);
+    lua_remove(L, -2);
+}
+
+void repl_kill_handles(lua_State *L, int first)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, HANDLES_KEY);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        node_handle *h = lua_touserdata(L, -1);
+        if (h && (first < 0 || h->id >= first))
+            h->node = NULL;
+        lua_pop(L, 1);
+    }
+    if (first < 0) { /* a fresh table: the old keys are addresses that may be reused */
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_createtable(L, 0, 1);
+        lua_pushliteral(L, "v");
+        lua_setfield(L, -2, "__mode");
+        lua_setmetatable(L, -2);
+        lua_setfield(L, LUA_REGISTRYINDEX, HANDLES_KEY);
+        return;
+    }
+    lua_pop(L, 1);
+}
+
+static bool name_is_free_identifier(const char *name)
+{
+    if (!name[0] || strlen(name) > 200)
+        return false;
+    for (const char *c = name; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
+            return false;
+    return true;
+}
+
+/* Renames `node` to scope prefix + name, and every node created by this entry under "old/" to
+ * "prefix name/...". Best effort: stops quietly at the first conflict. */
+void repl_name_after_variable(lua_State *L, int idx, const char *name)
+{
+    repl *r = repl_of(L);
+    node_handle *h = test_handle(L, idx);
+    if (!h || !h->node || !h->auto_named || h->generation != r->graph_generation || h->id < r->first_node ||
+        tide_node_num_outputs(h->node) > 1 || !name_is_free_identifier(name))
+        return;
+    const char *old = tide_node_name(h->node);
+    const char *slash = strrchr(old, '/');
+    size_t prefix_len = slash ? (size_t)(slash - old + 1) : 0;
+    size_t old_len = strlen(old);
+    char *old_copy = strdup(old), *wanted = malloc(prefix_len + strlen(name) + 1);
+    if (!old_copy || !wanted)
+        goto out;
+    memcpy(wanted, old, prefix_len);
+    strcpy(wanted + prefix_len, name);
+    if (tide_graph_node(r->graph, wanted) || tide_graph_rename_node(r->graph, h->node, wanted, NULL) != TIDE_OK)
+        goto out;
+    h->auto_named = false;
+    int n = tide_graph_num_nodes(r->graph);
+    for (int i = r->first_node; i < n; i++) { /* the nodes under the old name's scope ("variable/init") */
+        tide_node *c = tide_graph_node_at(r->graph, i);
+        const char *cn = tide_node_name(c);
+        if (strncmp(cn, old_copy, old_len) != 0 || cn[old_len] != '/')
+            continue;
+        char *renamed = malloc(strlen(wanted) + strlen(cn + old_len) + 1);
+        if (!renamed)
+            break;
+        strcpy(renamed, wanted);
+        strcat(renamed, cn + old_len);
+        tide_status st = tide_graph_rename_node(r->graph, c, renamed, NULL);
+        free(renamed);
+        if (st != TIDE_OK)
+            break;
+    }
+out:
+    free(old_copy);
+    free(wanted);
+}
+
+/* ---------------------------------------------------------------- building nodes */
+
+/* Pushes the handles of every output of a new node (or the node itself). */
+static int push_outputs(lua_State *L, tide_node *n, bool auto_named)
+{
+    int k = tide_node_num_outputs(n);
+    if (k == 0) {
+        repl_push_output(L, (tide_output){n, -1}, auto_named);
+        return 1;
+    }
+    luaL_checkstack(L, k, "too many outputs");
+    for (int i = 0; i < k; i++)
+        repl_push_output(L, (tide_output){n, i}, auto_named);
+    return k;
+}
+
+/* A Const node holding t (consumed). NULL node with err set on failure. */
+static tide_node *make_const(repl *r, tide_tensor *t, tide_error *err)
+{
+    tide_node_builder *b = tide_node_builder_new(r->graph, "Const", NULL);
+    tide_attrs_set_tensor(tide_node_builder_attrs(b), "value", t);
+    tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", tide_tensor_dtype(t));
+    tide_tensor_release(t);
+    return tide_node_builder_finish(b, err);
+}
+
+/* The Lua value at idx as one input: a handle's output, or a new Const of dtype dt (INVALID: inferred). */
+static bool to_input(lua_State *L, int idx, tide_dtype dt, tide_output *out, tide_error *err)
+{
+    node_handle *h = test_handle(L, idx);
+    if (h) {
+        if (!h->node || h->generation != repl_of(L)->graph_generation) {
+            tide_error_set(err, TIDE_FAILED_PRECONDITION, "this node no longer exists (rolled back or :reset)");
+            return false;
+        }
+        if (h->index < 0) {
+            tide_error_set(err, TIDE_INVALID_ARGUMENT, "node '%s' (%s) has no outputs to use as an input",
+                           tide_node_name(h->node), tide_node_op(h->node));
+            return false;
+        }
+        *out = (tide_output){h->node, h->index};
+        return true;
+    }
+    tide_tensor *t = repl_tensor_from_lua(L, idx, dt, err);
+    if (!t)
+        return false;
+    tide_node *c = make_const(repl_of(L), t, err);
+    *out = (tide_output){c, 0};
+    return c != NULL;
+}
+
+/* The dtype a Lua value would have as an input, without building anything (INVALID: not yet known). */
+static tide_dtype value_dtype(lua_State *L, int idx)
+{
+    node_handle *h = test_handle(L, idx);
+    if (h)
+        return h->node && h->index >= 0 ? tide_node_output_dtype(h->node, h->index) : TIDE_INVALID_DTYPE;
+    tide_tensor *t = repl_to_tensor(L, idx);
+    return t ? tide_tensor_dtype(t) : TIDE_INVALID_DTYPE;
+}
+
+static bool is_attrs_table(lua_State *L, int idx)
+{
+    if (lua_type(L, idx) != LUA_TTABLE)
+        return false;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        bool str = lua_type(L, -2) == LUA_TSTRING;
+        lua_pop(L, 1);
+        if (str) {
+            lua_pop(L, 1);
+            return true;
+        }
+    }
+    return false;
+}
+
+typedef struct type_binding {
+    const char *attr;
+    tide_dtype dtype;
+} type_binding;
+
+static tide_dtype bound_type(const type_binding *b, int n, const char *attr)
+{
+    for (int i = 0; attr && i < n; i++)
+        if (strcmp(b[i].attr, attr) == 0)
+            return b[i].dtype;
+    return TIDE_INVALID_DTYPE;
+}
+
+static void bind_type(type_binding *b, int *n, const char *attr, tide_dtype dt)
+{
+    if (attr && dt != TIDE_INVALID_DTYPE && bound_type(b, *n, attr) == TIDE_INVALID_DTYPE && *n < 2 * MAX_ARGS)
+        b[(*n)++] = (type_binding){attr, dt};
+}
+
+/* Sets attr `name` of the op from the Lua value at idx, converted to the declared type. */
+static bool set_attr(lua_State *L, const tide_op_attr_info *a, int idx, tide_attrs *attrs, tide_error *err)
+{
+    int t = lua_type(L, idx);
+    switch (a->type) {
+    case TIDE_ATTR_INT:
+        if (!lua_isinteger(L, idx) && !(t == LUA_TNUMBER && lua_tonumber(L, idx) == (double)(int64_t)lua_tonumber(L, idx)))
+            break;
+        tide_attrs_set_int(attrs, a->name, lua_isinteger(L, idx) ? lua_tointeger(L, idx) : (int64_t)lua_tonumber(L, idx));
+        return true;
+    case TIDE_ATTR_FLOAT:
+        if (t != LUA_TNUMBER)
+            break;
+        tide_attrs_set_float(attrs, a->name, lua_tonumber(L, idx));
+        return true;
+    case TIDE_ATTR_BOOL:
+        if (t != LUA_TBOOLEAN)
+            break;
+        tide_attrs_set_bool(attrs, a->name, lua_toboolean(L, idx));
+        return true;
+    case TIDE_ATTR_STRING:
+        if (t != LUA_TSTRING)
+            break;
+        tide_attrs_set_string(attrs, a->name, lua_tostring(L, idx));
+        return true;
+    case TIDE_ATTR_TYPE: {
+        tide_dtype dt = repl_to_dtype(L, idx);
+        if (dt == TIDE_INVALID_DTYPE)
+            break;
+        tide_attrs_set_type(attrs, a->name, dt);
+        return true;
+    }
+    case TIDE_ATTR_SHAPE: {
+        tide_shape s;
+        if (!repl_to_shape(L, idx, &s, err))
+            return false;
+        tide_attrs_set_shape(attrs, a->name, &s);
+        return true;
+    }
+    case TIDE_ATTR_TENSOR: {
+        tide_tensor *v = repl_tensor_from_lua(L, idx, TIDE_INVALID_DTYPE, err);
+        if (!v)
+            return false;
+        tide_attrs_set_tensor(attrs, a->name, v);
+        tide_tensor_release(v);
+        return true;
+    }
+    case TIDE_ATTR_INT_LIST:
+    case TIDE_ATTR_FLOAT_LIST:
+    case TIDE_ATTR_TYPE_LIST: {
+        if (t != LUA_TTABLE)
+            break;
+        int n = (int)lua_rawlen(L, idx);
+        if (n > 64) {
+            tide_error_set(err, TIDE_INVALID_ARGUMENT, "attr '%s': a list of at most 64 values", a->name);
+            return false;
+        }
+        int64_t iv[64];
+        double fv[64];
+        tide_dtype tv[64];
+        for (int i = 0; i < n; i++) {
+            lua_rawgeti(L, idx, i + 1);
+            bool ok = a->type == TIDE_ATTR_INT_LIST    ? lua_isinteger(L, -1)
+                      : a->type == TIDE_ATTR_FLOAT_LIST ? lua_type(L, -1) == LUA_TNUMBER
+                                                        : repl_to_dtype(L, -1) != TIDE_INVALID_DTYPE;
+            if (ok) {
+                iv[i] = lua_tointeger(L, -1);
+                fv[i] = lua_tonumber(L, -1);
+                tv[i] = a->type == TIDE_ATTR_TYPE_LIST ? repl_to_dtype(L, -1) : TIDE_INVALID_DTYPE;
+            }
+            lua_pop(L, 1);
+            if (!ok) {
+                tide_error_set(err, TIDE_INVALID_ARGUMENT, "attr '%s': element %d has the wrong type", a->name, i + 1);
+                return false;
+            }
+        }
+        if (a->type == TIDE_ATTR_INT_LIST)
+            tide_attrs_set_int_list(attrs, a->name, iv, n);
+        else if (a->type == TIDE_ATTR_FLOAT_LIST)
+            tide_attrs_set_float_list(attrs, a->name, fv, n);
+        else
+            tide_attrs_set_type_list(attrs, a->name, tv, n);
+        return true;
+    }
+    default:
+        break;
+    }
+    static const char *const wanted[] = {"?", "an integer", "a number", "a boolean", "a string", "a dtype",
+                                         "a shape", "a tensor", "a list of integers", "a list of numbers",
+                                         "a list of dtypes"};
+    tide_error_set(err, TIDE_INVALID_ARGUMENT, "attr '%s' must be %s, not a %s", a->name,
+                   a->type <= TIDE_ATTR_TYPE_LIST ? wanted[a->type] : "?", lua_typename(L, t));
+    return false;
+}
+
+/* Reads the attrs table at idx into the builder's attrs; name/device go to *name / *device. */
+static bool read_attrs(lua_State *L, const tide_op_info *info, int idx, tide_attrs *attrs, const char **name,
+                       const char **device, tide_error *err)
+{
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        if (lua_type(L, -2) != LUA_TSTRING) {
+            lua_pop(L, 2);
+            tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s: the attrs table mixes positional values with named ones",
+                           info->name);
+            return false;
+        }
+        const char *key = lua_tostring(L, -2);
+        bool ok = true;
+        if (strcmp(key, "name") == 0 || strcmp(key, "device") == 0) {
+            if (lua_type(L, -1) != LUA_TSTRING) {
+                tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s: '%s' must be a string", info->name, key);
+                ok = false;
+            } else
+                *(key[0] == 'n' ? name : device) = lua_tostring(L, -1); /* kept alive by the table */
+        } else {
+            const tide_op_attr_info *a = NULL;
+            for (int i = 0; i < info->num_attrs; i++)
+                if (strcmp(info->attrs[i].name, key) == 0)
+                    a = &info->attrs[i];
+            if (!a) {
+                char known[512] = "";
+                for (int i = 0; i < info->num_attrs; i++)
+                    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", info->attrs[i].name);
+                tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s has no attr '%s' (attrs: %s%sname, device)", info->name,
+                               key, known, known[0] ? ", " : "");
+                ok = false;
+            } else
+                ok = set_attr(L, a, lua_gettop(L), attrs, err);
+        }
+        lua_pop(L, 1);
+        if (!ok) {
+            lua_pop(L, 1);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void describe_inputs(const tide_op_info *info, char *buf, size_t size)
+{
+    buf[0] = 0;
+    for (int i = 0; i < info->num_inputs; i++)
+        snprintf(buf + strlen(buf), size - strlen(buf), "%s%s%s", i ? ", " : "", info->inputs[i].name,
+                 info->inputs[i].number_attr ? "={...}" : "");
+}
+
+/* Collects the inputs of op `info` from the Lua values at first..first+n-1 into ins (flat) with group
+ * sizes in counts. */
+static bool collect_inputs(lua_State *L, const tide_op_info *info, int first, tide_attrs *attrs, tide_output *ins,
+                           int *counts, int *num, tide_error *err)
+{
+    type_binding types[2 * MAX_ARGS];
+    int ntypes = 0;
+    for (int i = 0; i < info->num_attrs; i++) { /* dtypes given as attrs bind first */
+        tide_dtype dt;
+        if (info->attrs[i].type == TIDE_ATTR_TYPE && tide_attrs_get_type(attrs, info->attrs[i].name, &dt))
+            bind_type(types, &ntypes, info->attrs[i].name, dt);
+    }
+    for (int i = 0; i < info->num_inputs; i++) { /* then the dtypes of nodes and host tensors */
+        int idx = first + i;
+        if (info->inputs[i].number_attr && lua_type(L, idx) == LUA_TTABLE && !test_handle(L, idx)) {
+            int n = (int)lua_rawlen(L, idx);
+            for (int k = 1; k <= n; k++) {
+                lua_rawgeti(L, idx, k);
+                bind_type(types, &ntypes, info->inputs[i].type_attr, value_dtype(L, -1));
+                lua_pop(L, 1);
+            }
+        } else
+            bind_type(types, &ntypes, info->inputs[i].type_attr, value_dtype(L, idx));
+    }
+    *num = 0;
+    for (int i = 0; i < info->num_inputs; i++) {
+        int idx = first + i;
+        const tide_op_arg_info *a = &info->inputs[i];
+        tide_dtype want = a->dtype != TIDE_INVALID_DTYPE ? a->dtype : bound_type(types, ntypes, a->type_attr);
+        bool list = a->number_attr && lua_type(L, idx) == LUA_TTABLE && !test_handle(L, idx) && !repl_to_tensor(L, idx) &&
+                    !is_attrs_table(L, idx);
+        int n = list ? (int)lua_rawlen(L, idx) : 1;
+        if (*num + n > 256) {
+            tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s: more than 256 inputs", info->name);
+            return false;
+        }
+        counts[i] = n;
+        for (int k = 0; k < n; k++) {
+            if (list)
+                lua_rawgeti(L, idx, k + 1);
+            bool ok = to_input(L, list ? lua_gettop(L) : idx, want, &ins[*num], err);
+            if (list)
+                lua_pop(L, 1);
+            if (!ok) {
+                char msg[600];
+                snprintf(msg, sizeof msg, "%s", tide_error_message(err));
+                tide_error_set(err, tide_error_code(err), "%s: input '%s'%s: %s", info->name, a->name,
+                               list ? " (a list)" : "", msg);
+                return false;
+            }
+            if (want == TIDE_INVALID_DTYPE) { /* the first inferred value fixes T for the rest */
+                want = tide_node_output_dtype(ins[*num].node, ins[*num].index);
+                bind_type(types, &ntypes, a->type_attr, want);
+            }
+            (*num)++;
+        }
+    }
+    return true;
+}
+
+/* Builds one node of op `op_name` from the Lua arguments first..first+nargs-1 and pushes its handles.
+ * Raises a Lua error on failure (after releasing everything). */
+static int build_op(lua_State *L, const char *op_name, int first, int nargs)
+{
+    tide_op_info info;
+    if (!tide_registry_op_info(op_name, &info))
+        return repl_raise(L, "unknown op '%s'", op_name);
+    repl *r = repl_of(L);
+    int attrs_idx = 0;
+    if (nargs > 0 && is_attrs_table(L, first + nargs - 1))
+        attrs_idx = first + --nargs;
+    else if (nargs == info.num_inputs + 1 && lua_type(L, first + nargs - 1) == LUA_TTABLE)
+        attrs_idx = first + --nargs; /* an empty or positional table in the attrs position */
+    if (nargs != info.num_inputs) {
+        char sig[400];
+        describe_inputs(&info, sig, sizeof sig);
+        return repl_raise(L, "%s takes %d input%s (%s) and an optional table of attrs; got %d argument%s", info.name,
+                          info.num_inputs, info.num_inputs == 1 ? "" : "s", sig, nargs, nargs == 1 ? "" : "s");
+    }
+    tide_error *err = tide_error_new();
+    tide_attrs *attrs = tide_attrs_new();
+    const char *name = NULL, *device = NULL;
+    tide_output ins[256];
+    int counts[MAX_ARGS], num = 0;
+    bool ok = (!attrs_idx || read_attrs(L, &info, attrs_idx, attrs, &name, &device, err)) &&
+              collect_inputs(L, &info, first, attrs, ins, counts, &num, err);
+    tide_node *n = NULL;
+    if (ok) {
+        tide_node_builder *b = tide_node_builder_new(r->graph, info.name, name);
+        int at = 0;
+        for (int i = 0; i < info.num_inputs; i++) {
+            if (info.inputs[i].number_attr)
+                tide_node_builder_add_input_list(b, ins + at, counts[i]);
+            else
+                tide_node_builder_add_input(b, ins[at]);
+            at += counts[i];
+        }
+        tide_attrs_merge(tide_node_builder_attrs(b), attrs);
+        if (device)
+            tide_node_builder_set_device(b, device);
+        n = tide_node_builder_finish(b, err);
+    }
+    tide_attrs_free(attrs);
+    if (!n) {
+        lua_pushstring(L, tide_error_message(err));
+        tide_error_free(err);
+        return repl_raise(L, "%s", lua_tostring(L, -1));
+    }
+    tide_error_free(err);
+    return push_outputs(L, n, name == NULL);
+}
+
+static int op_function(lua_State *L)
+{
+    return build_op(L, lua_tostring(L, lua_upvalueindex(1)), 1, lua_gettop(L));
+}
+
+int repl_arith(lua_State *L, const char *op, int nargs)
+{
+    if (nargs == 2 && (repl_is_node(L, 1) || repl_is_node(L, 2)))
+        return build_op(L, op, 1, 2);
+    if (nargs == 1 && repl_is_node(L, 1))
+        return build_op(L, op, 1, 1);
+    /* Host values: run the op eagerly; the non-tensor operand takes the tensor's dtype. */
+    tide_error *err = tide_error_new();
+    tide_tensor *in[2] = {NULL, NULL}, *out = NULL;
+    tide_dtype dt = value_dtype(L, 1) != TIDE_INVALID_DTYPE ? value_dtype(L, 1) : value_dtype(L, 2);
+    bool ok = true;
+    for (int i = 0; i < nargs && ok; i++)
+        ok = (in[i] = repl_tensor_from_lua(L, i + 1, dt, err)) != NULL;
+    int produced = 0;
+    if (ok)
+        ok = tide_engine_run_op(repl_of(L)->engine, op, in, nargs, NULL, &out, 1, &produced, err) == TIDE_OK;
+    tide_tensor_release(in[0]);
+    tide_tensor_release(in[1]);
+    if (!ok) {
+        lua_pushstring(L, tide_error_message(err));
+        tide_error_free(err);
+        return repl_raise(L, "%s", lua_tostring(L, -1));
+    }
+    tide_error_free(err);
+    repl_push_tensor(L, out);
+    return 1;
+}
+
+/* ---------------------------------------------------------------- node methods */
+
+static int node_tostring(lua_State *L)
+{
+    node_handle *h = test_handle(L, 1);
+    if (!h || !h->node || h->generation != repl_of(L)->graph_generation) {
+        lua_pushliteral(L, "<dead node>");
+        return 1;
+    }
+    const char *dev = tide_node_assigned_device(h->node);
+    if (!dev || !dev[0])
+        dev = tide_node_requested_device(h->node);
+    if (h->index < 0) {
+        lua_pushfstring(L, "node %s (%s, no outputs)%s%s", tide_node_name(h->node), tide_node_op(h->node),
+                        dev[0] ? " on " : "", dev);
+        return 1;
+    }
+    char shape[TIDE_SHAPE_STR_MAX];
+    tide_shape s = tide_node_output_shape(h->node, h->index);
+    tide_shape_format(&s, shape, sizeof shape);
+    const char *name = tide_node_name(h->node);
+    if (tide_node_num_outputs(h->node) > 1)
+        lua_pushfstring(L, "node %s:%d (%s) %s %s%s%s", name, h->index, tide_node_op(h->node),
+                        tide_dtype_name(tide_node_output_dtype(h->node, h->index)), shape, dev[0] ? " on " : "", dev);
+    else
+        lua_pushfstring(L, "node %s (%s) %s %s%s%s", name, tide_node_op(h->node),
+                        tide_dtype_name(tide_node_output_dtype(h->node, h->index)), shape, dev[0] ? " on " : "", dev);
+    return 1;
+}
+
+static int node_name(lua_State *L)
+{
+    node_handle *h = check_live(L, 1);
+    if (h->index > 0)
+        lua_pushfstring(L, "%s:%d", tide_node_name(h->node), h->index);
+    else
+        lua_pushstring(L, tide_node_name(h->node));
+    return 1;
+}
+
+static int node_op(lua_State *L)
+{
+    lua_pushstring(L, tide_node_op(check_live(L, 1)->node));
+    return 1;
+}
+
+static int node_shape(lua_State *L)
+{
+    node_handle *h = check_live(L, 1);
+    if (h->index < 0)
+        return repl_raise(L, "node '%s' has no outputs, so no shape", tide_node_name(h->node));
+    tide_shape s = tide_node_output_shape(h->node, h->index);
+    if (s.rank < 0) {
+        lua_pushnil(L); /* unknown rank */
+        return 1;
+    }
+    lua_createtable(L, s.rank, 0);
+    for (int i = 0; i < s.rank; i++) {
+        lua_pushinteger(L, s.dims[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+}
+
+static int node_dtype(lua_State *L)
+{
+    node_handle *h = check_live(L, 1);
+    if (h->index < 0)
+        return repl_raise(L, "node '%s' has no outputs, so no dtype", tide_node_name(h->node));
+    repl_push_dtype(L, tide_node_output_dtype(h->node, h->index));
+    return 1;
+}
+
+static int node_device(lua_State *L)
+{
+    node_handle *h = check_live(L, 1);
+    const char *dev = tide_node_assigned_device(h->node);
+    lua_pushstring(L, dev && dev[0] ? dev : tide_node_requested_device(h->node));
+    return 1;
+}
+
+static int node_inputs(lua_State *L)
+{
+    node_handle *h = check_live(L, 1);
+    int n = tide_node_num_inputs(h->node);
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        repl_push_output(L, tide_node_input(h->node, i), false);
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+}
+
+static int node_index_fn(lua_State *L); /* forward: run() lives below */
+
+/* ---------------------------------------------------------------- running */
+
+static bool to_fetch(lua_State *L, int idx, tide_output *out, tide_error *err)
+{
+    if (lua_type(L, idx) == LUA_TSTRING)
+        return tide_graph_output(repl_of(L)->graph, lua_tostring(L, idx), out, err) == TIDE_OK;
+    node_handle *h = test_handle(L, idx);
+    if (!h) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot fetch a %s: give nodes (or \"name:index\" strings)",
+                       luaL_typename(L, idx));
+        return false;
+    }
+    if (!h->node || h->generation != repl_of(L)->graph_generation) {
+        tide_error_set(err, TIDE_FAILED_PRECONDITION, "cannot fetch a node that no longer exists");
+        return false;
+    }
+    *out = (tide_output){h->node, h->index};
+    return true;
+}
+
+typedef struct run_call {
+    tide_output fetch[64];
+    tide_node *target[64];
+    int nfetch, ntarget;
+    int slot_of[64];       /* fetch position i -> fetch[] index, or -(target index) - 1 */
+    int nslots;
+    tide_feed feeds[64];
+    int nfeeds;
+    tide_tensor *values[64];
+} run_call;
+
+static bool add_fetch(lua_State *L, int idx, run_call *c, tide_error *err)
+{
+    if (c->nslots >= 64)
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "at most 64 fetches per run"), false;
+    tide_output o;
+    if (!to_fetch(L, idx, &o, err))
+        return false;
+    if (o.index < 0) {
+        c->target[c->ntarget] = o.node;
+        c->slot_of[c->nslots++] = -(c->ntarget++) - 1;
+    } else {
+        c->fetch[c->nfetch] = o;
+        c->slot_of[c->nslots++] = c->nfetch++;
+    }
+    return true;
+}
+
+static bool read_feeds(lua_State *L, int idx, run_call *c, tide_error *err)
+{
+    if (lua_isnoneornil(L, idx))
+        return true;
+    if (lua_type(L, idx) != LUA_TTABLE)
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "feeds must be a table {[node] = value}, not a %s",
+                              luaL_typename(L, idx)), false;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        tide_output o;
+        bool ok = c->nfeeds < 64 && to_fetch(L, -2, &o, err);
+        if (c->nfeeds >= 64)
+            tide_error_set(err, TIDE_INVALID_ARGUMENT, "at most 64 feeds per run");
+        if (ok && o.index < 0) {
+            tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot feed node '%s': it has no outputs", tide_node_name(o.node));
+            ok = false;
+        }
+        tide_tensor *t = NULL;
+        if (ok) {
+            t = repl_tensor_from_lua(L, -1, tide_node_output_dtype(o.node, o.index), err);
+            if (!t) {
+                char msg[600];
+                snprintf(msg, sizeof msg, "%s", tide_error_message(err));
+                tide_error_set(err, TIDE_INVALID_ARGUMENT, "feed for '%s': %s", tide_node_name(o.node), msg);
+                ok = false;
+            }
+        }
+        lua_pop(L, 1);
+        if (!ok) {
+            lua_pop(L, 1);
+            return false;
+        }
+        c->feeds[c->nfeeds++] = (tide_feed){o, t};
+    }
+    return true;
+}
+
+static void release_call(run_call *c)
+{
+    for (int i = 0; i < c->nfeeds; i++)
+        tide_tensor_release(c->feeds[i].value);
+    for (int i = 0; i < c->nfetch; i++)
+        tide_tensor_release(c->values[i]);
+    c->nfeeds = c->nfetch = 0;
+}
+
+static int push_stats(lua_State *L, tide_step_stats *stats)
+{
+    int n = tide_step_stats_count(stats);
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        const tide_node_timing *t = tide_step_stats_at(stats, i);
+        lua_createtable(L, 0, 6);
+        lua_pushstring(L, tide_node_name(t->node));
+        lua_setfield(L, -2, "node");
+        lua_pushstring(L, tide_node_op(t->node));
+        lua_setfield(L, -2, "op");
+        lua_pushstring(L, t->device ? t->device : "");
+        lua_setfield(L, -2, "device");
+        lua_pushinteger(L, t->thread);
+        lua_setfield(L, -2, "thread");
+        lua_pushnumber(L, (double)(t->end_ns - t->start_ns) / 1e3);
+        lua_setfield(L, -2, "us");
+        lua_pushinteger(L, (lua_Integer)t->output_bytes);
+        lua_setfield(L, -2, "bytes");
+        lua_rawseti(L, -2, i + 1);
+    }
+    tide_step_stats_free(stats);
+    return 1;
+}
+
+/* run(fetches [, feeds [, opts]]) on session s. */
+static int run_on(lua_State *L, tide_session *s, int base)
+{
+    repl *r = repl_of(L);
+    int fidx = base, feed_idx = base + 1, opt_idx = base + 2;
+    if (lua_isnoneornil(L, fidx))
+        return repl_raise(L, "run needs something to run: a node, a list of nodes or a table of named nodes");
+    tide_run_options ro = {0};
+    if (lua_type(L, opt_idx) == LUA_TTABLE) {
+        lua_getfield(L, opt_idx, "trace");
+        ro.trace = lua_toboolean(L, -1);
+        lua_getfield(L, opt_idx, "timeout");
+        ro.timeout_ms = (int64_t)(lua_tonumber(L, -1) * 1000);
+        lua_pop(L, 2);
+    } else if (!lua_isnoneornil(L, opt_idx))
+        return repl_raise(L, "run's third argument is an options table {trace=, timeout=}");
+    run_call *c = calloc(1, sizeof *c);
+    tide_error *err = tide_error_new();
+    if (!c || !err) {
+        free(c);
+        tide_error_free(err);
+        return repl_raise(L, "out of memory");
+    }
+    enum { ONE, LIST, MAP } form = ONE;
+    bool ok = true;
+    if (lua_type(L, fidx) == LUA_TTABLE) {
+        form = is_attrs_table(L, fidx) ? MAP : LIST;
+        lua_pushnil(L);
+        while (ok && lua_next(L, fidx)) {
+            ok = add_fetch(L, lua_gettop(L), c, err);
+            lua_pop(L, 1);
+        }
+        if (!ok)
+            lua_pop(L, 1);
+    } else
+        ok = add_fetch(L, fidx, c, err);
+    ok = ok && read_feeds(L, feed_idx, c, err);
+    tide_step_stats *stats = NULL;
+    if (ok) {
+        r->running++;
+        tide_status st = tide_session_run(s, &ro, c->feeds, c->nfeeds, c->fetch, c->nfetch, c->values, c->target,
+                                          c->ntarget, ro.trace ? &stats : NULL, err);
+        r->running--;
+        ok = st == TIDE_OK;
+        if (st == TIDE_CANCELLED)
+            tide_error_set(err, TIDE_CANCELLED, "run cancelled (Ctrl-C); the graph and the variables are kept");
+    }
+    if (!ok) {
+        release_call(c);
+        free(c);
+        lua_pushstring(L, tide_error_message(err));
+        tide_error_free(err);
+        return repl_raise(L, "%s", lua_tostring(L, -1));
+    }
+    tide_error_free(err);
+    /* Results, in the form asked for; targets give nil (true in tables, so that lists keep no holes). */
+    int slot = 0;
+    if (form == ONE) {
+        if (c->slot_of[0] < 0) { /* a target: nothing to return */
+            release_call(c);
+            free(c);
+            return stats ? push_stats(L, stats) : 0;
+        }
+        repl_push_tensor(L, c->values[c->slot_of[0]]);
+        c->values[c->slot_of[0]] = NULL;
+    } else {
+        lua_newtable(L);
+        int out = lua_gettop(L);
+        lua_pushnil(L);
+        while (lua_next(L, fidx)) {
+            lua_pop(L, 1);
+            lua_pushvalue(L, -1);
+            int k = c->slot_of[slot++];
+            if (k >= 0) {
+                repl_push_tensor(L, c->values[k]);
+                c->values[k] = NULL;
+            } else
+                lua_pushboolean(L, 1);
+            lua_settable(L, out);
+        }
+    }
+    release_call(c);
+    free(c);
+    if (stats)
+        return 1 + push_stats(L, stats);
+    return 1;
+}
+
+static int l_run(lua_State *L)
+{
+    return run_on(L, repl_of(L)->session, 1);
+}
+
+static int node_eval(lua_State *L)
+{
+    check_live(L, 1);
+    return run_on(L, repl_of(L)->session, 1);
+}
+
+static int node_index_fn(lua_State *L)
+{
+    luaL_getmetafield(L, 1, "methods");
+    lua_pushvalue(L, 2);
+    lua_rawget(L, -2);
+    return 1;
+}
+
+/* ---------------------------------------------------------------- sessions */
+
+static session_handle *check_session(lua_State *L, int idx)
+{
+    session_handle *h = luaL_checkudata(L, idx, SESSION_MT);
+    if (!h->session || h->generation != repl_of(L)->graph_generation)
+        repl_raise(L, "this session is closed");
+    return h;
+}
+
+static int l_session(lua_State *L)
+{
+    repl *r = repl_of(L);
+    int slot = 1;
+    while (slot < REPL_MAX_SESSIONS && r->sessions[slot])
+        slot++;
+    if (slot == REPL_MAX_SESSIONS)
+        return repl_raise(L, "too many sessions open (%d); close some with s:close()", REPL_MAX_SESSIONS - 1);
+    session_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
+    *h = (session_handle){NULL, slot, r->graph_generation};
+    luaL_setmetatable(L, SESSION_MT);
+    h->session = tide_session_new(r->engine, r->graph, NULL, r->err);
+    if (!h->session)
+        return repl_raise(L, "%s", tide_error_message(r->err));
+    r->sessions[slot] = h->session;
+    if (r->store)
+        tide_store_log_session(r->store, h->session, r->engine, "repl session()", NULL);
+    return 1;
+}
+
+static int session_close(lua_State *L)
+{
+    session_handle *h = luaL_checkudata(L, 1, SESSION_MT);
+    repl *r = repl_of(L);
+    if (h->session && h->generation == r->graph_generation) {
+        r->sessions[h->slot] = NULL;
+        tide_session_free(h->session);
+    }
+    h->session = NULL;
+    return 0;
+}
+
+static int session_run(lua_State *L)
+{
+    return run_on(L, check_session(L, 1)->session, 2);
+}
+
+static int session_tostring(lua_State *L)
+{
+    session_handle *h = luaL_checkudata(L, 1, SESSION_MT);
+    if (!h->session || h->generation != repl_of(L)->graph_generation)
+        lua_pushliteral(L, "session (closed)");
+    else
+        lua_pushfstring(L, "session (%d runs)", (int)tide_session_step(h->session));
+    return 1;
+}
+
+/* ---------------------------------------------------------------- structure */
+
+static int l_node(lua_State *L)
+{
+    tide_output o;
+    const char *name = luaL_checkstring(L, 1);
+    repl *r = repl_of(L);
+    tide_node *n = tide_graph_node(r->graph, name);
+    if (n && tide_node_num_outputs(n) == 0) {
+        repl_push_output(L, (tide_output){n, -1}, false);
+        return 1;
+    }
+    if (tide_graph_output(r->graph, name, &o, r->err) != TIDE_OK)
+        return repl_raise(L, "%s", tide_error_message(r->err));
+    repl_push_output(L, o, false);
+    return 1;
+}
+
+/* scope(name, fn) / device(spec, fn): fn runs with the scope or default device pushed. */
+static int with_pushed(lua_State *L, bool is_device)
+{
+    repl *r = repl_of(L);
+    const char *what = luaL_checkstring(L, 1);
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    if (is_device) {
+        tide_device_spec spec;
+        if (tide_device_spec_parse(what, &spec, r->err) != TIDE_OK)
+            return repl_raise(L, "%s", tide_error_message(r->err));
+        tide_graph_push_device(r->graph, what);
+    } else {
+        if (!what[0] || strchr(what, '/'))
+            return repl_raise(L, "bad scope name '%s': one non-empty name without '/'", what);
+        tide_graph_push_scope(r->graph, what);
+    }
+    lua_pushvalue(L, 2);
+    int st = lua_pcall(L, 0, LUA_MULTRET, 0);
+    if (is_device)
+        tide_graph_pop_device(r->graph);
+    else
+        tide_graph_pop_scope(r->graph);
+    if (st != LUA_OK)
+        return lua_error(L);
+    return lua_gettop(L) - 2;
+}
+
+static int l_scope(lua_State *L) { return with_pushed(L, false); }
+static int l_device(lua_State *L) { return with_pushed(L, true); }
+
+static int l_placeholder(lua_State *L)
+{
+    /* placeholder(dtype [, shape] [, {name=}]) */
+    tide_dtype dt = repl_to_dtype(L, 1);
+    if (dt == TIDE_INVALID_DTYPE)
+        return repl_raise(L, "placeholder(dtype [, shape] [, {name=...}]): the first argument must be a dtype "
+                             "such as float32, not a %s", luaL_typename(L, 1));
+    repl *r = repl_of(L);
+    tide_shape shape = tide_shape_unknown();
+    int opt = 2;
+    if (!lua_isnoneornil(L, 2) && !is_attrs_table(L, 2)) {
+        if (!repl_to_shape(L, 2, &shape, r->err))
+            return repl_raise(L, "placeholder: %s", tide_error_message(r->err));
+        opt = 3;
+    } else if (lua_isnil(L, 2))
+        opt = 3;
+    const char *name = NULL;
+    if (lua_type(L, opt) == LUA_TTABLE) {
+        lua_getfield(L, opt, "name");
+        name = lua_tostring(L, -1);
+    }
+    tide_node_builder *b = tide_node_builder_new(r->graph, "Placeholder", name);
+    tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", dt);
+    tide_attrs_set_shape(tide_node_builder_attrs(b), "shape", &shape);
+    tide_node *n = tide_node_builder_finish(b, r->err);
+    if (!n)
+        return repl_raise(L, "%s", tide_error_message(r->err));
+    return push_outputs(L, n, name == NULL);
+}
+
+static int l_constant(lua_State *L)
+{
+    /* constant(value [, dtype] [, {name=}]) */
+    repl *r = repl_of(L);
+    tide_dtype dt = lua_isnoneornil(L, 2) || is_attrs_table(L, 2) ? TIDE_INVALID_DTYPE : repl_to_dtype(L, 2);
+    if (!lua_isnoneornil(L, 2) && !is_attrs_table(L, 2) && dt == TIDE_INVALID_DTYPE)
+        return repl_raise(L, "constant(value [, dtype] [, {name=...}]): bad dtype");
+    int opt = is_attrs_table(L, 2) ? 2 : 3;
+    const char *name = NULL;
+    if (lua_type(L, opt) == LUA_TTABLE) {
+        lua_getfield(L, opt, "name");
+        name = lua_tostring(L, -1);
+    }
+    tide_tensor *t = repl_tensor_from_lua(L, 1, dt, r->err);
+    if (!t)
+        return repl_raise(L, "constant: %s", tide_error_message(r->err));
+    tide_node_builder *b = tide_node_builder_new(r->graph, "Const", name);
+    tide_attrs_set_tensor(tide_node_builder_attrs(b), "value", t);
+    tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", tide_tensor_dtype(t));
+    tide_tensor_release(t);
+    tide_node *n = tide_node_builder_finish(b, r->err);
+    if (!n)
+        return repl_raise(L, "%s", tide_error_message(r->err));
+    return push_outputs(L, n, name == NULL);
+}
+
+/* ---------------------------------------------------------------- registration */
+
+const char *repl_op_of_function(lua_State *L, const char *name)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, OPNAMES_KEY);
+    lua_getfield(L, -1, name);
+    const char *op = lua_tostring(L, -1); /* the string is also interned in the registry table */
+    lua_pop(L, 2);
+    return op;
+}
+
+/* "SparseSoftmaxCrossEntropyWithLogits" -> "sparse_softmax_cross_entropy_with_logits"; "Conv2D" ->
+ * "conv2d"; "MatMul" -> "mat_mul". */
+static void snake_case(const char *op, char *out, size_t size)
+{
+    size_t k = 0;
+    for (size_t i = 0; op[i] && k + 2 < size; i++) {
+        char c = op[i];
+        bool upper = c >= 'A' && c <= 'Z';
+        if (upper && i > 0) {
+            char p = op[i - 1], n = op[i + 1];
+            bool prev_lower = p >= 'a' && p <= 'z';
+            bool prev_upper = p >= 'A' && p <= 'Z';
+            bool next_lower = n >= 'a' && n <= 'z';
+            if (prev_lower || (prev_upper && next_lower) || (p >= '0' && p <= '9' && next_lower))
+                out[k++] = '_';
+        }
+        out[k++] = upper ? (char)(c - 'A' + 'a') : c;
+    }
+    out[k] = 0;
+}
+
+static void register_ops(lua_State *L, int module)
+{
+    const char *const *names;
+    int n = tide_registry_op_names(&names);
+    lua_newtable(L); /* tide.ops: CamelCase name -> function */
+    int ops = lua_gettop(L);
+    lua_getfield(L, LUA_REGISTRYINDEX, OPNAMES_KEY);
+    int opnames = lua_gettop(L);
+    for (int i = 0; i < n; i++) {
+        lua_pushstring(L, names[i]);
+        lua_pushcclosure(L, op_function, 1);
+        char lower[128], snake[160];
+        snprintf(lower, sizeof lower, "%s", names[i]);
+        for (char *c = lower; *c; c++)
+            if (*c >= 'A' && *c <= 'Z')
+                *c = (char)(*c - 'A' + 'a');
+        snake_case(names[i], snake, sizeof snake);
+        const char *aliases[2] = {lower, snake};
+        for (int a = 0; a < 2; a++) {
+            lua_pushvalue(L, -1);
+            lua_setfield(L, module, aliases[a]);
+            lua_pushstring(L, names[i]);
+            lua_setfield(L, opnames, aliases[a]);
+        }
+        lua_setfield(L, ops, names[i]);
+    }
+    lua_pop(L, 1);
+    lua_setfield(L, module, "ops");
+}
+
+static const luaL_Reg node_methods[] = {
+    {"name", node_name},   {"op", node_op},     {"shape", node_shape}, {"dtype", node_dtype},
+    {"device", node_device}, {"inputs", node_inputs}, {"eval", node_eval}, {NULL, NULL},
+};
+
+#define ARITH(fn, op, n) \
+    static int fn(lua_State *L) { return repl_arith(L, op, n); }
+ARITH(node_add, "Add", 2)
+ARITH(node_sub, "Sub", 2)
+ARITH(node_mul, "Mul", 2)
+ARITH(node_div, "Div", 2)
+ARITH(node_pow, "Pow", 2)
+ARITH(node_mod, "Mod", 2)
+ARITH(node_unm, "Neg", 1)
+
+static const luaL_Reg node_meta[] = {
+    {"__tostring", node_tostring}, {"__index", node_index_fn}, {"__add", node_add}, {"__sub", node_sub},
+    {"__mul", node_mul},           {"__div", node_div},        {"__pow", node_pow}, {"__mod", node_mod},
+    {"__unm", node_unm},           {NULL, NULL},
+};
+
+static const luaL_Reg session_methods[] = {{"run", session_run}, {"close", session_close}, {NULL, NULL}};
+
+static const luaL_Reg functions[] = {
+    {"run", l_run},       {"eval", l_run},       {"session", l_session},   {"node", l_node},
+    {"scope", l_scope},   {"device", l_device},  {"placeholder", l_placeholder}, {"constant", l_constant},
+    {NULL, NULL},
+};
+
+void repl_open_nodes(lua_State *L)
+{
+    int module = lua_gettop(L);
+    lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "v");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, HANDLES_KEY);
+    lua_newtable(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, OPNAMES_KEY);
+
+    luaL_newmetatable(L, NODE_MT);
+    luaL_setfuncs(L, node_meta, 0);
+    luaL_newlib(L, node_methods);
+    lua_setfield(L, -2, "methods");
+    lua_pushliteral(L, "node");
+    lua_setfield(L, -2, "__name");
+    lua_pop(L, 1);
+
+    luaL_newmetatable(L, SESSION_MT);
+    luaL_newlib(L, session_methods);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, session_close);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, session_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pop(L, 1);
+
+    register_ops(L, module);
+    lua_pushvalue(L, module);
+    luaL_setfuncs(L, functions, 0);
+    lua_pop(L, 1);
+}
+
+/* Closes the sessions made by session() (before :reset drops the graph they run). */
+void repl_close_sessions(repl *r)
+{
+    for (int i = 1; i < REPL_MAX_SESSIONS; i++)
+        if (r->sessions[i]) {
+            tide_session_free(r->sessions[i]);
+            r->sessions[i] = NULL;
+        }
+}
+
+/* ---------------------------------------------------------------- printing values */
+
+static bool is_variable(const tide_node *n)
+{
+    return strcmp(tide_node_op(n), "Variable") == 0;
+}
+
+void repl_print_value(lua_State *L, int idx, FILE *out)
+{
+    repl *r = repl_of(L);
+    node_handle *h = test_handle(L, idx);
+    if (h && h->node && h->generation == r->graph_generation && h->index == 0 && is_variable(h->node)) {
+        tide_tensor *v = NULL;
+        tide_output o = {h->node, 0};
+        tide_error *err = tide_error_new();
+        if (tide_session_run(r->session, NULL, NULL, 0, &o, 1, &v, NULL, 0, NULL, err) == TIDE_OK) {
+            char *text = tide_tensor_format(v, 1000, 3);
+            luaL_tolstring(L, idx, NULL);
+            fprintf(out, "%s =\n%s\n", lua_tostring(L, -1), text ? text : "?");
+            lua_pop(L, 1);
+            free(text);
+            tide_tensor_release(v);
+            tide_error_free(err);
+            return;
+        }
+        tide_error_free(err);
+        luaL_tolstring(L, idx, NULL);
+        fprintf(out, "%s (not initialised: run(init()))\n", lua_tostring(L, -1));
+        lua_pop(L, 1);
+        return;
+    }
+    luaL_tolstring(L, idx, NULL);
+    fprintf(out, "%s\n", lua_tostring(L, -1));
+    lua_pop(L, 1);
+}

@@ -1,0 +1,317 @@
+/* prompt.c — the interactive prompt: libedit's line editor, ~/.tide_history, multi-line entries,
+ * Ctrl-C and Ctrl-D, and the Tab key (the candidates come from complete.c).
+ *
+ * One entry may take several lines: each line is appended to the pending entry, which repl_eval
+ * either runs or reports incomplete (Lua's own interpreter does the same); the prompt then reads a
+ * continuation line ("...> "). A finished entry, even one that failed, becomes one history entry and
+ * the history file is rewritten at once, so a killed process loses nothing.
+ *
+ * The loop, as a state machine:
+ *
+ *        +--------- blank line ---------+
+ *        v                              |
+ *   [ tide> ] -- line --> eval --> DONE/FAILED: history, new entry ---> [ tide> ]
+ *        ^                  |  \--> QUIT: leave
+ *        |                  +-----> INCOMPLETE ---> [ ...> ] -- line --> eval (whole entry)
+ *        +---- Ctrl-C: entry and line discarded, "^C" (from either prompt)
+ *   Ctrl-D on an empty line: leave with r->exit_status.
+ *
+ * Ctrl-C: repl.c's SIGINT handler (installed without SA_RESTART) sets r->interrupted. libedit runs
+ * with EL_SIGNAL off, so it installs no handler of its own: the read(2) under el_gets fails with
+ * EINTR and el_gets returns NULL with a count of -1 (Ctrl-D gives NULL with a count of 0).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <histedit.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "repl.h"
+
+#define HISTORY_SIZE 1000
+
+typedef struct prompt {
+    repl *r;
+    EditLine *el;
+    History *hist;
+    char *history_path;   /* $HOME/.tide_history; NULL: no file */
+    bool continuation;    /* the pending entry is incomplete: "...> " */
+    char *entry;          /* the pending entry: its lines joined by '\n' */
+    size_t len, cap;
+} prompt;
+
+static prompt *prompt_of(EditLine *el)
+{
+    prompt *p = NULL;
+    el_get(el, EL_CLIENTDATA, &p);
+    return p;
+}
+
+static char *prompt_text(EditLine *el)
+{
+    return (char *)(prompt_of(el)->continuation ? "...> " : "tide> ");
+}
+
+/* ------------------------------------------------------------------ Tab */
+
+static bool is_blank(const char *s)
+{
+    for (; *s; s++)
+        if (!isspace((unsigned char)*s))
+            return false;
+    return true;
+}
+
+static int terminal_columns(void)
+{
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    return 80;
+}
+
+/* The candidates below the line, in columns filled top to bottom (as ls does). */
+static void print_columns(FILE *out, char *const *words, int n)
+{
+    size_t width = 0;
+    for (int i = 0; i < n; i++)
+        if (strlen(words[i]) > width)
+            width = strlen(words[i]);
+    width += 2;
+    int cols = (int)((size_t)terminal_columns() / width);
+    if (cols < 1)
+        cols = 1;
+    int rows = (n + cols - 1) / cols;
+    fputc('\n', out);
+    for (int row = 0; row < rows; row++) {
+        for (int col = 0; col < cols; col++) {
+            int i = col * rows + row;
+            if (i >= n)
+                break;
+            bool last = col == cols - 1 || i + rows >= n;
+            fprintf(out, "%-*s", last ? 0 : (int)width, words[i]);
+        }
+        fputc('\n', out);
+    }
+    fflush(out);
+}
+
+/* The number of characters of the text before the cursor that the candidates replace. Candidates
+ * are whole words starting with the word before the cursor (complete.c), and the character before
+ * that word cannot continue a candidate, so the word is the longest tail of the text that begins
+ * the candidates' common prefix. */
+static size_t replaced_length(const char *text, size_t end, const char *common, size_t common_len)
+{
+    for (size_t k = end < common_len ? end : common_len; k > 0; k--)
+        if (memcmp(text + end - k, common, k) == 0)
+            return k;
+    return 0;
+}
+
+static unsigned char complete_key(EditLine *el, int ch)
+{
+    (void)ch;
+    prompt *p = prompt_of(el);
+    const LineInfo *li = el_line(el);
+    size_t end = (size_t)(li->cursor - li->buffer);
+    char *text = strndup(li->buffer, end);
+    if (!text)
+        return CC_ERROR;
+    if (is_blank(text)) { /* at the start of a line, Tab indents (as in Python's REPL) */
+        free(text);
+        return el_insertstr(el, "  ") == 0 ? CC_REFRESH : CC_ERROR;
+    }
+    int n = 0;
+    char **words = repl_complete(p->r, text, (int)end, &n);
+    unsigned char result = CC_ERROR;
+    if (n > 0) {
+        size_t common = strlen(words[0]);
+        for (int i = 1; i < n; i++) {
+            size_t j = 0;
+            while (j < common && words[i][j] == words[0][j])
+                j++;
+            common = j;
+        }
+        size_t typed = replaced_length(text, end, words[0], common);
+        if (common > typed) {
+            char *rest = strndup(words[0] + typed, common - typed);
+            result = rest && el_insertstr(el, rest) == 0 ? CC_REFRESH : CC_ERROR;
+            free(rest);
+        } else if (n > 1) {
+            FILE *out = stdout;
+            el_get(el, EL_GETFP, 1, &out);
+            print_columns(out, words, n);
+            result = CC_REDISPLAY;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        free(words[i]);
+    free(words);
+    free(text);
+    return result;
+}
+
+/* ------------------------------------------------------------------ history */
+
+static void history_remember(prompt *p, const char *entry)
+{
+    HistEvent ev;
+    history(p->hist, &ev, H_ENTER, entry);
+    if (p->history_path && history(p->hist, &ev, H_SAVE, p->history_path) < 0) {
+        fprintf(stderr, "tide: cannot write the history file %s\n", p->history_path);
+        free(p->history_path); /* say it once */
+        p->history_path = NULL;
+    }
+    repl_history_add(p->r, entry);
+}
+
+static char *history_file_path(void)
+{
+    const char *home = getenv("HOME");
+    if (!home || !*home)
+        return NULL;
+    const char *name = "/.tide_history";
+    char *path = malloc(strlen(home) + strlen(name) + 1);
+    if (path) {
+        strcpy(path, home);
+        strcat(path, name);
+    }
+    return path;
+}
+
+/* ------------------------------------------------------------------ setup */
+
+/* libedit reads multibyte characters in the LC_CTYPE locale: in the "C" locale it drops every
+ * non-ASCII byte ("é" would vanish from the line). So the prompt takes the user's locale, and a
+ * UTF-8 one when that is plain "C" (Python's REPL does the same). Only LC_CTYPE: numbers keep '.'. */
+static void use_terminal_locale(void)
+{
+    if (!setlocale(LC_CTYPE, ""))
+        setlocale(LC_CTYPE, "C");
+    const char *codeset = nl_langinfo(CODESET);
+    if (strcmp(codeset, "ANSI_X3.4-1968") == 0 || strcmp(codeset, "ASCII") == 0)
+        setlocale(LC_CTYPE, "C.UTF-8");
+}
+
+static bool prompt_open(prompt *p, repl *r)
+{
+    *p = (prompt){.r = r};
+    use_terminal_locale();
+    p->hist = history_init();
+    p->el = el_init("tide", stdin, stdout, stderr);
+    if (!p->hist || !p->el)
+        return false;
+    HistEvent ev;
+    history(p->hist, &ev, H_SETSIZE, HISTORY_SIZE);
+    history(p->hist, &ev, H_SETUNIQUE, 1);
+    p->history_path = history_file_path();
+    if (p->history_path)
+        history(p->hist, &ev, H_LOAD, p->history_path); /* absent the first time: fine */
+
+    el_set(p->el, EL_CLIENTDATA, p);
+    el_set(p->el, EL_EDITOR, "emacs");
+    el_set(p->el, EL_SIGNAL, 0);
+    el_set(p->el, EL_PROMPT, prompt_text);
+    el_set(p->el, EL_HIST, history, p->hist);
+    /* el_wset: the narrow el_set copies the name and help of a function and never frees them. */
+    el_wset(p->el, EL_ADDFN, L"tide-complete", L"complete the word before the cursor", complete_key);
+    el_set(p->el, EL_BIND, "^I", "tide-complete", NULL);
+    el_source(p->el, NULL); /* the user's ~/.editrc, if any */
+    return true;
+}
+
+static void prompt_close(prompt *p)
+{
+    if (p->el)
+        el_end(p->el);
+    if (p->hist)
+        history_end(p->hist);
+    free(p->history_path);
+    free(p->entry);
+}
+
+/* ------------------------------------------------------------------ the loop */
+
+/* Appends a line (without its '\n') to the pending entry. */
+static bool entry_append(prompt *p, const char *line, size_t n)
+{
+    size_t need = p->len + (p->len ? 1 : 0) + n + 1;
+    if (need > p->cap) {
+        size_t cap = p->cap ? p->cap : 256;
+        while (cap < need)
+            cap *= 2;
+        char *e = realloc(p->entry, cap);
+        if (!e)
+            return false;
+        p->entry = e;
+        p->cap = cap;
+    }
+    if (p->len)
+        p->entry[p->len++] = '\n';
+    memcpy(p->entry + p->len, line, n);
+    p->len += n;
+    p->entry[p->len] = '\0';
+    return true;
+}
+
+/* Ctrl-C at either prompt: the pending entry and the line are dropped. */
+static void discard(prompt *p, bool echo)
+{
+    el_reset(p->el);
+    p->len = 0;
+    p->continuation = false;
+    p->r->interrupted = 0;
+    if (echo) {
+        fputs("^C\n", stdout);
+        fflush(stdout);
+    }
+}
+
+int repl_run_prompt(repl *r)
+{
+    prompt p;
+    if (!prompt_open(&p, r)) {
+        prompt_close(&p);
+        return repl_run_stream(r, stdin, "stdin");
+    }
+    while (!r->quit) {
+        if (r->interrupted) /* Ctrl-C between two reads */
+            discard(&p, false);
+        p.continuation = p.len > 0;
+        int count = 0;
+        errno = 0;
+        const char *line = el_gets(p.el, &count);
+        if (!line && count < 0 && errno == EINTR) {
+            discard(&p, true);
+            continue;
+        }
+        if (!line) { /* Ctrl-D, or the terminal went away */
+            fputc('\n', stdout);
+            break;
+        }
+        size_t n = strlen(line);
+        if (n > 0 && line[n - 1] == '\n')
+            n--;
+        if (p.len == 0 && is_blank(line))
+            continue;
+        if (!entry_append(&p, line, n)) {
+            fputs("tide: out of memory\n", stderr);
+            discard(&p, false);
+            continue;
+        }
+        repl_result res = repl_eval(r, p.entry, "stdin");
+        if (res == REPL_INCOMPLETE)
+            continue;
+        history_remember(&p, p.entry);
+        p.len = 0;
+        if (res == REPL_QUIT)
+            break;
+    }
+    fflush(stdout);
+    prompt_close(&p);
+    return r->exit_status;
+}

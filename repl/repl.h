@@ -1,0 +1,187 @@
+/* repl.h — the private interface between the files of the `tide` program (repl/).
+ *
+ * The program is cut into one concept per file:
+ *   main.c        options, modes (prompt, script, -e, stdin), exit status
+ *   repl.c        the REPL state, evaluating an entry (expression printing, incomplete input,
+ *                 atomic extension, naming nodes after Lua globals), scripts, history
+ *   lua_node.c    node handles, op functions generated from the registry, run/session/eval,
+ *                 scopes and devices, printing values
+ *   lua_train.c   gradients, variables, init, optimizers
+ *   lua_tensor.c  host tensors: built from Lua tables, printed NumPy-style, sliced without copying,
+ *                 eager arithmetic; dtype values
+ *   lua_data.c    NPY/IDX/CSV files, Fashion-MNIST, batches
+ *   prompt.c      the interactive prompt: libedit, ~/.tide_history, multi-line input, Ctrl-C
+ *   complete.c    tab completion (ops, nodes, Lua globals, commands)
+ *   commands.c    the ':' commands
+ *
+ * All REPL state is in one struct (SQLite's shell does the same); Lua code reaches it through
+ * repl_of(L). Errors a user causes are Lua errors (raised with repl_raise, which prefixes the
+ * location of the user's line) and never abort the process.
+ */
+#ifndef TIDE_REPL_H
+#define TIDE_REPL_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "store.h"
+#include "tide.h"
+
+#define REPL_MAX_SESSIONS 64
+
+typedef struct repl_options {
+    int num_threads;          /* 0: one per core */
+    int num_cpu_devices;      /* 0: 1 (or $TIDE_CPU_DEVICES) */
+    const char *log_path;     /* the run log; NULL: none */
+    bool interactive;         /* a terminal: prompts, completion, history file */
+    bool quiet;               /* no banner */
+} repl_options;
+
+typedef struct repl {
+    lua_State *L;
+    tide_engine *engine;
+    tide_graph *graph;          /* the default session's graph */
+    tide_session *session;      /* the default session */
+    tide_error *err;            /* scratch error for calls made by the REPL itself */
+    tide_store *store;          /* the run log, NULL when off */
+    int store_observer;         /* tide_store_attach's id */
+    repl_options opts;
+
+    /* Every session alive (the default one first), so that Ctrl-C can cancel their runs. Written
+     * only by the main thread; read by the SIGINT handler. */
+    tide_session *volatile sessions[REPL_MAX_SESSIONS];
+    volatile sig_atomic_t running;     /* > 0 while a run is in flight */
+    volatile sig_atomic_t interrupted; /* set by SIGINT; cleared when the entry ends */
+    volatile sig_atomic_t evaluating;  /* Lua code of an entry or script is running */
+
+    /* The entry being evaluated: nodes with index >= first_node were created by it; auto-named ones
+     * may be renamed after the global they are assigned to; on failure they are rolled back. */
+    int first_node;
+    int graph_generation;       /* bumped by :reset; node handles of older generations are dead */
+
+    char **history;             /* entries of this session, oldest first */
+    int num_history, cap_history;
+    bool quit;                  /* :quit or quit() asked to leave */
+    int exit_status;
+} repl;
+
+/* Result of evaluating one entry. */
+typedef enum repl_result {
+    REPL_DONE = 0,       /* ran (and printed what it returned) */
+    REPL_INCOMPLETE = 1, /* the statement continues on the next line: nothing ran */
+    REPL_FAILED = 2,     /* a syntax or run-time error, printed to stderr */
+    REPL_QUIT = 3,       /* :quit, quit() or os.exit */
+} repl_result;
+
+/* ---------------------------------------------------------------- repl.c */
+
+/* NULL with err set when the engine or the run log cannot start. */
+repl *repl_new(const repl_options *opts, tide_error *err);
+void repl_free(repl *r);
+static inline repl *repl_of(lua_State *L) { return *(repl **)lua_getextraspace(L); }
+
+/* Evaluates one entry (one or more lines): a ':' command, or Lua. An expression prints its values;
+ * a statement runs. An error prints its message (with the Lua location) to stderr, and rolls back
+ * the nodes the entry added. chunkname is what error locations call the entry ("stdin"). */
+repl_result repl_eval(repl *r, const char *entry, const char *chunkname);
+/* Runs a Lua file with arg = {[0]=path, ...}; returns the process exit status (0, or 1 on error). */
+int repl_run_script(repl *r, const char *path, int argc, char **argv);
+/* Reads entries from a stream that is not a terminal (a pipe, a file): lines accumulate while the
+ * statement is incomplete. No prompt, no echo. Returns the exit status (1 if any entry failed). */
+int repl_run_stream(repl *r, FILE *in, const char *chunkname);
+/* Appends to the session's history (the prompt also writes ~/.tide_history). */
+void repl_history_add(repl *r, const char *entry);
+/* Drops the graph, the default session and every node handle; makes a fresh graph and session (the
+ * engine, its variables' containers and the run log stay). */
+tide_status repl_reset(repl *r, tide_error *err);
+/* Raises a Lua error "LOCATION: message" where LOCATION is the innermost user line (not the prelude or
+ * a C function). Does not return. */
+int repl_raise(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Pushes the table that holds the user's globals. Entries run with an environment whose reads fall
+ * back to _G (Lua's library and the tide functions) and whose writes land in this table, so that
+ * every assignment to a global is seen (it names nodes). Completion lists both tables. */
+void repl_push_globals(lua_State *L);
+
+/* ---------------------------------------------------------------- lua_node.c */
+
+/* The op a Lua function name stands for ("matmul" and "mat_mul" -> "MatMul"); NULL if none. The
+ * help of the other tide functions (placeholder, variable, sgd, run...) is the table `tide.help`
+ * (function name -> text: a usage line, then a paragraph). */
+const char *repl_op_of_function(lua_State *L, const char *name);
+
+/* Registers the node functions, one function per registered op, and the training API into the table
+ * at the top of the stack (the module `tide`). */
+void repl_open_nodes(lua_State *L);
+/* A node handle (one output of a node, or the node itself for ops without outputs: index -1). */
+bool repl_is_node(lua_State *L, int idx);
+/* The handle at idx as an output; raises a Lua error if it is not a live node handle. */
+tide_output repl_check_output(lua_State *L, int idx);
+/* Pushes the (unique) handle of out; auto_named says the binding chose the node's name. */
+void repl_push_output(lua_State *L, tide_output out, bool auto_named);
+/* Renames the auto-named node of the handle at idx (and the nodes under its name scope created by the
+ * current entry) to `name`, keeping its scope prefix, when the node was created by the current entry
+ * and the name is free. Quietly does nothing otherwise. */
+void repl_name_after_variable(lua_State *L, int idx, const char *name);
+/* Marks dead every handle whose node index is >= first (rolled back), or every handle (first < 0). */
+void repl_kill_handles(lua_State *L, int first);
+/* Arithmetic shared by nodes and host tensors: if either operand is a node the result is a new node
+ * (the other converted to a Const of the node's dtype), else the op runs eagerly on host tensors.
+ * op is a registered op name ("Add"); unary ops pass one operand. */
+int repl_arith(lua_State *L, const char *op, int nargs);
+/* Prints one value as the prompt does (a node: its description or, for a variable, its value). */
+void repl_print_value(lua_State *L, int idx, FILE *out);
+/* Closes the sessions made by session() (before :reset drops the graph they run). */
+void repl_close_sessions(repl *r);
+
+/* ---------------------------------------------------------------- lua_train.c */
+
+/* Registers gradients, variable, init, global_step and the optimizers into the table at the top. */
+void repl_open_train(lua_State *L);
+
+/* ---------------------------------------------------------------- lua_tensor.c */
+
+/* Registers the tensor functions and the dtype values (float32, ...) into the table at the top. */
+void repl_open_tensors(lua_State *L);
+/* The host tensor at idx (borrowed), or NULL if it is not one. */
+tide_tensor *repl_to_tensor(lua_State *L, int idx);
+/* Pushes a tensor handle; takes over one reference of t. */
+void repl_push_tensor(lua_State *L, tide_tensor *t);
+/* A new reference to a tensor made from the Lua value at idx: a host tensor (cast to dt when dt is
+ * given and differs), a number, a boolean, a string, or nested tables of them (rectangular). With
+ * dt == TIDE_INVALID_DTYPE the dtype is inferred (integers: int32, else float32; booleans: bool;
+ * strings: string). NULL with a message in err when the value cannot be a tensor. */
+tide_tensor *repl_tensor_from_lua(lua_State *L, int idx, tide_dtype dt, tide_error *err);
+/* A dtype value at idx (a dtype handle or a name such as "float32"); TIDE_INVALID_DTYPE otherwise. */
+tide_dtype repl_to_dtype(lua_State *L, int idx);
+void repl_push_dtype(lua_State *L, tide_dtype dt);
+/* A shape from the Lua value at idx: a table of integers where nil or -1 is an unknown dimension
+ * ({nil, 784}), a host tensor of integers, or a single integer (a vector). False with err set. */
+bool repl_to_shape(lua_State *L, int idx, tide_shape *out, tide_error *err);
+
+/* ---------------------------------------------------------------- lua_data.c */
+
+/* Registers load_npy, save_npy, load_idx, load_csv, fashion_mnist and batches into the table at the top. */
+void repl_open_data(lua_State *L);
+
+/* ---------------------------------------------------------------- prompt.c / complete.c */
+
+/* The interactive loop on a terminal; returns the exit status. */
+int repl_run_prompt(repl *r);
+/* Completions of the word that ends at `end` in line (ops, nodes, Lua globals and fields after a
+ * '.' or ':', commands after a leading ':'). Returns a malloc'd array of malloc'd strings, sorted and
+ * unique, with *count set (NULL when none). */
+char **repl_complete(repl *r, const char *line, int end, int *count);
+
+/* ---------------------------------------------------------------- commands.c */
+
+/* Runs a ':' command line (with the ':'). Unknown commands suggest the nearest. */
+repl_result repl_command(repl *r, const char *line);
+/* The command names ("help", "nodes", ...), NULL-terminated, for completion and :help. */
+const char *const *repl_command_names(void);
+
+#endif

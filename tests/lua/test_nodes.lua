@@ -1,0 +1,150 @@
+-- test_nodes.lua — the REPL's node API, run by `tide tests/lua/test_nodes.lua` (exits non-zero on the
+-- first failed check): op functions generated from the registry, attrs tables, constants' dtypes,
+-- arithmetic metamethods, naming after globals, run's three fetch forms, feeds, sessions, scope and
+-- device, node(name), gradients, variables and optimizers, and the errors users cause.
+local checks = 0
+local function check(cond, what)
+  checks = checks + 1
+  if not cond then error("check failed: " .. what, 2) end
+end
+local function fails(pattern, f, ...)
+  local ok, msg = pcall(f, ...)
+  checks = checks + 1
+  if ok then error("expected an error matching '" .. pattern .. "'", 2) end
+  if not tostring(msg):find(pattern) then
+    error("error '" .. tostring(msg) .. "' does not match '" .. pattern .. "'", 2)
+  end
+  return msg
+end
+local function near(a, b, tol) return math.abs(a - b) <= (tol or 1e-5) * math.max(1, math.abs(b)) end
+
+-- op functions exist under several names, also in tide.ops
+check(matmul == tide.matmul and mat_mul == matmul and tide.ops.MatMul == matmul, "matmul names")
+check(sparse_softmax_cross_entropy_with_logits == tide.ops.SparseSoftmaxCrossEntropyWithLogits, "snake name")
+check(conv2d == tide.ops.Conv2D, "conv2d name")
+check(select ~= tide.select and type(select(1, "a")) == "string", "Lua's select kept; the op is tide.select")
+
+-- constants: inferred dtypes; an operand takes the other's dtype
+local c = constant({{1, 2}, {3, 4}})
+check(tostring(c:dtype()) == "int32", "integers are int32")
+check(tostring(constant(1.5):dtype()) == "float32", "floats are float32")
+check(tostring(constant(1, float64):dtype()) == "float64", "explicit dtype")
+local f = constant({1.5, 2.5})
+check(tostring((f + 1):dtype()) == "float32", "x + 1 keeps x's dtype")
+check(tostring((2 * f):dtype()) == "float32", "2 * x keeps x's dtype")
+local sh = c:shape()
+check(#sh == 2 and sh[1] == 2 and sh[2] == 2, "shape")
+check(c:op() == "Const", "op")
+
+-- arithmetic metamethods build nodes and compute the right values
+local v = run((f + 1) * 2 - f / 2 + (-f) ^ 2)
+for i = 1, 2 do
+  local x = ({1.5, 2.5})[i]
+  check(near(v[i], (x + 1) * 2 - x / 2 + x * x), "arithmetic element " .. i)
+end
+check(near(run(constant(7.0) % 3):item(), 1), "mod")
+
+-- attrs: a trailing table; name and device too
+local p = matmul(constant({{1, 2}}), constant({{3, 4}}), {transpose_b = true, name = "dot"})
+check(p:name() == "dot", "explicit name")
+check(run(p)[1][1] == 11, "transpose_b")
+fails("MatMul has no attr 'transpose'", matmul, c, c, {transpose = true})
+fails("attr 'transpose_a' must be a boolean", matmul, c, c, {transpose_a = 1})
+fails("takes 2 inputs", matmul, c)
+fails("expected a node, got a number", c.shape, 3)
+fails("Relu takes 1 input", relu, c, c)
+
+-- names follow globals assigned in this entry (scripts are one entry)
+weights = variable(zeros{2, 2})
+check(weights:name() == "weights", "variable named after its global: " .. weights:name())
+check(node("weights/init"):op() == "Assign", "its initializer follows the name")
+hidden = relu(weights)
+check(hidden:name() == "hidden", "op named after its global")
+hidden2 = hidden
+check(hidden2:name() == "hidden", "a second global does not rename")
+local loc = relu(weights)
+check(loc:name():find("^relu"), "locals keep the op's name")
+scope("block", function() inner = relu(weights) end)
+check(inner:name() == "block/inner", "scope prefix kept: " .. inner:name())
+first, second = split(0, constant({{1, 2}, {3, 4}}), {num_split = 2})
+check(first:name() == "split:0" or first:name():find("^split"), "multi-output nodes keep their name")
+check(second:name():find(":1$"), "second output")
+
+-- placeholders and feeds
+x = placeholder(float32, {nil, 2})
+local xs = x:shape()
+check(xs[1] == -1 and xs[2] == 2, "unknown batch dimension")
+y = matmul(x, constant({{1.0}, {2.0}}))
+local out = run(y, {[x] = {{1, 1}, {2, 3}}})
+check(out:shape()[1] == 2 and out[1][1] == 3 and out[2][1] == 8, "fed run")
+fails("Placeholder", run, y)
+fails("feed for 'x'", run, y, {[x] = "text"})
+fails("feeds must be a table", run, y, 3)
+check(run(y, {["x:0"] = {{1, 0}}})[1][1] == 1, "feeding by name")
+
+-- fetch forms: one, list, table; targets
+local list = run({f, c})
+check(#list == 2 and list[1][1] == 1.5 and list[2][2][2] == 4, "list fetch")
+local named = run({a = f, b = c})
+check(named.a[2] == 2.5 and named.b[1][2] == 2, "named fetch")
+local noop = tide.ops.NoOp()
+check(select("#", run(noop)) == 0, "a target returns nothing")
+fails("cannot fetch a number", run, 3)
+fails("run needs something", run)
+local _, stats = run(y, {[x] = {{1, 1}}}, {trace = true})
+check(type(stats) == "table" and #stats >= 1 and stats[1].node and stats[1].us >= 0, "trace stats")
+
+-- eval, sessions
+check(f:eval()[1] == 1.5, "node:eval")
+local s = session()
+check(s:run(f)[2] == 2.5, "second session")
+s:close()
+fails("closed", function() return s:run(f) end)
+
+-- device scopes
+device("/cpu:0", function() on_cpu = constant(1) end)
+check(on_cpu:device() == "/cpu:0", "requested device")
+fails("bad device specification", device, "/tpu:0", function() end)
+fails("matches none", function() device("/cpu:7", function() bad_dev = constant(1) + 1 end); run(bad_dev) end)
+
+-- node(name)
+check(node("dot") == p, "node(name) gives the same handle")
+fails("no node", node, "no_such_node")
+
+-- gradients: d/dw sum(w^2) = 2w
+w = variable(constant({1.0, -2.0}))
+loss = sum(w * w)
+g = gradients(loss, w)
+run(init())
+local gv = run(g)
+check(gv[1] == 2 and gv[2] == -4, "gradient values")
+local gl = gradients(loss, {w, x})
+check(gl[1] ~= nil and gl[2] == nil, "no path gives nil")
+
+-- training: sgd reduces the loss; the variable prints its value
+train = sgd(0.1):minimize(loss)
+for _ = 1, 10 do run(train) end
+local after = run(w)
+check(near(after[1], 0.8 ^ 10), "sgd steps: " .. tostring(after[1]))
+for _, make in ipairs{function() return momentum(0.05) end, function() return adam(0.1) end,
+                      function() return rmsprop(0.05) end, function() return adagrad(0.5) end} do
+  local wv = variable(constant({3.0}))
+  local l = sum(wv * wv)
+  local step = make():minimize(l, {var_list = {wv}})
+  run(init())
+  local before = run(l):item()
+  for _ = 1, 20 do run(step) end
+  check(run(l):item() < before, tostring(make()) .. " reduces the loss")
+end
+fails("learning rate must be a positive number", sgd, -1)
+fails("initial value is missing", variable)
+
+-- reductions over all axes or one
+check(run(sum(constant({{1, 2}, {3, 4}}))):item() == 10, "sum over all")
+local s1 = run(sum(constant({{1, 2}, {3, 4}}), 1))
+check(s1[1] == 3 and s1[2] == 7, "sum over axis 1")
+check(run(mean(constant({{1.0, 2.0}, {3.0, 4.0}}), 0, true)):shape()[1] == 1, "keep_dims")
+check(tostring(cast(c, float64):dtype()) == "float64", "cast")
+check(run(one_hot(constant({0, 2}), 3))[2][3] == 1, "one_hot")
+
+print(string.format("test_nodes: %d checks passed", checks))
