@@ -5,7 +5,7 @@ local epochs = tonumber(arg and arg[1]) or 20
 
 data = fashion_mnist()                        -- 60,000 training and 10,000 test images, 28x28x1
 images = placeholder(float32, {nil, 28, 28, 1})
-labels = placeholder(int32, {nil})
+labels = placeholder(int32, {-1})             -- {nil} would be {}: use -1 for one unknown dim
 x = reshape(images, {-1, 784})
 
 W = variable(zeros{784, 10})

@@ -559,6 +559,16 @@ int repl_arith(lua_State *L, const char *op, int nargs)
 
 /* ---------------------------------------------------------------- node methods */
 
+/* "/job:localhost/replica:0/task:0/device:cpu:0" -> "/cpu:0": the local part is implied. */
+static const char *short_device(const char *dev, char *buf, size_t size)
+{
+    static const char local[] = "/job:localhost/replica:0/task:0/device:";
+    if (strncmp(dev, local, sizeof local - 1) != 0)
+        return dev;
+    snprintf(buf, size, "/%s", dev + sizeof local - 1);
+    return buf;
+}
+
 static int node_tostring(lua_State *L)
 {
     node_handle *h = test_handle(L, 1);
@@ -569,6 +579,8 @@ static int node_tostring(lua_State *L)
     const char *dev = tide_node_assigned_device(h->node);
     if (!dev || !dev[0])
         dev = tide_node_requested_device(h->node);
+    char dev_buf[64];
+    dev = short_device(dev, dev_buf, sizeof dev_buf);
     if (h->index < 0) {
         lua_pushfstring(L, "node %s (%s, no outputs)%s%s", tide_node_name(h->node), tide_node_op(h->node),
                         dev[0] ? " on " : "", dev);
@@ -1177,6 +1189,76 @@ void repl_close_sessions(repl *r)
 
 /* ---------------------------------------------------------------- printing values */
 
+/* A growing C string (printing values must not keep Lua buffers across stack use). */
+typedef struct text_buf {
+    char *data;
+    size_t len, cap;
+} text_buf;
+
+static void text_add(text_buf *t, const char *s)
+{
+    size_t n = strlen(s);
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = (t->len + n + 1) * 2;
+        char *grown = realloc(t->data, cap);
+        if (!grown)
+            return;
+        t->data = grown;
+        t->cap = cap;
+    }
+    memcpy(t->data + t->len, s, n + 1);
+    t->len += n;
+}
+
+/* A table as a Lua constructor, nested tables one level deep, at most 20 entries: {2, 3},
+ * {loss = 0.5, acc = {...}}. Other values as tostring gives them (strings quoted inside tables). */
+static void format_value(lua_State *L, int idx, text_buf *out, int depth)
+{
+    idx = lua_absindex(L, idx);
+    bool has_tostring = luaL_getmetafield(L, idx, "__tostring") != LUA_TNIL;
+    if (has_tostring)
+        lua_pop(L, 1);
+    if (lua_type(L, idx) != LUA_TTABLE || has_tostring || depth > 1) {
+        if (lua_type(L, idx) == LUA_TSTRING && depth > 0)
+            lua_pushfstring(L, "\"%s\"", lua_tostring(L, idx));
+        else if (lua_type(L, idx) == LUA_TTABLE && !has_tostring)
+            lua_pushliteral(L, "{...}");
+        else
+            luaL_tolstring(L, idx, NULL);
+        text_add(out, lua_tostring(L, -1));
+        lua_pop(L, 1);
+        return;
+    }
+    text_add(out, "{");
+    lua_Integer n = (lua_Integer)lua_rawlen(L, idx), shown = 0;
+    for (lua_Integer i = 1; i <= n && shown < 20; i++, shown++) {
+        text_add(out, i > 1 ? ", " : "");
+        lua_rawgeti(L, idx, i);
+        format_value(L, -1, out, depth + 1);
+        lua_pop(L, 1);
+    }
+    if (n > 20)
+        shown = n;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        bool in_array = lua_isinteger(L, -2) && lua_tointeger(L, -2) >= 1 && lua_tointeger(L, -2) <= n;
+        if (!in_array && shown++ < 20) {
+            text_add(out, shown > 1 ? ", " : "");
+            if (lua_type(L, -2) == LUA_TSTRING) {
+                text_add(out, lua_tostring(L, -2));
+            } else {
+                text_add(out, "[");
+                format_value(L, -2, out, 2);
+                text_add(out, "]");
+            }
+            text_add(out, " = ");
+            format_value(L, -1, out, depth + 1);
+        }
+        lua_pop(L, 1);
+    }
+    text_add(out, shown > 20 ? ", ...}" : "}");
+}
+
 static bool is_variable(const tide_node *n)
 {
     return strcmp(tide_node_op(n), "Variable") == 0;
@@ -1206,7 +1288,8 @@ void repl_print_value(lua_State *L, int idx, FILE *out)
         lua_pop(L, 1);
         return;
     }
-    luaL_tolstring(L, idx, NULL);
-    fprintf(out, "%s\n", lua_tostring(L, -1));
-    lua_pop(L, 1);
+    text_buf text = {0};
+    format_value(L, idx, &text, 0);
+    fprintf(out, "%s\n", text.data ? text.data : "");
+    free(text.data);
 }
