@@ -143,7 +143,16 @@ char *tide_tensor_format(const tide_tensor *t, int64_t threshold, int edge)
         if (st.elide && i > 4096)
             break; /* a sample is enough to size the columns */
     }
-    if (t->shape.rank == 0) {
+    if (t->num_elements == 0 && t->shape.rank > 0) {
+        /* Nothing to print, however long the other dimensions are (a [1e12, 0] tensor is empty). */
+        char shape[TIDE_SHAPE_STR_MAX];
+        puts_(&b, "[]");
+        if (t->shape.rank > 1) {
+            puts_(&b, " (shape ");
+            puts_(&b, tide_shape_format(&t->shape, shape, sizeof shape));
+            puts_(&b, ")");
+        }
+    } else if (t->shape.rank == 0) {
         char e[96];
         format_elem(t, 0, st.float_fixed, e, sizeof e);
         puts_(&b, e);

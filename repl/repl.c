@@ -40,13 +40,14 @@ int repl_raise(lua_State *L, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     lua_Debug ar;
-    for (int level = 1; lua_getstack(L, level, &ar); level++) {
+    bool located = false;
+    for (int level = 1; !located && lua_getstack(L, level, &ar); level++) {
         if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0 || strcmp(ar.source, PRELUDE_NAME) == 0)
             continue;
         lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
-        break;
+        located = true;
     }
-    if (!lua_getstack(L, 1, &ar) || lua_type(L, -1) != LUA_TSTRING)
+    if (!located) /* e.g. an entry that tail-calls the prelude has no user line left on the stack */
         lua_pushliteral(L, "");
     lua_pushvfstring(L, fmt, ap);
     va_end(ap);
@@ -302,6 +303,13 @@ static int message_handler(lua_State *L)
     return 1;
 }
 
+static int print_results_protected(lua_State *L)
+{
+    for (int i = 1; i <= lua_gettop(L); i++)
+        repl_print_value(L, i, stdout);
+    return 0;
+}
+
 /* Compiles entry: as an expression ("return ..."), else as a statement. Pushes the function (status
  * LUA_OK) or the error message. */
 static int compile(lua_State *L, const char *entry, const char *chunkname)
@@ -336,6 +344,12 @@ static bool call_entry(repl *r, int nargs, bool print_results)
     r->interrupted = 0;
     r->evaluating = 1;
     int st = lua_pcall(L, nargs, LUA_MULTRET, base);
+    if (st == LUA_OK && print_results && lua_gettop(L) > base) {
+        /* Printing runs Lua too (__tostring, a variable's value): protected, and Ctrl-C still works. */
+        lua_pushcfunction(L, print_results_protected);
+        lua_insert(L, base + 1);
+        st = lua_pcall(L, lua_gettop(L) - base - 1, 0, base);
+    }
     r->evaluating = 0;
     lua_sethook(L, NULL, 0, 0);
     if (st != LUA_OK) {
@@ -345,9 +359,6 @@ static bool call_entry(repl *r, int nargs, bool print_results)
         lua_settop(L, base - 1);
         return false;
     }
-    if (print_results)
-        for (int i = base + 1; i <= lua_gettop(L); i++)
-            repl_print_value(L, i, stdout);
     lua_settop(L, base - 1);
     return true;
 }
