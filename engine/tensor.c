@@ -363,8 +363,11 @@ tide_tensor *tide_tensor_reshape(tide_tensor *t, const tide_shape *shape, tide_e
                 return NULL;
             }
             unknown = i;
-        } else {
-            known *= s.dims[i];
+        } else if (__builtin_mul_overflow(known, s.dims[i], &known)) {
+            char b2[TIDE_SHAPE_STR_MAX];
+            tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot reshape to %s: too many elements",
+                           tide_shape_format(shape, b2, sizeof b2));
+            return NULL;
         }
     }
     if (unknown >= 0) {
