@@ -2,6 +2,7 @@
  * parallel-for that splits a range into chunks the caller helps with. The executor and kernels share
  * it, so OpenBLAS and tide never fight over the cores (OpenBLAS itself is told to use the caller's
  * thread only when kernels call it from pool threads). */
+#include <signal.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -77,6 +78,11 @@ tide_threadpool *tide__pool_new(int threads)
         tide__pool_free(p);
         return NULL;
     }
+    /* Workers block asynchronous signals (they inherit the creator's mask): a Ctrl-C is for the
+     * application's thread, which may be waiting in read() for it to arrive. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     for (int i = 0; i < threads; i++) {
         start_arg *sa = malloc(sizeof *sa);
         if (!sa)
@@ -89,6 +95,7 @@ tide_threadpool *tide__pool_new(int threads)
         }
         p->num_threads++;
     }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (p->num_threads == 0) {
         tide__pool_free(p);
         return NULL;

@@ -117,16 +117,22 @@ static void add_table_keys(lua_State *L, int idx, cands *c, const char *head, si
     }
 }
 
-/* Pushes the __index table of the metatable of the value at idx; false (nothing pushed) if none. */
+/* Pushes the table of the methods of the value at idx: its metatable's __index when that is a table,
+ * else the metatable's __methods or methods field (a table an __index function looks in: tensors and
+ * node handles). False (nothing pushed) when there is none. */
 static bool push_index_table(lua_State *L, int idx)
 {
+    static const char *const fields[] = {"__index", "__methods", "methods"};
     if (!lua_getmetatable(L, idx))
         return false;
-    lua_pushliteral(L, "__index");
-    lua_rawget(L, -2);
-    lua_remove(L, -2);
-    if (lua_type(L, -1) == LUA_TTABLE)
-        return true;
+    for (int i = 0; i < 3; i++) {
+        lua_pushstring(L, fields[i]);
+        if (lua_rawget(L, -2) == LUA_TTABLE) {
+            lua_remove(L, -2);
+            return true;
+        }
+        lua_pop(L, 1);
+    }
     lua_pop(L, 1);
     return false;
 }

@@ -17,22 +17,30 @@
  *   Ctrl-D on an empty line: leave with r->exit_status.
  *
  * Ctrl-C: repl.c's SIGINT handler (installed without SA_RESTART) sets r->interrupted. libedit runs
- * with EL_SIGNAL off, so it installs no handler of its own: the read(2) under el_gets fails with
- * EINTR and el_gets returns NULL with a count of -1 (Ctrl-D gives NULL with a count of 0).
+ * with EL_SIGNAL off (it installs no handler of its own) and reads keys through read_key below,
+ * which fails with EINTR once r->interrupted is set; el_gets then returns NULL with a count of -1
+ * (Ctrl-D gives NULL with a count of 0). read_key waits with poll() and a timeout instead of a bare
+ * read(2) because an EINTR is not enough: the signal may land just before the read starts (after
+ * the echo of the last key), or on another thread (the engine's pool), and then no read is
+ * interrupted. The timeout bounds how late such a Ctrl-C is seen.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <histedit.h>
 #include <langinfo.h>
 #include <locale.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include "repl.h"
 
 #define HISTORY_SIZE 1000
+#define POLL_MS 100 /* how often a key wait looks at r->interrupted */
 
 typedef struct prompt {
     repl *r;
@@ -42,6 +50,8 @@ typedef struct prompt {
     bool continuation;    /* the pending entry is incomplete: "...> " */
     char *entry;          /* the pending entry: its lines joined by '\n' */
     size_t len, cap;
+    char bytes[MB_LEN_MAX]; /* read but not yet handed to libedit (an invalid multibyte sequence) */
+    int num_bytes;
 } prompt;
 
 static prompt *prompt_of(EditLine *el)
@@ -54,6 +64,57 @@ static prompt *prompt_of(EditLine *el)
 static char *prompt_text(EditLine *el)
 {
     return (char *)(prompt_of(el)->continuation ? "...> " : "tide> ");
+}
+
+/* ------------------------------------------------------------------ keys */
+
+/* Decodes the first character of the bytes read so far; false while they are the start of one. A
+ * byte sequence that is not a character is handed over byte by byte, as libedit's own reader does. */
+static bool take_char(prompt *p, wchar_t *wc)
+{
+    mbstate_t state;
+    memset(&state, 0, sizeof state);
+    size_t k = mbrtowc(wc, p->bytes, (size_t)p->num_bytes, &state);
+    if (k == (size_t)-2 && p->num_bytes < MB_LEN_MAX)
+        return false;
+    if (k == (size_t)-1 || k == (size_t)-2) {
+        *wc = (wchar_t)(unsigned char)p->bytes[0];
+        k = 1;
+    } else if (k == 0) {
+        k = 1; /* the NUL character */
+    }
+    p->num_bytes -= (int)k;
+    memmove(p->bytes, p->bytes + k, (size_t)p->num_bytes);
+    return true;
+}
+
+/* libedit's EL_GETCFN: one character from the terminal, decoded in the LC_CTYPE locale. 1: a
+ * character; 0: end of file; -1: an error, EINTR after a Ctrl-C. */
+static int read_key(EditLine *el, wchar_t *wc)
+{
+    prompt *p = prompt_of(el);
+    for (;;) {
+        if (p->num_bytes > 0 && take_char(p, wc))
+            return 1;
+        if (p->r->interrupted) {
+            p->num_bytes = 0;
+            errno = EINTR;
+            return -1;
+        }
+        struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
+        int ready = poll(&pfd, 1, POLL_MS);
+        if (ready < 0 && errno != EINTR)
+            return -1;
+        if (ready <= 0)
+            continue;
+        ssize_t got = read(STDIN_FILENO, p->bytes + p->num_bytes, 1);
+        if (got == 0)
+            return 0;
+        if (got < 0 && errno != EINTR && errno != EAGAIN)
+            return -1;
+        if (got > 0)
+            p->num_bytes++;
+    }
 }
 
 /* ------------------------------------------------------------------ Tab */
@@ -215,6 +276,7 @@ static bool prompt_open(prompt *p, repl *r)
     el_set(p->el, EL_CLIENTDATA, p);
     el_set(p->el, EL_EDITOR, "emacs");
     el_set(p->el, EL_SIGNAL, 0);
+    el_set(p->el, EL_GETCFN, read_key);
     el_set(p->el, EL_PROMPT, prompt_text);
     el_set(p->el, EL_HIST, history, p->hist);
     /* el_wset: the narrow el_set copies the name and help of a function and never frees them. */
@@ -262,6 +324,7 @@ static bool entry_append(prompt *p, const char *line, size_t n)
 static void discard(prompt *p, bool echo)
 {
     el_reset(p->el);
+    p->num_bytes = 0;
     p->len = 0;
     p->continuation = false;
     p->r->interrupted = 0;

@@ -76,6 +76,8 @@ static void on_sigint(int sig)
     for (int i = 0; i < REPL_MAX_SESSIONS; i++)
         if (r->sessions[i])
             tide_session_cancel(r->sessions[i]);
+    if (r->running > 0)
+        return; /* the run fails with its own message ("run cancelled ..."); Lua code stops there */
     lua_sethook(r->L, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 

@@ -3,6 +3,7 @@
  * graph versions, flush), attaching to engines and the watched set. The writer is in writer.c, the
  * observer callbacks in observer.c, the schema in schema.c. */
 #include <ctype.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,7 +297,12 @@ tide_store *tide_store_open(const char *path, const tide_store_options *opts, ti
         store_free(s);
         return NULL;
     }
-    if (pthread_create(&s->writer, NULL, st_writer_main, s) != 0) {
+    sigset_t all, old; /* the writer blocks asynchronous signals: Ctrl-C is for the application */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int started = pthread_create(&s->writer, NULL, st_writer_main, s);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (started != 0) {
         tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "run log %s: cannot start the writer thread", path);
         store_free(s);
         return NULL;
