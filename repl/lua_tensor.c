@@ -14,6 +14,7 @@
  * leaves are collected (which fixes the dtype), then the leaves are written in row-major order.
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,18 @@ typedef struct tensor_box {
 } tensor_box;
 
 /* ---------------------------------------------------------------- small helpers */
+
+/* repl_raise with C's printf formats (%lld, %zu), whatever repl_raise itself accepts. */
+static int raise_error(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int raise_error(lua_State *L, const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return repl_raise(L, "%s", msg);
+}
 
 static tide_error *scratch_error(lua_State *L)
 {
@@ -187,13 +200,13 @@ static bool shape_dim(lua_State *L, int idx, int i, int64_t *out, tide_error *er
 {
     char v[64];
     if (!to_integer(L, idx, out)) {
-        tide_error_set(err, TIDE_INVALID_ARGUMENT, "shape: dimension %d is %s, not an integer", i,
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "dimension %d is %s, not an integer", i,
                        value_str(L, idx, v, sizeof v));
         return false;
     }
     if (*out < -1) {
         tide_error_set(err, TIDE_INVALID_ARGUMENT,
-                       "shape: dimension %d is %lld; a dimension is >= 0, or -1 (or nil) when unknown", i,
+                       "dimension %d is %lld; a dimension is >= 0, or -1 (or nil) when unknown", i,
                        (long long)*out);
         return false;
     }
@@ -212,11 +225,11 @@ static bool shape_from_table(lua_State *L, int idx, tide_shape *out, tide_error 
         if (!lua_isinteger(L, -2) || !to_integer(L, -2, &key) || key < 1 || key > TIDE_MAX_RANK) {
             char k[64];
             if (lua_isinteger(L, -2) && lua_tointeger(L, -2) > TIDE_MAX_RANK)
-                tide_error_set(err, TIDE_INVALID_ARGUMENT, "shape: a shape has at most %d dimensions, "
+                tide_error_set(err, TIDE_INVALID_ARGUMENT, "a shape has at most %d dimensions, "
                                "this one sets dimension %lld", TIDE_MAX_RANK,
                                (long long)lua_tointeger(L, -2));
             else
-                tide_error_set(err, TIDE_INVALID_ARGUMENT, "shape: key %s is not a dimension index (1..%d)",
+                tide_error_set(err, TIDE_INVALID_ARGUMENT, "key %s is not a dimension index (1..%d)",
                                value_str(L, -2, k, sizeof k), TIDE_MAX_RANK);
             lua_pop(L, 2);
             return false;
@@ -238,7 +251,7 @@ static bool shape_from_tensor(const tide_tensor *t, tide_shape *out, tide_error 
     char buf[TIDE_SHAPE_STR_MAX];
     tide_dtype dt = tide_tensor_dtype(t);
     if (!tide_dtype_is_integer(dt) || tide_tensor_rank(t) > 1 || tide_tensor_num_elements(t) > TIDE_MAX_RANK) {
-        tide_error_set(err, TIDE_INVALID_ARGUMENT, "shape: a tensor given as a shape must be an integer "
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "a tensor given as a shape must be an integer "
                        "vector of at most %d elements, not %s %s", TIDE_MAX_RANK, tide_dtype_name(dt),
                        shape_str(t, buf));
         return false;
@@ -251,7 +264,7 @@ static bool shape_from_tensor(const tide_tensor *t, tide_shape *out, tide_error 
         if (dt == TIDE_INT64)
             s.dims[i] = ((const int64_t *)tide_tensor_data(t))[i];
         if (s.dims[i] < -1) {
-            tide_error_set(err, TIDE_INVALID_ARGUMENT, "shape: dimension %d is %lld; a dimension is >= 0, "
+            tide_error_set(err, TIDE_INVALID_ARGUMENT, "dimension %d is %lld; a dimension is >= 0, "
                            "or -1 when unknown", i + 1, (long long)s.dims[i]);
             return false;
         }
@@ -264,7 +277,7 @@ bool repl_to_shape(lua_State *L, int idx, tide_shape *out, tide_error *err)
 {
     idx = lua_absindex(L, idx);
     if (!lua_checkstack(L, 4)) {
-        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "shape: out of Lua stack");
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of Lua stack");
         return false;
     }
     if (lua_type(L, idx) == LUA_TTABLE)
@@ -279,7 +292,7 @@ bool repl_to_shape(lua_State *L, int idx, tide_shape *out, tide_error *err)
     tide_tensor *t = repl_to_tensor(L, idx);
     if (t)
         return shape_from_tensor(t, out, err);
-    tide_error_set(err, TIDE_INVALID_ARGUMENT, "shape: a shape is a table of dimensions such as {nil, 784} "
+    tide_error_set(err, TIDE_INVALID_ARGUMENT, "a shape is a table of dimensions such as {nil, 784} "
                    "(nil or -1: unknown), an integer tensor, or one integer; got %s",
                    lua_isnoneornil(L, idx) ? "nil" : type_name(L, idx));
     return false;
@@ -362,8 +375,8 @@ static bool check_keys(builder *b, int depth, int64_t n)
         if (!index || key < 1 || key > n) {
             const char *what = depth == 0 ? "the table" : path_str(b, depth, false, p, sizeof p);
             if (index && key > n)
-                tide_error_set(b->err, TIDE_INVALID_ARGUMENT, "%s has holes: entry %lld is nil but entry "
-                               "%lld is set", what, (long long)n + 1, (long long)key);
+                tide_error_set(b->err, TIDE_INVALID_ARGUMENT, "%s has holes: element %lld is nil but "
+                               "element %lld is set", what, (long long)n + 1, (long long)key);
             else if (lua_type(L, -2) == LUA_TSTRING)
                 tide_error_set(b->err, TIDE_INVALID_ARGUMENT, "%s has a field '%s'; a tensor is built from "
                                "arrays (keys 1..n)", what, lua_tostring(L, -2));
@@ -703,11 +716,11 @@ static tide_tensor *check_tensor(lua_State *L, int idx, const char *fn)
     tensor_box *box = luaL_testudata(L, idx, TENSOR_MT);
     char v[64];
     if (!box && idx == 1)
-        repl_raise(L, "%s: call it on a tensor, as t:%s(...) (got %s)", fn, fn, value_str(L, 1, v, sizeof v));
+        raise_error(L, "%s: call it on a tensor, as t:%s(...) (got %s)", fn, fn, value_str(L, 1, v, sizeof v));
     else if (!box)
-        repl_raise(L, "%s: argument %d must be a tensor, got %s", fn, idx - 1, value_str(L, idx, v, sizeof v));
+        raise_error(L, "%s: argument %d must be a tensor, got %s", fn, idx - 1, value_str(L, idx, v, sizeof v));
     else if (!box->t)
-        repl_raise(L, "%s: the tensor was closed", fn);
+        raise_error(L, "%s: the tensor was closed", fn);
     return box ? box->t : NULL;
 }
 
@@ -717,9 +730,9 @@ static tide_dtype check_dtype(lua_State *L, int idx, const char *fn)
     if (dt != TIDE_INVALID_DTYPE)
         return dt;
     if (lua_type(L, idx) == LUA_TSTRING)
-        repl_raise(L, "%s: unknown dtype '%s' (float32, float64, int32, int64, bool, string, ...)", fn,
+        raise_error(L, "%s: unknown dtype '%s' (float32, float64, int32, int64, bool, string, ...)", fn,
                    lua_tostring(L, idx));
-    repl_raise(L, "%s: expected a dtype (float32, int32, ...) or its name, got %s", fn,
+    raise_error(L, "%s: expected a dtype (float32, int32, ...) or its name, got %s", fn,
                lua_isnone(L, idx) ? "no value" : type_name(L, idx));
     return TIDE_INVALID_DTYPE;
 }
@@ -729,7 +742,7 @@ static int64_t check_integer(lua_State *L, int idx, const char *fn, const char *
     int64_t v = 0;
     char buf[64];
     if (!to_integer(L, idx, &v))
-        repl_raise(L, "%s: %s must be an integer, got %s", fn, what, value_str(L, idx, buf, sizeof buf));
+        raise_error(L, "%s: %s must be an integer, got %s", fn, what, value_str(L, idx, buf, sizeof buf));
     return v;
 }
 
@@ -737,7 +750,7 @@ static int64_t check_integer(lua_State *L, int idx, const char *fn, const char *
 static int push_result(lua_State *L, tide_tensor *t, const char *fn, tide_error *err)
 {
     if (!t)
-        return repl_raise(L, "%s: %s", fn, tide_error_message(err));
+        return raise_error(L, "%s: %s", fn, tide_error_message(err));
     repl_push_tensor(L, t);
     return 1;
 }
@@ -748,7 +761,7 @@ static tide_tensor *operand(lua_State *L, int idx, tide_dtype dt, const char *fn
     tide_error *err = scratch_error(L);
     tide_tensor *u = repl_tensor_from_lua(L, idx, dt, err);
     if (!u)
-        repl_raise(L, "%s: %s", fn, tide_error_message(err));
+        raise_error(L, "%s: %s", fn, tide_error_message(err));
     return u;
 }
 
@@ -796,7 +809,7 @@ static int m_slice(lua_State *L)
 {
     tide_tensor *t = check_tensor(L, 1, "slice");
     if (tide_tensor_rank(t) == 0)
-        return repl_raise(L, "slice: a scalar tensor has no rows to slice");
+        return raise_error(L, "slice: a scalar tensor has no rows to slice");
     int64_t n = tide_tensor_dim(t, 0);
     int64_t i = lua_isnoneornil(L, 2) ? 1 : check_integer(L, 2, "slice", "the first row");
     int64_t j = lua_isnoneornil(L, 3) ? -1 : check_integer(L, 3, "slice", "the last row");
@@ -821,7 +834,7 @@ static int m_reshape(lua_State *L)
     tide_error *err = scratch_error(L);
     tide_shape s;
     if (!repl_to_shape(L, 2, &s, err))
-        return repl_raise(L, "reshape: %s", tide_error_message(err));
+        return raise_error(L, "reshape: %s", tide_error_message(err));
     return push_result(L, tide_tensor_reshape(t, &s, err), "reshape", err);
 }
 
@@ -857,7 +870,7 @@ static int m_item(lua_State *L)
     tide_tensor *t = check_tensor(L, 1, "item");
     char buf[TIDE_SHAPE_STR_MAX];
     if (tide_tensor_num_elements(t) != 1)
-        return repl_raise(L, "item: the tensor has %lld elements (shape %s); item() takes a tensor of one "
+        return raise_error(L, "item: the tensor has %lld elements (shape %s); item() takes a tensor of one "
                           "element", (long long)tide_tensor_num_elements(t), shape_str(t, buf));
     if (tide_dtype_is_complex(tide_tensor_dtype(t))) {
         double re, im;
@@ -903,7 +916,7 @@ static int m_equal(lua_State *L)
             lua_pushboolean(L, false);
             return 1;
         }
-        return repl_raise(L, "equal: %s", tide_error_message(err));
+        return raise_error(L, "equal: %s", tide_error_message(err));
     }
     bool eq = tide_tensor_equal(t, u, nan_equal);
     tide_tensor_release(u);
@@ -950,7 +963,7 @@ static int m_max_abs_diff(lua_State *L)
     bool ok = max_abs_diff(t, u, &m, why, sizeof why);
     tide_tensor_release(u);
     if (!ok)
-        return repl_raise(L, "max_abs_diff: %s", why);
+        return raise_error(L, "max_abs_diff: %s", why);
     lua_pushnumber(L, m);
     return 1;
 }
@@ -962,11 +975,11 @@ static int index_row(lua_State *L, tide_tensor *t)
 {
     int64_t i = check_integer(L, 2, "index", "a tensor index");
     if (tide_tensor_rank(t) == 0)
-        return repl_raise(L, "cannot index a scalar tensor (t[%lld]); use t:item()", (long long)i);
+        return raise_error(L, "cannot index a scalar tensor (t[%lld]); use t:item()", (long long)i);
     int64_t n = tide_tensor_dim(t, 0);
     int64_t k = i < 0 ? n + i : i - 1;
     if (i == 0 || k < 0 || k >= n)
-        return repl_raise(L, "index %lld is out of range for dimension 1 of size %lld (valid: 1..%lld, or "
+        return raise_error(L, "index %lld is out of range for dimension 1 of size %lld (valid: 1..%lld, or "
                           "-%lld..-1 from the end)", (long long)i, (long long)n, (long long)n,
                           (long long)n);
     if (tide_tensor_rank(t) == 1) {
@@ -991,13 +1004,13 @@ static int tensor_index(lua_State *L)
     }
     if (lua_type(L, 2) == LUA_TNUMBER)
         return index_row(L, t);
-    return repl_raise(L, "a tensor is indexed by an integer (t[1]) or a method name (t:shape()), not by "
+    return raise_error(L, "a tensor is indexed by an integer (t[1]) or a method name (t:shape()), not by "
                       "%s", type_name(L, 2));
 }
 
 static int tensor_newindex(lua_State *L)
 {
-    return repl_raise(L, "tensors are immutable: t[...] = v cannot change one; build a new tensor with "
+    return raise_error(L, "tensors are immutable: t[...] = v cannot change one; build a new tensor with "
                       "tensor{...}, or compute one (t + u, t:cast(...))");
 }
 
@@ -1005,7 +1018,7 @@ static int tensor_len(lua_State *L)
 {
     tide_tensor *t = check_tensor(L, 1, "#");
     if (tide_tensor_rank(t) == 0)
-        return repl_raise(L, "# of a scalar tensor: it has no first dimension");
+        return raise_error(L, "# of a scalar tensor: it has no first dimension");
     lua_pushinteger(L, tide_tensor_dim(t, 0));
     return 1;
 }
@@ -1015,7 +1028,7 @@ static int tensor_tostring(lua_State *L)
     tide_tensor *t = check_tensor(L, 1, "tostring");
     char *s = tide_tensor_format(t, 1000, 3);
     if (!s)
-        return repl_raise(L, "tostring: out of memory formatting a tensor");
+        return raise_error(L, "tostring: out of memory formatting a tensor");
     lua_pushstring(L, s); /* may raise on out of memory: s would leak, a negligible case */
     free(s);
     return 1;
@@ -1070,7 +1083,7 @@ static void push_tensor_metatable(lua_State *L)
 static int l_tensor(lua_State *L)
 {
     if (lua_isnone(L, 1))
-        return repl_raise(L, "tensor: expected a value: tensor{{1, 2}, {3, 4}} or tensor(value, dtype)");
+        return raise_error(L, "tensor: expected a value: tensor{{1, 2}, {3, 4}} or tensor(value, dtype)");
     tide_dtype dt = lua_isnoneornil(L, 2) ? TIDE_INVALID_DTYPE : check_dtype(L, 2, "tensor");
     tide_error *err = scratch_error(L);
     return push_result(L, repl_tensor_from_lua(L, 1, dt, err), "tensor", err);
@@ -1101,4 +1114,14 @@ void repl_open_tensors(lua_State *L)
     lua_setfield(L, -2, "tensor");
     lua_pushcfunction(L, l_is_tensor);
     lua_setfield(L, -2, "is_tensor");
+    luaL_getsubtable(L, -1, "help");
+    lua_pushliteral(L, "tensor(value [, dtype])\n\nA host tensor from a number, a boolean, a string, a "
+                    "tensor or nested tables of them (rectangular): tensor{{1, 2}, {3, 4}}. Without dtype, "
+                    "integers give int32 (int64 when one does not fit), any float float32. Methods: "
+                    "shape rank numel dtype slice reshape totable item cast copy equal max_abs_diff; "
+                    "t[i] is row i (a view) or an element; #t the first dimension.");
+    lua_setfield(L, -2, "tensor");
+    lua_pushliteral(L, "is_tensor(v)\n\nTrue when v is a host tensor.");
+    lua_setfield(L, -2, "is_tensor");
+    lua_pop(L, 1);
 }

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,8 +50,10 @@ int repl_raise(lua_State *L, const char *fmt, ...)
     }
     if (!located) /* e.g. an entry that tail-calls the prelude has no user line left on the stack */
         lua_pushliteral(L, "");
-    lua_pushvfstring(L, fmt, ap);
+    char msg[4096]; /* C's formats (%lld, %zu, widths), which lua_pushvfstring lacks */
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    lua_pushstring(L, msg);
     lua_concat(L, 2);
     return lua_error(L);
 }
@@ -157,14 +160,14 @@ static tide_status open_lua(repl *r, tide_error *err)
     luaL_openlibs(L);
     lua_newtable(L);
     int module = lua_gettop(L);
+    lua_newtable(L);
+    lua_setfield(L, module, "help"); /* the open functions and the prelude add to it */
     repl_open_tensors(L);
     repl_open_nodes(L);
     repl_open_train(L);
     repl_open_data(L);
     lua_pushcfunction(L, l_quit);
     lua_setfield(L, module, "quit");
-    lua_newtable(L);
-    lua_setfield(L, module, "help");
     lua_pushvalue(L, module);
     lua_setglobal(L, "tide");
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
