@@ -298,13 +298,68 @@ void repl_history_add(repl *r, const char *entry)
 
 /* ---------------------------------------------------------------- evaluation */
 
+/* The nearest string key of the table at idx to name (edit distance), if nearer than *best. */
+static void nearest_key(lua_State *L, int idx, const char *name, char *out, size_t size, int *best)
+{
+    if (lua_type(L, idx) != LUA_TTABLE)
+        return;
+    idx = lua_absindex(L, idx);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) == LUA_TSTRING) {
+            const char *k = lua_tostring(L, -1);
+            int d = tide_edit_distance(name, k);
+            if (d < *best && strcmp(k, name) != 0) {
+                *best = d;
+                snprintf(out, size, "%s", k);
+            }
+        }
+    }
+}
+
+/* "attempt to call a nil value (global 'matmull')" gets "; did you mean matmul?": the nearest name
+ * among the globals, the tide module and the methods of nodes and tensors. */
+static void suggest_name(lua_State *L)
+{
+    const char *msg = lua_tostring(L, -1);
+    const char *kinds[] = {"(global '", "(field '", "(method '"};
+    const char *at = NULL;
+    for (int i = 0; i < 3 && !at; i++)
+        if ((at = strstr(msg, kinds[i])))
+            at += strlen(kinds[i]);
+    const char *end = at ? strchr(at, '\'') : NULL;
+    if (!end || end - at >= 64 || !strstr(msg, "a nil value"))
+        return;
+    char name[64], best_name[128] = "";
+    snprintf(name, sizeof name, "%.*s", (int)(end - at), at);
+    int best = 1 + (int)strlen(name) / 3 + 1;
+    repl_push_globals(L);
+    nearest_key(L, -1, name, best_name, sizeof best_name, &best);
+    lua_pushglobaltable(L);
+    nearest_key(L, -1, name, best_name, sizeof best_name, &best);
+    lua_getglobal(L, "tide");
+    nearest_key(L, -1, name, best_name, sizeof best_name, &best);
+    luaL_getmetatable(L, "tide.node");
+    lua_getfield(L, -1, "methods");
+    nearest_key(L, -1, name, best_name, sizeof best_name, &best);
+    luaL_getmetatable(L, "tide.tensor");
+    lua_getfield(L, -1, "__methods");
+    nearest_key(L, -1, name, best_name, sizeof best_name, &best);
+    lua_pop(L, 7);
+    if (best_name[0])
+        lua_pushfstring(L, "%s; did you mean %s?", msg, best_name);
+}
+
 static int message_handler(lua_State *L)
 {
     if (!lua_isstring(L, 1)) { /* an error object that is not a string */
         if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
             return 1;
         lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+        return 1;
     }
+    suggest_name(L);
     return 1;
 }
 
