@@ -796,7 +796,7 @@ static tide_status parse_line(parser *ps, text_node *n)
 typedef struct reader {
     tide_graph *g;
     text_node *nodes;
-    int count;
+    int count, cap;
     tide_name_table *by_name;
     tide_error *err;
 } reader;
@@ -874,10 +874,14 @@ static tide_status parse_all(reader *r, const char *text)
             while (*ps.p && *ps.p != '\n')
                 ps.p++;
         } else {
-            text_node *nodes = realloc(r->nodes, sizeof *nodes * (size_t)(r->count + 1));
-            if (!nodes)
-                return tide_error_set(r->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
-            r->nodes = nodes;
+            if (r->count == r->cap) { /* grows geometrically: a 10,000-line text loads in linear time */
+                int cap = r->cap ? 2 * r->cap : 64;
+                text_node *nodes = realloc(r->nodes, sizeof *nodes * (size_t)cap);
+                if (!nodes)
+                    return tide_error_set(r->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+                r->nodes = nodes;
+                r->cap = cap;
+            }
             text_node *n = &r->nodes[r->count++];
             memset(n, 0, sizeof *n);
             n->line = ps.line;

@@ -81,6 +81,7 @@ static char *plan_key(const tide_feed *feeds, int nfeeds, const tide_output *fet
     char *key = malloc(cap);
     if (!key)
         return NULL;
+    key[0] = 0; /* a run with nothing to feed, fetch or run has the empty key */
     size_t at = 0;
     for (int i = 0; i < nfeeds; i++)
         at += (size_t)snprintf(key + at, cap - at, "f%d:%d,", feeds[i].output.node ? feeds[i].output.node->id : -1,

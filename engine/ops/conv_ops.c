@@ -7,6 +7,7 @@
  * at graph time, give exact output shapes as far as the inputs are known (the size inputs of the
  * gradient ops when they are graph-time constants), and check whatever is already known to be
  * inconsistent with the messages the kernels use at run time. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +34,8 @@ static bool read_four(const tide_attrs *attrs, const char *name, const char *mea
         return snprintf(msg, size, "%s must have 4 entries [1, %s_height, %s_width, 1] (NHWC), got %s",
                         name, meaning, meaning, tide_op_format_values(v, n, buf, sizeof buf)), false;
     for (int i = 0; i < 4; i++)
-        if (v[i] < 1)
-            return snprintf(msg, size, "%s must be positive, got %s", name,
+        if (v[i] < 1 || v[i] > INT32_MAX)
+            return snprintf(msg, size, "%s must be positive and at most %d, got %s", name, INT32_MAX,
                             tide_op_format_values(v, n, buf, sizeof buf)), false;
     if (v[0] != 1 || v[3] != 1)
         return snprintf(msg, size,
@@ -94,10 +95,18 @@ bool tide_conv_output_dim(int64_t in, int64_t window, int64_t stride, int64_t di
     *pad_before = 0;
     if (in < 0 || window < 0)
         return true;
-    int64_t eff = (window - 1) * dilation + 1;
+    int64_t eff, total, rounded;
+    if (__builtin_mul_overflow(window - 1, dilation, &eff) || __builtin_add_overflow(eff, 1, &eff) ||
+        __builtin_add_overflow(in, stride - 1, &rounded))
+        return snprintf(msg, size, "the %s geometry (input %lld, window %lld, stride %lld, dilation %lld) "
+                        "overflows 64 bits", dim, (long long)in, (long long)window, (long long)stride,
+                        (long long)dilation), false;
     if (same) {
-        *out = (in + stride - 1) / stride;
-        int64_t total = (*out - 1) * stride + eff - in;
+        *out = rounded / stride;
+        if (__builtin_mul_overflow(*out - 1, stride, &total) || __builtin_add_overflow(total, eff, &total))
+            return snprintf(msg, size, "the %s geometry (input %lld, window %lld, stride %lld) overflows 64 bits",
+                            dim, (long long)in, (long long)window, (long long)stride), false;
+        total -= in;
         *pad_before = *out > 0 && total > 0 ? total / 2 : 0;
         return true;
     }

@@ -325,7 +325,9 @@ static void test_conv_bad_attrs(void)
     a = conv_attrs(1, 1, 1, 1, "SAME");
     tide_attrs_set_int_list(a, "strides", (const int64_t[]){2, 1, 1, 1}, 4);
     conv_fails(3, 3, a, "strides in the batch and depth dimensions must be 1, got [2, 1, 1, 1]");
-    conv_fails(3, 3, conv_attrs(0, 1, 1, 1, "SAME"), "strides must be positive, got [1, 0, 1, 1]");
+    conv_fails(3, 3, conv_attrs(0, 1, 1, 1, "SAME"), "strides must be positive and at most 2147483647, got [1, 0, 1, 1]");
+    conv_fails(3, 3, conv_attrs(INT64_MAX, 1, 1, 1, "SAME"), "strides must be positive and at most 2147483647");
+    conv_fails(3, 3, conv_attrs(1, 1, INT64_MAX, 1, "VALID"), "dilations must be positive and at most");
     a = conv_attrs(1, 1, 1, 1, "SAME");
     tide_attrs_set_int_list(a, "dilations", (const int64_t[]){2, 2}, 2);
     conv_fails(3, 3, a, "dilations must have 4 entries");
