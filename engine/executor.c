@@ -354,6 +354,10 @@ static void run_virtual(tide_step *step, const tide_exec_item *it, ready_stack *
     } else { /* fetch */
         tide_tensor **slot = &step->slots[it->input_base];
         step->args->fetch_values[it->index] = *slot; /* NULL if the step failed */
+        const tide_step_args *a = step->args;
+        for (int o = 0; *slot && o < a->num_observers; o++)
+            if (a->observers[o].obs.tensor_fetched)
+                a->observers[o].obs.tensor_fetched(a->observers[o].obs.user, &a->info, it->index, *slot);
         *slot = NULL;
         propagate(step, it, NULL, rs);
     }

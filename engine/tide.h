@@ -302,6 +302,8 @@ typedef struct tide_observer {
                             const tide_tensor *value);
     void (*run_ended)(void *user, const tide_run_info *run, tide_status status, const char *message,
                       int64_t wall_ns);
+    /* A fetched tensor, as it is handed to the caller (fetch is its index in the run's fetches). */
+    void (*tensor_fetched)(void *user, const tide_run_info *run, int fetch, const tide_tensor *value);
 } tide_observer;
 
 /* Returns an id for removal (> 0) or 0 with err set. The observer struct is copied. */

@@ -141,3 +141,10 @@ help.adagrad = "adagrad(learning_rate [, {initial_accumulator=0.1}])\n\nAdagrad 
 help.rmsprop = "rmsprop(learning_rate [, {decay=0.9, momentum=0, epsilon=1e-10}])\n\nRMSProp optimizer."
 help.adam = "adam(learning_rate [, {beta1=0.9, beta2=0.999, epsilon=1e-8}])\n\nAdam optimizer."
 help.quit = "quit([status])\n\nLeaves tide (also :quit and Ctrl-D)."
+
+tide.summary = function(tag, value, opts)
+  return ops.ScalarSummary(value, merge(opts, {tag = tag}))
+end
+help.summary = "summary(tag, value [, {name=}])\n\n" ..
+  "Returns value (one number); the run log records it under tag with the step at every run that " ..
+  "computes it (a loss curve: run({train, summary(\"loss\", loss)}))."

@@ -238,7 +238,7 @@ static void register_math_gradients(void)
         "Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual",
         "LogicalAnd", "LogicalOr", "LogicalNot", "FloorDiv", "Mod",
         "RandomUniform", "RandomNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle",
-        "Const", "Placeholder", "Variable", "Assign", "AssignAdd", "AssignSub", "NoOp",
+        "Const", "Placeholder", "Variable", "Assign", "AssignAdd", "AssignSub", "NoOp", "ScalarSummary",
         "ApplyGradientDescent", "ApplyMomentum", "ApplyAdagrad", "ApplyRMSProp", "ApplyAdam",
     };
     register_no_gradients(not_differentiable, COUNT_OF(not_differentiable));

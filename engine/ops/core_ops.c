@@ -1,5 +1,5 @@
 /* core_ops.c — definitions of the ops every graph needs: Const, Placeholder, Identity, StopGradient,
- * NoOp. */
+ * NoOp, and ScalarSummary (a value the run log records under a tag). */
 #include "../internal.h"
 
 static tide_status const_shape(tide_shape_ctx *ctx)
@@ -19,6 +19,20 @@ static tide_status placeholder_shape(tide_shape_ctx *ctx)
 {
     tide_shape s = tide_shape_unknown();
     tide_attrs_get_shape(tide_shape_attrs(ctx), "shape", &s);
+    tide_shape_set_output(ctx, 0, &s);
+    return TIDE_OK;
+}
+
+static tide_status scalar_summary_shape(tide_shape_ctx *ctx)
+{
+    tide_shape s = tide_shape_input(ctx, 0);
+    if (s.rank > 0 && tide_shape_num_elements(&s) != 1)
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
+                                "a scalar summary records one number: value must have one element, not shape %s",
+                                tide_shape_format(&s, (char[TIDE_SHAPE_STR_MAX]){0}, TIDE_SHAPE_STR_MAX));
+    const char *tag = NULL;
+    if (!tide_attrs_get_string(tide_shape_attrs(ctx), "tag", &tag) || !tag[0])
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "a scalar summary needs a non-empty tag");
     tide_shape_set_output(ctx, 0, &s);
     return TIDE_OK;
 }
@@ -56,6 +70,16 @@ static void register_core_ops(void)
         .shape_fn = tide_shape_fn_unchanged,
         .doc = "Returns its input (no copy), and blocks gradients: tide_gradients treats it as a "
                "constant.",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "ScalarSummary",
+        .inputs = {"value: T"},
+        .outputs = {"summary: T"},
+        .attrs = {"tag: string", "T: realnumbertype"},
+        .shape_fn = scalar_summary_shape,
+        .doc = "Returns value (one number, no copy); the run log records it under tag with the step at "
+               "every run that computes it (the summaries table: a loss curve). Fetch it, or make the "
+               "training step depend on it.",
     });
     tide_op_register(&(tide_op_spec){
         .name = "NoOp",

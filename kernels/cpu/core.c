@@ -1,4 +1,5 @@
-/* core.c — CPU kernels of the core ops: Const, Placeholder, Identity, StopGradient, NoOp. */
+/* core.c — CPU kernels of the core ops: Const, Placeholder, Identity, StopGradient, ScalarSummary,
+ * NoOp. */
 #include "../../engine/tide_op.h"
 
 static tide_status const_init(tide_kernel_ctx *ctx, void **state)
@@ -49,6 +50,8 @@ static void register_core_kernels(void)
     tide_kernel_register(&(tide_kernel_spec){.op = "Identity", .device_type = "cpu",
                                               .compute = identity_compute});
     tide_kernel_register(&(tide_kernel_spec){.op = "StopGradient", .device_type = "cpu",
+                                              .compute = identity_compute});
+    tide_kernel_register(&(tide_kernel_spec){.op = "ScalarSummary", .device_type = "cpu",
                                               .compute = identity_compute});
     tide_kernel_register(&(tide_kernel_spec){.op = "NoOp", .device_type = "cpu",
                                               .compute = noop_compute});

@@ -304,7 +304,8 @@ static void test_run_errors(void)
 }
 
 typedef struct counts {
-    atomic_int started, ended, nodes, tensors;
+    atomic_int started, ended, nodes, tensors, fetched;
+    _Atomic double fetched_value;
 } counts;
 
 static void on_start(void *u, const tide_run_info *r) { (void)r; atomic_fetch_add(&((counts *)u)->started, 1); }
@@ -325,6 +326,15 @@ static void on_tensor(void *u, const tide_run_info *r, const tide_node *n, int i
     atomic_fetch_add(&((counts *)u)->tensors, 1);
 }
 
+static void on_fetched(void *u, const tide_run_info *r, int fetch, const tide_tensor *t)
+{
+    (void)r;
+    counts *k = u;
+    atomic_fetch_add(&k->fetched, 1);
+    if (fetch == 0)
+        k->fetched_value = tide_tensor_get_f64(t, 0);
+}
+
 static void test_observers(void)
 {
     tide_engine *e = tide_engine_new(NULL, NULL);
@@ -335,7 +345,7 @@ static void test_observers(void)
     tide_session *s = tide_session_new(e, g, NULL, NULL);
     counts k = {0};
     tide_observer obs = {.user = &k, .run_started = on_start, .run_ended = on_end, .node_finished = on_node,
-                         .wants_tensors = wants, .tensor_produced = on_tensor};
+                         .wants_tensors = wants, .tensor_produced = on_tensor, .tensor_fetched = on_fetched};
     int id = tide_engine_add_observer(e, &obs, NULL);
     CU_ASSERT(id > 0);
     tide_tensor_release(gu_fetch(s, b)); /* untraced: no node timings, but b's tensor */
@@ -348,9 +358,14 @@ static void test_observers(void)
     CU_ASSERT_EQUAL(atomic_load(&k.ended), 2);
     CU_ASSERT_EQUAL(atomic_load(&k.nodes), 3);
     CU_ASSERT_EQUAL(atomic_load(&k.tensors), 2);
+    CU_ASSERT_EQUAL(atomic_load(&k.fetched), 2); /* every fetched value is shown, traced or not */
+    CU_ASSERT_DOUBLE_EQUAL(k.fetched_value, 1.0, 0);
+    tide_run_options plain = {0};
+    CU_ASSERT_EQUAL(tide_session_run(s, &plain, NULL, 0, NULL, 0, NULL, &b, 1, NULL, NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(atomic_load(&k.fetched), 2); /* a target is not a fetch */
     tide_engine_remove_observer(e, id);
     tide_tensor_release(gu_fetch(s, b));
-    CU_ASSERT_EQUAL(atomic_load(&k.started), 2);
+    CU_ASSERT_EQUAL(atomic_load(&k.started), 3); /* the two fetches and the target run, not this one */
     tide_session_free(s);
     tide_graph_free(g);
     tide_engine_free(e);
