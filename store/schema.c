@@ -49,7 +49,17 @@ static const char migrate_0_to_1[] =
     "INSERT INTO meta(key, value) VALUES ('schema', 'tide run log'),\n"
     "  ('created_at', strftime('%Y-%m-%d %H:%M:%f', 'now'));\n";
 
-static const char *const migrations[TIDE_STORE_SCHEMA_VERSION] = {migrate_0_to_1};
+/* Version 1 -> 2: fetched tensors are logged beside watched ones (tensors.kind), and scalar
+ * summaries (the ScalarSummary op) get their own table. */
+static const char migrate_1_to_2[] =
+    "ALTER TABLE tensors ADD COLUMN kind TEXT NOT NULL DEFAULT 'watched';\n"
+    "CREATE TABLE summaries(\n"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  step INTEGER NOT NULL, tag TEXT NOT NULL, value REAL);\n"
+    "CREATE INDEX summaries_by_tag_step ON summaries(tag, step);\n"
+    "CREATE INDEX summaries_by_run ON summaries(run_id);\n";
+
+static const char *const migrations[TIDE_STORE_SCHEMA_VERSION] = {migrate_0_to_1, migrate_1_to_2};
 
 static tide_status sql_fail(sqlite3 *db, const char *path, const char *what, tide_error *err)
 {

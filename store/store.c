@@ -135,6 +135,9 @@ void st_record_free(st_record *r)
         free(r->u.tensor.histogram);
         free(r->u.tensor.value);
         break;
+    case ST_SUMMARY:
+        free(r->u.summary.tag);
+        break;
     case ST_SESSION:
         free(r->u.session.label);
         free(r->u.session.devices);
@@ -378,6 +381,30 @@ tide_status tide_store_prune_values(tide_store *s, int64_t keep_last_runs, int64
 int64_t tide_store_dropped(const tide_store *s)
 {
     return s ? atomic_load(&((tide_store *)s)->dropped) : 0;
+}
+
+/* The policy may change while engines run: the observers read these two fields at every run (the
+ * period when a run starts, the cap when a tensor is produced), so they are accessed atomically. */
+void tide_store_set_trace_every(tide_store *s, int64_t every)
+{
+    if (s)
+        __atomic_store_n(&s->opts.trace_every, every > 0 ? every : 0, __ATOMIC_RELAXED);
+}
+
+void tide_store_set_value_cap(tide_store *s, size_t bytes)
+{
+    if (s)
+        __atomic_store_n(&s->opts.value_cap_bytes, bytes, __ATOMIC_RELAXED);
+}
+
+int64_t tide_store_trace_every(const tide_store *s)
+{
+    return s ? __atomic_load_n(&s->opts.trace_every, __ATOMIC_RELAXED) : 0;
+}
+
+size_t tide_store_value_cap(const tide_store *s)
+{
+    return s ? __atomic_load_n(&s->opts.value_cap_bytes, __ATOMIC_RELAXED) : 0;
 }
 
 /* ---------------------------------------------------------------- sessions and graphs */
@@ -670,6 +697,35 @@ tide_status tide_store_watch(tide_store *s, const char *node_name, tide_error *e
     if (st == TIDE_OK)
         reregister(s);
     return st;
+}
+
+char **tide_store_watched(tide_store *s, int *count)
+{
+    if (count)
+        *count = 0;
+    if (!s)
+        return calloc(1, sizeof(char *));
+    pthread_mutex_lock(&s->watch_lock);
+    int n = s->num_watched;
+    char **names = calloc((size_t)n + 1, sizeof *names);
+    bool ok = names != NULL;
+    for (int i = 0; ok && i < n; i++)
+        ok = (names[i] = st_strdup(s->watched[i])) != NULL;
+    pthread_mutex_unlock(&s->watch_lock);
+    if (!ok) {
+        tide_store_names_free(names);
+        return NULL;
+    }
+    if (count)
+        *count = n;
+    return names;
+}
+
+void tide_store_names_free(char **names)
+{
+    for (int i = 0; names && names[i]; i++)
+        free(names[i]);
+    free(names);
 }
 
 void tide_store_unwatch(tide_store *s, const char *node_name)

@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /* The schema version this build writes (PRAGMA user_version). Files with a newer one are refused. */
-#define TIDE_STORE_SCHEMA_VERSION 1
+#define TIDE_STORE_SCHEMA_VERSION 2
 
 typedef struct tide_store tide_store;
 
@@ -103,6 +103,104 @@ tide_status tide_store_prune_values(tide_store *s, int64_t keep_last_runs, int64
 /* Records dropped so far: queued when the queue was full, or whose run was itself dropped, or lost
  * to a write that failed. */
 int64_t tide_store_dropped(const tide_store *s);
+
+/* ---------------------------------------------------------------- the policy, changed while running */
+
+/* Sets the trace period (tide_store_options.trace_every) and the value cap (value_cap_bytes) of an open
+ * store. They take effect for runs that start after the call returns (a run in flight may log its
+ * tensors under either cap). every < 0 is taken as 0 (only the caller's traces); 1 traces every run.
+ * The getters return the current values. */
+void tide_store_set_trace_every(tide_store *s, int64_t every);
+void tide_store_set_value_cap(tide_store *s, size_t bytes);
+int64_t tide_store_trace_every(const tide_store *s);
+size_t tide_store_value_cap(const tide_store *s);
+/* The watched names, in the order they were watched: a malloc'd array of malloc'd strings ending with
+ * NULL (free it with tide_store_names_free), *count (may be NULL) receives their number. NULL when out
+ * of memory. */
+char **tide_store_watched(tide_store *s, int *count);
+void tide_store_names_free(char **names);
+
+/* ---------------------------------------------------------------- reading the log (query.c)
+ *
+ * Queries open their own read-only connection to a log file (SQLITE_OPEN_READONLY, PRAGMA query_only,
+ * a 5 s busy timeout) for the one call, so they may run on any thread, on any log file, while stores in
+ * this or other processes write it (WAL: readers see what was committed when the query starts). A
+ * store's own records become visible once committed: tide_store_flush first to see the latest runs.
+ * Results are tables of text (the REPL prints them; the web views serve them). Errors: a missing or
+ * unreadable file is TIDE_NOT_FOUND/TIDE_UNAVAILABLE, a file that is not an SQLite database
+ * TIDE_FAILED_PRECONDITION, an SQL error TIDE_INVALID_ARGUMENT whose message is SQLite's prefixed
+ * with "sql: ". */
+
+typedef struct tide_store_table tide_store_table;
+
+/* Runs ONE read-only SQL statement (a SELECT, a read-only PRAGMA; trailing whitespace, ';' and
+ * comments are allowed, a second statement is not) and keeps its first max_rows rows (max_rows >= 0)
+ * as text: NULL as "NULL" (see tide_store_table_is_null), a blob as "<blob N bytes>", numbers as
+ * SQLite prints them. Statements that would write (INSERT, UPDATE, DELETE, DROP, CREATE, PRAGMA
+ * assignments, VACUUM...) and ATTACH/DETACH are refused. SQL may use status_name(code), which gives
+ * a tide_status's name ("OK", "INVALID_ARGUMENT"). Returns a new table, or NULL with err set. */
+tide_store_table *tide_store_query(const char *path, const char *sql, int max_rows, tide_error *err);
+void tide_store_table_free(tide_store_table *t);
+int tide_store_table_num_columns(const tide_store_table *t);
+const char *tide_store_table_column(const tide_store_table *t, int col); /* borrowed; NULL if out of range */
+int tide_store_table_num_rows(const tide_store_table *t);
+/* The cell's text (borrowed; NULL if out of range) and whether the value was SQL NULL. */
+const char *tide_store_table_cell(const tide_store_table *t, int row, int col);
+bool tide_store_table_is_null(const tide_store_table *t, int row, int col);
+/* True when the statement had more rows than were kept. */
+bool tide_store_table_truncated(const tide_store_table *t);
+/* The table as aligned text: a header line, one line per row, columns separated by two spaces
+ * (numeric columns right-aligned), cells longer than max_cell_chars characters (UTF-8) clipped with
+ * "...", control characters shown as spaces; then "(N rows)", or "(first N of more rows)" when
+ * truncated. A malloc'd string (the caller frees), NULL when out of memory. */
+char *tide_store_table_format(const tide_store_table *t, int max_cell_chars);
+
+/* The named queries of the REPL and the web views. */
+
+/* The last_n most recent runs of the file (all sessions), oldest first: id, session, step, status
+ * (its name; "running" while in flight), wall_ms, traced (0/1), fetches (JSON), started (local time,
+ * YYYY-MM-DD HH:MM:SS.SSS). truncated says whether older runs exist. last_n >= 0. */
+tide_store_table *tide_store_query_runs(const char *path, int last_n, tide_error *err);
+/* One run (runs.id = run_id; run_id 0: the latest) as a one-row table: id, session, step, run_id (the
+ * engine's), status, error, wall_ms, traced, feeds, fetches, targets, started, nodes_timed (rows in
+ * node_timings), tensors (rows in tensors). TIDE_NOT_FOUND when there is no such run. */
+tide_store_table *tide_store_query_run(const char *path, int64_t run_id, tide_error *err);
+/* The limit slowest nodes of a traced run (by kernel time, end_ns - start_ns): node, op, device,
+ * thread, time_us, pct_of_wall (that time as a percentage of the run's wall time). No rows for a run
+ * that was not traced. */
+tide_store_table *tide_store_query_slowest_nodes(const char *path, int64_t run_id, int limit, tide_error *err);
+/* One row of counts: sessions, runs, traced_runs, failed_runs, node_timings, tensors, stored_values
+ * (tensors whose value is stored), value_bytes, first_run, last_run (local times, NULL when no run). */
+tide_store_table *tide_store_query_summary(const char *path, tide_error *err);
+
+/* A logged tensor: the statistics of one output of a watched node at one run and, when it was stored
+ * (within the value cap and not pruned), its value. */
+typedef struct tide_store_tensor {
+    int64_t run;             /* runs.id */
+    int64_t session;         /* sessions.id; 0 when the run's session was not logged */
+    int64_t step;            /* the session's step */
+    char *node;              /* the node's name (malloc'd) */
+    int output;
+    tide_dtype dtype;        /* TIDE_INVALID_DTYPE when the file names a dtype this build lacks */
+    char *dtype_name;        /* as logged (malloc'd) */
+    tide_shape shape;
+    bool has_stats;          /* false when no element was finite (or for strings) */
+    double min, max, mean, std;
+    int64_t nan_count, inf_count;
+    int64_t *histogram;      /* num_bins counts of the finite elements, equal bins from min to max */
+    int num_bins;
+    tide_tensor *value;      /* the stored value (the store's reference), NULL when not stored */
+} tide_store_tensor;
+
+/* The value logged for output `output` of node `node` at session step `step` of session `session`: the
+ * latest step <= step that has one (step < 0: the latest logged). session 0: the session of the most
+ * recent value of that output in the file. The value's bytes are decoded with the logged dtype and
+ * shape (bit-equal to the tensor the run produced). Returns a new record (free it with
+ * tide_store_tensor_free), or NULL with err set: TIDE_NOT_FOUND when nothing matches (the message says
+ * whether the output was never logged or only after `step`). */
+tide_store_tensor *tide_store_query_tensor(const char *path, const char *node, int output, int64_t session,
+                                           int64_t step, tide_error *err);
+void tide_store_tensor_free(tide_store_tensor *t);
 
 #ifdef __cplusplus
 }

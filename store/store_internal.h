@@ -24,6 +24,7 @@ typedef enum st_kind {
     ST_GRAPH = 6,   /* synchronous */
     ST_FLUSH = 7,   /* synchronous */
     ST_PRUNE = 8,   /* synchronous: sync->id receives the number of values cleared */
+    ST_SUMMARY = 9, /* a ScalarSummary's value */
 } st_kind;
 
 /* A synchronous request: the caller waits on the store's done condition until done is set. */
@@ -67,7 +68,12 @@ typedef struct st_record {
             int64_t nan_count, inf_count;
             void *value; /* NULL: not stored */
             size_t value_len;
+            bool fetched; /* a fetched tensor (else a watched node's output) */
         } tensor;
+        struct { /* ST_SUMMARY */
+            char *tag;
+            double value;
+        } summary;
         struct { /* ST_SESSION */
             char *label, *devices;
             int threads;

@@ -16,7 +16,7 @@
 
 enum {
     Q_BEGIN, Q_COMMIT, Q_ROLLBACK, Q_SESSION, Q_GRAPH, Q_NODE, Q_RUN, Q_RUN_END, Q_TIMING, Q_TENSOR,
-    Q_PRUNE, Q_COUNT
+    Q_PRUNE, Q_SUMMARY, Q_COUNT
 };
 
 static const char *const sql[Q_COUNT] = {
@@ -33,7 +33,8 @@ static const char *const sql[Q_COUNT] = {
     [Q_TIMING] = "INSERT INTO node_timings(run_id, node, op, device, thread, scheduled_ns, start_ns, end_ns, "
                  "output_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [Q_TENSOR] = "INSERT INTO tensors(run_id, step, node, output, dtype, shape, min, max, mean, std, "
-                 "nan_count, inf_count, histogram, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 "nan_count, inf_count, histogram, value, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    [Q_SUMMARY] = "INSERT INTO summaries(run_id, step, tag, value) VALUES (?, ?, ?, ?)",
     /* runs.id grows with every run logged, by any store writing the file: the newest are the largest */
     [Q_PRUNE] = "UPDATE tensors SET value = NULL WHERE value IS NOT NULL AND run_id NOT IN "
                 "(SELECT id FROM runs ORDER BY id DESC LIMIT ?)",
@@ -273,7 +274,23 @@ static bool write_tensor(writer *w, st_record *r, bool *dropped)
     bind_text(st, 13, r->u.tensor.histogram);
     if (r->u.tensor.value)
         sqlite3_bind_blob64(st, 14, r->u.tensor.value, r->u.tensor.value_len, SQLITE_STATIC);
+    bind_text(st, 15, r->u.tensor.fetched ? "fetched" : "watched");
     return done(w, st, "inserting a tensor");
+}
+
+static bool write_summary(writer *w, st_record *r, bool *dropped)
+{
+    int64_t run = run_row(w, r);
+    if (!run) {
+        *dropped = true;
+        return true;
+    }
+    sqlite3_stmt *st = stmt(w, Q_SUMMARY);
+    sqlite3_bind_int64(st, 1, run);
+    sqlite3_bind_int64(st, 2, r->step);
+    bind_text(st, 3, r->u.summary.tag);
+    sqlite3_bind_double(st, 4, r->u.summary.value);
+    return done(w, st, "inserting a summary");
 }
 
 static bool write_prune(writer *w, st_record *r)
@@ -297,6 +314,7 @@ static bool write_record(writer *w, st_record *r, bool *dropped)
     case ST_GRAPH: return write_graph(w, r);
     case ST_FLUSH: r->sync->id = 0; return true;
     case ST_PRUNE: return write_prune(w, r);
+    case ST_SUMMARY: return write_summary(w, r, dropped);
     }
     return false;
 }

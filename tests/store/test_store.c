@@ -158,14 +158,15 @@ static void test_open_creates_schema(void)
     temp_db_new("tide-store");
     tide_store *s = open_store(NULL);
     sqlite3 *db = reader();
-    CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), 1);
+    CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), TIDE_STORE_SCHEMA_VERSION);
     ASSERT_TEXT(db, "PRAGMA journal_mode", "wal");
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
-                              "('meta', 'sessions', 'graphs', 'nodes', 'runs', 'node_timings', 'tensors')"),
-                    7);
+                              "('meta', 'sessions', 'graphs', 'nodes', 'runs', 'node_timings', 'tensors', "
+                              "'summaries')"),
+                    8);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name NOT LIKE "
                               "'sqlite_%'"),
-                    4);
+                    6);
     ASSERT_TEXT(db, "SELECT value FROM meta WHERE key = 'schema'", "tide run log");
     CU_ASSERT_EQUAL(tide_store_dropped(s), 0);
     sqlite3_close(db);
@@ -191,7 +192,7 @@ static void test_reopen_keeps_data(void)
     CU_ASSERT_EQUAL(q_int(db, "SELECT threads FROM sessions WHERE id = 1"), 1);
     ASSERT_TEXT(db, "SELECT devices FROM sessions WHERE id = 1",
                 "[\"/job:localhost/replica:0/task:0/device:cpu:0\"]");
-    CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), 1);
+    CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), TIDE_STORE_SCHEMA_VERSION);
     sqlite3_close(db);
     fixture_free(&f);
     temp_db_remove();
@@ -223,6 +224,60 @@ static void test_newer_version_refused(void)
     temp_db_remove();
 }
 
+/* A file as tide wrote it at schema version 1 (a frozen copy of that schema: never edit it), with one
+ * session, run and watched tensor. */
+static const char schema_v1_file[] =
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
+    "CREATE TABLE sessions(id INTEGER PRIMARY KEY, created_at TEXT NOT NULL DEFAULT "
+    "  (strftime('%Y-%m-%d %H:%M:%f', 'now')), label TEXT, threads INTEGER, devices TEXT);"
+    "CREATE TABLE graphs(id INTEGER PRIMARY KEY, session_id INTEGER REFERENCES sessions(id), version INTEGER "
+    "  NOT NULL, created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')), text TEXT NOT NULL);"
+    "CREATE TABLE nodes(graph_id INTEGER NOT NULL REFERENCES graphs(id), name TEXT NOT NULL, op TEXT NOT NULL, "
+    "  inputs TEXT, control_inputs TEXT, attrs TEXT, requested_device TEXT, assigned_device TEXT,"
+    "  PRIMARY KEY (graph_id, name));"
+    "CREATE TABLE runs(id INTEGER PRIMARY KEY, session_id INTEGER REFERENCES sessions(id), step INTEGER NOT NULL, "
+    "  run_id INTEGER NOT NULL, started_at_ns INTEGER, wall_ns INTEGER, status INTEGER, error TEXT, feeds TEXT, "
+    "  fetches TEXT, targets TEXT, traced INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX runs_by_session_step ON runs(session_id, step);"
+    "CREATE TABLE node_timings(run_id INTEGER NOT NULL REFERENCES runs(id), node TEXT NOT NULL, op TEXT, "
+    "  device TEXT, thread INTEGER, scheduled_ns INTEGER, start_ns INTEGER, end_ns INTEGER, output_bytes INTEGER);"
+    "CREATE INDEX node_timings_by_run ON node_timings(run_id);"
+    "CREATE TABLE tensors(run_id INTEGER NOT NULL REFERENCES runs(id), step INTEGER NOT NULL, node TEXT NOT NULL, "
+    "  output INTEGER NOT NULL, dtype TEXT NOT NULL, shape TEXT NOT NULL, min REAL, max REAL, mean REAL, std REAL, "
+    "  nan_count INTEGER NOT NULL, inf_count INTEGER NOT NULL, histogram TEXT, value BLOB);"
+    "CREATE INDEX tensors_by_node_step ON tensors(node, output, step);"
+    "CREATE INDEX tensors_by_run ON tensors(run_id);"
+    "INSERT INTO meta(key, value) VALUES ('schema', 'tide run log');"
+    "INSERT INTO sessions(label, threads, devices) VALUES ('old', 2, '[]');"
+    "INSERT INTO runs(session_id, step, run_id, status) VALUES (1, 0, 7, 0);"
+    "INSERT INTO tensors(run_id, step, node, output, dtype, shape, min, max, mean, std, nan_count, inf_count) "
+    "  VALUES (1, 0, 'loss', 0, 'float32', '[]', 0.5, 0.5, 0.5, 0, 0, 0);"
+    "PRAGMA user_version = 1;";
+
+/* Every earlier version migrates: version 1 gains tensors.kind and the summaries table, and keeps its
+ * rows; the migrated file takes new records. */
+static void test_version1_migrates(void)
+{
+    temp_db_new("tide-store");
+    make_file(schema_v1_file);
+    fixture f;
+    fixture_new(&f, 1);
+    tide_store *s = open_store(NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(tide_store_log_session(s, f.session, f.engine, "new", NULL), 2);
+    tide_store_close(s);
+    sqlite3 *db = reader();
+    CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), 2);
+    ASSERT_TEXT(db, "SELECT label FROM sessions WHERE id = 1", "old");
+    ASSERT_TEXT(db, "SELECT kind FROM tensors WHERE node = 'loss'", "watched");
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM summaries"), 0);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM sessions"), 2);
+    ASSERT_TEXT(db, "PRAGMA integrity_check", "ok");
+    sqlite3_close(db);
+    fixture_free(&f);
+    temp_db_remove();
+}
+
 static void test_version0_migrates(void)
 {
     temp_db_new("tide-store");
@@ -230,7 +285,7 @@ static void test_version0_migrates(void)
     tide_store *s = open_store(NULL);
     tide_store_close(s);
     sqlite3 *db = reader();
-    CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), 1);
+    CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), TIDE_STORE_SCHEMA_VERSION);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs"), 0);
     sqlite3_close(db);
     temp_db_remove();
@@ -777,7 +832,7 @@ int main(void)
         TH_TEST(test_open_creates_schema),
         TH_TEST(test_reopen_keeps_data),
         TH_TEST(test_newer_version_refused),
-        TH_TEST(test_version0_migrates),
+        TH_TEST(test_version0_migrates), TH_TEST(test_version1_migrates),
         TH_TEST(test_runs_logged),
         TH_TEST(test_traced_timings),
         TH_TEST(test_trace_policy),
