@@ -416,7 +416,8 @@ typedef struct tide_step_stats tide_step_stats;
 /* Runs the smallest subgraph that computes `fetches` and runs `targets`, with `feeds` replacing the
  * tensors they name. fetch_values[i] receives a new reference for fetches[i] (NULL on failure).
  * opts may be NULL. stats, if not NULL, receives per-node timings when the run is traced (opts->trace,
- * or an observer's wants_trace), else NULL (caller frees). */
+ * or an observer's wants_trace), else NULL (caller frees) — also when the run fails: the timings of the
+ * nodes that ran, which show where it stopped. */
 tide_status tide_session_run(tide_session *s, const tide_run_options *opts, const tide_feed *feeds,
                              int num_feeds, const tide_output *fetches, int num_fetches,
                              tide_tensor **fetch_values, tide_node *const *targets, int num_targets,

@@ -831,6 +831,7 @@ static int run_on(lua_State *L, tide_session *s, int base)
             tide_error_set(err, TIDE_CANCELLED, "run cancelled (Ctrl-C); the graph and the variables are kept");
     }
     if (!ok) {
+        tide_step_stats_free(stats); /* a failed traced run still hands back the stats it has */
         release_call(c);
         free(c);
         lua_pushstring(L, tide_error_message(err));
