@@ -376,13 +376,18 @@ static int compile(lua_State *L, const char *entry, const char *chunkname)
 {
     char name[256];
     snprintf(name, sizeof name, "=%s", chunkname);
+    /* No collection while parsing: a finalizer run from deep inside the parser can fail with "C stack
+     * overflow", and Lua drops a failed finalizer (a tensor's __gc would never release it). */
+    lua_gc(L, LUA_GCSTOP);
     lua_pushfstring(L, "return %s;", entry);
     int st = luaL_loadbuffer(L, lua_tostring(L, -1), lua_rawlen(L, -1), name);
     lua_remove(L, -2);
-    if (st == LUA_OK)
-        return st;
-    lua_pop(L, 1);
-    return luaL_loadbuffer(L, entry, strlen(entry), name);
+    if (st != LUA_OK) {
+        lua_pop(L, 1);
+        st = luaL_loadbuffer(L, entry, strlen(entry), name);
+    }
+    lua_gc(L, LUA_GCRESTART);
+    return st;
 }
 
 static bool incomplete(lua_State *L, int status)
