@@ -13,7 +13,8 @@
 static bool wants_trace(void *user, const tide_run_info *run)
 {
     const st_attachment *a = user;
-    int64_t every = a->store->opts.trace_every;
+    /* tide_store_set_trace_every may change it while engines run */
+    int64_t every = __atomic_load_n(&a->store->opts.trace_every, __ATOMIC_RELAXED);
     return every > 0 && run->step % every == 0;
 }
 
@@ -86,10 +87,16 @@ static void node_finished(void *user, const tide_run_info *run, const tide_node_
     st_push(a->store, r);
 }
 
+static bool is_summary(const tide_node *node)
+{
+    return strcmp(tide_node_op(node), "ScalarSummary") == 0;
+}
+
+/* Watched nodes, and every ScalarSummary (its value goes to the summaries table). */
 static bool wants_tensors(void *user, const tide_node *node)
 {
     st_attachment *a = user;
-    return st_is_watched(a->store, tide_node_name(node));
+    return is_summary(node) || st_is_watched(a->store, tide_node_name(node));
 }
 
 /* Statistics of the finite values (min, max, mean, population std, a histogram of ST_HIST_BINS
@@ -138,11 +145,11 @@ static char *tensor_stats(const tide_tensor *t, st_record *r)
     return json;
 }
 
-static void tensor_produced(void *user, const tide_run_info *run, const tide_node *node, int output,
-                            const tide_tensor *value)
+/* A tensors row: statistics, and the value when it fits under the cap. fetched: a fetched value
+ * (kind 'fetched'), else a watched node's output. */
+static void log_tensor(tide_store *s, const tide_run_info *run, const char *node, int output,
+                       const tide_tensor *value, bool fetched)
 {
-    st_attachment *a = user;
-    tide_store *s = a->store;
     st_record *r = calloc(1, sizeof *r);
     if (!r) {
         atomic_fetch_add(&s->dropped, 1);
@@ -152,8 +159,9 @@ static void tensor_produced(void *user, const tide_run_info *run, const tide_nod
     r->run_id = run->run_id;
     r->session = run->session;
     r->step = run->step;
-    r->u.tensor.node = st_strdup(tide_node_name(node));
+    r->u.tensor.node = st_strdup(node);
     r->u.tensor.output = output;
+    r->u.tensor.fetched = fetched;
     tide_dtype dt = tide_tensor_dtype(value);
     r->u.tensor.dtype = st_strdup(tide_dtype_name(dt) ? tide_dtype_name(dt) : "invalid");
     char shape[TIDE_SHAPE_STR_MAX];
@@ -162,7 +170,8 @@ static void tensor_produced(void *user, const tide_run_info *run, const tide_nod
     if (ok && dt != TIDE_STRING) {
         r->u.tensor.histogram = tensor_stats(value, r);
         size_t bytes = tide_tensor_byte_size(value);
-        if (s->opts.value_cap_bytes > 0 && bytes <= s->opts.value_cap_bytes) {
+        size_t cap = __atomic_load_n(&s->opts.value_cap_bytes, __ATOMIC_RELAXED); /* may change */
+        if (cap > 0 && bytes <= cap) {
             r->u.tensor.value = malloc(bytes ? bytes : 1);
             r->u.tensor.value_len = bytes;
             if (r->u.tensor.value && bytes)
@@ -178,10 +187,56 @@ static void tensor_produced(void *user, const tide_run_info *run, const tide_nod
     st_push(s, r);
 }
 
+static void log_summary(tide_store *s, const tide_run_info *run, const tide_node *node, const tide_tensor *value)
+{
+    const char *tag = NULL;
+    st_record *r = calloc(1, sizeof *r);
+    if (!r || !tide_attrs_get_string(tide_node_attrs(node), "tag", &tag) || tide_tensor_num_elements(value) != 1 ||
+        !(r->u.summary.tag = st_strdup(tag))) {
+        free(r);
+        atomic_fetch_add(&s->dropped, 1);
+        return;
+    }
+    r->kind = ST_SUMMARY;
+    r->run_id = run->run_id;
+    r->session = run->session;
+    r->step = run->step;
+    r->u.summary.value = tide_tensor_get_f64(value, 0);
+    st_push(s, r);
+}
+
+static void tensor_produced(void *user, const tide_run_info *run, const tide_node *node, int output,
+                            const tide_tensor *value)
+{
+    st_attachment *a = user;
+    if (is_summary(node))
+        log_summary(a->store, run, node, value);
+    if (st_is_watched(a->store, tide_node_name(node)))
+        log_tensor(a->store, run, tide_node_name(node), output, value, false);
+}
+
+/* Every fetched value is logged (statistics; the value under the cap), named by its "node:index". */
+static void tensor_fetched(void *user, const tide_run_info *run, int fetch, const tide_tensor *value)
+{
+    st_attachment *a = user;
+    if (fetch < 0 || fetch >= run->num_fetches || !run->fetch_names || !run->fetch_names[fetch])
+        return;
+    char node[512];
+    snprintf(node, sizeof node, "%s", run->fetch_names[fetch]);
+    char *colon = strrchr(node, ':');
+    int output = 0;
+    if (colon) {
+        output = atoi(colon + 1);
+        *colon = 0;
+    }
+    log_tensor(a->store, run, node, output, value, true);
+}
+
 tide_observer st_run_observer(st_attachment *a)
 {
     return (tide_observer){.user = a, .wants_trace = wants_trace, .run_started = run_started,
-                           .node_finished = node_finished, .run_ended = run_ended};
+                           .node_finished = node_finished, .run_ended = run_ended,
+                           .tensor_fetched = tensor_fetched};
 }
 
 tide_observer st_tensor_observer(st_attachment *a)

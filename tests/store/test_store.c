@@ -505,24 +505,32 @@ static void test_watched_tensors(void)
     }
     flush(s);
     sqlite3 *db = reader();
-    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE node = 'z'"), 2);
-    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE step = 0"), 0);
-    ASSERT_TEXT(db, "SELECT dtype || ' ' || shape || ' ' || output FROM tensors WHERE node = 'z' AND step = 1",
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE kind = 'watched' AND node = 'z'"), 2);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE kind = 'watched' AND step = 0"), 0);
+    ASSERT_TEXT(db, "SELECT dtype || ' ' || shape || ' ' || output FROM tensors WHERE kind = 'watched' AND node = 'z' AND step = 1",
                 "float32 [2, 2] 0");
     /* z = x + a = [1.5, nan, inf, -1]: finite values 1.5 and -1 */
     double finite[2] = {0.5 + 1, -5 + 4}, mean = (finite[0] + finite[1]) / 2;
     double sd = sqrt(((finite[0] - mean) * (finite[0] - mean) + (finite[1] - mean) * (finite[1] - mean)) / 2);
-    CU_ASSERT_DOUBLE_EQUAL(q_double(db, "SELECT min FROM tensors WHERE node = 'z' AND step = 1"), -1, 1e-12);
-    CU_ASSERT_DOUBLE_EQUAL(q_double(db, "SELECT max FROM tensors WHERE node = 'z' AND step = 1"), 1.5, 1e-12);
-    CU_ASSERT_DOUBLE_EQUAL(q_double(db, "SELECT mean FROM tensors WHERE node = 'z' AND step = 1"), mean, 1e-12);
-    CU_ASSERT_DOUBLE_EQUAL(q_double(db, "SELECT std FROM tensors WHERE node = 'z' AND step = 1"), sd, 1e-12);
-    ASSERT_TEXT(db, "SELECT nan_count || ' ' || inf_count FROM tensors WHERE node = 'z' AND step = 1", "1 1");
-    ASSERT_TEXT(db, "SELECT histogram FROM tensors WHERE node = 'z' AND step = 1",
+    CU_ASSERT_DOUBLE_EQUAL(q_double(db, "SELECT min FROM tensors WHERE kind = 'watched' AND node = 'z' AND step = 1"), -1, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(q_double(db, "SELECT max FROM tensors WHERE kind = 'watched' AND node = 'z' AND step = 1"), 1.5, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(q_double(db, "SELECT mean FROM tensors WHERE kind = 'watched' AND node = 'z' AND step = 1"), mean, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(q_double(db, "SELECT std FROM tensors WHERE kind = 'watched' AND node = 'z' AND step = 1"), sd, 1e-12);
+    ASSERT_TEXT(db, "SELECT nan_count || ' ' || inf_count FROM tensors WHERE kind = 'watched' AND node = 'z' AND step = 1", "1 1");
+    ASSERT_TEXT(db, "SELECT histogram FROM tensors WHERE kind = 'watched' AND node = 'z' AND step = 1",
                 "[1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1]");
-    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE node = 'z' AND value IS NULL"), 2);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE kind = 'watched' AND node = 'z' AND value IS NULL"), 2);
+    /* every fetched value is logged too (three runs, two fetches), values under the cap (8 bytes) */
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE kind = 'fetched'"), 6);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE kind = 'fetched' AND node = 'scalar' AND "
+                              "length(value) = 4 AND step IN (0, 1, 2)"),
+                    3);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE kind = 'fetched' AND node = 'z' AND value IS NULL "
+                              "AND nan_count = 1 AND inf_count = 1"),
+                    3);
     /* the scalar: value kept (4 bytes <= 8), bytes exact */
     sqlite3_stmt *st = NULL;
-    CU_ASSERT_EQUAL(sqlite3_prepare_v2(db, "SELECT value, histogram, std FROM tensors WHERE node = 'scalar'", -1,
+    CU_ASSERT_EQUAL(sqlite3_prepare_v2(db, "SELECT value, histogram, std FROM tensors WHERE kind = 'watched' AND node = 'scalar'", -1,
                                        &st, NULL),
                     SQLITE_OK);
     CU_ASSERT_EQUAL(sqlite3_step(st), SQLITE_ROW);
@@ -537,11 +545,11 @@ static void test_watched_tensors(void)
     sqlite3_finalize(st);
     /* docs/run-log.md: a tensor's mean across steps; when it first contained NaN */
     ASSERT_TEXT(db, "SELECT group_concat(step || ':' || mean, ' ') FROM (SELECT t.step, t.mean FROM tensors t "
-                    "JOIN runs r ON r.id = t.run_id WHERE t.node = 'z' AND t.output = 0 ORDER BY t.step)",
+                    "JOIN runs r ON r.id = t.run_id WHERE t.kind = 'watched' AND t.node = 'z' AND t.output = 0 ORDER BY t.step)",
                 "1:0.25 2:0.25");
     ASSERT_TEXT(db, "SELECT step FROM (SELECT r.step, datetime(r.started_at_ns / 1e9, 'unixepoch') AS at "
                     "FROM tensors t JOIN runs r ON r.id = t.run_id "
-                    "WHERE t.node = 'z' AND t.nan_count > 0 ORDER BY r.id LIMIT 1)",
+                    "WHERE t.kind = 'watched' AND t.node = 'z' AND t.nan_count > 0 ORDER BY r.id LIMIT 1)",
                 "1");
     tide_store_close(s);
     sqlite3_close(db);
@@ -560,8 +568,8 @@ static void test_watched_tensors(void)
     tide_tensor_release(vals[0]);
     flush(s);
     db = reader();
-    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors"), 1);
-    CU_ASSERT_EQUAL(sqlite3_prepare_v2(db, "SELECT value FROM tensors", -1, &st, NULL), SQLITE_OK);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE kind = 'watched'"), 1);
+    CU_ASSERT_EQUAL(sqlite3_prepare_v2(db, "SELECT value FROM tensors WHERE kind = 'watched'", -1, &st, NULL), SQLITE_OK);
     CU_ASSERT_EQUAL(sqlite3_step(st), SQLITE_ROW);
     CU_ASSERT_EQUAL((size_t)sqlite3_column_bytes(st, 0), tide_tensor_byte_size(z));
     if ((size_t)sqlite3_column_bytes(st, 0) == tide_tensor_byte_size(z))
@@ -591,20 +599,59 @@ static void test_integer_tensor_stats(void)
     tide_tensor_release(out);
     flush(s);
     sqlite3 *db = reader();
-    ASSERT_TEXT(db, "SELECT dtype || ' ' || shape || ' ' || min || ' ' || max || ' ' || mean FROM tensors",
+    ASSERT_TEXT(db, "SELECT dtype || ' ' || shape || ' ' || min || ' ' || max || ' ' || mean FROM tensors WHERE kind = 'watched'",
                 "int32 [5] -1.0 5.0 2.4");
     double m = 2.4, ss = 0;
     for (int i = 0; i < 5; i++)
         ss += (v[i] - m) * (v[i] - m);
-    CU_ASSERT_DOUBLE_EQUAL(q_double(db, "SELECT std FROM tensors"), sqrt(ss / 5), 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(q_double(db, "SELECT std FROM tensors WHERE kind = 'watched'"), sqrt(ss / 5), 1e-12);
     /* bins of width 0.2 from -1: 3 -> 20, 4 -> 25, 1 -> 10, 5 -> the last */
-    ASSERT_TEXT(db, "SELECT histogram FROM tensors",
+    ASSERT_TEXT(db, "SELECT histogram FROM tensors WHERE kind = 'watched'",
                 "[1,0,0,0,0,0,0,0,0,0,1,0,0,0,0,0,0,0,0,0,1,0,0,0,0,1,0,0,0,1]");
     sqlite3_close(db);
     tide_store_close(s);
     tide_session_free(sess);
     tide_graph_free(g);
     tide_engine_free(e);
+    temp_db_remove();
+}
+
+/* ScalarSummary nodes land in the summaries table (tag, step, value) at every run that computes them,
+ * watched or not; a summary that runs as a dependency of a target counts too. */
+static void test_summaries(void)
+{
+    temp_db_new("tide-store");
+    fixture f;
+    fixture_new(&f, 1);
+    tide_node *mean_axes = gu_const(f.g, "axes", th_i32(1, TH_DIMS(2), (int32_t[]){0, 1}));
+    tide_node *mean = gu_op(f.g, "Mean", "mean_y", 2, (tide_node *[]){f.y, mean_axes});
+    tide_node_builder *b = tide_node_builder_new(f.g, "ScalarSummary", "loss_summary");
+    tide_node_builder_add_input(b, (tide_output){mean, 0});
+    tide_attrs_set_string(tide_node_builder_attrs(b), "tag", "loss");
+    tide_node *summary = gu_finish(b);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(summary);
+    tide_node *after = gu_op(f.g, "Identity", "after", 1, &summary);
+    tide_store *s = open_store(NULL);
+    CU_ASSERT(tide_store_attach(s, f.engine, NULL) > 0);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(run_fetch(&f, summary, false, NULL, NULL), TIDE_OK);
+    tide_run_options o = {0};
+    CU_ASSERT_EQUAL(tide_session_run(f.session, &o, NULL, 0, NULL, 0, NULL, &after, 1, NULL, NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(run_fetch(&f, f.y, false, NULL, NULL), TIDE_OK); /* no summary in this run */
+    flush(s);
+    sqlite3 *db = reader();
+    /* y = a @ a + a = [[8, 12], [18, 26]]: mean 16 */
+    ASSERT_TEXT(db, "SELECT group_concat(step || ':' || tag || '=' || value, ' ') FROM "
+                    "(SELECT * FROM summaries ORDER BY step)",
+                "0:loss=16.0 1:loss=16.0 2:loss=16.0 3:loss=16.0");
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM summaries s JOIN runs r ON r.id = s.run_id WHERE r.status = 0"), 4);
+    /* docs/run-log.md: a loss curve */
+    ASSERT_TEXT(db, "SELECT group_concat(value, ',') FROM (SELECT step, value FROM summaries WHERE tag = 'loss' "
+                    "ORDER BY step)",
+                "16.0,16.0,16.0,16.0");
+    sqlite3_close(db);
+    tide_store_close(s);
+    fixture_free(&f);
     temp_db_remove();
 }
 
@@ -624,15 +671,15 @@ static void test_prune_values(void)
     int64_t pruned = -1;
     tide_error *err = tide_error_new();
     CU_ASSERT_EQUAL(tide_store_prune_values(s, 2, &pruned, err), TIDE_OK);
-    CU_ASSERT_EQUAL(pruned, 3);
+    CU_ASSERT_EQUAL(pruned, 6); /* the watched and the fetched y of runs 0-2 */
     sqlite3 *db = reader();
-    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors"), 5);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE kind = 'watched'"), 5);
     ASSERT_TEXT(db, "SELECT group_concat(step || ':' || (value IS NOT NULL), ' ') FROM "
-                    "(SELECT step, value FROM tensors ORDER BY step)",
+                    "(SELECT step, value FROM tensors WHERE kind = 'watched' ORDER BY step)",
                 "0:0 1:0 2:0 3:1 4:1");
-    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE length(value) = 16"), 2);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE kind = 'watched' AND length(value) = 16"), 2);
     /* statistics stay: y = a @ a + a = [[8, 12], [18, 26]] */
-    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE min = 8 AND max = 26 AND mean = 16 AND "
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE kind = 'watched' AND min = 8 AND max = 26 AND mean = 16 AND "
                               "histogram IS NOT NULL AND shape = '[2, 2]'"),
                     5);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE status = 0"), 5);
@@ -641,7 +688,7 @@ static void test_prune_values(void)
     CU_ASSERT_EQUAL(tide_store_prune_values(s, 2, &pruned, err), TIDE_OK);
     CU_ASSERT_EQUAL(pruned, 0);
     CU_ASSERT_EQUAL(tide_store_prune_values(s, 1000, NULL, err), TIDE_OK);
-    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE value IS NOT NULL"), 2);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE kind = 'watched' AND value IS NOT NULL"), 2);
 
     /* a negative count is refused and changes nothing */
     CU_ASSERT_EQUAL(tide_store_prune_values(s, -1, &pruned, err), TIDE_INVALID_ARGUMENT);
@@ -649,16 +696,16 @@ static void test_prune_values(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "keep_last_runs"));
     CU_ASSERT_EQUAL(pruned, 0);
     CU_ASSERT_EQUAL(tide_store_prune_values(NULL, 1, NULL, NULL), TIDE_INVALID_ARGUMENT);
-    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE value IS NOT NULL"), 2);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE kind = 'watched' AND value IS NOT NULL"), 2);
 
     /* new runs keep their values; 0 clears everything */
     CU_ASSERT_EQUAL(run_fetch(&f, f.y, false, NULL, NULL), TIDE_OK);
     CU_ASSERT_EQUAL(tide_store_prune_values(s, 1, &pruned, NULL), TIDE_OK);
-    CU_ASSERT_EQUAL(pruned, 2);
-    CU_ASSERT_EQUAL(q_int(db, "SELECT step FROM tensors WHERE value IS NOT NULL"), 5);
+    CU_ASSERT_EQUAL(pruned, 4);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT step FROM tensors WHERE kind = 'watched' AND value IS NOT NULL"), 5);
     CU_ASSERT_EQUAL(tide_store_prune_values(s, 0, &pruned, NULL), TIDE_OK);
-    CU_ASSERT_EQUAL(pruned, 1);
-    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE value IS NULL AND mean = 16"), 6);
+    CU_ASSERT_EQUAL(pruned, 2);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE kind = 'watched' AND value IS NULL AND mean = 16"), 6);
     /* VACUUM from another connection works on the file (the store is idle) */
     CU_ASSERT_EQUAL(sqlite3_exec(db, "VACUUM", NULL, NULL, NULL), SQLITE_OK);
     CU_ASSERT_EQUAL(tide_store_dropped(s), 0);
@@ -832,7 +879,7 @@ int main(void)
         TH_TEST(test_open_creates_schema),
         TH_TEST(test_reopen_keeps_data),
         TH_TEST(test_newer_version_refused),
-        TH_TEST(test_version0_migrates), TH_TEST(test_version1_migrates),
+        TH_TEST(test_version0_migrates), TH_TEST(test_version1_migrates), TH_TEST(test_summaries),
         TH_TEST(test_runs_logged),
         TH_TEST(test_traced_timings),
         TH_TEST(test_trace_policy),
