@@ -247,7 +247,7 @@ static void test_kill_loop(void)
             CU_ASSERT_EQUAL(q_int(db, sql), high + 1);
             snprintf(sql, sizeof sql,
                      "SELECT count(*) FROM tensors t JOIN runs r ON r.id = t.run_id JOIN sessions s ON "
-                     "s.id = r.session_id WHERE s.label = '%s' AND r.step <= %lld AND t.value IS NOT NULL",
+                     "s.id = r.session_id WHERE t.kind = 'watched' AND s.label = '%s' AND r.step <= %lld AND t.value IS NOT NULL",
                      label, (long long)high);
             CU_ASSERT_EQUAL(q_int(db, sql), high + 1);
             flushed_total += high + 1;
@@ -315,7 +315,7 @@ static void test_two_processes(void)
                                   labels[i]),
                         runs + 1000000 * (runs - 1)); /* steps 0 .. runs - 1, each once */
         CU_ASSERT_EQUAL(count_for(db, "SELECT count(*) FROM tensors t JOIN runs r ON r.id = t.run_id JOIN "
-                                      "sessions s ON s.id = r.session_id WHERE s.label = '%s'",
+                                      "sessions s ON s.id = r.session_id WHERE t.kind = 'watched' AND s.label = '%s'",
                                   labels[i]),
                         runs);
         free(c[i].out);
