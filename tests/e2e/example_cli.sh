@@ -35,7 +35,7 @@ if [ -f "$dir/train-images-idx3-ubyte.gz" ]; then
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 runs, traced = db.execute("SELECT count(*), sum(traced) FROM runs").fetchone()
-losses = db.execute("SELECT count(*) FROM tensors WHERE node LIKE 'loss/%'").fetchone()[0]
+losses = db.execute("SELECT count(*) FROM tensors WHERE kind = 'watched' AND node LIKE 'loss/%'").fetchone()[0]
 timings = db.execute("SELECT count(*) FROM node_timings").fetchone()[0]
 sessions = db.execute("SELECT label FROM sessions").fetchall()
 if runs != 121 or traced != 1 or losses != 120 or timings < 50 or sessions != [("mlp",)]:
