@@ -129,11 +129,25 @@ char *tide_device_spec_format(const tide_device_spec *spec, char *buf, size_t si
 
 /* ---------------------------------------------------------------- the CPU device */
 
+void tide__device_account(tide_device *d, int64_t bytes)
+{
+    long long now = atomic_fetch_add_explicit(&d->bytes_in_use, bytes, memory_order_relaxed) + bytes;
+    long long peak = atomic_load_explicit(&d->peak_bytes, memory_order_relaxed);
+    while (now > peak && !atomic_compare_exchange_weak_explicit(&d->peak_bytes, &peak, now, memory_order_relaxed,
+                                                               memory_order_relaxed))
+        ;
+}
+
+/* Host memory, accounted to the device: each virtual CPU device has its own figures. */
 static tide_tensor *cpu_allocate(tide_device *d, tide_dtype dt, const tide_shape *shape, bool zero,
                                  tide_error *err)
 {
-    TIDE_UNUSED(d); /* host memory; per-device accounting comes with multi-device placement */
-    return tide__tensor_alloc(dt, shape, zero, err);
+    tide_tensor *t = tide__tensor_alloc(dt, shape, zero, err);
+    if (t && d) {
+        t->buf->device = d;
+        tide__device_account(d, (int64_t)t->buf->size);
+    }
+    return t;
 }
 
 static tide_status cpu_compute(tide_device *d, const tide_kernel_spec *k, tide_kernel_ctx *ctx)

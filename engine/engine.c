@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "placement.h"
+#include "rendezvous.h"
 
 void tide__engine_free_containers(tide_engine *e);
 
@@ -42,6 +44,25 @@ tide_engine *tide_engine_new(const tide_engine_options *opts, tide_error *err)
         o.num_threads = env_int("TIDE_THREADS", (int)sysconf(_SC_NPROCESSORS_ONLN));
     if (o.num_cpu_devices == 0)
         o.num_cpu_devices = env_int("TIDE_CPU_DEVICES", 1);
+    const char *strategy = getenv("TIDE_PLACEMENT");
+    if (o.placement == TIDE_PLACEMENT_GREEDY && strategy && strategy[0]) {
+        static const char *const names[] = {"greedy", "naive", "round_robin"};
+        int found = -1;
+        for (int i = 0; i < 3; i++)
+            if (strcmp(strategy, names[i]) == 0)
+                found = i;
+        if (found < 0) {
+            tide_error_set(err, TIDE_INVALID_ARGUMENT,
+                           "TIDE_PLACEMENT='%s': expected greedy, naive or round_robin", strategy);
+            return NULL;
+        }
+        o.placement = (tide_placement_kind)found;
+    }
+    if ((int)o.placement < 0 || o.placement > TIDE_PLACEMENT_ROUND_ROBIN) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "engine option placement=%d: expected 0 (greedy), 1 (naive) "
+                       "or 2 (round robin)", (int)o.placement);
+        return NULL;
+    }
     tide_engine *e = calloc(1, sizeof *e);
     if (!e) {
         tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
@@ -52,7 +73,10 @@ tide_engine *tide_engine_new(const tide_engine_options *opts, tide_error *err)
     e->next_observer_id = 1;
     e->devices = calloc((size_t)o.num_cpu_devices, sizeof *e->devices);
     e->pool = tide__pool_new(o.num_threads > 0 ? o.num_threads : 1);
-    if (!e->devices || !e->pool) {
+    e->rendezvous = tide__rendezvous_new();
+    e->cost_table = tide__cost_table_new();
+    e->placement = (int)o.placement;
+    if (!e->devices || !e->pool || !e->rendezvous || !e->cost_table) {
         tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "cannot start %d executor threads", o.num_threads);
         tide_engine_free(e);
         return NULL;
@@ -74,12 +98,31 @@ void tide_engine_free(tide_engine *e)
     if (!e)
         return;
     tide__pool_free(e->pool);
+    tide__rendezvous_free(e->rendezvous);
+    tide__cost_table_free(e->cost_table);
     tide__engine_free_containers(e);
     free(e->devices);
     free(e->observers);
     pthread_mutex_destroy(&e->containers_lock);
     pthread_mutex_destroy(&e->observers_lock);
     free(e);
+}
+
+bool tide_engine_device_memory(const tide_engine *e, int i, int64_t *in_use, int64_t *peak)
+{
+    if (!e || i < 0 || i >= e->num_devices)
+        return false;
+    if (in_use)
+        *in_use = atomic_load(&e->devices[i].bytes_in_use);
+    if (peak)
+        *peak = atomic_load(&e->devices[i].peak_bytes);
+    return true;
+}
+
+void tide_engine_reset_peak_memory(tide_engine *e)
+{
+    for (int i = 0; e && i < e->num_devices; i++)
+        atomic_store(&e->devices[i].peak_bytes, atomic_load(&e->devices[i].bytes_in_use));
 }
 
 int tide_engine_num_threads(const tide_engine *e) { return tide__pool_size(e->pool); }

@@ -54,6 +54,12 @@ typedef struct tide_plan {
     tide_shape *feed_shapes;   /* declared shape of each fed output */
     char **feed_names, **fetch_names, **target_names;
     int observers_version;     /* wants_tensors computed for this version */
+    int num_transfers;         /* _Send/_Recv pairs (cross-device tensors) */
+    tide_node **synthetic;     /* the _Send/_Recv nodes the plan made (owned) */
+    int num_synthetic;
+    char **warnings;           /* soft placements (owned) */
+    int num_warnings;
+    double simulated_s;        /* the placement's simulated step time */
 } tide_plan;
 
 /* Builds a plan (pruning, placement, kernels). NULL with err on failure. */

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "exec.h"
+#include "placement.h"
+#include "rendezvous.h"
 
 #define SPLIT_AT 32        /* ready-stack length at which idle pool threads get half of it */
 #define MAX_INLINE_OUTPUTS 8
@@ -81,6 +83,7 @@ bool tide__step_cancelled(struct tide_step *step)
 
 static void fail(tide_step *step, tide_status code, const tide_error *err, const char *msg)
 {
+    bool aborting = false;
     pthread_mutex_lock(&step->lock);
     if (!atomic_load(&step->failed)) {
         if (err)
@@ -88,8 +91,12 @@ static void fail(tide_step *step, tide_status code, const tide_error *err, const
         else
             tide_error_set(step->err, code, "%s", msg);
         atomic_store(&step->failed, true);
+        aborting = step->plan->num_transfers > 0;
     }
     pthread_mutex_unlock(&step->lock);
+    if (aborting) /* wakes the _Recv items waiting for a _Send that will not come */
+        tide__rendezvous_abort(step->args->engine->rendezvous, step->args->info.run_id,
+                               tide_error_code(step->err), tide_error_message(step->err));
 }
 
 static void run_loop(tide_step *step, ready_stack *rs);
@@ -475,6 +482,8 @@ tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tid
             pthread_cond_wait(&step.cond, &step.lock);
         pthread_mutex_unlock(&step.lock);
     }
+    if (p->num_transfers > 0) /* values sent but never received (a failed step) are released */
+        tide__rendezvous_end_step(a->engine->rendezvous, a->info.run_id);
     st = atomic_load(&step.failed) ? tide_error_code(step.err) : TIDE_OK;
     if (st != TIDE_OK) {
         tide__error_copy(err, step.err);
@@ -485,6 +494,11 @@ tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tid
     }
     for (int s = 0; s < p->num_slots; s++) /* a failed step may leave inputs of skipped items */
         tide_tensor_release(step.slots[s]);
+    if (step.tracing) /* measured times replace the cost model's guesses in later placements */
+        for (int k = 0; k < p->num_items; k++)
+            if (p->items[k].kind == ITEM_NODE && step.timings[k].node && step.timings[k].end_ns > step.timings[k].start_ns)
+                tide__cost_record(a->engine->cost_table, p->items[k].node->name,
+                                  (double)(step.timings[k].end_ns - step.timings[k].start_ns) * 1e-9);
     if (stats)
         *stats = step.tracing ? collect_stats(&step) : NULL;
     pthread_mutex_destroy(&step.lock);

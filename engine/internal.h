@@ -45,6 +45,7 @@ typedef struct tide_buffer {
     tide_deallocator dealloc;  /* NULL: tide's own allocation */
     void *dealloc_arg;
     void *block;               /* non-NULL: buffer lives inside this malloc'd tensor block */
+    struct tide_device *device; /* the device whose memory accounting holds size, or NULL */
 } tide_buffer;
 
 struct tide_tensor {
@@ -255,6 +256,10 @@ typedef struct tide_device_ops {
 
 extern const tide_device_ops tide__cpu_device_ops;
 
+/* Accounting of a device's memory: a buffer allocated for it adds its size; releasing the buffer
+ * subtracts it (tensor.c). bytes_in_use and peak_bytes are read by tide_engine_device_memory. */
+void tide__device_account(struct tide_device *d, int64_t bytes);
+
 typedef struct tide_device {
     const tide_device_ops *ops;
     char name[128];                  /* full name */
@@ -323,6 +328,9 @@ struct tide_engine {
     int num_observers, next_observer_id;
     atomic_int observers_version;
     atomic_int live_sessions;
+    struct tide_rendezvous *rendezvous; /* where _Send and _Recv of cross-device edges meet (rendezvous.h) */
+    struct tide_cost_table *cost_table; /* measured node times for placement (placement.h) */
+    int placement;                      /* tide_placement_strategy */
 };
 
 /* ---------------------------------------------------------------- kernels in a node's context */
@@ -366,6 +374,10 @@ void tide__kernel_node_clear(tide_kernel_node *kn);
 tide_status tide__kernel_ctx_finish(tide_kernel_ctx *ctx);
 /* Moves the ctx's error into err (prefixing is already done). */
 void tide__kernel_ctx_take_error(tide_kernel_ctx *ctx, tide_error *err);
+/* For _Send/_Recv: the run id of the step the kernel computes in (0 when eager), and the engine's
+ * rendezvous (NULL when eager without an engine). */
+uint64_t tide__kernel_step_id(const tide_kernel_ctx *ctx);
+struct tide_rendezvous *tide__kernel_rendezvous(const tide_kernel_ctx *ctx);
 /* Async completion hook, implemented by the executor. */
 void tide__exec_async_done(struct tide_exec_item *item, struct tide_step *step, tide_kernel_ctx *ctx,
                            tide_status status);

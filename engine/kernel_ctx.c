@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "exec.h"
 
 const char *tide_kernel_node_name(const tide_kernel_ctx *ctx) { return ctx->kn->name; }
 const char *tide_kernel_op_name(const tide_kernel_ctx *ctx) { return ctx->kn->op->name; }
@@ -118,6 +118,21 @@ void tide_kernel_set_output(tide_kernel_ctx *ctx, int i, tide_tensor *t)
         return;
     }
     set_output(ctx, i, tide_tensor_retain(t));
+}
+
+/* struct tide_step is private to executor.c; its first member is its tide_step_args, and a pointer
+ * to a struct, suitably converted, points to its first member (C11 6.7.2.1p15). */
+uint64_t tide__kernel_step_id(const tide_kernel_ctx *ctx)
+{
+    if (!ctx->step)
+        return 0;
+    const tide_step_args *args = *(const tide_step_args *const *)(const void *)ctx->step;
+    return args->info.run_id;
+}
+
+struct tide_rendezvous *tide__kernel_rendezvous(const tide_kernel_ctx *ctx)
+{
+    return ctx->kn->engine ? ctx->kn->engine->rendezvous : NULL;
 }
 
 bool tide_kernel_cancelled(const tide_kernel_ctx *ctx)

@@ -2,9 +2,18 @@
  *   1. check the signature and index the feeds;
  *   2. prune: walk backwards from fetches and targets, stopping at fed outputs;
  *   3. order: Kahn's algorithm over the needed nodes (also proves there is no cycle);
- *   4. place every node on a device (explicit request, Ref colocation, else the first device that has
- *      a kernel; the cost-model placer of the multi-device issue replaces this pass);
+ *   4. place every node on a device (placement.c: requests, colocation groups, soft placement, and the
+ *      engine's strategy — greedy over the cost model by default);
  *   5. find and initialise each node's kernel;
+ *   5b. partition: every data edge between nodes placed on different devices goes through a _Send
+ *      item on the source device and a _Recv item on the destination device, one _Recv per (tensor,
+ *      destination device) however many consumers it has. Their nodes are synthetic (made by the
+ *      plan, owned by it, not in the graph); the pair meets in the engine's rendezvous under the key
+ *      (source device, destination device, "node:index", the run's id). A _Recv has no incoming edge:
+ *      it is a root whose asynchronous kernel completes when the value arrives. Feeds and fetches are
+ *      host tensors and belong to no device (no transfer). Control edges between devices stay plain
+ *      edges: in one process the executor orders them directly (a remote partition will need a token
+ *      Send/Recv for them);
  *   6. wire edges, input slots and pending counts, with virtual feed and fetch items.
  */
 #include <stdio.h>
@@ -12,6 +21,15 @@
 #include <string.h>
 
 #include "exec.h"
+#include "placement.h"
+
+/* One cross-device tensor: the output `output` of item src, needed on device dst. */
+typedef struct transfer {
+    int src, output;
+    tide_device *dst;
+    int send, recv;       /* their items */
+    int next;             /* the next transfer of the same src item, -1 */
+} transfer;
 
 typedef struct builder {
     tide_engine *engine;
@@ -23,6 +41,9 @@ typedef struct builder {
     int num_needed;
     tide_plan *plan;
     tide_error *err;
+    transfer *transfers;
+    int num_transfers, cap_transfers;
+    int *first_transfer; /* per item: its first transfer, -1 */
 } builder;
 
 /* A Ref input names a variable, not a value: it makes no edge (the kernel finds the variable itself
@@ -41,6 +62,11 @@ static int find_feed(const builder *b, const tide_node *n, int index)
         if (b->feeds[i].output.node == n && b->feeds[i].output.index == index)
             return i;
     return -1;
+}
+
+static bool is_fed(void *arg, const tide_node *n, int index)
+{
+    return find_feed(arg, n, index) >= 0;
 }
 
 static tide_status check_output(const tide_graph *g, tide_output o, const char *what, int i, tide_error *err)
@@ -247,10 +273,15 @@ static tide_status place(builder *b, const tide_node *node, tide_device **out)
                           node->name, node->op->name, request, have);
 }
 
-/* Pass 5: an item for a node, with its kernel initialised. */
-static tide_status init_node_item(builder *b, tide_exec_item *it, const tide_node *node)
+/* Pass 5: an item for a node on device (NULL: the node's own request, as for _Send/_Recv), with its
+ * kernel initialised. */
+static tide_status init_node_item(builder *b, tide_exec_item *it, const tide_node *node, tide_device *device)
 {
-    tide_status st = place(b, node, &it->device);
+    tide_status st = TIDE_OK;
+    if (device)
+        it->device = device;
+    else
+        st = place(b, node, &it->device);
     if (st != TIDE_OK)
         return st;
     const tide_kernel_def *k = tide__registry_kernel(node->op, it->device->type, node->attrs);
@@ -308,7 +339,146 @@ static int cmp_edges(const void *a, const void *b)
     return ox != oy ? (ox < oy ? -1 : 1) : (x->dst - y->dst);
 }
 
-/* Pass 6: edges, slots and pending counts. Items: needed nodes, then feeds, then fetches. */
+/* ---------------------------------------------------------------- pass 5b: partitioning */
+
+static int find_transfer(const builder *b, int src, int output, const tide_device *dst)
+{
+    if (!b->first_transfer || b->plan->items[src].kind != ITEM_NODE)
+        return -1;
+    for (int t = b->first_transfer[src]; t >= 0; t = b->transfers[t].next)
+        if (b->transfers[t].output == output && b->transfers[t].dst == dst)
+            return t;
+    return -1;
+}
+
+/* Records that output `output` of item src is needed on device dst (once per such pair). */
+static tide_status need_transfer(builder *b, int src, int output, tide_device *dst)
+{
+    if (find_transfer(b, src, output, dst) >= 0)
+        return TIDE_OK;
+    if (b->num_transfers == b->cap_transfers) {
+        int cap = b->cap_transfers ? 2 * b->cap_transfers : 16;
+        transfer *grown = realloc(b->transfers, sizeof *grown * (size_t)cap);
+        if (!grown)
+            return tide_error_set(b->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+        b->transfers = grown;
+        b->cap_transfers = cap;
+    }
+    b->transfers[b->num_transfers] = (transfer){src, output, dst, -1, -1, b->first_transfer[src]};
+    b->first_transfer[src] = b->num_transfers++;
+    return TIDE_OK;
+}
+
+/* A node made by the plan (not in the graph) for a _Send or _Recv item; the plan frees it. */
+static tide_node *synthetic_node(builder *b, const char *op, const transfer *x, tide_error *err)
+{
+    const tide_node *src = b->plan->items[x->src].node;
+    tide_device *from = b->plan->items[x->src].device;
+    tide_node *n = calloc(1, sizeof *n);
+    const tide_op_def *def = tide__registry_find(op);
+    if (!n || !def) {
+        free(n);
+        tide_error_set(err, def ? TIDE_RESOURCE_EXHAUSTED : TIDE_INTERNAL,
+                       def ? "out of memory" : "the %s op is not registered", op);
+        return NULL;
+    }
+    bool send = op[1] == 'S';
+    char tensor[512];
+    snprintf(tensor, sizeof tensor, "%s:%d", src->name, x->output);
+    n->id = -1;
+    n->name = tide__asprintf("%s/%s%s", tensor, send ? "_send_to_" : "_recv_on_", x->dst->spec.type);
+    char *with_index = n->name ? tide__asprintf("%s%d", n->name, x->dst->index) : NULL;
+    free(n->name);
+    n->name = with_index;
+    n->op = def;
+    n->attrs = tide_attrs_new();
+    tide_dtype dt = src->out_dtypes[x->output];
+    tide_attrs_set_type(n->attrs, "T", dt);
+    tide_attrs_set_string(n->attrs, "tensor_name", tensor);
+    tide_attrs_set_string(n->attrs, "send_device", from->name);
+    tide_attrs_set_string(n->attrs, "recv_device", x->dst->name);
+    if (send) {
+        n->num_inputs = 1;
+        n->inputs = malloc(sizeof *n->inputs);
+        if (n->inputs)
+            n->inputs[0] = (tide_output){(tide_node *)src, x->output};
+        n->arg_start[1] = 1;
+    } else {
+        tide_attrs_set_shape(n->attrs, "shape", &src->out_shapes[x->output]);
+        n->num_outputs = 1;
+        n->out_dtypes = malloc(sizeof *n->out_dtypes);
+        n->out_shapes = malloc(sizeof *n->out_shapes);
+        if (n->out_dtypes && n->out_shapes) {
+            n->out_dtypes[0] = dt;
+            n->out_shapes[0] = src->out_shapes[x->output];
+        }
+    }
+    n->requested_device = tide__strdup(send ? from->name : x->dst->name);
+    atomic_init(&n->assigned_device, send ? (const char *)from->name : (const char *)x->dst->name);
+    atomic_init(&n->used_by_plan, true);
+    if (!n->name || !n->attrs || !n->requested_device || (send ? !n->inputs : !n->out_dtypes || !n->out_shapes)) {
+        tide__node_free(n);
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+        return NULL;
+    }
+    return n;
+}
+
+/* Pass 5b: finds the cross-device data edges and adds a _Send and a _Recv item for each (tensor,
+ * destination device). Appends the items after the fetch items. */
+static tide_status partition(builder *b)
+{
+    tide_plan *p = b->plan;
+    if (b->engine->num_devices < 2)
+        return TIDE_OK;
+    b->first_transfer = malloc(sizeof(int) * ((size_t)p->num_items + 1));
+    if (!b->first_transfer)
+        return tide_error_set(b->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    for (int k = 0; k < p->num_items; k++)
+        b->first_transfer[k] = -1;
+    tide_status st = TIDE_OK;
+    for (int k = 0; k < b->num_needed && st == TIDE_OK; k++) {
+        const tide_node *node = p->items[k].node;
+        for (int i = 0; i < node->num_inputs && st == TIDE_OK; i++) {
+            tide_output in = node->inputs[i];
+            if (is_ref_input(node, i) || find_feed(b, in.node, in.index) >= 0)
+                continue;
+            int src = b->node_item[in.node->id];
+            if (p->items[src].device != p->items[k].device)
+                st = need_transfer(b, src, in.index, p->items[k].device);
+        }
+    }
+    if (st != TIDE_OK || b->num_transfers == 0)
+        return st;
+    int base = p->num_items;
+    tide_exec_item *items = realloc(p->items, sizeof *items * ((size_t)base + 2 * (size_t)b->num_transfers + 1));
+    tide_node **nodes = calloc(2 * (size_t)b->num_transfers, sizeof *nodes);
+    if (items)
+        p->items = items;
+    if (!items || !nodes) {
+        free(nodes);
+        return tide_error_set(b->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    memset(p->items + base, 0, sizeof *items * 2 * (size_t)b->num_transfers);
+    p->synthetic = nodes;
+    for (int t = 0; t < b->num_transfers && st == TIDE_OK; t++) {
+        transfer *x = &b->transfers[t];
+        for (int side = 0; side < 2 && st == TIDE_OK; side++) {
+            tide_node *n = synthetic_node(b, side == 0 ? "_Send" : "_Recv", x, b->err);
+            if (!n)
+                return tide_error_code(b->err);
+            p->synthetic[p->num_synthetic++] = n;
+            int k = p->num_items++;
+            *(side == 0 ? &x->send : &x->recv) = k;
+            st = init_node_item(b, &p->items[k], n, NULL);
+        }
+    }
+    p->num_transfers = b->num_transfers;
+    return st;
+}
+
+/* Pass 6: edges, slots and pending counts. Items: needed nodes, then feeds, then fetches, then the
+ * _Send/_Recv pairs of pass 5b. */
 static tide_status wire(builder *b, const tide_output *fetches, int nf)
 {
     tide_plan *p = b->plan;
@@ -328,10 +498,20 @@ static tide_status wire(builder *b, const tide_output *fetches, int nf)
                 continue;
             int f = find_feed(b, in.node, in.index);
             int src = f >= 0 ? feed_base + f : b->node_item[in.node->id];
-            st = add_edge(b, src, (tide_edge){k, p->items[k].input_base + i, f >= 0 ? 0 : in.index});
+            int output = f >= 0 ? 0 : in.index;
+            int t = f >= 0 ? -1 : find_transfer(b, src, output, p->items[k].device);
+            if (t >= 0) { /* from the _Recv on this item's device */
+                src = b->transfers[t].recv;
+                output = 0;
+            }
+            st = add_edge(b, src, (tide_edge){k, p->items[k].input_base + i, output});
         }
         for (int i = 0; i < node->num_control && st == TIDE_OK; i++)
             st = add_edge(b, b->node_item[node->control[i]->id], (tide_edge){k, -1, -1});
+    }
+    for (int t = 0; t < b->num_transfers && st == TIDE_OK; t++) { /* each _Send reads its tensor */
+        const transfer *x = &b->transfers[t];
+        st = add_edge(b, x->src, (tide_edge){x->send, p->items[x->send].input_base, x->output});
     }
     for (int i = 0; i < nf && st == TIDE_OK; i++) {
         int f = find_feed(b, fetches[i].node, fetches[i].index);
@@ -413,11 +593,25 @@ static tide_status make_items(builder *b, const tide_output *fetches, int nf, ti
     p->num_feeds = b->num_feeds;
     p->num_fetches = nf;
     p->num_targets = nt;
-    for (int k = 0; k < b->num_needed; k++) {
-        tide_status st = init_node_item(b, &p->items[k], b->graph->nodes[b->order[k]]);
-        if (st != TIDE_OK)
-            return st;
+    /* Pass 4: placement (placement.c) of every needed node. */
+    tide_placement pl = {0};
+    tide_cost_model model;
+    tide__cost_model_default(&model);
+    tide_status st = tide__place(b->engine, b->graph, b->order, b->num_needed, is_fed, b,
+                                 (tide_placement_strategy)b->engine->placement, &model, b->engine->cost_table,
+                                 &pl, b->err);
+    for (int k = 0; k < b->num_needed && st == TIDE_OK; k++)
+        st = init_node_item(b, &p->items[k], b->graph->nodes[b->order[k]], pl.device[k]);
+    if (st == TIDE_OK) { /* the plan keeps the soft-placement warnings (tide_session_warnings) */
+        p->warnings = pl.warnings;
+        p->num_warnings = pl.num_warnings;
+        p->simulated_s = pl.simulated_s;
+        pl.warnings = NULL;
+        pl.num_warnings = 0;
     }
+    tide__placement_clear(&pl);
+    if (st != TIDE_OK)
+        return st;
     for (int i = 0; i < b->num_feeds; i++) {
         tide_exec_item *it = &p->items[b->num_needed + i];
         tide_output o = b->feeds[i].output;
@@ -461,6 +655,8 @@ tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feed
     if (st == TIDE_OK)
         st = make_items(&b, fetches, num_fetches, targets, num_targets);
     if (st == TIDE_OK)
+        st = partition(&b);
+    if (st == TIDE_OK)
         st = wire(&b, fetches, num_fetches);
 #ifndef NDEBUG
     if (st == TIDE_OK && !plan_check(b.plan))
@@ -475,6 +671,8 @@ tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feed
     }
     free(b.node_item);
     free(b.order);
+    free(b.transfers);
+    free(b.first_transfer);
     if (st != TIDE_OK) {
         tide__plan_free(b.plan);
         return NULL;
@@ -503,6 +701,12 @@ void tide__plan_free(tide_plan *p)
         free(it->edges);
     }
     free(p->items);
+    for (int i = 0; i < p->num_synthetic; i++)
+        tide__node_free(p->synthetic[i]);
+    free(p->synthetic);
+    for (int i = 0; i < p->num_warnings; i++)
+        free(p->warnings[i]);
+    free(p->warnings);
     free(p->roots);
     free(p->feed_items);
     free(p->feed_dtypes);

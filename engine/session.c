@@ -17,6 +17,7 @@ struct tide_session {
     int num_plans, cap_plans;
     atomic_llong step;
     atomic_int cancel_gen;
+    const char **warnings;       /* tide_session_warnings' view, rebuilt on each call (under lock) */
 };
 
 static atomic_ullong next_run_id = 1;
@@ -50,6 +51,7 @@ void tide_session_free(tide_session *s)
     for (int i = 0; i < s->num_plans; i++)
         tide__plan_free(s->plan_list[i]);
     free(s->plan_list);
+    free(s->warnings);
     tide__names_free(s->plans);
     pthread_mutex_destroy(&s->lock);
     atomic_fetch_sub(&s->engine->live_sessions, 1);
@@ -205,4 +207,30 @@ tide_status tide_session_run(tide_session *s, const tide_run_options *opts, cons
                                          st == TIDE_OK ? "" : tide_error_message(err), wall);
     free(a.observers);
     return st;
+}
+
+int tide_session_warnings(tide_session *s, const char *const **out)
+{
+    if (!s) {
+        if (out)
+            *out = NULL;
+        return 0;
+    }
+    pthread_mutex_lock(&s->lock);
+    int n = 0;
+    for (int i = 0; i < s->num_plans; i++)
+        n += s->plan_list[i]->num_warnings;
+    const char **view = realloc(s->warnings, sizeof *view * ((size_t)n + 1));
+    if (view) {
+        s->warnings = view;
+        int k = 0;
+        for (int i = 0; i < s->num_plans; i++)
+            for (int w = 0; w < s->plan_list[i]->num_warnings; w++)
+                view[k++] = s->plan_list[i]->warnings[w];
+    } else
+        n = 0;
+    pthread_mutex_unlock(&s->lock);
+    if (out)
+        *out = s->warnings;
+    return n;
 }

@@ -116,6 +116,8 @@ static void buffer_release(tide_buffer *b)
 {
     if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1)
         return;
+    if (b->device)
+        tide__device_account(b->device, -(int64_t)b->size);
     buffer_free_contents(b);
     if (b->block)
         free(b->block); /* the block also held the (dead) tensor header that created it */
@@ -191,6 +193,7 @@ tide_tensor *tide__tensor_alloc(tide_dtype dt, const tide_shape *shape, bool zer
     b->dealloc = NULL;
     b->dealloc_arg = NULL;
     b->block = blk;
+    b->device = NULL;
     tide_tensor *t = &blk->t;
     atomic_init(&t->refs, 1);
     t->dtype = dt;

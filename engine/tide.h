@@ -241,9 +241,17 @@ typedef struct tide_node tide_node;
 typedef struct tide_session tide_session;
 typedef struct tide_node_builder tide_node_builder;
 
+/* How nodes without a device request are spread over the devices (white paper §3.2.1). */
+typedef enum tide_placement_kind {
+    TIDE_PLACEMENT_GREEDY = 0,      /* simulate a step over the cost model; each node where it finishes first */
+    TIDE_PLACEMENT_NAIVE = 1,       /* everything on the first device that can run it */
+    TIDE_PLACEMENT_ROUND_ROBIN = 2, /* colocation groups dealt to the devices in turn */
+} tide_placement_kind;
+
 typedef struct tide_engine_options {
     int num_threads;     /* executor threads; 0: one per core */
     int num_cpu_devices; /* virtual CPU devices /cpu:0..N-1; 0: 1 (or $TIDE_CPU_DEVICES) */
+    tide_placement_kind placement; /* default greedy (or $TIDE_PLACEMENT: greedy, naive, round_robin) */
 } tide_engine_options;
 
 void tide_engine_options_init(tide_engine_options *opts);
@@ -255,6 +263,11 @@ int tide_engine_num_threads(const tide_engine *engine);
 int tide_engine_num_devices(const tide_engine *engine);
 /* Full name, "/job:localhost/replica:0/task:0/device:cpu:0"; borrowed; NULL if out of range. */
 const char *tide_engine_device_name(const tide_engine *engine, int i);
+/* Memory of device i: the bytes held now by tensors its kernels allocated, and the most held at once
+ * since the engine started or the last reset. False when i is out of range. */
+bool tide_engine_device_memory(const tide_engine *engine, int i, int64_t *in_use, int64_t *peak);
+/* Starts the peaks again from the bytes in use now (to measure one step's peak). */
+void tide_engine_reset_peak_memory(tide_engine *engine);
 /* Drops every variable of the named container ("" is the default container). */
 tide_status tide_engine_reset_container(tide_engine *engine, const char *container, tide_error *err);
 /* Number of variables currently held in a container (0 if the container does not exist). */
@@ -425,6 +438,10 @@ tide_status tide_session_run(tide_session *s, const tide_run_options *opts, cons
 /* Cancels the session's runs in flight (they fail with TIDE_CANCELLED). Any thread, signal-safe. */
 void tide_session_cancel(tide_session *s);
 int64_t tide_session_step(const tide_session *s); /* runs started so far */
+/* The soft-placement warnings of the plans this session has built (a node that asked for a device type
+ * without a kernel for it, and where it went instead), oldest first. Borrowed: valid until the session
+ * is freed. */
+int tide_session_warnings(tide_session *s, const char *const **warnings);
 /* Number of prepared plans cached (for tests and :info). */
 int tide_session_num_plans(const tide_session *s);
 
