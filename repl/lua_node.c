@@ -972,6 +972,8 @@ static int with_pushed(lua_State *L, bool is_device)
     repl *r = repl_of(L);
     const char *what = luaL_checkstring(L, 1);
     luaL_checktype(L, 2, LUA_TFUNCTION);
+    if (r->scope_depth >= REPL_MAX_SCOPE_DEPTH)
+        return repl_raise(L, "%s() nested more than %d deep", is_device ? "device" : "scope", REPL_MAX_SCOPE_DEPTH);
     if (is_device) {
         tide_device_spec spec;
         if (tide_device_spec_parse(what, &spec, r->err) != TIDE_OK)
@@ -983,7 +985,9 @@ static int with_pushed(lua_State *L, bool is_device)
         tide_graph_push_scope(r->graph, what);
     }
     lua_pushvalue(L, 2);
+    r->scope_depth++;
     int st = lua_pcall(L, 0, LUA_MULTRET, 0);
+    r->scope_depth--;
     if (is_device)
         tide_graph_pop_device(r->graph);
     else

@@ -32,6 +32,9 @@
 #include "tide.h"
 
 #define REPL_MAX_SESSIONS 64
+/* scope() and device() nest C -> Lua -> C; Lua allows 200 C levels, and a finalizer run near that
+ * limit fails and is dropped (its tensor would leak): nesting is refused beyond this. */
+#define REPL_MAX_SCOPE_DEPTH 50
 
 typedef struct repl_options {
     int num_threads;          /* 0: one per core */
@@ -62,6 +65,7 @@ typedef struct repl {
      * may be renamed after the global they are assigned to; on failure they are rolled back. */
     int first_node;
     int graph_generation;       /* bumped by :reset; node handles of older generations are dead */
+    int scope_depth;            /* scope()/device() calls in progress (bounded: REPL_MAX_SCOPE_DEPTH) */
 
     char **history;             /* entries of this session, oldest first */
     int num_history, cap_history;

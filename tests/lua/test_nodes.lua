@@ -107,6 +107,10 @@ check(on_cpu:device() == "/cpu:0", "requested device")
 fails("bad device specification", device, "/tpu:0", function() end)
 fails("matches none", function() device("/cpu:7", function() bad_dev = constant(1) + 1 end); run(bad_dev) end)
 
+local function nest(n) if n == 0 then return constant(1) end return scope("s", function() return nest(n - 1) end) end
+check(nest(10):name() == string.rep("s/", 10) .. "const" or nest(10):name():find("^s/s/s/s/s/s/s/s/s/s/const"), "nested scopes")
+fails("nested more than 50 deep", nest, 60)
+
 -- node(name)
 check(node("dot") == p, "node(name) gives the same handle")
 fails("no node", node, "no_such_node")
