@@ -1,16 +1,23 @@
-/* commands.c — the REPL's ':' commands (:help, :nodes, :info, :graph, :history, :reset, :save,
- * :load, :quit).
+/* commands.c — the REPL's ':' commands: the graph (:help, :nodes, :info, :graph, :history, :reset,
+ * :save, :load, :quit) and the run log (:runs, :run, :tensor, :sql, :trace, :watch, :unwatch, :prune,
+ * :log).
  *
  * A command line is split into words (double or single quotes group a word with spaces; `\` escapes
  * inside double quotes), its first word is looked up in the table `commands` (data, as SQLite's
  * shell keeps its dot-commands: name, alias, argument counts, synopsis, help, handler) and the
- * handler runs. Only exact names and the documented aliases (:h, :q) are accepted; anything else is
+ * handler runs. A command of `whole_line_commands` (:sql) gets the rest of the line as its one
+ * argument, unsplit. Only exact names and the documented aliases (:h, :q) are accepted; anything else is
  * an error that suggests the nearest names by tide_edit_distance. Results go to stdout, errors to
  * stderr; every handler returns REPL_DONE, REPL_FAILED or REPL_QUIT.
+ *
+ * The run-log commands read the log through the store's queries (store/query.c: a read-only
+ * connection of their own, after a flush of the REPL's store so that the latest runs show) and change
+ * its policy through the store's setters. Without a log (--no-log) they say so and fail.
  *
  * Lua is touched only by :help (op functions, tide.help and suggestions), always inside lua_pcall
  * with raw table accesses, so that no Lua error can escape while the command holds C memory.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -20,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "commands.h"
 #include "repl.h"
 
 #define MAX_WORDS 8          /* words kept from a command line (more are counted, for the error) */
@@ -99,10 +107,70 @@ static const command commands[] = {
      "node(\"name\"). Names must not clash with nodes already in the graph (`:reset` first to load a\n"
      "saved graph again).",
      cmd_load},
+    {"runs", NULL, 0, 1, "[N]", "the last N runs of the run log (20), newest last",
+     "Lists the last N runs of the run log (default 20, every session of the file, the newest last): the\n"
+     "run's id, its session and step, its status, its wall time in milliseconds, whether it was traced\n"
+     "(has per-node timings), what it fetched and when it started (local time). `:run ID` shows one.\n"
+     "Every run() is logged; `:log` says where the log is.",
+     repl_cmd_runs},
+    {"run", NULL, 0, 1, "[ID]", "one run of the log: its status, times and slowest nodes",
+     "Shows the run ID of the run log (as `:runs` lists it; without ID, the latest): its step and\n"
+     "session, status and error, wall time, start time, feeds, fetches and targets, how many tensors it\n"
+     "logged and, for a traced run, its 10 slowest nodes (op, device, executor thread, kernel time in\n"
+     "microseconds and its share of the run's wall time). Which runs are traced: `:trace`.",
+     repl_cmd_run},
+    {"tensor", NULL, 1, 2, "NODE [STEP]", "a watched node's value and statistics at a past step",
+     "Time travel: the value a watched node (`:watch NODE`) had at step STEP of its session, read from\n"
+     "the run log: the latest step at or before STEP that logged it (without STEP, the latest). Prints\n"
+     "the value when it was stored (within the value cap, `:log cap`, and not pruned, `:prune`), then its\n"
+     "shape, dtype, min, max, mean, std, NaN and Inf counts and a histogram of its finite elements.\n"
+     "`NODE:1` is output 1. The session is the one that logged the node last.",
+     repl_cmd_tensor},
+    {"sql", NULL, 1, 1, "QUERY", "a read-only SQL query of the run log, printed as a table",
+     "Runs one SQL statement on the run log (the rest of the line, as typed) through a read-only\n"
+     "connection and prints the result as a table: cells clipped at 40 characters, at most 100 rows.\n"
+     "Only reading statements run (SELECT, WITH, VALUES, PRAGMA, EXPLAIN); the log's tables and columns\n"
+     "are in docs/run-log.md. status_name(status) gives a status's name; Ctrl-C stops a long query.\n"
+     "Example:\n"
+     "`:sql SELECT step, mean FROM tensors WHERE node = 'loss' ORDER BY step DESC LIMIT 5`.",
+     repl_cmd_sql},
+    {"trace", NULL, 0, 2, "[MODE]", "which runs record per-node timings: on, off, every N",
+     "Without MODE: which runs record per-node timings (the run log's trace policy). `:trace on` traces\n"
+     "every run, `:trace off` only the runs traced by the caller (run(..., {trace=true})), and\n"
+     "`:trace every N` the steps 0, N, 2N... of each session (the default is every 100). Takes effect\n"
+     "from the next run. `:run ID` shows a traced run's slowest nodes.",
+     repl_cmd_trace},
+    {"watch", NULL, 0, 1, "[NODE]", "log a node's values at every run (or list the watched nodes)",
+     "Logs every output of the node NODE at every run that computes it, from the next run on: its\n"
+     "statistics (min, max, mean, std, NaN and Inf counts, histogram) and its value when within the\n"
+     "value cap (`:log cap`). `:tensor NODE [STEP]` reads them back. A name with no node yet is watched\n"
+     "anyway (with a warning). Without NODE: the watched nodes.",
+     repl_cmd_watch},
+    {"unwatch", NULL, 0, 1, "[NODE]", "stop logging a node's values (or list the watched nodes)",
+     "Stops logging the node NODE from the next run on; what was logged stays. Without NODE: the\n"
+     "watched nodes.",
+     repl_cmd_unwatch},
+    {"prune", NULL, 0, 1, "[KEEP]", "clear the stored values of all but the last KEEP runs (100)",
+     "Retention: clears the stored tensor values of every run of the log except the KEEP most recent\n"
+     "(default 100; 0 clears them all) and says how many it cleared. Statistics, histograms and all\n"
+     "other rows stay. The file does not shrink (SQLite reuses the space); `sqlite3 FILE 'VACUUM'` while\n"
+     "nothing writes it gives the space back.",
+     repl_cmd_prune},
+    {"log", NULL, 0, 2, "[cap BYTES]", "the run log: its file, size, counts and policy",
+     "Where the run log is and its size, its counts (sessions, runs, traced and failed runs, node\n"
+     "timings, tensors, stored values), the policy (`:trace`, the value cap, the watched nodes) and the\n"
+     "records dropped because the writer fell behind. `:log cap BYTES` sets the value cap: a watched\n"
+     "tensor's value is stored when it holds at most BYTES bytes (64K, 1M; 0: statistics only).\n"
+     "Start tide with --log FILE for another file, --no-log for none.",
+     repl_cmd_log},
     {"quit", "q", 0, 0, "", "leave tide",
      "Leaves tide (as Ctrl-D at the prompt, or quit() in Lua).", cmd_quit},
 };
 #define NUM_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
+
+/* Commands whose one argument is the rest of the line as typed, not split into words (SQL has quotes
+ * of its own). */
+static const char *const whole_line_commands[] = {"sql"};
 
 static const command *find_command(const char *name)
 {
@@ -568,7 +636,7 @@ static void print_overview(void)
     for (int i = 0; i < NUM_COMMANDS; i++) {
         char head[40];
         snprintf(head, sizeof head, ":%s %s", commands[i].name, commands[i].synopsis);
-        printf("  %-18s %s\n", head, commands[i].summary);
+        printf("  %-19s %s\n", head, commands[i].summary);
     }
     puts("\n"
          "Everything else is Lua 5.4. Op functions build graph nodes; run() computes them:\n"
@@ -1212,12 +1280,53 @@ static void print_usage(const command *c, const words *w)
         fputs(" (an argument is missing)\n", stderr);
 }
 
+/* The command of a line whose argument is the rest of the line (:sql), or NULL; *rest receives it. */
+static const command *whole_line_command(const char *line, const char **rest)
+{
+    size_t n = strcspn(line, " \t\r\n");
+    for (size_t i = 0; i < sizeof whole_line_commands / sizeof whole_line_commands[0]; i++)
+        if (strlen(whole_line_commands[i]) == n && strncmp(whole_line_commands[i], line, n) == 0) {
+            *rest = line + n;
+            return find_command(whole_line_commands[i]);
+        }
+    return NULL;
+}
+
+static repl_result run_whole_line(repl *r, const command *c, const char *rest)
+{
+    while (isspace((unsigned char)*rest))
+        rest++;
+    size_t len = strlen(rest);
+    while (len > 0 && isspace((unsigned char)rest[len - 1]))
+        len--;
+    if (len == 0) {
+        fprintf(stderr, "usage: :%s %s (an argument is missing)\n", c->name, c->synopsis);
+        return REPL_FAILED;
+    }
+    char *arg = strndup(rest, len);
+    if (!arg) {
+        fputs("out of memory\n", stderr);
+        return REPL_FAILED;
+    }
+    char *argv[3] = {(char *)c->name, arg, NULL};
+    repl_result result = c->run(r, 2, argv);
+    free(arg);
+    return result;
+}
+
 repl_result repl_command(repl *r, const char *line)
 {
     while (*line == ' ' || *line == '\t')
         line++;
     if (*line == ':')
         line++;
+    const char *rest = NULL;
+    const command *whole = whole_line_command(line, &rest);
+    if (whole) {
+        repl_result result = run_whole_line(r, whole, rest);
+        fflush(stdout);
+        return result;
+    }
     words w;
     char msg[128];
     repl_result result = REPL_FAILED;

@@ -327,8 +327,10 @@ char **repl_complete(repl *r, const char *line, int end, int *count)
         add_list(repl_command_names(), line + 1, (size_t)end - 1, &c, ":");
         return cands_finish(&c, count);
     }
-    bool node_arg = command_line && ((cmd_len == 4 && starts_with(line + 1, "info", 4)) ||
-                                     (cmd_len == 5 && starts_with(line + 1, "nodes", 5)));
+    static const char *const node_commands[] = {"info", "nodes", "watch", "unwatch", "tensor", NULL};
+    bool node_arg = false;
+    for (int i = 0; command_line && node_commands[i]; i++)
+        node_arg |= cmd_len == strlen(node_commands[i]) && starts_with(line + 1, node_commands[i], cmd_len);
     bool help_arg = command_line && cmd_len == 4 && starts_with(line + 1, "help", 4);
 
     int start = end;

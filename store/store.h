@@ -23,6 +23,7 @@
 #ifndef TIDE_STORE_H
 #define TIDE_STORE_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -140,6 +141,10 @@ typedef struct tide_store_table tide_store_table;
  * assignments, VACUUM...) and ATTACH/DETACH are refused. SQL may use status_name(code), which gives
  * a tide_status's name ("OK", "INVALID_ARGUMENT"). Returns a new table, or NULL with err set. */
 tide_store_table *tide_store_query(const char *path, const char *sql, int max_rows, tide_error *err);
+/* The same, stopping with TIDE_CANCELLED ("sql: the query was cancelled") soon after *cancel becomes
+ * non-zero (a flag a SIGINT handler sets, for example); cancel may be NULL. */
+tide_store_table *tide_store_query_cancellable(const char *path, const char *sql, int max_rows,
+                                               const volatile sig_atomic_t *cancel, tide_error *err);
 void tide_store_table_free(tide_store_table *t);
 int tide_store_table_num_columns(const tide_store_table *t);
 const char *tide_store_table_column(const tide_store_table *t, int col); /* borrowed; NULL if out of range */
@@ -158,23 +163,24 @@ char *tide_store_table_format(const tide_store_table *t, int max_cell_chars);
 /* The named queries of the REPL and the web views. */
 
 /* The last_n most recent runs of the file (all sessions), oldest first: id, session, step, status
- * (its name; "running" while in flight), wall_ms, traced (0/1), fetches (JSON), started (local time,
- * YYYY-MM-DD HH:MM:SS.SSS). truncated says whether older runs exist. last_n >= 0. */
+ * (its name; "unfinished" while in flight or after a crash), wall_ms, traced (0/1), fetches (JSON),
+ * started (local time, YYYY-MM-DD HH:MM:SS.SSS). truncated says whether older runs exist. last_n >= 0. */
 tide_store_table *tide_store_query_runs(const char *path, int last_n, tide_error *err);
 /* One run (runs.id = run_id; run_id 0: the latest) as a one-row table: id, session, step, run_id (the
  * engine's), status, error, wall_ms, traced, feeds, fetches, targets, started, nodes_timed (rows in
  * node_timings), tensors (rows in tensors). TIDE_NOT_FOUND when there is no such run. */
 tide_store_table *tide_store_query_run(const char *path, int64_t run_id, tide_error *err);
-/* The limit slowest nodes of a traced run (by kernel time, end_ns - start_ns): node, op, device,
- * thread, time_us, pct_of_wall (that time as a percentage of the run's wall time). No rows for a run
- * that was not traced. */
+/* The limit slowest nodes of a traced run (by kernel time, end_ns - start_ns): node, op, device
+ * (without the local prefix /job:localhost/replica:0/task:0), thread, time_us, pct_of_wall (that time
+ * as a percentage of the run's wall time). No rows for a run that was not traced. */
 tide_store_table *tide_store_query_slowest_nodes(const char *path, int64_t run_id, int limit, tide_error *err);
 /* One row of counts: sessions, runs, traced_runs, failed_runs, node_timings, tensors, stored_values
- * (tensors whose value is stored), value_bytes, first_run, last_run (local times, NULL when no run). */
-tide_store_table *tide_store_query_summary(const char *path, tide_error *err);
+ * (tensors whose value is stored), value_bytes, summaries (rows of the summaries table), first_run,
+ * last_run (local times, NULL when no run). */
+tide_store_table *tide_store_query_totals(const char *path, tide_error *err);
 
-/* A logged tensor: the statistics of one output of a watched node at one run and, when it was stored
- * (within the value cap and not pruned), its value. */
+/* A logged tensor: the statistics of one output of a node at one run (watched, or fetched when the
+ * store logs fetches) and, when it was stored (within the value cap and not pruned), its value. */
 typedef struct tide_store_tensor {
     int64_t run;             /* runs.id */
     int64_t session;         /* sessions.id; 0 when the run's session was not logged */

@@ -1,0 +1,19 @@
+/* commands.h — what commands.c (the command table and dispatch) and log_commands.c (the run-log
+ * commands) share: the handlers of the run-log commands. A handler gets the command's words (argv[0]
+ * is the command name without ':') and returns REPL_DONE, REPL_FAILED or REPL_QUIT. */
+#ifndef TIDE_REPL_COMMANDS_H
+#define TIDE_REPL_COMMANDS_H
+
+#include "repl.h"
+
+repl_result repl_cmd_runs(repl *r, int argc, char **argv);
+repl_result repl_cmd_run(repl *r, int argc, char **argv);
+repl_result repl_cmd_tensor(repl *r, int argc, char **argv);
+repl_result repl_cmd_sql(repl *r, int argc, char **argv);
+repl_result repl_cmd_trace(repl *r, int argc, char **argv);
+repl_result repl_cmd_watch(repl *r, int argc, char **argv);
+repl_result repl_cmd_unwatch(repl *r, int argc, char **argv);
+repl_result repl_cmd_prune(repl *r, int argc, char **argv);
+repl_result repl_cmd_log(repl *r, int argc, char **argv);
+
+#endif

@@ -1,0 +1,509 @@
+/* log_commands.c — the ':' commands over the run log (docs/run-log.md): :runs, :run, :tensor, :sql
+ * (read-only queries through store/query.c), and the logging policy: :trace, :watch, :unwatch, :prune,
+ * :log. commands.c holds their table entries (names, usage, help) and dispatches to the handlers
+ * declared in commands.h. Every one fails with a clear message when the REPL runs without a log. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "commands.h"
+#include "repl.h"
+#include "store.h"
+
+#define LOG_CELL_CHARS 40    /* run-log tables clip their cells at this many characters */
+#define SQL_MAX_ROWS 100     /* :sql prints at most this many rows */
+#define DEFAULT_RUNS 20      /* :runs lists this many runs */
+#define SLOWEST_NODES 10     /* :run lists this many of a traced run's nodes */
+#define DEFAULT_KEEP_RUNS 100 /* :prune keeps the values of this many runs */
+
+/* ---------------------------------------------------------------- the run log: shared helpers */
+
+/* The run log's path; NULL (after saying so) when the REPL runs without one. */
+static const char *log_path(repl *r)
+{
+    if (r->store && r->opts.log_path)
+        return r->opts.log_path;
+    fputs("the run log is off (started with --no-log); restart with --log FILE\n", stderr);
+    return NULL;
+}
+
+/* The path of a log to query, after committing what the store has queued, so that a query sees this
+ * session's latest runs. A failed flush is reported and the query goes on with what is there. */
+static const char *log_for_query(repl *r)
+{
+    const char *path = log_path(r);
+    tide_error_clear(r->err);
+    if (path && tide_store_flush(r->store, r->err) != TIDE_OK)
+        fprintf(stderr, "warning: the run log could not commit the latest records: %s\n", tide_error_message(r->err));
+    return path;
+}
+
+/* A whole number in [min, max] (a size with K, M or G for KiB, MiB, GiB when units). */
+static bool parse_number(const char *word, int64_t min, int64_t max, bool units, int64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(word, &end, 10);
+    if (end == word || errno)
+        return false;
+    int shift = 0;
+    if (units && *end) {
+        const char *suffixes = "KMG";
+        const char *at = strchr(suffixes, toupper((unsigned char)*end));
+        shift = at ? 10 * (int)(at - suffixes + 1) : -1;
+        end += at ? 1 : 0;
+        if (at && (*end == 'i' || *end == 'I'))
+            end++;
+        if (at && (*end == 'B' || *end == 'b'))
+            end++;
+    }
+    if (*end || shift < 0 || v > (max >> shift) || v < min)
+        return false;
+    *out = (int64_t)v << shift;
+    return *out >= min && *out <= max;
+}
+
+/* "1.5 MiB" */
+static void format_bytes(double bytes, char *buf, size_t size)
+{
+    static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 4) {
+        bytes /= 1024;
+        u++;
+    }
+    snprintf(buf, size, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+}
+
+/* Prints a query's table (cells clipped at LOG_CELL_CHARS) with its "(N rows)" line replaced by
+ * `footer` when footer is not NULL (by nothing when it is ""). */
+static void print_table(const tide_store_table *t, const char *footer)
+{
+    char *text = tide_store_table_format(t, LOG_CELL_CHARS);
+    if (!text) {
+        fputs("out of memory formatting the table\n", stderr);
+        return;
+    }
+    char *last = footer ? strrchr(text, '(') : NULL;
+    if (last && (last == text || last[-1] == '\n'))
+        *last = '\0';
+    fputs(text, stdout);
+    if (footer && footer[0])
+        puts(footer);
+    free(text);
+}
+
+/* The cell of column `name` in row 0 ("" when absent). */
+static const char *cell(const tide_store_table *t, const char *name)
+{
+    for (int c = 0; c < tide_store_table_num_columns(t); c++)
+        if (strcmp(tide_store_table_column(t, c), name) == 0)
+            return tide_store_table_cell(t, 0, c) ? tide_store_table_cell(t, 0, c) : "";
+    return "";
+}
+
+/* ---------------------------------------------------------------- :runs, :run, :sql */
+
+repl_result repl_cmd_runs(repl *r, int argc, char **argv)
+{
+    int64_t n = DEFAULT_RUNS;
+    const char *path = log_for_query(r);
+    if (!path)
+        return REPL_FAILED;
+    if (argc > 1 && !parse_number(argv[1], 1, 1000000, false, &n)) {
+        fprintf(stderr, ":runs N: N is how many runs to list (1 or more), not '%s'\n", argv[1]);
+        return REPL_FAILED;
+    }
+    tide_error_clear(r->err);
+    tide_store_table *t = tide_store_query_runs(path, (int)n, r->err);
+    tide_store_table *count = t ? tide_store_query(path, "SELECT count(*) FROM runs", 1, r->err) : NULL;
+    if (!t || !count) {
+        fprintf(stderr, ":runs: %s\n", tide_error_message(r->err));
+        tide_store_table_free(t);
+        return REPL_FAILED;
+    }
+    int rows = tide_store_table_num_rows(t);
+    char footer[128];
+    if (tide_store_table_truncated(t))
+        snprintf(footer, sizeof footer, "(the last %d of %s runs; :runs N lists more, :run ID shows one)", rows,
+                 tide_store_table_cell(count, 0, 0));
+    else
+        snprintf(footer, sizeof footer, "(%d run%s; :run ID shows one)", rows, rows == 1 ? "" : "s");
+    if (rows == 0)
+        printf("no runs logged yet in %s: every run() is logged\n", path);
+    else
+        print_table(t, footer);
+    tide_store_table_free(count);
+    tide_store_table_free(t);
+    return REPL_DONE;
+}
+
+/* The lines of :run above the slowest nodes. */
+static void print_run(const tide_store_table *t)
+{
+    const char *session = cell(t, "session");
+    printf("run %s: step %s of session %s, %s", cell(t, "id"), cell(t, "step"),
+           strcmp(session, "NULL") == 0 ? "(not logged)" : session, cell(t, "status"));
+    if (strcmp(cell(t, "wall_ms"), "NULL") != 0)
+        printf(", %s ms", cell(t, "wall_ms"));
+    printf(", started %s\n", cell(t, "started"));
+    if (strcmp(cell(t, "error"), "NULL") != 0)
+        printf("  error: %s\n", cell(t, "error"));
+    printf("  fetches %s, feeds %s, targets %s\n", cell(t, "fetches"), cell(t, "feeds"), cell(t, "targets"));
+    printf("  tensors logged: %s\n", cell(t, "tensors"));
+}
+
+repl_result repl_cmd_run(repl *r, int argc, char **argv)
+{
+    int64_t id = 0;
+    const char *path = log_for_query(r);
+    if (!path)
+        return REPL_FAILED;
+    if (argc > 1 && !parse_number(argv[1], 1, INT64_MAX, false, &id)) {
+        fprintf(stderr, ":run ID: ID is a run's id as :runs lists it, not '%s'\n", argv[1]);
+        return REPL_FAILED;
+    }
+    tide_error_clear(r->err);
+    tide_store_table *t = tide_store_query_run(path, id, r->err);
+    if (!t) {
+        fprintf(stderr, ":run: %s\n", tide_error_message(r->err));
+        return REPL_FAILED;
+    }
+    print_run(t);
+    int64_t run = strtoll(cell(t, "id"), NULL, 10);
+    bool traced = strcmp(cell(t, "traced"), "1") == 0;
+    tide_store_table *slowest = traced ? tide_store_query_slowest_nodes(path, run, SLOWEST_NODES, r->err) : NULL;
+    if (!traced)
+        printf("  not traced: no node timings (:trace on traces every run; run(..., {trace=true}) one)\n");
+    else if (!slowest)
+        fprintf(stderr, ":run: %s\n", tide_error_message(r->err));
+    else if (tide_store_table_num_rows(slowest) == 0)
+        printf("  traced, but no node timings were logged (no node ran, or :log counts them as dropped)\n");
+    else {
+        printf("  traced: %s nodes timed; the slowest:\n", cell(t, "nodes_timed"));
+        print_table(slowest, "");
+    }
+    bool ok = !traced || slowest;
+    tide_store_table_free(slowest);
+    tide_store_table_free(t);
+    return ok ? REPL_DONE : REPL_FAILED;
+}
+
+repl_result repl_cmd_sql(repl *r, int argc, char **argv)
+{
+    (void)argc;
+    const char *path = log_for_query(r);
+    if (!path)
+        return REPL_FAILED;
+    tide_error_clear(r->err);
+    tide_store_table *t = tide_store_query_cancellable(path, argv[1], SQL_MAX_ROWS, &r->interrupted, r->err);
+    if (!t) {
+        fprintf(stderr, "%s\n", tide_error_message(r->err));
+        return REPL_FAILED;
+    }
+    print_table(t, NULL);
+    tide_store_table_free(t);
+    return REPL_DONE;
+}
+
+/* ---------------------------------------------------------------- :tensor */
+
+/* "name" or "name:k" -> name (malloc'd) and output; false for a bad index. */
+static bool split_output(const char *word, char **name, int *output)
+{
+    const char *colon = strrchr(word, ':');
+    int64_t k = 0;
+    *output = 0;
+    if (colon && colon != word && colon[1] && parse_number(colon + 1, 0, INT32_MAX, false, &k)) {
+        *output = (int)k;
+        *name = strndup(word, (size_t)(colon - word));
+    } else if (colon) {
+        return false;
+    } else {
+        *name = strdup(word);
+    }
+    return *name != NULL;
+}
+
+/* The histogram as one line of block characters (empty bins blank) between the range's ends. */
+static void print_histogram(const tide_store_tensor *t)
+{
+    static const char *const blocks[8] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+    int64_t top = 0;
+    for (int b = 0; b < t->num_bins; b++)
+        top = t->histogram[b] > top ? t->histogram[b] : top;
+    if (!t->has_stats || top == 0)
+        return;
+    printf("  histogram  %.6g |", t->min);
+    for (int b = 0; b < t->num_bins; b++) {
+        int64_t c = t->histogram[b];
+        fputs(c == 0 ? " " : blocks[(c * 8 + top - 1) / top - 1], stdout);
+    }
+    printf("| %.6g  (%d bins; the fullest holds %" PRId64 ")\n", t->max, t->num_bins, top);
+}
+
+static void print_logged_tensor(const tide_store_tensor *t, int64_t asked)
+{
+    char shape[TIDE_SHAPE_STR_MAX];
+    tide_shape_format(&t->shape, shape, sizeof shape);
+    printf("%s:%d at step %" PRId64, t->node, t->output, t->step);
+    if (asked >= 0 && asked != t->step)
+        printf(" (the latest logged at or before step %" PRId64 ")", asked);
+    printf(", run %" PRId64 " of session %" PRId64 ": %s %s\n", t->run, t->session, t->dtype_name, shape);
+    char *text = t->value ? tide_tensor_format(t->value, 1000, 3) : NULL;
+    if (text)
+        printf("%s\n", text);
+    else if (!t->value)
+        puts("(value not stored: larger than the value cap, pruned, or a string; statistics below)");
+    free(text);
+    int64_t n = tide_shape_num_elements(&t->shape);
+    printf("  shape %s, dtype %s, %" PRId64 " element%s\n", shape, t->dtype_name, n, n == 1 ? "" : "s");
+    if (t->has_stats)
+        printf("  min %.6g  max %.6g  mean %.6g  std %.6g\n", t->min, t->max, t->mean, t->std);
+    else
+        puts("  no finite element: no min, max, mean or std");
+    printf("  NaN %" PRId64 "  Inf %" PRId64 "\n", t->nan_count, t->inf_count);
+    print_histogram(t);
+}
+
+repl_result repl_cmd_tensor(repl *r, int argc, char **argv)
+{
+    const char *path = log_for_query(r);
+    if (!path)
+        return REPL_FAILED;
+    int64_t step = -1;
+    if (argc > 2 && !parse_number(argv[2], 0, INT64_MAX, false, &step)) {
+        fprintf(stderr, ":tensor NODE STEP: STEP is a step number (0 or more), not '%s'\n", argv[2]);
+        return REPL_FAILED;
+    }
+    char *name = NULL;
+    int output = 0;
+    if (!split_output(argv[1], &name, &output)) {
+        fprintf(stderr, ":tensor: '%s' is not a node name or NAME:OUTPUT\n", argv[1]);
+        free(name);
+        return REPL_FAILED;
+    }
+    tide_error_clear(r->err);
+    tide_store_tensor *t = tide_store_query_tensor(path, name, output, 0, step, r->err);
+    if (t) {
+        print_logged_tensor(t, step);
+    } else {
+        fprintf(stderr, ":tensor: %s", tide_error_message(r->err));
+        char **watched = tide_store_watched(r->store, NULL);
+        bool is_watched = false;
+        for (int i = 0; watched && watched[i]; i++)
+            is_watched = is_watched || strcmp(watched[i], name) == 0;
+        tide_store_names_free(watched);
+        if (tide_error_code(r->err) == TIDE_NOT_FOUND && !is_watched)
+            fprintf(stderr, "; :watch %s logs it from the next run on", name);
+        fputc('\n', stderr);
+    }
+    tide_store_tensor_free(t);
+    free(name);
+    return t ? REPL_DONE : REPL_FAILED;
+}
+
+/* ---------------------------------------------------------------- :trace, :watch, :unwatch */
+
+static void print_trace_policy(int64_t every)
+{
+    if (every == 0)
+        puts("trace: only the runs traced by the caller (run(..., {trace=true})) record per-node timings");
+    else if (every == 1)
+        puts("trace: every run records per-node timings (:trace off stops)");
+    else
+        printf("trace: steps that are multiples of %" PRId64 " (0, %" PRId64 ", %" PRId64 ", ...) record "
+               "per-node timings, and runs traced by the caller\n", every, every, 2 * every);
+}
+
+repl_result repl_cmd_trace(repl *r, int argc, char **argv)
+{
+    if (!log_path(r))
+        return REPL_FAILED;
+    int64_t every = -1;
+    if (argc == 1)
+        every = tide_store_trace_every(r->store);
+    else if (argc == 2 && strcmp(argv[1], "on") == 0)
+        every = 1;
+    else if (argc == 2 && strcmp(argv[1], "off") == 0)
+        every = 0;
+    else if (argc == 3 && strcmp(argv[1], "every") == 0 && !parse_number(argv[2], 0, INT64_MAX, false, &every))
+        every = -1;
+    if (every < 0) {
+        fputs("usage: :trace [on|off|every N] (on: every run; off: only run(..., {trace=true}); every N: "
+              "steps 0, N, 2N...)\n", stderr);
+        return REPL_FAILED;
+    }
+    if (argc > 1)
+        tide_store_set_trace_every(r->store, every);
+    print_trace_policy(every);
+    return REPL_DONE;
+}
+
+/* Prints the watched names to out. */
+static void print_watched(repl *r, FILE *out)
+{
+    int n = 0;
+    char **names = tide_store_watched(r->store, &n);
+    if (!names)
+        fputs("out of memory listing the watched nodes\n", out);
+    else if (n == 0)
+        fputs("no node is watched (:watch NODE logs its value and statistics at every run)\n", out);
+    else
+        fprintf(out, "watched (%d):", n);
+    for (int i = 0; i < n; i++)
+        fprintf(out, " %s", names[i]);
+    if (n > 0)
+        fputc('\n', out);
+    tide_store_names_free(names);
+}
+
+repl_result repl_cmd_watch(repl *r, int argc, char **argv)
+{
+    if (!log_path(r))
+        return REPL_FAILED;
+    if (argc == 1) {
+        print_watched(r, stdout);
+        return REPL_DONE;
+    }
+    const char *name = argv[1];
+    if (strchr(name, ':')) {
+        fprintf(stderr, ":watch takes a node name (every output of the node is logged), not '%s'\n", name);
+        return REPL_FAILED;
+    }
+    tide_error_clear(r->err);
+    if (tide_store_watch(r->store, name, r->err) != TIDE_OK) {
+        fprintf(stderr, ":watch: %s\n", tide_error_message(r->err));
+        return REPL_FAILED;
+    }
+    const tide_node *n = tide_graph_node(r->graph, name);
+    if (!n)
+        fprintf(stderr, "warning: there is no node '%s' yet; it is watched anyway and logged once a node of "
+                        "that name runs\n", name);
+    else if (strcmp(tide_node_op(n), "Placeholder") == 0)
+        fprintf(stderr, "note: a fed placeholder is not computed, so '%s' logs nothing; watch a node that "
+                        "consumes it\n", name);
+    printf("watching %s: its value and statistics are logged at every run that computes it (:tensor %s "
+           "[STEP] shows them)\n", name, name);
+    return REPL_DONE;
+}
+
+repl_result repl_cmd_unwatch(repl *r, int argc, char **argv)
+{
+    if (!log_path(r))
+        return REPL_FAILED;
+    if (argc == 1) {
+        print_watched(r, stdout);
+        return REPL_DONE;
+    }
+    char **names = tide_store_watched(r->store, NULL);
+    bool found = false;
+    for (int i = 0; names && names[i]; i++)
+        found = found || strcmp(names[i], argv[1]) == 0;
+    tide_store_names_free(names);
+    if (!found) {
+        fprintf(stderr, "'%s' is not watched; ", argv[1]);
+        print_watched(r, stderr);
+        return REPL_FAILED;
+    }
+    tide_store_unwatch(r->store, argv[1]);
+    printf("stopped watching %s (what was logged stays in the log)\n", argv[1]);
+    return REPL_DONE;
+}
+
+/* ---------------------------------------------------------------- :prune, :log */
+
+repl_result repl_cmd_prune(repl *r, int argc, char **argv)
+{
+    if (!log_path(r))
+        return REPL_FAILED;
+    int64_t keep = DEFAULT_KEEP_RUNS, pruned = 0;
+    if (argc > 1 && !parse_number(argv[1], 0, INT64_MAX, false, &keep)) {
+        fprintf(stderr, ":prune KEEP: KEEP is how many of the latest runs keep their values (0 or more), not "
+                        "'%s'\n", argv[1]);
+        return REPL_FAILED;
+    }
+    tide_error_clear(r->err);
+    if (tide_store_prune_values(r->store, keep, &pruned, r->err) != TIDE_OK) {
+        fprintf(stderr, ":prune: %s\n", tide_error_message(r->err));
+        return REPL_FAILED;
+    }
+    printf("cleared %" PRId64 " stored value%s: the last %" PRId64 " run%s keep theirs; statistics stay\n", pruned,
+           pruned == 1 ? "" : "s", keep, keep == 1 ? "" : "s");
+    return REPL_DONE;
+}
+
+/* The bytes of the log file and its WAL. */
+static double log_file_bytes(const char *path)
+{
+    struct stat st;
+    double bytes = stat(path, &st) == 0 ? (double)st.st_size : 0;
+    size_t n = strlen(path) + 8;
+    char *wal = malloc(n);
+    if (wal) {
+        snprintf(wal, n, "%s-wal", path);
+        bytes += stat(wal, &st) == 0 ? (double)st.st_size : 0;
+    }
+    free(wal);
+    return bytes;
+}
+
+static void print_log_policy(repl *r)
+{
+    char cap[32];
+    size_t bytes = tide_store_value_cap(r->store);
+    format_bytes((double)bytes, cap, sizeof cap);
+    fputs("  ", stdout);
+    print_trace_policy(tide_store_trace_every(r->store));
+    if (bytes == 0)
+        puts("  values: none stored (statistics only; :log cap BYTES stores values up to that size)");
+    else
+        printf("  values: stored up to %s each (:log cap BYTES changes it)\n", cap);
+    fputs("  ", stdout);
+    print_watched(r, stdout);
+}
+
+repl_result repl_cmd_log(repl *r, int argc, char **argv)
+{
+    const char *path = log_for_query(r);
+    if (!path)
+        return REPL_FAILED;
+    int64_t cap = 0;
+    if (argc > 1) {
+        if (argc != 3 || strcmp(argv[1], "cap") != 0 || !parse_number(argv[2], 0, INT64_MAX, true, &cap)) {
+            fputs("usage: :log [cap BYTES] (BYTES: a size such as 0, 4096, 64K or 1M)\n", stderr);
+            return REPL_FAILED;
+        }
+        tide_store_set_value_cap(r->store, (size_t)cap);
+        char text[32];
+        format_bytes((double)cap, text, sizeof text);
+        if (cap == 0)
+            puts("values: none stored from the next run on (statistics only)");
+        else
+            printf("values: stored up to %s each from the next run on\n", text);
+        return REPL_DONE;
+    }
+    tide_error_clear(r->err);
+    tide_store_table *t = tide_store_query_totals(path, r->err);
+    if (!t) {
+        fprintf(stderr, ":log: %s\n", tide_error_message(r->err));
+        return REPL_FAILED;
+    }
+    char size[32], values[32], *real = realpath(path, NULL);
+    format_bytes(log_file_bytes(path), size, sizeof size);
+    format_bytes(strtod(cell(t, "value_bytes"), NULL), values, sizeof values);
+    printf("run log: %s (%s with its WAL)\n", real ? real : path, size);
+    printf("  sessions %s, runs %s (%s traced, %s failed), node timings %s\n", cell(t, "sessions"), cell(t, "runs"),
+           cell(t, "traced_runs"), cell(t, "failed_runs"), cell(t, "node_timings"));
+    printf("  tensors %s (%s values stored, %s), summaries %s\n", cell(t, "tensors"), cell(t, "stored_values"), values,
+           cell(t, "summaries"));
+    print_log_policy(r);
+    printf("  dropped records: %" PRId64 "\n", tide_store_dropped(r->store));
+    free(real);
+    tide_store_table_free(t);
+    return REPL_DONE;
+}
+
