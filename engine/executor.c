@@ -81,6 +81,11 @@ bool tide__step_cancelled(struct tide_step *step)
 }
 
 
+uint64_t tide__step_run_id(struct tide_step *step)
+{
+    return step->args->info.run_id;
+}
+
 static void fail(tide_step *step, tide_status code, const tide_error *err, const char *msg)
 {
     bool aborting = false;

@@ -382,5 +382,7 @@ struct tide_rendezvous *tide__kernel_rendezvous(const tide_kernel_ctx *ctx);
 void tide__exec_async_done(struct tide_exec_item *item, struct tide_step *step, tide_kernel_ctx *ctx,
                            tide_status status);
 bool tide__step_cancelled(struct tide_step *step);
+/* The run id of a step (tide_run_info.run_id): the rendezvous's step key. */
+uint64_t tide__step_run_id(struct tide_step *step);
 
 #endif

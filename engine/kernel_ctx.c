@@ -126,8 +126,7 @@ uint64_t tide__kernel_step_id(const tide_kernel_ctx *ctx)
 {
     if (!ctx->step)
         return 0;
-    const tide_step_args *args = *(const tide_step_args *const *)(const void *)ctx->step;
-    return args->info.run_id;
+    return tide__step_run_id(ctx->step);
 }
 
 struct tide_rendezvous *tide__kernel_rendezvous(const tide_kernel_ctx *ctx)

@@ -279,7 +279,9 @@ static tide_status describe(const tide_op_spec *spec, tide_op_def *def, tide_err
 tide_status tide__op_def_parse(const tide_op_spec *spec, tide_op_def *def, tide_error *err)
 {
     memset(def, 0, sizeof *def);
-    if (!spec->name || !isupper((unsigned char)spec->name[0]))
+    /* CamelCase; a leading '_' marks an internal op (_Send, _Recv) that plans make, not users */
+    const char *camel = spec->name && spec->name[0] == '_' ? spec->name + 1 : spec->name;
+    if (!camel || !isupper((unsigned char)camel[0]))
         return tide_error_set(err, TIDE_INTERNAL, "op name '%s' must be CamelCase",
                               spec->name ? spec->name : "(null)");
     def->name = tide__strdup(spec->name);

@@ -662,6 +662,9 @@ tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feed
     if (st == TIDE_OK && !plan_check(b.plan))
         st = tide_error_set(err, TIDE_INTERNAL, "internal error: an inconsistent plan was built (please report)");
 #endif
+    for (int k = 0; st == TIDE_OK && k < b.plan->num_items; k++) /* user-built pairs use the rendezvous too */
+        if (b.plan->items[k].kind == ITEM_NODE && b.plan->items[k].node->op->name[0] == '_' && !b.plan->num_transfers)
+            b.plan->num_transfers = 1;
     if (st == TIDE_OK) {
         pthread_mutex_lock(&g->lock);
         for (int k = 0; k < b.num_needed; k++)

@@ -1097,6 +1097,8 @@ static void register_ops(lua_State *L, int module)
     lua_getfield(L, LUA_REGISTRYINDEX, OPNAMES_KEY);
     int opnames = lua_gettop(L);
     for (int i = 0; i < n; i++) {
+        if (names[i][0] == '_')
+            continue; /* internal ops (_Send, _Recv) are made by plans, not typed */
         lua_pushstring(L, names[i]);
         lua_pushcclosure(L, op_function, 1);
         char lower[128], snake[160];

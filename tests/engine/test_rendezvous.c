@@ -2,7 +2,8 @@
  * both orders by reference (the very tensor, refcounts right), keys that differ in any one part,
  * duplicates, abort (waking waiting Recvs, also from another thread; later calls fail; racing with
  * sends and recvs), end_step and free releasing what is left, 8 threads pairing 80,000 values in
- * random order, and the kernels paired inside one run on one device. */
+ * random order, the kernels paired inside one run on one device, and across two CPU devices through
+ * the plan's partition pass. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -610,8 +611,8 @@ static void test_kernels_pair_in_one_run(void)
     tide_output ow = {wrong, 0};
     tide_tensor *out = NULL;
     CU_ASSERT_EQUAL(tide_session_run(s, NULL, NULL, 0, &ow, 1, &out, &send, 1, NULL, err), TIDE_INTERNAL);
-    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "node 'recv_wrong_shape' (_Recv): received a float32 "
-                                                           "tensor of shape [3] where float32 [2] was expected"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "node 'recv_wrong_shape' (_Recv): received a "
+                                  "float32 tensor of shape [3] where float32 [2] was expected"));
     CU_ASSERT_PTR_NULL(out);
     /* Eagerly they fail with a message, not a crash. */
     tide_tensor *outs[1] = {NULL};
@@ -633,12 +634,69 @@ static void test_kernels_pair_in_one_run(void)
     tide_error_free(err);
 }
 
+/* Through the plan's partition pass: two CPU devices, a tensor made on cpu:0 and used on cpu:1
+ * arrives by reference; a kernel failing on cpu:0 wakes the _Recv waiting on cpu:1 (no hang). */
+static tide_node *on_device(tide_graph *g, const char *op, const char *name, const char *device,
+                            tide_node *in)
+{
+    tide_node_builder *b = tide_node_builder_new(g, op, name);
+    if (in)
+        tide_node_builder_add_input(b, (tide_output){in, 0});
+    if (strcmp(op, "Placeholder") == 0)
+        tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", TIDE_FLOAT32);
+    tide_node_builder_set_device(b, device);
+    return gu_finish(b);
+}
+
+static void test_across_devices(void)
+{
+    if (!op_registered("_Send") || !op_registered("_Recv")) {
+        fprintf(stderr, "\n  (skipped: _Send/_Recv are not registered in this build)");
+        return;
+    }
+    tide_error *err = tide_error_new();
+    tide_engine_options o;
+    tide_engine_options_init(&o);
+    o.num_threads = 2;
+    o.num_cpu_devices = 2;
+    tide_engine *e = tide_engine_new(&o, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    tide_graph *g = tide_graph_new();
+    float v[2] = {7, 8};
+    tide_tensor *value = th_f32(1, TH_DIMS(2), v);
+    tide_graph_push_device(g, "/cpu:0");
+    tide_node *c = gu_const(g, "c", tide_tensor_retain(value));
+    tide_graph_pop_device(g);
+    tide_node *far = on_device(g, "Identity", "far", "/cpu:1", c);
+    tide_node *p = on_device(g, "Placeholder", "p", "/cpu:0", NULL);
+    tide_node *uses_p = on_device(g, "Neg", "uses_p", "/cpu:1", p);
+    tide_session *s = tide_session_new(e, g, NULL, err);
+    for (int run = 0; run < 50; run++) {
+        tide_tensor *out = gu_fetch(s, far);
+        CU_ASSERT_PTR_EQUAL(out, value); /* cpu:0 -> cpu:1 without a copy */
+        tide_tensor_release(out);
+    }
+    tide_output o1 = {uses_p, 0};
+    tide_tensor *out = NULL;
+    CU_ASSERT_EQUAL(tide_session_run(s, NULL, NULL, 0, &o1, 1, &out, NULL, 0, NULL, err),
+                    TIDE_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "node 'p' (Placeholder): you must feed"));
+    CU_ASSERT_PTR_NULL(out);
+    CU_ASSERT_EQUAL(tide__rendezvous_pending(e->rendezvous), 0); /* every step was ended */
+    tide_session_free(s);
+    tide_graph_free(g);
+    tide_tensor_release(value);
+    tide_engine_free(e);
+    tide_error_free(err);
+}
+
 int main(void)
 {
     static const th_test tests[] = {
         TH_TEST(test_send_then_recv), TH_TEST(test_recv_then_send), TH_TEST(test_keys_differ),
         TH_TEST(test_duplicates), TH_TEST(test_abort), TH_TEST(test_abort_from_another_thread),
         TH_TEST(test_end_step_and_free_release), TH_TEST(test_threads_random_order),
-        TH_TEST(test_abort_races), TH_TEST(test_kernels_pair_in_one_run), TH_END};
+        TH_TEST(test_abort_races), TH_TEST(test_kernels_pair_in_one_run),
+        TH_TEST(test_across_devices), TH_END};
     return th_main("rendezvous", tests);
 }

@@ -1,0 +1,114 @@
+/* sendrecv.c — CPU kernels of _Send and _Recv (engine/ops/sendrecv_ops.c): the two ends of a tensor
+ * crossing devices, meeting in the engine's rendezvous (engine/rendezvous.h) under the key
+ * (send_device, recv_device, tensor_name, the run's id). _Send is synchronous: it leaves a reference
+ * to its input. _Recv is asynchronous: it asks for the value and returns; the rendezvous calls back
+ * (on the _Send's thread, or at once when the value was already there) and the callback completes
+ * the kernel. Unlike the other kernels these reach the engine's private side (the step's run id and
+ * the rendezvous), so they include rendezvous.h. */
+#include <stdlib.h>
+
+#include "../../engine/rendezvous.h"
+
+/* Per node: the key's device and tensor names, borrowed from the node's attrs (they outlive the
+ * plan), and for _Recv the shape the plan expects (unknown for _Send). */
+typedef struct transfer_key {
+    const char *tensor, *send_device, *recv_device;
+    tide_shape shape;
+} transfer_key;
+
+static tide_status key_init(tide_kernel_ctx *ctx, void **state)
+{
+    const tide_attrs *a = tide_kernel_attrs(ctx);
+    transfer_key k = {NULL, NULL, NULL, tide_shape_unknown()};
+    if (!tide_attrs_get_string(a, "tensor_name", &k.tensor) || !k.tensor[0])
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "attr 'tensor_name' is missing or empty");
+    if (!tide_attrs_get_string(a, "send_device", &k.send_device) || !k.send_device[0])
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "attr 'send_device' is missing or empty");
+    if (!tide_attrs_get_string(a, "recv_device", &k.recv_device) || !k.recv_device[0])
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "attr 'recv_device' is missing or empty");
+    tide_attrs_get_shape(a, "shape", &k.shape);
+    transfer_key *p = malloc(sizeof *p);
+    if (!p)
+        return tide_kernel_error(ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    *p = k;
+    *state = p;
+    return TIDE_OK;
+}
+
+static void key_destroy(void *state) { free(state); }
+
+/* The rendezvous key of this node in this step; false (error recorded) outside a session's step. */
+static bool key_of(tide_kernel_ctx *ctx, tide_rendezvous_key *key, tide_rendezvous **r)
+{
+    const transfer_key *k = tide_kernel_state(ctx);
+    *r = tide__kernel_rendezvous(ctx);
+    *key = (tide_rendezvous_key){k->send_device, k->recv_device, k->tensor, tide__kernel_step_id(ctx)};
+    if (!*r || key->step == 0) {
+        tide_kernel_error(ctx, TIDE_FAILED_PRECONDITION,
+                          "%s runs only in a session's run (it meets its partner there), not eagerly",
+                          tide_kernel_op_name(ctx));
+        return false;
+    }
+    return true;
+}
+
+static tide_status send_compute(tide_kernel_ctx *ctx)
+{
+    tide_rendezvous_key key;
+    tide_rendezvous *r;
+    if (!key_of(ctx, &key, &r))
+        return tide_kernel_status(ctx);
+    tide_error *err = tide_error_new();
+    tide_status st = tide__rendezvous_send(r, &key, tide_kernel_input(ctx, 0), err);
+    if (st != TIDE_OK)
+        tide_kernel_error(ctx, st, "%s", err ? tide_error_message(err) : "the send failed");
+    tide_error_free(err);
+    return st;
+}
+
+/* The rendezvous's callback: completes the _Recv kernel (ctx must not be touched after done). */
+static void recv_done(void *arg, tide_status status, tide_tensor *value, const char *message)
+{
+    tide_kernel_ctx *ctx = arg;
+    if (status != TIDE_OK) {
+        tide_kernel_done(ctx, tide_kernel_error(ctx, status, "%s", message ? message : "the receive failed"));
+        return;
+    }
+    tide_dtype want = tide_kernel_output_dtype(ctx, 0);
+    const tide_shape *expected = &((const transfer_key *)tide_kernel_state(ctx))->shape;
+    if (tide_tensor_dtype(value) != want || !tide_shape_compatible(expected, tide_tensor_shape(value))) {
+        char got[TIDE_SHAPE_STR_MAX], exp[TIDE_SHAPE_STR_MAX];
+        tide_shape_format(tide_tensor_shape(value), got, sizeof got);
+        tide_shape_format(expected, exp, sizeof exp);
+        tide_status st = tide_kernel_error(ctx, TIDE_INTERNAL, "received a %s tensor of shape %s where %s %s "
+                                           "was expected", tide_dtype_name(tide_tensor_dtype(value)), got,
+                                           tide_dtype_name(want), exp);
+        tide_tensor_release(value);
+        tide_kernel_done(ctx, st);
+        return;
+    }
+    tide_kernel_set_output(ctx, 0, value); /* takes its own reference: no copy */
+    tide_tensor_release(value);
+    tide_kernel_done(ctx, TIDE_OK);
+}
+
+static void recv_compute_async(tide_kernel_ctx *ctx)
+{
+    tide_rendezvous_key key;
+    tide_rendezvous *r;
+    if (!key_of(ctx, &key, &r)) {
+        tide_kernel_done(ctx, tide_kernel_status(ctx));
+        return;
+    }
+    tide__rendezvous_recv(r, &key, recv_done, ctx);
+}
+
+static void register_sendrecv_kernels(void)
+{
+    tide_kernel_register(&(tide_kernel_spec){.op = "_Send", .device_type = "cpu", .init = key_init,
+                                              .destroy = key_destroy, .compute = send_compute});
+    tide_kernel_register(&(tide_kernel_spec){.op = "_Recv", .device_type = "cpu", .flags = TIDE_KERNEL_ASYNC,
+                                              .init = key_init, .destroy = key_destroy,
+                                              .compute_async = recv_compute_async});
+}
+TIDE_REGISTER(register_sendrecv_kernels)
