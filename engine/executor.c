@@ -5,6 +5,7 @@
  * Asynchronous kernels return at once and finish later through tide_kernel_done. Timing and
  * observers cost one branch per node when off. The first failure aborts the step: later items are
  * skipped but still counted down, so the step always drains. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -449,7 +450,9 @@ tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tid
     step.tracing = a->info.tracing; /* the caller's opts->trace, or an observer's wants_trace */
     step.observing = step.tracing || a->num_observers > 0;
     if (a->opts && a->opts->timeout_ms > 0)
-        step.deadline_ns = tide__now_ns() + a->opts->timeout_ms * 1000000LL;
+        step.deadline_ns = a->opts->timeout_ms > (INT64_MAX - tide__now_ns()) / 1000000LL
+                               ? INT64_MAX /* a timeout of centuries: none */
+                               : tide__now_ns() + a->opts->timeout_ms * 1000000LL;
     step.pending = malloc(sizeof(atomic_int) * ((size_t)p->num_items + 1));
     step.slots = calloc((size_t)p->num_slots + 1, sizeof *step.slots);
     step.timings = step.tracing ? calloc((size_t)p->num_items + 1, sizeof *step.timings) : NULL;

@@ -315,8 +315,8 @@ static void print_trace_policy(int64_t every)
     else if (every == 1)
         puts("trace: every run records per-node timings (:trace off stops)");
     else
-        printf("trace: steps that are multiples of %" PRId64 " (0, %" PRId64 ", %" PRId64 ", ...) record "
-               "per-node timings, and runs traced by the caller\n", every, every, 2 * every);
+        printf("trace: steps that are multiples of %" PRId64 " (0, %" PRId64 ", ...) record "
+               "per-node timings, and runs traced by the caller\n", every, every);
 }
 
 repl_result repl_cmd_trace(repl *r, int argc, char **argv)

@@ -795,7 +795,10 @@ static int run_on(lua_State *L, tide_session *s, int base)
         lua_getfield(L, opt_idx, "trace");
         ro.trace = lua_toboolean(L, -1);
         lua_getfield(L, opt_idx, "timeout");
-        ro.timeout_ms = (int64_t)(lua_tonumber(L, -1) * 1000);
+        double seconds = lua_isnil(L, -1) ? 0 : lua_tonumber(L, -1);
+        if (!lua_isnil(L, -1) && (!lua_isnumber(L, -1) || !(seconds >= 0) || seconds > 1e9))
+            return repl_raise(L, "run: timeout must be a number of seconds from 0 (none) to 1e9");
+        ro.timeout_ms = (int64_t)(seconds * 1000);
         lua_pop(L, 2);
     } else if (!lua_isnoneornil(L, opt_idx))
         return repl_raise(L, "run's third argument is an options table {trace=, timeout=}");

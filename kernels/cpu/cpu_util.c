@@ -31,7 +31,7 @@ bool tide_bcast_init(tide_bcast *bc, const tide_shape *a, const tide_shape *b)
             continue; /* size-1 output dims change nothing */
         bool ab = ad[i] == 1, bb = bd[i] == 1;
         if (n > 0 && abc[n - 1] == ab && bbc[n - 1] == bb) {
-            dims[n - 1] *= d;
+            dims[n - 1] = tide_dim_mul(dims[n - 1], d);
         } else {
             dims[n] = d;
             abc[n] = ab;

@@ -119,4 +119,13 @@ static inline float tide_fast_expf(float x)
 TIDE_DEFINE_SQRT(f32, float, sqrtf, __m128, ps)
 TIDE_DEFINE_SQRT(f64, double, sqrt, __m128d, pd)
 
+/* a * b for dimension products, saturating at INT64_MAX instead of overflowing: an empty tensor may
+ * have huge other dimensions ([1e12, 0, 1e12]); the allocation of any such real output then fails
+ * cleanly. */
+static inline int64_t tide_dim_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 #endif

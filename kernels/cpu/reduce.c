@@ -32,6 +32,7 @@
 #include "../../engine/ops/op_util.h"
 #include "../../engine/ops/reduce_ops.h"
 #include "../../engine/tide_op.h"
+#include "cpu_util.h"
 
 typedef float _Complex cfloat;
 typedef double _Complex cdouble;
@@ -382,17 +383,17 @@ static void make_plan(const tide_shape *in, unsigned mask, bool keep_dims, plan 
     for (int d = 0; d < in->rank; d++) {
         int64_t size = in->dims[d];
         bool red = (mask >> d) & 1;
-        pl->in_n *= size;
+        pl->in_n = tide_dim_mul(pl->in_n, size);
         if (red)
-            pl->count *= size;
+            pl->count = tide_dim_mul(pl->count, size);
         else
-            pl->out_n *= size;
+            pl->out_n = tide_dim_mul(pl->out_n, size);
         if (!red || keep_dims)
             pl->out_shape.dims[pl->out_shape.rank++] = red ? 1 : size;
         if (size == 1)
             continue;
         if (pl->n > 0 && pl->red[pl->n - 1] == red) {
-            pl->dims[pl->n - 1] *= size;
+            pl->dims[pl->n - 1] = tide_dim_mul(pl->dims[pl->n - 1], size);
         } else {
             pl->dims[pl->n] = size;
             pl->red[pl->n++] = red;
