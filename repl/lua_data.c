@@ -34,29 +34,11 @@ typedef struct batcher_box {
     bool done;       /* an iterator's pass is over */
 } batcher_box;
 
-/* repl_raise with C's printf formats (%lld, %zu), whatever repl_raise itself accepts. */
-static int raise_error(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int raise_error(lua_State *L, const char *fmt, ...)
-{
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return repl_raise(L, "%s", msg);
-}
-
-static tide_error *scratch_error(lua_State *L)
-{
-    tide_error *err = repl_of(L)->err;
-    tide_error_clear(err);
-    return err;
-}
 
 static const char *check_path(lua_State *L, int idx, const char *fn)
 {
     if (lua_type(L, idx) != LUA_TSTRING)
-        raise_error(L, "%s: expected a file path (a string) as argument %d, got %s", fn, idx,
+        repl_raise(L, "%s: expected a file path (a string) as argument %d, got %s", fn, idx,
                    luaL_typename(L, idx));
     return lua_tostring(L, idx);
 }
@@ -65,7 +47,7 @@ static const char *check_path(lua_State *L, int idx, const char *fn)
 static int push_or_raise(lua_State *L, tide_tensor *t, const char *fn, tide_error *err)
 {
     if (!t)
-        return raise_error(L, "%s: %s", fn, tide_error_message(err));
+        return repl_raise(L, "%s: %s", fn, tide_error_message(err));
     repl_push_tensor(L, t);
     return 1;
 }
@@ -75,14 +57,14 @@ static int push_or_raise(lua_State *L, tide_tensor *t, const char *fn, tide_erro
 static int l_load_npy(lua_State *L)
 {
     const char *path = check_path(L, 1, "load_npy");
-    tide_error *err = scratch_error(L);
+    tide_error *err = repl_scratch_error(L);
     return push_or_raise(L, tide_read_npy(path, err), "load_npy", err);
 }
 
 static int l_load_idx(lua_State *L)
 {
     const char *path = check_path(L, 1, "load_idx");
-    tide_error *err = scratch_error(L);
+    tide_error *err = repl_scratch_error(L);
     return push_or_raise(L, tide_read_idx(path, err), "load_idx", err);
 }
 
@@ -90,15 +72,15 @@ static int l_save_npy(lua_State *L)
 {
     const char *path = check_path(L, 1, "save_npy");
     if (lua_isnone(L, 2))
-        return raise_error(L, "save_npy: expected a tensor to save as argument 2");
-    tide_error *err = scratch_error(L);
+        return repl_raise(L, "save_npy: expected a tensor to save as argument 2");
+    tide_error *err = repl_scratch_error(L);
     tide_tensor *t = repl_tensor_from_lua(L, 2, TIDE_INVALID_DTYPE, err);
     if (!t)
-        return raise_error(L, "save_npy: %s", tide_error_message(err));
+        return repl_raise(L, "save_npy: %s", tide_error_message(err));
     tide_status st = tide_write_npy(path, t, err);
     tide_tensor_release(t);
     if (st != TIDE_OK)
-        return raise_error(L, "save_npy: %s", tide_error_message(err));
+        return repl_raise(L, "save_npy: %s", tide_error_message(err));
     return 0;
 }
 
@@ -115,8 +97,8 @@ static void check_option_names(lua_State *L, int idx, const char *fn, const char
             for (int i = 0; names[i]; i++)
                 snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
             if (lua_type(L, -2) == LUA_TSTRING)
-                raise_error(L, "%s: unknown option '%s' (options: %s)", fn, lua_tostring(L, -2), list);
-            raise_error(L, "%s: options are named fields (%s), got a %s key", fn, list,
+                repl_raise(L, "%s: unknown option '%s' (options: %s)", fn, lua_tostring(L, -2), list);
+            repl_raise(L, "%s: options are named fields (%s), got a %s key", fn, list,
                        luaL_typename(L, -2));
         }
         lua_pop(L, 1);
@@ -129,7 +111,7 @@ static bool has_options(lua_State *L, int idx, const char *fn, const char *const
     if (lua_isnoneornil(L, idx))
         return false;
     if (!lua_istable(L, idx))
-        raise_error(L, "%s: options must be a table such as {%s = ...}, got %s", fn, names[0],
+        repl_raise(L, "%s: options must be a table such as {%s = ...}, got %s", fn, names[0],
                    luaL_typename(L, idx));
     check_option_names(L, idx, fn, names);
     return true;
@@ -141,7 +123,7 @@ static int64_t opt_integer(lua_State *L, int idx, const char *name, int64_t dflt
     int ok = 1;
     int64_t v = lua_isnil(L, -1) ? dflt : (int64_t)lua_tointegerx(L, -1, &ok);
     if (!ok || (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TNUMBER))
-        raise_error(L, "%s: option %s must be an integer, got %s", fn, name, luaL_typename(L, -1));
+        repl_raise(L, "%s: option %s must be an integer, got %s", fn, name, luaL_typename(L, -1));
     lua_pop(L, 1);
     return v;
 }
@@ -150,7 +132,7 @@ static bool opt_boolean(lua_State *L, int idx, const char *name, bool dflt, cons
 {
     lua_getfield(L, idx, name);
     if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
-        raise_error(L, "%s: option %s must be true or false, got %s", fn, name, luaL_typename(L, -1));
+        repl_raise(L, "%s: option %s must be true or false, got %s", fn, name, luaL_typename(L, -1));
     bool v = lua_isnil(L, -1) ? dflt : lua_toboolean(L, -1);
     lua_pop(L, 1);
     return v;
@@ -167,20 +149,20 @@ static void csv_options(lua_State *L, int idx, tide_csv_options *o)
         size_t len = 0;
         const char *d = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
         if (!d || len != 1)
-            raise_error(L, "load_csv: delimiter must be a string of one character, such as \";\"");
+            repl_raise(L, "load_csv: delimiter must be a string of one character, such as \";\"");
         o->delimiter = d[0];
     }
     lua_pop(L, 1);
     int64_t header = opt_integer(L, idx, "header", o->header, "load_csv");
     if (header < -1 || header > 1000000)
-        raise_error(L, "load_csv: header must be the number of lines to skip, or -1 to detect one (got %lld)",
+        repl_raise(L, "load_csv: header must be the number of lines to skip, or -1 to detect one (got %lld)",
                    (long long)header);
     o->header = (int)header;
     lua_getfield(L, idx, "dtype");
     if (!lua_isnil(L, -1)) {
         o->dtype = repl_to_dtype(L, -1);
         if (o->dtype == TIDE_INVALID_DTYPE)
-            raise_error(L, "load_csv: option dtype must be a dtype such as float32, got %s",
+            repl_raise(L, "load_csv: option dtype must be a dtype such as float32, got %s",
                        lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1));
     }
     lua_pop(L, 1);
@@ -192,7 +174,7 @@ static int l_load_csv(lua_State *L)
     const char *path = check_path(L, 1, "load_csv");
     tide_csv_options o;
     csv_options(L, 2, &o);
-    tide_error *err = scratch_error(L);
+    tide_error *err = repl_scratch_error(L);
     return push_or_raise(L, tide_read_csv(path, &o, err), "load_csv", err);
 }
 
@@ -225,20 +207,20 @@ static void check_batchable(lua_State *L, tide_tensor *const *ts, int num, int64
 {
     char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
     if (n < 1)
-        raise_error(L, "%s: the batch size must be >= 1, got %lld", fn, (long long)n);
+        repl_raise(L, "%s: the batch size must be >= 1, got %lld", fn, (long long)n);
     for (int i = 0; i < num; i++) {
         if (tide_tensor_rank(ts[i]) == 0)
-            raise_error(L, "%s: tensor %d is a scalar; batching needs a first dimension", fn, i + 1);
+            repl_raise(L, "%s: tensor %d is a scalar; batching needs a first dimension", fn, i + 1);
         if (tide_tensor_dim(ts[i], 0) != tide_tensor_dim(ts[0], 0))
-            raise_error(L, "%s: the tensors must share their first dimension: tensor 1 is %s, tensor %d is %s",
+            repl_raise(L, "%s: the tensors must share their first dimension: tensor 1 is %s, tensor %d is %s",
                        fn, tide_shape_format(tide_tensor_shape(ts[0]), a, sizeof a), i + 1,
                        tide_shape_format(tide_tensor_shape(ts[i]), b, sizeof b));
     }
     int64_t rows = tide_tensor_dim(ts[0], 0);
     if (rows == 0)
-        raise_error(L, "%s: the tensors have no rows", fn);
+        repl_raise(L, "%s: the tensors have no rows", fn);
     if (drop && rows < n)
-        raise_error(L, "%s: %lld rows make no full batch of %lld (drop_remainder is set)", fn,
+        repl_raise(L, "%s: %lld rows make no full batch of %lld (drop_remainder is set)", fn,
                    (long long)rows, (long long)n);
 }
 
@@ -260,10 +242,10 @@ static batcher_box *push_batcher(lua_State *L, tide_tensor *const *ts, int num, 
         lua_setfield(L, -2, "__name");
     }
     lua_setmetatable(L, -2);
-    tide_error *err = scratch_error(L);
+    tide_error *err = repl_scratch_error(L);
     box->b = tide_batcher_new(ts, num, n, shuffle, seed, drop, err);
     if (!box->b)
-        raise_error(L, "%s: %s", fn, tide_error_message(err));
+        repl_raise(L, "%s: %s", fn, tide_error_message(err));
     box->num = num;
     box->batch_size = n;
     return box;
@@ -273,10 +255,10 @@ static batcher_box *push_batcher(lua_State *L, tide_tensor *const *ts, int num, 
 static bool next_batch(lua_State *L, batcher_box *box, const char *fn)
 {
     tide_tensor *out[MAX_BATCH_TENSORS];
-    tide_error *err = scratch_error(L);
+    tide_error *err = repl_scratch_error(L);
     if (!tide_batcher_next(box->b, out, err)) {
         if (tide_error_code(err) != TIDE_OK)
-            raise_error(L, "%s: %s", fn, tide_error_message(err));
+            repl_raise(L, "%s: %s", fn, tide_error_message(err));
         return false;
     }
     luaL_checkstack(L, box->num, fn);
@@ -334,7 +316,7 @@ static int64_t check_batch_size(lua_State *L, int idx, const char *fn)
     int ok = 0;
     lua_Integer n = lua_tointegerx(L, idx, &ok);
     if (!ok || lua_type(L, idx) != LUA_TNUMBER)
-        raise_error(L, "%s: the batch size must be an integer, got %s", fn, luaL_typename(L, idx));
+        repl_raise(L, "%s: the batch size must be an integer, got %s", fn, luaL_typename(L, idx));
     return (int64_t)n;
 }
 
@@ -343,21 +325,21 @@ static int64_t check_batch_size(lua_State *L, int idx, const char *fn)
 static int l_batches(lua_State *L)
 {
     if (!lua_istable(L, 1))
-        return raise_error(L, "batches: expected a table of tensors sharing their first dimension, as "
+        return repl_raise(L, "batches: expected a table of tensors sharing their first dimension, as "
                           "batches({images, labels}, 100), got %s", luaL_typename(L, 1));
     int64_t n = check_batch_size(L, 2, "batches");
     batch_opts o = batches_options(L, 3, "batches");
     int num = (int)lua_rawlen(L, 1);
     if (num < 1 || num > MAX_BATCH_TENSORS)
-        return raise_error(L, "batches: expected 1 to %d tensors in the table, got %d", MAX_BATCH_TENSORS, num);
+        return repl_raise(L, "batches: expected 1 to %d tensors in the table, got %d", MAX_BATCH_TENSORS, num);
     tide_tensor *ts[MAX_BATCH_TENSORS];
     for (int i = 0; i < num; i++) {
         lua_rawgeti(L, 1, i + 1);
-        tide_error *err = scratch_error(L);
+        tide_error *err = repl_scratch_error(L);
         tide_tensor *t = repl_tensor_from_lua(L, -1, TIDE_INVALID_DTYPE, err);
         lua_pop(L, 1);
         if (!t)
-            return raise_error(L, "batches: tensor %d: %s", i + 1, tide_error_message(err));
+            return repl_raise(L, "batches: tensor %d: %s", i + 1, tide_error_message(err));
         repl_push_tensor(L, t); /* Lua owns it now: raising below leaks nothing */
         ts[i] = t;
     }
@@ -370,14 +352,14 @@ static int l_batches(lua_State *L)
 static void split_tensors(lua_State *L, int idx, const char *fn, tide_tensor **images, tide_tensor **labels)
 {
     if (!lua_istable(L, idx))
-        raise_error(L, "%s: call it on a split, as data.train:%s(...)", fn, fn);
+        repl_raise(L, "%s: call it on a split, as data.train:%s(...)", fn, fn);
     lua_getfield(L, idx, "images");
     lua_getfield(L, idx, "labels");
     *images = repl_to_tensor(L, -2);
     *labels = repl_to_tensor(L, -1);
     lua_pop(L, 2); /* the split table keeps both alive */
     if (!*images || !*labels)
-        raise_error(L, "%s: the split's images and labels must be tensors", fn);
+        repl_raise(L, "%s: the split's images and labels must be tensors", fn);
 }
 
 /* Pushes the split's state table {seed =, batcher =}, made on first use. */
@@ -436,7 +418,7 @@ static int split_batch(lua_State *L)
         lua_pop(L, 1);
     }
     if (!next_batch(L, box, "batch") && !next_batch(L, box, "batch")) /* the epoch ended: next one */
-        return raise_error(L, "batch: the batcher gave no batch");
+        return repl_raise(L, "batch: the batcher gave no batch");
     return 2;
 }
 
@@ -448,7 +430,7 @@ static int split_shuffle(lua_State *L)
     int ok = 0;
     lua_Integer seed = lua_tointegerx(L, 2, &ok);
     if (!ok || lua_type(L, 2) != LUA_TNUMBER)
-        return raise_error(L, "shuffle: the seed must be an integer, got %s", luaL_typename(L, 2));
+        return repl_raise(L, "shuffle: the seed must be an integer, got %s", luaL_typename(L, 2));
     push_split_state(L, 1);
     lua_pushinteger(L, seed);
     lua_setfield(L, -2, "seed");
@@ -511,13 +493,13 @@ static int l_fashion_mnist(lua_State *L)
 {
     const char *dir = lua_isnoneornil(L, 1) ? NULL : check_path(L, 1, "fashion_mnist");
     tide_dataset d;
-    tide_error *err = scratch_error(L);
+    tide_error *err = repl_scratch_error(L);
     if (tide_fashion_mnist_load(dir, &d, err) != TIDE_OK)
-        return raise_error(L, "fashion_mnist: %s", tide_error_message(err));
+        return repl_raise(L, "fashion_mnist: %s", tide_error_message(err));
     lua_settop(L, 1);
     if (!lua_checkstack(L, 8)) {
         tide_dataset_release(&d);
-        return raise_error(L, "fashion_mnist: out of Lua stack");
+        return repl_raise(L, "fashion_mnist: out of Lua stack");
     }
     /* Lua owns the four tensors before anything else can raise. */
     repl_push_tensor(L, d.train_images); /* 2 */

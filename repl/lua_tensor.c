@@ -32,24 +32,6 @@ typedef struct tensor_box {
 
 /* ---------------------------------------------------------------- small helpers */
 
-/* repl_raise with C's printf formats (%lld, %zu), whatever repl_raise itself accepts. */
-static int raise_error(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int raise_error(lua_State *L, const char *fmt, ...)
-{
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return repl_raise(L, "%s", msg);
-}
-
-static tide_error *scratch_error(lua_State *L)
-{
-    tide_error *err = repl_of(L)->err;
-    tide_error_clear(err);
-    return err;
-}
 
 /* The name of a Lua value's type for messages: __name for userdata ("tensor", "node"). */
 static const char *type_name(lua_State *L, int idx)
@@ -716,11 +698,11 @@ static tide_tensor *check_tensor(lua_State *L, int idx, const char *fn)
     tensor_box *box = luaL_testudata(L, idx, TENSOR_MT);
     char v[64];
     if (!box && idx == 1)
-        raise_error(L, "%s: call it on a tensor, as t:%s(...) (got %s)", fn, fn, value_str(L, 1, v, sizeof v));
+        repl_raise(L, "%s: call it on a tensor, as t:%s(...) (got %s)", fn, fn, value_str(L, 1, v, sizeof v));
     else if (!box)
-        raise_error(L, "%s: argument %d must be a tensor, got %s", fn, idx - 1, value_str(L, idx, v, sizeof v));
+        repl_raise(L, "%s: argument %d must be a tensor, got %s", fn, idx - 1, value_str(L, idx, v, sizeof v));
     else if (!box->t)
-        raise_error(L, "%s: the tensor was closed", fn);
+        repl_raise(L, "%s: the tensor was closed", fn);
     return box ? box->t : NULL;
 }
 
@@ -730,9 +712,9 @@ static tide_dtype check_dtype(lua_State *L, int idx, const char *fn)
     if (dt != TIDE_INVALID_DTYPE)
         return dt;
     if (lua_type(L, idx) == LUA_TSTRING)
-        raise_error(L, "%s: unknown dtype '%s' (float32, float64, int32, int64, bool, string, ...)", fn,
+        repl_raise(L, "%s: unknown dtype '%s' (float32, float64, int32, int64, bool, string, ...)", fn,
                    lua_tostring(L, idx));
-    raise_error(L, "%s: expected a dtype (float32, int32, ...) or its name, got %s", fn,
+    repl_raise(L, "%s: expected a dtype (float32, int32, ...) or its name, got %s", fn,
                lua_isnone(L, idx) ? "no value" : type_name(L, idx));
     return TIDE_INVALID_DTYPE;
 }
@@ -742,7 +724,7 @@ static int64_t check_integer(lua_State *L, int idx, const char *fn, const char *
     int64_t v = 0;
     char buf[64];
     if (!to_integer(L, idx, &v))
-        raise_error(L, "%s: %s must be an integer, got %s", fn, what, value_str(L, idx, buf, sizeof buf));
+        repl_raise(L, "%s: %s must be an integer, got %s", fn, what, value_str(L, idx, buf, sizeof buf));
     return v;
 }
 
@@ -750,7 +732,7 @@ static int64_t check_integer(lua_State *L, int idx, const char *fn, const char *
 static int push_result(lua_State *L, tide_tensor *t, const char *fn, tide_error *err)
 {
     if (!t)
-        return raise_error(L, "%s: %s", fn, tide_error_message(err));
+        return repl_raise(L, "%s: %s", fn, tide_error_message(err));
     repl_push_tensor(L, t);
     return 1;
 }
@@ -758,10 +740,10 @@ static int push_result(lua_State *L, tide_tensor *t, const char *fn, tide_error 
 /* A tensor from the value at idx (a tensor as is): a new reference; raises on failure. */
 static tide_tensor *operand(lua_State *L, int idx, tide_dtype dt, const char *fn)
 {
-    tide_error *err = scratch_error(L);
+    tide_error *err = repl_scratch_error(L);
     tide_tensor *u = repl_tensor_from_lua(L, idx, dt, err);
     if (!u)
-        raise_error(L, "%s: %s", fn, tide_error_message(err));
+        repl_raise(L, "%s: %s", fn, tide_error_message(err));
     return u;
 }
 
@@ -800,7 +782,7 @@ static int m_numel(lua_State *L)
 /* Rows [begin, end) as a view. */
 static int push_rows(lua_State *L, tide_tensor *t, int64_t begin, int64_t end, const char *fn)
 {
-    tide_error *err = scratch_error(L);
+    tide_error *err = repl_scratch_error(L);
     return push_result(L, tide_tensor_slice(t, begin, end, err), fn, err);
 }
 
@@ -809,7 +791,7 @@ static int m_slice(lua_State *L)
 {
     tide_tensor *t = check_tensor(L, 1, "slice");
     if (tide_tensor_rank(t) == 0)
-        return raise_error(L, "slice: a scalar tensor has no rows to slice");
+        return repl_raise(L, "slice: a scalar tensor has no rows to slice");
     int64_t n = tide_tensor_dim(t, 0);
     int64_t i = lua_isnoneornil(L, 2) ? 1 : check_integer(L, 2, "slice", "the first row");
     int64_t j = lua_isnoneornil(L, 3) ? -1 : check_integer(L, 3, "slice", "the last row");
@@ -831,10 +813,10 @@ static int m_slice(lua_State *L)
 static int m_reshape(lua_State *L)
 {
     tide_tensor *t = check_tensor(L, 1, "reshape");
-    tide_error *err = scratch_error(L);
+    tide_error *err = repl_scratch_error(L);
     tide_shape s;
     if (!repl_to_shape(L, 2, &s, err))
-        return raise_error(L, "reshape: %s", tide_error_message(err));
+        return repl_raise(L, "reshape: %s", tide_error_message(err));
     return push_result(L, tide_tensor_reshape(t, &s, err), "reshape", err);
 }
 
@@ -870,7 +852,7 @@ static int m_item(lua_State *L)
     tide_tensor *t = check_tensor(L, 1, "item");
     char buf[TIDE_SHAPE_STR_MAX];
     if (tide_tensor_num_elements(t) != 1)
-        return raise_error(L, "item: the tensor has %lld elements (shape %s); item() takes a tensor of one "
+        return repl_raise(L, "item: the tensor has %lld elements (shape %s); item() takes a tensor of one "
                           "element", (long long)tide_tensor_num_elements(t), shape_str(t, buf));
     if (tide_dtype_is_complex(tide_tensor_dtype(t))) {
         double re, im;
@@ -887,14 +869,14 @@ static int m_cast(lua_State *L)
 {
     tide_tensor *t = check_tensor(L, 1, "cast");
     tide_dtype dt = check_dtype(L, 2, "cast");
-    tide_error *err = scratch_error(L);
+    tide_error *err = repl_scratch_error(L);
     return push_result(L, tide_tensor_cast(t, dt, err), "cast", err);
 }
 
 static int m_copy(lua_State *L)
 {
     tide_tensor *t = check_tensor(L, 1, "copy");
-    tide_error *err = scratch_error(L);
+    tide_error *err = repl_scratch_error(L);
     return push_result(L, tide_tensor_copy(t, err), "copy", err);
 }
 
@@ -909,14 +891,14 @@ static int m_equal(lua_State *L)
         lua_pushboolean(L, tide_tensor_equal(t, u, nan_equal));
         return 1;
     }
-    tide_error *err = scratch_error(L);
+    tide_error *err = repl_scratch_error(L);
     u = repl_tensor_from_lua(L, 2, tide_tensor_dtype(t), err);
     if (!u) {
         if (tide_error_code(err) == TIDE_OUT_OF_RANGE) { /* a value t's dtype cannot hold */
             lua_pushboolean(L, false);
             return 1;
         }
-        return raise_error(L, "equal: %s", tide_error_message(err));
+        return repl_raise(L, "equal: %s", tide_error_message(err));
     }
     bool eq = tide_tensor_equal(t, u, nan_equal);
     tide_tensor_release(u);
@@ -963,7 +945,7 @@ static int m_max_abs_diff(lua_State *L)
     bool ok = max_abs_diff(t, u, &m, why, sizeof why);
     tide_tensor_release(u);
     if (!ok)
-        return raise_error(L, "max_abs_diff: %s", why);
+        return repl_raise(L, "max_abs_diff: %s", why);
     lua_pushnumber(L, m);
     return 1;
 }
@@ -975,18 +957,18 @@ static int index_row(lua_State *L, tide_tensor *t)
 {
     int64_t i = check_integer(L, 2, "index", "a tensor index");
     if (tide_tensor_rank(t) == 0)
-        return raise_error(L, "cannot index a scalar tensor (t[%lld]); use t:item()", (long long)i);
+        return repl_raise(L, "cannot index a scalar tensor (t[%lld]); use t:item()", (long long)i);
     int64_t n = tide_tensor_dim(t, 0);
     int64_t k = i < 0 ? n + i : i - 1;
     if (i == 0 || k < 0 || k >= n)
-        return raise_error(L, "index %lld is out of range for dimension 1 of size %lld (valid: 1..%lld, or "
+        return repl_raise(L, "index %lld is out of range for dimension 1 of size %lld (valid: 1..%lld, or "
                           "-%lld..-1 from the end)", (long long)i, (long long)n, (long long)n,
                           (long long)n);
     if (tide_tensor_rank(t) == 1) {
         push_element(L, t, k);
         return 1;
     }
-    tide_error *err = scratch_error(L);
+    tide_error *err = repl_scratch_error(L);
     tide_tensor *row = tide_tensor_slice(t, k, k + 1, err);
     const tide_shape *s = tide_tensor_shape(t);
     tide_shape rs = tide_shape_make(s->rank - 1, s->dims + 1);
@@ -1004,13 +986,13 @@ static int tensor_index(lua_State *L)
     }
     if (lua_type(L, 2) == LUA_TNUMBER)
         return index_row(L, t);
-    return raise_error(L, "a tensor is indexed by an integer (t[1]) or a method name (t:shape()), not by "
+    return repl_raise(L, "a tensor is indexed by an integer (t[1]) or a method name (t:shape()), not by "
                       "%s", type_name(L, 2));
 }
 
 static int tensor_newindex(lua_State *L)
 {
-    return raise_error(L, "tensors are immutable: t[...] = v cannot change one; build a new tensor with "
+    return repl_raise(L, "tensors are immutable: t[...] = v cannot change one; build a new tensor with "
                       "tensor{...}, or compute one (t + u, t:cast(...))");
 }
 
@@ -1018,7 +1000,7 @@ static int tensor_len(lua_State *L)
 {
     tide_tensor *t = check_tensor(L, 1, "#");
     if (tide_tensor_rank(t) == 0)
-        return raise_error(L, "# of a scalar tensor: it has no first dimension");
+        return repl_raise(L, "# of a scalar tensor: it has no first dimension");
     lua_pushinteger(L, tide_tensor_dim(t, 0));
     return 1;
 }
@@ -1028,7 +1010,7 @@ static int tensor_tostring(lua_State *L)
     tide_tensor *t = check_tensor(L, 1, "tostring");
     char *s = tide_tensor_format(t, 1000, 3);
     if (!s)
-        return raise_error(L, "tostring: out of memory formatting a tensor");
+        return repl_raise(L, "tostring: out of memory formatting a tensor");
     lua_pushstring(L, s); /* may raise on out of memory: s would leak, a negligible case */
     free(s);
     return 1;
@@ -1083,9 +1065,9 @@ static void push_tensor_metatable(lua_State *L)
 static int l_tensor(lua_State *L)
 {
     if (lua_isnone(L, 1))
-        return raise_error(L, "tensor: expected a value: tensor{{1, 2}, {3, 4}} or tensor(value, dtype)");
+        return repl_raise(L, "tensor: expected a value: tensor{{1, 2}, {3, 4}} or tensor(value, dtype)");
     tide_dtype dt = lua_isnoneornil(L, 2) ? TIDE_INVALID_DTYPE : check_dtype(L, 2, "tensor");
-    tide_error *err = scratch_error(L);
+    tide_error *err = repl_scratch_error(L);
     return push_result(L, repl_tensor_from_lua(L, 1, dt, err), "tensor", err);
 }
 

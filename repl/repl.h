@@ -87,6 +87,13 @@ typedef enum repl_result {
 repl *repl_new(const repl_options *opts, tide_error *err);
 void repl_free(repl *r);
 static inline repl *repl_of(lua_State *L) { return *(repl **)lua_getextraspace(L); }
+/* The REPL's scratch error, cleared: for one engine call whose message is raised at once. */
+static inline tide_error *repl_scratch_error(lua_State *L)
+{
+    tide_error *err = repl_of(L)->err;
+    tide_error_clear(err);
+    return err;
+}
 
 /* Evaluates one entry (one or more lines): a ':' command, or Lua. An expression prints its values;
  * a statement runs. An error prints its message (with the Lua location) to stderr, and rolls back
