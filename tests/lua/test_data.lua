@@ -3,22 +3,8 @@
 -- Needs the Debian package dataset-fashion-mnist (/usr/share/datasets/fashion-mnist).
 -- Run: build/repl/tide tests/lua/test_data.lua (exit status 1 on the first failed assert).
 
-local checks = 0
-local function check(cond, msg)
-  checks = checks + 1
-  assert(cond, msg)
-end
-
-local function raises(f, fragments, ...)
-  local ok, err = pcall(f, ...)
-  checks = checks + 1
-  assert(not ok, "expected an error containing '" .. fragments[1] .. "'")
-  err = tostring(err)
-  for _, frag in ipairs(fragments) do
-    assert(err:find(frag, 1, true), "error '" .. err .. "' lacks '" .. frag .. "'")
-  end
-  return err
-end
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
+local check, raises = T.check, T.raises
 
 local function write_file(path, text)
   local f = assert(io.open(path, "w"))
@@ -183,4 +169,4 @@ raises(function() return rows.batch({}, 1) end, {"images and labels must be tens
 local x, y = data.train:batch(100)
 check(#x == 100 and #y == 100 and x:dtype() == float32 and y:dtype() == int32, "Fashion-MNIST batch")
 
-print(string.format("test_data: %d checks passed", checks))
+T.done("test_data")

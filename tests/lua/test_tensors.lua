@@ -3,23 +3,8 @@
 -- slicing and reshaping without copies, printing with elision, arithmetic metamethods and shapes.
 -- Run: build/repl/tide tests/lua/test_tensors.lua (exit status 1 on the first failed assert).
 
-local checks = 0
-local function check(cond, msg)
-  checks = checks + 1
-  assert(cond, msg)
-end
-
--- f(...) must raise an error whose message contains every given fragment (plain text).
-local function raises(f, fragments, ...)
-  local ok, err = pcall(f, ...)
-  checks = checks + 1
-  assert(not ok, "expected an error containing '" .. fragments[1] .. "'")
-  err = tostring(err)
-  for _, frag in ipairs(fragments) do
-    assert(err:find(frag, 1, true), "error '" .. err .. "' lacks '" .. frag .. "'")
-  end
-  return err
-end
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
+local check, raises = T.check, T.raises
 
 local function same_table(a, b)
   if type(a) ~= "table" or type(b) ~= "table" then return a == b end
@@ -185,4 +170,4 @@ check((a - a):equal{0, 0, 0} and (a * 2):equal{2, 4, 8} and (a / 2):equal{0.5, 1
 check((-a):equal{-1, -2, -4} and (a ^ 2):equal{1, 4, 16} and (a % 3):equal{1, 2, 1}, "__unm __pow __mod")
 check(is_tensor(a + a) and (a + a):dtype() == float32, "arithmetic on host tensors gives a host tensor")
 
-print(string.format("test_tensors: %d checks passed", checks))
+T.done("test_tensors")
