@@ -82,6 +82,17 @@ tide_engine *tide_engine_new(const tide_engine_options *opts, tide_error *err)
         return NULL;
     }
     e->num_devices = o.num_cpu_devices;
+    for (int i = 0; e->num_devices > 1 && i < e->num_devices; i++) {
+        /* Several devices: each gets its own share of the threads (at least one), so that a step's
+         * time per device means something and placement matters. */
+        int share = o.num_threads / e->num_devices + (i < o.num_threads % e->num_devices);
+        e->devices[i].pool = tide__pool_new(share > 0 ? share : 1);
+        if (!e->devices[i].pool) {
+            tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "cannot start the threads of device %d", i);
+            tide_engine_free(e);
+            return NULL;
+        }
+    }
     for (int i = 0; i < e->num_devices; i++) {
         tide_device *d = &e->devices[i];
         snprintf(d->name, sizeof d->name, "/job:localhost/replica:0/task:0/device:cpu:%d", i);
@@ -98,6 +109,8 @@ void tide_engine_free(tide_engine *e)
     if (!e)
         return;
     tide__pool_free(e->pool);
+    for (int i = 0; e->devices && i < e->num_devices; i++)
+        tide__pool_free(e->devices[i].pool);
     tide__rendezvous_free(e->rendezvous);
     tide__cost_table_free(e->cost_table);
     tide__engine_free_containers(e);

@@ -32,6 +32,7 @@ struct tide_step {
     bool done;
     tide_error *err;
     bool tracing, observing;
+    bool multi_device;             /* items run on their devices' own threads (engine with several devices) */
     int64_t deadline_ns;
     tide_node_timing *timings;
 };
@@ -126,6 +127,20 @@ static void batch_task(void *arg)
     rs_free(&rs);
 }
 
+/* Where an item runs: its device's own threads when the engine has several devices, else the pool. */
+static tide_threadpool *pool_of(const tide_step *step, int item)
+{
+    const tide_device *d = step->plan->items[item].device;
+    return d && d->pool ? d->pool : step->pool;
+}
+
+/* With several devices an item runs only on its device's threads: a thread of another pool (or the
+ * caller's thread) hands it over. */
+static bool elsewhere(const tide_step *step, int item)
+{
+    return step->multi_device && pool_of(step, item) != tide__pool_current();
+}
+
 static void submit(tide_step *step, const int *items, int n)
 {
     batch *b = malloc(sizeof *b + sizeof(int) * (size_t)n);
@@ -141,7 +156,7 @@ static void submit(tide_step *step, const int *items, int n)
     b->step = step;
     b->n = n;
     memcpy(b->items, items, sizeof(int) * (size_t)n);
-    tide__pool_submit(step->pool, batch_task, b);
+    tide__pool_submit(pool_of(step, items[0]), batch_task, b); /* a batch holds one device's items */
 }
 
 /* Hands outputs to consumers; pushes items that became ready. */
@@ -176,7 +191,11 @@ static void propagate(tide_step *step, const tide_exec_item *it, tide_tensor **o
         const tide_exec_item *next = &step->plan->items[edge->dst];
         if (step->tracing)
             step->timings[edge->dst].scheduled_ns = tide__now_ns();
-        if (next->expensive && (rs->n > 0 || kept_expensive) && tide__pool_idle(step->pool) > 0) {
+        if (elsewhere(step, edge->dst)) {
+            submit(step, &edge->dst, 1);
+            continue;
+        }
+        if (next->expensive && (rs->n > 0 || kept_expensive) && tide__pool_idle(pool_of(step, edge->dst)) > 0) {
             submit(step, &edge->dst, 1);
             continue;
         }
@@ -184,7 +203,7 @@ static void propagate(tide_step *step, const tide_exec_item *it, tide_tensor **o
         if (!rs_push(rs, edge->dst))
             submit(step, &edge->dst, 1);
     }
-    if (rs->n >= SPLIT_AT && tide__pool_idle(step->pool) > 0) {
+    if (rs->n >= SPLIT_AT && tide__pool_idle(pool_of(step, rs->items[0])) > 0) {
         int half = rs->n / 2;
         submit(step, rs->items, half); /* the oldest half: the bottom of the stack */
         memmove(rs->items, rs->items + half, sizeof(int) * (size_t)(rs->n - half));
@@ -317,9 +336,9 @@ void tide__exec_async_done(struct tide_exec_item *item, struct tide_step *step, 
     }
     async_call *call = (async_call *)item;
     if (tide__pool_thread_index() >= 0)
-        async_resume(call);
-    else
-        tide__pool_submit(step->pool, async_resume, call); /* a foreign thread: continue on the pool */
+        async_resume(call); /* its consumers on other devices are handed over by propagate */
+    else /* a foreign thread: continue on the item's threads */
+        tide__pool_submit(pool_of(step, call->item), async_resume, call);
 }
 
 static void run_node(tide_step *step, const tide_exec_item *it, int k, ready_stack *rs)
@@ -471,19 +490,24 @@ tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tid
     atomic_init(&step.finished_all, false);
     pthread_mutex_init(&step.lock, NULL);
     pthread_cond_init(&step.cond, NULL);
+    step.multi_device = a->engine->num_devices > 1 && a->engine->devices[0].pool;
     if (p->num_items > 0) {
         ready_stack rs;
         rs_init(&rs);
         for (int i = 0; i < p->num_roots; i++)
-            if (!rs_push(&rs, p->roots[i]))
-                submit(&step, &p->roots[i], 1);
+            if (step.multi_device || !rs_push(&rs, p->roots[i])) {
+                if (step.tracing)
+                    step.timings[p->roots[i]].scheduled_ns = tide__now_ns();
+                submit(&step, &p->roots[i], 1); /* several devices: the caller runs nothing itself */
+            }
         if (step.tracing)
             for (int i = 0; i < rs.n; i++)
                 step.timings[rs.items[i]].scheduled_ns = tide__now_ns();
         run_loop(&step, &rs); /* the caller's thread works too */
         rs_free(&rs);
-        /* Then it helps with queued work rather than sleep while pool threads may be descheduled. */
-        while (!atomic_load(&step.finished_all) && tide__pool_run_pending(step.pool))
+        /* Then it helps with queued work rather than sleep while pool threads may be descheduled
+         * (with one device only: several keep their work on their own threads). */
+        while (!step.multi_device && !atomic_load(&step.finished_all) && tide__pool_run_pending(step.pool))
             ;
         pthread_mutex_lock(&step.lock);
         while (!step.done)

@@ -267,6 +267,9 @@ typedef struct tide_device {
     char type[16];                   /* "cpu" */
     int index;                       /* position in the engine's device list */
     atomic_llong bytes_in_use, peak_bytes;
+    /* The device's own share of the engine's threads when the engine has several devices (its items
+     * and their kernels' parallel loops run only there); NULL with one device (the engine's pool). */
+    struct tide_threadpool *pool;
 } tide_device;
 
 /* ---------------------------------------------------------------- variables and containers */
@@ -308,6 +311,8 @@ int tide__pool_size(const tide_threadpool *p);
 int tide__pool_idle(const tide_threadpool *p);
 /* The calling thread's pool index, -1 for a thread not of the pool. */
 int tide__pool_thread_index(void);
+/* The pool the calling thread belongs to, NULL for a thread of none. */
+tide_threadpool *tide__pool_current(void);
 /* Runs fn over [0, n) in chunks on the pool and the caller; blocks until done. */
 void tide__pool_parallel_for(tide_threadpool *p, int64_t n, int64_t min_chunk,
                              void (*fn)(int64_t begin, int64_t end, void *arg), void *arg);

@@ -146,9 +146,17 @@ void tide_kernel_done(tide_kernel_ctx *ctx, tide_status status)
     tide__exec_async_done(ctx->item, ctx->step, ctx, status);
 }
 
+/* The threads a kernel may use: its device's share when the engine has several devices. */
+static tide_threadpool *kernel_pool(const tide_kernel_ctx *ctx)
+{
+    if (ctx->kn->device && ctx->kn->device->pool)
+        return ctx->kn->device->pool;
+    return ctx->kn->engine ? ctx->kn->engine->pool : NULL;
+}
+
 int tide_kernel_num_threads(const tide_kernel_ctx *ctx)
 {
-    int n = ctx->kn->engine ? tide__pool_size(ctx->kn->engine->pool) : 1;
+    int n = kernel_pool(ctx) ? tide__pool_size(kernel_pool(ctx)) : 1;
     return n > 1 ? n : 1;
 }
 
@@ -163,7 +171,7 @@ void tide_kernel_parallel_for(tide_kernel_ctx *ctx, int64_t n, double cost_per_u
         return;
     }
     int64_t min_chunk = (int64_t)(20000.0 / (cost_per_unit > 0 ? cost_per_unit : 1));
-    tide__pool_parallel_for(ctx->kn->engine->pool, n, min_chunk < 1 ? 1 : min_chunk, fn, arg);
+    tide__pool_parallel_for(kernel_pool(ctx), n, min_chunk < 1 ? 1 : min_chunk, fn, arg);
 }
 
 /* ---------------------------------------------------------------- variables */

@@ -24,8 +24,10 @@ struct tide_threadpool {
 };
 
 static __thread int thread_index = -1;
+static __thread tide_threadpool *current_pool; /* the pool of the calling thread, NULL for others */
 
 int tide__pool_thread_index(void) { return thread_index; }
+tide_threadpool *tide__pool_current(void) { return current_pool; }
 int tide__pool_size(const tide_threadpool *p) { return p->num_threads; }
 
 int tide__pool_idle(const tide_threadpool *p)
@@ -43,6 +45,7 @@ static void *worker(void *arg)
     start_arg *sa = arg;
     tide_threadpool *p = sa->pool;
     thread_index = sa->index;
+    current_pool = p;
     free(sa);
     pthread_mutex_lock(&p->lock);
     for (;;) {
