@@ -54,7 +54,8 @@ typedef struct tide_plan {
     tide_shape *feed_shapes;   /* declared shape of each fed output */
     char **feed_names, **fetch_names, **target_names;
     int observers_version;     /* wants_tensors computed for this version */
-    int num_transfers;         /* _Send/_Recv pairs (cross-device tensors) */
+    int num_transfers;         /* _Send/_Recv pairs made by partitioning (cross-device tensors) */
+    bool uses_rendezvous;      /* has _Send/_Recv items (made or user-built): aborts and end_step needed */
     tide_node **synthetic;     /* the _Send/_Recv nodes the plan made (owned) */
     int num_synthetic;
     char **warnings;           /* soft placements (owned) */

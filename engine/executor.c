@@ -98,7 +98,7 @@ static void fail(tide_step *step, tide_status code, const tide_error *err, const
         else
             tide_error_set(step->err, code, "%s", msg);
         atomic_store(&step->failed, true);
-        aborting = step->plan->num_transfers > 0;
+        aborting = step->plan->uses_rendezvous;
     }
     pthread_mutex_unlock(&step->lock);
     if (aborting) /* wakes the _Recv items waiting for a _Send that will not come */
@@ -514,7 +514,7 @@ tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tid
             pthread_cond_wait(&step.cond, &step.lock);
         pthread_mutex_unlock(&step.lock);
     }
-    if (p->num_transfers > 0) /* values sent but never received (a failed step) are released */
+    if (p->uses_rendezvous) /* values sent but never received (a failed step) are released */
         tide__rendezvous_end_step(a->engine->rendezvous, a->info.run_id);
     st = atomic_load(&step.failed) ? tide_error_code(step.err) : TIDE_OK;
     if (st != TIDE_OK) {

@@ -232,59 +232,15 @@ static tide_status order_nodes(builder *b)
     return st;
 }
 
-/* Pass 4: the device of one node. */
-static tide_status place(builder *b, const tide_node *node, tide_device **out)
-{
-    tide_engine *e = b->engine;
-    const char *request = node->requested_device;
-    /* Ref inputs colocate the node with its variable. */
-    for (int a = 0; a < node->op->num_inputs; a++)
-        if (node->op->inputs[a].is_ref && node->arg_start[a] < node->arg_start[a + 1]) {
-            const tide_node *var = node->inputs[node->arg_start[a]].node;
-            if (!request[0])
-                request = var->requested_device;
-        }
-    tide_device_spec spec;
-    if (tide_device_spec_parse(request, &spec, b->err) != TIDE_OK) {
-        tide__error_prefix(b->err, "node '%s' (%s)", node->name, node->op->name);
-        return tide_error_code(b->err);
-    }
-    for (int i = 0; i < e->num_devices; i++)
-        if (tide_device_spec_matches(&spec, &e->devices[i].spec) &&
-            tide__registry_kernel(node->op, e->devices[i].type, node->attrs)) {
-            *out = &e->devices[i];
-            atomic_store(&((tide_node *)node)->assigned_device, (const char *)e->devices[i].name);
-            return TIDE_OK;
-        }
-    char have[1024];
-    size_t at = 0;
-    have[0] = 0;
-    for (int i = 0; i < e->num_devices && at < sizeof have; i++)
-        at += (size_t)snprintf(have + at, sizeof have - at, "%s%s", i ? ", " : "", e->devices[i].name);
-    tide_dtype t = TIDE_INVALID_DTYPE;
-    bool has_t = tide_attrs_get_type(node->attrs, "T", &t);
-    for (int i = 0; i < e->num_devices; i++)
-        if (tide_device_spec_matches(&spec, &e->devices[i].spec))
-            return tide_error_set(b->err, TIDE_UNIMPLEMENTED, "node '%s' (%s): no %s kernel for %s%s%s", node->name,
-                                  node->op->name, e->devices[i].type, node->op->name, has_t ? " with T=" : "",
-                                  has_t ? tide_dtype_name(t) : "");
-    return tide_error_set(b->err, TIDE_INVALID_ARGUMENT,
-                          "node '%s' (%s) requests device '%s', which matches none of this engine's devices (%s)",
-                          node->name, node->op->name, request, have);
-}
-
-/* Pass 5: an item for a node on device (NULL: the node's own request, as for _Send/_Recv), with its
- * kernel initialised. */
+/* Pass 5: an item for a node on the device placement chose, with its kernel initialised. */
 static tide_status init_node_item(builder *b, tide_exec_item *it, const tide_node *node, tide_device *device)
 {
     tide_status st = TIDE_OK;
-    if (device)
-        it->device = device;
-    else
-        st = place(b, node, &it->device);
-    if (st != TIDE_OK)
-        return st;
+    it->device = device;
     const tide_kernel_def *k = tide__registry_kernel(node->op, it->device->type, node->attrs);
+    if (!k) /* placement only chooses devices with a kernel */
+        return tide_error_set(b->err, TIDE_INTERNAL, "node '%s' (%s) was placed on %s, which has no kernel for it",
+                              node->name, node->op->name, it->device->name);
     it->kind = ITEM_NODE;
     it->node = node;
     it->num_inputs = node->num_inputs;
@@ -470,10 +426,11 @@ static tide_status partition(builder *b)
             p->synthetic[p->num_synthetic++] = n;
             int k = p->num_items++;
             *(side == 0 ? &x->send : &x->recv) = k;
-            st = init_node_item(b, &p->items[k], n, NULL);
+            st = init_node_item(b, &p->items[k], n, side == 0 ? p->items[x->src].device : x->dst);
         }
     }
     p->num_transfers = b->num_transfers;
+    p->uses_rendezvous = true;
     return st;
 }
 
@@ -663,8 +620,8 @@ tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feed
         st = tide_error_set(err, TIDE_INTERNAL, "internal error: an inconsistent plan was built (please report)");
 #endif
     for (int k = 0; st == TIDE_OK && k < b.plan->num_items; k++) /* user-built pairs use the rendezvous too */
-        if (b.plan->items[k].kind == ITEM_NODE && b.plan->items[k].node->op->name[0] == '_' && !b.plan->num_transfers)
-            b.plan->num_transfers = 1;
+        if (b.plan->items[k].kind == ITEM_NODE && b.plan->items[k].node->op->name[0] == '_')
+            b.plan->uses_rendezvous = true;
     if (st == TIDE_OK) {
         pthread_mutex_lock(&g->lock);
         for (int k = 0; k < b.num_needed; k++)

@@ -662,8 +662,6 @@ static int node_inputs(lua_State *L)
     return 1;
 }
 
-static int node_index_fn(lua_State *L); /* forward: run() lives below */
-
 /* ---------------------------------------------------------------- running */
 
 static bool to_fetch(lua_State *L, int idx, tide_output *out, tide_error *err)
