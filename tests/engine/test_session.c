@@ -2,6 +2,7 @@
  * in containers shared across sessions, control dependencies, tracing and observers, and the errors a
  * user can cause at run time. */
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph_util.h"
@@ -371,6 +372,53 @@ static void test_observers(void)
     tide_engine_free(e);
 }
 
+/* Engine options for several devices: placement strategy, memory per device, placement warnings. */
+static void test_devices_memory_and_options(void)
+{
+    tide_error *err = tide_error_new();
+    tide_engine_options o;
+    tide_engine_options_init(&o);
+    o.num_cpu_devices = 2;
+    o.placement = (tide_placement_kind)7;
+    CU_ASSERT_PTR_NULL(tide_engine_new(&o, err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "placement=7"));
+    o.placement = TIDE_PLACEMENT_GREEDY;
+    setenv("TIDE_PLACEMENT", "sideways", 1);
+    CU_ASSERT_PTR_NULL(tide_engine_new(&o, err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "TIDE_PLACEMENT='sideways'"));
+    setenv("TIDE_PLACEMENT", "naive", 1); /* everything on /cpu:0 */
+    tide_engine *e = tide_engine_new(&o, err);
+    unsetenv("TIDE_PLACEMENT");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    tide_graph *g = tide_graph_new();
+    tide_node *c = gu_const(g, "c", th_f32(2, TH_DIMS(64, 64), NULL));
+    tide_node *m = gu_op(g, "MatMul", "m", 2, (tide_node *[]){c, c});
+    tide_session *s = tide_session_new(e, g, NULL, err);
+    int64_t in_use = -1, peak = -1;
+    CU_ASSERT_FALSE(tide_engine_device_memory(e, 2, &in_use, &peak));
+    CU_ASSERT_FALSE(tide_engine_device_memory(e, -1, NULL, NULL));
+    tide_tensor *out = gu_fetch(s, m);
+    CU_ASSERT_STRING_EQUAL(tide_node_assigned_device(m), tide_engine_device_name(e, 0));
+    CU_ASSERT_TRUE(tide_engine_device_memory(e, 0, &in_use, &peak));
+    CU_ASSERT_EQUAL(in_use, 64 * 64 * 4); /* the fetched product, still held */
+    CU_ASSERT(peak >= in_use);
+    tide_tensor_release(out);
+    CU_ASSERT_TRUE(tide_engine_device_memory(e, 0, &in_use, NULL));
+    CU_ASSERT_EQUAL(in_use, 0);
+    tide_engine_reset_peak_memory(e);
+    CU_ASSERT_TRUE(tide_engine_device_memory(e, 0, NULL, &peak));
+    CU_ASSERT_EQUAL(peak, 0);
+    CU_ASSERT_TRUE(tide_engine_device_memory(e, 1, &in_use, &peak));
+    CU_ASSERT_EQUAL(in_use + peak, 0); /* naive: nothing ran on /cpu:1 */
+    const char *const *warnings = NULL;
+    CU_ASSERT_EQUAL(tide_session_warnings(s, &warnings), 0); /* no soft placement here */
+    CU_ASSERT_EQUAL(tide_session_warnings(NULL, &warnings), 0);
+    tide_session_free(s);
+    tide_graph_free(g);
+    tide_engine_free(e);
+    tide_error_free(err);
+}
+
 int main(void)
 {
     static const th_test tests[] = {
@@ -378,6 +426,6 @@ int main(void)
         TH_TEST(test_feed_intermediate_prunes_upstream), TH_TEST(test_plan_cache),
         TH_TEST(test_variables_persist_and_share), TH_TEST(test_snapshot_semantics),
         TH_TEST(test_control_dependencies), TH_TEST(test_assign_errors), TH_TEST(test_run_errors),
-        TH_TEST(test_observers), TH_END};
+        TH_TEST(test_observers), TH_TEST(test_devices_memory_and_options), TH_END};
     return th_main("session", tests);
 }
