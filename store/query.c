@@ -356,8 +356,41 @@ tide_store_table *tide_store_query(const char *path, const char *sql, int max_ro
     return tide_store_query_cancellable(path, sql, max_rows, NULL, err);
 }
 
+/* An integer literal (optional '-', digits, nothing else) is bound as an integer, anything else as text. */
+static bool is_integer_text(const char *s, int64_t *value)
+{
+    if (!s || !*s)
+        return false;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || !(isdigit((unsigned char)*s) || (*s == '-' && isdigit((unsigned char)s[1]))))
+        return false;
+    *value = v;
+    return true;
+}
+
+static tide_store_table *user_query(const char *path, const char *sql, const char *const *params, int num_params,
+                                    int max_rows, const volatile sig_atomic_t *cancel, tide_error *err);
+
+tide_store_table *tide_store_query_bound(const char *path, const char *sql, const char *const *params,
+                                         int num_params, int max_rows, tide_error *err)
+{
+    if (num_params < 0 || (num_params > 0 && !params)) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "query: num_params must be >= 0 and params given");
+        return NULL;
+    }
+    return user_query(path, sql, params, num_params, max_rows, NULL, err);
+}
+
 tide_store_table *tide_store_query_cancellable(const char *path, const char *sql, int max_rows,
                                                const volatile sig_atomic_t *cancel, tide_error *err)
+{
+    return user_query(path, sql, NULL, 0, max_rows, cancel, err);
+}
+
+static tide_store_table *user_query(const char *path, const char *sql, const char *const *params, int num_params,
+                                    int max_rows, const volatile sig_atomic_t *cancel, tide_error *err)
 {
     if (!sql || max_rows < 0) {
         tide_error_set(err, TIDE_INVALID_ARGUMENT, "query: a statement and max_rows >= 0 are required");
@@ -384,8 +417,21 @@ tide_store_table *tide_store_query_cancellable(const char *path, const char *sql
         tide_error_set(err, TIDE_INVALID_ARGUMENT,
                        "sql: only statements that read are allowed (SELECT, WITH, VALUES, PRAGMA, EXPLAIN): "
                        "the run log is opened read-only");
-    else
+    else if (sqlite3_bind_parameter_count(st) != num_params)
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "sql: the statement has %d parameters but %d values were given",
+                       sqlite3_bind_parameter_count(st), num_params);
+    else {
+        for (int i = 0; i < num_params; i++) {
+            int64_t v;
+            if (!params[i])
+                sqlite3_bind_null(st, i + 1);
+            else if (is_integer_text(params[i], &v))
+                sqlite3_bind_int64(st, i + 1, v);
+            else
+                sqlite3_bind_text(st, i + 1, params[i], -1, SQLITE_STATIC);
+        }
         t = collect(&r, st, max_rows, err);
+    }
     sqlite3_finalize(st);
     reader_close(&r);
     return t;

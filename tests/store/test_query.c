@@ -792,6 +792,45 @@ static void test_policy_setters(void)
     fixture_free(&f);
 }
 
+/* tide_store_query_bound: values are bound, never spliced; integers as integers; counts checked. */
+static void test_bound_parameters(void)
+{
+    fixture f;
+    fixture_new(&f, 1);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(run_y(&f, true), TIDE_OK);
+    flush(f.store);
+    tide_error *err = tide_error_new();
+    const char *p1[] = {"1", "y"};
+    tide_store_table *t = tide_store_query_bound(db_path, "SELECT count(*) FROM node_timings WHERE run_id > ?1 AND node = ?2",
+                                                 p1, 2, 10, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 0), "2");
+    tide_store_table_free(t);
+    /* an injection attempt is just a name that matches nothing */
+    const char *p2[] = {"y' OR '1'='1"};
+    t = tide_store_query_bound(db_path, "SELECT count(*) FROM node_timings WHERE node = ?", p2, 1, 10, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 0), "0");
+    tide_store_table_free(t);
+    /* integers bind as integers (LIMIT needs one), NULL as NULL */
+    const char *p3[] = {"2", NULL};
+    t = tide_store_query_bound(db_path, "SELECT id, ?2 IS NULL FROM runs ORDER BY id LIMIT ?1", p3, 2, 10, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_EQUAL(tide_store_table_num_rows(t), 2);
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 1), "1");
+    tide_store_table_free(t);
+    /* a count that does not match, and writes, are refused */
+    CU_ASSERT_PTR_NULL(tide_store_query_bound(db_path, "SELECT ?1, ?2", p3, 1, 10, err));
+    CU_ASSERT_EQUAL(tide_error_code(err), TIDE_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "2 parameters but 1"));
+    CU_ASSERT_PTR_NULL(tide_store_query_bound(db_path, "DELETE FROM runs WHERE id = ?", p3, 1, 10, err));
+    CU_ASSERT_EQUAL(tide_error_code(err), TIDE_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(tide_store_query_bound(db_path, "SELECT ?", NULL, 1, 10, err));
+    tide_error_free(err);
+    fixture_free(&f);
+}
+
 int main(void)
 {
     static const th_test tests[] = {
@@ -805,6 +844,7 @@ int main(void)
         TH_TEST(test_tensor_sessions_and_values),
         TH_TEST(test_query_while_writing),
         TH_TEST(test_policy_setters),
+        TH_TEST(test_bound_parameters),
         TH_END,
     };
     return th_main("store query", tests);
