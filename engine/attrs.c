@@ -258,3 +258,53 @@ const char *tide__attr_type_name(tide_attr_type t)
     }
     return "?";
 }
+
+/* Bit-for-bit equality of two attr values (so 0.0 and -0.0, or two NaNs with different payloads,
+ * differ: merging nodes on such attrs must never change a result). */
+static bool value_equal(const tide_attr_value *x, const tide_attr_value *y)
+{
+    if (x->type != y->type)
+        return false;
+    switch (x->type) {
+    case TIDE_ATTR_INT: return x->u.i == y->u.i;
+    case TIDE_ATTR_FLOAT: return memcmp(&x->u.f, &y->u.f, sizeof x->u.f) == 0;
+    case TIDE_ATTR_BOOL: return x->u.b == y->u.b;
+    case TIDE_ATTR_STRING: return strcmp(x->u.s ? x->u.s : "", y->u.s ? y->u.s : "") == 0;
+    case TIDE_ATTR_TYPE: return x->u.t == y->u.t;
+    case TIDE_ATTR_SHAPE:
+        return x->u.shape.rank == y->u.shape.rank &&
+               (x->u.shape.rank <= 0 ||
+                memcmp(x->u.shape.dims, y->u.shape.dims, sizeof(int64_t) * (size_t)x->u.shape.rank) == 0);
+    case TIDE_ATTR_TENSOR: {
+        const tide_tensor *a = x->u.tensor, *b = y->u.tensor;
+        if (a == b)
+            return true;
+        if (!a || !b || tide_tensor_dtype(a) != tide_tensor_dtype(b) ||
+            !tide_shape_equal(tide_tensor_shape(a), tide_tensor_shape(b)))
+            return false;
+        if (tide_tensor_dtype(a) == TIDE_STRING)
+            return tide_tensor_equal(a, b, false);
+        return memcmp(tide_tensor_data(a), tide_tensor_data(b), tide_tensor_byte_size(a)) == 0;
+    }
+    case TIDE_ATTR_INT_LIST:
+    case TIDE_ATTR_FLOAT_LIST:
+    case TIDE_ATTR_TYPE_LIST:
+        return x->u.list.n == y->u.list.n &&
+               (x->u.list.n == 0 ||
+                memcmp(x->u.list.items, y->u.list.items, list_item_size(x->type) * (size_t)x->u.list.n) == 0);
+    default: return true;
+    }
+}
+
+bool tide__attrs_equal(const tide_attrs *a, const tide_attrs *b)
+{
+    int na = a ? a->count : 0, nb = b ? b->count : 0;
+    if (na != nb)
+        return false;
+    for (int i = 0; i < na; i++) {
+        const tide_attr_value *v = tide__attrs_find(b, a->items[i].name);
+        if (!v || !value_equal(&a->items[i].value, v))
+            return false;
+    }
+    return true;
+}

@@ -26,6 +26,20 @@ static int env_int(const char *name, int fallback)
     return *end || x < 1 || x > 1024 ? fallback : (int)x;
 }
 
+/* A 0/1 switch from the environment: *on is left alone when the variable is unset or empty. */
+static bool env_switch(const char *name, bool *on, tide_error *err)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return true;
+    if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s='%s': expected 0 or 1", name, v);
+        return false;
+    }
+    *on = v[0] == '1';
+    return true;
+}
+
 tide_engine *tide_engine_new(const tide_engine_options *opts, tide_error *err)
 {
     if (tide__registry_ready(err) != TIDE_OK)
@@ -63,6 +77,10 @@ tide_engine *tide_engine_new(const tide_engine_options *opts, tide_error *err)
                        "or 2 (round robin)", (int)o.placement);
         return NULL;
     }
+    bool cse = !o.no_cse, alap = !o.no_alap, compress = o.compress_transfers;
+    if ((cse && !env_switch("TIDE_CSE", &cse, err)) || (alap && !env_switch("TIDE_ALAP", &alap, err)) ||
+        (!compress && !env_switch("TIDE_COMPRESS_TRANSFERS", &compress, err)))
+        return NULL;
     tide_engine *e = calloc(1, sizeof *e);
     if (!e) {
         tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
@@ -76,6 +94,9 @@ tide_engine *tide_engine_new(const tide_engine_options *opts, tide_error *err)
     e->rendezvous = tide__rendezvous_new();
     e->cost_table = tide__cost_table_new();
     e->placement = (int)o.placement;
+    e->cse = cse;
+    e->alap = alap;
+    e->compress_transfers = compress;
     if (!e->devices || !e->pool || !e->rendezvous || !e->cost_table) {
         tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "cannot start %d executor threads", o.num_threads);
         tide_engine_free(e);

@@ -39,6 +39,8 @@ typedef struct tide_exec_item {
     bool expensive, async;
     atomic_bool wants_tensors; /* an observer asked for this node's tensors (refreshed when observers change) */
     tide_device *device;
+    const tide_node **twins;   /* nodes merged into this one by CSE (observers see their tensors too) */
+    int num_twins;
 } tide_exec_item;
 
 typedef struct tide_plan {
@@ -61,6 +63,8 @@ typedef struct tide_plan {
     char **warnings;           /* soft placements (owned) */
     int num_warnings;
     double simulated_s;        /* the placement's simulated step time */
+    int num_merged;            /* nodes merged into a twin by CSE */
+    int num_alap_edges;        /* control edges added to start _Recv items as late as possible */
 } tide_plan;
 
 /* Builds a plan (pruning, placement, kernels). NULL with err on failure. */

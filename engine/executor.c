@@ -237,10 +237,17 @@ static void observe(tide_step *step, const tide_exec_item *it, tide_tensor **out
                 a->observers[o].obs.node_finished(a->observers[o].obs.user, &a->info, t);
     }
     if (outs && atomic_load_explicit(&it->wants_tensors, memory_order_relaxed))
-        for (int o = 0; o < a->num_observers; o++)
-            if (a->observers[o].obs.tensor_produced)
-                for (int i = 0; i < it->kn.num_outputs; i++)
-                    a->observers[o].obs.tensor_produced(a->observers[o].obs.user, &a->info, it->node, i, outs[i]);
+        for (int o = 0; o < a->num_observers; o++) {
+            const tide_observer *obs = &a->observers[o].obs;
+            if (!obs->tensor_produced)
+                continue;
+            for (int i = 0; i < it->kn.num_outputs; i++)
+                obs->tensor_produced(obs->user, &a->info, it->node, i, outs[i]);
+            for (int t = 0; t < it->num_twins; t++) /* the same tensors under the merged nodes' names */
+                if (!obs->wants_tensors || obs->wants_tensors(obs->user, it->twins[t]))
+                    for (int i = 0; i < it->kn.num_outputs; i++)
+                        obs->tensor_produced(obs->user, &a->info, it->twins[t], i, outs[i]);
+        }
 }
 
 /* After a node's kernel ran (sync or async): bookkeeping, propagation, release. */
@@ -430,6 +437,7 @@ static tide_status check_feeds(const tide_step_args *a, tide_error *err)
 struct tide_step_stats {
     int count;
     tide_node_timing *items;
+    double simulated_s; /* the plan's */
 };
 
 static tide_step_stats *collect_stats(tide_step *step)
@@ -438,6 +446,7 @@ static tide_step_stats *collect_stats(tide_step *step)
     if (!st)
         return NULL;
     st->items = calloc((size_t)step->plan->num_items + 1, sizeof *st->items);
+    st->simulated_s = step->plan->simulated_s;
     for (int k = 0; st->items && k < step->plan->num_items; k++)
         if (step->plan->items[k].kind == ITEM_NODE && step->timings[k].node)
             st->items[st->count++] = step->timings[k];
@@ -445,6 +454,7 @@ static tide_step_stats *collect_stats(tide_step *step)
 }
 
 int tide_step_stats_count(const tide_step_stats *st) { return st ? st->count : 0; }
+double tide_step_stats_simulated_s(const tide_step_stats *st) { return st ? st->simulated_s : 0; }
 
 const tide_node_timing *tide_step_stats_at(const tide_step_stats *st, int i)
 {

@@ -84,6 +84,7 @@ int tide_graph_num_nodes(const tide_graph *g) { return g->num_nodes; }
 uint64_t tide_graph_version(const tide_graph *g) { return g->version; }
 void tide_graph_set_seed(tide_graph *g, int64_t seed) { g->seed = seed; }
 int64_t tide_graph_seed(const tide_graph *g) { return g->seed; }
+void tide_graph_set_compress_transfers(tide_graph *g, bool on) { g->compress_transfers = on; }
 
 tide_node *tide_graph_node_at(const tide_graph *g, int i)
 {

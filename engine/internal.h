@@ -97,6 +97,8 @@ void tide__attrs_set_value(tide_attrs *a, const char *name, const tide_attr_valu
 void tide__attr_value_clear(tide_attr_value *v);
 void tide__attr_value_copy(tide_attr_value *dst, const tide_attr_value *src);
 const char *tide__attr_type_name(tide_attr_type t);
+/* Same names with bit-for-bit equal values (order does not matter). */
+bool tide__attrs_equal(const tide_attrs *a, const tide_attrs *b);
 
 /* ---------------------------------------------------------------- op definitions and registry */
 
@@ -204,6 +206,7 @@ struct tide_node {
     char *requested_device;          /* "" if none */
     _Atomic(const char *) assigned_device;
     atomic_bool used_by_plan;
+    atomic_bool placement_fixed;     /* a Variable read by a placed plan keeps its device (placement.c) */
 };
 
 struct tide_graph {
@@ -213,6 +216,7 @@ struct tide_graph {
     struct tide_name_table *names;   /* name -> node */
     uint64_t version;
     int64_t seed;
+    bool compress_transfers;         /* tide_graph_set_compress_transfers */
     char **scopes;                   /* stack */
     int num_scopes, cap_scopes;
     char **devices;                  /* stack of default devices */
@@ -336,6 +340,7 @@ struct tide_engine {
     struct tide_rendezvous *rendezvous; /* where _Send and _Recv of cross-device edges meet (rendezvous.h) */
     struct tide_cost_table *cost_table; /* measured node times for placement (placement.h) */
     int placement;                      /* tide_placement_strategy */
+    bool cse, alap, compress_transfers; /* plan passes (tide_engine_options: no_cse, no_alap, ...) */
 };
 
 /* ---------------------------------------------------------------- kernels in a node's context */
@@ -383,6 +388,9 @@ void tide__kernel_ctx_take_error(tide_kernel_ctx *ctx, tide_error *err);
  * rendezvous (NULL when eager without an engine). */
 uint64_t tide__kernel_step_id(const tide_kernel_ctx *ctx);
 struct tide_rendezvous *tide__kernel_rendezvous(const tide_kernel_ctx *ctx);
+/* A tensor that is not an output, on the kernel's device (its memory counts there); NULL with the
+ * error recorded. The caller releases it. */
+tide_tensor *tide__kernel_alloc_temp(tide_kernel_ctx *ctx, tide_dtype dt, const tide_shape *shape);
 /* Async completion hook, implemented by the executor. */
 void tide__exec_async_done(struct tide_exec_item *item, struct tide_step *step, tide_kernel_ctx *ctx,
                            tide_status status);

@@ -90,6 +90,17 @@ tide_tensor *tide_kernel_alloc_output(tide_kernel_ctx *ctx, int i, const tide_sh
     return t;
 }
 
+tide_tensor *tide__kernel_alloc_temp(tide_kernel_ctx *ctx, tide_dtype dt, const tide_shape *shape)
+{
+    tide_device *d = ctx->kn->device;
+    tide_error *err = tide_error_new();
+    tide_tensor *t = d ? d->ops->allocate(d, dt, shape, false, err) : tide__tensor_alloc(dt, shape, false, err);
+    if (!t)
+        record_err(ctx, err);
+    tide_error_free(err);
+    return t;
+}
+
 tide_tensor *tide_kernel_forward_or_alloc(tide_kernel_ctx *ctx, int in_index, int out_index,
                                           const tide_shape *shape)
 {

@@ -24,6 +24,7 @@ typedef struct placer {
     tide_engine *e;
     const tide_graph *g;
     const int *order;
+    const int *canonical;       /* node id -> the id of the node it was merged into (CSE), or NULL */
     int n, m;                   /* nodes in order; members (nodes, then Variables behind Ref inputs) */
     const tide_node **member;
     int *member_of;             /* graph node id -> member, or -1 */
@@ -234,6 +235,11 @@ static tide_status collect_members(placer *p)
                 p->member_of[node->inputs[i].node->id] = p->m;
                 p->member[p->m++] = node->inputs[i].node;
             }
+    }
+    for (int id = 0; p->canonical && id < g->num_nodes; id++) { /* merged twins read as their canonical node */
+        int c = p->canonical[id];
+        if (c >= 0 && c != id && p->member_of[id] < 0 && p->member_of[c] >= 0)
+            p->member_of[id] = p->member_of[c];
     }
     return TIDE_OK;
 }
@@ -505,8 +511,8 @@ static void start_times(placer *p, const sim_args *a, int k)
             src = node->control[i - node->num_inputs];
         }
         int pos = p->member_of[src->id];
-        if (pos < 0 || pos >= p->n)
-            continue; /* not computed by this plan */
+        if (pos < 0 || pos >= p->n || p->dev[pos] < 0)
+            continue; /* not computed by this plan, or a deferred source (it goes where k goes) */
         double t = p->finish[pos], xfer = a->model->transfer_latency_s;
         if (a->model->transfer_bytes_per_s > 0)
             xfer += bytes / a->model->transfer_bytes_per_s;
@@ -532,7 +538,8 @@ static int pinned_device(const placer *p, int k)
     const word *cand = &p->cand[(size_t)k * (size_t)p->nw];
     for (int at = p->group_start[k]; at < p->group_start[k + 1]; at++) {
         const tide_node *v = p->member[p->group_list[at]];
-        const char *placed = is_variable(v) ? atomic_load(&((tide_node *)v)->assigned_device) : NULL;
+        const char *placed = is_variable(v) && atomic_load(&((tide_node *)v)->placement_fixed)
+                                 ? atomic_load(&((tide_node *)v)->assigned_device) : NULL;
         for (int d = 0; placed && d < p->e->num_devices; d++)
             if (placed == p->e->devices[d].name && bit(cand, d)) /* pointer identity: this engine's */
                 return d;
@@ -561,6 +568,56 @@ static int choose(placer *p, const sim_args *a, int k, int group)
     return best;
 }
 
+/* The plan inputs of node k that count as edges (not Ref, not fed): their positions, -1 otherwise. */
+static int input_pos(const placer *p, const sim_args *a, int k, int i)
+{
+    const tide_node *node = p->member[k];
+    const tide_node *src;
+    if (i < node->num_inputs) {
+        tide_output in = node->inputs[i];
+        if (is_ref_input(node, i) || (a->fed && a->fed(a->fed_arg, in.node, in.index)))
+            return -1;
+        src = in.node;
+    } else {
+        src = node->control[i - node->num_inputs];
+    }
+    int pos = p->member_of[src->id];
+    return pos >= 0 && pos < p->n ? pos : -1;
+}
+
+/* A source (no inputs at all: a Variable, a constant) of a group without a
+ * device yet is not placed when the greedy walk meets it (every device would look equally good, so
+ * sources would be spread by load alone): it goes where its first consumer goes (the white paper's
+ * placer colocates such generators with their consumers). */
+static bool deferrable(const placer *p, const sim_args *a, int k)
+{
+    int group = p->group_of[k];
+    if (a->strategy != TIDE_PLACE_GREEDY || p->group_dev[group] >= 0 ||
+        count_bits(&p->cand[(size_t)group * (size_t)p->nw], p->nw) < 2)
+        return false; /* placed, or only one device fits it anyway */
+    const tide_node *node = p->member[k];
+    return node->num_inputs == 0 && node->num_control == 0; /* fed inputs do not make a source */
+}
+
+/* The device of deferred source j, once a consumer went to device d (or, with no consumer, the first
+ * candidate of its group that is ready soonest). */
+static void settle(placer *p, int j, int d)
+{
+    int group = p->group_of[j];
+    const word *cand = &p->cand[(size_t)group * (size_t)p->nw];
+    if (p->group_dev[group] < 0) {
+        if (d < 0 || !bit(cand, d)) {
+            d = -1;
+            for (int x = 0; x < p->e->num_devices; x++)
+                if (bit(cand, x) && (d < 0 || p->ready[x] < p->ready[d]))
+                    d = x;
+        }
+        p->group_dev[group] = d;
+    }
+    p->dev[j] = p->group_dev[group];
+    p->finish[j] = 0;
+}
+
 static tide_status simulate(placer *p, const sim_args *a, double *makespan)
 {
     bool ok = true;
@@ -576,6 +633,11 @@ static tide_status simulate(placer *p, const sim_args *a, double *makespan)
         for (int t = 0; t < p->num_types; t++)
             p->type_cost[t] = -1;
         int group = p->group_of[k];
+        if (deferrable(p, a, k)) {
+            p->dev[k] = -1;
+            p->finish[k] = 0;
+            continue;
+        }
         start_times(p, a, k);
         if (p->group_dev[group] < 0)
             p->group_dev[group] = choose(p, a, k, group);
@@ -585,7 +647,16 @@ static tide_status simulate(placer *p, const sim_args *a, double *makespan)
         p->ready[d] = p->finish[k];
         if (p->finish[k] > *makespan)
             *makespan = p->finish[k];
+        const tide_node *node = p->member[k];
+        for (int i = 0; i < node->num_inputs + node->num_control; i++) {
+            int j = input_pos(p, a, k, i);
+            if (j >= 0 && p->dev[j] < 0)
+                settle(p, j, d);
+        }
     }
+    for (int k = 0; k < p->n; k++) /* sources no consumer in the plan claimed */
+        if (p->dev[k] < 0)
+            settle(p, k, -1);
     return TIDE_OK;
 }
 
@@ -653,6 +724,14 @@ static void record_assignments(const placer *p)
         int d = p->group_dev[p->group_of[j]];
         atomic_store(&((tide_node *)p->member[j])->assigned_device, (const char *)p->e->devices[d].name);
     }
+    /* A Variable that this plan reads (not only assigns, as an initialisation does) keeps its device
+     * from now on: later plans place its readers and updates around it. */
+    for (int k = 0; k < p->n; k++) {
+        const tide_node *node = p->member[k];
+        for (int i = 0; i < node->num_inputs; i++)
+            if (!is_ref_input(node, i) && is_variable(node->inputs[i].node))
+                atomic_store(&node->inputs[i].node->placement_fixed, true);
+    }
 }
 
 static tide_status check_args(tide_engine *e, const tide_graph *g, const int *order, int n,
@@ -672,6 +751,14 @@ tide_status tide__place(tide_engine *e, const tide_graph *g, const int *order, i
                         tide_placement_strategy strategy, const tide_cost_model *model,
                         const tide_cost_table *table, tide_placement *out, tide_error *err)
 {
+    return tide__place_merged(e, g, order, n, NULL, fed, fed_arg, strategy, model, table, out, err);
+}
+
+tide_status tide__place_merged(tide_engine *e, const tide_graph *g, const int *order, int n, const int *canonical,
+                               bool (*fed)(void *arg, const tide_node *node, int output), void *fed_arg,
+                               tide_placement_strategy strategy, const tide_cost_model *model,
+                               const tide_cost_table *table, tide_placement *out, tide_error *err)
+{
     memset(out, 0, sizeof *out);
     tide_status st = check_args(e, g, order, n, strategy, err);
     if (st != TIDE_OK)
@@ -681,7 +768,7 @@ tide_status tide__place(tide_engine *e, const tide_graph *g, const int *order, i
         tide__cost_model_default(&default_model);
         model = &default_model;
     }
-    placer p = {.e = e, .g = g, .order = order, .n = n, .err = err};
+    placer p = {.e = e, .g = g, .order = order, .canonical = canonical, .n = n, .err = err};
     sim_args a = {strategy, model, table, fed, fed_arg};
     double makespan = 0;
     st = init_devices(&p) ? TIDE_OK : tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory placing nodes");

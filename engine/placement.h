@@ -90,6 +90,13 @@ tide_status tide__place(tide_engine *e, const tide_graph *g, const int *order, i
                         bool (*fed)(void *arg, const tide_node *node, int output), void *fed_arg,
                         tide_placement_strategy strategy, const tide_cost_model *model,
                         const tide_cost_table *table, tide_placement *out, tide_error *err);
+/* The same for a plan that merged duplicate nodes (CSE): canonical[id] (by graph node id, -1 or id
+ * itself when not merged) is the node a merged one was replaced by; an input from a merged node is
+ * read as coming from its canonical node. canonical may be NULL. */
+tide_status tide__place_merged(tide_engine *e, const tide_graph *g, const int *order, int n, const int *canonical,
+                               bool (*fed)(void *arg, const tide_node *node, int output), void *fed_arg,
+                               tide_placement_strategy strategy, const tide_cost_model *model,
+                               const tide_cost_table *table, tide_placement *out, tide_error *err);
 void tide__placement_clear(tide_placement *p);
 
 #endif

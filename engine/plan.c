@@ -14,7 +14,10 @@
  *      host tensors and belong to no device (no transfer). Control edges between devices stay plain
  *      edges: in one process the executor orders them directly (a remote partition will need a token
  *      Send/Recv for them);
- *   6. wire edges, input slots and pending counts, with virtual feed and fetch items.
+ *   6. wire edges, input slots and pending counts, with virtual feed and fetch items;
+ *   6b. with transfers: control edges that start each _Recv as late as possible unless it is on the
+ *      critical path (ALAP; tide_engine_options.no_alap turns it off).
+ * Pass 3b merges duplicate stateless nodes (CSE; tide_engine_options.no_cse turns it off).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +47,8 @@ typedef struct builder {
     transfer *transfers;
     int num_transfers, cap_transfers;
     int *first_transfer; /* per item: its first transfer, -1 */
+    int *canonical;      /* CSE: graph node id -> the node it was merged into (itself when kept), or NULL */
+    int num_merged;
 } builder;
 
 /* A Ref input names a variable, not a value: it makes no edge (the kernel finds the variable itself
@@ -232,6 +237,128 @@ static tide_status order_nodes(builder *b)
     return st;
 }
 
+/* ---------------------------------------------------------------- pass 3b: merging duplicates */
+
+/* Whether node may be merged with a twin: stateless, not fed, no Ref input, not an identity-bearing
+ * source (a Placeholder is a distinct input even when its attrs match another's), not internal. */
+static bool mergeable(const builder *b, const tide_node *n)
+{
+    if ((n->op->flags & TIDE_OP_STATEFUL) || n->op->name[0] == '_' || n->num_outputs == 0 ||
+        strncmp(n->op->name, "Placeholder", 11) == 0)
+        return false;
+    for (int o = 0; o < n->num_outputs; o++)
+        if (find_feed(b, n, o) >= 0)
+            return false;
+    for (int i = 0; i < n->num_inputs; i++)
+        if (is_ref_input(n, i))
+            return false;
+    return true;
+}
+
+/* The part of a node's identity that fits a hash key: op, device request, inputs and control inputs
+ * (by their canonical nodes). Attrs are compared separately. malloc'd. */
+static char *merge_key(const builder *b, const tide_node *n)
+{
+    size_t cap = 64 + strlen(n->op->name) + strlen(n->requested_device ? n->requested_device : "") +
+                 24 * (size_t)(n->num_inputs + n->num_control);
+    char *key = malloc(cap);
+    if (!key)
+        return NULL;
+    size_t at = (size_t)snprintf(key, cap, "%s|%s|", n->op->name, n->requested_device ? n->requested_device : "");
+    for (int i = 0; i < n->num_inputs; i++)
+        at += (size_t)snprintf(key + at, cap - at, "%d:%d,", b->canonical[n->inputs[i].node->id], n->inputs[i].index);
+    /* control inputs as a set: sorted canonical ids */
+    int *c = malloc(sizeof(int) * ((size_t)n->num_control + 1));
+    if (!c) {
+        free(key);
+        return NULL;
+    }
+    for (int i = 0; i < n->num_control; i++)
+        c[i] = b->canonical[n->control[i]->id];
+    for (int i = 1; i < n->num_control; i++)
+        for (int j = i; j > 0 && c[j - 1] > c[j]; j--) {
+            int t = c[j];
+            c[j] = c[j - 1];
+            c[j - 1] = t;
+        }
+    for (int i = 0; i < n->num_control; i++)
+        if (i == 0 || c[i] != c[i - 1])
+            at += (size_t)snprintf(key + at, cap - at, "^%d", c[i]);
+    free(c);
+    return key;
+}
+
+/* Pass 3b (white paper §5.1): a needed stateless node with the same op, attrs, device request and
+ * (canonical) inputs as an earlier one is merged into it. Walking in topological order makes merging
+ * transitive (twins of twins' consumers merge too). Merged nodes leave the order; node_item of a merged
+ * node is set to its canonical node's item after renumbering, so every later pass reads an edge from a
+ * merged node as an edge from its twin. */
+static tide_status merge_duplicates(builder *b)
+{
+    int n = b->graph->num_nodes;
+    b->canonical = malloc(sizeof(int) * ((size_t)n + 1));
+    int *first = malloc(sizeof(int) * ((size_t)b->num_needed + 1)); /* per key slot: chain of candidates */
+    int *next = malloc(sizeof(int) * ((size_t)n + 1));
+    char **keys = calloc((size_t)b->num_needed + 1, sizeof *keys);
+    tide_name_table *table = tide__names_new();
+    tide_status st = b->canonical && first && next && keys && table
+                         ? TIDE_OK : tide_error_set(b->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    for (int id = 0; st == TIDE_OK && id < n; id++)
+        b->canonical[id] = id;
+    int num_keys = 0, kept = 0;
+    for (int k = 0; st == TIDE_OK && k < b->num_needed; k++) {
+        int id = b->order[k];
+        const tide_node *node = b->graph->nodes[id];
+        int twin = -1;
+        if (mergeable(b, node)) {
+            char *key = merge_key(b, node);
+            if (!key) {
+                st = tide_error_set(b->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+                break;
+            }
+            void *slot = tide__names_get(table, key);
+            if (slot) {
+                int sk = (int)(intptr_t)slot - 1;
+                for (int c = first[sk]; c >= 0 && twin < 0; c = next[c])
+                    if (tide__attrs_equal(b->graph->nodes[c]->attrs, node->attrs))
+                        twin = c;
+                if (twin < 0) {
+                    next[id] = first[sk];
+                    first[sk] = id;
+                }
+                free(key);
+            } else {
+                keys[num_keys] = key;
+                first[num_keys] = id;
+                next[id] = -1;
+                tide__names_put(table, key, (void *)(intptr_t)(num_keys + 1));
+                num_keys++;
+            }
+        }
+        if (twin >= 0) {
+            b->canonical[id] = twin;
+            b->num_merged++;
+        } else {
+            b->order[kept++] = id;
+        }
+    }
+    if (st == TIDE_OK) {
+        b->num_needed = kept;
+        for (int k = 0; k < kept; k++)
+            b->node_item[b->order[k]] = k;
+        for (int id = 0; id < n; id++)
+            if (b->canonical[id] != id)
+                b->node_item[id] = b->node_item[b->canonical[id]];
+    }
+    for (int i = 0; i < num_keys; i++)
+        free(keys[i]);
+    free(keys);
+    free(first);
+    free(next);
+    tide__names_free(table);
+    return st;
+}
+
 /* Pass 5: an item for a node on the device placement chose, with its kernel initialised. */
 static tide_status init_node_item(builder *b, tide_exec_item *it, const tide_node *node, tide_device *device)
 {
@@ -353,6 +480,10 @@ static tide_node *synthetic_node(builder *b, const char *op, const transfer *x, 
     tide_attrs_set_string(n->attrs, "tensor_name", tensor);
     tide_attrs_set_string(n->attrs, "send_device", from->name);
     tide_attrs_set_string(n->attrs, "recv_device", x->dst->name);
+    bool per_tensor = false;
+    tide_attrs_get_bool(src->attrs, "_compress_transfers", &per_tensor);
+    if (dt == TIDE_FLOAT32 && (per_tensor || b->graph->compress_transfers || b->engine->compress_transfers))
+        tide_attrs_set_bool(n->attrs, "compress", true);
     if (send) {
         n->num_inputs = 1;
         n->inputs = malloc(sizeof *n->inputs);
@@ -434,6 +565,178 @@ static tide_status partition(builder *b)
     return st;
 }
 
+/* ---------------------------------------------------------------- pass 6b: _Recv as late as possible */
+
+/* The items as a graph for the cost model: edges plus the rendezvous's implicit link from each _Send
+ * to its _Recv, predecessor lists, predicted costs and earliest start times. */
+typedef struct item_graph {
+    int n;
+    int *partner;           /* per item: the _Recv of a _Send item, -1 */
+    int *pred_start, *pred; /* CSR: predecessors of item k are pred[pred_start[k] .. pred_start[k+1]) */
+    double *cost, *early;
+    int *mark, *stack;      /* DFS stamps and stack */
+} item_graph;
+
+static void item_graph_free(item_graph *ig)
+{
+    free(ig->partner);
+    free(ig->pred_start);
+    free(ig->pred);
+    free(ig->cost);
+    free(ig->early);
+    free(ig->mark);
+    free(ig->stack);
+}
+
+/* The k-th successor of item `from` (edges, then the partner link); -1 past the end. */
+static int successor(const tide_plan *p, const item_graph *ig, int from, int k)
+{
+    const tide_exec_item *it = &p->items[from];
+    return k < it->num_edges ? it->edges[k].dst : k == it->num_edges ? ig->partner[from] : -1;
+}
+
+/* Predecessor lists, costs by the cost model and earliest start times (Kahn's order). */
+static bool item_graph_build(builder *b, item_graph *ig)
+{
+    tide_plan *p = b->plan;
+    int n = ig->n = p->num_items;
+    ig->partner = malloc(sizeof(int) * (size_t)n);
+    ig->pred_start = calloc((size_t)n + 1, sizeof(int));
+    ig->cost = calloc((size_t)n, sizeof(double));
+    ig->early = calloc((size_t)n, sizeof(double));
+    ig->mark = calloc((size_t)n, sizeof(int));
+    ig->stack = malloc(sizeof(int) * (size_t)n);
+    int *pending = calloc((size_t)n, sizeof(int)), *queue = malloc(sizeof(int) * (size_t)n);
+    bool ok = ig->partner && ig->pred_start && ig->cost && ig->early && ig->mark && ig->stack && pending && queue;
+    tide_cost_model model;
+    tide__cost_model_default(&model);
+    for (int k = 0; ok && k < n; k++) {
+        const tide_exec_item *it = &p->items[k];
+        ig->partner[k] = -1;
+        if (it->kind == ITEM_NODE)
+            ig->cost[k] = it->node->id < 0 ? model.transfer_latency_s
+                                           : tide__cost_estimate(&model, b->engine->cost_table, it->node, it->device);
+    }
+    for (int t = 0; ok && t < b->num_transfers; t++)
+        ig->partner[b->transfers[t].send] = b->transfers[t].recv;
+    for (int k = 0; ok && k < n; k++)
+        for (int j = 0, d; (d = successor(p, ig, k, j)) >= 0 || j <= p->items[k].num_edges; j++)
+            if (d >= 0)
+                pending[d]++;
+    int total = 0;
+    for (int k = 0; ok && k < n; k++) {
+        ig->pred_start[k] = total;
+        total += pending[k];
+    }
+    ig->pred = malloc(sizeof(int) * ((size_t)total + 1));
+    ok = ok && ig->pred;
+    int head = 0, tail = 0;
+    if (ok) {
+        ig->pred_start[n] = total;
+        int *fill = calloc((size_t)n, sizeof(int));
+        ok = fill != NULL;
+        for (int k = 0; ok && k < n; k++)
+            for (int j = 0, d; (d = successor(p, ig, k, j)) >= 0 || j <= p->items[k].num_edges; j++)
+                if (d >= 0)
+                    ig->pred[ig->pred_start[d] + fill[d]++] = k;
+        free(fill);
+        for (int k = 0; ok && k < n; k++)
+            if (pending[k] == 0)
+                queue[tail++] = k;
+    }
+    while (ok && head < tail) {
+        int k = queue[head++];
+        double done = ig->early[k] + ig->cost[k];
+        for (int j = 0, d; (d = successor(p, ig, k, j)) >= 0 || j <= p->items[k].num_edges; j++) {
+            if (d < 0)
+                continue;
+            if (done > ig->early[d])
+                ig->early[d] = done;
+            if (--pending[d] == 0)
+                queue[tail++] = d;
+        }
+    }
+    free(pending);
+    free(queue);
+    return ok && tail == n; /* the plan is acyclic */
+}
+
+/* Marks (with stamp) every item reachable from r through edges and _Send -> _Recv links. */
+static void mark_descendants(const tide_plan *p, item_graph *ig, int r, int stamp)
+{
+    int top = 0;
+    ig->stack[top++] = r;
+    ig->mark[r] = stamp;
+    while (top > 0) {
+        int k = ig->stack[--top];
+        for (int j = 0, d; (d = successor(p, ig, k, j)) >= 0 || j <= p->items[k].num_edges; j++)
+            if (d >= 0 && ig->mark[d] != stamp) {
+                ig->mark[d] = stamp;
+                ig->stack[top++] = d;
+            }
+    }
+}
+
+/* When the consumers of item r could start but for r: the earliest, over r's consumers, of the time
+ * their other inputs are predicted ready. */
+static double needed_at(const tide_plan *p, const item_graph *ig, int r)
+{
+    double want = -1;
+    const tide_exec_item *it = &p->items[r];
+    for (int e = 0; e < it->num_edges; e++) {
+        int d = it->edges[e].dst;
+        double others = 0;
+        for (int q = ig->pred_start[d]; q < ig->pred_start[d + 1]; q++)
+            if (ig->pred[q] != r && ig->early[ig->pred[q]] + ig->cost[ig->pred[q]] > others)
+                others = ig->early[ig->pred[q]] + ig->cost[ig->pred[q]];
+        if (want < 0 || others < want)
+            want = others;
+    }
+    return want;
+}
+
+/* Pass 6b (white paper §5.2): a _Recv whose consumers would wait for something else anyway (by the
+ * cost model) is delayed until just before they can start: it gets a control edge from the node of
+ * its device predicted to finish last before then. A _Recv its consumers wait for (the critical path)
+ * starts at once. A received tensor is then not held, or (compressed) restored, long before it is
+ * needed. The node must not depend on the _Recv, counting the rendezvous's _Send -> _Recv links, so no
+ * cycle or deadlock can form. Skipped for very large plans (the search is quadratic). */
+static tide_status schedule_recvs_late(builder *b)
+{
+    tide_plan *p = b->plan;
+    if ((double)b->num_transfers * (double)p->num_items > 2e7)
+        return TIDE_OK;
+    item_graph ig = {0};
+    tide_status st = TIDE_OK;
+    if (!item_graph_build(b, &ig)) {
+        item_graph_free(&ig);
+        return tide_error_set(b->err, TIDE_RESOURCE_EXHAUSTED, "out of memory scheduling receives");
+    }
+    for (int t = 0; t < b->num_transfers && st == TIDE_OK; t++) {
+        int r = b->transfers[t].recv;
+        double start_by = needed_at(p, &ig, r) - ig.cost[r];
+        if (start_by <= ig.early[r] + 1e-6)
+            continue; /* the consumers wait for this tensor: receive it as soon as possible */
+        mark_descendants(p, &ig, r, t + 1);
+        int best = -1;
+        double best_finish = ig.early[r]; /* a node that ends before the tensor arrives delays nothing */
+        for (int k = 0; k < b->num_needed; k++) {
+            double finish = ig.early[k] + ig.cost[k];
+            if (p->items[k].device == p->items[r].device && ig.mark[k] != t + 1 && finish <= start_by &&
+                finish > best_finish) {
+                best = k;
+                best_finish = finish;
+            }
+        }
+        if (best >= 0) {
+            st = add_edge(b, best, (tide_edge){r, -1, -1});
+            p->num_alap_edges++;
+        }
+    }
+    item_graph_free(&ig);
+    return st;
+}
+
 /* Pass 6: edges, slots and pending counts. Items: needed nodes, then feeds, then fetches, then the
  * _Send/_Recv pairs of pass 5b. */
 static tide_status wire(builder *b, const tide_output *fetches, int nf)
@@ -480,6 +783,8 @@ static tide_status wire(builder *b, const tide_output *fetches, int nf)
     for (int k = 0; k < p->num_items; k++)
         if (p->items[k].num_edges > 1)
             qsort(p->items[k].edges, (size_t)p->items[k].num_edges, sizeof(tide_edge), cmp_edges);
+    if (b->engine->alap && b->num_transfers > 0 && (st = schedule_recvs_late(b)) != TIDE_OK)
+        return st;
     p->roots = malloc(sizeof(int) * ((size_t)p->num_items + 1));
     if (!p->roots)
         return tide_error_set(b->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
@@ -533,6 +838,25 @@ static char *output_name(tide_output o)
     return tide__asprintf("%s:%d", o.node->name, o.index);
 }
 
+/* Gives each item the nodes merged into it, and those nodes their twin's device. */
+static tide_status record_twins(builder *b)
+{
+    tide_plan *p = b->plan;
+    for (int id = 0; id < b->graph->num_nodes; id++) {
+        if (b->canonical[id] == id)
+            continue;
+        tide_exec_item *it = &p->items[b->node_item[id]];
+        const tide_node **grown = realloc(it->twins, sizeof *grown * ((size_t)it->num_twins + 1));
+        if (!grown)
+            return tide_error_set(b->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+        it->twins = grown;
+        it->twins[it->num_twins++] = b->graph->nodes[id];
+        atomic_store(&b->graph->nodes[id]->assigned_device, (const char *)it->device->name);
+    }
+    p->num_merged = b->num_merged;
+    return TIDE_OK;
+}
+
 static tide_status make_items(builder *b, const tide_output *fetches, int nf, tide_node *const *targets, int nt)
 {
     tide_plan *p = b->plan;
@@ -554,11 +878,13 @@ static tide_status make_items(builder *b, const tide_output *fetches, int nf, ti
     tide_placement pl = {0};
     tide_cost_model model;
     tide__cost_model_default(&model);
-    tide_status st = tide__place(b->engine, b->graph, b->order, b->num_needed, is_fed, b,
-                                 (tide_placement_strategy)b->engine->placement, &model, b->engine->cost_table,
-                                 &pl, b->err);
+    tide_status st = tide__place_merged(b->engine, b->graph, b->order, b->num_needed, b->canonical, is_fed, b,
+                                        (tide_placement_strategy)b->engine->placement, &model,
+                                        b->engine->cost_table, &pl, b->err);
     for (int k = 0; k < b->num_needed && st == TIDE_OK; k++)
         st = init_node_item(b, &p->items[k], b->graph->nodes[b->order[k]], pl.device[k]);
+    if (st == TIDE_OK && b->num_merged > 0)
+        st = record_twins(b);
     if (st == TIDE_OK) { /* the plan keeps the soft-placement warnings (tide_session_warnings) */
         p->warnings = pl.warnings;
         p->num_warnings = pl.num_warnings;
@@ -609,6 +935,8 @@ tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feed
         st = prune(&b, fetches, num_fetches, targets, num_targets);
     if (st == TIDE_OK)
         st = order_nodes(&b);
+    if (st == TIDE_OK && e->cse && b.num_needed > 1)
+        st = merge_duplicates(&b);
     if (st == TIDE_OK)
         st = make_items(&b, fetches, num_fetches, targets, num_targets);
     if (st == TIDE_OK)
@@ -624,8 +952,11 @@ tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feed
             b.plan->uses_rendezvous = true;
     if (st == TIDE_OK) {
         pthread_mutex_lock(&g->lock);
-        for (int k = 0; k < b.num_needed; k++)
+        for (int k = 0; k < b.num_needed; k++) {
             atomic_store(&((tide_node *)b.plan->items[k].node)->used_by_plan, true);
+            for (int t = 0; t < b.plan->items[k].num_twins; t++)
+                atomic_store(&((tide_node *)b.plan->items[k].twins[t])->used_by_plan, true);
+        }
         pthread_mutex_unlock(&g->lock);
         b.plan->observers_version = -1;
     }
@@ -633,6 +964,7 @@ tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feed
     free(b.order);
     free(b.transfers);
     free(b.first_transfer);
+    free(b.canonical);
     if (st != TIDE_OK) {
         tide__plan_free(b.plan);
         return NULL;
@@ -659,6 +991,7 @@ void tide__plan_free(tide_plan *p)
             free(it->kn.ref_sources);
         }
         free(it->edges);
+        free(it->twins);
     }
     free(p->items);
     for (int i = 0; i < p->num_synthetic; i++)
@@ -690,6 +1023,9 @@ void tide__plan_update_observers(tide_plan *p, tide_engine *e)
                 const tide_observer *obs = &e->observers[o].obs;
                 if (obs->tensor_produced && (!obs->wants_tensors || obs->wants_tensors(obs->user, it->node)))
                     wants = true;
+                for (int t = 0; t < it->num_twins && !wants; t++)
+                    if (obs->tensor_produced && (!obs->wants_tensors || obs->wants_tensors(obs->user, it->twins[t])))
+                        wants = true;
             }
             atomic_store_explicit(&it->wants_tensors, wants, memory_order_relaxed);
         }

@@ -76,8 +76,8 @@ tide_status tide_session_extend(tide_session *s, const char *text, tide_error *e
 }
 
 /* The cache key: node ids and output indices of feeds, fetches and targets, in the caller's order. */
-static char *plan_key(const tide_feed *feeds, int nfeeds, const tide_output *fetches, int nfetches,
-                      tide_node *const *targets, int ntargets)
+static char *plan_key(const tide_graph *g, const tide_feed *feeds, int nfeeds, const tide_output *fetches,
+                      int nfetches, tide_node *const *targets, int ntargets)
 {
     size_t cap = 32 + 24 * (size_t)(nfeeds + nfetches + ntargets);
     char *key = malloc(cap);
@@ -85,6 +85,8 @@ static char *plan_key(const tide_feed *feeds, int nfeeds, const tide_output *fet
         return NULL;
     key[0] = 0; /* a run with nothing to feed, fetch or run has the empty key */
     size_t at = 0;
+    if (g->compress_transfers) /* the graph's transfer compression changes the plan */
+        at += (size_t)snprintf(key, cap, "z,");
     for (int i = 0; i < nfeeds; i++)
         at += (size_t)snprintf(key + at, cap - at, "f%d:%d,", feeds[i].output.node ? feeds[i].output.node->id : -1,
                                feeds[i].output.index);
@@ -105,7 +107,7 @@ static bool owned(const tide_graph *g, const tide_node *n)
 static tide_plan *get_plan(tide_session *s, const tide_feed *feeds, int nfeeds, const tide_output *fetches,
                            int nfetches, tide_node *const *targets, int ntargets, tide_error *err)
 {
-    char *key = plan_key(feeds, nfeeds, fetches, nfetches, targets, ntargets);
+    char *key = plan_key(s->graph, feeds, nfeeds, fetches, nfetches, targets, ntargets);
     if (!key) {
         tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
         return NULL;

@@ -252,6 +252,20 @@ typedef struct tide_engine_options {
     int num_threads;     /* executor threads; 0: one per core */
     int num_cpu_devices; /* virtual CPU devices /cpu:0..N-1; 0: 1 (or $TIDE_CPU_DEVICES) */
     tide_placement_kind placement; /* default greedy (or $TIDE_PLACEMENT: greedy, naive, round_robin) */
+    /* Plans merge duplicate stateless nodes (same op, attrs, inputs and device request: the white
+     * paper's common-subexpression elimination, done when a plan is made after each Extend) unless
+     * no_cse is set (or $TIDE_CSE=0). The graph keeps every node; a merged node's fetch returns the
+     * value its twin computed. */
+    bool no_cse;
+    /* With several devices, a _Recv starts as late as possible (ALAP: just before the node that needs
+     * it would start, by the cost model) unless it is on the critical path, which bounds the memory
+     * that received tensors hold. no_alap (or $TIDE_ALAP=0) starts every _Recv at once. */
+    bool no_alap;
+    /* Every float32 tensor that crosses devices travels as bfloat16 (its upper 16 bits; the low
+     * mantissa bits are lost) and is restored to float32 on arrival: the white paper's lossy
+     * compression (§5.5). Per graph: tide_graph_set_compress_transfers; per tensor: the bool attr
+     * "_compress_transfers" on the producing node. Or $TIDE_COMPRESS_TRANSFERS=1. */
+    bool compress_transfers;
 } tide_engine_options;
 
 void tide_engine_options_init(tide_engine_options *opts);
@@ -348,6 +362,9 @@ tide_status tide_graph_rollback(tide_graph *g, int num_nodes, tide_error *err);
 /* The graph-level random seed (TensorFlow's graph seed); 0 means none set. */
 void tide_graph_set_seed(tide_graph *g, int64_t seed);
 int64_t tide_graph_seed(const tide_graph *g);
+/* Lossy transfer compression for every float32 tensor of this graph that crosses devices (see
+ * tide_engine_options.compress_transfers). Applies to plans made afterwards. */
+void tide_graph_set_compress_transfers(tide_graph *g, bool on);
 
 /* Name scopes and default devices apply to nodes built while pushed. */
 void tide_graph_push_scope(tide_graph *g, const char *scope);
@@ -447,6 +464,9 @@ int tide_session_num_plans(const tide_session *s);
 
 int tide_step_stats_count(const tide_step_stats *st);
 const tide_node_timing *tide_step_stats_at(const tide_step_stats *st, int i); /* borrowed */
+/* The step time that placement predicted for the plan that ran (seconds, by the cost model: the
+ * simulated makespan across devices). */
+double tide_step_stats_simulated_s(const tide_step_stats *st);
 void tide_step_stats_free(tide_step_stats *st);
 
 /* ---------------------------------------------------------------- devices */

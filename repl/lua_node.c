@@ -17,6 +17,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "repl.h"
 
@@ -759,10 +760,22 @@ static void release_call(run_call *c)
 static int push_stats(lua_State *L, tide_step_stats *stats)
 {
     int n = tide_step_stats_count(stats);
-    lua_createtable(L, n, 0);
+    int64_t origin = 0; /* the earliest start: times below are relative to it */
     for (int i = 0; i < n; i++) {
         const tide_node_timing *t = tide_step_stats_at(stats, i);
-        lua_createtable(L, 0, 6);
+        if (i == 0 || t->start_ns < origin)
+            origin = t->start_ns;
+    }
+    lua_createtable(L, n, 1);
+    lua_pushnumber(L, tide_step_stats_simulated_s(stats) * 1e3);
+    lua_setfield(L, -2, "simulated_ms"); /* the step time placement predicted */
+    for (int i = 0; i < n; i++) {
+        const tide_node_timing *t = tide_step_stats_at(stats, i);
+        lua_createtable(L, 0, 8);
+        lua_pushnumber(L, (double)(t->start_ns - origin) / 1e3);
+        lua_setfield(L, -2, "start_us");
+        lua_pushnumber(L, (double)(t->end_ns - origin) / 1e3);
+        lua_setfield(L, -2, "end_us");
         lua_pushstring(L, tide_node_name(t->node));
         lua_setfield(L, -2, "node");
         lua_pushstring(L, tide_node_op(t->node));
@@ -1144,10 +1157,19 @@ static const luaL_Reg node_meta[] = {
 
 static const luaL_Reg session_methods[] = {{"run", session_run}, {"close", session_close}, {NULL, NULL}};
 
+/* tide.clock(): monotonic wall-clock seconds. */
+static int l_clock(lua_State *L)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    lua_pushnumber(L, (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+    return 1;
+}
+
 static const luaL_Reg functions[] = {
     {"run", l_run},       {"eval", l_run},       {"session", l_session},   {"node", l_node},
     {"scope", l_scope},   {"device", l_device},  {"placeholder", l_placeholder}, {"constant", l_constant},
-    {NULL, NULL},
+    {"clock", l_clock},   {NULL, NULL},
 };
 
 void repl_open_nodes(lua_State *L)

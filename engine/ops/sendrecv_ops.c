@@ -17,25 +17,28 @@ static void register_sendrecv_ops(void)
     tide_op_register(&(tide_op_spec){
         .name = "_Send",
         .inputs = {"tensor: T"},
-        .attrs = {"T: alltypes", "tensor_name: string", "send_device: string", "recv_device: string"},
+        .attrs = {"T: alltypes", "tensor_name: string", "send_device: string", "recv_device: string",
+                  "compress: bool = false"},
         .flags = TIDE_OP_STATEFUL,
         .doc = "Internal (made by the plan for a tensor that crosses devices, not by users): hands tensor "
                "to the _Recv with the same tensor_name, send_device and recv_device in the same run, "
                "through the engine's rendezvous. In one process the tensor passes by reference, "
-               "without a copy. Fails when the run was aborted or the tensor was already sent.",
+               "without a copy. Fails when the run was aborted or the tensor was already sent. With compress, a "
+               "float32 tensor travels as bfloat16 (its upper 16 bits: lossy, white paper §5.5).",
     });
     tide_op_register(&(tide_op_spec){
         .name = "_Recv",
         .outputs = {"tensor: T"},
         .attrs = {"T: type", "tensor_name: string", "send_device: string", "recv_device: string",
-                  "shape: shape = *"},
+                  "shape: shape = *", "compress: bool = false"},
         .flags = TIDE_OP_STATEFUL,
         .shape_fn = recv_shape,
         .doc = "Internal (made by the plan for a tensor that crosses devices, not by users): the tensor "
                "that the _Send with the same tensor_name, send_device and recv_device sends in the same "
                "run. Asynchronous: no thread waits while the value is on its way; when the run fails "
                "elsewhere it ends with that error. shape is the sent tensor's shape as known when the "
-               "plan was made.",
+               "plan was made. With compress, a float32 tensor arrives as bfloat16 and is restored to float32 "
+               "(the low 16 bits of each value are zero).",
     });
 }
 TIDE_REGISTER(register_sendrecv_ops)

@@ -4,7 +4,11 @@
  * to its input. _Recv is asynchronous: it asks for the value and returns; the rendezvous calls back
  * (on the _Send's thread, or at once when the value was already there) and the callback completes
  * the kernel. Unlike the other kernels these reach the engine's private side (the step's run id and
- * the rendezvous), so they include rendezvous.h. */
+ * the rendezvous), so they include rendezvous.h.
+ *
+ * Lossy compression (attr compress, set by the plan: white paper §5.5): a float32 tensor travels as
+ * bfloat16, its upper 16 bits (truncated, not rounded, as the paper does), made on the sending
+ * device; the _Recv restores float32 with zero low bits on the receiving device. */
 #include <stdlib.h>
 
 #include "../../engine/rendezvous.h"
@@ -14,12 +18,13 @@
 typedef struct transfer_key {
     const char *tensor, *send_device, *recv_device;
     tide_shape shape;
+    bool compress;
 } transfer_key;
 
 static tide_status key_init(tide_kernel_ctx *ctx, void **state)
 {
     const tide_attrs *a = tide_kernel_attrs(ctx);
-    transfer_key k = {NULL, NULL, NULL, tide_shape_unknown()};
+    transfer_key k = {NULL, NULL, NULL, tide_shape_unknown(), false};
     if (!tide_attrs_get_string(a, "tensor_name", &k.tensor) || !k.tensor[0])
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "attr 'tensor_name' is missing or empty");
     if (!tide_attrs_get_string(a, "send_device", &k.send_device) || !k.send_device[0])
@@ -27,6 +32,7 @@ static tide_status key_init(tide_kernel_ctx *ctx, void **state)
     if (!tide_attrs_get_string(a, "recv_device", &k.recv_device) || !k.recv_device[0])
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "attr 'recv_device' is missing or empty");
     tide_attrs_get_shape(a, "shape", &k.shape);
+    tide_attrs_get_bool(a, "compress", &k.compress);
     transfer_key *p = malloc(sizeof *p);
     if (!p)
         return tide_kernel_error(ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory");
@@ -52,18 +58,51 @@ static bool key_of(tide_kernel_ctx *ctx, tide_rendezvous_key *key, tide_rendezvo
     return true;
 }
 
+/* float32 -> its upper 16 bits (bfloat16 by truncation), on the sending device. */
+static tide_tensor *compress(tide_kernel_ctx *ctx, const tide_tensor *x)
+{
+    tide_tensor *c = tide__kernel_alloc_temp(ctx, TIDE_BFLOAT16, tide_tensor_shape(x));
+    if (!c)
+        return NULL;
+    const uint32_t *src = tide_tensor_data(x);
+    uint16_t *dst = tide_tensor_data(c);
+    for (int64_t i = 0, n = tide_tensor_num_elements(x); i < n; i++)
+        dst[i] = (uint16_t)(src[i] >> 16);
+    return c;
+}
+
 static tide_status send_compute(tide_kernel_ctx *ctx)
 {
     tide_rendezvous_key key;
     tide_rendezvous *r;
     if (!key_of(ctx, &key, &r))
         return tide_kernel_status(ctx);
+    tide_tensor *value = tide_kernel_input(ctx, 0), *packed = NULL;
+    if (((const transfer_key *)tide_kernel_state(ctx))->compress && tide_tensor_dtype(value) == TIDE_FLOAT32) {
+        if (!(packed = compress(ctx, value)))
+            return tide_kernel_status(ctx);
+        value = packed;
+    }
     tide_error *err = tide_error_new();
-    tide_status st = tide__rendezvous_send(r, &key, tide_kernel_input(ctx, 0), err);
+    tide_status st = tide__rendezvous_send(r, &key, value, err);
     if (st != TIDE_OK)
         tide_kernel_error(ctx, st, "%s", err ? tide_error_message(err) : "the send failed");
     tide_error_free(err);
+    tide_tensor_release(packed); /* the rendezvous holds its own reference */
     return st;
+}
+
+/* bfloat16 -> float32 with zero low bits, as the output of the _Recv (on the receiving device). */
+static tide_status decompress(tide_kernel_ctx *ctx, const tide_tensor *packed)
+{
+    tide_tensor *y = tide_kernel_alloc_output(ctx, 0, tide_tensor_shape(packed), false);
+    if (!y)
+        return tide_kernel_status(ctx);
+    const uint16_t *src = tide_tensor_data(packed);
+    uint32_t *dst = tide_tensor_data(y);
+    for (int64_t i = 0, n = tide_tensor_num_elements(packed); i < n; i++)
+        dst[i] = (uint32_t)src[i] << 16;
+    return TIDE_OK;
 }
 
 /* The rendezvous's callback: completes the _Recv kernel (ctx must not be touched after done). */
@@ -74,8 +113,10 @@ static void recv_done(void *arg, tide_status status, tide_tensor *value, const c
         tide_kernel_done(ctx, tide_kernel_error(ctx, status, "%s", message ? message : "the receive failed"));
         return;
     }
-    tide_dtype want = tide_kernel_output_dtype(ctx, 0);
-    const tide_shape *expected = &((const transfer_key *)tide_kernel_state(ctx))->shape;
+    const transfer_key *k = tide_kernel_state(ctx);
+    bool packed = k->compress && tide_kernel_output_dtype(ctx, 0) == TIDE_FLOAT32;
+    tide_dtype want = packed ? TIDE_BFLOAT16 : tide_kernel_output_dtype(ctx, 0);
+    const tide_shape *expected = &k->shape;
     if (tide_tensor_dtype(value) != want || !tide_shape_compatible(expected, tide_tensor_shape(value))) {
         char got[TIDE_SHAPE_STR_MAX], exp[TIDE_SHAPE_STR_MAX];
         tide_shape_format(tide_tensor_shape(value), got, sizeof got);
@@ -87,9 +128,13 @@ static void recv_done(void *arg, tide_status status, tide_tensor *value, const c
         tide_kernel_done(ctx, st);
         return;
     }
-    tide_kernel_set_output(ctx, 0, value); /* takes its own reference: no copy */
+    tide_status st = TIDE_OK;
+    if (packed)
+        st = decompress(ctx, value);
+    else
+        tide_kernel_set_output(ctx, 0, value); /* takes its own reference: no copy */
     tide_tensor_release(value);
-    tide_kernel_done(ctx, TIDE_OK);
+    tide_kernel_done(ctx, st);
 }
 
 static void recv_compute_async(tide_kernel_ctx *ctx)

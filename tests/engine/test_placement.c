@@ -320,8 +320,17 @@ static void test_variable_keeps_device(void)
     tide_node *c = const_on(g, "c", NULL);
     tide_node *v = gu_variable(g, "v", TIDE_FLOAT32, 0, NULL, NULL);
     tide_node *assign = op_on(g, "Assign", "assign", NULL, 2, (tide_node *[]){v, c});
+    tide_node *read = op_on(g, "Identity", "read", NULL, 1, (tide_node *[]){v});
     tide_placement p;
-    if (place_ok(e, g, (tide_node *[]){c, v}, 2, TIDE_PLACE_ROUND_ROBIN, &p))
+    /* Only assigned (an initialisation): not kept, the next plan places v afresh. */
+    if (place_ok(e, g, (tide_node *[]){c, assign}, 2, TIDE_PLACE_ROUND_ROBIN, &p))
+        CU_ASSERT_EQUAL(dev(&p, 1), 1); /* group 1 */
+    tide__placement_clear(&p);
+    if (place_ok(e, g, (tide_node *[]){c, assign}, 2, TIDE_PLACE_NAIVE, &p))
+        CU_ASSERT_EQUAL(dev(&p, 1), 0);
+    tide__placement_clear(&p);
+    /* Read by a plan: kept from then on. */
+    if (place_ok(e, g, (tide_node *[]){c, v, read}, 3, TIDE_PLACE_ROUND_ROBIN, &p))
         CU_ASSERT_EQUAL(dev(&p, 1), 1); /* group 1 */
     tide__placement_clear(&p);
     /* Naive alone would put the Assign on cpu:0; its variable is on cpu:1. */
