@@ -22,6 +22,25 @@ if [ -n "$missing" ]; then
   apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 
+# The tests also drive the pages in a headless browser: Debian's Chromium, and playwright-core from
+# npm (pinned in tests/browser/package-lock.json). Node.js and npm come from Debian unless present.
+if [ "$mode" = test ]; then
+  test_packages="chromium"
+  command -v npm >/dev/null 2>&1 || test_packages="$test_packages nodejs npm"
+  missing=""
+  for p in $test_packages; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+  done
+  if [ -n "$missing" ]; then
+    echo "setup: installing$missing (for the browser tests)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  fi
+  [ -d tests/browser/node_modules/playwright-core ] ||
+    npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error >/dev/null
+fi
+
 jobs=$(nproc 2>/dev/null || echo 2)
 [ -f build/build.ninja ] || meson setup build >/dev/null
 ninja -C build -j "$jobs" >/dev/null
