@@ -74,6 +74,18 @@ static bool is_fed(void *arg, const tide_node *n, int index)
     return find_feed(arg, n, index) >= 0;
 }
 
+/* A node whose every output is fed does not run: a control edge from it is met at once (TensorFlow
+ * moves such edges to the feed). */
+static bool fully_fed(const builder *b, const tide_node *n)
+{
+    if (n->num_outputs == 0)
+        return false;
+    for (int o = 0; o < n->num_outputs; o++)
+        if (find_feed(b, n, o) < 0)
+            return false;
+    return true;
+}
+
 static tide_status check_output(const tide_graph *g, tide_output o, const char *what, int i, tide_error *err)
 {
     if (!o.node)
@@ -144,6 +156,8 @@ static tide_status prune(builder *b, const tide_output *fetches, int nf, tide_no
                 src = in.node;
             } else {
                 src = node->control[i - node->num_inputs];
+                if (fully_fed(b, src))
+                    continue;
             }
             if (b->node_item[src->id] < 0) {
                 b->node_item[src->id] = 0;
@@ -174,7 +188,8 @@ static tide_status order_nodes(builder *b)
             continue;
         for (int i = 0; i < node->num_inputs + node->num_control; i++) {
             const tide_node *src = i < node->num_inputs ? node->inputs[i].node : node->control[i - node->num_inputs];
-            if (i < node->num_inputs && (find_feed(b, src, node->inputs[i].index) >= 0 || is_ref_input(node, i)))
+            if (i < node->num_inputs ? find_feed(b, src, node->inputs[i].index) >= 0 || is_ref_input(node, i)
+                                     : fully_fed(b, src))
                 continue;
             indeg[id]++;
             succ_count[src->id]++;
@@ -199,7 +214,8 @@ static tide_status order_nodes(builder *b)
                 continue;
             for (int i = 0; i < node->num_inputs + node->num_control; i++) {
                 const tide_node *src = i < node->num_inputs ? node->inputs[i].node : node->control[i - node->num_inputs];
-                if (i < node->num_inputs && (find_feed(b, src, node->inputs[i].index) >= 0 || is_ref_input(node, i)))
+                if (i < node->num_inputs ? find_feed(b, src, node->inputs[i].index) >= 0 || is_ref_input(node, i)
+                                         : fully_fed(b, src))
                     continue;
                 succ[start[src->id] + succ_count[src->id]++] = id;
             }
@@ -767,7 +783,8 @@ static tide_status wire(builder *b, const tide_output *fetches, int nf)
             st = add_edge(b, src, (tide_edge){k, p->items[k].input_base + i, output});
         }
         for (int i = 0; i < node->num_control && st == TIDE_OK; i++)
-            st = add_edge(b, b->node_item[node->control[i]->id], (tide_edge){k, -1, -1});
+            if (!fully_fed(b, node->control[i]))
+                st = add_edge(b, b->node_item[node->control[i]->id], (tide_edge){k, -1, -1});
     }
     for (int t = 0; t < b->num_transfers && st == TIDE_OK; t++) { /* each _Send reads its tensor */
         const transfer *x = &b->transfers[t];

@@ -419,6 +419,35 @@ static void test_devices_memory_and_options(void)
     tide_error_free(err);
 }
 
+/* A control edge from a fed node is met at once: the fed node does not run (as in TensorFlow, where the
+ * edge moves to the feed). Found by test_partition's graph generator. */
+static void test_control_from_fed_node(void)
+{
+    tide_engine *e = th_engine();
+    tide_graph *g = tide_graph_new();
+    tide_node *p = gu_placeholder(g, "p", TIDE_FLOAT32, 1, TH_DIMS(2));
+    tide_node *c = gu_const(g, "c", th_f32(1, TH_DIMS(2), (float[]){1, 2}));
+    tide_node_builder *b = tide_node_builder_new(g, "Identity", "y");
+    tide_node_builder_add_input(b, (tide_output){c, 0});
+    tide_node_builder_add_control_input(b, p);
+    tide_node *y = gu_finish(b);
+    tide_session *s = tide_session_new(e, g, NULL, NULL);
+    tide_tensor *pv = th_f32(1, TH_DIMS(2), (float[]){5, 6}), *out = NULL;
+    tide_feed feed = {{p, 0}, pv};
+    tide_output o = {y, 0};
+    tide_error *err = tide_error_new();
+    CU_ASSERT_EQUAL(tide_session_run(s, NULL, &feed, 1, &o, 1, &out, NULL, 0, NULL, err), TIDE_OK);
+    CU_ASSERT(out && ((float *)tide_tensor_data(out))[1] == 2.0f);
+    tide_tensor_release(out);
+    /* not fed: the placeholder must be fed, as before */
+    CU_ASSERT_EQUAL(tide_session_run(s, NULL, NULL, 0, &o, 1, &out, NULL, 0, NULL, err), TIDE_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "you must feed a value"));
+    tide_error_free(err);
+    tide_tensor_release(pv);
+    tide_session_free(s);
+    tide_graph_free(g);
+}
+
 int main(void)
 {
     static const th_test tests[] = {
@@ -426,6 +455,7 @@ int main(void)
         TH_TEST(test_feed_intermediate_prunes_upstream), TH_TEST(test_plan_cache),
         TH_TEST(test_variables_persist_and_share), TH_TEST(test_snapshot_semantics),
         TH_TEST(test_control_dependencies), TH_TEST(test_assign_errors), TH_TEST(test_run_errors),
-        TH_TEST(test_observers), TH_TEST(test_devices_memory_and_options), TH_END};
+        TH_TEST(test_observers), TH_TEST(test_devices_memory_and_options), TH_TEST(test_control_from_fed_node),
+        TH_END};
     return th_main("session", tests);
 }
