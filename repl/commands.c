@@ -1,6 +1,6 @@
 /* commands.c — the REPL's ':' commands: the graph (:help, :nodes, :info, :graph, :history, :reset,
- * :save, :load, :quit) and the run log (:runs, :run, :tensor, :sql, :trace, :watch, :unwatch, :prune,
- * :log).
+ * :save, :load, :quit), the run log (:runs, :run, :tensor, :sql, :trace, :watch, :unwatch, :prune,
+ * :log) and the browser views of the log (:web, web/web.h).
  *
  * A command line is split into words (double or single quotes group a word with spaces; `\` escapes
  * inside double quotes), its first word is looked up in the table `commands` (data, as SQLite's
@@ -29,6 +29,7 @@
 
 #include "commands.h"
 #include "repl.h"
+#include "web.h"
 
 #define MAX_WORDS 8          /* words kept from a command line (more are counted, for the error) */
 #define WRAP_WIDTH 78        /* help text is wrapped at this column */
@@ -61,6 +62,7 @@ static repl_result cmd_reset(repl *r, int argc, char **argv);
 static repl_result cmd_save(repl *r, int argc, char **argv);
 static repl_result cmd_load(repl *r, int argc, char **argv);
 static repl_result cmd_quit(repl *r, int argc, char **argv);
+static repl_result cmd_web(repl *r, int argc, char **argv);
 
 static const command commands[] = {
     {"help", "h", 0, 1, "[NAME]", "the commands, or the help of a command, op function or tide function",
@@ -163,6 +165,14 @@ static const command commands[] = {
      "tensor's value is stored when it holds at most BYTES bytes (64K, 1M; 0: statistics only).\n"
      "Start tide with --log FILE for another file, --no-log for none.",
      repl_cmd_log},
+    {"web", NULL, 0, 1, "[PORT|stop]", "serve the run log's browser views (graph, timeline, tensors)",
+     "Starts the web server on the run log (http://127.0.0.1:6006/ unless PORT is given; 0 picks a\n"
+     "free port) and prints its address: open it in a browser for the runs and their curves, the graph\n"
+     "coloured by device, the timeline of a traced run, tensors and the comparison of two runs. The\n"
+     "pages follow the log live while you run. It listens on 127.0.0.1 only and never writes. `:web`\n"
+     "again says where it is, `:web stop` stops it; it stops when tide exits. `tide serve FILE.db`\n"
+     "serves a log without a REPL (docs/web.md).",
+     cmd_web},
     {"quit", "q", 0, 0, "", "leave tide",
      "Leaves tide (as Ctrl-D at the prompt, or quit() in Lua).", cmd_quit},
 };
@@ -1123,6 +1133,70 @@ static repl_result cmd_quit(repl *r, int argc, char **argv)
     (void)argc, (void)argv;
     r->quit = true;
     return REPL_QUIT;
+}
+
+/* ---------------------------------------------------------------- :web */
+
+/* The REPL's web server: one per process (it serves the REPL's run log), stopped at exit. */
+static tide_web *web_server;
+
+static void web_stop_at_exit(void)
+{
+    tide_web_stop(web_server);
+    web_server = NULL;
+}
+
+static repl_result cmd_web(repl *r, int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "stop") == 0) {
+        if (!web_server) {
+            fputs("the web server is not running (:web starts it)\n", stderr);
+            return REPL_FAILED;
+        }
+        printf("stopped the web server at %s\n", tide_web_url(web_server));
+        web_stop_at_exit();
+        return REPL_DONE;
+    }
+    if (web_server) {
+        if (argc == 1) {
+            printf("serving %s at %s\n", tide_web_db_path(web_server), tide_web_url(web_server));
+            return REPL_DONE;
+        }
+        fprintf(stderr, "the web server already runs at %s; `:web stop` first to move it\n", tide_web_url(web_server));
+        return REPL_FAILED;
+    }
+    if (!r->store || !r->opts.log_path) {
+        fputs("the web views read the run log, which is off (started with --no-log); restart with --log FILE\n",
+              stderr);
+        return REPL_FAILED;
+    }
+    tide_web_options o;
+    tide_web_options_init(&o);
+    o.db_path = r->opts.log_path;
+    if (argc == 2) {
+        char *end = NULL;
+        long port = strtol(argv[1], &end, 10);
+        if (!argv[1][0] || *end || port < 0 || port > 65535) {
+            fprintf(stderr, ":web wants a port from 1 to 65535 (0: any free port) or `stop`, not '%s'\n", argv[1]);
+            return REPL_FAILED;
+        }
+        o.port = port == 0 ? -1 : (int)port;
+    }
+    tide_error_clear(r->err);
+    if (tide_store_flush(r->store, r->err) != TIDE_OK) /* the log file exists and holds this session */
+        fprintf(stderr, "warning: the run log could not commit the latest records: %s\n", tide_error_message(r->err));
+    tide_error_clear(r->err);
+    web_server = tide_web_start(&o, r->err);
+    if (!web_server) {
+        fprintf(stderr, "%s\n", tide_error_message(r->err));
+        return REPL_FAILED;
+    }
+    static bool registered;
+    if (!registered)
+        registered = atexit(web_stop_at_exit) == 0;
+    printf("serving %s at %s\n", o.db_path, tide_web_url(web_server));
+    fflush(stdout);
+    return REPL_DONE;
 }
 
 /* ---------------------------------------------------------------- :save, :load */

@@ -1,8 +1,12 @@
 /* main.c — the `tide` program: reads the options, opens the REPL (repl.c) and picks the mode: a
  * script (`tide FILE.lua args`), statements (`tide -e 'print(1)'`), the interactive prompt when stdin
- * is a terminal, or entries read from a pipe. The exit status is 0, or 1 when a statement failed, 2 for
- * bad options. */
+ * is a terminal, or entries read from a pipe; or, as `tide serve FILE.db`, only the web views of a run
+ * log (web/web.h) until SIGINT or SIGTERM. `--web` starts the same server on the REPL's own log (the
+ * `:web` command). The exit status is 0, or 1 when a statement failed (or the server could not start),
+ * 2 for bad options. */
 #include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,11 +14,13 @@
 
 #include "repl.h"
 #include "tide_config.h"
+#include "web.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: tide [options] [FILE.lua [ARGS...]]\n"
+            "       tide serve FILE.db [--port N] [--bind ADDR]\n"
             "\n"
             "tide is a TensorFlow-style dataflow engine driven from Lua. Without FILE it starts the\n"
             "interactive prompt (or, when stdin is not a terminal, reads statements from it).\n"
@@ -27,9 +33,15 @@ static void usage(FILE *out)
             "  --log FILE        record sessions, graphs and runs in the run log FILE (SQLite,\n"
             "                    docs/run-log.md); default ./tide-runs.db, or $TIDE_LOG\n"
             "  --no-log          no run log (also TIDE_LOG=\"\")\n"
+            "  --web             serve the run log's browser views while tide runs (:web; docs/web.md)\n"
+            "  --port N          the port of --web (default 6006; 0: any free port)\n"
             "  -q, --quiet       no banner\n"
             "  -h, --help        this help\n"
             "  --version         the version\n"
+            "\n"
+            "`tide serve FILE.db` serves the browser views of the run log FILE.db (runs, graph,\n"
+            "timeline, tensors) at http://127.0.0.1:6006/ until Ctrl-C: --port N (0: any free\n"
+            "port), --bind ADDR to listen on another address than 127.0.0.1.\n"
             "\n"
             "At the prompt, :help lists the commands and docs/repl.md is the tutorial.\n");
 }
@@ -46,21 +58,77 @@ static int parse_count(const char *opt, const char *v, int lo, int hi, int *out)
     return 0;
 }
 
+/* `tide serve FILE.db [--port N] [--bind ADDR]`: argv[0] is "serve". Serves until SIGINT/SIGTERM. */
+static int serve(int argc, char **argv)
+{
+    enum { OPT_PORT = 256, OPT_BIND };
+    static const struct option longs[] = {
+        {"port", required_argument, 0, OPT_PORT}, {"bind", required_argument, 0, OPT_BIND},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+    };
+    tide_web_options o;
+    tide_web_options_init(&o);
+    int c, port = 6006;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+        switch (c) {
+        case OPT_PORT:
+            if (parse_count("--port", optarg, 0, 65535, &port))
+                return 2;
+            break;
+        case OPT_BIND: o.bind = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "tide serve: give one run log: tide serve FILE.db [--port N] [--bind ADDR]\n");
+        return 2;
+    }
+    o.db_path = argv[optind];
+    o.port = port == 0 ? -1 : port;
+    /* The server's threads inherit this mask: the signals wait for sigwait below. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    tide_error *err = tide_error_new();
+    tide_web *w = tide_web_start(&o, err);
+    if (!w) {
+        fprintf(stderr, "tide serve: %s\n", tide_error_message(err));
+        tide_error_free(err);
+        return 1;
+    }
+    tide_error_free(err);
+    printf("tide: serving %s at %s\n", o.db_path, tide_web_url(w));
+    fflush(stdout);
+    int sig = 0;
+    while (sigwait(&stop, &sig) != 0)
+        ;
+    tide_web_stop(w);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "serve") == 0)
+        return serve(argc - 1, argv + 1);
     repl_options o = {0};
     const char *statements[64];
     int nstatements = 0;
-    bool interactive_after = false, no_log = false;
+    bool interactive_after = false, no_log = false, web = false;
+    int web_port = 6006;
     const char *log_path = getenv("TIDE_LOG");
     if (!log_path)
         log_path = "tide-runs.db";
-    enum { OPT_THREADS = 256, OPT_DEVICES, OPT_LOG, OPT_NO_LOG, OPT_VERSION };
+    enum { OPT_THREADS = 256, OPT_DEVICES, OPT_LOG, OPT_NO_LOG, OPT_VERSION, OPT_WEB, OPT_PORT };
     static const struct option longs[] = {
         {"threads", required_argument, 0, OPT_THREADS}, {"devices", required_argument, 0, OPT_DEVICES},
         {"log", required_argument, 0, OPT_LOG},         {"no-log", no_argument, 0, OPT_NO_LOG},
         {"quiet", no_argument, 0, 'q'},                 {"help", no_argument, 0, 'h'},
-        {"version", no_argument, 0, OPT_VERSION},       {0, 0, 0, 0},
+        {"version", no_argument, 0, OPT_VERSION},       {"web", no_argument, 0, OPT_WEB},
+        {"port", required_argument, 0, OPT_PORT},       {0, 0, 0, 0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "+e:iqh", longs, NULL)) != -1) {
@@ -86,8 +154,17 @@ int main(int argc, char **argv)
             break;
         case OPT_LOG: log_path = optarg; break;
         case OPT_NO_LOG: no_log = true; break;
+        case OPT_WEB: web = true; break;
+        case OPT_PORT:
+            if (parse_count("--port", optarg, 0, 65535, &web_port))
+                return 2;
+            break;
         default: usage(stderr); return 2;
         }
+    }
+    if (web_port != 6006 && !web) {
+        fprintf(stderr, "tide: --port goes with --web (or `tide serve FILE.db --port N`)\n");
+        return 2;
     }
     const char *script = optind < argc ? argv[optind] : NULL;
     bool tty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
@@ -109,6 +186,14 @@ int main(int argc, char **argv)
     }
     tide_error_free(err);
     int status = 0;
+    if (web) { /* the server on the REPL's own log, as :web PORT */
+        char command[32];
+        snprintf(command, sizeof command, ":web %d", web_port);
+        if (repl_eval(r, command, "(command line)") != REPL_DONE) {
+            repl_free(r);
+            return 1;
+        }
+    }
     for (int i = 0; i < nstatements && !r->quit; i++) {
         repl_result res = repl_eval(r, statements[i], "(command line)");
         if (res == REPL_INCOMPLETE)

@@ -1,0 +1,295 @@
+// pages.test.mjs — the browser views end to end in headless Chromium (playwright-core): a real training
+// run of the tide binary (two devices, traced runs, a summary, a watched 2-D tensor and a watched NHWC
+// image tensor) makes a run log, `tide serve LOG --port 0` serves it, and every page is loaded and
+// checked: no console errors, failed requests or HTTP errors; the graph's nodes are coloured by device
+// and a scope expands and collapses on click; the node panel fills; the timeline has bars in more than
+// one lane and a tooltip; the tensor page draws a heat map and an image grid; the runs page draws a
+// curve; compare lists per-node times; the runs table grows while another process writes the log.
+// Screenshots of every page go to the directory given as the second argument.
+//
+//   node pages.test.mjs TIDE_BINARY SCREENSHOT_DIR
+//
+// Exit status: 0 passed, 1 failed, 77 skipped (no Chromium, or `npm install` was not run here).
+import {spawn, spawnSync} from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const CHROMIUM = process.env.TIDE_CHROMIUM || '/usr/bin/chromium';
+const [tide, shots] = process.argv.slice(2);
+if (!tide || !shots) {
+  console.error('usage: node pages.test.mjs TIDE_BINARY SCREENSHOT_DIR');
+  process.exit(2);
+}
+if (!fs.existsSync(CHROMIUM)) {
+  console.log(`skip: no Chromium at ${CHROMIUM}`);
+  process.exit(77);
+}
+let chromium;
+try {
+  ({chromium} = await import('playwright-core'));
+} catch (e) {
+  console.log('skip: playwright-core is not installed (run `npm install` in tests/browser)');
+  process.exit(77);
+}
+
+// ---------------------------------------------------------------------------------------- helpers
+let failures = 0;
+function check(ok, what, detail) {
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}${!ok && detail !== undefined ? ': ' + detail : ''}`);
+  if (!ok) failures++;
+  return ok;
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// A summary tag is free text: the pages must show it as text (an <img> made from it would also request
+// /xss-probe and fail the no-HTTP-errors check).
+const XSS_TAG = '<img src=/xss-probe>';
+
+// The model: two scopes on two devices, traced training steps, a loss summary, watched W1 (2-D) and
+// img (NHWC, 1 channel). Fed as entries through stdin so the ':watch' commands work.
+function trainingInput(steps) {
+  return `:watch layer1/W1
+:watch img
+x = placeholder(float32, {nil, 4})
+labels = placeholder(int32, {-1})
+device("/cpu:0", function() scope("layer1", function() W1 = variable(random_normal({4, 8}, {stddev = 0.5})); b1 = variable(zeros{8}); h = relu(matmul(x, W1) + b1) end) end)
+device("/cpu:1", function() scope("layer2", function() W2 = variable(random_normal({8, 3}, {stddev = 0.5})); b2 = variable(zeros{3}); logits = matmul(h, W2) + b2 end) end)
+loss = mean(sparse_softmax_cross_entropy(labels, logits))
+img = reshape(x, {-1, 2, 2, 1})
+s = summary("loss", loss)
+s2 = summary("${XSS_TAG}", loss * 2)
+train = sgd(0.5):minimize(loss)
+run(init())
+bx = tensor({{1,0,0,0},{0,1,0,0},{0,0,1,0},{0,0,0,1},{1,1,0,0},{0,1,1,0}})
+by = tensor({0,1,2,0,1,2})
+for i = 1, ${steps} do run({train, s, s2, img}, {[x] = bx, [labels] = by}, {trace = true}) end
+`;
+}
+function train(db, steps) {
+  const r = spawnSync(tide, ['--devices', '2', '--log', db, '-q'], {input: trainingInput(steps), encoding: 'utf8', timeout: 120000});
+  if (r.status !== 0) throw new Error(`training run failed (status ${r.status}): ${r.stderr}`);
+}
+
+function serve(db) {
+  const child = spawn(tide, ['serve', db, '--port', '0'], {stdio: ['ignore', 'pipe', 'pipe']});
+  let err = '';
+  child.stderr.on('data', (d) => { err += d; });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error('tide serve printed no URL in 20 s: ' + out + err)), 20000);
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /serving .* at (http:\/\/\S+)/.exec(out);
+      if (m) { clearTimeout(timer); resolve({child, url: m[1].endsWith('/') ? m[1] : m[1] + '/'}); }
+    });
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`tide serve exited (${code}): ${out}${err}`)); });
+  });
+}
+
+// A page that records console errors, page errors, failed requests and HTTP errors.
+async function open(browser, base, url) {
+  const page = await browser.newPage({viewport: {width: 1400, height: 900}});
+  const problems = [];
+  page.on('console', (m) => { if (m.type() === 'error') problems.push('console: ' + m.text()); });
+  page.on('pageerror', (e) => problems.push('page error: ' + e.message));
+  page.on('requestfailed', (r) => {
+    const f = r.failure();
+    // A navigation away (or the page closing) aborts the status poll in flight: not a failure.
+    if (!(f && /ERR_ABORTED/.test(f.errorText))) problems.push('request failed: ' + r.url() + ' ' + (f && f.errorText));
+  });
+  page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
+  await page.goto(base + url.replace(/^\//, ''), {waitUntil: 'load'});
+  return {page, problems};
+}
+async function finish(name, {page, problems}) {
+  await sleep(300);
+  check(problems.length === 0, `${name}: no console errors, failed requests or HTTP errors`, problems.join('; '));
+  await page.screenshot({path: path.join(shots, name + '.png'), fullPage: true});
+  await page.close();
+}
+// Polls fn(arg) in the page until it is true. (page.waitForFunction compiles its predicate with eval,
+// which the pages' Content-Security-Policy rightly forbids; page.evaluate does not.)
+async function waitFor(page, what, fn, arg, timeout) {
+  const end = Date.now() + (timeout || 10000);
+  let last = null;
+  while (Date.now() < end) {
+    try {
+      if (await page.evaluate(fn, arg)) return check(true, what);
+    } catch (e) {
+      last = e.message;
+    }
+    await sleep(100);
+  }
+  return check(false, what, 'timed out' + (last ? ' (' + last + ')' : ''));
+}
+
+// How many pixels of a canvas (or of a rectangle of it, in CSS px) are not white/transparent.
+async function inkedPixels(page, selector, rect) {
+  return page.$eval(selector, (c, rect) => {
+    const k = c.width / c.clientWidth;
+    const r = rect ? rect.map((v) => Math.round(v * k)) : [0, 0, c.width, c.height];
+    const d = c.getContext('2d').getImageData(r[0], r[1], Math.max(1, r[2]), Math.max(1, r[3])).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0 && !(d[i] > 240 && d[i + 1] > 240 && d[i + 2] > 240)) n++;
+    return n;
+  }, rect || null);
+}
+
+// ---------------------------------------------------------------------------------------- the test
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tide-browser-'));
+const db = path.join(dir, 'runs.db');
+fs.mkdirSync(shots, {recursive: true});
+let server = null, browser = null;
+try {
+  train(db, 8);
+  server = await serve(db);
+  console.log('serving at ' + server.url);
+  const base = server.url;
+  const api = async (p) => (await fetch(base + p.replace(/^\//, ''))).json();
+  const runs = (await api('/api/runs')).runs;
+  const tracedRuns = runs.filter((r) => r.traced && String(r.status).toLowerCase() === 'ok');
+  check(tracedRuns.length >= 2, 'the log has traced runs', JSON.stringify(runs.slice(0, 3)));
+  const lastTraced = tracedRuns[tracedRuns.length - 1].id, prevTraced = tracedRuns[tracedRuns.length - 2].id;
+
+  browser = await chromium.launch({executablePath: CHROMIUM, headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+           '--disable-component-update', '--disable-sync']});
+
+  // -- runs page: tables, the loss curve, compare link
+  {
+    const p = await open(browser, base, '/');
+    await waitFor(p.page, 'runs: the runs table lists every run', (n) => document.querySelectorAll('#runs tbody tr').length >= n, runs.length);
+    await waitFor(p.page, 'runs: the sessions table lists the session', () => document.querySelectorAll('#sessions tbody tr').length >= 1);
+    await waitFor(p.page, 'runs: a loss chart exists', () => !!document.querySelector('canvas[data-tag="loss"]'));
+    await sleep(500);
+    const ink = await inkedPixels(p.page, 'canvas[data-tag="loss"]');
+    check(ink > 200, 'runs: the loss curve is drawn', ink + ' inked pixels');
+    check(await p.page.evaluate((tag) => [...document.querySelectorAll('.card h3')].some((e) => e.firstChild.nodeValue === tag) &&
+      !document.querySelector('img'), XSS_TAG), 'runs: a tag with markup is shown as text');
+    const boxes = await p.page.$$('#runs input.tick');
+    if (check(boxes.length >= 2, 'runs: runs can be ticked')) {
+      await boxes[0].check(); await boxes[1].check();
+      check(!(await p.page.$eval('#compare', (b) => b.disabled)), 'runs: two ticked runs enable compare');
+    }
+    await p.page.selectOption('#f-traced', '0');
+    await waitFor(p.page, 'runs: the traced filter leaves the untraced runs',
+      (n) => document.querySelectorAll('#runs tbody tr').length === n, runs.filter((r) => !r.traced).length);
+    await p.page.selectOption('#f-traced', '');
+    await finish('runs', p);
+  }
+
+  // -- graph page: colours by device, expand and collapse a scope, the node panel
+  {
+    const p = await open(browser, base, '/graph');
+    await waitFor(p.page, 'graph: the SVG has nodes', () => document.querySelectorAll('#g-view svg g.node').length > 0);
+    const fills = await p.page.$$eval('#g-view svg g.node', (gs) => gs.map((g) => {
+      const s = g.querySelector('ellipse[fill], polygon[fill], path[fill]');
+      return s ? s.getAttribute('fill').toLowerCase() : null;
+    }).filter((f) => f && f !== 'none' && f !== '#d3d3d3'));
+    check(new Set(fills).size >= 2, 'graph: node fills differ by device', JSON.stringify([...new Set(fills)]));
+    check(await p.page.$('[id="scope:layer1"]') !== null, 'graph: layer1 is drawn collapsed');
+    await p.page.click('[id="scope:layer1"]');
+    await waitFor(p.page, 'graph: clicking scope:layer1 expands it (cluster:layer1)', () =>
+      [...document.querySelectorAll('#g-view svg g.cluster')].some((g) => g.id === 'cluster:layer1'));
+    check(/expand=layer1/.test(p.page.url()), 'graph: the expanded set is in the URL', p.page.url());
+    await p.page.click('[id="node:layer1/W1"]');
+    await waitFor(p.page, 'graph: the node panel shows W1 (a Variable)', () =>
+      document.querySelector('#n-name') && document.querySelector('#n-name').textContent === 'layer1/W1' &&
+      document.querySelector('#n-op').textContent === 'Variable');
+    check(await p.page.$$eval('#n-consumers li', (l) => l.length) >= 1, 'graph: the node panel lists consumers');
+    check(await p.page.$('#n-tensor') !== null, 'graph: the node panel shows the watched tensor\'s statistics');
+    await p.page.screenshot({path: path.join(shots, 'graph-expanded.png')});
+    await p.page.locator('[id="cluster:layer1"] > text').first().click();
+    await waitFor(p.page, 'graph: clicking the cluster label collapses it again', () =>
+      !![...document.querySelectorAll('#g-view svg g.node')].find((g) => g.id === 'scope:layer1'));
+    await p.page.fill('#g-search', 'layer2/W2');
+    await p.page.press('#g-search', 'Enter');
+    await waitFor(p.page, 'graph: search expands the scope and opens the node', () =>
+      document.querySelector('#n-name') && document.querySelector('#n-name').textContent === 'layer2/W2');
+    await waitFor(p.page, 'graph: the legend lists devices', () => document.querySelectorAll('#g-legend .entry').length >= 2);
+    await p.page.selectOption('#g-color', 'time');
+    await waitFor(p.page, 'graph: colour by time changes the legend and the URL', () =>
+      /time/.test(document.querySelector('#g-legend').textContent) && /color=time/.test(location.search));
+    await finish('graph', p);
+  }
+
+  // -- timeline: bars in more than one lane, tooltip, export link, side by side
+  {
+    const p = await open(browser, base, `/timeline?run=${lastTraced}`);
+    await waitFor(p.page, 'timeline: the run is loaded', () => /events/.test(document.querySelector('#t-info').textContent));
+    const lanes = JSON.parse(await p.page.$eval('#t-canvas', (c) => c.dataset.lanes || '[]'));
+    const width = await p.page.$eval('#t-canvas', (c) => c.clientWidth);
+    const inked = [];
+    for (const y of lanes) inked.push(await inkedPixels(p.page, '#t-canvas', [200, y - 3, width - 210, 6]));
+    check(inked.filter((n) => n > 0).length >= 2, 'timeline: bars in more than one lane', JSON.stringify(inked));
+    // Hover the first inked pixel of the first lane: the tooltip names a node.
+    const spot = await p.page.$eval('#t-canvas', (c, y) => {
+      const k = c.width / c.clientWidth, d = c.getContext('2d').getImageData(0, Math.round(y * k), c.width, 1).data;
+      for (let x = Math.round(200 * k); x < c.width; x++) { const i = x * 4; if (d[i + 3] && !(d[i] > 240 && d[i + 1] > 240 && d[i + 2] > 240) && !(d[i] === d[i + 1] && d[i + 1] === d[i + 2])) return x / k; }
+      return -1;
+    }, lanes[0]);
+    if (check(spot > 0, 'timeline: a bar to hover')) {
+      const box = await p.page.$eval('#t-canvas', (c) => { const r = c.getBoundingClientRect(); return {x: r.left, y: r.top}; });
+      await p.page.mouse.move(box.x + spot + 1, box.y + lanes[0]);
+      await waitFor(p.page, 'timeline: the tooltip shows node, op and duration', () => {
+        const t = document.querySelector('.tl-wrap .tip');
+        return t && !t.hidden && /duration/.test(t.textContent) && /op /.test(t.textContent);
+      });
+    }
+    const href = await p.page.$eval('#t-export a', (a) => a.getAttribute('href'));
+    check(href === `/api/trace.json?run=${lastTraced}`, 'timeline: the export link', href);
+    const trace = await p.page.request.get(base + href.slice(1));
+    check(trace.status() === 200, 'timeline: the Chrome trace downloads', trace.status());
+    await finish('timeline', p);
+    const q = await open(browser, base, `/timeline?runs=${prevTraced},${lastTraced}`);
+    await waitFor(q.page, 'timeline: side by side shows two runs', () => /^2 runs/.test(document.querySelector('#t-info').textContent));
+    await finish('timeline-side-by-side', q);
+  }
+
+  // -- tensor page: heat map of W1, images of img
+  {
+    const p = await open(browser, base, '/tensor?node=layer1/W1&output=0');
+    await waitFor(p.page, 'tensor: W1\'s statistics', () => /\[4, 8\]/.test(document.querySelector('#x-stats').textContent));
+    await waitFor(p.page, 'tensor: the heat map is drawn', () => !!document.querySelector('#x-heat'));
+    const colours = await p.page.$eval('#x-heat', (c) => {
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data, s = new Set();
+      for (let i = 0; i < d.length; i += 4) s.add(d[i] + ',' + d[i + 1] + ',' + d[i + 2]);
+      return s.size;
+    });
+    check(colours >= 8, 'tensor: the heat map has many colours', colours);
+    await waitFor(p.page, 'tensor: the histogram and the history are drawn', () => !!document.querySelector('#x-hist') && !!document.querySelector('#x-history'));
+    check(await inkedPixels(p.page, '#x-hist') > 50, 'tensor: the histogram has bars');
+    check(await p.page.$$eval('#x-values tbody tr', (r) => r.length) === 32, 'tensor: the 32 values are listed');
+    await finish('tensor', p);
+    const q = await open(browser, base, '/tensor?node=img&output=0');
+    await waitFor(q.page, 'tensor: the NHWC image grid is drawn', () => !!document.querySelector('#x-images'));
+    check(await inkedPixels(q.page, '#x-images') > 20, 'tensor: the images have content');
+    await finish('tensor-images', q);
+  }
+
+  // -- compare
+  {
+    const p = await open(browser, base, `/compare?a=${prevTraced}&b=${lastTraced}`);
+    await waitFor(p.page, 'compare: per-node time differences', () => document.querySelectorAll('#c-times tbody tr').length > 3);
+    await finish('compare', p);
+  }
+
+  // -- live: another process appends runs; the open runs page picks them up
+  {
+    const p = await open(browser, base, '/');
+    await waitFor(p.page, 'live: the runs page is loaded', (n) => document.querySelectorAll('#runs tbody tr').length >= n, runs.length);
+    train(db, 3);
+    const total = (await api('/api/runs')).runs.length;
+    await waitFor(p.page, 'live: new runs appear without a reload', (n) => document.querySelectorAll('#runs tbody tr').length >= n, total, 8000);
+    await finish('runs-live', p);
+  }
+} catch (e) {
+  check(false, 'the browser test ran to the end', e.stack || String(e));
+} finally {
+  if (browser) await browser.close();
+  if (server) server.child.kill('SIGTERM');
+  fs.rmSync(dir, {recursive: true, force: true});
+}
+console.log(failures ? `${failures} check(s) failed` : 'all browser checks passed');
+process.exit(failures ? 1 : 0);

@@ -1,0 +1,440 @@
+/* timeline.c — a traced run's node timings as the timeline JSON of the pages (/api/timeline) and as
+ * a Chrome trace (Trace Event Format, for Perfetto and chrome://tracing). Both share one reading of
+ * the run: its lanes (one per device and executor thread, in device then thread order), times
+ * relative to the run's earliest scheduled or start time, and its transfers (each _Send paired with
+ * the _Recv of the same tensor and destination, named by engine/plan.c "T/_send_to_cpuN" and
+ * "T/_recv_on_cpuN"). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "viz_internal.h"
+
+enum { C_NODE, C_OP, C_DEVICE, C_THREAD, C_SCHED, C_START, C_END, C_BYTES };
+
+typedef struct tl_lane {
+    const char *device; /* full name (borrowed from the table) */
+    int thread;
+} tl_lane;
+
+typedef struct tl_transfer {
+    int send, recv;     /* rows */
+} tl_transfer;
+
+typedef struct tl_run {
+    int64_t id, session, step, wall_ns;
+    bool has_wall, traced;
+    tide_store_table *rows;
+    int num_rows;
+    int *lane_of;       /* per row */
+    tl_lane *lanes;
+    int num_lanes;
+    int64_t t0;
+    tl_transfer *transfers;
+    int num_transfers;
+} tl_run;
+
+static void tl_run_free(tl_run *r)
+{
+    tide_store_table_free(r->rows);
+    free(r->lane_of);
+    free(r->lanes);
+    free(r->transfers);
+    memset(r, 0, sizeof *r);
+}
+
+static int cmp_lanes(const void *a, const void *b)
+{
+    const tl_lane *x = a, *y = b;
+    int c = vz_natural_cmp(x->device, y->device);
+    return c ? c : (x->thread > y->thread) - (x->thread < y->thread);
+}
+
+static int find_lane(const tl_run *r, const char *device, int thread)
+{
+    for (int i = 0; i < r->num_lanes; i++)
+        if (r->lanes[i].thread == thread && strcmp(r->lanes[i].device, device) == 0)
+            return i;
+    return -1;
+}
+
+static const char *cell(const tl_run *r, int row, int col)
+{
+    const char *c = tide_store_table_cell(r->rows, row, col);
+    return c && !tide_store_table_is_null(r->rows, row, col) ? c : "";
+}
+
+static bool make_lanes(tl_run *r)
+{
+    r->lanes = malloc((size_t)(r->num_rows ? r->num_rows : 1) * sizeof *r->lanes);
+    r->lane_of = malloc((size_t)(r->num_rows ? r->num_rows : 1) * sizeof *r->lane_of);
+    if (!r->lanes || !r->lane_of)
+        return false;
+    for (int i = 0; i < r->num_rows; i++) {
+        const char *dev = cell(r, i, C_DEVICE);
+        int thread = (int)vz_cell_int(r->rows, i, C_THREAD);
+        if (find_lane(r, dev, thread) < 0)
+            r->lanes[r->num_lanes++] = (tl_lane){dev, thread};
+    }
+    qsort(r->lanes, (size_t)r->num_lanes, sizeof *r->lanes, cmp_lanes);
+    for (int i = 0; i < r->num_rows; i++)
+        r->lane_of[i] = find_lane(r, cell(r, i, C_DEVICE), (int)vz_cell_int(r->rows, i, C_THREAD));
+    return true;
+}
+
+/* Pairs each _Send row with the _Recv row of the same name past the marker. */
+static bool pair_transfers(tl_run *r)
+{
+    vz_map recvs = {0};
+    bool ok = true;
+    r->transfers = malloc((size_t)(r->num_rows ? r->num_rows : 1) * sizeof *r->transfers);
+    if (!r->transfers)
+        return false;
+    for (int i = 0; ok && i < r->num_rows; i++)
+        if (strcmp(cell(r, i, C_OP), "_Recv") == 0)
+            ok = vz_map_put(&recvs, cell(r, i, C_NODE), i);
+    for (int i = 0; ok && i < r->num_rows; i++) {
+        const char *name = cell(r, i, C_NODE), *mark = strstr(name, "/_send_to_");
+        if (strcmp(cell(r, i, C_OP), "_Send") != 0 || !mark)
+            continue;
+        char *want = NULL;
+        if (asprintf(&want, "%.*s/_recv_on_%s", (int)(mark - name), name, mark + strlen("/_send_to_")) < 0) {
+            ok = false;
+            break;
+        }
+        int recv = vz_map_get(&recvs, want);
+        if (recv >= 0)
+            r->transfers[r->num_transfers++] = (tl_transfer){i, recv};
+        free(want);
+    }
+    vz_map_free(&recvs);
+    return ok;
+}
+
+static tide_status load_run(const char *db_path, int64_t id, tl_run *r, tide_error *err)
+{
+    memset(r, 0, sizeof *r);
+    r->id = id;
+    if (!db_path)
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "timeline: the run log's path is required");
+    tide_store_table *t = vz_query(db_path, "SELECT session_id, step, wall_ns, traced FROM runs WHERE id = ?", &id,
+                                   1, 1, err);
+    if (!t)
+        return err ? tide_error_code(err) : TIDE_INTERNAL;
+    bool found = tide_store_table_num_rows(t) > 0;
+    if (found) {
+        r->session = vz_cell_int(t, 0, 0);
+        r->step = vz_cell_int(t, 0, 1);
+        r->wall_ns = vz_cell_int(t, 0, 2);
+        r->has_wall = !tide_store_table_is_null(t, 0, 2);
+        r->traced = vz_cell_int(t, 0, 3) != 0;
+    }
+    tide_store_table_free(t);
+    if (!found)
+        return tide_error_set(err, TIDE_NOT_FOUND, "run log %s has no run %" PRId64, db_path, id);
+    r->rows = vz_query(db_path, "SELECT node, op, device, thread, scheduled_ns, start_ns, end_ns, output_bytes "
+                       "FROM node_timings WHERE run_id = ? ORDER BY start_ns, rowid", &id, 1, 1 << 24, err);
+    if (!r->rows)
+        return err ? tide_error_code(err) : TIDE_INTERNAL;
+    r->num_rows = tide_store_table_num_rows(r->rows);
+    r->t0 = INT64_MAX;
+    for (int i = 0; i < r->num_rows; i++)
+        for (int c = C_SCHED; c <= C_START; c++)
+            if (!tide_store_table_is_null(r->rows, i, c) && vz_cell_int(r->rows, i, c) < r->t0)
+                r->t0 = vz_cell_int(r->rows, i, c);
+    if (r->t0 == INT64_MAX)
+        r->t0 = 0;
+    if (!make_lanes(r) || !pair_transfers(r))
+        return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory reading run %" PRId64, id);
+    return TIDE_OK;
+}
+
+/* A time column of a row in µs from the run's start (null when NULL). */
+static void time_us(tide_json *j, const tl_run *r, int row, int col)
+{
+    if (tide_store_table_is_null(r->rows, row, col))
+        tide_json_null(j);
+    else
+        tide_json_double(j, (double)(vz_cell_int(r->rows, row, col) - r->t0) / 1000.0);
+}
+
+static char *lane_label(const tl_lane *l, char *buf, size_t size)
+{
+    char dev[128], thread[32];
+    tide_viz_short_device(l->device, dev, sizeof dev);
+    if (l->thread < 0)
+        snprintf(thread, sizeof thread, "caller");
+    else
+        snprintf(thread, sizeof thread, "thread %d", l->thread);
+    snprintf(buf, size, "%s %s", dev, thread);
+    return buf;
+}
+
+static void run_json(tide_json *j, const tl_run *r)
+{
+    char buf[192];
+    tide_json_begin_object(j);
+    tide_json_key(j, "id");
+    tide_json_int(j, r->id);
+    tide_json_key(j, "session");
+    if (r->session)
+        tide_json_int(j, r->session);
+    else
+        tide_json_null(j);
+    tide_json_key(j, "step");
+    tide_json_int(j, r->step);
+    tide_json_key(j, "wall_us");
+    if (r->has_wall)
+        tide_json_double(j, (double)r->wall_ns / 1000.0);
+    else
+        tide_json_null(j);
+    tide_json_key(j, "traced");
+    tide_json_bool(j, r->traced);
+    tide_json_key(j, "lanes");
+    tide_json_begin_array(j);
+    for (int i = 0; i < r->num_lanes; i++) {
+        tide_json_begin_object(j);
+        tide_json_key(j, "device");
+        tide_json_string(j, tide_viz_short_device(r->lanes[i].device, buf, sizeof buf));
+        tide_json_key(j, "thread");
+        tide_json_int(j, r->lanes[i].thread);
+        tide_json_key(j, "label");
+        tide_json_string(j, lane_label(&r->lanes[i], buf, sizeof buf));
+        tide_json_end_object(j);
+    }
+    tide_json_end_array(j);
+    tide_json_key(j, "events");
+    tide_json_begin_array(j);
+    for (int i = 0; i < r->num_rows; i++) {
+        tide_json_begin_object(j);
+        tide_json_key(j, "node");
+        tide_json_string(j, cell(r, i, C_NODE));
+        tide_json_key(j, "op");
+        tide_json_string(j, cell(r, i, C_OP));
+        tide_json_key(j, "lane");
+        tide_json_int(j, r->lane_of[i]);
+        tide_json_key(j, "start_us");
+        time_us(j, r, i, C_START);
+        tide_json_key(j, "end_us");
+        time_us(j, r, i, C_END);
+        tide_json_key(j, "scheduled_us");
+        time_us(j, r, i, C_SCHED);
+        tide_json_key(j, "bytes");
+        tide_json_int(j, vz_cell_int(r->rows, i, C_BYTES));
+        tide_json_end_object(j);
+    }
+    tide_json_end_array(j);
+    tide_json_key(j, "transfers");
+    tide_json_begin_array(j);
+    for (int i = 0; i < r->num_transfers; i++) {
+        const tl_transfer *t = &r->transfers[i];
+        const char *name = cell(r, t->send, C_NODE);
+        tide_json_begin_object(j);
+        tide_json_key(j, "tensor");
+        tide_json_string_n(j, name, (size_t)(strstr(name, "/_send_to_") - name));
+        tide_json_key(j, "send_lane");
+        tide_json_int(j, r->lane_of[t->send]);
+        tide_json_key(j, "recv_lane");
+        tide_json_int(j, r->lane_of[t->recv]);
+        tide_json_key(j, "send_end_us");
+        time_us(j, r, t->send, C_END);
+        tide_json_key(j, "recv_end_us");
+        time_us(j, r, t->recv, C_END);
+        tide_json_end_object(j);
+    }
+    tide_json_end_array(j);
+    tide_json_end_object(j);
+}
+
+#define TL_MAX_RUNS 64
+
+char *tide_viz_timeline_json(const char *db_path, const int64_t *runs, int n, size_t *len, tide_error *err)
+{
+    if (!runs || n < 1 || n > TL_MAX_RUNS) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "timeline: give 1 to %d runs, not %d", TL_MAX_RUNS, runs ? n : 0);
+        return NULL;
+    }
+    tide_json j;
+    tide_json_init(&j);
+    tide_json_begin_object(&j);
+    tide_json_key(&j, "runs");
+    tide_json_begin_array(&j);
+    for (int i = 0; i < n; i++) {
+        tl_run r;
+        if (load_run(db_path, runs[i], &r, err) != TIDE_OK) {
+            tl_run_free(&r);
+            tide_json_free(&j);
+            return NULL;
+        }
+        run_json(&j, &r);
+        tl_run_free(&r);
+    }
+    tide_json_end_array(&j);
+    tide_json_end_object(&j);
+    char *s = tide_json_take(&j, len);
+    if (!s)
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory writing the timeline");
+    return s;
+}
+
+/* ---------------------------------------------------------------- Chrome trace */
+
+/* Trace processes are devices (pid 1, 2, ... in lane order), threads the executor threads (tid 0 for
+ * the caller's thread, else thread + 1). */
+static int lane_pid(const tl_run *r, int lane)
+{
+    int pid = 1;
+    for (int i = 1; i <= lane; i++)
+        pid += strcmp(r->lanes[i].device, r->lanes[i - 1].device) != 0;
+    return pid;
+}
+
+static int lane_tid(const tl_run *r, int lane)
+{
+    return r->lanes[lane].thread < 0 ? 0 : r->lanes[lane].thread + 1;
+}
+
+static void metadata(tide_json *j, const char *what, int pid, int tid, const char *name, int sort)
+{
+    tide_json_begin_object(j);
+    tide_json_key(j, "name");
+    tide_json_string(j, what);
+    tide_json_key(j, "ph");
+    tide_json_string(j, "M");
+    tide_json_key(j, "pid");
+    tide_json_int(j, pid);
+    if (tid >= 0) {
+        tide_json_key(j, "tid");
+        tide_json_int(j, tid);
+    }
+    tide_json_key(j, "args");
+    tide_json_begin_object(j);
+    if (name) {
+        tide_json_key(j, "name");
+        tide_json_string(j, name);
+    } else {
+        tide_json_key(j, "sort_index");
+        tide_json_int(j, sort);
+    }
+    tide_json_end_object(j);
+    tide_json_end_object(j);
+}
+
+static void trace_metadata(tide_json *j, const tl_run *r)
+{
+    char buf[192];
+    for (int l = 0; l < r->num_lanes; l++) {
+        int pid = lane_pid(r, l), tid = lane_tid(r, l);
+        if (l == 0 || lane_pid(r, l - 1) != pid) {
+            metadata(j, "process_name", pid, -1, tide_viz_short_device(r->lanes[l].device, buf, sizeof buf), 0);
+            metadata(j, "process_sort_index", pid, -1, NULL, pid);
+        }
+        metadata(j, "thread_name", pid, tid, strchr(lane_label(&r->lanes[l], buf, sizeof buf), ' ') + 1, 0);
+        metadata(j, "thread_sort_index", pid, tid, NULL, tid);
+    }
+}
+
+static double row_us(const tl_run *r, int row, int col)
+{
+    return (double)(vz_cell_int(r->rows, row, col) - r->t0) / 1000.0;
+}
+
+static void slice(tide_json *j, const tl_run *r, int i)
+{
+    double start = row_us(r, i, C_START), end = row_us(r, i, C_END);
+    tide_json_begin_object(j);
+    tide_json_key(j, "name");
+    tide_json_string(j, cell(r, i, C_NODE));
+    tide_json_key(j, "cat");
+    tide_json_string(j, cell(r, i, C_OP));
+    tide_json_key(j, "ph");
+    tide_json_string(j, "X");
+    tide_json_key(j, "pid");
+    tide_json_int(j, lane_pid(r, r->lane_of[i]));
+    tide_json_key(j, "tid");
+    tide_json_int(j, lane_tid(r, r->lane_of[i]));
+    tide_json_key(j, "ts");
+    tide_json_double(j, start);
+    tide_json_key(j, "dur");
+    tide_json_double(j, end > start ? end - start : 0);
+    tide_json_key(j, "args");
+    tide_json_begin_object(j);
+    tide_json_key(j, "op");
+    tide_json_string(j, cell(r, i, C_OP));
+    tide_json_key(j, "bytes");
+    tide_json_int(j, vz_cell_int(r->rows, i, C_BYTES));
+    tide_json_end_object(j);
+    tide_json_end_object(j);
+}
+
+/* One end of a flow, inside its slice (at the slice's middle), bound to the enclosing slice. */
+static void flow(tide_json *j, const tl_run *r, int id, int row, bool start)
+{
+    double a = row_us(r, row, C_START), b = row_us(r, row, C_END);
+    const char *name = cell(r, row, C_NODE);
+    tide_json_begin_object(j);
+    tide_json_key(j, "name");
+    tide_json_string_n(j, name, (size_t)(strstr(name, start ? "/_send_to_" : "/_recv_on_") - name));
+    tide_json_key(j, "cat");
+    tide_json_string(j, "transfer");
+    tide_json_key(j, "ph");
+    tide_json_string(j, start ? "s" : "f");
+    if (!start) {
+        tide_json_key(j, "bp");
+        tide_json_string(j, "e");
+    }
+    tide_json_key(j, "id");
+    tide_json_int(j, id);
+    tide_json_key(j, "pid");
+    tide_json_int(j, lane_pid(r, r->lane_of[row]));
+    tide_json_key(j, "tid");
+    tide_json_int(j, lane_tid(r, r->lane_of[row]));
+    tide_json_key(j, "ts");
+    tide_json_double(j, b > a ? (a + b) / 2 : a);
+    tide_json_end_object(j);
+}
+
+char *tide_viz_chrome_trace(const char *db_path, int64_t run, size_t *len, tide_error *err)
+{
+    tl_run r;
+    if (load_run(db_path, run, &r, err) != TIDE_OK) {
+        tl_run_free(&r);
+        return NULL;
+    }
+    if (r.num_rows == 0) {
+        tide_error_set(err, TIDE_NOT_FOUND, "run %" PRId64 " has no node timings: it was not traced%s", run,
+                       r.traced ? " (or its timings were dropped)" : "");
+        tl_run_free(&r);
+        return NULL;
+    }
+    tide_json j;
+    tide_json_init(&j);
+    tide_json_begin_object(&j);
+    tide_json_key(&j, "traceEvents");
+    tide_json_begin_array(&j);
+    trace_metadata(&j, &r);
+    for (int i = 0; i < r.num_rows; i++)
+        slice(&j, &r, i);
+    for (int t = 0; t < r.num_transfers; t++) {
+        flow(&j, &r, t + 1, r.transfers[t].send, true);
+        flow(&j, &r, t + 1, r.transfers[t].recv, false);
+    }
+    tide_json_end_array(&j);
+    tide_json_key(&j, "displayTimeUnit");
+    tide_json_string(&j, "ms");
+    tide_json_key(&j, "otherData");
+    tide_json_begin_object(&j);
+    tide_json_key(&j, "run");
+    tide_json_int(&j, r.id);
+    tide_json_key(&j, "step");
+    tide_json_int(&j, r.step);
+    tide_json_end_object(&j);
+    tide_json_end_object(&j);
+    tl_run_free(&r);
+    char *s = tide_json_take(&j, len);
+    if (!s)
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory writing the trace");
+    return s;
+}

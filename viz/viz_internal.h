@@ -1,0 +1,91 @@
+/* viz_internal.h — what the files of viz/ share: the graph model loaded from the run log (model.c),
+ * colours and the device palette (colors.c), a name -> index hash table, and small text helpers.
+ * Not installed; nothing outside viz/ includes it. */
+#ifndef TIDE_VIZ_INTERNAL_H
+#define TIDE_VIZ_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+#include "viz.h"
+
+#define VZ_UNPLACED_COLOR "#d3d3d3"
+#define VZ_NUM_TIME_BUCKETS 5
+
+/* ---------------------------------------------------------------- a string -> int hash table */
+
+typedef struct vz_map {
+    const char **keys; /* borrowed */
+    int *values;
+    size_t cap;        /* a power of two, or 0 */
+    size_t count;
+} vz_map;
+
+bool vz_map_put(vz_map *m, const char *key, int value); /* replaces; false when out of memory */
+int vz_map_get(const vz_map *m, const char *key);        /* -1 when absent */
+void vz_map_free(vz_map *m);
+
+/* ---------------------------------------------------------------- the graph model (model.c) */
+
+typedef struct vz_node {
+    const char *name, *op, *inputs_json, *controls_json, *attrs, *requested, *assigned; /* in the table */
+    int *producers;     /* indices of the nodes it takes data from (-1: not in the graph) */
+    int num_producers;
+    int *controls;      /* indices of its control inputs */
+    int num_controls;
+    int num_consumers;  /* distinct nodes that take its data or control */
+    const char *device; /* the effective full device name; "" when unplaced (borrowed) */
+    int device_index;   /* its index in vz_model.devices; -1 when unplaced */
+    int64_t time_ns;    /* kernel time in the colour run; -1 when not timed */
+} vz_node;
+
+typedef struct vz_model {
+    const char *db_path;
+    int64_t session, version, graph_id;
+    int64_t run;                  /* the run for colours: the chosen one, else the latest traced; 0: none */
+    vz_node *nodes;
+    int num_nodes;
+    vz_map by_name;
+    char **devices;               /* full names in palette order (the session's, then others seen) */
+    int num_devices;
+    bool any_unplaced;
+    int64_t time_min_ns, time_max_ns; /* over the timed nodes of the graph; -1 when none */
+    tide_store_table *tables[4];  /* the tables the strings above live in (nodes, timings) */
+    int num_tables;
+} vz_model;
+
+/* Loads the graph version named by o (session, version, run) with every node's effective device and
+ * its time in the colour run; validates o first. With o->color TIME the colour run must exist and be
+ * traced (TIDE_NOT_FOUND otherwise). On failure m must still be freed (vz_model_free). */
+tide_status vz_model_load(vz_model *m, const char *db_path, const tide_viz_graph_options *o, tide_error *err);
+void vz_model_free(vz_model *m);
+
+/* The colour of a node in the mode; of a device index (-1: unplaced); of a time bucket (-1: not timed). */
+const char *vz_device_color(int device_index);
+const char *vz_time_color(int bucket);
+int vz_time_bucket(const vz_model *m, int64_t time_ns);
+const char *vz_node_color(const vz_model *m, const vz_node *n, tide_viz_color mode);
+/* The bucket edges in ns (VZ_NUM_TIME_BUCKETS + 1 of them) and a bucket's label ("12-150 µs"). */
+void vz_time_edges(const vz_model *m, double *edges);
+void vz_time_label(const vz_model *m, int bucket, char *buf, size_t size);
+
+/* Natural order of device names (and of names with numbers generally): "cpu:2" < "cpu:10". */
+int vz_natural_cmp(const char *a, const char *b);
+
+/* Checks options shared by every graph call. */
+tide_status vz_check_options(const tide_viz_graph_options *o, tide_error *err);
+
+/* Parses a JSON array of strings (as the run log writes nodes.inputs); calls fn for each string
+ * (unescaped, NUL-terminated, valid until fn returns). Anything else is taken as an empty array. */
+bool vz_json_strings(const char *json, bool (*fn)(void *user, const char *s), void *user);
+
+/* ---------------------------------------------------------------- queries */
+
+/* tide_store_query_bound with up to 4 integer parameters. */
+tide_store_table *vz_query(const char *db_path, const char *sql, const int64_t *params, int n, int max_rows,
+                           tide_error *err);
+int64_t vz_cell_int(const tide_store_table *t, int row, int col); /* 0 for NULL */
+
+#endif

@@ -1,0 +1,274 @@
+/* api_graph.c — the endpoints about graphs and traced runs: /api/graphs, /api/graph, /api/graph.svg,
+ * /api/graph/legend, /api/node, /api/timeline and /api/trace.json (docs/web.md).
+ *
+ * The drawings and the timeline come from viz/viz.h (Graphviz layouts are serialised there and again
+ * on the server's own lock); this file turns query parameters into viz options, answers a bad one
+ * with 400 naming it, and a viz error with its status (TIDE_NOT_FOUND -> 404). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "viz.h"
+#include "web_internal.h"
+
+#define MAX_EXPANDED 256       /* scopes in expand= */
+#define MAX_TIMELINE_RUNS 8    /* runs in runs= */
+
+/* The session of graph endpoints: absent or 0 is the latest session that logged a graph (as viz.h). */
+static bool graph_session(web_request *rq, web_reply *out, int64_t *session)
+{
+    if (!web_arg_int(rq, out, "session", 0, 0, INT64_MAX, session))
+        return false;
+    char b[24];
+    const char *p[] = {web_itoa(b, *session)};
+    int64_t found = 0;
+    if (!web_sql_int(rq, out,
+                     "SELECT CASE WHEN ?1 > 0 THEN (SELECT id FROM sessions WHERE id = ?1) ELSE "
+                     "ifnull((SELECT session_id FROM graphs WHERE session_id IS NOT NULL ORDER BY id DESC LIMIT 1), 0) END",
+                     p, 1, -1, &found))
+        return false;
+    if (found < 0) {
+        web_reply_error(out, MHD_HTTP_NOT_FOUND, "no session %" PRId64 " in the run log", *session);
+        return false;
+    }
+    *session = found;
+    return true;
+}
+
+void web_api_graphs(web_request *rq, web_reply *out)
+{
+    int64_t session;
+    if (!graph_session(rq, out, &session))
+        return;
+    static const char sql[] =
+        "SELECT json_group_array(json_object('version', g.version, 'id', g.id, 'created_at', g.created_at, "
+        "'nodes', (SELECT count(*) FROM nodes WHERE graph_id = g.id))) "
+        "FROM (SELECT * FROM graphs WHERE session_id = ?1 ORDER BY id) g";
+    char b[24];
+    const char *p[] = {web_itoa(b, session)};
+    web_sql_reply(rq, out, sql, p, 1, "no graphs");
+}
+
+/* The options of the graph endpoints from the query string. expanded (MAX_EXPANDED entries) and
+ * names (the copy they point into) belong to the caller; free(*names) afterwards. */
+static bool graph_options(web_request *rq, web_reply *out, tide_viz_graph_options *o, const char **expanded,
+                          char **names)
+{
+    static const char *const colors[] = {"device", "time", NULL};
+    const char *color, *expand;
+    int64_t version, run, aux;
+    tide_viz_graph_options_init(o);
+    *names = NULL;
+    if (!web_arg_int(rq, out, "session", 0, 0, INT64_MAX, &o->session) ||
+        !web_arg_int(rq, out, "version", 0, 0, INT64_MAX, &version) ||
+        !web_arg_run(rq, out, "run", false, &run) || !web_arg_choice(rq, out, "color", colors, &color) ||
+        !web_arg_int(rq, out, "aux_degree", 0, 0, 1000000, &aux))
+        return false;
+    const char *all = web_arg(rq, "expand_all");
+    if (all && strcmp(all, "0") != 0 && strcmp(all, "1") != 0) {
+        web_reply_error(out, MHD_HTTP_BAD_REQUEST, "parameter 'expand_all' must be 0 or 1, not '%.40s'", all);
+        return false;
+    }
+    o->version = version;
+    o->run = run;
+    o->aux_degree = (int)aux;
+    o->expand_all = all && strcmp(all, "1") == 0;
+    o->color = color && strcmp(color, "time") == 0 ? TIDE_VIZ_COLOR_TIME : TIDE_VIZ_COLOR_DEVICE;
+    o->highlight = web_arg(rq, "highlight");
+    if ((expand = web_arg(rq, "expand")) != NULL) {
+        if (!(*names = strdup(expand))) {
+            web_reply_error(out, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+            return false;
+        }
+        for (char *save = NULL, *s = strtok_r(*names, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
+            if (o->num_expanded == MAX_EXPANDED) {
+                web_reply_error(out, MHD_HTTP_BAD_REQUEST, "parameter 'expand' lists more than %d scopes",
+                                MAX_EXPANDED);
+                return false;
+            }
+            expanded[o->num_expanded++] = s;
+        }
+        o->expanded = expanded;
+    }
+    return true;
+}
+
+typedef char *(*graph_drawer)(const char *db, const tide_viz_graph_options *o, size_t *len, tide_error *err);
+
+/* The cache key of a drawing: the endpoint, its options, and the state of the log that it depends
+ * on (the latest graph, timing and run rows: a drawing of "the latest" changes with them). NULL when
+ * the state cannot be read (no caching then). */
+static char *cache_key(web_request *rq, const char *endpoint, const tide_viz_graph_options *o)
+{
+    char *state = NULL;
+    web_reply scratch = {0};
+    if (!web_sql_value(rq, &scratch,
+                       "SELECT ifnull((SELECT max(id) FROM graphs), 0) || '/' || ifnull((SELECT max(rowid) FROM "
+                       "node_timings), 0) || '/' || ifnull((SELECT max(id) FROM runs), 0)",
+                       NULL, 0, &state) || !state) {
+        free(scratch.body);
+        return NULL;
+    }
+    const char *const params[] = {"expand", "highlight"};
+    size_t size = strlen(state) + 200;
+    for (int i = 0; i < 2; i++)
+        size += web_arg(rq, params[i]) ? strlen(web_arg(rq, params[i])) : 0;
+    char *key = malloc(size);
+    if (key)
+        snprintf(key, size, "%s\x1f%s\x1f%" PRId64 "\x1f%" PRId64 "\x1f%" PRId64 "\x1f%d\x1f%d\x1f%d\x1f%s\x1f%s",
+                 endpoint, state, o->session, o->version, o->run, (int)o->color, o->expand_all, o->aux_degree,
+                 web_arg(rq, "expand") ? web_arg(rq, "expand") : "", o->highlight ? o->highlight : "");
+    free(state);
+    return key;
+}
+
+static void graph_reply(web_request *rq, web_reply *out, graph_drawer draw, const char *type, bool graphviz)
+{
+    tide_viz_graph_options o;
+    const char *expanded[MAX_EXPANDED];
+    char *names = NULL;
+    if (graph_options(rq, out, &o, expanded, &names)) {
+        tide_error *err = tide_error_new();
+        size_t len = 0;
+        char *key = graphviz ? cache_key(rq, type, &o) : NULL;
+        char *text = key ? web_cache_get(rq->w, key, &len) : NULL;
+        if (!text && err) {
+            if (graphviz)
+                pthread_mutex_lock(&rq->w->graphviz);
+            text = draw(rq->db, &o, &len, err);
+            if (graphviz)
+                pthread_mutex_unlock(&rq->w->graphviz);
+            if (text && key)
+                web_cache_put(rq->w, key, text, len);
+        }
+        free(key);
+        if (text)
+            web_reply_take(out, type, text, len);
+        else if (err)
+            web_reply_tide_error(out, err);
+        else
+            web_reply_error(out, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        tide_error_free(err);
+    }
+    free(names);
+}
+
+void web_api_graph(web_request *rq, web_reply *out) { graph_reply(rq, out, tide_viz_graph_json, WEB_JSON_TYPE, false); }
+
+void web_api_graph_svg(web_request *rq, web_reply *out)
+{
+    graph_reply(rq, out, tide_viz_graph_svg, "image/svg+xml; charset=utf-8", true);
+}
+
+void web_api_graph_legend(web_request *rq, web_reply *out)
+{
+    graph_reply(rq, out, tide_viz_graph_legend_json, WEB_JSON_TYPE, false);
+}
+
+/* The node's effective device (viz.h's rule) and its time in the chosen run (or the latest traced
+ * run of the session that timed it). ?1 graph id, ?2 name, ?3 run (0: none), ?4 session. */
+#define NODE_TIMING(col)                                                                                   \
+    "(SELECT " col " FROM node_timings t WHERE t.node = n.name AND t.run_id = CASE WHEN ?3 > 0 THEN ?3 ELSE " \
+    "(SELECT max(run_id) FROM node_timings WHERE node = n.name AND run_id IN "                                \
+    "(SELECT id FROM runs WHERE session_id = ?4 AND traced = 1)) END LIMIT 1)"
+
+void web_api_node(web_request *rq, web_reply *out)
+{
+    const char *name;
+    int64_t session, version, run;
+    if (!web_arg_required(rq, out, "name", &name) || !graph_session(rq, out, &session) ||
+        !web_arg_int(rq, out, "version", 0, 0, INT64_MAX, &version) || !web_arg_run(rq, out, "run", false, &run))
+        return;
+    static const char sql[] =
+        "WITH g AS (SELECT id FROM graphs WHERE session_id = ?4 AND (?5 = 0 OR version = ?5) ORDER BY id DESC LIMIT 1) "
+        "SELECT json_object('name', n.name, 'op', n.op, 'attrs', n.attrs, 'inputs', " WEB_SQL_JSON_ARRAY("n.inputs")
+        ", 'control_inputs', " WEB_SQL_JSON_ARRAY("n.control_inputs") ", 'consumers', "
+        "(SELECT json_group_array(c.name) FROM (SELECT c.name FROM nodes c WHERE c.graph_id = n.graph_id AND ("
+        "EXISTS (SELECT 1 FROM json_each(" WEB_SQL_JSON_ARRAY("c.inputs") ") i WHERE i.value = n.name OR "
+        "(substr(i.value, 1, length(n.name) + 1) = n.name || ':' AND substr(i.value, length(n.name) + 2) GLOB '[0-9]*')) "
+        "OR EXISTS (SELECT 1 FROM json_each(" WEB_SQL_JSON_ARRAY("c.control_inputs") ") i WHERE i.value = n.name "
+        "OR i.value = '^' || n.name)) ORDER BY c.rowid) c), "
+        "'requested_device', n.requested_device, 'device', "
+        "ifnull(" WEB_SQL_SHORT_DEVICE("ifnull(" NODE_TIMING("t.device") ", n.assigned_device)") ", ''), "
+        "'time_us', " NODE_TIMING("round((t.end_ns - t.start_ns) / 1e3, 1)") ") "
+        "FROM nodes n WHERE n.graph_id = (SELECT id FROM g) AND n.name = CAST(?2 AS TEXT)";
+    char b[4][24];
+    const char *p[] = {NULL, name, web_itoa(b[0], run), web_itoa(b[1], session), web_itoa(b[2], version)};
+    char *text = NULL;
+    if (!web_sql_value(rq, out, sql, p, 5, &text))
+        return;
+    if (!text) {
+        web_reply_error(out, MHD_HTTP_NOT_FOUND, "no node '%.100s' in graph version %" PRId64 " of session %" PRId64,
+                        name, version, session);
+        return;
+    }
+    /* The latest statistics of its output 0 (null when never logged), as member "tensor". */
+    tide_error *err = tide_error_new();
+    tide_store_tensor *t = err ? tide_store_query_tensor(rq->db, name, 0, session, -1, err) : NULL;
+    tide_json j;
+    tide_json_init(&j);
+    if (t)
+        web_tensor_json(&j, t);
+    else
+        tide_json_null(&j);
+    tide_store_tensor_free(t);
+    tide_error_free(err);
+    size_t tlen = 0, nlen = strlen(text); /* text is SQLite's json_object: it ends with '}' */
+    char *tensor = tide_json_take(&j, &tlen);
+    char *doc = tensor ? malloc(nlen + tlen + 16) : NULL;
+    size_t len = 0;
+    if (doc)
+        len = (size_t)sprintf(doc, "%.*s,\"tensor\":%s}", (int)(nlen - 1), text, tensor);
+    free(tensor);
+    free(text);
+    web_reply_json(out, doc, len);
+}
+
+void web_api_timeline(web_request *rq, web_reply *out)
+{
+    int64_t runs[MAX_TIMELINE_RUNS];
+    int n = 0;
+    if (!web_arg_int_list(rq, out, "runs", MAX_TIMELINE_RUNS, runs, &n))
+        return;
+    if (n == 0) {
+        int64_t run;
+        if (!web_arg(rq, "run")) {
+            web_reply_error(out, MHD_HTTP_BAD_REQUEST, "parameter 'run' (or 'runs') is required");
+            return;
+        }
+        if (!web_arg_int(rq, out, "run", 0, 1, INT64_MAX, &run))
+            return;
+        runs[n++] = run;
+    }
+    tide_error *err = tide_error_new();
+    size_t len = 0;
+    char *text = err ? tide_viz_timeline_json(rq->db, runs, n, &len, err) : NULL;
+    if (text)
+        web_reply_json(out, text, len);
+    else if (err)
+        web_reply_tide_error(out, err);
+    else
+        web_reply_error(out, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    tide_error_free(err);
+}
+
+void web_api_trace(web_request *rq, web_reply *out)
+{
+    const char *s;
+    int64_t run;
+    if (!web_arg_required(rq, out, "run", &s) || !web_arg_int(rq, out, "run", 0, 1, INT64_MAX, &run))
+        return;
+    tide_error *err = tide_error_new();
+    size_t len = 0;
+    char *text = err ? tide_viz_chrome_trace(rq->db, run, &len, err) : NULL;
+    if (text) {
+        web_reply_json(out, text, len);
+        snprintf(out->disposition, sizeof out->disposition, "attachment; filename=\"tide-run-%" PRId64 ".trace.json\"",
+                 run);
+    } else if (err)
+        web_reply_tide_error(out, err);
+    else
+        web_reply_error(out, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    tide_error_free(err);
+}

@@ -1,0 +1,253 @@
+/* api_tensor.c — the endpoints about logged tensors: /api/tensors (what a session logged),
+ * /api/tensor (one output's statistics at a step), /api/tensor/values (its stored value, paged) and
+ * /api/tensor/history (a statistic across steps). docs/web.md has the JSON shapes.
+ *
+ * /api/tensor and /api/tensor/values decode the logged record with tide_store_query_tensor (the value
+ * bit-equal to what the run produced); elements are written row-major, non-finite numbers as the
+ * strings "NaN", "Infinity" and "-Infinity" (JSON has no such numbers), complex ones as [re, im]. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "web_internal.h"
+
+#define VALUES_DEFAULT_LIMIT 1000
+#define VALUES_MAX_LIMIT 100000
+
+static void write_shape(tide_json *j, const tide_shape *s)
+{
+    tide_json_begin_array(j);
+    for (int i = 0; i < s->rank; i++)
+        tide_json_int(j, s->dims[i]);
+    tide_json_end_array(j);
+}
+
+void web_tensor_json(tide_json *j, const tide_store_tensor *t)
+{
+    tide_json_begin_object(j);
+    tide_json_key(j, "node");
+    tide_json_string(j, t->node);
+    tide_json_key(j, "output");
+    tide_json_int(j, t->output);
+    tide_json_key(j, "run");
+    tide_json_int(j, t->run);
+    tide_json_key(j, "session");
+    tide_json_int(j, t->session);
+    tide_json_key(j, "step");
+    tide_json_int(j, t->step);
+    tide_json_key(j, "dtype");
+    tide_json_string(j, t->dtype_name);
+    tide_json_key(j, "shape");
+    write_shape(j, &t->shape);
+    tide_json_key(j, "num_elements");
+    tide_json_int(j, tide_shape_num_elements(&t->shape));
+    const char *stats[] = {"min", "max", "mean", "std"};
+    double values[] = {t->min, t->max, t->mean, t->std};
+    for (int i = 0; i < 4; i++) {
+        tide_json_key(j, stats[i]);
+        if (t->has_stats)
+            tide_json_double(j, values[i]);
+        else
+            tide_json_null(j);
+    }
+    tide_json_key(j, "nan_count");
+    tide_json_int(j, t->nan_count);
+    tide_json_key(j, "inf_count");
+    tide_json_int(j, t->inf_count);
+    tide_json_key(j, "histogram");
+    if (t->has_stats && t->num_bins > 0) {
+        tide_json_begin_object(j);
+        tide_json_key(j, "min");
+        tide_json_double(j, t->min);
+        tide_json_key(j, "max");
+        tide_json_double(j, t->max);
+        tide_json_key(j, "counts");
+        tide_json_begin_array(j);
+        for (int i = 0; i < t->num_bins; i++)
+            tide_json_int(j, t->histogram[i]);
+        tide_json_end_array(j);
+        tide_json_end_object(j);
+    } else
+        tide_json_null(j);
+    tide_json_key(j, "has_value");
+    tide_json_bool(j, t->value != NULL);
+    tide_json_end_object(j);
+}
+
+/* node, output, session and step of the tensor endpoints. */
+static bool tensor_args(web_request *rq, web_reply *out, const char **node, int64_t *output, int64_t *session,
+                        int64_t *step)
+{
+    return web_arg_required(rq, out, "node", node) && web_arg_int(rq, out, "output", 0, 0, 1 << 20, output) &&
+           web_arg_int(rq, out, "session", 0, 0, INT64_MAX, session) &&
+           web_arg_int(rq, out, "step", -1, -1, INT64_MAX, step);
+}
+
+/* The logged record, or NULL with the reply set (404 when nothing matches). */
+static tide_store_tensor *load_tensor(web_request *rq, web_reply *out, const char **node)
+{
+    int64_t output, session, step;
+    if (!tensor_args(rq, out, node, &output, &session, &step))
+        return NULL;
+    tide_error *err = tide_error_new();
+    tide_store_tensor *t = err ? tide_store_query_tensor(rq->db, *node, (int)output, session, step, err) : NULL;
+    if (!t && err)
+        web_reply_tide_error(out, err);
+    else if (!t)
+        web_reply_error(out, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    tide_error_free(err);
+    return t;
+}
+
+void web_api_tensor(web_request *rq, web_reply *out)
+{
+    const char *node;
+    tide_store_tensor *t = load_tensor(rq, out, &node);
+    if (!t)
+        return;
+    tide_json j;
+    tide_json_init(&j);
+    web_tensor_json(&j, t);
+    tide_store_tensor_free(t);
+    web_reply_builder(out, &j);
+}
+
+/* A floating-point element: a number with digits significant digits, or "NaN"/"Infinity"/"-Infinity". */
+static void write_float(tide_json *j, double v, int digits)
+{
+    if (isnan(v))
+        tide_json_string(j, "NaN");
+    else if (isinf(v))
+        tide_json_string(j, v > 0 ? "Infinity" : "-Infinity");
+    else {
+        char buf[40];
+        snprintf(buf, sizeof buf, "%.*g", digits, v);
+        tide_json_raw(j, buf);
+    }
+}
+
+static void write_element(tide_json *j, const tide_tensor *t, int64_t i)
+{
+    const void *d = tide_tensor_data(t);
+    switch (tide_tensor_dtype(t)) {
+    case TIDE_BOOL: tide_json_bool(j, ((const bool *)d)[i]); break;
+    case TIDE_INT8: tide_json_int(j, ((const int8_t *)d)[i]); break;
+    case TIDE_INT16: tide_json_int(j, ((const int16_t *)d)[i]); break;
+    case TIDE_INT32: tide_json_int(j, ((const int32_t *)d)[i]); break;
+    case TIDE_INT64: tide_json_int(j, ((const int64_t *)d)[i]); break;
+    case TIDE_UINT8: tide_json_int(j, ((const uint8_t *)d)[i]); break;
+    case TIDE_UINT16: tide_json_int(j, ((const uint16_t *)d)[i]); break;
+    case TIDE_FLOAT16: write_float(j, tide_f16_to_f32(((const uint16_t *)d)[i]), 5); break;
+    case TIDE_BFLOAT16: write_float(j, tide_bf16_to_f32(((const uint16_t *)d)[i]), 4); break;
+    case TIDE_FLOAT32: write_float(j, ((const float *)d)[i], 9); break;
+    case TIDE_FLOAT64: write_float(j, ((const double *)d)[i], 17); break;
+    case TIDE_COMPLEX64:
+    case TIDE_COMPLEX128: {
+        bool c64 = tide_tensor_dtype(t) == TIDE_COMPLEX64;
+        tide_json_begin_array(j);
+        for (int k = 0; k < 2; k++)
+            write_float(j, c64 ? ((const float *)d)[2 * i + k] : ((const double *)d)[2 * i + k], c64 ? 9 : 17);
+        tide_json_end_array(j);
+        break;
+    }
+    case TIDE_STRING: {
+        size_t len = 0;
+        const char *s = tide_tensor_string_get(t, i, &len);
+        tide_json_string_n(j, s ? s : "", s ? len : 0);
+        break;
+    }
+    default: tide_json_null(j); break;
+    }
+}
+
+void web_api_tensor_values(web_request *rq, web_reply *out)
+{
+    int64_t offset, limit;
+    if (!web_arg_int(rq, out, "offset", 0, 0, INT64_MAX, &offset) ||
+        !web_arg_int(rq, out, "limit", VALUES_DEFAULT_LIMIT, 0, VALUES_MAX_LIMIT, &limit))
+        return;
+    const char *node;
+    tide_store_tensor *t = load_tensor(rq, out, &node);
+    if (!t)
+        return;
+    if (!t->value) {
+        web_reply_error(out, MHD_HTTP_NOT_FOUND,
+                        "the value of %.100s:%d at step %" PRId64 " was not stored (larger than the value cap, "
+                        "pruned, or a string): only its statistics are in the log",
+                        t->node, t->output, t->step);
+        tide_store_tensor_free(t);
+        return;
+    }
+    int64_t total = tide_tensor_num_elements(t->value);
+    tide_json j;
+    tide_json_init(&j);
+    tide_json_begin_object(&j);
+    tide_json_key(&j, "shape");
+    write_shape(&j, &t->shape);
+    tide_json_key(&j, "dtype");
+    tide_json_string(&j, t->dtype_name);
+    tide_json_key(&j, "offset");
+    tide_json_int(&j, offset);
+    tide_json_key(&j, "limit");
+    tide_json_int(&j, limit);
+    tide_json_key(&j, "total");
+    tide_json_int(&j, total);
+    tide_json_key(&j, "values");
+    tide_json_begin_array(&j);
+    for (int64_t i = offset; i < total && i < offset + limit; i++)
+        write_element(&j, t->value, i);
+    tide_json_end_array(&j);
+    tide_json_end_object(&j);
+    tide_store_tensor_free(t);
+    web_reply_builder(out, &j);
+}
+
+void web_api_tensor_history(web_request *rq, web_reply *out)
+{
+    /* The statistic is a column name from this fixed list, never text from the URL. */
+    static const char *const stats[] = {"min", "max", "mean", "std", "nan_count", "inf_count", NULL};
+    const char *node, *stat;
+    int64_t output, session;
+    if (!web_arg_required(rq, out, "node", &node) || !web_arg_int(rq, out, "output", 0, 0, 1 << 20, &output) ||
+        !web_arg_int(rq, out, "session", 0, 0, INT64_MAX, &session) ||
+        !web_arg_choice(rq, out, "stat", stats, &stat))
+        return;
+    if (!stat)
+        stat = "mean";
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "WITH s AS (SELECT CASE WHEN ?3 > 0 THEN ?3 ELSE (SELECT r.session_id FROM tensors t JOIN runs r "
+             "ON r.id = t.run_id WHERE t.node = ?1 AND t.output = ?2 ORDER BY t.run_id DESC LIMIT 1) END AS id), "
+             "p AS (SELECT t.step, t.run_id AS run, t.%s AS value FROM tensors t JOIN runs r ON r.id = t.run_id "
+             "WHERE t.node = ?1 AND t.output = ?2 AND r.session_id = (SELECT id FROM s) GROUP BY t.run_id) "
+             "SELECT CASE WHEN EXISTS (SELECT 1 FROM p) THEN json_object('node', CAST(?1 AS TEXT), 'output', ?2, "
+             "'session', (SELECT id FROM s), 'stat', '%s', 'points', (SELECT json_group_array(json_object('step', "
+             "step, 'run', run, 'value', value)) FROM (SELECT * FROM p ORDER BY step, run))) END",
+             stat, stat);
+    char b[2][24];
+    const char *p[] = {node, web_itoa(b[0], output), web_itoa(b[1], session)};
+    char msg[200];
+    snprintf(msg, sizeof msg, "no logged values of %.100s:%" PRId64 "%s", node, output,
+             session ? " in that session" : " in the run log");
+    web_sql_reply(rq, out, sql, p, 3, msg);
+}
+
+void web_api_tensors(web_request *rq, web_reply *out)
+{
+    int64_t session;
+    if (!web_arg_session(rq, out, &session))
+        return;
+    /* Bare columns (shape, dtype) come from the row of max(run_id): the latest. */
+    static const char sql[] =
+        "SELECT json_group_array(json_object('node', node, 'output', output, 'kind', kind, 'count', n, "
+        "'first_step', fs, 'last_step', ls, 'shape', " WEB_SQL_JSON_ARRAY("shape") ", 'dtype', dtype, "
+        "'stored', stored)) FROM (SELECT t.node, t.output, t.kind, count(*) AS n, min(t.step) AS fs, "
+        "max(t.step) AS ls, max(t.run_id) AS last, t.shape, t.dtype, sum(t.value IS NOT NULL) AS stored "
+        "FROM tensors t JOIN runs r ON r.id = t.run_id WHERE r.session_id = ?1 "
+        "GROUP BY t.node, t.output, t.kind ORDER BY t.node, t.output, t.kind)";
+    char b[24];
+    const char *p[] = {web_itoa(b, session)};
+    web_sql_reply(rq, out, sql, p, 1, "no tensors");
+}

@@ -1,0 +1,284 @@
+/* common.js — what every tide page shares: DOM building without innerHTML (every string from the
+ * API goes in as text), the JSON API client with a visible message bar for its errors, the top bar
+ * (links, the log path, the live indicator), the /api/status poll that tells pages when the log grew,
+ * device names and colours (the palette of docs/web.md, same device same colour on every page), number
+ * formats, and a small canvas line chart with hover values used by the runs and tensor pages. */
+'use strict';
+
+const tide = (() => {
+  const PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1',
+                   '#ff9da7', '#9c755f', '#bab0ac'];
+  const UNPLACED = '#d3d3d3';
+
+  /* h('a', {href: u, class: 'x', onclick: f}, 'text', child...): an element. Strings become text
+   * nodes; null/undefined/false children are skipped; arrays are flattened. */
+  function h(tag, props, ...children) {
+    const svgTags = ['svg', 'path', 'line', 'rect', 'g', 'text', 'polyline', 'circle'];
+    const e = svgTags.includes(tag) ? document.createElementNS('http://www.w3.org/2000/svg', tag)
+                                    : document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'class') e.setAttribute('class', v);
+      else if (k === 'text') e.textContent = String(v);
+      else if (k === 'style' && typeof v === 'object') Object.assign(e.style, v);
+      else if (k.startsWith('on') && typeof v === 'function') e.addEventListener(k.slice(2), v);
+      else if (k === 'value' || k === 'checked' || k === 'selected' || k === 'disabled') e[k] = v;
+      else e.setAttribute(k, String(v));
+    }
+    append(e, children);
+    return e;
+  }
+  function append(e, children) {
+    for (const c of children.flat(Infinity)) {
+      if (c === null || c === undefined || c === false) continue;
+      e.appendChild(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return e;
+  }
+  function clear(e) {
+    while (e.firstChild) e.removeChild(e.firstChild);
+    return e;
+  }
+  const $ = (sel, root) => (root || document).querySelector(sel);
+
+  /* ------------------------------------------------------------------ message bar */
+  let bar = null;
+  function message(text, kind) {
+    if (!bar) return;
+    clear(bar);
+    if (!text) { bar.hidden = true; return; }
+    bar.className = 'msgbar ' + (kind || 'error');
+    append(bar, [h('span', {text}), h('button', {class: 'close', title: 'dismiss', text: '×',
+                                                  onclick: () => message('')})]);
+    bar.hidden = false;
+  }
+
+  /* ------------------------------------------------------------------ API */
+  function url(path, params) {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(params || {}))
+      if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+    const s = q.toString();
+    return s ? path + '?' + s : path;
+  }
+  /* The JSON (or text with opts.text) of GET path?params; null after showing the error in the message
+   * bar (opts.quiet: no message). An API error is {"error": "..."}; a 404 is an answer, not a bug. */
+  async function api(path, params, opts) {
+    opts = opts || {};
+    let r;
+    try {
+      r = await fetch(url(path, params), {headers: {Accept: opts.text ? '*/*' : 'application/json'}});
+    } catch (e) {
+      if (!opts.quiet) message('cannot reach the tide server (' + path + '): ' + e.message);
+      return null;
+    }
+    let body;
+    try { body = opts.text && r.ok ? await r.text() : await r.json(); } catch (e) { body = null; }
+    if (!r.ok) {
+      const why = body && body.error ? body.error : r.status + ' ' + r.statusText;
+      if (!opts.quiet) message(path + ': ' + why);
+      return null;
+    }
+    if (body === null && !opts.quiet) message(path + ': the answer is not valid JSON');
+    return body;
+  }
+
+  /* ------------------------------------------------------------------ URL state */
+  const params = () => new URLSearchParams(location.search);
+  function setParams(obj, push) {
+    const q = params();
+    for (const [k, v] of Object.entries(obj))
+      if (v === undefined || v === null || v === '' || (Array.isArray(v) && !v.length)) q.delete(k);
+      else q.set(k, Array.isArray(v) ? v.join(',') : String(v));
+    const s = q.toString();
+    const u = location.pathname + (s ? '?' + s : '');
+    if (push) history.pushState(null, '', u); else history.replaceState(null, '', u);
+  }
+
+  /* ------------------------------------------------------------------ top bar and live poll */
+  let liveDot = null, pathSpan = null, lastStatus = null;
+  const listeners = [];
+  function topbar(active) {
+    const links = [['Runs', '/', 'runs'], ['Graph', '/graph', 'graph'], ['Timeline', '/timeline', 'timeline'],
+                   ['Tensors', '/tensor', 'tensor'], ['Compare', '/compare', 'compare']];
+    liveDot = h('span', {class: 'live', title: 'live: polling /api/status every 2 s'});
+    pathSpan = h('span', {class: 'logpath'});
+    const nav = h('nav', {class: 'topbar'}, h('a', {class: 'brand', href: '/', text: 'tide'}),
+      links.map(([t, u, k]) => h('a', {href: u, class: k === active ? 'active' : null, text: t})),
+      h('span', {class: 'spacer'}), pathSpan, liveDot);
+    bar = h('div', {class: 'msgbar', hidden: true, role: 'alert'});
+    document.body.prepend(nav, bar);
+    poll();
+    setInterval(poll, 2000);
+  }
+  /* f(status, changed) after every poll that changed last_run, last_graph, sessions or runs (and once
+   * at the start, with changed = {first: true}). */
+  function onStatus(f) {
+    listeners.push(f);
+    if (lastStatus) f(lastStatus, {first: true});
+  }
+  async function poll() {
+    const s = await api('/api/status', null, {quiet: true});
+    if (liveDot) {
+      liveDot.classList.toggle('down', !s);
+      liveDot.title = s ? 'live: the log is polled every 2 s' : 'the server does not answer';
+    }
+    if (!s) return;
+    if (pathSpan) {
+      pathSpan.textContent = s.path + ' · ' + s.runs + ' runs · ' + fmtBytes(s.bytes);
+      pathSpan.title = s.path;
+    }
+    const old = lastStatus;
+    lastStatus = s;
+    const changed = old ? {run: old.last_run !== s.last_run, graph: old.last_graph !== s.last_graph,
+                           sessions: old.sessions !== s.sessions}
+                        : {first: true, run: true, graph: true, sessions: true};
+    if (old && !changed.run && !changed.graph && !changed.sessions) return;
+    for (const f of listeners) {
+      try { f(s, changed); } catch (e) { message('refresh failed: ' + e.message); }
+    }
+  }
+
+  /* ------------------------------------------------------------------ names, colours, numbers */
+  function shortDevice(d) {
+    if (!d) return '';
+    return d.replace(/^\/job:localhost\/replica:0\/task:0/, '').replace('/device:', '/').toLowerCase();
+  }
+  /* The palette colour of a device: /cpu:N (and /gpu:N) take colour N, as the server's graph does for
+   * a session's devices in name order; anything else hashes into the palette. */
+  function deviceColor(d) {
+    const s = shortDevice(d);
+    if (!s) return UNPLACED;
+    const m = /:(\d+)$/.exec(s);
+    if (m) return PALETTE[Number(m[1]) % PALETTE.length];
+    let x = 0;
+    for (const c of s) x = (x * 31 + c.charCodeAt(0)) >>> 0;
+    return PALETTE[x % PALETTE.length];
+  }
+  function fmtNum(v, digits) {
+    if (v === null || v === undefined) return '–';
+    if (typeof v === 'string') return v;
+    if (!isFinite(v)) return String(v);
+    if (Number.isInteger(v) && Math.abs(v) < 1e15) return String(v);
+    const a = Math.abs(v);
+    if (a !== 0 && (a < 1e-3 || a >= 1e6)) return v.toExponential(digits || 3);
+    return Number(v.toPrecision(digits || 5)).toString();
+  }
+  function fmtUs(us) {
+    if (us === null || us === undefined) return '–';
+    const a = Math.abs(us);
+    if (a >= 1e6) return (us / 1e6).toFixed(a >= 1e7 ? 1 : 2) + ' s';
+    if (a >= 1e3) return (us / 1e3).toFixed(a >= 1e4 ? 1 : 2) + ' ms';
+    return (a >= 10 ? us.toFixed(0) : us.toFixed(1)) + ' µs';
+  }
+  function fmtBytes(b) {
+    if (b === null || b === undefined) return '–';
+    const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let i = 0;
+    while (Math.abs(b) >= 1024 && i < u.length - 1) { b /= 1024; i++; }
+    return (i ? b.toFixed(1) : String(b)) + ' ' + u[i];
+  }
+  /* "name:0" -> "name"; "^name" (a control input) -> "name". */
+  const inputNode = (s) => String(s).replace(/^\^/, '').replace(/:\d+$/, '');
+
+  /* A table: columns [{label, get(row) -> string|Node, num}], rows. */
+  function table(columns, rows, cls) {
+    return h('table', {class: cls || 'grid'},
+      h('thead', null, h('tr', null, columns.map((c) => h('th', {class: c.num ? 'num' : null, text: c.label})))),
+      h('tbody', null, rows.map((r) => h('tr', null, columns.map((c) => {
+        const v = c.get(r);
+        return h('td', {class: c.num ? 'num' : null}, v instanceof Node ? v : (v === null || v === undefined ? '–' : String(v)));
+      })))));
+  }
+  function option(value, label, selected) {
+    return h('option', {value: String(value), text: label, selected: !!selected});
+  }
+
+  /* ------------------------------------------------------------------ canvas line chart */
+  /* Draws series [{label, color, points: [{x, y}], faint}] into canvas (CSS size from its box) with
+   * axes; hovering shows the nearest x's values in tip (an element). Returns nothing. */
+  function lineChart(canvas, series, opts) {
+    opts = opts || {};
+    const dpr = window.devicePixelRatio || 1;
+    const W = canvas.clientWidth || 400, H = canvas.clientHeight || 200;
+    canvas.width = Math.round(W * dpr); canvas.height = Math.round(H * dpr);
+    const ctx = canvas.getContext('2d');
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, W, H);
+    const all = series.flatMap((s) => s.points).filter((p) => isFinite(p.y) && isFinite(p.x));
+    const L = 52, R = 10, T = 8, B = 22;
+    ctx.font = '11px system-ui, sans-serif';
+    if (!all.length) {
+      ctx.fillStyle = '#888'; ctx.fillText('no points', W / 2 - 20, H / 2);
+      canvas._chart = null;
+      return;
+    }
+    let x0 = Math.min(...all.map((p) => p.x)), x1 = Math.max(...all.map((p) => p.x));
+    let y0 = Math.min(...all.map((p) => p.y)), y1 = Math.max(...all.map((p) => p.y));
+    if (x0 === x1) { x0 -= 1; x1 += 1; }
+    if (y0 === y1) { y0 -= Math.abs(y0) * 0.1 || 1; y1 += Math.abs(y1) * 0.1 || 1; }
+    const pad = (y1 - y0) * 0.05; y0 -= pad; y1 += pad;
+    const sx = (x) => L + (x - x0) / (x1 - x0) * (W - L - R);
+    const sy = (y) => T + (1 - (y - y0) / (y1 - y0)) * (H - T - B);
+    ctx.strokeStyle = '#e3e3e3'; ctx.fillStyle = '#666'; ctx.lineWidth = 1;
+    for (const t of ticks(y0, y1, 5)) {
+      ctx.beginPath(); ctx.moveTo(L, sy(t) + 0.5); ctx.lineTo(W - R, sy(t) + 0.5); ctx.stroke();
+      ctx.fillText(fmtNum(t, 3), 2, sy(t) + 4);
+    }
+    for (const t of ticks(x0, x1, 6)) ctx.fillText(fmtNum(t, 4), sx(t) - 8, H - 6);
+    for (const s of series) {
+      ctx.strokeStyle = s.color; ctx.globalAlpha = s.faint ? 0.25 : 1; ctx.lineWidth = s.faint ? 1 : 1.6;
+      ctx.beginPath();
+      s.points.forEach((p, i) => (i ? ctx.lineTo(sx(p.x), sy(p.y)) : ctx.moveTo(sx(p.x), sy(p.y))));
+      ctx.stroke();
+      if (s.points.length === 1) { ctx.fillStyle = s.color; ctx.fillRect(sx(s.points[0].x) - 2, sy(s.points[0].y) - 2, 4, 4); }
+    }
+    ctx.globalAlpha = 1;
+    canvas._chart = {series, sx, sy, x0, x1, L, R, W, tip: opts.tip, xlabel: opts.xlabel || 'step'};
+    if (!canvas._hover) {
+      canvas._hover = true;
+      canvas.addEventListener('mousemove', (ev) => chartHover(canvas, ev));
+      canvas.addEventListener('mouseleave', () => { if (canvas._chart && canvas._chart.tip) canvas._chart.tip.hidden = true; });
+    }
+  }
+  function chartHover(canvas, ev) {
+    const c = canvas._chart;
+    if (!c || !c.tip) return;
+    const x = c.x0 + (ev.offsetX - c.L) / (c.W - c.L - c.R) * (c.x1 - c.x0);
+    const lines = [];
+    let best = null;
+    for (const s of c.series) {
+      if (s.faint || !s.points.length) continue;
+      let p = s.points[0];
+      for (const q of s.points) if (Math.abs(q.x - x) < Math.abs(p.x - x)) p = q;
+      best = best === null ? p.x : best;
+      lines.push(s.label + ': ' + fmtNum(p.y, 6) + (p.raw !== undefined && p.raw !== p.y ? ' (raw ' + fmtNum(p.raw, 6) + ')' : ''));
+    }
+    if (best === null) return;
+    clear(c.tip);
+    append(c.tip, [h('b', {text: c.xlabel + ' ' + fmtNum(best)}), lines.map((l) => h('div', {text: l}))]);
+    c.tip.hidden = false;
+    c.tip.style.left = Math.min(ev.offsetX + 12, c.W - 160) + 'px';
+    c.tip.style.top = ev.offsetY + 12 + 'px';
+  }
+  function ticks(a, b, n) {
+    const step0 = (b - a) / n, mag = Math.pow(10, Math.floor(Math.log10(step0)));
+    const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= step0) || step0;
+    const out = [];
+    for (let t = Math.ceil(a / step) * step; t <= b + 1e-12; t += step) out.push(Math.abs(t) < step * 1e-9 ? 0 : t);
+    return out;
+  }
+  /* Exponential moving average (TensorBoard's, debiased): weight in [0, 1). */
+  function ema(values, weight) {
+    let last = 0, n = 0;
+    return values.map((v) => {
+      if (!isFinite(v)) return v;
+      last = last * weight + (1 - weight) * v; n++;
+      return weight ? last / (1 - Math.pow(weight, n)) : v;
+    });
+  }
+
+  return {h, append, clear, $, api, url, message, params, setParams, topbar, onStatus, shortDevice,
+          deviceColor, fmtNum, fmtUs, fmtBytes, inputNode, table, option, lineChart, ticks, ema,
+          PALETTE, UNPLACED, status: () => lastStatus};
+})();

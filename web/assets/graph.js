@@ -1,0 +1,288 @@
+/* graph.js — the graph page (/graph?session=&version=&run=&expand=&color=&highlight=): the server's SVG
+ * (parsed with DOMParser and imported, never innerHTML), pan by dragging and zoom with the wheel through
+ * the viewBox, click a collapsed scope (g#scope:X) to expand it and an expanded cluster's label to
+ * collapse it (the expanded set lives in the URL), click an op node for its details in a side panel,
+ * search (highlight and expand the scope path), a version picker, colour by device or by time of a run,
+ * and the legend. Reloads when the session's graph or traced runs change. */
+'use strict';
+(() => {
+  const {h, api, clear, option, params, setParams, append} = tide;
+  const page = document.getElementById('page');
+  const q = params();
+  const state = {
+    session: q.get('session') || '', version: q.get('version') || '', run: q.get('run') || '',
+    color: q.get('color') === 'time' ? 'time' : 'device', highlight: q.get('highlight') || '',
+    expand: new Set((q.get('expand') || '').split(',').filter(Boolean)), expandAll: q.get('expand_all') === '1',
+    selected: q.get('node') || '',
+  };
+  let names = [];            /* node names of the shown version, for search */
+  let view = null;           /* {x, y, w, h} the current viewBox */
+  let base = null;           /* the SVG's own viewBox */
+  let svgEl = null;
+
+  const sessionSel = h('select', {id: 'g-session', onchange: () => { state.session = sessionSel.value; state.version = ''; state.run = '';
+    state.expand.clear(); refreshPickers().then(loadSvg); }});
+  const versionSel = h('select', {id: 'g-version', onchange: () => { state.version = versionSel.value; loadSvg(); }});
+  const colorSel = h('select', {id: 'g-color', onchange: () => { state.color = colorSel.value; loadSvg(); }},
+    option('device', 'device'), option('time', 'time'));
+  colorSel.value = state.color;
+  const runSel = h('select', {id: 'g-run', onchange: () => { state.run = runSel.value; loadSvg(); if (state.selected) showNode(state.selected); }});
+  const search = h('input', {id: 'g-search', type: 'search', placeholder: 'search a node or scope…', list: 'g-names', size: '28',
+    onkeydown: (e) => { if (e.key === 'Enter') doSearch(search.value.trim()); }});
+  const datalist = h('datalist', {id: 'g-names'});
+  const expandAllBtn = h('button', {id: 'g-expand-all', text: 'Expand all', onclick: () => { state.expandAll = !state.expandAll; loadSvg(); }});
+  const collapseBtn = h('button', {id: 'g-collapse', text: 'Collapse all', onclick: () => { state.expandAll = false; state.expand.clear(); loadSvg(); }});
+  const fitBtn = h('button', {text: 'Fit', title: 'fit the graph in the view (or double-click it)', onclick: () => fit()});
+  const legend = h('div', {class: 'legend', id: 'g-legend'});
+  const viewBox = h('div', {class: 'graph-view', id: 'g-view'});
+  const side = h('aside', {class: 'side', id: 'g-side', hidden: true});
+
+  append(page, [
+    h('div', {class: 'graph-main'},
+      h('div', {class: 'toolbar'}, h('label', null, 'session', sessionSel), h('label', null, 'version', versionSel),
+        h('label', null, 'colour', colorSel), h('label', null, 'run', runSel), search, datalist, expandAllBtn, collapseBtn, fitBtn),
+      h('div', {class: 'toolbar'}, legend, h('span', {class: 'hint',
+        text: 'drag: pan · wheel: zoom · click a scope: expand · click a cluster label: collapse · click a node: details'})),
+      viewBox),
+    side,
+  ]);
+
+  function svgParams() {
+    return {session: state.session, version: state.version, run: state.run, color: state.color,
+            expand: [...state.expand].sort().join(','), expand_all: state.expandAll ? 1 : null, highlight: state.highlight};
+  }
+  function saveUrl() {
+    setParams({session: state.session, version: state.version, run: state.run, color: state.color === 'device' ? '' : state.color,
+               expand: [...state.expand].sort(), expand_all: state.expandAll ? 1 : '', highlight: state.highlight, node: state.selected});
+  }
+
+  async function refreshPickers() {
+    const sessions = await api('/api/sessions');
+    if (!sessions) return;
+    if (!sessions.length) { tide.message('The run log has no sessions yet.', 'info'); return; }
+    if (!state.session) state.session = String(sessions[sessions.length - 1].id);
+    clear(sessionSel);
+    for (const s of sessions.slice().reverse()) sessionSel.appendChild(option(s.id, 'session ' + s.id + (s.label ? ' · ' + s.label : '')));
+    sessionSel.value = state.session;
+    const graphs = await api('/api/graphs', {session: state.session});
+    clear(versionSel).appendChild(option('', 'latest'));
+    for (const g of (graphs || []).slice().reverse()) { const o = option(g.version, 'v' + g.version + ' · ' + g.nodes + ' nodes'); o.title = g.created_at; versionSel.appendChild(o); }
+    versionSel.value = state.version;
+    const runs = await api('/api/runs', {session: state.session, traced: 1, limit: 200});
+    clear(runSel).appendChild(option('', 'latest traced'));
+    for (const r of (runs ? runs.runs : []).slice().reverse()) runSel.appendChild(option(r.id, 'run ' + r.id + ' · step ' + r.step));
+    runSel.value = state.run;
+  }
+
+  async function loadSvg() {
+    saveUrl();
+    expandAllBtn.textContent = state.expandAll ? 'Scopes as chosen' : 'Expand all';
+    const [text, leg, graph] = await Promise.all([
+      api('/api/graph.svg', svgParams(), {text: true}),
+      api('/api/graph/legend', svgParams(), {quiet: true}),
+      api('/api/graph', {session: state.session, version: state.version, run: state.run}, {quiet: true}),
+    ]);
+    if (leg) drawLegend(leg);
+    if (graph) {
+      names = graph.nodes.map((n) => n.name);
+      clear(datalist);
+      const scopes = new Set();
+      for (const n of names) { const p = n.split('/'); for (let i = 1; i < p.length; i++) scopes.add(p.slice(0, i).join('/')); }
+      for (const n of [...scopes].sort().concat(names.slice(0, 2000))) datalist.appendChild(h('option', {value: n}));
+    }
+    if (text === null) return;
+    const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
+    if (doc.getElementsByTagName('parsererror').length || doc.documentElement.nodeName !== 'svg') {
+      tide.message('/api/graph.svg: the server sent something that is not SVG');
+      return;
+    }
+    const svg = document.importNode(doc.documentElement, true);
+    for (const s of svg.querySelectorAll('script, foreignObject')) s.remove();   /* belt and braces */
+    const vb = (svg.getAttribute('viewBox') || '').split(/[\s,]+/).map(Number);
+    base = vb.length === 4 && vb.every(isFinite) ? {x: vb[0], y: vb[1], w: vb[2], h: vb[3]}
+                                                : {x: 0, y: 0, w: parseFloat(svg.getAttribute('width')) || 800, h: parseFloat(svg.getAttribute('height')) || 600};
+    svg.removeAttribute('width'); svg.removeAttribute('height');
+    svg.setAttribute('preserveAspectRatio', 'xMidYMid meet');
+    clear(viewBox).appendChild(svg);
+    svgEl = svg;
+    fit();
+    markSelected();
+    if (state.highlight) centerOn(state.highlight);
+  }
+
+  function drawLegend(leg) {
+    clear(legend).appendChild(h('span', {class: 'muted', text: (leg.mode === 'time' ? 'time' : 'device') + ': '}));
+    for (const e of leg.entries || [])
+      legend.appendChild(h('span', {class: 'entry'}, h('span', {class: 'swatch', style: {background: e.color}}), e.label));
+  }
+
+  /* ------------------------------------------------------------------ pan and zoom */
+  function fit() {
+    if (!base) return;
+    view = {...base};
+    applyView();
+  }
+  function applyView() { if (svgEl && view) svgEl.setAttribute('viewBox', [view.x, view.y, view.w, view.h].join(' ')); }
+  /* The SVG user-space point under a client position. */
+  function toSvg(cx, cy) {
+    const m = svgEl.getScreenCTM();
+    if (!m) return {x: 0, y: 0};
+    const p = new DOMPoint(cx, cy).matrixTransform(m.inverse());
+    return {x: p.x, y: p.y};
+  }
+  viewBox.addEventListener('wheel', (e) => {
+    if (!svgEl || !view) return;
+    e.preventDefault();
+    const k = Math.exp(Math.max(-0.5, Math.min(0.5, e.deltaY * 0.0015)));
+    const p = toSvg(e.clientX, e.clientY);
+    const w = Math.min(Math.max(view.w * k, base.w / 200), base.w * 20);
+    const f = w / view.w;
+    view = {x: p.x - (p.x - view.x) * f, y: p.y - (p.y - view.y) * f, w, h: view.h * f};
+    applyView();
+  }, {passive: false});
+  let drag = null;
+  viewBox.addEventListener('mousedown', (e) => {
+    if (e.button !== 0 || !svgEl) return;
+    drag = {x: e.clientX, y: e.clientY, view: {...view}, moved: false};
+  });
+  window.addEventListener('mousemove', (e) => {
+    if (!drag) return;
+    const dx = e.clientX - drag.x, dy = e.clientY - drag.y;
+    if (!drag.moved && Math.hypot(dx, dy) < 4) return;
+    drag.moved = true;
+    viewBox.classList.add('dragging');
+    const m = svgEl.getScreenCTM();
+    const s = m ? m.a : 1;
+    view = {...drag.view, x: drag.view.x - dx / s, y: drag.view.y - dy / s};
+    applyView();
+  });
+  window.addEventListener('mouseup', () => { setTimeout(() => { drag = null; }, 0); viewBox.classList.remove('dragging'); });
+  viewBox.addEventListener('dblclick', (e) => { if (!e.target.closest('g.node')) fit(); });
+
+  /* ------------------------------------------------------------------ clicks */
+  viewBox.addEventListener('click', (e) => {
+    if (drag && drag.moved) return;
+    const g = e.target.closest('g.node, g.cluster');
+    if (!g || !g.id) return;
+    const id = g.id;
+    if (g.classList.contains('cluster')) {
+      if (id.startsWith('cluster:') && id !== 'cluster:__aux__' && e.target.closest('text')) collapse(id.slice(8));
+    } else if (id.startsWith('scope:')) {
+      expandPath(id.slice(6));
+      loadSvg();
+    } else if (id.startsWith('node:')) {
+      showNode(id.slice(5));
+    } else if (id.startsWith('stub:')) {
+      showNode(id.slice(5, id.lastIndexOf('@') > 5 ? id.lastIndexOf('@') : undefined));
+    }
+  });
+  function expandPath(scope) {
+    const parts = scope.split('/');
+    for (let i = 1; i <= parts.length; i++) state.expand.add(parts.slice(0, i).join('/'));
+  }
+  function collapse(scope) {
+    if (state.expandAll) {   /* turn "all" into the explicit set of scopes, minus this one */
+      state.expandAll = false;
+      for (const n of names) { const p = n.split('/'); for (let i = 1; i < p.length; i++) state.expand.add(p.slice(0, i).join('/')); }
+    }
+    for (const s of [...state.expand]) if (s === scope || s.startsWith(scope + '/')) state.expand.delete(s);
+    loadSvg();
+  }
+
+  function markSelected() {
+    if (!svgEl) return;
+    for (const g of svgEl.querySelectorAll('g.selected')) g.classList.remove('selected');
+    const el = state.selected ? findById('node:' + state.selected) : null;
+    if (el) el.classList.add('selected');
+  }
+  function findById(id) { return svgEl ? [...svgEl.querySelectorAll('g')].find((x) => x.id === id) : null; }
+  function centerOn(name) {
+    const el = findById('node:' + name) || findById('cluster:' + name) || findById('scope:' + name);
+    if (!el || !el.getBBox) return;
+    const b = el.getBBox();
+    const m = el.getCTM && el.getCTM(), root = svgEl.getCTM();
+    let cx = b.x + b.width / 2, cy = b.y + b.height / 2;
+    if (m && root) { const p = new DOMPoint(cx, cy).matrixTransform(root.inverse().multiply(m)); cx = p.x; cy = p.y; }
+    const w = Math.min(base.w, Math.max(400, b.width * 4)), hh = w * base.h / base.w;
+    view = {x: cx - w / 2, y: cy - hh / 2, w, h: hh};
+    applyView();
+  }
+
+  function doSearch(text) {
+    if (!text) { state.highlight = ''; loadSvg(); return; }
+    const exact = names.find((n) => n === text);
+    const isScope = !exact && names.some((n) => n.startsWith(text + '/'));
+    const hit = exact || (isScope ? text : names.find((n) => n.includes(text)));
+    if (!hit) { tide.message('no node or scope matches "' + text + '"', 'info'); return; }
+    tide.message('');
+    const parts = hit.split('/');
+    const upto = isScope ? parts.length - 1 : parts.length - 1;
+    if (upto > 0) expandPath(parts.slice(0, upto).join('/'));
+    state.highlight = hit;
+    loadSvg().then(() => { if (!isScope) showNode(hit); });
+  }
+
+  /* ------------------------------------------------------------------ the node panel */
+  async function showNode(name) {
+    state.selected = name;
+    saveUrl();
+    markSelected();
+    const n = await api('/api/node', {session: state.session, version: state.version, name, run: state.run});
+    if (!n) return;
+    const link = (x) => {
+      const target = tide.inputNode(x);
+      return h('li', null, h('a', {href: '#', text: String(x), onclick: (e) => { e.preventDefault(); reveal(target); }}));
+    };
+    clear(side).hidden = false;
+    append(side, [
+      h('div', {style: {display: 'flex', justifyContent: 'space-between'}}, h('h2', {text: 'node'}),
+        h('button', {class: 'close', text: '×', title: 'close', onclick: () => { side.hidden = true; state.selected = ''; saveUrl(); markSelected(); }})),
+      h('h1', {id: 'n-name', text: n.name}),
+      h('table', {class: 'kv'}, h('tbody', null,
+        h('tr', null, h('td', {text: 'op'}), h('td', {id: 'n-op', text: n.op})),
+        h('tr', null, h('td', {text: 'device'}), h('td', null, h('span', {class: 'swatch', style: {background: tide.deviceColor(n.device)}}),
+          tide.shortDevice(n.device) || 'unplaced')),
+        h('tr', null, h('td', {text: 'requested'}), h('td', {text: n.requested_device || '–'})),
+        h('tr', null, h('td', {text: 'time'}), h('td', {text: n.time_us === null || n.time_us === undefined ? '– (not timed)' : tide.fmtUs(n.time_us)})))),
+      h('h2', {text: 'attributes'}), h('pre', {class: 'attrs', text: n.attrs || '(none)'}),
+      h('h2', {text: 'inputs (' + (n.inputs || []).length + ')'}), h('ul', null, (n.inputs || []).map(link)),
+      (n.control_inputs || []).length ? [h('h2', {text: 'control inputs'}), h('ul', null, n.control_inputs.map(link))] : null,
+      h('h2', {text: 'consumers (' + (n.consumers || []).length + ')'}), h('ul', {id: 'n-consumers'}, (n.consumers || []).map(link)),
+      h('h2', {text: 'latest tensor'}),
+      n.tensor ? tensorStats(n.tensor) : h('p', {class: 'muted', text: 'not logged (:watch ' + n.name + ' logs it)'}),
+      h('p', null, h('a', {href: tide.url('/tensor', {node: n.name, output: 0, session: state.session}), text: 'tensor page →'})),
+    ]);
+  }
+  function tensorStats(t) {
+    const rows = [['step', t.step], ['dtype', t.dtype], ['shape', '[' + (t.shape || []).join(', ') + ']'], ['min', t.min], ['max', t.max],
+                  ['mean', t.mean], ['std', t.std], ['NaN / Inf', t.nan_count + ' / ' + t.inf_count]];
+    return h('table', {class: 'kv', id: 'n-tensor'}, h('tbody', null, rows.map(([k, v]) => h('tr', null, h('td', {text: k}), h('td', {class: 'mono', text: tide.fmtNum(v)})))));
+  }
+  /* Shows node name: expands its scope if it is hidden, then opens its panel. */
+  function reveal(name) {
+    if (!findById('node:' + name)) {
+      const parts = name.split('/');
+      if (parts.length > 1) expandPath(parts.slice(0, -1).join('/'));
+      state.highlight = name;
+      loadSvg().then(() => showNode(name));
+    } else {
+      centerOn(name);
+      showNode(name);
+    }
+  }
+
+  tide.topbar('graph');
+  tide.onStatus(async (s, changed) => {
+    if (changed.first) {
+      await refreshPickers();
+      await loadSvg();
+      if (state.selected) showNode(state.selected);
+      return;
+    }
+    if (changed.graph || changed.sessions || changed.run) {
+      await refreshPickers();
+      /* Only a view that follows "latest" (version or run) changes with the log. */
+      if ((changed.graph && !state.version) || (changed.run && !state.run)) loadSvg();
+    }
+  });
+})();

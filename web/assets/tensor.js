@@ -1,0 +1,235 @@
+/* tensor.js — the tensor page (/tensor?node=&output=&session=&step=): a picker of the logged tensors,
+ * the statistics at a step, the histogram, the values paged in a table, a heat map of 2-D tensors, an
+ * image grid of NHWC tensors with 1 or 3 channels (each image min-max scaled), and a chosen statistic
+ * across steps. Follows the latest step while none is chosen. */
+'use strict';
+(() => {
+  const {h, api, clear, option, params, setParams, append, fmtNum} = tide;
+  const page = document.getElementById('page');
+  const PAGE = 100, MAX_DRAW = 100000;
+  const q = params();
+  const state = {node: q.get('node') || '', output: Number(q.get('output') || 0), session: q.get('session') || '',
+                 step: q.has('step') ? Number(q.get('step')) : -1, offset: 0, stat: q.get('stat') || 'mean'};
+  let tensors = [];
+  let current = null;
+
+  const pick = h('select', {id: 'x-tensor', onchange: () => {
+    const t = tensors[Number(pick.value)];
+    if (t) { state.node = t.node; state.output = t.output; state.step = -1; state.offset = 0; load(); }
+  }});
+  const stepIn = h('input', {id: 'x-step', type: 'number', style: {width: '70px'}, title: '-1: the latest step', value: String(state.step),
+    onchange: () => { state.step = Number(stepIn.value); state.offset = 0; load(); }});
+  const statSel = h('select', {id: 'x-stat', onchange: () => { state.stat = statSel.value; setParams({stat: state.stat}); loadHistory(); }},
+    ['min', 'max', 'mean', 'std', 'nan_count', 'inf_count'].map((s) => option(s, s)));
+  statSel.value = state.stat;
+  const statsBox = h('div', {id: 'x-stats'});
+  const histCanvas = h('canvas', {class: 'chart', id: 'x-hist', style: {height: '160px'}});
+  const histTip = h('div', {class: 'tip', hidden: true});
+  const valuesBox = h('div', {id: 'x-values'});
+  const pictureBox = h('div', {id: 'x-picture'});
+  const histCanvas2 = h('canvas', {class: 'chart', id: 'x-history'});
+  const historyTip = h('div', {class: 'tip', hidden: true});
+  const title = h('h1', {id: 'x-title'});
+
+  append(page, [
+    h('div', {class: 'toolbar'}, h('label', null, 'tensor', pick),
+      h('label', null, 'step', stepIn, h('button', {text: '◀', title: 'previous step', onclick: () => moveStep(-1)}),
+        h('button', {text: '▶', title: 'next step', onclick: () => moveStep(1)}),
+        h('button', {text: 'latest', onclick: () => { state.step = -1; stepIn.value = '-1'; load(); }}))),
+    title,
+    h('div', {class: 'tensor-grid'},
+      h('div', null, h('div', {class: 'panel'}, h('h2', {text: 'statistics'}), statsBox),
+        h('div', {class: 'panel'}, h('h2', {text: 'histogram'}), h('div', {style: {position: 'relative'}}, histCanvas, histTip))),
+      h('div', null, h('div', {class: 'panel'}, h('h2', {text: 'picture'}), pictureBox),
+        h('div', {class: 'panel'}, h('h2', {text: 'values'}), valuesBox),
+        h('div', {class: 'panel'}, h('div', {class: 'toolbar'}, h('h2', {text: 'across steps', style: {margin: 0}}), statSel),
+          h('div', {style: {position: 'relative'}}, histCanvas2, historyTip)))),
+  ]);
+
+  async function loadPicker() {
+    const t = await api('/api/tensors', {session: state.session});
+    if (!t) return;
+    /* One entry per node output (a tensor both fetched and watched is listed once per kind). */
+    const seen = new Map();
+    for (const x of t) {
+      const k = x.node + ':' + x.output, y = seen.get(k);
+      if (!y) seen.set(k, {...x});
+      else { y.kind += ', ' + x.kind; y.first_step = Math.min(y.first_step, x.first_step); y.last_step = Math.max(y.last_step, x.last_step); }
+    }
+    tensors = [...seen.values()];
+    clear(pick);
+    if (!tensors.length) {
+      pick.appendChild(option('', 'no logged tensors'));
+      tide.message('No tensors are logged yet: :watch NODE logs a node\'s values at every run.', 'info');
+      return;
+    }
+    tensors.forEach((x, i) => pick.appendChild(option(i, x.node + ':' + x.output + ' · ' + x.kind + ' · ' + (Array.isArray(x.shape) ? '[' + x.shape.join(', ') + ']' : String(x.shape || '')) + ' · steps ' + x.first_step + '–' + x.last_step)));
+    let i = tensors.findIndex((x) => x.node === state.node && x.output === state.output);
+    if (i < 0 && !state.node) { i = 0; state.node = tensors[0].node; state.output = tensors[0].output; }
+    pick.value = i >= 0 ? String(i) : '';
+  }
+
+  function moveStep(d) {
+    if (!current) return;
+    state.step = Math.max(0, current.step + d);
+    stepIn.value = String(state.step);
+    state.offset = 0;
+    load();
+  }
+
+  async function load() {
+    if (!state.node) return;
+    setParams({node: state.node, output: state.output, session: state.session, step: state.step >= 0 ? state.step : ''});
+    const t = await api('/api/tensor', {node: state.node, output: state.output, session: state.session, step: state.step});
+    if (!t) return;
+    current = t;
+    title.textContent = t.node + ':' + t.output + ' at step ' + t.step;
+    showStats(t);
+    drawHistogram(t.histogram);
+    await Promise.all([loadValues(), loadPicture(t), loadHistory()]);
+  }
+
+  function showStats(t) {
+    const rows = [['node', t.node + ':' + t.output], ['session', t.session], ['run', t.run], ['step', t.step], ['dtype', t.dtype],
+      ['shape', '[' + (t.shape || []).join(', ') + ']'], ['elements', t.num_elements], ['min', t.min], ['max', t.max], ['mean', t.mean],
+      ['std', t.std], ['NaN', t.nan_count], ['±Inf', t.inf_count], ['value stored', t.has_value ? 'yes' : 'no (statistics only)']];
+    clear(statsBox).appendChild(h('table', {class: 'kv'}, h('tbody', null, rows.map(([k, v]) =>
+      h('tr', null, h('td', {text: k}), h('td', {class: 'mono', text: fmtNum(v, 6)}))))));
+    const run = statsBox.querySelector('tr:nth-child(3) td:last-child');
+    if (run && t.run) clear(run).appendChild(h('a', {href: tide.url('/timeline', {run: t.run}), text: String(t.run)}));
+  }
+
+  function drawHistogram(hist) {
+    const dpr = window.devicePixelRatio || 1;
+    const W = histCanvas.clientWidth || 300, H = histCanvas.clientHeight || 160;
+    histCanvas.width = W * dpr; histCanvas.height = H * dpr;
+    const ctx = histCanvas.getContext('2d');
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, W, H);
+    ctx.font = '11px system-ui, sans-serif';
+    const counts = hist && hist.counts ? hist.counts : [];
+    if (!counts.length) { ctx.fillStyle = '#888'; ctx.fillText('no histogram', 10, H / 2); return; }
+    const top = Math.max(...counts, 1), bw = (W - 10) / counts.length, B = 18;
+    ctx.fillStyle = '#4e79a7';
+    counts.forEach((c, i) => { const bh = c / top * (H - B - 6); ctx.fillRect(5 + i * bw, H - B - bh, Math.max(1, bw - 1), bh); });
+    ctx.fillStyle = '#666';
+    ctx.fillText(fmtNum(hist.min, 4), 5, H - 4);
+    const mx = fmtNum(hist.max, 4);
+    ctx.fillText(mx, W - 5 - ctx.measureText(mx).width, H - 4);
+    histCanvas.onmousemove = (e) => {
+      const i = Math.floor((e.offsetX - 5) / bw);
+      if (i < 0 || i >= counts.length) { histTip.hidden = true; return; }
+      const w = (hist.max - hist.min) / counts.length;
+      histTip.textContent = '[' + fmtNum(hist.min + i * w, 4) + ', ' + fmtNum(hist.min + (i + 1) * w, 4) + '): ' + counts[i];
+      histTip.hidden = false; histTip.style.left = Math.min(e.offsetX + 10, W - 150) + 'px'; histTip.style.top = e.offsetY + 10 + 'px';
+    };
+    histCanvas.onmouseleave = () => { histTip.hidden = true; };
+  }
+
+  const vparams = (offset, limit) => ({node: state.node, output: state.output, session: state.session, step: current.step, offset, limit});
+  function index(shape, flat) {
+    const idx = [];
+    for (let d = shape.length - 1; d >= 0; d--) { idx.unshift(flat % shape[d]); flat = Math.floor(flat / shape[d]); }
+    return '[' + idx.join(', ') + ']';
+  }
+  async function loadValues() {
+    clear(valuesBox);
+    if (!current.has_value) { valuesBox.appendChild(h('p', {class: 'muted', text: 'Only statistics were logged at this step (the value was over the cap or pruned).'})); return; }
+    const v = await api('/api/tensor/values', vparams(state.offset, PAGE));
+    if (!v) return;
+    const shape = v.shape || [];
+    const rows = v.values.map((x, i) => ({i: v.offset + i, x}));
+    const last = Math.min(v.offset + v.values.length, v.total);
+    append(valuesBox, [
+      h('div', {class: 'pager'},
+        h('button', {id: 'x-prev', text: '◀ prev', disabled: v.offset === 0, onclick: () => { state.offset = Math.max(0, state.offset - PAGE); loadValues(); }}),
+        h('span', {class: 'muted', text: (v.total ? v.offset + 1 : 0) + '–' + last + ' of ' + v.total}),
+        h('button', {id: 'x-next', text: 'next ▶', disabled: last >= v.total, onclick: () => { state.offset += PAGE; loadValues(); }})),
+      h('div', {class: 'scroll'}, tide.table([{label: 'index', get: (r) => (shape.length ? index(shape, r.i) : '[]')},
+        {label: 'value', get: (r) => fmtNum(r.x, 7), num: true}], rows)),
+    ]);
+  }
+
+  /* ------------------------------------------------------------------ heat map and images */
+  async function loadPicture(t) {
+    clear(pictureBox);
+    const shape = t.shape || [];
+    const isImage = shape.length === 4 && (shape[3] === 1 || shape[3] === 3);
+    if (!(shape.length === 2 || isImage)) { pictureBox.appendChild(h('p', {class: 'muted', text: 'A heat map is drawn for 2-D tensors, an image grid for NHWC tensors with 1 or 3 channels.'})); return; }
+    if (!t.has_value) { pictureBox.appendChild(h('p', {class: 'muted', text: 'No stored value at this step.'})); return; }
+    if (t.num_elements > MAX_DRAW) { pictureBox.appendChild(h('p', {class: 'muted', text: 'Too large to draw (' + t.num_elements + ' elements).'})); return; }
+    const v = await api('/api/tensor/values', vparams(0, MAX_DRAW));
+    if (!v) return;
+    const vals = v.values.map((x) => (typeof x === 'number' ? x : Number(x)));
+    if (isImage) drawImages(shape, vals); else drawHeat(shape, vals);
+  }
+  function viridis(f) {   /* a short viridis-like ramp: dark blue -> green -> yellow */
+    const stops = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
+    f = Math.max(0, Math.min(1, isFinite(f) ? f : 0)) * (stops.length - 1);
+    const i = Math.min(Math.floor(f), stops.length - 2), u = f - i;
+    return stops[i].map((c, k) => Math.round(c + (stops[i + 1][k] - c) * u));
+  }
+  function drawHeat(shape, vals) {
+    const [R, C] = shape;
+    const fin = vals.filter(isFinite);
+    const lo = fin.length ? Math.min(...fin) : 0, hi = fin.length ? Math.max(...fin) : 1;
+    const cell = Math.max(2, Math.min(24, Math.floor(600 / Math.max(R, C))));
+    const cv = h('canvas', {class: 'heat', id: 'x-heat', width: C * cell, height: R * cell});
+    const ctx = cv.getContext('2d');
+    for (let r = 0; r < R; r++) for (let c = 0; c < C; c++) {
+      const x = vals[r * C + c];
+      const [cr, cg, cb] = isFinite(x) ? viridis(hi > lo ? (x - lo) / (hi - lo) : 0.5) : [255, 0, 255];
+      ctx.fillStyle = 'rgb(' + cr + ',' + cg + ',' + cb + ')';
+      ctx.fillRect(c * cell, r * cell, cell, cell);
+    }
+    const tip = h('div', {class: 'tip', hidden: true});
+    cv.addEventListener('mousemove', (e) => {
+      const c = Math.floor(e.offsetX / cell), r = Math.floor(e.offsetY / cell);
+      if (r >= R || c >= C) { tip.hidden = true; return; }
+      tip.textContent = '[' + r + ', ' + c + '] = ' + fmtNum(vals[r * C + c], 6);
+      tip.hidden = false; tip.style.left = e.offsetX + 12 + 'px'; tip.style.top = e.offsetY + 12 + 'px';
+    });
+    cv.addEventListener('mouseleave', () => { tip.hidden = true; });
+    append(pictureBox, [h('div', {class: 'muted', text: 'heat map ' + R + ' × ' + C + ' · ' + fmtNum(lo, 4) + ' … ' + fmtNum(hi, 4)}),
+      h('div', {style: {position: 'relative', display: 'inline-block'}}, cv, tip)]);
+  }
+  function drawImages(shape, vals) {
+    const [N, H, W, C] = shape;
+    const scale = Math.max(1, Math.min(32, Math.floor(96 / Math.max(H, W))));
+    const cols = Math.max(1, Math.min(N, Math.floor(640 / (W * scale + 4))));
+    const rowsN = Math.ceil(N / cols);
+    const cv = h('canvas', {class: 'images', id: 'x-images', width: cols * (W * scale + 4), height: rowsN * (H * scale + 4)});
+    const ctx = cv.getContext('2d');
+    ctx.imageSmoothingEnabled = false;
+    const tmp = document.createElement('canvas'); tmp.width = W; tmp.height = H;
+    const tctx = tmp.getContext('2d');
+    for (let n = 0; n < N; n++) {
+      const img = vals.slice(n * H * W * C, (n + 1) * H * W * C);
+      const fin = img.filter(isFinite);
+      const lo = fin.length ? Math.min(...fin) : 0, hi = fin.length ? Math.max(...fin) : 1;
+      const data = tctx.createImageData(W, H);
+      for (let p = 0; p < H * W; p++) for (let k = 0; k < 3; k++) {
+        const x = img[p * C + (C === 3 ? k : 0)];
+        data.data[p * 4 + k] = isFinite(x) ? Math.round(hi > lo ? (x - lo) / (hi - lo) * 255 : 128) : 0;
+        data.data[p * 4 + 3] = 255;
+      }
+      tctx.putImageData(data, 0, 0);
+      ctx.drawImage(tmp, (n % cols) * (W * scale + 4) + 2, Math.floor(n / cols) * (H * scale + 4) + 2, W * scale, H * scale);
+    }
+    append(pictureBox, [h('div', {class: 'muted', text: N + ' image' + (N === 1 ? '' : 's') + ' ' + H + ' × ' + W + ' × ' + C + ', each min-max scaled'}), cv]);
+  }
+
+  async function loadHistory() {
+    if (!state.node) return;
+    const r = await api('/api/tensor/history', {node: state.node, output: state.output, session: state.session, stat: state.stat});
+    if (!r) return;
+    tide.lineChart(histCanvas2, [{label: state.stat, color: '#f28e2b',
+      points: r.points.map((p) => ({x: p.step, y: typeof p.value === 'number' ? p.value : Number(p.value)}))}], {tip: historyTip});
+  }
+
+  tide.topbar('tensor');
+  tide.onStatus(async (s, changed) => {
+    if (changed.first) { await loadPicker(); load(); return; }
+    if (changed.run) { await loadPicker(); if (state.step < 0) load(); else loadHistory(); }
+  });
+})();

@@ -1,0 +1,173 @@
+/* web_internal.h — what the files of web/ share: a request (its query parameters and the log it
+ * reads), a reply (status, content type, body), the parameter and SQL helpers every endpoint uses,
+ * and the endpoints themselves (api_*.c), which server.c routes to.
+ *
+ * An endpoint reads parameters with web_arg*, which answer 400 naming the parameter when a value is
+ * bad; reads the log with web_sql_* (tide_store_query_bound: every value from the URL is BOUND, never
+ * spliced into SQL; only names from fixed tables are); and fills the reply with web_reply_json or
+ * web_reply_error. Much of the JSON is built by SQLite itself (json_object, json_group_array), which
+ * escapes every string; the rest by viz/json.h. */
+#ifndef TIDE_WEB_INTERNAL_H
+#define TIDE_WEB_INTERNAL_H
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "json.h"
+#include "store.h"
+#include "tide.h"
+#include "web.h"
+
+#define WEB_MAX_URI 2048 /* longer request URIs are answered 414 */
+
+#define WEB_CACHE_SLOTS 16 /* drawings kept (graph.svg, legend), least recently used replaced */
+
+typedef struct web_cache_entry {
+    char *key;  /* the endpoint, its parameters and the log's state (web_cache_key); NULL: empty slot */
+    char *body;
+    size_t len;
+    uint64_t used;
+} web_cache_entry;
+
+struct tide_web {
+    struct MHD_Daemon *daemon;
+    char *db_path;
+    char url[96];
+    int port;
+    pthread_mutex_t graphviz; /* Graphviz is not thread-safe: one drawing at a time */
+    pthread_mutex_t cache_lock;
+    web_cache_entry cache[WEB_CACHE_SLOTS];
+    uint64_t cache_clock;
+};
+
+typedef struct web_request {
+    struct MHD_Connection *con;
+    tide_web *w;
+    const char *db; /* w->db_path */
+} web_request;
+
+typedef struct web_reply {
+    int status;
+    const char *content_type; /* static text */
+    char *body;               /* malloc'd (handed to libmicrohttpd) or NULL */
+    size_t len;
+    const unsigned char *static_body; /* an embedded asset, used when body is NULL */
+    char disposition[96];     /* a Content-Disposition header, or "" */
+    bool cacheable;           /* an embedded asset (not no-store) */
+} web_reply;
+
+#define WEB_JSON_TYPE "application/json; charset=utf-8"
+
+/* ---------------------------------------------------------------- server.c: replies */
+
+/* {"error": "message"} with status (400, 404, 500...). */
+void web_reply_error(web_reply *out, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The error of a failed store or viz call: NOT_FOUND -> 404, INVALID_ARGUMENT -> 400, else 500. */
+void web_reply_tide_error(web_reply *out, const tide_error *err);
+/* A 200 JSON reply that takes over body (malloc'd); body NULL: 500 (out of memory). */
+void web_reply_json(web_reply *out, char *body, size_t len);
+/* A 200 reply of another type that takes over body. */
+void web_reply_take(web_reply *out, const char *content_type, char *body, size_t len);
+/* Takes the builder's document as a 200 JSON reply (500 if it failed). */
+void web_reply_builder(web_reply *out, tide_json *j);
+
+/* ---------------------------------------------------------------- server.c: parameters */
+
+/* The query parameter's value; NULL when absent or empty. */
+const char *web_arg(web_request *rq, const char *name);
+/* An integer parameter in [min, max]; absent: def. False (400 set in out) when malformed or out of range. */
+bool web_arg_int(web_request *rq, web_reply *out, const char *name, int64_t def, int64_t min, int64_t max,
+                 int64_t *value);
+/* A required parameter; false (400 naming it) when absent. */
+bool web_arg_required(web_request *rq, web_reply *out, const char *name, const char **value);
+/* One of choices (NULL-terminated) or absent (*value NULL); false (400 listing them) otherwise. */
+bool web_arg_choice(web_request *rq, web_reply *out, const char *name, const char *const *choices,
+                    const char **value);
+/* A comma-separated list of up to max integers >= 1; false (400) when malformed or too long. */
+bool web_arg_int_list(web_request *rq, web_reply *out, const char *name, int max, int64_t *values, int *count);
+
+/* ---------------------------------------------------------------- server.c: the log */
+
+/* Runs one bound query expected to give one value (row 0, column 0). True with *value malloc'd, or
+ * NULL for SQL NULL / no row; false with the error in out (500). */
+bool web_sql_value(web_request *rq, web_reply *out, const char *sql, const char *const *params, int n,
+                   char **value);
+/* The same for an integer value; *value = def for SQL NULL or no row. */
+bool web_sql_int(web_request *rq, web_reply *out, const char *sql, const char *const *params, int n, int64_t def,
+                 int64_t *value);
+/* Runs a query whose one value is a JSON document (built by SQLite) and replies with it; a NULL
+ * result is answered 404 with not_found (a printf-free message). */
+void web_sql_reply(web_request *rq, web_reply *out, const char *sql, const char *const *params, int n,
+                   const char *not_found);
+/* The session of parameter `session`: absent or 0 means the latest (0 when the log has none). False
+ * (404) for a session the log does not have. */
+bool web_arg_session(web_request *rq, web_reply *out, int64_t *session);
+/* A runs.id parameter that must exist (required, or absent -> *run = 0 when !required). False with
+ * 400/404 set. */
+bool web_arg_run(web_request *rq, web_reply *out, const char *name, bool required, int64_t *run);
+
+/* A copy of the cached body for key (malloc'd, *len set), or NULL. */
+char *web_cache_get(tide_web *w, const char *key, size_t *len);
+/* Keeps a copy of body under key (replacing the least recently used entry); quietly nothing when out
+ * of memory. */
+void web_cache_put(tide_web *w, const char *key, const char *body, size_t len);
+
+/* An integer as text for binding (buf of 24 bytes). */
+const char *web_itoa(char *buf, int64_t v);
+
+/* SQL fragments. A device name without the local job prefix ("/cpu:1"); a column that holds a JSON
+ * array, as JSON (an empty array when it is not one: the file may be damaged). */
+#define WEB_SQL_SHORT_DEVICE(x)                                                                          \
+    "replace(CASE WHEN " x " LIKE '/job:localhost/replica:0/task:0/%' THEN substr(" x ", 32) ELSE " x   \
+    " END, '/device:', '/')"
+#define WEB_SQL_JSON_ARRAY(x)                                                                            \
+    "json(CASE WHEN json_valid(" x ") THEN CASE WHEN json_type(" x ") = 'array' THEN " x                 \
+    " ELSE '[]' END ELSE '[]' END)"
+#define WEB_SQL_PALETTE                                                                                  \
+    "'[\"#4e79a7\",\"#f28e2b\",\"#59a14f\",\"#e15759\",\"#76b7b2\",\"#edc948\",\"#b07aa1\",\"#ff9da7\"," \
+    "\"#9c755f\",\"#bab0ac\"]'"
+#define WEB_UNPLACED_COLOR "#d3d3d3"
+/* The row of tide_store_query_run for the runs row r, as a JSON object (/api/run, /api/compare). */
+#define WEB_SQL_RUN_JSON                                                                                     \
+    "json_object('id', r.id, 'session', r.session_id, 'step', r.step, 'run_id', r.run_id, 'status', "      \
+    "CASE WHEN r.status IS NULL THEN 'unfinished' ELSE status_name(r.status) END, 'error', r.error, "      \
+    "'wall_ms', round(r.wall_ns / 1e6, 3), 'traced', r.traced, 'feeds', " WEB_SQL_JSON_ARRAY("r.feeds")      \
+    ", 'fetches', " WEB_SQL_JSON_ARRAY("r.fetches") ", 'targets', " WEB_SQL_JSON_ARRAY("r.targets")           \
+    ", 'started', strftime('%Y-%m-%d %H:%M:%f', r.started_at_ns / 1e9, 'unixepoch', 'localtime'), "         \
+    "'nodes_timed', (SELECT count(*) FROM node_timings WHERE run_id = r.id), "                           \
+    "'tensors', (SELECT count(*) FROM tensors WHERE run_id = r.id))"
+
+/* ---------------------------------------------------------------- the endpoints (api_*.c, assets.c) */
+
+typedef void (*web_handler)(web_request *rq, web_reply *out);
+
+void web_api_status(web_request *rq, web_reply *out);
+void web_api_sessions(web_request *rq, web_reply *out);
+void web_api_runs(web_request *rq, web_reply *out);
+void web_api_run(web_request *rq, web_reply *out);
+void web_api_scalars(web_request *rq, web_reply *out);
+void web_api_scalar(web_request *rq, web_reply *out);
+void web_api_graphs(web_request *rq, web_reply *out);
+void web_api_graph(web_request *rq, web_reply *out);
+void web_api_graph_svg(web_request *rq, web_reply *out);
+void web_api_graph_legend(web_request *rq, web_reply *out);
+void web_api_node(web_request *rq, web_reply *out);
+void web_api_timeline(web_request *rq, web_reply *out);
+void web_api_trace(web_request *rq, web_reply *out);
+void web_api_tensors(web_request *rq, web_reply *out);
+void web_api_tensor(web_request *rq, web_reply *out);
+void web_api_tensor_values(web_request *rq, web_reply *out);
+void web_api_tensor_history(web_request *rq, web_reply *out);
+void web_api_compare(web_request *rq, web_reply *out);
+
+/* The JSON of /api/tensor for a logged tensor, appended to j as one object (api_tensor.c). */
+void web_tensor_json(tide_json *j, const tide_store_tensor *t);
+
+/* assets.c: the page or embedded asset a path names ("/", "/graph", "/static/style.css"); false when
+ * none (the reply is untouched). */
+bool web_asset_reply(const char *path, web_reply *out);
+
+#endif
