@@ -2,15 +2,17 @@
 -- devices"): two towers of dense layers joined at the end. Placement puts each node on a device, and
 -- every tensor that crosses devices goes through a _Send/_Recv pair; this prints both, then the step
 -- time placement predicted and the step time measured.
--- Run: tide --devices 2 examples/two_towers.lua [STEPS]
+-- Run: tide --devices 2 examples/two_towers.lua [STEPS [WIDTH [BATCH]]]   (default 20 1024 256)
 --      TIDE_PLACEMENT=naive|round_robin|greedy (default greedy) picks the placement strategy.
 local steps = tonumber(arg and arg[1]) or 20
-x = placeholder(float32, {256, 1024})
+local width = tonumber(arg and arg[2]) or 1024
+local batch = tonumber(arg and arg[3]) or 256
+x = placeholder(float32, {batch, width})
 local function tower(name, seed)
   return scope(name, function()
     local h = x
     for i = 1, 4 do
-      local W = variable(random_normal({1024, 1024}, {stddev = 0.03, seed = seed * 10 + i}), {name = "W" .. i})
+      local W = variable(random_normal({width, width}, {stddev = 0.03, seed = seed * 10 + i}), {name = "W" .. i})
       h = relu(matmul(h, W))
     end
     return h
@@ -18,7 +20,7 @@ local function tower(name, seed)
 end
 y = sum(tower("left", 1) + tower("right", 2))
 run(init())
-local feed = {[x] = run(random_uniform({256, 1024}, {seed = 3}))}
+local feed = {[x] = run(random_uniform({batch, width}, {seed = 3}))}
 local _, stats = run(y, feed, {trace = true})
 
 local by_device, transfers = {}, {}

@@ -18,22 +18,8 @@
 /* The session of graph endpoints: absent or 0 is the latest session that logged a graph (as viz.h). */
 static bool graph_session(web_request *rq, web_reply *out, int64_t *session)
 {
-    if (!web_arg_int(rq, out, "session", 0, 0, INT64_MAX, session))
-        return false;
-    char b[24];
-    const char *p[] = {web_itoa(b, *session)};
-    int64_t found = 0;
-    if (!web_sql_int(rq, out,
-                     "SELECT CASE WHEN ?1 > 0 THEN (SELECT id FROM sessions WHERE id = ?1) ELSE "
-                     "ifnull((SELECT session_id FROM graphs WHERE session_id IS NOT NULL ORDER BY id DESC LIMIT 1), 0) END",
-                     p, 1, -1, &found))
-        return false;
-    if (found < 0) {
-        web_reply_error(out, MHD_HTTP_NOT_FOUND, "no session %" PRId64 " in the run log", *session);
-        return false;
-    }
-    *session = found;
-    return true;
+    return web_arg_session_or_latest(
+        rq, out, "SELECT session_id FROM graphs WHERE session_id IS NOT NULL ORDER BY id DESC LIMIT 1", session);
 }
 
 void web_api_graphs(web_request *rq, web_reply *out)

@@ -231,17 +231,16 @@ void web_sql_reply(web_request *rq, web_reply *out, const char *sql, const char 
         web_reply_json(out, text, strlen(text));
 }
 
-bool web_arg_session(web_request *rq, web_reply *out, int64_t *session)
+bool web_arg_session_or_latest(web_request *rq, web_reply *out, const char *latest_sql, int64_t *session)
 {
     if (!web_arg_int(rq, out, "session", 0, 0, INT64_MAX, session))
         return false;
-    char buf[24];
+    char buf[24], sql[512];
     const char *p[] = {web_itoa(buf, *session)};
+    snprintf(sql, sizeof sql, "SELECT CASE WHEN ?1 > 0 THEN (SELECT id FROM sessions WHERE id = ?1) ELSE ifnull((%s), 0) END",
+             latest_sql);
     int64_t found = 0;
-    if (!web_sql_int(rq, out,
-                     "SELECT CASE WHEN ?1 > 0 THEN (SELECT id FROM sessions WHERE id = ?1) "
-                     "ELSE ifnull((SELECT max(id) FROM sessions), 0) END",
-                     p, 1, -1, &found))
+    if (!web_sql_int(rq, out, sql, p, 1, -1, &found))
         return false;
     if (found < 0) {
         web_reply_error(out, MHD_HTTP_NOT_FOUND, "no session %" PRId64 " in the run log", *session);
@@ -249,6 +248,11 @@ bool web_arg_session(web_request *rq, web_reply *out, int64_t *session)
     }
     *session = found;
     return true;
+}
+
+bool web_arg_session(web_request *rq, web_reply *out, int64_t *session)
+{
+    return web_arg_session_or_latest(rq, out, "SELECT max(id) FROM sessions", session);
 }
 
 bool web_arg_run(web_request *rq, web_reply *out, const char *name, bool required, int64_t *run)

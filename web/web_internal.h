@@ -105,6 +105,9 @@ void web_sql_reply(web_request *rq, web_reply *out, const char *sql, const char 
 /* The session of parameter `session`: absent or 0 means the latest (0 when the log has none). False
  * (404) for a session the log does not have. */
 bool web_arg_session(web_request *rq, web_reply *out, int64_t *session);
+/* The same with another rule for an absent session: latest_sql (a constant query, no parameters) gives
+ * the session to use. */
+bool web_arg_session_or_latest(web_request *rq, web_reply *out, const char *latest_sql, int64_t *session);
 /* A runs.id parameter that must exist (required, or absent -> *run = 0 when !required). False with
  * 400/404 set. */
 bool web_arg_run(web_request *rq, web_reply *out, const char *name, bool required, int64_t *run);
