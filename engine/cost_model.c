@@ -26,7 +26,7 @@ void tide__cost_model_default(tide_cost_model *m)
     m->flops_per_s = 20e9;
     m->bytes_per_s = 10e9;
     m->node_overhead_s = 1e-6;
-    m->transfer_latency_s = 2e-6;
+    m->transfer_latency_s = 20e-6; /* a hand-over between two devices' threads: 7-57 us measured (docs/devices.md) */
     m->transfer_bytes_per_s = 0; /* virtual CPU devices share memory: nothing is copied */
 }
 

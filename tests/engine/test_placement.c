@@ -734,7 +734,7 @@ static void test_cost_model_flops(void)
     tide__cost_model_default(&d);
     CU_ASSERT_EQUAL(d.flops_per_s, 20e9);
     CU_ASSERT_EQUAL(d.bytes_per_s, 10e9);
-    CU_ASSERT_EQUAL(d.transfer_latency_s, 2e-6);
+    CU_ASSERT_EQUAL(d.transfer_latency_s, 20e-6);
     CU_ASSERT_EQUAL(d.transfer_bytes_per_s, 0);
     CU_ASSERT_EQUAL(tide__cost_estimate(&d, NULL, k, NULL), d.node_overhead_s);
     CU_ASSERT(d.node_overhead_s > 0);
