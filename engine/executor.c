@@ -222,6 +222,26 @@ static void finish_item(tide_step *step)
     }
 }
 
+/* "[64, 256] []": the shapes of outs, clipped to size with "..." (buf always terminated). */
+static void format_shapes(char *buf, size_t size, tide_tensor *const *outs, int n)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; outs && i < n; i++) {
+        char one[TIDE_SHAPE_STR_MAX];
+        if (outs[i])
+            tide_shape_format(tide_tensor_shape(outs[i]), one, sizeof one);
+        else
+            snprintf(one, sizeof one, "?");
+        size_t len = strlen(one) + (i > 0);
+        if (at + len >= size) {
+            snprintf(buf + (at < size - 4 ? at : size - 4), 4, "...");
+            return;
+        }
+        at += (size_t)snprintf(buf + at, size - at, "%s%s", i > 0 ? " " : "", one);
+    }
+}
+
 static void observe(tide_step *step, const tide_exec_item *it, tide_tensor **outs, size_t bytes)
 {
     const tide_step_args *a = step->args;
@@ -232,6 +252,7 @@ static void observe(tide_step *step, const tide_exec_item *it, tide_tensor **out
         t->thread = tide__pool_thread_index();
         t->end_ns = tide__now_ns();
         t->output_bytes = bytes;
+        format_shapes(t->output_shapes, sizeof t->output_shapes, outs, it->kn.num_outputs);
         for (int o = 0; o < a->num_observers; o++)
             if (a->observers[o].obs.node_finished)
                 a->observers[o].obs.node_finished(a->observers[o].obs.user, &a->info, t);

@@ -312,6 +312,9 @@ typedef struct tide_node_timing {
     int thread;             /* executor thread index (-1: the caller's thread) */
     int64_t scheduled_ns, start_ns, end_ns; /* CLOCK_MONOTONIC nanoseconds */
     size_t output_bytes;
+    /* The shapes of the outputs this execution produced, "[64, 256]" or "[64, 256] []" for two outputs
+     * ("" for none), clipped to the buffer with "..." at the end. */
+    char output_shapes[64];
 } tide_node_timing;
 
 /* Callbacks come from executor threads concurrently: they must be thread-safe and quick. Any may be

@@ -771,7 +771,7 @@ static int push_stats(lua_State *L, tide_step_stats *stats)
     lua_setfield(L, -2, "simulated_ms"); /* the step time placement predicted */
     for (int i = 0; i < n; i++) {
         const tide_node_timing *t = tide_step_stats_at(stats, i);
-        lua_createtable(L, 0, 8);
+        lua_createtable(L, 0, 9);
         lua_pushnumber(L, (double)(t->start_ns - origin) / 1e3);
         lua_setfield(L, -2, "start_us");
         lua_pushnumber(L, (double)(t->end_ns - origin) / 1e3);
@@ -788,6 +788,8 @@ static int push_stats(lua_State *L, tide_step_stats *stats)
         lua_setfield(L, -2, "us");
         lua_pushinteger(L, (lua_Integer)t->output_bytes);
         lua_setfield(L, -2, "bytes");
+        lua_pushstring(L, t->output_shapes);
+        lua_setfield(L, -2, "shapes");
         lua_rawseti(L, -2, i + 1);
     }
     tide_step_stats_free(stats);

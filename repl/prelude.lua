@@ -129,7 +129,7 @@ help.run = "run(fetches [, feeds] [, {trace=false, timeout=seconds}])\n\n" ..
   "Runs the graph: fetches is a node (-> a tensor), a list of nodes (-> a list) or a table of named nodes " ..
   "(-> a table); feeds is {[placeholder] = value}. Nodes without outputs (a training step) run as targets. " ..
   "With trace=true a second result lists each node that ran: {node, op, device, thread, start_us, end_us, " ..
-  "us, bytes} (times from the step's first start), and its field simulated_ms is the step time placement " ..
+  "us, bytes, shapes} (times from the step's first start), and its field simulated_ms is the step time placement " ..
   "predicted. Ctrl-C cancels the run."
 help.clock = "tide.clock()\n\nSeconds on a monotonic wall clock (for timing steps: t = tide.clock(); ...; tide.clock() - t)."
 help.eval = help.run

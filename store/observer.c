@@ -84,6 +84,7 @@ static void node_finished(void *user, const tide_run_info *run, const tide_node_
     r->u.timing.start_ns = t->start_ns;
     r->u.timing.end_ns = t->end_ns;
     r->u.timing.output_bytes = (int64_t)t->output_bytes;
+    r->u.timing.shapes = st_strdup(t->output_shapes);
     st_push(a->store, r);
 }
 

@@ -59,7 +59,10 @@ static const char migrate_1_to_2[] =
     "CREATE INDEX summaries_by_tag_step ON summaries(tag, step);\n"
     "CREATE INDEX summaries_by_run ON summaries(run_id);\n";
 
-static const char *const migrations[TIDE_STORE_SCHEMA_VERSION] = {migrate_0_to_1, migrate_1_to_2};
+/* Version 2 -> 3: each timed node execution records the shapes of the outputs it produced. */
+static const char migrate_2_to_3[] = "ALTER TABLE node_timings ADD COLUMN shapes TEXT;\n";
+
+static const char *const migrations[TIDE_STORE_SCHEMA_VERSION] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3};
 
 static tide_status sql_fail(sqlite3 *db, const char *path, const char *what, tide_error *err)
 {

@@ -56,7 +56,7 @@ typedef struct st_record {
             char *error, *feeds, *fetches, *targets; /* names as JSON arrays */
         } run;
         struct { /* ST_TIMING */
-            char *node, *op, *device;
+            char *node, *op, *device, *shapes;
             int thread;
             int64_t scheduled_ns, start_ns, end_ns, output_bytes;
         } timing;

@@ -31,7 +31,7 @@ static const char *const sql[Q_COUNT] = {
               "fetches, targets, traced) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [Q_RUN_END] = "UPDATE runs SET wall_ns = ?, status = ?, error = ? WHERE id = ?",
     [Q_TIMING] = "INSERT INTO node_timings(run_id, node, op, device, thread, scheduled_ns, start_ns, end_ns, "
-                 "output_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 "output_bytes, shapes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [Q_TENSOR] = "INSERT INTO tensors(run_id, step, node, output, dtype, shape, min, max, mean, std, "
                  "nan_count, inf_count, histogram, value, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [Q_SUMMARY] = "INSERT INTO summaries(run_id, step, tag, value) VALUES (?, ?, ?, ?)",
@@ -246,6 +246,7 @@ static bool write_timing(writer *w, st_record *r, bool *dropped)
     sqlite3_bind_int64(st, 7, r->u.timing.start_ns);
     sqlite3_bind_int64(st, 8, r->u.timing.end_ns);
     sqlite3_bind_int64(st, 9, r->u.timing.output_bytes);
+    bind_text(st, 10, r->u.timing.shapes);
     return done(w, st, "inserting a node timing");
 }
 

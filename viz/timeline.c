@@ -12,7 +12,7 @@
 #include "json.h"
 #include "viz_internal.h"
 
-enum { C_NODE, C_OP, C_DEVICE, C_THREAD, C_SCHED, C_START, C_END, C_BYTES };
+enum { C_NODE, C_OP, C_DEVICE, C_THREAD, C_SCHED, C_START, C_END, C_BYTES, C_SHAPES };
 
 typedef struct tl_lane {
     const char *device; /* full name (borrowed from the table) */
@@ -134,8 +134,19 @@ static tide_status load_run(const char *db_path, int64_t id, tl_run *r, tide_err
     tide_store_table_free(t);
     if (!found)
         return tide_error_set(err, TIDE_NOT_FOUND, "run log %s has no run %" PRId64, db_path, id);
-    r->rows = vz_query(db_path, "SELECT node, op, device, thread, scheduled_ns, start_ns, end_ns, output_bytes "
-                       "FROM node_timings WHERE run_id = ? ORDER BY start_ns, rowid", &id, 1, 1 << 24, err);
+    /* node_timings.shapes exists from schema version 3 (older files are read as they are) */
+    tide_store_table *has = vz_query(db_path, "SELECT count(*) FROM pragma_table_info('node_timings') "
+                                     "WHERE name = 'shapes'", NULL, 0, 1, err);
+    if (!has)
+        return err ? tide_error_code(err) : TIDE_INTERNAL;
+    bool shapes = vz_cell_int(has, 0, 0) > 0;
+    tide_store_table_free(has);
+    r->rows = vz_query(db_path,
+                       shapes ? "SELECT node, op, device, thread, scheduled_ns, start_ns, end_ns, output_bytes, shapes "
+                                "FROM node_timings WHERE run_id = ? ORDER BY start_ns, rowid"
+                              : "SELECT node, op, device, thread, scheduled_ns, start_ns, end_ns, output_bytes, NULL "
+                                "FROM node_timings WHERE run_id = ? ORDER BY start_ns, rowid",
+                       &id, 1, 1 << 24, err);
     if (!r->rows)
         return err ? tide_error_code(err) : TIDE_INTERNAL;
     r->num_rows = tide_store_table_num_rows(r->rows);
@@ -223,6 +234,11 @@ static void run_json(tide_json *j, const tl_run *r)
         time_us(j, r, i, C_SCHED);
         tide_json_key(j, "bytes");
         tide_json_int(j, vz_cell_int(r->rows, i, C_BYTES));
+        tide_json_key(j, "shapes");
+        if (tide_store_table_is_null(r->rows, i, C_SHAPES))
+            tide_json_null(j);
+        else
+            tide_json_string(j, cell(r, i, C_SHAPES));
         tide_json_end_object(j);
     }
     tide_json_end_array(j);
@@ -365,6 +381,10 @@ static void slice(tide_json *j, const tl_run *r, int i)
     tide_json_string(j, cell(r, i, C_OP));
     tide_json_key(j, "bytes");
     tide_json_int(j, vz_cell_int(r->rows, i, C_BYTES));
+    if (!tide_store_table_is_null(r->rows, i, C_SHAPES)) {
+        tide_json_key(j, "shapes");
+        tide_json_string(j, cell(r, i, C_SHAPES));
+    }
     tide_json_end_object(j);
     tide_json_end_object(j);
 }

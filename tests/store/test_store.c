@@ -254,8 +254,8 @@ static const char schema_v1_file[] =
     "  VALUES (1, 0, 'loss', 0, 'float32', '[]', 0.5, 0.5, 0.5, 0, 0, 0);"
     "PRAGMA user_version = 1;";
 
-/* Every earlier version migrates: version 1 gains tensors.kind and the summaries table, and keeps its
- * rows; the migrated file takes new records. */
+/* Every earlier version migrates: version 1 gains tensors.kind and the summaries table (2), then
+ * node_timings.shapes (3), and keeps its rows; the migrated file takes new records. */
 static void test_version1_migrates(void)
 {
     temp_db_new("tide-store");
@@ -267,7 +267,8 @@ static void test_version1_migrates(void)
     CU_ASSERT_EQUAL(tide_store_log_session(s, f.session, f.engine, "new", NULL), 2);
     tide_store_close(s);
     sqlite3 *db = reader();
-    CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), 2);
+    CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), TIDE_STORE_SCHEMA_VERSION);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM pragma_table_info('node_timings') WHERE name = 'shapes'"), 1);
     ASSERT_TEXT(db, "SELECT label FROM sessions WHERE id = 1", "old");
     ASSERT_TEXT(db, "SELECT kind FROM tensors WHERE node = 'loss'", "watched");
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM summaries"), 0);
@@ -451,6 +452,7 @@ static void test_traced_timings(void)
                               "scheduled_ns AND scheduled_ns > 0"),
                     n);
     CU_ASSERT_EQUAL(q_int(db, "SELECT output_bytes FROM node_timings WHERE node = 'm'"), 16);
+    ASSERT_TEXT(db, "SELECT shapes FROM node_timings WHERE node = 'm'", "[2, 2]"); /* what the run produced */
     /* docs/run-log.md: the slowest ops over the last 100 steps */
     const char *slowest = "SELECT t.op, count(*) AS n, sum(t.end_ns - t.start_ns) / 1e3 AS total_us "
                           "FROM node_timings t JOIN runs r ON r.id = t.run_id "

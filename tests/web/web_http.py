@@ -141,6 +141,9 @@ def test_endpoints(c, db):
     tl = c.json("/api/timeline?run=3")
     check("timeline: lanes and events", tl and len(tl["runs"]) == 1 and len(tl["runs"][0]["lanes"]) >= 2
           and len(tl["runs"][0]["events"]) > 10, str(tl)[:300])
+    check("timeline: events carry the shapes they produced",
+          tl and any(e["op"] == "MatMul" and re.fullmatch(r"\[\d+, \d+\]", e["shapes"] or "")
+                     for e in tl["runs"][0]["events"]), str(tl)[:300])
     tl = c.json("/api/timeline?runs=2,3,4")
     check("timeline: three runs", tl and [r["id"] for r in tl["runs"]] == [2, 3, 4], str(tl)[:200])
     st, h, data = c.get("/api/trace.json?run=3")

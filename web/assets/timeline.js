@@ -1,6 +1,6 @@
 /* timeline.js — the timeline page (/timeline?run=N or ?runs=A,B,C): one lane per device and thread
  * (labels on the left), one bar per node execution coloured by device, a tooltip (node, op, start,
- * duration, bytes), arrows from each _Send to its _Recv, zoom (wheel) and pan (drag) on a canvas, a run
+ * duration, output shapes and bytes), arrows from each _Send to its _Recv, zoom (wheel) and pan (drag) on a canvas, a run
  * picker with previous/next, a side-by-side mode that stacks several runs on one time axis (each from
  * its own start), and the "Export Chrome trace" link. Follows the latest traced run when none is chosen. */
 'use strict';
@@ -220,7 +220,7 @@
     append(tip, [h('b', {text: ev.node}), h('div', {text: 'op ' + ev.op + ' · ' + tide.shortDevice(run.lanes[ev.lane].device)}),
       h('div', {text: 'start ' + fmtUs(ev.start_us) + ' · duration ' + fmtUs(ev.end_us - ev.start_us)}),
       ev.scheduled_us !== undefined && ev.scheduled_us !== null ? h('div', {text: 'waited ' + fmtUs(ev.start_us - ev.scheduled_us) + ' after scheduling'}) : null,
-      h('div', {text: 'output ' + tide.fmtBytes(ev.bytes)})]);
+      h('div', {text: 'output ' + (ev.shapes ? ev.shapes + ' · ' : '') + tide.fmtBytes(ev.bytes)})]);
     tip.hidden = false;
     tip.style.left = Math.min(e.offsetX + 12, canvas.clientWidth - 260) + 'px';
     tip.style.top = e.offsetY + 14 + 'px';
