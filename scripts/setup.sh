@@ -11,32 +11,27 @@ packages="gcc libc6-dev pkg-config meson ninja-build python3 \
   libedit-dev libsqlite3-dev libgraphviz-dev libopenblas-dev libmicrohttpd-dev libcunit1-dev liblua5.4-dev \
   zlib1g-dev dataset-fashion-mnist"
 
-missing=""
-for p in $packages; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-  echo "setup: installing$missing"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends $missing >/dev/null
-fi
+# Installs the Debian packages of $1 that are not installed yet ($2: why, for the message).
+install_missing() {
+  missing=""
+  for p in $1; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+  done
+  if [ -n "$missing" ]; then
+    echo "setup: installing$missing$2"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  fi
+}
+install_missing "$packages" ""
 
 # The tests also drive the pages in a headless browser: Debian's Chromium, and playwright-core from
 # npm (pinned in tests/browser/package-lock.json). Node.js and npm come from Debian unless present.
 if [ "$mode" = test ]; then
   test_packages="chromium"
   command -v npm >/dev/null 2>&1 || test_packages="$test_packages nodejs npm"
-  missing=""
-  for p in $test_packages; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-  done
-  if [ -n "$missing" ]; then
-    echo "setup: installing$missing (for the browser tests)"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends $missing >/dev/null
-  fi
+  install_missing "$test_packages" " (for the browser tests)"
   [ -d tests/browser/node_modules/playwright-core ] ||
     npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error >/dev/null
 fi
