@@ -159,6 +159,22 @@ void web_api_graph_legend(web_request *rq, web_reply *out)
     "(SELECT max(run_id) FROM node_timings WHERE node = n.name AND run_id IN "                                \
     "(SELECT id FROM runs WHERE session_id = ?4 AND traced = 1)) END LIMIT 1)"
 
+/* The node query; shapes: the SQL of its output shapes (node_timings.shapes exists from schema 3). */
+#define NODE_SQL(shapes) \
+    "WITH g AS (SELECT id FROM graphs WHERE session_id = ?4 AND (?5 = 0 OR version = ?5) ORDER BY id DESC LIMIT 1) " \
+    "SELECT json_object('name', n.name, 'op', n.op, 'attrs', n.attrs, 'inputs', " WEB_SQL_JSON_ARRAY("n.inputs") \
+    ", 'control_inputs', " WEB_SQL_JSON_ARRAY("n.control_inputs") ", 'consumers', " \
+    "(SELECT json_group_array(c.name) FROM (SELECT c.name FROM nodes c WHERE c.graph_id = n.graph_id AND (" \
+    "EXISTS (SELECT 1 FROM json_each(" WEB_SQL_JSON_ARRAY("c.inputs") ") i WHERE i.value = n.name OR " \
+    "(substr(i.value, 1, length(n.name) + 1) = n.name || ':' AND substr(i.value, length(n.name) + 2) GLOB '[0-9]*')) " \
+    "OR EXISTS (SELECT 1 FROM json_each(" WEB_SQL_JSON_ARRAY("c.control_inputs") ") i WHERE i.value = n.name " \
+    "OR i.value = '^' || n.name)) ORDER BY c.rowid) c), " \
+    "'requested_device', n.requested_device, 'device', " \
+    "ifnull(" WEB_SQL_SHORT_DEVICE("ifnull(" NODE_TIMING("t.device") ", n.assigned_device)") ", ''), " \
+    "'shapes', " shapes ", " \
+    "'time_us', " NODE_TIMING("round((t.end_ns - t.start_ns) / 1e3, 1)") ") " \
+    "FROM nodes n WHERE n.graph_id = (SELECT id FROM g) AND n.name = CAST(?2 AS TEXT)"
+
 void web_api_node(web_request *rq, web_reply *out)
 {
     const char *name;
@@ -166,19 +182,11 @@ void web_api_node(web_request *rq, web_reply *out)
     if (!web_arg_required(rq, out, "name", &name) || !graph_session(rq, out, &session) ||
         !web_arg_int(rq, out, "version", 0, 0, INT64_MAX, &version) || !web_arg_run(rq, out, "run", false, &run))
         return;
-    static const char sql[] =
-        "WITH g AS (SELECT id FROM graphs WHERE session_id = ?4 AND (?5 = 0 OR version = ?5) ORDER BY id DESC LIMIT 1) "
-        "SELECT json_object('name', n.name, 'op', n.op, 'attrs', n.attrs, 'inputs', " WEB_SQL_JSON_ARRAY("n.inputs")
-        ", 'control_inputs', " WEB_SQL_JSON_ARRAY("n.control_inputs") ", 'consumers', "
-        "(SELECT json_group_array(c.name) FROM (SELECT c.name FROM nodes c WHERE c.graph_id = n.graph_id AND ("
-        "EXISTS (SELECT 1 FROM json_each(" WEB_SQL_JSON_ARRAY("c.inputs") ") i WHERE i.value = n.name OR "
-        "(substr(i.value, 1, length(n.name) + 1) = n.name || ':' AND substr(i.value, length(n.name) + 2) GLOB '[0-9]*')) "
-        "OR EXISTS (SELECT 1 FROM json_each(" WEB_SQL_JSON_ARRAY("c.control_inputs") ") i WHERE i.value = n.name "
-        "OR i.value = '^' || n.name)) ORDER BY c.rowid) c), "
-        "'requested_device', n.requested_device, 'device', "
-        "ifnull(" WEB_SQL_SHORT_DEVICE("ifnull(" NODE_TIMING("t.device") ", n.assigned_device)") ", ''), "
-        "'time_us', " NODE_TIMING("round((t.end_ns - t.start_ns) / 1e3, 1)") ") "
-        "FROM nodes n WHERE n.graph_id = (SELECT id FROM g) AND n.name = CAST(?2 AS TEXT)";
+    int64_t has_shapes = 0;
+    if (!web_sql_int(rq, out, "SELECT count(*) FROM pragma_table_info('node_timings') WHERE name = 'shapes'", NULL, 0,
+                     0, &has_shapes))
+        return;
+    const char *sql = has_shapes ? NODE_SQL(NODE_TIMING("t.shapes")) : NODE_SQL("NULL");
     char b[4][24];
     const char *p[] = {NULL, name, web_itoa(b[0], run), web_itoa(b[1], session), web_itoa(b[2], version)};
     char *text = NULL;

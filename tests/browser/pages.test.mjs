@@ -198,6 +198,8 @@ try {
       document.querySelector('#n-name') && document.querySelector('#n-name').textContent === 'layer1/W1' &&
       document.querySelector('#n-op').textContent === 'Variable');
     check(await p.page.$$eval('#n-consumers li', (l) => l.length) >= 1, 'graph: the node panel lists consumers');
+    const shapes = await p.page.$eval('#n-shapes', (e) => e.textContent);
+    check(/^\[\d+, \d+\]$/.test(shapes), 'graph: the node panel shows the shape W1 had in the run', shapes);
     check(await p.page.$('#n-tensor') !== null, 'graph: the node panel shows the watched tensor\'s statistics');
     await p.page.screenshot({path: path.join(shots, 'graph-expanded.png')});
     await p.page.locator('[id="cluster:layer1"] > text').first().click();

@@ -138,6 +138,7 @@ def test_endpoints(c, db):
           and node["device"] == "/cpu:1" and node["time_us"] is not None, node)
     node = c.json("/api/node?name=loss&run=3")
     check("node: loss with its tensor", node and node["tensor"] and node["tensor"]["node"] == "loss", node)
+    check("node: the shapes of its outputs in that run", node and node["shapes"] == "[]", node)
     tl = c.json("/api/timeline?run=3")
     check("timeline: lanes and events", tl and len(tl["runs"]) == 1 and len(tl["runs"][0]["lanes"]) >= 2
           and len(tl["runs"][0]["events"]) > 10, str(tl)[:300])

@@ -243,6 +243,7 @@
         h('tr', null, h('td', {text: 'device'}), h('td', null, h('span', {class: 'swatch', style: {background: tide.deviceColor(n.device)}}),
           tide.shortDevice(n.device) || 'unplaced')),
         h('tr', null, h('td', {text: 'requested'}), h('td', {text: n.requested_device || '–'})),
+        h('tr', null, h('td', {text: 'shapes'}), h('td', {id: 'n-shapes', text: n.shapes || '– (not timed)'})),
         h('tr', null, h('td', {text: 'time'}), h('td', {text: n.time_us === null || n.time_us === undefined ? '– (not timed)' : tide.fmtUs(n.time_us)})))),
       h('h2', {text: 'attributes'}), h('pre', {class: 'attrs', text: n.attrs || '(none)'}),
       h('h2', {text: 'inputs (' + (n.inputs || []).length + ')'}), h('ul', null, (n.inputs || []).map(link)),
