@@ -2,6 +2,7 @@
  * parallel-for that splits a range into chunks the caller helps with. The executor and kernels share
  * it, so OpenBLAS and tide never fight over the cores (OpenBLAS itself is told to use the caller's
  * thread only when kernels call it from pool threads). */
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -19,6 +20,8 @@ struct tide_threadpool {
     size_t head, count, cap;
     int num_threads;
     atomic_int idle;                /* threads waiting for work; read without the lock as a hint */
+    atomic_int queued;              /* count, readable without the lock (by spinning workers) */
+    int64_t spin_ns;                /* how long an idle worker polls before it sleeps ($TIDE_SPIN_US) */
     bool stopping;
     pthread_t *threads;
 };
@@ -49,6 +52,13 @@ static void *worker(void *arg)
     free(sa);
     pthread_mutex_lock(&p->lock);
     for (;;) {
+        if (!p->count && !p->stopping && p->spin_ns > 0) { /* a short spin before sleeping */
+            pthread_mutex_unlock(&p->lock);
+            int64_t until = tide__now_ns() + p->spin_ns;
+            while (!atomic_load_explicit(&p->queued, memory_order_relaxed) && tide__now_ns() < until)
+                sched_yield();
+            pthread_mutex_lock(&p->lock);
+        }
         while (!p->count && !p->stopping) {
             atomic_fetch_add_explicit(&p->idle, 1, memory_order_relaxed);
             pthread_cond_wait(&p->wake, &p->lock);
@@ -59,6 +69,7 @@ static void *worker(void *arg)
         task t = p->queue[p->head];
         p->head = (p->head + 1) % p->cap;
         p->count--;
+        atomic_store_explicit(&p->queued, (int)p->count, memory_order_relaxed);
         pthread_mutex_unlock(&p->lock);
         t.fn(t.arg);
         pthread_mutex_lock(&p->lock);
@@ -75,6 +86,12 @@ tide_threadpool *tide__pool_new(int threads)
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->wake, NULL);
     p->cap = 1024;
+    /* Opt-in: an idle worker may poll for new work up to $TIDE_SPIN_US microseconds (0..10000) before it
+     * sleeps, so that handing work to another device's threads costs ~4 us instead of a wake-up (7-57 us
+     * here; docs/devices.md). Off by default: it burns CPU that other processes might use. */
+    const char *spin = getenv("TIDE_SPIN_US");
+    double us = spin && *spin ? atof(spin) : 0;
+    p->spin_ns = us > 0 ? (int64_t)((us < 10000 ? us : 10000) * 1e3) : 0;
     p->queue = malloc(p->cap * sizeof *p->queue);
     p->threads = calloc((size_t)threads, sizeof *p->threads);
     if (!p->queue || !p->threads) {
@@ -158,6 +175,7 @@ void tide__pool_submit(tide_threadpool *p, void (*fn)(void *arg), void *arg)
     }
     p->queue[(p->head + p->count) % p->cap] = (task){fn, arg};
     p->count++;
+    atomic_store_explicit(&p->queued, (int)p->count, memory_order_relaxed);
     if (atomic_load_explicit(&p->idle, memory_order_relaxed))
         pthread_cond_signal(&p->wake);
     pthread_mutex_unlock(&p->lock);
