@@ -34,35 +34,27 @@ void tide__cost_model_default(tide_cost_model *m)
 
 #define EMA_WEIGHT 0.25 /* weight of a new measurement in the moving average */
 
+/* One measured node; the table's index (engine/names.c) borrows its name as the key. */
 typedef struct cost_entry {
-    char *name;       /* NULL: empty slot */
-    uint64_t hash;
+    struct cost_entry *next; /* every entry, for freeing */
     double seconds;
+    char name[];
 } cost_entry;
 
 struct tide_cost_table {
     pthread_rwlock_t lock;
-    size_t cap, used; /* cap a power of two; used <= 3/4 cap */
-    cost_entry *slots;
+    tide_name_table *index; /* name -> cost_entry */
+    cost_entry *all;
 };
-
-static uint64_t hash_name(const char *s)
-{
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
 
 tide_cost_table *tide__cost_table_new(void)
 {
     tide_cost_table *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
-    t->cap = 64;
-    t->slots = calloc(t->cap, sizeof *t->slots);
-    if (!t->slots || pthread_rwlock_init(&t->lock, NULL) != 0) {
-        free(t->slots);
+    t->index = tide__names_new();
+    if (!t->index || pthread_rwlock_init(&t->lock, NULL) != 0) {
+        tide__names_free(t->index);
         free(t);
         return NULL;
     }
@@ -73,59 +65,29 @@ void tide__cost_table_free(tide_cost_table *t)
 {
     if (!t)
         return;
-    for (size_t i = 0; i < t->cap; i++)
-        free(t->slots[i].name);
-    free(t->slots);
+    for (cost_entry *e = t->all, *next; e; e = next) {
+        next = e->next;
+        free(e);
+    }
+    tide__names_free(t->index);
     pthread_rwlock_destroy(&t->lock);
     free(t);
-}
-
-/* The slot holding name, or the empty slot where it would go. */
-static cost_entry *find(const tide_cost_table *t, const char *name, uint64_t h)
-{
-    size_t mask = t->cap - 1;
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
-        cost_entry *s = &t->slots[i];
-        if (!s->name || (s->hash == h && strcmp(s->name, name) == 0))
-            return s;
-    }
-}
-
-/* Doubles the table; false (table unchanged) when out of memory. */
-static bool grow(tide_cost_table *t)
-{
-    cost_entry *old = t->slots;
-    size_t old_cap = t->cap;
-    t->slots = calloc(old_cap * 2, sizeof *t->slots);
-    if (!t->slots) {
-        t->slots = old;
-        return false;
-    }
-    t->cap = old_cap * 2;
-    for (size_t i = 0; i < old_cap; i++)
-        if (old[i].name)
-            *find(t, old[i].name, old[i].hash) = old[i];
-    free(old);
-    return true;
 }
 
 void tide__cost_record(tide_cost_table *t, const char *name, double seconds)
 {
     if (!t || !name || !(seconds >= 0) || isinf(seconds))
         return;
-    uint64_t h = hash_name(name);
     pthread_rwlock_wrlock(&t->lock);
-    cost_entry *s = find(t, name, h);
-    if (s->name) {
-        s->seconds += EMA_WEIGHT * (seconds - s->seconds);
-    } else if ((t->used + 1) * 4 <= t->cap * 3 || grow(t)) {
-        s = find(t, name, h); /* grow moved the slots */
-        s->name = tide__strdup(name);
-        if (s->name) { /* out of memory: the measurement is dropped, the estimate stays */
-            s->hash = h;
-            s->seconds = seconds;
-            t->used++;
-        }
+    cost_entry *e = tide__names_get(t->index, name);
+    if (e) {
+        e->seconds += EMA_WEIGHT * (seconds - e->seconds);
+    } else if ((e = malloc(sizeof *e + strlen(name) + 1))) { /* out of memory: the estimate stays */
+        strcpy(e->name, name);
+        e->seconds = seconds;
+        e->next = t->all;
+        t->all = e;
+        tide__names_put(t->index, e->name, e);
     }
     pthread_rwlock_unlock(&t->lock);
 }
@@ -134,11 +96,10 @@ double tide__cost_measured(const tide_cost_table *t, const char *name)
 {
     if (!t || !name)
         return -1;
-    uint64_t h = hash_name(name);
     tide_cost_table *mt = (tide_cost_table *)t; /* the lock is the only mutable part */
     pthread_rwlock_rdlock(&mt->lock);
-    const cost_entry *s = find(t, name, h);
-    double v = s->name ? s->seconds : -1;
+    const cost_entry *e = tide__names_get(t->index, name);
+    double v = e ? e->seconds : -1;
     pthread_rwlock_unlock(&mt->lock);
     return v;
 }

@@ -93,7 +93,7 @@ tide_engine *tide_engine_new(const tide_engine_options *opts, tide_error *err)
     e->pool = tide__pool_new(o.num_threads > 0 ? o.num_threads : 1);
     e->rendezvous = tide__rendezvous_new();
     e->cost_table = tide__cost_table_new();
-    e->placement = (int)o.placement;
+    e->placement = o.placement;
     e->cse = cse;
     e->alap = alap;
     e->compress_transfers = compress;

@@ -86,6 +86,14 @@ void tide_graph_set_seed(tide_graph *g, int64_t seed) { g->seed = seed; }
 int64_t tide_graph_seed(const tide_graph *g) { return g->seed; }
 void tide_graph_set_compress_transfers(tide_graph *g, bool on) { g->compress_transfers = on; }
 
+bool tide__input_is_ref(const tide_node *n, int i)
+{
+    for (int a = 0; a < n->op->num_inputs; a++)
+        if (i >= n->arg_start[a] && i < n->arg_start[a + 1])
+            return n->op->inputs[a].is_ref;
+    return false;
+}
+
 tide_node *tide_graph_node_at(const tide_graph *g, int i)
 {
     return i >= 0 && i < g->num_nodes ? g->nodes[i] : NULL;

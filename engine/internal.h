@@ -224,6 +224,9 @@ struct tide_graph {
     struct name_counters *counters;  /* base name -> next suffix, for unique names */
 };
 
+/* Whether input i of n is a Ref input: it names a variable, not a value, so it makes no edge (the
+ * kernel finds the variable through ref_sources): an Assign does not wait for a read of it. */
+bool tide__input_is_ref(const tide_node *n, int i);
 /* Is name a valid node name (letters, digits, _ - . and / between scopes)? */
 tide_status tide__check_node_name(const char *name, tide_error *err);
 /* Makes room for one more node (so that insertion cannot fail). */
@@ -339,7 +342,7 @@ struct tide_engine {
     atomic_int live_sessions;
     struct tide_rendezvous *rendezvous; /* where _Send and _Recv of cross-device edges meet (rendezvous.h) */
     struct tide_cost_table *cost_table; /* measured node times for placement (placement.h) */
-    int placement;                      /* tide_placement_strategy */
+    tide_placement_kind placement;      /* the strategy of every plan */
     bool cse, alap, compress_transfers; /* plan passes (tide_engine_options: no_cse, no_alap, ...) */
 };
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec.h"
+#include "internal.h"
 
 const char *tide_kernel_node_name(const tide_kernel_ctx *ctx) { return ctx->kn->name; }
 const char *tide_kernel_op_name(const tide_kernel_ctx *ctx) { return ctx->kn->op->name; }
@@ -68,23 +68,28 @@ static void set_output(tide_kernel_ctx *ctx, int i, tide_tensor *t)
     ctx->outputs[i] = t;
 }
 
+/* A tensor on the kernel's device (its memory counts there); NULL with the error recorded. */
+static tide_tensor *alloc_on_device(tide_kernel_ctx *ctx, tide_dtype dt, const tide_shape *shape, bool zero)
+{
+    tide_device *d = ctx->kn->device;
+    tide_tensor *t = d ? d->ops->allocate(d, dt, shape, zero, NULL) : tide__tensor_alloc(dt, shape, zero, NULL);
+    if (!t) { /* the rare path: allocate again only to get the message */
+        tide_error *err = tide_error_new();
+        t = d ? d->ops->allocate(d, dt, shape, zero, err) : tide__tensor_alloc(dt, shape, zero, err);
+        if (!t)
+            record_err(ctx, err);
+        tide_error_free(err);
+    }
+    return t;
+}
+
 tide_tensor *tide_kernel_alloc_output(tide_kernel_ctx *ctx, int i, const tide_shape *shape, bool zero)
 {
     if (i < 0 || i >= ctx->kn->num_outputs) {
         tide_kernel_error(ctx, TIDE_INTERNAL, "kernel allocated output %d of %d", i, ctx->kn->num_outputs);
         return NULL;
     }
-    tide_device *d = ctx->kn->device;
-    tide_tensor *t = d ? d->ops->allocate(d, ctx->kn->out_dtypes[i], shape, zero, NULL)
-                       : tide__tensor_alloc(ctx->kn->out_dtypes[i], shape, zero, NULL);
-    if (!t) { /* the rare path: allocate again only to get the message */
-        tide_error *err = tide_error_new();
-        t = d ? d->ops->allocate(d, ctx->kn->out_dtypes[i], shape, zero, err)
-              : tide__tensor_alloc(ctx->kn->out_dtypes[i], shape, zero, err);
-        if (!t)
-            record_err(ctx, err);
-        tide_error_free(err);
-    }
+    tide_tensor *t = alloc_on_device(ctx, ctx->kn->out_dtypes[i], shape, zero);
     if (t)
         set_output(ctx, i, t);
     return t;
@@ -92,13 +97,7 @@ tide_tensor *tide_kernel_alloc_output(tide_kernel_ctx *ctx, int i, const tide_sh
 
 tide_tensor *tide__kernel_alloc_temp(tide_kernel_ctx *ctx, tide_dtype dt, const tide_shape *shape)
 {
-    tide_device *d = ctx->kn->device;
-    tide_error *err = tide_error_new();
-    tide_tensor *t = d ? d->ops->allocate(d, dt, shape, false, err) : tide__tensor_alloc(dt, shape, false, err);
-    if (!t)
-        record_err(ctx, err);
-    tide_error_free(err);
-    return t;
+    return alloc_on_device(ctx, dt, shape, false);
 }
 
 tide_tensor *tide_kernel_forward_or_alloc(tide_kernel_ctx *ctx, int in_index, int out_index,
@@ -131,8 +130,6 @@ void tide_kernel_set_output(tide_kernel_ctx *ctx, int i, tide_tensor *t)
     set_output(ctx, i, tide_tensor_retain(t));
 }
 
-/* struct tide_step is private to executor.c; its first member is its tide_step_args, and a pointer
- * to a struct, suitably converted, points to its first member (C11 6.7.2.1p15). */
 uint64_t tide__kernel_step_id(const tide_kernel_ctx *ctx)
 {
     if (!ctx->step)

@@ -92,14 +92,6 @@ static int nth_bit(const word *mask, int num_devices, int nth)
     return -1;
 }
 
-static bool is_ref_input(const tide_node *n, int i)
-{
-    for (int a = 0; a < n->op->num_inputs; a++)
-        if (i >= n->arg_start[a] && i < n->arg_start[a + 1])
-            return n->op->inputs[a].is_ref;
-    return false;
-}
-
 static bool is_variable(const tide_node *n) { return strcmp(n->op->name, "Variable") == 0; }
 
 /* " with T=int32" for an op with a type attr T, else "". */
@@ -231,7 +223,7 @@ static tide_status collect_members(placer *p)
     for (int k = 0; k < p->n; k++) {
         const tide_node *node = p->member[k];
         for (int i = 0; i < node->num_inputs; i++)
-            if (is_ref_input(node, i) && p->member_of[node->inputs[i].node->id] < 0) {
+            if (tide__input_is_ref(node, i) && p->member_of[node->inputs[i].node->id] < 0) {
                 p->member_of[node->inputs[i].node->id] = p->m;
                 p->member[p->m++] = node->inputs[i].node;
             }
@@ -351,7 +343,7 @@ static tide_status make_groups(placer *p)
     for (int k = 0; k < p->n; k++) {
         const tide_node *node = p->member[k];
         for (int i = 0; i < node->num_inputs; i++)
-            if (is_ref_input(node, i))
+            if (tide__input_is_ref(node, i))
                 unite(p->parent, k, p->member_of[node->inputs[i].node->id]);
         tide_status st;
         const tide_node *target = colocation_target(p, node, &st);
@@ -387,7 +379,7 @@ static const char *tie_reason(const tide_node *a, const tide_node *b, char *buf,
         const tide_node *x = pair[k][0], *y = pair[k][1];
         const char *s;
         for (int i = 0; i < x->num_inputs; i++)
-            if (is_ref_input(x, i) && x->inputs[i].node == y) {
+            if (tide__input_is_ref(x, i) && x->inputs[i].node == y) {
                 snprintf(buf, size, "'%s' updates '%s' in place through a Ref input", x->name, y->name);
                 return buf;
             }
@@ -485,7 +477,7 @@ static tide_status candidates(placer *p)
 /* ---------------------------------------------------------------- step 4: strategies and simulation */
 
 typedef struct sim_args {
-    tide_placement_strategy strategy;
+    tide_placement_kind strategy;
     const tide_cost_model *model;
     const tide_cost_table *table;
     bool (*fed)(void *arg, const tide_node *node, int output);
@@ -493,26 +485,33 @@ typedef struct sim_args {
 } sim_args;
 
 /* p->start[d] = when node k could start on device d: d free and every input arrived there. */
+/* The plan inputs of node k that count as edges (not Ref, not fed): their positions, -1 otherwise. */
+static int input_pos(const placer *p, const sim_args *a, int k, int i)
+{
+    const tide_node *node = p->member[k];
+    const tide_node *src;
+    if (i < node->num_inputs) {
+        tide_output in = node->inputs[i];
+        if (tide__input_is_ref(node, i) || (a->fed && a->fed(a->fed_arg, in.node, in.index)))
+            return -1;
+        src = in.node;
+    } else {
+        src = node->control[i - node->num_inputs];
+    }
+    int pos = p->member_of[src->id];
+    return pos >= 0 && pos < p->n ? pos : -1;
+}
+
 static void start_times(placer *p, const sim_args *a, int k)
 {
     const tide_node *node = p->member[k];
     int nd = p->e->num_devices;
     memcpy(p->start, p->ready, sizeof(double) * (size_t)nd);
     for (int i = 0; i < node->num_inputs + node->num_control; i++) {
-        const tide_node *src;
-        double bytes = 0;
-        if (i < node->num_inputs) {
-            tide_output in = node->inputs[i];
-            if (is_ref_input(node, i) || (a->fed && a->fed(a->fed_arg, in.node, in.index)))
-                continue; /* a Ref names a variable (no edge); a fed tensor is there at time 0 */
-            src = in.node;
-            bytes = tide__output_bytes(src, in.index);
-        } else {
-            src = node->control[i - node->num_inputs];
-        }
-        int pos = p->member_of[src->id];
-        if (pos < 0 || pos >= p->n || p->dev[pos] < 0)
-            continue; /* not computed by this plan, or a deferred source (it goes where k goes) */
+        int pos = input_pos(p, a, k, i); /* a Ref names a variable; a fed tensor is there at time 0 */
+        if (pos < 0 || p->dev[pos] < 0)
+            continue; /* no edge, or a deferred source (it goes where k goes) */
+        double bytes = i < node->num_inputs ? tide__output_bytes(node->inputs[i].node, node->inputs[i].index) : 0;
         double t = p->finish[pos], xfer = a->model->transfer_latency_s;
         if (a->model->transfer_bytes_per_s > 0)
             xfer += bytes / a->model->transfer_bytes_per_s;
@@ -551,9 +550,9 @@ static int choose(placer *p, const sim_args *a, int k, int group)
 {
     const word *cand = &p->cand[(size_t)group * (size_t)p->nw];
     int nd = p->e->num_devices;
-    if (a->strategy == TIDE_PLACE_NAIVE)
+    if (a->strategy == TIDE_PLACEMENT_NAIVE)
         return first_bit(cand, nd);
-    if (a->strategy == TIDE_PLACE_ROUND_ROBIN)
+    if (a->strategy == TIDE_PLACEMENT_ROUND_ROBIN)
         return nth_bit(cand, nd, group % count_bits(cand, p->nw));
     int best = -1;
     double best_finish = 0;
@@ -568,23 +567,6 @@ static int choose(placer *p, const sim_args *a, int k, int group)
     return best;
 }
 
-/* The plan inputs of node k that count as edges (not Ref, not fed): their positions, -1 otherwise. */
-static int input_pos(const placer *p, const sim_args *a, int k, int i)
-{
-    const tide_node *node = p->member[k];
-    const tide_node *src;
-    if (i < node->num_inputs) {
-        tide_output in = node->inputs[i];
-        if (is_ref_input(node, i) || (a->fed && a->fed(a->fed_arg, in.node, in.index)))
-            return -1;
-        src = in.node;
-    } else {
-        src = node->control[i - node->num_inputs];
-    }
-    int pos = p->member_of[src->id];
-    return pos >= 0 && pos < p->n ? pos : -1;
-}
-
 /* A source (no inputs at all: a Variable, a constant) of a group without a
  * device yet is not placed when the greedy walk meets it (every device would look equally good, so
  * sources would be spread by load alone): it goes where its first consumer goes (the white paper's
@@ -592,7 +574,7 @@ static int input_pos(const placer *p, const sim_args *a, int k, int i)
 static bool deferrable(const placer *p, const sim_args *a, int k)
 {
     int group = p->group_of[k];
-    if (a->strategy != TIDE_PLACE_GREEDY || p->group_dev[group] >= 0 ||
+    if (a->strategy != TIDE_PLACEMENT_GREEDY || p->group_dev[group] >= 0 ||
         count_bits(&p->cand[(size_t)group * (size_t)p->nw], p->nw) < 2)
         return false; /* placed, or only one device fits it anyway */
     const tide_node *node = p->member[k];
@@ -729,35 +711,27 @@ static void record_assignments(const placer *p)
     for (int k = 0; k < p->n; k++) {
         const tide_node *node = p->member[k];
         for (int i = 0; i < node->num_inputs; i++)
-            if (!is_ref_input(node, i) && is_variable(node->inputs[i].node))
+            if (!tide__input_is_ref(node, i) && is_variable(node->inputs[i].node))
                 atomic_store(&node->inputs[i].node->placement_fixed, true);
     }
 }
 
 static tide_status check_args(tide_engine *e, const tide_graph *g, const int *order, int n,
-                              tide_placement_strategy strategy, tide_error *err)
+                              tide_placement_kind strategy, tide_error *err)
 {
     if (!e || !g || n < 0 || (n > 0 && !order))
         return tide_error_set(err, TIDE_INVALID_ARGUMENT, "placement: missing engine, graph or order");
-    if (strategy != TIDE_PLACE_GREEDY && strategy != TIDE_PLACE_NAIVE && strategy != TIDE_PLACE_ROUND_ROBIN)
+    if (strategy != TIDE_PLACEMENT_GREEDY && strategy != TIDE_PLACEMENT_NAIVE && strategy != TIDE_PLACEMENT_ROUND_ROBIN)
         return tide_error_set(err, TIDE_INVALID_ARGUMENT, "placement: unknown strategy %d", (int)strategy);
     if (e->num_devices < 1)
         return tide_error_set(err, TIDE_FAILED_PRECONDITION, "placement: the engine has no devices");
     return TIDE_OK;
 }
 
-tide_status tide__place(tide_engine *e, const tide_graph *g, const int *order, int n,
+tide_status tide__place(tide_engine *e, const tide_graph *g, const int *order, int n, const int *canonical,
                         bool (*fed)(void *arg, const tide_node *node, int output), void *fed_arg,
-                        tide_placement_strategy strategy, const tide_cost_model *model,
+                        tide_placement_kind strategy, const tide_cost_model *model,
                         const tide_cost_table *table, tide_placement *out, tide_error *err)
-{
-    return tide__place_merged(e, g, order, n, NULL, fed, fed_arg, strategy, model, table, out, err);
-}
-
-tide_status tide__place_merged(tide_engine *e, const tide_graph *g, const int *order, int n, const int *canonical,
-                               bool (*fed)(void *arg, const tide_node *node, int output), void *fed_arg,
-                               tide_placement_strategy strategy, const tide_cost_model *model,
-                               const tide_cost_table *table, tide_placement *out, tide_error *err)
 {
     memset(out, 0, sizeof *out);
     tide_status st = check_args(e, g, order, n, strategy, err);

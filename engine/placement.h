@@ -18,15 +18,15 @@
  *      /gpu:0, which has no kernel for it: placed on /cpu:0"). No device at all has the kernel:
  *      UNIMPLEMENTED naming the op and dtype.
  *   4. A strategy picks one candidate per group:
- *      - TIDE_PLACE_GREEDY (default): the white paper's greedy heuristic. Simulate execution in
+ *      - TIDE_PLACEMENT_GREEDY (default): the white paper's greedy heuristic. Simulate execution in
  *        topological order; each device executes one node at a time. For the next group (placed when
  *        its first member in topological order comes up; the whole group goes to the chosen device),
  *        for each candidate device d: start = max(ready time of d, max over inputs (finish time of
  *        the input + transfer cost when the input's device != d)); finish = start + compute cost on
  *        d. Choose the device with the earliest finish (ties: the lower device index). Costs come
  *        from tide__cost_estimate.
- *      - TIDE_PLACE_NAIVE: every group on the first candidate (the first device that fits).
- *      - TIDE_PLACE_ROUND_ROBIN: group k (in order of first appearance) on candidate k mod n.
+ *      - TIDE_PLACEMENT_NAIVE: every group on the first candidate (the first device that fits).
+ *      - TIDE_PLACEMENT_ROUND_ROBIN: group k (in order of first appearance) on candidate k mod n.
  *
  * The cost model. tide__cost_estimate gives a node's compute time in seconds on a device from its
  * inferred shapes: FLOPs (MatMul 2mnk, Conv2D 2·out·kh·kw·cin, elementwise ops one per output
@@ -42,12 +42,6 @@
 #define TIDE_PLACEMENT_H
 
 #include "internal.h"
-
-typedef enum tide_placement_strategy {
-    TIDE_PLACE_GREEDY = 0,
-    TIDE_PLACE_NAIVE = 1,
-    TIDE_PLACE_ROUND_ROBIN = 2,
-} tide_placement_strategy;
 
 /* Device speeds the cost model assumes (defaults: one CPU core — 20 GFLOP/s, 10 GB/s memory,
  * transfers between virtual CPU devices 2 µs latency and no copy). */
@@ -85,18 +79,14 @@ typedef struct tide_placement {
  * in order or fed). fed(node id, output) says whether an input is fed (a fed tensor is available at
  * time 0 on the device of its consumer: no transfer). Fills out (device array of n entries, malloc'd;
  * free with tide__placement_clear). Writes each node's assigned device (atomic_store on
- * node->assigned_device) only on success. */
-tide_status tide__place(tide_engine *e, const tide_graph *g, const int *order, int n,
+ * node->assigned_device) only on success.
+ * When the plan merged duplicate nodes (CSE), canonical[id] (by graph node id; id itself when not
+ * merged) is the node a merged one was replaced by, and an input from a merged node is read as coming
+ * from its canonical node; canonical may be NULL. model NULL: the default cost model. */
+tide_status tide__place(tide_engine *e, const tide_graph *g, const int *order, int n, const int *canonical,
                         bool (*fed)(void *arg, const tide_node *node, int output), void *fed_arg,
-                        tide_placement_strategy strategy, const tide_cost_model *model,
+                        tide_placement_kind strategy, const tide_cost_model *model,
                         const tide_cost_table *table, tide_placement *out, tide_error *err);
-/* The same for a plan that merged duplicate nodes (CSE): canonical[id] (by graph node id, -1 or id
- * itself when not merged) is the node a merged one was replaced by; an input from a merged node is
- * read as coming from its canonical node. canonical may be NULL. */
-tide_status tide__place_merged(tide_engine *e, const tide_graph *g, const int *order, int n, const int *canonical,
-                               bool (*fed)(void *arg, const tide_node *node, int output), void *fed_arg,
-                               tide_placement_strategy strategy, const tide_cost_model *model,
-                               const tide_cost_table *table, tide_placement *out, tide_error *err);
 void tide__placement_clear(tide_placement *p);
 
 #endif

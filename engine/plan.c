@@ -51,16 +51,6 @@ typedef struct builder {
     int num_merged;
 } builder;
 
-/* A Ref input names a variable, not a value: it makes no edge (the kernel finds the variable itself
- * through ref_sources), so an Assign does not wait for, or need, a read of the variable. */
-static bool is_ref_input(const tide_node *n, int i)
-{
-    for (int a = 0; a < n->op->num_inputs; a++)
-        if (i >= n->arg_start[a] && i < n->arg_start[a + 1])
-            return n->op->inputs[a].is_ref;
-    return false;
-}
-
 static int find_feed(const builder *b, const tide_node *n, int index)
 {
     for (int i = 0; i < b->num_feeds; i++)
@@ -151,7 +141,7 @@ static tide_status prune(builder *b, const tide_output *fetches, int nf, tide_no
             const tide_node *src;
             if (i < node->num_inputs) {
                 tide_output in = node->inputs[i];
-                if (find_feed(b, in.node, in.index) >= 0 || is_ref_input(node, i))
+                if (find_feed(b, in.node, in.index) >= 0 || tide__input_is_ref(node, i))
                     continue;
                 src = in.node;
             } else {
@@ -188,7 +178,7 @@ static tide_status order_nodes(builder *b)
             continue;
         for (int i = 0; i < node->num_inputs + node->num_control; i++) {
             const tide_node *src = i < node->num_inputs ? node->inputs[i].node : node->control[i - node->num_inputs];
-            if (i < node->num_inputs ? find_feed(b, src, node->inputs[i].index) >= 0 || is_ref_input(node, i)
+            if (i < node->num_inputs ? find_feed(b, src, node->inputs[i].index) >= 0 || tide__input_is_ref(node, i)
                                      : fully_fed(b, src))
                 continue;
             indeg[id]++;
@@ -214,7 +204,7 @@ static tide_status order_nodes(builder *b)
                 continue;
             for (int i = 0; i < node->num_inputs + node->num_control; i++) {
                 const tide_node *src = i < node->num_inputs ? node->inputs[i].node : node->control[i - node->num_inputs];
-                if (i < node->num_inputs ? find_feed(b, src, node->inputs[i].index) >= 0 || is_ref_input(node, i)
+                if (i < node->num_inputs ? find_feed(b, src, node->inputs[i].index) >= 0 || tide__input_is_ref(node, i)
                                          : fully_fed(b, src))
                     continue;
                 succ[start[src->id] + succ_count[src->id]++] = id;
@@ -266,7 +256,7 @@ static bool mergeable(const builder *b, const tide_node *n)
         if (find_feed(b, n, o) >= 0)
             return false;
     for (int i = 0; i < n->num_inputs; i++)
-        if (is_ref_input(n, i))
+        if (tide__input_is_ref(n, i))
             return false;
     return true;
 }
@@ -469,8 +459,9 @@ static tide_status need_transfer(builder *b, int src, int output, tide_device *d
 }
 
 /* A node made by the plan (not in the graph) for a _Send or _Recv item; the plan frees it. */
-static tide_node *synthetic_node(builder *b, const char *op, const transfer *x, tide_error *err)
+static tide_node *synthetic_node(builder *b, bool send, const transfer *x, tide_error *err)
 {
+    const char *op = send ? "_Send" : "_Recv";
     const tide_node *src = b->plan->items[x->src].node;
     tide_device *from = b->plan->items[x->src].device;
     tide_node *n = calloc(1, sizeof *n);
@@ -481,14 +472,11 @@ static tide_node *synthetic_node(builder *b, const char *op, const transfer *x, 
                        def ? "out of memory" : "the %s op is not registered", op);
         return NULL;
     }
-    bool send = op[1] == 'S';
     char tensor[512];
     snprintf(tensor, sizeof tensor, "%s:%d", src->name, x->output);
     n->id = -1;
-    n->name = tide__asprintf("%s/%s%s", tensor, send ? "_send_to_" : "_recv_on_", x->dst->spec.type);
-    char *with_index = n->name ? tide__asprintf("%s%d", n->name, x->dst->index) : NULL;
-    free(n->name);
-    n->name = with_index;
+    n->name = tide__asprintf("%s/%s%s%d", tensor, send ? "_send_to_" : "_recv_on_", x->dst->spec.type,
+                             x->dst->index);
     n->op = def;
     n->attrs = tide_attrs_new();
     tide_dtype dt = src->out_dtypes[x->output];
@@ -544,7 +532,7 @@ static tide_status partition(builder *b)
         const tide_node *node = p->items[k].node;
         for (int i = 0; i < node->num_inputs && st == TIDE_OK; i++) {
             tide_output in = node->inputs[i];
-            if (is_ref_input(node, i) || find_feed(b, in.node, in.index) >= 0)
+            if (tide__input_is_ref(node, i) || find_feed(b, in.node, in.index) >= 0)
                 continue;
             int src = b->node_item[in.node->id];
             if (p->items[src].device != p->items[k].device)
@@ -567,7 +555,7 @@ static tide_status partition(builder *b)
     for (int t = 0; t < b->num_transfers && st == TIDE_OK; t++) {
         transfer *x = &b->transfers[t];
         for (int side = 0; side < 2 && st == TIDE_OK; side++) {
-            tide_node *n = synthetic_node(b, side == 0 ? "_Send" : "_Recv", x, b->err);
+            tide_node *n = synthetic_node(b, side == 0, x, b->err);
             if (!n)
                 return tide_error_code(b->err);
             p->synthetic[p->num_synthetic++] = n;
@@ -576,8 +564,7 @@ static tide_status partition(builder *b)
             st = init_node_item(b, &p->items[k], n, side == 0 ? p->items[x->src].device : x->dst);
         }
     }
-    p->num_transfers = b->num_transfers;
-    p->uses_rendezvous = true;
+    p->num_transfers = b->num_transfers; /* uses_rendezvous: set for every '_' item by tide__plan_build */
     return st;
 }
 
@@ -604,7 +591,8 @@ static void item_graph_free(item_graph *ig)
     free(ig->stack);
 }
 
-/* The k-th successor of item `from` (edges, then the partner link); -1 past the end. */
+/* Successor j of item `from`, for j in 0..num_edges: its edges' destinations, then (j == num_edges)
+ * its partner _Recv when it is a _Send; -1 when there is none. */
 static int successor(const tide_plan *p, const item_graph *ig, int from, int k)
 {
     const tide_exec_item *it = &p->items[from];
@@ -636,9 +624,11 @@ static bool item_graph_build(builder *b, item_graph *ig)
     for (int t = 0; ok && t < b->num_transfers; t++)
         ig->partner[b->transfers[t].send] = b->transfers[t].recv;
     for (int k = 0; ok && k < n; k++)
-        for (int j = 0, d; (d = successor(p, ig, k, j)) >= 0 || j <= p->items[k].num_edges; j++)
+        for (int j = 0; j <= p->items[k].num_edges; j++) {
+            int d = successor(p, ig, k, j);
             if (d >= 0)
                 pending[d]++;
+        }
     int total = 0;
     for (int k = 0; ok && k < n; k++) {
         ig->pred_start[k] = total;
@@ -652,9 +642,11 @@ static bool item_graph_build(builder *b, item_graph *ig)
         int *fill = calloc((size_t)n, sizeof(int));
         ok = fill != NULL;
         for (int k = 0; ok && k < n; k++)
-            for (int j = 0, d; (d = successor(p, ig, k, j)) >= 0 || j <= p->items[k].num_edges; j++)
+            for (int j = 0; j <= p->items[k].num_edges; j++) {
+                int d = successor(p, ig, k, j);
                 if (d >= 0)
                     ig->pred[ig->pred_start[d] + fill[d]++] = k;
+            }
         free(fill);
         for (int k = 0; ok && k < n; k++)
             if (pending[k] == 0)
@@ -663,7 +655,8 @@ static bool item_graph_build(builder *b, item_graph *ig)
     while (ok && head < tail) {
         int k = queue[head++];
         double done = ig->early[k] + ig->cost[k];
-        for (int j = 0, d; (d = successor(p, ig, k, j)) >= 0 || j <= p->items[k].num_edges; j++) {
+        for (int j = 0; j <= p->items[k].num_edges; j++) {
+            int d = successor(p, ig, k, j);
             if (d < 0)
                 continue;
             if (done > ig->early[d])
@@ -685,11 +678,13 @@ static void mark_descendants(const tide_plan *p, item_graph *ig, int r, int stam
     ig->mark[r] = stamp;
     while (top > 0) {
         int k = ig->stack[--top];
-        for (int j = 0, d; (d = successor(p, ig, k, j)) >= 0 || j <= p->items[k].num_edges; j++)
+        for (int j = 0; j <= p->items[k].num_edges; j++) {
+            int d = successor(p, ig, k, j);
             if (d >= 0 && ig->mark[d] != stamp) {
                 ig->mark[d] = stamp;
                 ig->stack[top++] = d;
             }
+        }
     }
 }
 
@@ -770,7 +765,7 @@ static tide_status wire(builder *b, const tide_output *fetches, int nf)
         const tide_node *node = p->items[k].node;
         for (int i = 0; i < node->num_inputs && st == TIDE_OK; i++) {
             tide_output in = node->inputs[i];
-            if (is_ref_input(node, i))
+            if (tide__input_is_ref(node, i))
                 continue;
             int f = find_feed(b, in.node, in.index);
             int src = f >= 0 ? feed_base + f : b->node_item[in.node->id];
@@ -893,11 +888,8 @@ static tide_status make_items(builder *b, const tide_output *fetches, int nf, ti
     p->num_targets = nt;
     /* Pass 4: placement (placement.c) of every needed node. */
     tide_placement pl = {0};
-    tide_cost_model model;
-    tide__cost_model_default(&model);
-    tide_status st = tide__place_merged(b->engine, b->graph, b->order, b->num_needed, b->canonical, is_fed, b,
-                                        (tide_placement_strategy)b->engine->placement, &model,
-                                        b->engine->cost_table, &pl, b->err);
+    tide_status st = tide__place(b->engine, b->graph, b->order, b->num_needed, b->canonical, is_fed, b,
+                                 b->engine->placement, NULL, b->engine->cost_table, &pl, b->err);
     for (int k = 0; k < b->num_needed && st == TIDE_OK; k++)
         st = init_node_item(b, &p->items[k], b->graph->nodes[b->order[k]], pl.device[k]);
     if (st == TIDE_OK && b->num_merged > 0)

@@ -69,7 +69,8 @@ static void *worker(void *arg)
         task t = p->queue[p->head];
         p->head = (p->head + 1) % p->cap;
         p->count--;
-        atomic_store_explicit(&p->queued, (int)p->count, memory_order_relaxed);
+        if (p->spin_ns > 0)
+            atomic_store_explicit(&p->queued, (int)p->count, memory_order_relaxed);
         pthread_mutex_unlock(&p->lock);
         t.fn(t.arg);
         pthread_mutex_lock(&p->lock);
@@ -175,7 +176,8 @@ void tide__pool_submit(tide_threadpool *p, void (*fn)(void *arg), void *arg)
     }
     p->queue[(p->head + p->count) % p->cap] = (task){fn, arg};
     p->count++;
-    atomic_store_explicit(&p->queued, (int)p->count, memory_order_relaxed);
+    if (p->spin_ns > 0)
+        atomic_store_explicit(&p->queued, (int)p->count, memory_order_relaxed);
     if (atomic_load_explicit(&p->idle, memory_order_relaxed))
         pthread_cond_signal(&p->wake);
     pthread_mutex_unlock(&p->lock);

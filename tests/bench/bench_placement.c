@@ -59,14 +59,14 @@ static tide_graph *build_graph(tide_error *err)
 }
 
 /* Places every node of g (ids are a topological order) REPS times; the median seconds. */
-static double time_placement(tide_engine *e, tide_graph *g, const int *order, tide_placement_strategy strategy,
+static double time_placement(tide_engine *e, tide_graph *g, const int *order, tide_placement_kind strategy,
                              double *simulated, tide_error *err)
 {
     double t[REPS];
     for (int r = -1; r < REPS; r++) {
         tide_placement p;
         double t0 = bench_now();
-        if (tide__place(e, g, order, NODES, NULL, NULL, strategy, NULL, NULL, &p, err) != TIDE_OK)
+        if (tide__place(e, g, order, NODES, NULL, NULL, NULL, strategy, NULL, NULL, &p, err) != TIDE_OK)
             die("placement", err);
         double dt = bench_now() - t0;
         *simulated = p.simulated_s;
@@ -96,8 +96,8 @@ int main(void)
         if (!e)
             die("engine", err);
         double greedy_s, naive_s;
-        double t = time_placement(e, g, order, TIDE_PLACE_GREEDY, &greedy_s, err);
-        time_placement(e, g, order, TIDE_PLACE_NAIVE, &naive_s, err);
+        double t = time_placement(e, g, order, TIDE_PLACEMENT_GREEDY, &greedy_s, err);
+        time_placement(e, g, order, TIDE_PLACEMENT_NAIVE, &naive_s, err);
         char extra[256];
         snprintf(extra, sizeof extra,
                  "\"nodes\": %d, \"devices\": %d, \"median_ms\": %.3f, \"simulated_ms_greedy\": %.3f, "

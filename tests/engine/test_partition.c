@@ -868,7 +868,7 @@ static bool bit_equal(const tide_tensor *a, const tide_tensor *b)
 
 static const char *strategy_name(int s)
 {
-    return s == TIDE_PLACE_GREEDY ? "greedy" : s == TIDE_PLACE_NAIVE ? "naive" : "round_robin";
+    return s == TIDE_PLACEMENT_GREEDY ? "greedy" : s == TIDE_PLACEMENT_NAIVE ? "naive" : "round_robin";
 }
 
 /* variant 0: the default plan passes; 1: without CSE; 2: without ALAP _Recv scheduling. */
@@ -886,7 +886,7 @@ static tide_engine *make_engine(int ndev, int threads, tide_placement_kind place
     if (!e)
         fprintf(stderr, "engine: %s\n", tide_error_message(err));
     CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-    CU_ASSERT_FATAL(tide_engine_num_devices(e) == ndev && e->placement == (int)placement);
+    CU_ASSERT_FATAL(tide_engine_num_devices(e) == ndev && e->placement == placement);
     CU_ASSERT_FATAL(e->cse == (variant != 1) && e->alap == (variant != 2) && !e->compress_transfers);
     tide_error_free(err);
     return e;
