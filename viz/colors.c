@@ -47,7 +47,8 @@ int vz_time_bucket(const vz_model *m, int64_t time_ns)
     return b < 0 ? 0 : b >= VZ_NUM_TIME_BUCKETS ? VZ_NUM_TIME_BUCKETS - 1 : b;
 }
 
-void vz_time_edges(const vz_model *m, double *edges)
+/* The bucket edges in ns (VZ_NUM_TIME_BUCKETS + 1 of them) and a bucket's label ("12-150 µs"). */
+static void vz_time_edges(const vz_model *m, double *edges)
 {
     double lo, hi;
     log_range(m, &lo, &hi);
@@ -67,7 +68,7 @@ static void format_us(double ns, char *buf, size_t size)
         snprintf(buf, size, "%.0f", us);
 }
 
-void vz_time_label(const vz_model *m, int bucket, char *buf, size_t size)
+static void vz_time_label(const vz_model *m, int bucket, char *buf, size_t size)
 {
     double edges[VZ_NUM_TIME_BUCKETS + 1];
     char a[32], b[32];

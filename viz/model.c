@@ -170,7 +170,8 @@ int vz_natural_cmp(const char *a, const char *b)
     return *a ? 1 : *b ? -1 : 0;
 }
 
-tide_status vz_check_options(const tide_viz_graph_options *o, tide_error *err)
+/* Checks options shared by every graph call. */
+static tide_status vz_check_options(const tide_viz_graph_options *o, tide_error *err)
 {
     if (!o)
         return tide_error_set(err, TIDE_INVALID_ARGUMENT, "graph: the options are required");

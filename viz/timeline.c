@@ -113,7 +113,9 @@ static bool pair_transfers(tl_run *r)
     return ok;
 }
 
-static tide_status load_run(const char *db_path, int64_t id, tl_run *r, tide_error *err)
+/* Loads run id. *shapes caches whether node_timings has the shapes column (schema 3): -1 not known
+ * yet (asked once per call of the public functions, however many runs they load). */
+static tide_status load_run(const char *db_path, int64_t id, tl_run *r, int *shapes, tide_error *err)
 {
     memset(r, 0, sizeof *r);
     r->id = id;
@@ -134,18 +136,19 @@ static tide_status load_run(const char *db_path, int64_t id, tl_run *r, tide_err
     tide_store_table_free(t);
     if (!found)
         return tide_error_set(err, TIDE_NOT_FOUND, "run log %s has no run %" PRId64, db_path, id);
-    /* node_timings.shapes exists from schema version 3 (older files are read as they are) */
-    tide_store_table *has = vz_query(db_path, "SELECT count(*) FROM pragma_table_info('node_timings') "
-                                     "WHERE name = 'shapes'", NULL, 0, 1, err);
-    if (!has)
-        return err ? tide_error_code(err) : TIDE_INTERNAL;
-    bool shapes = vz_cell_int(has, 0, 0) > 0;
-    tide_store_table_free(has);
+    if (*shapes < 0) { /* node_timings.shapes exists from schema version 3 (older files are read as they are) */
+        tide_store_table *has = vz_query(db_path, "SELECT count(*) FROM pragma_table_info('node_timings') "
+                                         "WHERE name = 'shapes'", NULL, 0, 1, err);
+        if (!has)
+            return err ? tide_error_code(err) : TIDE_INTERNAL;
+        *shapes = vz_cell_int(has, 0, 0) > 0;
+        tide_store_table_free(has);
+    }
     r->rows = vz_query(db_path,
-                       shapes ? "SELECT node, op, device, thread, scheduled_ns, start_ns, end_ns, output_bytes, shapes "
-                                "FROM node_timings WHERE run_id = ? ORDER BY start_ns, rowid"
-                              : "SELECT node, op, device, thread, scheduled_ns, start_ns, end_ns, output_bytes, NULL "
-                                "FROM node_timings WHERE run_id = ? ORDER BY start_ns, rowid",
+                       *shapes ? "SELECT node, op, device, thread, scheduled_ns, start_ns, end_ns, output_bytes, shapes "
+                                 "FROM node_timings WHERE run_id = ? ORDER BY start_ns, rowid"
+                               : "SELECT node, op, device, thread, scheduled_ns, start_ns, end_ns, output_bytes, NULL "
+                                 "FROM node_timings WHERE run_id = ? ORDER BY start_ns, rowid",
                        &id, 1, 1 << 24, err);
     if (!r->rows)
         return err ? tide_error_code(err) : TIDE_INTERNAL;
@@ -277,9 +280,10 @@ char *tide_viz_timeline_json(const char *db_path, const int64_t *runs, int n, si
     tide_json_begin_object(&j);
     tide_json_key(&j, "runs");
     tide_json_begin_array(&j);
+    int shapes = -1;
     for (int i = 0; i < n; i++) {
         tl_run r;
-        if (load_run(db_path, runs[i], &r, err) != TIDE_OK) {
+        if (load_run(db_path, runs[i], &r, &shapes, err) != TIDE_OK) {
             tl_run_free(&r);
             tide_json_free(&j);
             return NULL;
@@ -419,7 +423,8 @@ static void flow(tide_json *j, const tl_run *r, int id, int row, bool start)
 char *tide_viz_chrome_trace(const char *db_path, int64_t run, size_t *len, tide_error *err)
 {
     tl_run r;
-    if (load_run(db_path, run, &r, err) != TIDE_OK) {
+    int shapes = -1;
+    if (load_run(db_path, run, &r, &shapes, err) != TIDE_OK) {
         tl_run_free(&r);
         return NULL;
     }

@@ -67,15 +67,10 @@ const char *vz_device_color(int device_index);
 const char *vz_time_color(int bucket);
 int vz_time_bucket(const vz_model *m, int64_t time_ns);
 const char *vz_node_color(const vz_model *m, const vz_node *n, tide_viz_color mode);
-/* The bucket edges in ns (VZ_NUM_TIME_BUCKETS + 1 of them) and a bucket's label ("12-150 µs"). */
-void vz_time_edges(const vz_model *m, double *edges);
-void vz_time_label(const vz_model *m, int bucket, char *buf, size_t size);
 
 /* Natural order of device names (and of names with numbers generally): "cpu:2" < "cpu:10". */
 int vz_natural_cmp(const char *a, const char *b);
 
-/* Checks options shared by every graph call. */
-tide_status vz_check_options(const tide_viz_graph_options *o, tide_error *err);
 
 /* Parses a JSON array of strings (as the run log writes nodes.inputs); calls fn for each string
  * (unescaped, NUL-terminated, valid until fn returns). Anything else is taken as an empty array. */

@@ -1,8 +1,8 @@
 /* api_graph.c — the endpoints about graphs and traced runs: /api/graphs, /api/graph, /api/graph.svg,
  * /api/graph/legend, /api/node, /api/timeline and /api/trace.json (docs/web.md).
  *
- * The drawings and the timeline come from viz/viz.h (Graphviz layouts are serialised there and again
- * on the server's own lock); this file turns query parameters into viz options, answers a bad one
+ * The drawings and the timeline come from viz/viz.h (Graphviz layouts are serialised there; SVGs are
+ * cached here until the log changes); this file turns query parameters into viz options, answers a bad one
  * with 400 naming it, and a viz error with its status (TIDE_NOT_FOUND -> 404). */
 #include <inttypes.h>
 #include <stdio.h>
@@ -109,7 +109,7 @@ static char *cache_key(web_request *rq, const char *endpoint, const tide_viz_gra
     return key;
 }
 
-static void graph_reply(web_request *rq, web_reply *out, graph_drawer draw, const char *type, bool graphviz)
+static void graph_reply(web_request *rq, web_reply *out, graph_drawer draw, const char *type, bool cached)
 {
     tide_viz_graph_options o;
     const char *expanded[MAX_EXPANDED];
@@ -117,14 +117,10 @@ static void graph_reply(web_request *rq, web_reply *out, graph_drawer draw, cons
     if (graph_options(rq, out, &o, expanded, &names)) {
         tide_error *err = tide_error_new();
         size_t len = 0;
-        char *key = graphviz ? cache_key(rq, type, &o) : NULL;
+        char *key = cached ? cache_key(rq, type, &o) : NULL;
         char *text = key ? web_cache_get(rq->w, key, &len) : NULL;
         if (!text && err) {
-            if (graphviz)
-                pthread_mutex_lock(&rq->w->graphviz);
             text = draw(rq->db, &o, &len, err);
-            if (graphviz)
-                pthread_mutex_unlock(&rq->w->graphviz);
             if (text && key)
                 web_cache_put(rq->w, key, text, len);
         }

@@ -509,7 +509,6 @@ tide_web *tide_web_start(const tide_web_options *o, tide_error *err)
         tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "web: out of memory");
         return NULL;
     }
-    pthread_mutex_init(&w->graphviz, NULL);
     pthread_mutex_init(&w->cache_lock, NULL);
     w->port = bound_port(fd);
     const char *addr = !o->bind || strcmp(o->bind, "localhost") == 0 ? "127.0.0.1" : o->bind;
@@ -523,7 +522,6 @@ tide_web *tide_web_start(const tide_web_options *o, tide_error *err)
     if (!w->daemon) {
         close(fd);
         tide_error_set(err, TIDE_UNAVAILABLE, "web: the HTTP server (libmicrohttpd) did not start on %s", w->url);
-        pthread_mutex_destroy(&w->graphviz);
         pthread_mutex_destroy(&w->cache_lock);
         free(w->db_path);
         free(w);
@@ -541,7 +539,6 @@ void tide_web_stop(tide_web *w)
     if (!w)
         return;
     MHD_stop_daemon(w->daemon); /* waits for the requests in progress; closes the listening socket */
-    pthread_mutex_destroy(&w->graphviz);
     pthread_mutex_destroy(&w->cache_lock);
     for (int i = 0; i < WEB_CACHE_SLOTS; i++) {
         free(w->cache[i].key);

@@ -37,7 +37,6 @@ struct tide_web {
     char *db_path;
     char url[96];
     int port;
-    pthread_mutex_t graphviz; /* Graphviz is not thread-safe: one drawing at a time */
     pthread_mutex_t cache_lock;
     web_cache_entry cache[WEB_CACHE_SLOTS];
     uint64_t cache_clock;
@@ -129,10 +128,6 @@ const char *web_itoa(char *buf, int64_t v);
 #define WEB_SQL_JSON_ARRAY(x)                                                                            \
     "json(CASE WHEN json_valid(" x ") THEN CASE WHEN json_type(" x ") = 'array' THEN " x                 \
     " ELSE '[]' END ELSE '[]' END)"
-#define WEB_SQL_PALETTE                                                                                  \
-    "'[\"#4e79a7\",\"#f28e2b\",\"#59a14f\",\"#e15759\",\"#76b7b2\",\"#edc948\",\"#b07aa1\",\"#ff9da7\"," \
-    "\"#9c755f\",\"#bab0ac\"]'"
-#define WEB_UNPLACED_COLOR "#d3d3d3"
 /* The row of tide_store_query_run for the runs row r, as a JSON object (/api/run, /api/compare). */
 #define WEB_SQL_RUN_JSON                                                                                     \
     "json_object('id', r.id, 'session', r.session_id, 'step', r.step, 'run_id', r.run_id, 'status', "      \

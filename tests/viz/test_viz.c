@@ -306,8 +306,10 @@ static void test_highlight_and_time(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
     char fill[8];
     static const char *const reds = "#fee5d9 #fcae91 #fb6a4a #de2d26 #a50f15";
-    CU_ASSERT_PTR_NOT_NULL(strstr(reds, fill_of(svg, "node:tower0/mm", fill)));
-    CU_ASSERT_PTR_NOT_NULL(strstr(reds, fill_of(svg, "node:sum", fill)));
+    CU_ASSERT(fill_of(svg, "node:tower0/mm", fill)[0] == '#'); /* "" (not found) is in every string */
+    CU_ASSERT_PTR_NOT_NULL(strstr(reds, fill));
+    CU_ASSERT(fill_of(svg, "node:sum", fill)[0] == '#');
+    CU_ASSERT_PTR_NOT_NULL(strstr(reds, fill));
     at = strstr(svg, "id=\"cluster:tower0\"");
     CU_ASSERT(at && strstr(at, "stroke=\"#ff0000\"") && strstr(at, "stroke=\"#ff0000\"") < strstr(at, "</g>"));
     free(svg);
@@ -455,6 +457,9 @@ static void test_errors(void)
     o.run = 5000;
     o.color = TIDE_VIZ_COLOR_TIME;
     expect_error(tide_viz_graph_svg(vlog.path, &o, NULL, err), err, TIDE_NOT_FOUND, "not traced");
+    o.run = 0; /* a session that never ran: nothing to colour by time */
+    expect_error(tide_viz_graph_svg(hostile.path, &o, NULL, err), err, TIDE_NOT_FOUND,
+                 "has no traced run to colour by time");
     tide_error_free(err);
 }
 

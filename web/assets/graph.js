@@ -16,6 +16,7 @@
     selected: q.get('node') || '',
   };
   let names = [];            /* node names of the shown version, for search */
+  let namesOf = null;        /* the session/version they are of */
   let view = null;           /* {x, y, w, h} the current viewBox */
   let base = null;           /* the SVG's own viewBox */
   let svgEl = null;
@@ -57,6 +58,7 @@
   }
 
   async function refreshPickers() {
+    namesOf = null;   /* the log changed: the search names are read again */
     const sessions = await api('/api/sessions');
     if (!sessions) return;
     if (!sessions.length) { tide.message('The run log has no sessions yet.', 'info'); return; }
@@ -74,22 +76,30 @@
     runSel.value = state.run;
   }
 
+  /* The node names for search and "collapse" (they depend on the session and version only, so they
+   * are fetched again only when those change or the log grows). */
+  async function loadNames() {
+    const key = state.session + '/' + state.version;
+    if (namesOf === key) return;
+    const graph = await api('/api/graph', {session: state.session, version: state.version}, {quiet: true});
+    if (!graph) return;
+    namesOf = key;
+    names = graph.nodes.map((n) => n.name);
+    clear(datalist);
+    const scopes = new Set();
+    for (const n of names) { const p = n.split('/'); for (let i = 1; i < p.length; i++) scopes.add(p.slice(0, i).join('/')); }
+    for (const n of [...scopes].sort().concat(names.slice(0, 2000))) datalist.appendChild(h('option', {value: n}));
+  }
+
   async function loadSvg() {
     saveUrl();
     expandAllBtn.textContent = state.expandAll ? 'Scopes as chosen' : 'Expand all';
-    const [text, leg, graph] = await Promise.all([
+    const [text, leg] = await Promise.all([
       api('/api/graph.svg', svgParams(), {text: true}),
       api('/api/graph/legend', svgParams(), {quiet: true}),
-      api('/api/graph', {session: state.session, version: state.version, run: state.run}, {quiet: true}),
+      loadNames(),
     ]);
     if (leg) drawLegend(leg);
-    if (graph) {
-      names = graph.nodes.map((n) => n.name);
-      clear(datalist);
-      const scopes = new Set();
-      for (const n of names) { const p = n.split('/'); for (let i = 1; i < p.length; i++) scopes.add(p.slice(0, i).join('/')); }
-      for (const n of [...scopes].sort().concat(names.slice(0, 2000))) datalist.appendChild(h('option', {value: n}));
-    }
     if (text === null) return;
     const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
     if (doc.getElementsByTagName('parsererror').length || doc.documentElement.nodeName !== 'svg') {
