@@ -430,32 +430,33 @@ typedef struct help_query {
     suggestions *suggest;    /* help_suggest: where the names go */
 } help_query;
 
-/* Pushes the table tide (or nil), with raw gets only. */
-static void push_tide(lua_State *L)
+/* Replaces the table on top of the stack by its field `key` when that is a table, else by nil (raw
+ * gets only: no metamethod runs). nil on top stays nil. */
+static void raw_subtable(lua_State *L, const char *key)
 {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-    lua_pushliteral(L, "tide");
-    lua_rawget(L, -2);
-    lua_remove(L, -2);
+    if (lua_istable(L, -1)) {
+        lua_pushstring(L, key);
+        lua_rawget(L, -2);
+        lua_remove(L, -2);
+    }
     if (!lua_istable(L, -1)) {
         lua_pop(L, 1);
         lua_pushnil(L);
     }
 }
 
+/* Pushes the table tide (or nil). */
+static void push_tide(lua_State *L)
+{
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    raw_subtable(L, "tide");
+}
+
 /* Pushes tide.help (or nil). */
 static void push_tide_help(lua_State *L)
 {
     push_tide(L);
-    if (lua_istable(L, -1)) {
-        lua_pushliteral(L, "help");
-        lua_rawget(L, -2);
-        lua_remove(L, -2);
-        if (!lua_istable(L, -1)) {
-            lua_pop(L, 1);
-            lua_pushnil(L);
-        }
-    }
+    raw_subtable(L, "help");
 }
 
 /* Protected: resolves q->name to an op and to the shortest name under which tide holds that op's
@@ -1182,10 +1183,7 @@ static repl_result cmd_web(repl *r, int argc, char **argv)
         }
         o.port = port == 0 ? -1 : (int)port;
     }
-    tide_error_clear(r->err);
-    if (tide_store_flush(r->store, r->err) != TIDE_OK) /* the log file exists and holds this session */
-        fprintf(stderr, "warning: the run log could not commit the latest records: %s\n", tide_error_message(r->err));
-    tide_error_clear(r->err);
+    repl_log_flush(r); /* the log file exists and holds this session */
     web_server = tide_web_start(&o, r->err);
     if (!web_server) {
         fprintf(stderr, "%s\n", tide_error_message(r->err));

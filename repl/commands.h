@@ -15,5 +15,7 @@ repl_result repl_cmd_watch(repl *r, int argc, char **argv);
 repl_result repl_cmd_unwatch(repl *r, int argc, char **argv);
 repl_result repl_cmd_prune(repl *r, int argc, char **argv);
 repl_result repl_cmd_log(repl *r, int argc, char **argv);
+/* Commits what the store has queued (a failure is a warning on stderr); r->err is left clear. */
+void repl_log_flush(repl *r);
 
 #endif

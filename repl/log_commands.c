@@ -30,15 +30,33 @@ static const char *log_path(repl *r)
     return NULL;
 }
 
+void repl_log_flush(repl *r)
+{
+    tide_error_clear(r->err);
+    if (tide_store_flush(r->store, r->err) != TIDE_OK)
+        fprintf(stderr, "warning: the run log could not commit the latest records: %s\n", tide_error_message(r->err));
+    tide_error_clear(r->err);
+}
+
 /* The path of a log to query, after committing what the store has queued, so that a query sees this
  * session's latest runs. A failed flush is reported and the query goes on with what is there. */
 static const char *log_for_query(repl *r)
 {
     const char *path = log_path(r);
-    tide_error_clear(r->err);
-    if (path && tide_store_flush(r->store, r->err) != TIDE_OK)
-        fprintf(stderr, "warning: the run log could not commit the latest records: %s\n", tide_error_message(r->err));
+    if (path)
+        repl_log_flush(r);
     return path;
+}
+
+/* Whether the store watches node `name`. */
+static bool is_watched(repl *r, const char *name)
+{
+    char **watched = tide_store_watched(r->store, NULL);
+    bool found = false;
+    for (int i = 0; watched && watched[i]; i++)
+        found = found || strcmp(watched[i], name) == 0;
+    tide_store_names_free(watched);
+    return found;
 }
 
 /* A whole number in [min, max] (a size with K, M or G for KiB, MiB, GiB when units). */
@@ -82,14 +100,11 @@ static void format_bytes(double bytes, char *buf, size_t size)
  * `footer` when footer is not NULL (by nothing when it is ""). */
 static void print_table(const tide_store_table *t, const char *footer)
 {
-    char *text = tide_store_table_format(t, LOG_CELL_CHARS);
+    char *text = tide_store_table_format(t, LOG_CELL_CHARS, footer == NULL);
     if (!text) {
         fputs("out of memory formatting the table\n", stderr);
         return;
     }
-    char *last = footer ? strrchr(text, '(') : NULL;
-    if (last && (last == text || last[-1] == '\n'))
-        *last = '\0';
     fputs(text, stdout);
     if (footer && footer[0])
         puts(footer);
@@ -119,8 +134,9 @@ repl_result repl_cmd_runs(repl *r, int argc, char **argv)
     }
     tide_error_clear(r->err);
     tide_store_table *t = tide_store_query_runs(path, (int)n, r->err);
-    tide_store_table *count = t ? tide_store_query(path, "SELECT count(*) FROM runs", 1, r->err) : NULL;
-    if (!t || !count) {
+    tide_store_table *count = t && tide_store_table_truncated(t)
+                                  ? tide_store_query(path, "SELECT count(*) FROM runs", 1, r->err) : NULL;
+    if (!t || (tide_store_table_truncated(t) && !count)) {
         fprintf(stderr, ":runs: %s\n", tide_error_message(r->err));
         tide_store_table_free(t);
         return REPL_FAILED;
@@ -292,12 +308,7 @@ repl_result repl_cmd_tensor(repl *r, int argc, char **argv)
         print_logged_tensor(t, step);
     } else {
         fprintf(stderr, ":tensor: %s", tide_error_message(r->err));
-        char **watched = tide_store_watched(r->store, NULL);
-        bool is_watched = false;
-        for (int i = 0; watched && watched[i]; i++)
-            is_watched = is_watched || strcmp(watched[i], name) == 0;
-        tide_store_names_free(watched);
-        if (tide_error_code(r->err) == TIDE_NOT_FOUND && !is_watched)
+        if (tide_error_code(r->err) == TIDE_NOT_FOUND && !is_watched(r, name))
             fprintf(stderr, "; :watch %s logs it from the next run on", name);
         fputc('\n', stderr);
     }
@@ -399,12 +410,7 @@ repl_result repl_cmd_unwatch(repl *r, int argc, char **argv)
         print_watched(r, stdout);
         return REPL_DONE;
     }
-    char **names = tide_store_watched(r->store, NULL);
-    bool found = false;
-    for (int i = 0; names && names[i]; i++)
-        found = found || strcmp(names[i], argv[1]) == 0;
-    tide_store_names_free(names);
-    if (!found) {
+    if (!is_watched(r, argv[1])) {
         fprintf(stderr, "'%s' is not watched; ", argv[1]);
         print_watched(r, stderr);
         return REPL_FAILED;

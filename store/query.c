@@ -803,7 +803,7 @@ static bool looks_numeric(const char *s)
     return end != s && *end == '\0';
 }
 
-char *tide_store_table_format(const tide_store_table *t, int max_cell_chars)
+char *tide_store_table_format(const tide_store_table *t, int max_cell_chars, bool with_count)
 {
     char *text = NULL;
     size_t len = 0;
@@ -839,9 +839,9 @@ char *tide_store_table_format(const tide_store_table *t, int max_cell_chars)
             put_cell(out, cell, max, last && !numeric[c] ? 0 : width[c], numeric[c]);
             fputs(last ? "\n" : "  ", out);
         }
-    if (t->truncated)
+    if (with_count && t->truncated)
         fprintf(out, "(first %d of more rows)\n", t->num_rows);
-    else
+    else if (with_count)
         fprintf(out, "(%d row%s)\n", t->num_rows, t->num_rows == 1 ? "" : "s");
     bool ok = width && numeric;
     free(width);

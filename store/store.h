@@ -161,9 +161,9 @@ bool tide_store_table_is_null(const tide_store_table *t, int row, int col);
 bool tide_store_table_truncated(const tide_store_table *t);
 /* The table as aligned text: a header line, one line per row, columns separated by two spaces
  * (numeric columns right-aligned), cells longer than max_cell_chars characters (UTF-8) clipped with
- * "...", control characters shown as spaces; then "(N rows)", or "(first N of more rows)" when
- * truncated. A malloc'd string (the caller frees), NULL when out of memory. */
-char *tide_store_table_format(const tide_store_table *t, int max_cell_chars);
+ * "...", control characters shown as spaces; then, with_count, "(N rows)", or "(first N of more rows)"
+ * when truncated. A malloc'd string (the caller frees), NULL when out of memory. */
+char *tide_store_table_format(const tide_store_table *t, int max_cell_chars, bool with_count);
 
 /* The named queries of the REPL and the web views. */
 

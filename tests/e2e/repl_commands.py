@@ -11,12 +11,12 @@ import subprocess
 import sys
 import tempfile
 
+from checks import check, crashed, has, lacks, summary
+
 TIDE = None
 SCRATCH = None  # the working directory of scenarios that do not choose one
 RUNS = []       # exit status of every run
 CRASHES = []    # runs that crashed or reported a sanitizer error
-FAILED = 0
-PASSED = 0
 
 # A small graph: a placeholder, an op on it, a variable and a product (names follow the globals).
 GRAPH = """x = placeholder(float32, {nil, 3})
@@ -36,30 +36,9 @@ def tide(stdin, cwd=None):
     p = subprocess.run([TIDE, "--quiet"], input=stdin, capture_output=True, text=True, timeout=120,
                        cwd=cwd, env=env)
     RUNS.append(p.returncode)
-    if p.returncode < 0 or p.returncode > 3 or re.search(r"Sanitizer|runtime error:|Assertion", p.stderr):
+    if crashed(p.returncode, p.stderr):
         CRASHES.append("status %d for input:\n%s\nstderr:\n%s" % (p.returncode, stdin, p.stderr))
     return p.returncode, p.stdout, p.stderr
-
-
-def check(name, ok, detail=""):
-    global FAILED, PASSED
-    if ok:
-        PASSED += 1
-        print("ok   %s" % name)
-    else:
-        FAILED += 1
-        print("FAIL %s" % name)
-        if detail:
-            for line in str(detail).splitlines()[:40]:
-                print("     | " + line)
-
-
-def has(name, pattern, text, flags=re.M):
-    check(name, re.search(pattern, text, flags) is not None, "no match for /%s/ in:\n%s" % (pattern, text))
-
-
-def lacks(name, pattern, text, flags=re.M):
-    check(name, re.search(pattern, text, flags) is None, "unexpected match for /%s/ in:\n%s" % (pattern, text))
 
 
 def node_rows(out):
@@ -275,6 +254,10 @@ def test_save_load(tmp):
         f.write("# nothing\n")
     st, out, err = tide(":load empty.txt\n", cwd=tmp)
     has("load a file without nodes", r"empty\.txt holds no nodes", out)
+    with open(os.path.join(tmp, "nul.txt"), "wb") as f:
+        f.write(b"x = Placeholder(dtype=float32)\n\0\n")
+    st, out, err = tide(":load nul.txt\n", cwd=tmp)
+    has("load a file with NUL bytes", r"^cannot load 'nul\.txt': .*NUL bytes", err)
 
     st, out, err = tide(GRAPH + ":save /nonexistent-dir/g.txt\n:save g.txt/sub.txt\n", cwd=tmp)
     check("save unwritable: status 1", st == 1)
@@ -316,8 +299,7 @@ def main():
         test_save_load(tmp)
         check("no run log written (TIDE_LOG=\"\")", os.listdir(scratch) == [], os.listdir(scratch))
     check("no crash, abort or sanitizer report in %d runs" % len(RUNS), not CRASHES, "\n\n".join(CRASHES))
-    print("%d passed, %d failed" % (PASSED, FAILED))
-    return 1 if FAILED else 0
+    return summary()
 
 
 if __name__ == "__main__":

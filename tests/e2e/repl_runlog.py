@@ -18,9 +18,9 @@ import sys
 import tempfile
 import time
 
+from checks import check, crashed, has, lacks, summary
+
 TIDE = None
-FAILED = 0
-PASSED = 0
 MARK = "@@section@@"
 
 # A variable trained by gradient descent; every run() of the loop fetches loss (steps 1..30; step 0
@@ -35,29 +35,9 @@ LOOP = """for i = 1, %d do local v = run({train, loss}); print("step " .. (%d + 
 """
 
 
-def check(name, ok, detail=""):
-    global FAILED, PASSED
-    if ok:
-        PASSED += 1
-        print("ok   %s" % name)
-    else:
-        FAILED += 1
-        print("FAIL %s" % name)
-        for line in str(detail).splitlines()[:40]:
-            print("     | " + line)
-
-
-def has(name, pattern, text, flags=re.M):
-    check(name, re.search(pattern, text, flags) is not None, "no match for /%s/ in:\n%s" % (pattern, text))
-
-
-def lacks(name, pattern, text, flags=re.M):
-    check(name, re.search(pattern, text, flags) is None, "unexpected match for /%s/ in:\n%s" % (pattern, text))
-
-
 def sane(name, status, err):
     check(name + ": no crash or sanitizer report",
-          0 <= status <= 3 and not re.search(r"Sanitizer|runtime error:|Assertion", err), "status %d\n%s" % (status, err))
+          not crashed(status, err), "status %d\n%s" % (status, err))
 
 
 def env_for(home):
@@ -113,6 +93,7 @@ def test_session(tmp):
         ("train", LOOP % (30, 0)),
         ("runs", ":runs 5\n"),
         ("runs_all", ":runs\n"),
+        ("runs_bad", ":runs 0\n"),
         ("run_traced", ":run 11\n"),   # step 10
         ("run_plain", ":run 12\n"),    # step 11
         ("run_latest", ":run\n"),
@@ -123,6 +104,7 @@ def test_session(tmp):
         ("tensor_after", ":tensor loss 1000\n"),
         ("tensor_unknown", ":tensor nothing\n"),
         ("tensor_bad_step", ":tensor loss soon\n"),
+        ("tensor_bad_output", ":tensor loss:x\n"),
         ("sql", ":sql SELECT step, round(mean, 6) AS mean FROM tensors WHERE node = 'loss' AND kind = 'watched' "
                 "AND step IN (5, 6) ORDER BY step\n"),
         ("sql_quotes", ":sql SELECT 'it''s' AS \"a b\", \"step\" FROM runs WHERE step = 0\n"),
@@ -179,6 +161,7 @@ def test_session(tmp):
     has(":runs: fetches shown", r'\["loss:0"\]', out("runs"))
     has(":runs: footer counts all runs", r"^\(the last 5 of 31 runs; ", out("runs"))
     has(":runs: default lists 20", r"^\(the last 20 of 31 runs; ", out("runs_all"))
+    has(":runs 0: explains N", r"^:runs N: N is how many runs to list \(1 or more\), not '0'", err("runs_bad"))
 
     # :run
     has(":run of a traced run: header", r"^run 11: step 10 of session 1, OK, [\d.]+ ms, started ", out("run_traced"))
@@ -212,6 +195,7 @@ def test_session(tmp):
         r"1000\)", out("tensor_after"))
     has(":tensor of a node never logged", r"holds no value of nothing:0; :watch nothing logs it", err("tensor_unknown"))
     has(":tensor with a bad step", r"STEP is a step number", err("tensor_bad_step"))
+    has(":tensor with a bad output", r"is not a node name or NAME:OUTPUT", err("tensor_bad_output"))
 
     # :sql
     has(":sql: a table with a header", r"^step\s+mean\n\s*5\s+[\d.]+\n\s*6\s+[\d.]+\n\(2 rows\)$", out("sql"))
@@ -393,8 +377,7 @@ def main():
             sub = os.path.join(tmp, test.__name__)
             os.mkdir(sub)
             test(sub)
-    print("%d passed, %d failed" % (PASSED, FAILED))
-    return 1 if FAILED else 0
+    return summary()
 
 
 if __name__ == "__main__":

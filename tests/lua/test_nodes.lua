@@ -2,20 +2,8 @@
 -- first failed check): op functions generated from the registry, attrs tables, constants' dtypes,
 -- arithmetic metamethods, naming after globals, run's three fetch forms, feeds, sessions, scope and
 -- device, node(name), gradients, variables and optimizers, and the errors users cause.
-local checks = 0
-local function check(cond, what)
-  checks = checks + 1
-  if not cond then error("check failed: " .. what, 2) end
-end
-local function fails(pattern, f, ...)
-  local ok, msg = pcall(f, ...)
-  checks = checks + 1
-  if ok then error("expected an error matching '" .. pattern .. "'", 2) end
-  if not tostring(msg):find(pattern) then
-    error("error '" .. tostring(msg) .. "' does not match '" .. pattern .. "'", 2)
-  end
-  return msg
-end
+local T = dofile((arg[0]:match("^(.*/)") or "") .. "check.lua")
+local check, raises = T.check, T.raises
 local function near(a, b, tol) return math.abs(a - b) <= (tol or 1e-5) * math.max(1, math.abs(b)) end
 
 -- op functions exist under several names, also in tide.ops
@@ -48,11 +36,11 @@ check(near(run(constant(7.0) % 3):item(), 1), "mod")
 local p = matmul(constant({{1, 2}}), constant({{3, 4}}), {transpose_b = true, name = "dot"})
 check(p:name() == "dot", "explicit name")
 check(run(p)[1][1] == 11, "transpose_b")
-fails("MatMul has no attr 'transpose'", matmul, c, c, {transpose = true})
-fails("attr 'transpose_a' must be a boolean", matmul, c, c, {transpose_a = 1})
-fails("takes 2 inputs", matmul, c)
-fails("expected a node, got a number", c.shape, 3)
-fails("Relu takes 1 input", relu, c, c)
+raises(matmul, {"MatMul has no attr 'transpose'"}, c, c, {transpose = true})
+raises(matmul, {"attr 'transpose_a' must be a boolean"}, c, c, {transpose_a = 1})
+raises(matmul, {"takes 2 inputs"}, c)
+raises(c.shape, {"expected a node, got a number"}, 3)
+raises(relu, {"Relu takes 1 input"}, c, c)
 
 -- names follow globals assigned in this entry (scripts are one entry)
 weights = variable(zeros{2, 2})
@@ -77,9 +65,9 @@ check(xs[1] == -1 and xs[2] == 2, "unknown batch dimension")
 y = matmul(x, constant({{1.0}, {2.0}}))
 local out = run(y, {[x] = {{1, 1}, {2, 3}}})
 check(out:shape()[1] == 2 and out[1][1] == 3 and out[2][1] == 8, "fed run")
-fails("Placeholder", run, y)
-fails("feed for 'x'", run, y, {[x] = "text"})
-fails("feeds must be a table", run, y, 3)
+raises(run, {"Placeholder"}, y)
+raises(run, {"feed for 'x'"}, y, {[x] = "text"})
+raises(run, {"feeds must be a table"}, y, 3)
 check(run(y, {["x:0"] = {{1, 0}}})[1][1] == 1, "feeding by name")
 
 -- fetch forms: one, list, table; targets
@@ -89,8 +77,8 @@ local named = run({a = f, b = c})
 check(named.a[2] == 2.5 and named.b[1][2] == 2, "named fetch")
 local noop = tide.ops.NoOp()
 check(select("#", run(noop)) == 0, "a target returns nothing")
-fails("cannot fetch a number", run, 3)
-fails("run needs something", run)
+raises(run, {"cannot fetch a number"}, 3)
+raises(run, {"run needs something"})
 local _, stats = run(y, {[x] = {{1, 1}}}, {trace = true})
 check(type(stats) == "table" and #stats >= 1 and stats[1].node and stats[1].us >= 0, "trace stats")
 
@@ -99,21 +87,21 @@ check(f:eval()[1] == 1.5, "node:eval")
 local s = session()
 check(s:run(f)[2] == 2.5, "second session")
 s:close()
-fails("closed", function() return s:run(f) end)
+raises(function() return s:run(f) end, {"closed"})
 
 -- device scopes
 device("/cpu:0", function() on_cpu = constant(1) end)
 check(on_cpu:device() == "/cpu:0", "requested device")
-fails("bad device specification", device, "/tpu:0", function() end)
-fails("matches none", function() device("/cpu:7", function() bad_dev = constant(1) + 1 end); run(bad_dev) end)
+raises(device, {"bad device specification"}, "/tpu:0", function() end)
+raises(function() device("/cpu:7", function() bad_dev = constant(1) + 1 end); run(bad_dev) end, {"matches none"})
 
 local function nest(n) if n == 0 then return constant(1) end return scope("s", function() return nest(n - 1) end) end
 check(nest(10):name() == string.rep("s/", 10) .. "const" or nest(10):name():find("^s/s/s/s/s/s/s/s/s/s/const"), "nested scopes")
-fails("nested more than 50 deep", nest, 60)
+raises(nest, {"nested more than 50 deep"}, 60)
 
 -- node(name)
 check(node("dot") == p, "node(name) gives the same handle")
-fails("no node", node, "no_such_node")
+raises(node, {"no node"}, "no_such_node")
 
 -- gradients: d/dw sum(w^2) = 2w
 w = variable(constant({1.0, -2.0}))
@@ -140,8 +128,8 @@ for _, make in ipairs{function() return momentum(0.05) end, function() return ad
   for _ = 1, 20 do run(step) end
   check(run(l):item() < before, tostring(make()) .. " reduces the loss")
 end
-fails("learning rate must be a positive number", sgd, -1)
-fails("initial value is missing", variable)
+raises(sgd, {"learning rate must be a positive number"}, -1)
+raises(variable, {"initial value is missing"})
 
 -- reductions over all axes or one
 check(run(sum(constant({{1, 2}, {3, 4}}))):item() == 10, "sum over all")
@@ -151,4 +139,4 @@ check(run(mean(constant({{1.0, 2.0}, {3.0, 4.0}}), 0, true)):shape()[1] == 1, "k
 check(tostring(cast(c, float64):dtype()) == "float64", "cast")
 check(run(one_hot(constant({0, 2}), 3))[2][3] == 1, "one_hot")
 
-print(string.format("test_nodes: %d checks passed", checks))
+T.done("test_nodes")

@@ -251,7 +251,7 @@ static void test_table_format(void)
     tide_store_table *t = query("SELECT step, 'x' || step AS name, NULL AS empty, "
                                 "'a very long text that goes on and on past forty characters' AS long, "
                                 "'line' || char(10) || 'two' AS ctl FROM runs ORDER BY step", 100);
-    char *text = tide_store_table_format(t, 40);
+    char *text = tide_store_table_format(t, 40, true);
     CU_ASSERT_PTR_NOT_NULL_FATAL(text);
     const char *want = "step  name  empty  long                                      ctl\n"
                        "   0  x0    NULL   a very long text that goes on and on ...  line two\n"
@@ -265,16 +265,16 @@ static void test_table_format(void)
     tide_store_table_free(t);
 
     t = query("SELECT 'µµµµµ' AS u UNION ALL SELECT 'ab'", 1); /* UTF-8 counted by characters */
-    text = tide_store_table_format(t, 4);
+    text = tide_store_table_format(t, 4, true);
     CU_ASSERT_STRING_EQUAL(text, "u\nµ...\n(first 1 of more rows)\n");
     free(text);
     tide_store_table_free(t);
     t = query("SELECT 1 AS one", 10);
-    text = tide_store_table_format(t, 40);
+    text = tide_store_table_format(t, 40, true);
     CU_ASSERT_STRING_EQUAL(text, "one\n  1\n(1 row)\n");
     free(text);
     tide_store_table_free(t);
-    CU_ASSERT_PTR_NULL(tide_store_table_format(NULL, 40));
+    CU_ASSERT_PTR_NULL(tide_store_table_format(NULL, 40, true));
     fixture_free(&f);
 }
 

@@ -316,6 +316,8 @@ def test_repl_web(tmp):
     check(":help web", ":web [PORT|stop]" in out, out)
     r = subprocess.run([TIDE, "--no-log"], input=":web\n", capture_output=True, text=True, env=env(), timeout=30)
     check(":web without a log: a message", r.returncode == 1 and "run log" in r.stderr, r)
+    r = subprocess.run([TIDE, "--log", db], input=":web abc\n", capture_output=True, text=True, env=env(), timeout=30)
+    check(":web with a bad port: a message", r.returncode == 1 and ":web wants a port from 1 to 65535" in r.stderr, r)
     p = subprocess.Popen([TIDE, "--log", db, "--web", "--port", "0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=env())
     line = p.stdout.readline()
