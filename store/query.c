@@ -356,7 +356,9 @@ tide_store_table *tide_store_query(const char *path, const char *sql, int max_ro
     return tide_store_query_cancellable(path, sql, max_rows, NULL, err);
 }
 
-/* An integer literal (optional '-', digits, nothing else) is bound as an integer, anything else as text. */
+/* An integer written as SQLite would print it (optional '-', digits, no leading zero: "12", "-3", "0")
+ * is bound as an integer; anything else ("007", "+1", "1e3", "x") as text, so that a name made of
+ * digits still matches itself. */
 static bool is_integer_text(const char *s, int64_t *value)
 {
     if (!s || !*s)
@@ -364,7 +366,9 @@ static bool is_integer_text(const char *s, int64_t *value)
     char *end = NULL;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (errno || *end || !(isdigit((unsigned char)*s) || (*s == '-' && isdigit((unsigned char)s[1]))))
+    char canonical[24];
+    snprintf(canonical, sizeof canonical, "%lld", v);
+    if (errno || *end || strcmp(canonical, s) != 0)
         return false;
     *value = v;
     return true;

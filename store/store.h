@@ -145,9 +145,10 @@ tide_store_table *tide_store_query(const char *path, const char *sql, int max_ro
  * non-zero (a flag a SIGINT handler sets, for example); cancel may be NULL. */
 tide_store_table *tide_store_query_cancellable(const char *path, const char *sql, int max_rows,
                                                const volatile sig_atomic_t *cancel, tide_error *err);
-/* The same with parameters: params[i] (NULL: SQL NULL) is bound to ?i+1 (or the i+1-th named parameter), as
- * an integer when it is an integer literal ("-12"), else as text; never spliced into the SQL, so values
- * from a user (an URL, a prompt) are safe. The number of values must match the statement's. */
+/* The same with parameters: params[i] (NULL: SQL NULL) is bound to ?i+1 (or the i+1-th named
+ * parameter), as an integer when it is an integer written plainly ("-12"; not "007" or "+1"), else as
+ * text; never spliced into the SQL, so values from a user (an URL, a prompt) are safe. The number of
+ * values must match the statement's. */
 tide_store_table *tide_store_query_bound(const char *path, const char *sql, const char *const *params,
                                          int num_params, int max_rows, tide_error *err);
 void tide_store_table_free(tide_store_table *t);

@@ -820,6 +820,14 @@ static void test_bound_parameters(void)
     CU_ASSERT_EQUAL(tide_store_table_num_rows(t), 2);
     CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 1), "1");
     tide_store_table_free(t);
+    /* digits with a leading zero are text: a name "007" is not the number 7 */
+    const char *p4[] = {"007", "7"};
+    t = tide_store_query_bound(db_path, "SELECT typeof(?1), typeof(?2), ?1 = '007'", p4, 2, 10, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 0), "text");
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 1), "integer");
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 2), "1");
+    tide_store_table_free(t);
     /* a count that does not match, and writes, are refused */
     CU_ASSERT_PTR_NULL(tide_store_query_bound(db_path, "SELECT ?1, ?2", p3, 1, 10, err));
     CU_ASSERT_EQUAL(tide_error_code(err), TIDE_INVALID_ARGUMENT);
