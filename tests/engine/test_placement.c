@@ -176,6 +176,16 @@ static tide_node *colocated(tide_graph *g, const char *name, const char *device,
     return on_device(b, device);
 }
 
+/* A float32 scalar Variable named name on device (NULL: none). */
+static tide_node *scalar_variable(tide_graph *g, const char *name, const char *device)
+{
+    tide_node_builder *b = tide_node_builder_new(g, "Variable", name);
+    tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", TIDE_FLOAT32);
+    tide_shape scalar = tide_shape_scalar();
+    tide_attrs_set_shape(tide_node_builder_attrs(b), "shape", &scalar);
+    return on_device(b, device);
+}
+
 static int dev(const tide_placement *p, int k) { return p->device[k]->index; }
 
 /* ---------------------------------------------------------------- requests */
@@ -283,11 +293,7 @@ static void test_ref_colocation(void)
 {
     tide_engine *e = engine_with(2, false);
     tide_graph *g = tide_graph_new();
-    tide_node_builder *vb = tide_node_builder_new(g, "Variable", "v");
-    tide_attrs_set_type(tide_node_builder_attrs(vb), "dtype", TIDE_FLOAT32);
-    tide_shape scalar = tide_shape_scalar();
-    tide_attrs_set_shape(tide_node_builder_attrs(vb), "shape", &scalar);
-    tide_node *v = on_device(vb, "/cpu:1");
+    tide_node *v = scalar_variable(g, "v", "/cpu:1");
     tide_node *init = const_on(g, "init", NULL);
     tide_node *assign = op_on(g, "Assign", "assign", NULL, 2, (tide_node *[]){v, init});
     tide_node *add = op_on(g, "AssignAdd", "add", NULL, 2, (tide_node *[]){v, init});
@@ -390,11 +396,7 @@ static void test_conflicts(void)
 {
     tide_engine *e = engine_with(2, false);
     tide_graph *g = tide_graph_new();
-    tide_node_builder *vb = tide_node_builder_new(g, "Variable", "v");
-    tide_attrs_set_type(tide_node_builder_attrs(vb), "dtype", TIDE_FLOAT32);
-    tide_shape scalar = tide_shape_scalar();
-    tide_attrs_set_shape(tide_node_builder_attrs(vb), "shape", &scalar);
-    tide_node *v = on_device(vb, "/cpu:0");
+    tide_node *v = scalar_variable(g, "v", "/cpu:0");
     tide_node *c = const_on(g, "c", NULL);
     tide_node *assign = op_on(g, "Assign", "assign", "/cpu:1", 2, (tide_node *[]){v, c});
     place_fails(e, g, (tide_node *[]){v, c, assign}, 3, TIDE_INVALID_ARGUMENT,
