@@ -148,7 +148,9 @@ int tide_registry_op_names(const char *const **names)
     return reg.names ? reg.num_ops : 0;
 }
 
-int tide_edit_distance(const char *a, const char *b)
+/* Case-insensitive edit distance (Levenshtein) of two names of up to 64 bytes (99 beyond): what the
+ * "did you mean" suggestion for an unknown op ranks by. */
+static int edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 64 || lb > 64)
@@ -181,7 +183,7 @@ const char *tide__registry_suggest(const char *op, char *buf, size_t size)
     int best = 99;
     const char *name = NULL;
     for (int i = 0; i < reg.num_ops; i++) {
-        int d = tide_edit_distance(op, reg.ops[i]->name);
+        int d = edit_distance(op, reg.ops[i]->name);
         if (d < best) {
             best = d;
             name = reg.ops[i]->name;

@@ -7,7 +7,7 @@
  * shell keeps its dot-commands: name, alias, argument counts, synopsis, help, handler) and the
  * handler runs. A command of `whole_line_commands` (:sql) gets the rest of the line as its one
  * argument, unsplit. Only exact names and the documented aliases (:h, :q) are accepted; anything else is
- * an error that suggests the nearest names by tide_edit_distance. Results go to stdout, errors to
+ * an error that suggests the nearest names by repl_edit_distance. Results go to stdout, errors to
  * stderr; every handler returns REPL_DONE, REPL_FAILED or REPL_QUIT.
  *
  * The run-log commands read the log through the store's queries (store/query.c: a read-only
@@ -223,7 +223,7 @@ static void suggest_consider(suggestions *s, const char *candidate)
 {
     if (!candidate || !candidate[0] || strlen(candidate) >= sizeof s->name[0])
         return;
-    int d = tide_edit_distance(s->word, candidate);
+    int d = repl_edit_distance(s->word, candidate);
     if (d > s->limit && strlen(s->word) >= 3 && strstr(candidate, s->word))
         d = s->limit;
     if (d > s->limit || d == 0)

@@ -309,7 +309,7 @@ static void nearest_key(lua_State *L, int idx, const char *name, char *out, size
         lua_pop(L, 1);
         if (lua_type(L, -1) == LUA_TSTRING) {
             const char *k = lua_tostring(L, -1);
-            int d = tide_edit_distance(name, k);
+            int d = repl_edit_distance(name, k);
             if (d < *best && strcmp(k, name) != 0) {
                 *best = d;
                 snprintf(out, size, "%s", k);

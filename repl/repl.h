@@ -13,6 +13,7 @@
  *   prompt.c      the interactive prompt: libedit, ~/.tide_history, multi-line input, Ctrl-C
  *   complete.c    tab completion (ops, nodes, Lua globals, commands)
  *   commands.c    the ':' commands
+ *   suggest.c     the edit distance that "did you mean" suggestions rank by
  *
  * All REPL state is in one struct (SQLite's shell does the same); Lua code reaches it through
  * repl_of(L). Errors a user causes are Lua errors (raised with repl_raise, which prefixes the
@@ -194,5 +195,10 @@ char **repl_complete(repl *r, const char *line, int end, int *count);
 repl_result repl_command(repl *r, const char *line);
 /* The command names ("help", "nodes", ...), NULL-terminated, for completion and :help. */
 const char *const *repl_command_names(void);
+
+/* ---------------------------------------------------------------- suggest.c */
+
+/* Case-insensitive edit distance (Levenshtein) of two names of up to 64 bytes (99 beyond). */
+int repl_edit_distance(const char *a, const char *b);
 
 #endif

@@ -1,7 +1,7 @@
 /* train.h — what the files of engine/train share (engine-private): building named nodes in the
  * current scope, scalar constants, and the optimizers' slot variables. */
-#ifndef TIDE_TRAIN_H
-#define TIDE_TRAIN_H
+#ifndef TIDE_TRAIN_PRIVATE_H
+#define TIDE_TRAIN_PRIVATE_H
 
 #include "../internal.h"
 
