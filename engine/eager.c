@@ -121,7 +121,7 @@ tide_status tide_engine_run_op(tide_engine *engine, const char *op, tide_tensor 
         st = tide__kernel_node_init(&kn, err);
     if (st == TIDE_OK) {
         tide_kernel_ctx ctx = {.kn = &kn, .inputs = (tide_tensor **)inputs, .outputs = outs};
-        compute(&ctx);
+        tide__kernel_ctx_returned(&ctx, compute(&ctx));
         st = tide__kernel_ctx_finish(&ctx);
         if (st != TIDE_OK)
             tide__kernel_ctx_take_error(&ctx, err);

@@ -398,7 +398,7 @@ static void run_node(tide_step *step, const tide_exec_item *it, int k, ready_sta
     }
     tide_kernel_ctx ctx = {.kn = &it->kn, .inputs = step->slots + it->input_base, .outputs = outs,
                            .step = step};
-    it->device->ops->compute(it->device, &it->kn.kernel->spec, &ctx);
+    tide__kernel_ctx_returned(&ctx, it->device->ops->compute(it->device, &it->kn.kernel->spec, &ctx));
     complete_node(step, it, &ctx, rs);
     if (outs != local)
         free(outs);

@@ -383,6 +383,9 @@ struct tide_kernel_ctx {
 /* Prepares kn (kernel lookup already done); runs the kernel's init. */
 tide_status tide__kernel_node_init(tide_kernel_node *kn, tide_error *err);
 void tide__kernel_node_clear(tide_kernel_node *kn);
+/* What a kernel (or its device's compute) returned, or passed to tide_kernel_done: a failure it did
+ * not record with tide_kernel_error is recorded now, naming the node and op. Returns ctx's status. */
+tide_status tide__kernel_ctx_returned(tide_kernel_ctx *ctx, tide_status returned);
 /* After compute: checks outputs are all set; releases held variables. */
 tide_status tide__kernel_ctx_finish(tide_kernel_ctx *ctx);
 /* Moves the ctx's error into err (prefixing is already done). */

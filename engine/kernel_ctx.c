@@ -147,10 +147,17 @@ bool tide_kernel_cancelled(const tide_kernel_ctx *ctx)
     return ctx->step && tide__step_cancelled((struct tide_step *)ctx->step);
 }
 
+tide_status tide__kernel_ctx_returned(tide_kernel_ctx *ctx, tide_status returned)
+{
+    if (returned != TIDE_OK && ctx->status == TIDE_OK)
+        tide_kernel_error(ctx, returned, "the kernel returned %s without a message (tide_kernel_error)",
+                          tide_status_name(returned));
+    return ctx->status;
+}
+
 void tide_kernel_done(tide_kernel_ctx *ctx, tide_status status)
 {
-    if (status != TIDE_OK && ctx->status == TIDE_OK)
-        tide_kernel_error(ctx, status, "asynchronous kernel failed");
+    tide__kernel_ctx_returned(ctx, status);
     tide__exec_async_done(ctx->item, ctx->step, ctx, status);
 }
 

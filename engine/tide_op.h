@@ -107,7 +107,9 @@ typedef struct tide_kernel_spec {
      * in *state (freed by destroy). Only the attr, dtype and error calls of ctx are valid here. */
     tide_status (*init)(tide_kernel_ctx *ctx, void **state);
     void (*destroy)(void *state);
-    /* Synchronous: computes every output, returns TIDE_OK or tide_kernel_error(...). */
+    /* Synchronous: computes every output, returns TIDE_OK or tide_kernel_error(...). Any other failure
+     * it returns still fails the node (with a message that only names the code), as does an error
+     * recorded with tide_kernel_error under a TIDE_OK return. */
     tide_status (*compute)(tide_kernel_ctx *ctx);
     /* Asynchronous (TIDE_KERNEL_ASYNC): starts the work and returns without blocking; the kernel
      * (or whatever it handed the work to) calls tide_kernel_done(ctx, status) exactly once, from any

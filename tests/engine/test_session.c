@@ -6,6 +6,25 @@
 #include <string.h>
 
 #include "graph_util.h"
+#include "tide_op.h"
+
+/* A kernel that breaks the contract: it produces its output, then returns a failure without saying
+ * why through tide_kernel_error. The failure must still fail the run, and name the node and op. */
+static tide_status returns_error_compute(tide_kernel_ctx *ctx)
+{
+    tide_kernel_set_output(ctx, 0, tide_kernel_input(ctx, 0));
+    return TIDE_INVALID_ARGUMENT;
+}
+
+static void register_test_ops(void)
+{
+    tide_op_register(&(tide_op_spec){.name = "TestReturnsError", .inputs = {"x: T"}, .outputs = {"y: T"},
+                                     .attrs = {"T: alltypes"}, .shape_fn = tide_shape_fn_unchanged,
+                                     .doc = "Test only: returns a failure without tide_kernel_error."});
+    tide_kernel_register(&(tide_kernel_spec){.op = "TestReturnsError", .device_type = "cpu",
+                                             .compute = returns_error_compute});
+}
+TIDE_REGISTER(register_test_ops)
 
 static void test_fetch_const_and_identity(void)
 {
@@ -304,6 +323,31 @@ static void test_run_errors(void)
     tide_graph_free(other);
 }
 
+static void test_kernel_return_value_checked(void)
+{
+    tide_graph *g = tide_graph_new();
+    tide_node *c = gu_scalar_f32(g, "c", 1);
+    tide_node *bad = gu_op(g, "TestReturnsError", "bad", 1, &c);
+    tide_node *after = gu_op(g, "Identity", "after", 1, &bad);
+    tide_session *s = tide_session_new(th_engine(), g, NULL, NULL);
+    tide_error *err = tide_error_new();
+    tide_tensor *out = NULL;
+    tide_output fetch = {after, 0};
+    CU_ASSERT_EQUAL(tide_session_run(s, NULL, NULL, 0, &fetch, 1, &out, NULL, 0, NULL, err), TIDE_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(out);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "node 'bad' (TestReturnsError)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "returned INVALID_ARGUMENT"));
+    tide_tensor_release(out);
+    /* Eagerly too. */
+    float v = 1;
+    tide_tensor *x = th_f32(0, NULL, &v);
+    TH_ASSERT_FAILS("TestReturnsError", &x, 1, NULL, TIDE_INVALID_ARGUMENT, "op TestReturnsError");
+    tide_tensor_release(x);
+    tide_error_free(err);
+    tide_session_free(s);
+    tide_graph_free(g);
+}
+
 typedef struct counts {
     atomic_int started, ended, nodes, tensors, fetched;
     _Atomic double fetched_value;
@@ -455,6 +499,7 @@ int main(void)
         TH_TEST(test_feed_intermediate_prunes_upstream), TH_TEST(test_plan_cache),
         TH_TEST(test_variables_persist_and_share), TH_TEST(test_snapshot_semantics),
         TH_TEST(test_control_dependencies), TH_TEST(test_assign_errors), TH_TEST(test_run_errors),
+        TH_TEST(test_kernel_return_value_checked),
         TH_TEST(test_observers), TH_TEST(test_devices_memory_and_options), TH_TEST(test_control_from_fed_node),
         TH_END};
     return th_main("session", tests);
