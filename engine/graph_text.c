@@ -231,14 +231,22 @@ static void write_node(sbuf *b, const tide_node *n)
         sb_fmt(b, "%s=", n->op->attrs[i].name);
         sb_attr(b, v);
     }
-    for (int i = 0; i < n->attrs->count; i++) { /* "_" annotations, which no op defines */
-        const tide_attr_value *v = &n->attrs->items[i].value;
-        if (n->attrs->items[i].name[0] != '_')
-            continue;
+    /* "_" annotations, which no op defines, by name: the text does not depend on the order they were
+     * set in (a GraphDef keeps attrs sorted by name, so a graph reads back from one as the same text). */
+    for (const char *last = ""; ; ) {
+        int next = -1;
+        for (int i = 0; i < n->attrs->count; i++) {
+            const char *name = n->attrs->items[i].name;
+            if (name[0] == '_' && strcmp(name, last) > 0 && (next < 0 || strcmp(name, n->attrs->items[next].name) < 0))
+                next = i;
+        }
+        if (next < 0)
+            break;
+        last = n->attrs->items[next].name;
         sb_str(b, first ? "" : ", ");
         first = false;
-        sb_fmt(b, "%s=", n->attrs->items[i].name);
-        sb_attr(b, v);
+        sb_fmt(b, "%s=", last);
+        sb_attr(b, &n->attrs->items[next].value);
     }
     sb_str(b, ")");
     if (n->requested_device[0]) {

@@ -7,9 +7,9 @@ set -eu
 mode=${1:-run}
 cd "$(dirname "$0")/.."
 
-packages="gcc libc6-dev pkg-config meson ninja-build python3 \
+packages="gcc g++ libc6-dev pkg-config meson ninja-build python3 \
   libedit-dev libsqlite3-dev libgraphviz-dev libopenblas-dev libmicrohttpd-dev libcunit1-dev liblua5.4-dev \
-  zlib1g-dev dataset-fashion-mnist"
+  zlib1g-dev dataset-fashion-mnist protobuf-c-compiler libprotobuf-c-dev protobuf-compiler libprotobuf-dev"
 
 # Installs the Debian packages of $1 that are not installed yet ($2: why, for the message).
 install_missing() {
@@ -28,10 +28,11 @@ install_missing "$packages" ""
 
 # The tests also drive the pages in a headless browser: Debian's Chromium, and playwright-core from
 # npm (pinned in tests/browser/package-lock.json). Node.js and npm come from Debian unless present.
+# python3-protobuf reads the GraphDefs tide exports (tests/graphdef).
 if [ "$mode" = test ]; then
-  test_packages="chromium"
+  test_packages="chromium python3-protobuf"
   command -v npm >/dev/null 2>&1 || test_packages="$test_packages nodejs npm"
-  install_missing "$test_packages" " (for the browser tests)"
+  install_missing "$test_packages" " (for the browser and GraphDef tests)"
   [ -d tests/browser/node_modules/playwright-core ] ||
     npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error >/dev/null
 fi

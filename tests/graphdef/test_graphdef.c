@@ -1,0 +1,465 @@
+/* test_graphdef.c — TensorFlow GraphDef import and export (engine/graphdef/): round trips of tide graphs
+ * through both encodings; GraphDefs written the way TensorFlow writes them (tests/graphdef/data: text
+ * by hand, binary encoded from the text by protoc at build time) import and compute what they should;
+ * every tensor encoding and attr kind; scopes and input maps; and the errors (unknown ops in one
+ * message, malformed files, cycles, bad inputs) with the graph left unchanged.
+ *
+ * The data files are found in $TIDE_GRAPHDEF_DATA (the source folder) and $TIDE_GRAPHDEF_BUILT (the
+ * encoded .pb files), set by tests/graphdef/meson.build. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "tide_graphdef.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+static char *data_path(const char *name)
+{
+    const char *dir = getenv(strstr(name, ".pbtxt") ? "TIDE_GRAPHDEF_DATA" : "TIDE_GRAPHDEF_BUILT");
+    char *path = NULL;
+    if (asprintf(&path, "%s/%s", dir ? dir : ".", name) < 0)
+        abort();
+    return path;
+}
+
+static void expect_message(tide_error *err, const char *needle)
+{
+    if (!strstr(tide_error_message(err), needle)) {
+        fprintf(stderr, "message \"%s\" lacks \"%s\"\n", tide_error_message(err), needle);
+        CU_FAIL("error message");
+    }
+}
+
+/* Imports a data file into g; asserts success (printing the message otherwise). */
+static void import_ok(tide_graph *g, const char *file, const tide_graphdef_import_options *opts)
+{
+    char *path = data_path(file);
+    tide_error *err = tide_error_new();
+    tide_status st = tide_graphdef_import_file(g, path, opts, err);
+    if (st != TIDE_OK)
+        fprintf(stderr, "importing %s: %s\n", path, tide_error_message(err));
+    CU_ASSERT_EQUAL(st, TIDE_OK);
+    tide_error_free(err);
+    free(path);
+}
+
+/* Imports text (a .pbtxt in memory) into g, expecting failure with needle in the message and the graph
+ * unchanged. */
+static void import_fails(tide_graph *g, const char *text, const tide_graphdef_import_options *opts,
+                         const char *needle)
+{
+    char *before = tide_graph_to_text(g, NULL);
+    tide_error *err = tide_error_new();
+    tide_graphdef_import_options o;
+    tide_graphdef_import_options_init(&o);
+    if (opts)
+        o = *opts;
+    if (o.format == TIDE_GRAPHDEF_AUTO)
+        o.format = TIDE_GRAPHDEF_TEXT;
+    CU_ASSERT_NOT_EQUAL(tide_graphdef_import(g, text, strlen(text), "test.pbtxt", &o, err), TIDE_OK);
+    expect_message(err, needle);
+    char *after = tide_graph_to_text(g, NULL);
+    CU_ASSERT_STRING_EQUAL(before, after);
+    free(before);
+    free(after);
+    tide_error_free(err);
+}
+
+/* Runs `fetch` of g with x fed (when x_name is not NULL). */
+static tide_tensor *run_fetch(tide_graph *g, const char *target, const char *x_name, tide_tensor *x,
+                              const char *fetch)
+{
+    tide_error *err = tide_error_new();
+    tide_session *s = tide_session_new(th_engine(), g, NULL, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    tide_node *init = target ? tide_graph_node(g, target) : NULL;
+    if (init && tide_session_run(s, NULL, NULL, 0, NULL, 0, NULL, &init, 1, NULL, err) != TIDE_OK)
+        fprintf(stderr, "running %s: %s\n", target, tide_error_message(err));
+    tide_feed feed = {{NULL, 0}, x};
+    if (x_name)
+        CU_ASSERT_EQUAL(tide_graph_output(g, x_name, &feed.output, err), TIDE_OK);
+    tide_output out;
+    tide_tensor *value = NULL;
+    CU_ASSERT_EQUAL_FATAL(tide_graph_output(g, fetch, &out, err), TIDE_OK);
+    if (tide_session_run(s, NULL, &feed, x_name ? 1 : 0, &out, 1, &value, NULL, 0, NULL, err) != TIDE_OK)
+        fprintf(stderr, "running %s: %s\n", fetch, tide_error_message(err));
+    CU_ASSERT_PTR_NOT_NULL(value);
+    tide_session_free(s);
+    tide_error_free(err);
+    return value;
+}
+
+/* ---------------------------------------------------------------- round trips */
+
+/* A graph with most of what tide graphs hold: variables and their initializers, a training step (the
+ * gradients and Adam's slots), list inputs, several outputs, control inputs, devices, colocation and
+ * the other annotations, attrs of every type tide has. */
+static tide_graph *rich_graph(void)
+{
+    tide_graph *g = th_graph_of(
+        "x = Placeholder(dtype=float32, shape=[?, 3])\n"
+        "labels = Placeholder(dtype=int32, shape=[?])\n"
+        "W/initial_value = Const(value=tensor(float32, [3, 4], [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2]), dtype=float32)\n"
+        "any = Placeholder(dtype=string, shape=*)\n"
+        "words = Const(value=tensor(string, [2], [\"a\\nb\", \"\\xff\\x00z\"]), dtype=string)\n"
+        "h = Const(value=tensor(float16, [2], [1.5, -2.0]), dtype=float16)\n"
+        "bh = Const(value=tensor(bfloat16, [], [3.0]), dtype=bfloat16)\n"
+        "c = Const(value=tensor(complex64, [1], [1.0, -2.5]), dtype=complex64)\n"
+        "flags = Const(value=tensor(bool, [3], [true, false, true]), dtype=bool)\n"
+        "big = Const(value=tensor(int64, [2], [9007199254740993, -1]), dtype=int64)\n"
+        "u = Const(value=tensor(uint16, [], [65535]), dtype=uint16)\n"
+        "split = Split(axis_c, W/initial_value, num_split=2, T=float32)\n"
+        "axis_c = Const(value=tensor(int32, [], [1]), dtype=int32)\n"
+        "joined = Concat([split, split:1], axis_c, N=2, T=float32, Tidx=int32)\n"
+        "cast = Cast(joined, SrcT=float32, DstT=float64, Truncate=false)\n"
+        "neg = Neg(x, ^joined) @\"/cpu:0\"\n"
+        "p = Pack([x, neg], axis=-1, N=2, T=float32) @\"/job:localhost/replica:0/task:0/device:cpu:0\"\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    tide_error *err = tide_error_new();
+    tide_output init_value;
+    CU_ASSERT_EQUAL(tide_graph_output(g, "W/initial_value", &init_value, err), TIDE_OK);
+    tide_node *W = tide_variable_new(g, "W", init_value, true, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(W);
+    tide_node_builder *b = tide_node_builder_new(g, "MatMul", "logits");
+    tide_node_builder_add_input(b, (tide_output){tide_graph_node(g, "x"), 0});
+    tide_node_builder_add_input(b, (tide_output){W, 0});
+    tide_attrs_set_bool(tide_node_builder_attrs(b), "transpose_b", false);
+    tide_attrs_set_string(tide_node_builder_attrs(b), "_colocate_with", "W");
+    tide_attrs_set_float(tide_node_builder_attrs(b), "_scale", 0.1);
+    tide_attrs_set_int(tide_node_builder_attrs(b), "_mark", -7);
+    tide_node *logits = tide_node_builder_finish(b, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(logits);
+    b = tide_node_builder_new(g, "SparseSoftmaxCrossEntropyWithLogits", "xent");
+    tide_node_builder_add_input(b, (tide_output){logits, 0});
+    tide_node_builder_add_input(b, (tide_output){tide_graph_node(g, "labels"), 0});
+    tide_node *xent = tide_node_builder_finish(b, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(xent);
+    b = tide_node_builder_new(g, "Mean", "loss");
+    tide_node_builder_add_input(b, (tide_output){xent, 0});
+    int32_t zero = 0;
+    tide_node_builder *axes = tide_node_builder_new(g, "Const", "axes");
+    tide_tensor *zt = th_i32(1, TH_DIMS(1), &zero);
+    tide_attrs_set_tensor(tide_node_builder_attrs(axes), "value", zt);
+    tide_attrs_set_type(tide_node_builder_attrs(axes), "dtype", TIDE_INT32);
+    tide_tensor_release(zt);
+    tide_node_builder_add_input(b, (tide_output){tide_node_builder_finish(axes, err), 0});
+    tide_node *loss = tide_node_builder_finish(b, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(loss);
+    tide_optimizer opt;
+    tide_optimizer_init(&opt, TIDE_OPT_ADAM, 0.01);
+    CU_ASSERT_PTR_NOT_NULL(tide_optimizer_minimize(g, &opt, (tide_output){loss, 0}, NULL, 0, tide_global_step(g, err),
+                                                   err));
+    CU_ASSERT_PTR_NOT_NULL(tide_global_variables_initializer(g, err));
+    if (tide_error_code(err) != TIDE_OK)
+        fprintf(stderr, "rich_graph: %s\n", tide_error_message(err));
+    tide_error_free(err);
+    return g;
+}
+
+static void round_trip(tide_graphdef_format format, bool shapes)
+{
+    tide_graph *g = rich_graph();
+    tide_error *err = tide_error_new();
+    tide_graphdef_export_options eo;
+    tide_graphdef_export_options_init(&eo);
+    eo.format = format;
+    eo.output_shapes = shapes;
+    void *data = NULL;
+    size_t size = 0;
+    CU_ASSERT_EQUAL_FATAL(tide_graphdef_export(g, &eo, &data, &size, err), TIDE_OK);
+    CU_ASSERT(size > 1000);
+    tide_graph *back = tide_graph_new();
+    tide_graphdef_import_options io;
+    tide_graphdef_import_options_init(&io);
+    io.format = format;
+    tide_status st = tide_graphdef_import(back, data, size, "exported", &io, err);
+    if (st != TIDE_OK)
+        fprintf(stderr, "re-import: %s\n", tide_error_message(err));
+    CU_ASSERT_EQUAL(st, TIDE_OK);
+    char *want = tide_graph_to_text(g, err), *got = tide_graph_to_text(back, err);
+    CU_ASSERT_FATAL(want && got);
+    if (want && got && strcmp(want, got) != 0)
+        fprintf(stderr, "--- tide\n%s\n--- after the GraphDef\n%s\n", want, got);
+    CU_ASSERT_STRING_EQUAL(got ? got : "", want ? want : "");
+    CU_ASSERT(tide_graph_num_nodes(g) > 60);
+    free(want);
+    free(got);
+    free(data);
+    tide_graph_free(back);
+    tide_graph_free(g);
+    tide_error_free(err);
+}
+
+static void test_round_trip_binary(void) { round_trip(TIDE_GRAPHDEF_BINARY, true); }
+static void test_round_trip_text(void) { round_trip(TIDE_GRAPHDEF_TEXT, true); }
+static void test_round_trip_without_shapes(void) { round_trip(TIDE_GRAPHDEF_BINARY, false); }
+
+/* The exported text is what TensorFlow writes: its op names and attr layout. */
+static void test_export_conventions(void)
+{
+    tide_graph *g = rich_graph();
+    tide_graphdef_export_options eo;
+    tide_graphdef_export_options_init(&eo);
+    eo.format = TIDE_GRAPHDEF_TEXT;
+    void *data = NULL;
+    size_t size = 0;
+    CU_ASSERT_EQUAL_FATAL(tide_graphdef_export(g, &eo, &data, &size, NULL), TIDE_OK);
+    const char *text = data;
+    CU_ASSERT_EQUAL(strlen(text), size);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "op: \"VariableV2\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "versions {\n  producer: 27\n}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "input: \"^joined\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "input: \"split:1\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "key: \"_class\"\n    value {\n      list {\n        s: \"loc:@W\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "key: \"_output_shapes\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "device: \"/cpu:0\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "type: DT_HALF"));
+    /* A matrix in tensor_content, a scalar in its value field. */
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "tensor_content: \"\\315\\314\\314=")); /* 0.1f, little-endian */
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "int_val: 65535"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "half_val: 16448")); /* bfloat16 3.0 = 0x4040 */
+    /* Attr entries sorted by key, as TensorFlow writes them. */
+    const char *t = strstr(text, "name: \"logits\"");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    const char *k1 = strstr(t, "key: \"T\""), *k2 = strstr(t, "key: \"_class\""), *k3 = strstr(t, "key: \"transpose_a\"");
+    CU_ASSERT(k1 && k2 && k3 && k1 < k2 && k2 < k3);
+    free(data);
+    tide_graph_free(g);
+}
+
+/* ---------------------------------------------------------------- GraphDefs as TensorFlow writes them */
+
+static void check_mlp(tide_graph *g, const char *prefix)
+{
+    char init[64], x[64], y[64];
+    snprintf(init, sizeof init, "%sinit", prefix);
+    snprintf(x, sizeof x, "%sx", prefix);
+    snprintf(y, sizeof y, "%sy", prefix);
+    float xv[] = {1, 2, 3};
+    tide_tensor *xt = th_f32(2, TH_DIMS(1, 3), xv);
+    tide_tensor *got = run_fetch(g, init, x, xt, y);
+    /* x W = [7, -4]; + b = [7.5, -4.5]; relu = [7.5, 0]; softmax */
+    float e = expf(7.5f);
+    float want_v[] = {e / (e + 1), 1 / (e + 1)};
+    tide_tensor *want = th_f32(2, TH_DIMS(1, 2), want_v);
+    if (got)
+        TH_ASSERT_CLOSE(got, want, 1e-6, 1e-7);
+    tide_tensor_release(got);
+    tide_tensor_release(want);
+    tide_tensor_release(xt);
+}
+
+static void test_import_tf_text(void)
+{
+    tide_graph *g = tide_graph_new();
+    import_ok(g, "mlp.pbtxt", NULL);
+    CU_ASSERT_EQUAL(tide_graph_num_nodes(g), 14);
+    tide_node *W = tide_graph_node(g, "W");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(W);
+    CU_ASSERT_STRING_EQUAL(tide_node_op(W), "Variable");
+    const char *coloc = NULL;
+    CU_ASSERT(tide_attrs_get_string(tide_node_attrs(tide_graph_node(g, "W/read")), "_colocate_with", &coloc));
+    CU_ASSERT_STRING_EQUAL(coloc ? coloc : "", "W");
+    CU_ASSERT_EQUAL(tide_node_num_control_inputs(tide_graph_node(g, "init")), 2);
+    check_mlp(g, "");
+    tide_graph_free(g);
+}
+
+static void test_import_tf_binary(void)
+{
+    tide_graph *g = tide_graph_new();
+    import_ok(g, "mlp.pb", NULL);
+    CU_ASSERT_EQUAL(tide_graph_num_nodes(g), 14);
+    check_mlp(g, "");
+    /* The same graph as from the text. */
+    tide_graph *t = tide_graph_new();
+    import_ok(t, "mlp.pbtxt", NULL);
+    char *a = tide_graph_to_text(g, NULL), *b = tide_graph_to_text(t, NULL);
+    CU_ASSERT_STRING_EQUAL(a, b);
+    free(a);
+    free(b);
+    tide_graph_free(t);
+    tide_graph_free(g);
+}
+
+/* tf.import_graph_def(graph_def, input_map={"x:0": z}, name="net") */
+static void test_import_scope_and_input_map(void)
+{
+    tide_graph *g = th_graph_of("z = Const(value=tensor(float32, [1, 3], [1, 2, 3]), dtype=float32)\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    tide_graphdef_mapping map[] = {{"x:0", {tide_graph_node(g, "z"), 0}}};
+    tide_graphdef_import_options o;
+    tide_graphdef_import_options_init(&o);
+    o.scope = "net";
+    o.input_map = map;
+    o.num_input_map = 1;
+    import_ok(g, "mlp.pbtxt", &o);
+    CU_ASSERT_PTR_NOT_NULL(tide_graph_node(g, "net/W/read"));
+    CU_ASSERT_PTR_NULL(tide_graph_node(g, "W"));
+    tide_node *mm = tide_graph_node(g, "net/MatMul");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mm);
+    CU_ASSERT_STRING_EQUAL(tide_node_name(tide_node_input(mm, 0).node), "z");
+    const char *coloc = NULL;
+    tide_attrs_get_string(tide_node_attrs(tide_graph_node(g, "net/W/Assign")), "_colocate_with", &coloc);
+    CU_ASSERT_STRING_EQUAL(coloc ? coloc : "", "net/W");
+    /* No feed: x's uses read z. */
+    tide_tensor *got = run_fetch(g, "net/init", NULL, NULL, "net/y");
+    float e = expf(7.5f);
+    float want_v[] = {e / (e + 1), 1 / (e + 1)};
+    tide_tensor *want = th_f32(2, TH_DIMS(1, 2), want_v);
+    if (got)
+        TH_ASSERT_CLOSE(got, want, 1e-6, 1e-7);
+    tide_tensor_release(got);
+    tide_tensor_release(want);
+    /* The same GraphDef again in the same scope: the names are taken, nothing is added. */
+    int before = tide_graph_num_nodes(g);
+    char *path = data_path("mlp.pbtxt");
+    tide_error *err = tide_error_new();
+    CU_ASSERT_EQUAL(tide_graphdef_import_file(g, path, &o, err), TIDE_ALREADY_EXISTS);
+    expect_message(err, "node name 'net/");
+    CU_ASSERT_EQUAL(tide_graph_num_nodes(g), before);
+    /* Under the graph's own scope as well. */
+    tide_graph_push_scope(g, "outer");
+    o.num_input_map = 0;
+    CU_ASSERT_EQUAL(tide_graphdef_import_file(g, path, &o, err), TIDE_OK);
+    tide_graph_pop_scope(g);
+    coloc = NULL;
+    tide_attrs_get_string(tide_node_attrs(tide_graph_node(g, "outer/net/W/read")), "_colocate_with", &coloc);
+    CU_ASSERT_STRING_EQUAL(coloc ? coloc : "", "outer/net/W");
+    check_mlp(g, "outer/net/");
+    free(path);
+    tide_error_free(err);
+    tide_graph_free(g);
+}
+
+static void test_input_map_errors(void)
+{
+    tide_graph *g = th_graph_of("z = Const(value=tensor(float32, [1, 3], [1, 2, 3]), dtype=float32)\n"
+                                "i = Const(value=tensor(int32, [1, 3], [1, 2, 3]), dtype=int32)\n");
+    char *path = data_path("mlp.pbtxt");
+    tide_error *err = tide_error_new();
+    tide_graphdef_import_options o;
+    tide_graphdef_import_options_init(&o);
+    tide_graphdef_mapping map[1] = {{"nothere:0", {tide_graph_node(g, "z"), 0}}};
+    o.input_map = map;
+    o.num_input_map = 1;
+    CU_ASSERT_EQUAL(tide_graphdef_import_file(g, path, &o, err), TIDE_NOT_FOUND);
+    expect_message(err, "input map entry 'nothere:0': the GraphDef has no node 'nothere'");
+    map[0] = (tide_graphdef_mapping){"x:0", {tide_graph_node(g, "i"), 0}};
+    CU_ASSERT_EQUAL(tide_graphdef_import_file(g, path, &o, err), TIDE_INVALID_ARGUMENT);
+    expect_message(err, "node 'MatMul' (MatMul): input 'a' has dtype int32, expected float32");
+    map[0] = (tide_graphdef_mapping){"x:zero", {tide_graph_node(g, "z"), 0}};
+    CU_ASSERT_EQUAL(tide_graphdef_import_file(g, path, &o, err), TIDE_INVALID_ARGUMENT);
+    expect_message(err, "input map entry 'x:zero' is not a tensor");
+    CU_ASSERT_EQUAL(tide_graph_num_nodes(g), 2);
+    free(path);
+    tide_error_free(err);
+    tide_graph_free(g);
+}
+
+
+/* ---------------------------------------------------------------- errors */
+
+#define CONST_F32(name) "node { name: \"" name "\" op: \"Const\" attr { key: \"dtype\" value { type: DT_FLOAT } } " \
+                        "attr { key: \"value\" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }\n"
+
+static void test_unknown_ops_in_one_message(void)
+{
+    tide_graph *g = th_graph_of("a = Const(value=tensor(float32, [], [1.0]), dtype=float32)\n");
+    import_fails(g,
+                 CONST_F32("c")
+                 "node { name: \"f1\" op: \"Frobnicate\" input: \"c\" }\n"
+                 "node { name: \"q\" op: \"QuantizeV2\" input: \"c\" }\n"
+                 "node { name: \"f2\" op: \"Frobnicate\" input: \"f1\" }\n"
+                 "node { name: \"call\" op: \"my_fn\" input: \"c\" }\n"
+                 "library { function { signature { name: \"my_fn\" } } }\n",
+                 NULL,
+                 "3 ops that tide does not have: Frobnicate (node 'f1' and others), QuantizeV2 (node 'q'), my_fn "
+                 "(node 'call'; a function of the GraphDef's library: tide does not run functions)");
+    tide_graph_free(g);
+}
+
+static void test_structure_errors(void)
+{
+    tide_graph *g = th_graph_of("a = Const(value=tensor(float32, [], [1.0]), dtype=float32)\n");
+    import_fails(g, CONST_F32("c") CONST_F32("c"), NULL, "two nodes are named 'c'");
+    import_fails(g, CONST_F32("c") "node { name: \"n\" op: \"Neg\" input: \"d\" }\n", NULL,
+                 "node 'n' (Neg): input 'd' names no node of the GraphDef");
+    import_fails(g, CONST_F32("c") "node { name: \"n\" op: \"Neg\" input: \"c:x\" }\n", NULL,
+                 "input 0 'c:x' is not 'node', 'node:N' or '^node'");
+    import_fails(g, CONST_F32("c") "node { name: \"n\" op: \"Neg\" input: \"^c\" input: \"c\" }\n", NULL,
+                 "data input 'c' comes after a control input");
+    import_fails(g, CONST_F32("c") "node { name: \"n\" op: \"Neg\" input: \"c:3\" }\n", NULL,
+                 "asks for output 3 of 'c' (Const), which has 1");
+    import_fails(g, CONST_F32("c") "node { name: \"n\" op: \"Add\" input: \"c\" }\n", NULL,
+                 "node 'n' (Add): the op takes 2 inputs, the GraphDef gives 1 data inputs");
+    import_fails(g, CONST_F32("a"), NULL, "node name 'a' is already used");
+    import_fails(g, CONST_F32("bad name"), NULL, "node name 'bad name' is not one tide can hold");
+    import_fails(g,
+                 "node { name: \"p\" op: \"Add\" input: \"q\" input: \"r\" }\n"
+                 "node { name: \"q\" op: \"Neg\" input: \"r\" }\n"
+                 "node { name: \"r\" op: \"Neg\" input: \"p\" }\n",
+                 NULL, "the GraphDef has a cycle: p -> q -> r -> p");
+    import_fails(g, CONST_F32("c") "node { name: \"n\" op: \"Neg\" input: \"c\" attr { key: \"_class\" value { list "
+                 "{ s: \"loc:@elsewhere\" } } } }\n", NULL, "is colocated (_class) with 'elsewhere', which the GraphDef "
+                 "does not have");
+    tide_graph_free(g);
+}
+
+static void test_attr_errors(void)
+{
+    tide_graph *g = tide_graph_new();
+    import_fails(g, "node { name: \"p\" op: \"Placeholder\" attr { key: \"dtype\" value { i: 1 } } }\n", NULL,
+                 "node 'p' (Placeholder): attr 'dtype' must be a type, the GraphDef has an int");
+    import_fails(g, "node { name: \"p\" op: \"Placeholder\" attr { key: \"dtype\" value { type: DT_QINT8 } } }\n",
+                 NULL, "attr 'dtype' has dtype DT_QINT8, which tide does not have");
+    import_fails(g, "node { name: \"p\" op: \"Placeholder\" attr { key: \"dtype\" value { type: DT_FLOAT } } "
+                 "attr { key: \"_f\" value { func { name: \"g\" } } } }\n", NULL,
+                 "attr '_f' is a function ('g'): tide does not support functions");
+    import_fails(g, "node { name: \"p\" op: \"Placeholder\" attr { key: \"dtype\" value { placeholder: \"T\" } } }\n",
+                 NULL, "attr 'dtype' is the placeholder 'T', which only a function body may hold");
+    import_fails(g, "node { name: \"p\" op: \"Placeholder\" attr { key: \"dtype\" value { type: DT_FLOAT } } "
+                 "attr { key: \"shape\" value { shape { dim { size: -3 } } } } }\n", NULL,
+                 "attr 'shape': a shape has dimension 0 of size -3");
+    import_fails(g, "node { name: \"c\" op: \"Const\" attr { key: \"dtype\" value { type: DT_FLOAT } } attr { key: "
+                 "\"value\" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 2 } } tensor_content: \"abc\" } "
+                 "} } }\n", NULL, "node 'c' (Const): attr 'value': tensor_content has 3 bytes; a float32 tensor of "
+                 "shape [2] takes 8");
+    import_fails(g, "node { name: \"c\" op: \"Const\" attr { key: \"dtype\" value { type: DT_FLOAT } } attr { key: "
+                 "\"value\" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 2 } } int_val: 1 } } } }\n",
+                 NULL, "a float32 tensor has values in int_val (its values go in float_val or tensor_content)");
+    import_fails(g, "node { name: \"c\" op: \"Const\" attr { key: \"dtype\" value { type: DT_UINT8 } } attr { key: "
+                 "\"value\" value { tensor { dtype: DT_UINT8 tensor_shape { dim { size: 2 } } int_val: 1 int_val: 256 "
+                 "} } } }\n", NULL, "int_val value 256 does not fit a uint8");
+    import_fails(g, "node { name: \"c\" op: \"Const\" attr { key: \"dtype\" value { type: DT_FLOAT } } attr { key: "
+                 "\"value\" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 2 } } float_val: 1 float_val: 2 "
+                 "float_val: 3 } } } }\n", NULL, "float_val holds 3 values for a tensor of shape [2] (2 elements)");
+    import_fails(g, "node { name: \"n\" op: \"NoOp\" attr { key: \"_names\" value { list { s: \"a\" } } } }\n", NULL,
+                 "attr '_names' is a list(string), a kind of attr tide does not have");
+    import_fails(g, "node { name: \"n\" op: \"NoOp\" attr { key: \"colour\" value { i: 3 } } }\n", NULL,
+                 "unknown attr 'colour' (NoOp has no attrs)");
+    tide_graph_free(g);
+}
+
+/* ---------------------------------------------------------------- tests */
+
+int main(void)
+{
+    static const th_test tests[] = {
+        TH_TEST(test_round_trip_binary),
+        TH_TEST(test_round_trip_text),
+        TH_TEST(test_round_trip_without_shapes),
+        TH_TEST(test_export_conventions),
+        TH_TEST(test_import_tf_text),
+        TH_TEST(test_import_tf_binary),
+        TH_TEST(test_import_scope_and_input_map),
+        TH_TEST(test_input_map_errors),
+        TH_TEST(test_unknown_ops_in_one_message),
+        TH_TEST(test_structure_errors),
+        TH_TEST(test_attr_errors),
+        TH_END,
+    };
+    return th_main("graphdef", tests);
+}
