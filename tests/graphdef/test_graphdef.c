@@ -360,6 +360,146 @@ static void test_input_map_errors(void)
 }
 
 
+/* ---------------------------------------------------------------- tensor encodings and attr kinds */
+
+static tide_tensor *fetch(tide_graph *g, const char *name)
+{
+    return run_fetch(g, NULL, NULL, NULL, name);
+}
+
+static void expect_values(tide_graph *g, const char *name, tide_dtype dt, int rank, const int64_t *dims,
+                          const double *v, double imag)
+{
+    tide_tensor *got = fetch(g, name), *want = th_from_doubles(dt, rank, dims, v, imag);
+    if (got) {
+        if (!tide_tensor_equal(got, want, true))
+            fprintf(stderr, "%s differs\n", name);
+        TH_ASSERT_CLOSE(got, want, 0, 0);
+    }
+    tide_tensor_release(got);
+    tide_tensor_release(want);
+}
+
+static void expect_strings(tide_graph *g, const char *name, int n, const char *const *want, const size_t *lens)
+{
+    tide_tensor *got = fetch(g, name);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+    CU_ASSERT_EQUAL(tide_tensor_num_elements(got), n);
+    for (int i = 0; i < n && i < tide_tensor_num_elements(got); i++) {
+        size_t len;
+        const char *s = tide_tensor_string_get(got, i, &len);
+        CU_ASSERT_EQUAL(len, lens[i]);
+        CU_ASSERT(len == lens[i] && memcmp(s, want[i], len) == 0);
+    }
+    tide_tensor_release(got);
+}
+
+static void check_encodings(const char *file)
+{
+    tide_graph *g = tide_graph_new();
+    import_ok(g, file, NULL);
+    expect_values(g, "f32_content", TIDE_FLOAT32, 2, TH_DIMS(2, 2), (double[]){1.5, -2, 0.25, 1e-3f}, 0);
+    expect_values(g, "f32_vals", TIDE_FLOAT32, 1, TH_DIMS(3), (double[]){1, -2.5, 3e38f}, 0);
+    expect_values(g, "f32_fill", TIDE_FLOAT32, 2, TH_DIMS(2, 3), (double[]){7, 7, 7, 7, 7, 7}, 0);
+    expect_values(g, "f32_last", TIDE_FLOAT32, 1, TH_DIMS(4), (double[]){1, 2, 2, 2}, 0);
+    expect_values(g, "f32_zeros", TIDE_FLOAT32, 1, TH_DIMS(2), (double[]){0, 0}, 0);
+    expect_values(g, "f32_scalar", TIDE_FLOAT32, 0, NULL, (double[]){0.5}, 0);
+    expect_values(g, "f64_vals", TIDE_FLOAT64, 1, TH_DIMS(2), (double[]){0.1, -1e-300}, 0);
+    expect_values(g, "i32_vals", TIDE_INT32, 1, TH_DIMS(3), (double[]){-2147483648.0, 0, 2147483647}, 0);
+    expect_values(g, "i16_vals", TIDE_INT16, 1, TH_DIMS(2), (double[]){-32768, 32767}, 0);
+    expect_values(g, "i8_vals", TIDE_INT8, 1, TH_DIMS(2), (double[]){-128, 127}, 0);
+    expect_values(g, "u8_vals", TIDE_UINT8, 1, TH_DIMS(3), (double[]){255, 0, 0}, 0);
+    expect_values(g, "u16_content", TIDE_UINT16, 1, TH_DIMS(2), (double[]){65535, 1}, 0);
+    tide_tensor *big = fetch(g, "i64_vals");
+    if (big) {
+        const int64_t *v = tide_tensor_data(big);
+        CU_ASSERT_EQUAL(v[0], 9007199254740993LL);
+        CU_ASSERT_EQUAL(v[1], INT64_MIN);
+    }
+    tide_tensor_release(big);
+    expect_values(g, "i64_content", TIDE_INT64, 1, TH_DIMS(2), (double[]){-5, 1099511627776.0}, 0);
+    expect_values(g, "bool_vals", TIDE_BOOL, 1, TH_DIMS(3), (double[]){1, 0, 0}, 0);
+    expect_values(g, "bool_content", TIDE_BOOL, 1, TH_DIMS(2), (double[]){1, 0}, 0);
+    expect_values(g, "half_vals", TIDE_FLOAT16, 1, TH_DIMS(2), (double[]){1.5, -2}, 0);
+    expect_values(g, "half_content", TIDE_FLOAT16, 1, TH_DIMS(1), (double[]){1}, 0);
+    expect_values(g, "bf16_vals", TIDE_BFLOAT16, 1, TH_DIMS(2), (double[]){3, -1}, 0);
+    tide_tensor *c = fetch(g, "c64_vals");
+    if (c) {
+        const float *v = tide_tensor_data(c);
+        CU_ASSERT(v[0] == 1 && v[1] == -2 && v[2] == 0.5f && v[3] == 4);
+    }
+    tide_tensor_release(c);
+    expect_values(g, "c64_fill", TIDE_COMPLEX64, 1, TH_DIMS(3), (double[]){1, 1, 1}, 2);
+    c = fetch(g, "c128_vals");
+    if (c) {
+        const double *v = tide_tensor_data(c);
+        CU_ASSERT(v[0] == 0.1 && v[1] == -0.2);
+    }
+    tide_tensor_release(c);
+    expect_strings(g, "str_vals", 3, (const char *const[]){"tide", "\xff\0z", ""}, (size_t[]){4, 3, 0});
+    expect_strings(g, "str_fill", 2, (const char *const[]){"same", "same"}, (size_t[]){4, 4});
+    expect_strings(g, "str_content", 2, (const char *const[]){"ab", "\0yz"}, (size_t[]){2, 3});
+    tide_tensor *e = fetch(g, "empty");
+    if (e)
+        TH_ASSERT_SHAPE(e, 2, TH_DIMS(0, 3));
+    tide_tensor_release(e);
+    tide_graph_free(g);
+}
+
+static void test_tensor_encodings_text(void) { check_encodings("encodings.pbtxt"); }
+static void test_tensor_encodings_binary(void) { check_encodings("encodings.pb"); }
+
+static void check_attr_kinds(const char *file)
+{
+    tide_graph *g = tide_graph_new();
+    import_ok(g, file, NULL);
+    expect_values(g, "mm", TIDE_FLOAT32, 2, TH_DIMS(2, 2), (double[]){1, 3, 3, 7}, 0);
+    expect_values(g, "cast", TIDE_INT32, 2, TH_DIMS(2, 2), (double[]){1, 3, 3, 7}, 0);
+    expect_values(g, "pack", TIDE_FLOAT32, 3, TH_DIMS(2, 2, 2), (double[]){1, 2, 1, 0, 3, 4, 1, 1}, 0);
+    expect_values(g, "pool", TIDE_FLOAT32, 4, TH_DIMS(1, 1, 1, 1), (double[]){5}, 0);
+    double r = 1 / sqrt(1.25);
+    tide_tensor *bn = fetch(g, "bn"), *want = th_f32(2, TH_DIMS(1, 2), (float[]){(float)(r + 1), (float)(1 - r)});
+    if (bn)
+        TH_ASSERT_CLOSE(bn, want, 1e-6, 1e-6);
+    tide_tensor_release(bn);
+    tide_tensor_release(want);
+    double eps = 0;
+    CU_ASSERT(tide_attrs_get_float(tide_node_attrs(tide_graph_node(g, "bn")), "epsilon", &eps) && eps == 0.25);
+    th_assert_output_shape(g, "x", 0, 2, TH_DIMS(-1, 2));
+    tide_shape s = tide_node_output_shape(tide_graph_node(g, "anything"), 0);
+    CU_ASSERT_EQUAL(s.rank, -1);
+    th_assert_output_shape(g, "scalar", 0, 0, NULL);
+
+    const tide_attrs *a = tide_node_attrs(tide_graph_node(g, "marked"));
+    int64_t i = 0;
+    double f = 0;
+    bool b = false;
+    const char *str = NULL;
+    tide_dtype dt = TIDE_INVALID_DTYPE;
+    tide_tensor *t = NULL;
+    CU_ASSERT(tide_attrs_get_int(a, "_count", &i) && i == -3);
+    CU_ASSERT(tide_attrs_get_float(a, "_ratio", &f) && f == 0.1); /* the float 0.1f reads as the double 0.1 */
+    CU_ASSERT(tide_attrs_get_bool(a, "_flag", &b) && b);
+    CU_ASSERT(tide_attrs_get_string(a, "_label", &str) && strcmp(str, "tide \"graph\"\n") == 0);
+    CU_ASSERT(tide_attrs_get_type(a, "_dt", &dt) && dt == TIDE_FLOAT16);
+    CU_ASSERT(tide_attrs_get_shape(a, "_shape", &s) && s.rank == 2 && s.dims[0] == 3 && s.dims[1] == -1);
+    CU_ASSERT(tide_attrs_get_tensor(a, "_t", &t) && t && tide_tensor_num_elements(t) == 2 &&
+              ((const int32_t *)tide_tensor_data(t))[1] == 4);
+    const int64_t *ints;
+    const double *floats;
+    const tide_dtype *types;
+    int n = 0;
+    CU_ASSERT(tide_attrs_get_int_list(a, "_ints", &ints, &n) && n == 2 && ints[1] == -1);
+    CU_ASSERT(tide_attrs_get_float_list(a, "_weights", &floats, &n) && n == 2 && floats[0] == 0.5 && floats[1] == 0.1);
+    CU_ASSERT(tide_attrs_get_type_list(a, "_types", &types, &n) && n == 2 && types[0] == TIDE_FLOAT32 &&
+              types[1] == TIDE_INT64);
+    CU_ASSERT(tide_attrs_get_int_list(a, "_none", &ints, &n) && n == 0);
+    tide_graph_free(g);
+}
+
+static void test_attr_kinds_text(void) { check_attr_kinds("attrs.pbtxt"); }
+static void test_attr_kinds_binary(void) { check_attr_kinds("attrs.pb"); }
+
 /* ---------------------------------------------------------------- errors */
 
 #define CONST_F32(name) "node { name: \"" name "\" op: \"Const\" attr { key: \"dtype\" value { type: DT_FLOAT } } " \
@@ -456,6 +596,10 @@ int main(void)
         TH_TEST(test_import_tf_binary),
         TH_TEST(test_import_scope_and_input_map),
         TH_TEST(test_input_map_errors),
+        TH_TEST(test_tensor_encodings_text),
+        TH_TEST(test_tensor_encodings_binary),
+        TH_TEST(test_attr_kinds_text),
+        TH_TEST(test_attr_kinds_binary),
         TH_TEST(test_unknown_ops_in_one_message),
         TH_TEST(test_structure_errors),
         TH_TEST(test_attr_errors),
