@@ -583,6 +583,71 @@ static void test_attr_errors(void)
     tide_graph_free(g);
 }
 
+/* Malformed encodings: the messages say where (line and column; byte offset and message path). */
+static void test_malformed_files(void)
+{
+    tide_graph *g = th_graph_of("a = Const(value=tensor(float32, [], [1.0]), dtype=float32)\n");
+    import_fails(g, "node {\n  name: \"c\"\n  op: \"Const\"\n  attr { key: \"dtype\" value { type: DT_FLOOT } }\n}\n",
+                 NULL, "test.pbtxt: malformed text GraphDef: line 4, column 46: Unknown enumeration value of "
+                 "\"DT_FLOOT\"");
+    import_fails(g, "node {\n  name: \"c\"\n  opp: \"Const\"\n}\n", NULL,
+                 "line 3, column 6: Message type \"tensorflow.NodeDef\" has no field named \"opp\"");
+    import_fails(g, "node {\n  name: \"c\"\n", NULL, "line 3, column 1: Expected identifier");
+    tide_graphdef_import_options o;
+    tide_graphdef_import_options_init(&o);
+    o.format = TIDE_GRAPHDEF_BINARY;
+    /* node { name: "abc" } cut after 4 of its 7 bytes */
+    import_fails(g, "\x0a\x05\x0a\x03" "a", &o, "malformed binary GraphDef at byte 0 of 5, in GraphDef: a field of 5 "
+                 "bytes where 3 remain (truncated?)");
+    import_fails(g, "\x0a\x05\x0a\x07" "abc", &o, "at byte 2 of 7, in GraphDef.node[0]: a field of 7 bytes where 3 "
+                 "remain (truncated?)");
+    import_fails(g, "\x0a\x02\x0f\x01", &o, "at byte 2 of 4, in GraphDef.node[0]: a field of wire type 3, 4, 6 or 7");
+    /* Text given as binary, and binary given as text: the messages say so. */
+    import_fails(g, "node { name: \"c\" op: \"NoOp\" }\n", &o, "(it looks like text: name the file .pbtxt or ask for "
+                 "the text format)");
+    o.format = TIDE_GRAPHDEF_TEXT;
+    import_fails(g, "\x0a\x05\x0a\x03" "abc", &o, "(it looks binary: name the file .pb or ask for the binary format)");
+    /* A file that does not exist. */
+    tide_error *err = tide_error_new();
+    CU_ASSERT_EQUAL(tide_graphdef_import_file(g, "/nonexistent/model.pb", NULL, err), TIDE_NOT_FOUND);
+    expect_message(err, "cannot open '/nonexistent/model.pb': No such file or directory");
+    tide_error_free(err);
+    tide_graph_free(g);
+}
+
+/* Messages nested a thousand deep are refused before protobuf-c would recurse through them. */
+static void test_deep_nesting(void)
+{
+    size_t cap = 16 * 1024, len = 0;
+    unsigned char *buf = calloc(1, cap);
+    for (int i = 0; i < 1004; i++) { /* variant_val and tensors alternating, then tensor/value/attr/node */
+        unsigned char tag = i < 1000 ? (i % 2 ? 0x7a : 0x1a) : (unsigned char[]){0x42, 0x12, 0x2a, 0x0a}[i - 1000];
+        unsigned char head[8];
+        size_t n = 0, v = len;
+        head[n++] = tag;
+        do {
+            head[n++] = (unsigned char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+            v >>= 7;
+        } while (v);
+        memmove(buf + n, buf, len);
+        memcpy(buf, head, n);
+        len += n;
+    }
+    tide_graph *g = tide_graph_new();
+    tide_error *err = tide_error_new();
+    tide_graphdef_import_options o;
+    tide_graphdef_import_options_init(&o);
+    o.format = TIDE_GRAPHDEF_BINARY;
+    CU_ASSERT_EQUAL(tide_graphdef_import(g, buf, len, "deep.pb", &o, err), TIDE_INVALID_ARGUMENT);
+    expect_message(err, "deep.pb: malformed binary GraphDef at byte");
+    expect_message(err, "in GraphDef.node[0].attr[0].value.tensor.variant_val[0].tensors[0].variant_val[0]");
+    expect_message(err, "messages nested more than 100 deep");
+    CU_ASSERT_EQUAL(tide_graph_num_nodes(g), 0);
+    free(buf);
+    tide_error_free(err);
+    tide_graph_free(g);
+}
+
 /* ---------------------------------------------------------------- tests */
 
 int main(void)
@@ -603,6 +668,8 @@ int main(void)
         TH_TEST(test_unknown_ops_in_one_message),
         TH_TEST(test_structure_errors),
         TH_TEST(test_attr_errors),
+        TH_TEST(test_malformed_files),
+        TH_TEST(test_deep_nesting),
         TH_END,
     };
     return th_main("graphdef", tests);
