@@ -20,7 +20,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: tide [options] [FILE.lua [ARGS...]]\n"
-            "       tide serve FILE.db [--port N] [--bind ADDR]\n"
+            "       tide serve FILE.db [--port N] [--bind ADDR] [limits]\n"
             "\n"
             "tide is a TensorFlow-style dataflow engine driven from Lua. Without FILE it starts the\n"
             "interactive prompt (or, when stdin is not a terminal, reads statements from it).\n"
@@ -41,7 +41,8 @@ static void usage(FILE *out)
             "\n"
             "`tide serve FILE.db` serves the browser views of the run log FILE.db (runs, graph,\n"
             "timeline, tensors) at http://127.0.0.1:6006/ until Ctrl-C: --port N (0: any free\n"
-            "port), --bind ADDR to listen on another address than 127.0.0.1.\n"
+            "port), --bind ADDR to listen on another address than 127.0.0.1. Limits (docs/web.md):\n"
+            "--max-connections N (1000), --max-per-address N (64), --header-timeout SECONDS (10).\n"
             "\n"
             "At the prompt, :help lists the commands and docs/repl.md is the tutorial.\n");
 }
@@ -58,12 +59,28 @@ static int parse_count(const char *opt, const char *v, int lo, int hi, int *out)
     return 0;
 }
 
-/* `tide serve FILE.db [--port N] [--bind ADDR]`: argv[0] is "serve". Serves until SIGINT/SIGTERM. */
+/* Seconds (a decimal number) as milliseconds, from 1 ms to an hour. */
+static int parse_seconds_ms(const char *opt, const char *v, int *ms)
+{
+    char *end;
+    double s = strtod(v, &end);
+    if (!*v || *end || !(s >= 0.001 && s <= 3600)) {
+        fprintf(stderr, "tide: %s wants seconds from 0.001 to 3600, not '%s'\n", opt, v);
+        return -1;
+    }
+    *ms = (int)(s * 1000 + 0.5);
+    return 0;
+}
+
+/* `tide serve FILE.db [--port N] [--bind ADDR] [limits]`: argv[0] is "serve". Serves until SIGINT/SIGTERM. */
 static int serve(int argc, char **argv)
 {
-    enum { OPT_PORT = 256, OPT_BIND };
+    enum { OPT_PORT = 256, OPT_BIND, OPT_MAX_CONNECTIONS, OPT_MAX_PER_ADDRESS, OPT_HEADER_TIMEOUT };
     static const struct option longs[] = {
         {"port", required_argument, 0, OPT_PORT}, {"bind", required_argument, 0, OPT_BIND},
+        {"max-connections", required_argument, 0, OPT_MAX_CONNECTIONS},
+        {"max-per-address", required_argument, 0, OPT_MAX_PER_ADDRESS},
+        {"header-timeout", required_argument, 0, OPT_HEADER_TIMEOUT},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     tide_web_options o;
@@ -77,6 +94,18 @@ static int serve(int argc, char **argv)
                 return 2;
             break;
         case OPT_BIND: o.bind = optarg; break;
+        case OPT_MAX_CONNECTIONS:
+            if (parse_count("--max-connections", optarg, 1, 100000, &o.max_connections))
+                return 2;
+            break;
+        case OPT_MAX_PER_ADDRESS:
+            if (parse_count("--max-per-address", optarg, 1, 100000, &o.max_per_address))
+                return 2;
+            break;
+        case OPT_HEADER_TIMEOUT:
+            if (parse_seconds_ms("--header-timeout", optarg, &o.header_timeout_ms))
+                return 2;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

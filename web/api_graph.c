@@ -128,7 +128,7 @@ static void graph_reply(web_request *rq, web_reply *out, graph_drawer draw, cons
         if (text)
             web_reply_take(out, type, text, len);
         else if (err)
-            web_reply_tide_error(out, err);
+            web_reply_tide_error(rq, out, err);
         else
             web_reply_error(out, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
         tide_error_free(err);
@@ -237,7 +237,7 @@ void web_api_timeline(web_request *rq, web_reply *out)
     if (text)
         web_reply_json(out, text, len);
     else if (err)
-        web_reply_tide_error(out, err);
+        web_reply_tide_error(rq, out, err);
     else
         web_reply_error(out, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
     tide_error_free(err);
@@ -257,7 +257,7 @@ void web_api_trace(web_request *rq, web_reply *out)
         snprintf(out->disposition, sizeof out->disposition, "attachment; filename=\"tide-run-%" PRId64 ".trace.json\"",
                  run);
     } else if (err)
-        web_reply_tide_error(out, err);
+        web_reply_tide_error(rq, out, err);
     else
         web_reply_error(out, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
     tide_error_free(err);

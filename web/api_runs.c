@@ -21,21 +21,36 @@
     "'wall_ms', round(r.wall_ns / 1e6, 3), 'traced', r.traced, 'fetches', " WEB_SQL_JSON_ARRAY("r.fetches") \
     ", 'started', strftime('%Y-%m-%d %H:%M:%f', r.started_at_ns / 1e9, 'unixepoch', 'localtime'))"
 
+/* The server's own counts and limits (guard.c), as a JSON object. */
+static void server_json(web_request *rq, char *buf, size_t size)
+{
+    web_guard_counts c;
+    web_guard_counts_get(rq->w->guard, &c);
+    const web_limits *l = &rq->w->limits;
+    snprintf(buf, size,
+             "{\"connections\":%" PRId64 ",\"accepted\":%" PRId64 ",\"refused\":%" PRId64 ",\"evicted\":%" PRId64
+             ",\"timed_out\":%" PRId64 ",\"max_connections\":%d,\"max_per_address\":%d,\"header_timeout_ms\":%"
+             PRId64 ",\"reply_timeout_ms\":%" PRId64 "}",
+             c.open, c.accepted, c.refused, c.evicted, c.timed_out, l->max_connections, l->max_per_address,
+             l->header_timeout_ms, l->reply_timeout_ms);
+}
+
 void web_api_status(web_request *rq, web_reply *out)
 {
     static const char sql[] =
         "SELECT json_object('path', CAST(?1 AS TEXT), 'schema', (SELECT user_version FROM pragma_user_version), "
         "'sessions', (SELECT count(*) FROM sessions), 'runs', (SELECT count(*) FROM runs), "
         "'last_run', (SELECT max(id) FROM runs), 'last_graph', (SELECT max(id) FROM graphs), "
-        "'unfinished', (SELECT count(*) FROM runs WHERE status IS NULL), 'bytes', ?2)";
+        "'unfinished', (SELECT count(*) FROM runs WHERE status IS NULL), 'bytes', ?2, 'server', json(?3))";
     struct stat st;
-    char path_wal[4096], buf[24];
+    char path_wal[4096], buf[24], server[512];
     int64_t bytes = stat(rq->db, &st) == 0 ? (int64_t)st.st_size : 0;
     snprintf(path_wal, sizeof path_wal, "%s-wal", rq->db);
     if (stat(path_wal, &st) == 0)
         bytes += (int64_t)st.st_size;
-    const char *p[] = {rq->db, web_itoa(buf, bytes)};
-    web_sql_reply(rq, out, sql, p, 2, "no status");
+    server_json(rq, server, sizeof server);
+    const char *p[] = {rq->db, web_itoa(buf, bytes), server};
+    web_sql_reply(rq, out, sql, p, 3, "no status");
 }
 
 void web_api_sessions(web_request *rq, web_reply *out)

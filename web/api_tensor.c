@@ -94,7 +94,7 @@ static tide_store_tensor *load_tensor(web_request *rq, web_reply *out, const cha
     tide_error *err = tide_error_new();
     tide_store_tensor *t = err ? tide_store_query_tensor(rq->db, *node, (int)output, session, step, err) : NULL;
     if (!t && err)
-        web_reply_tide_error(out, err);
+        web_reply_tide_error(rq, out, err);
     else if (!t)
         web_reply_error(out, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
     tide_error_free(err);

@@ -1,12 +1,14 @@
 /* server.c — the HTTP side of tide's web views: libmicrohttpd started on a listening socket of our
  * own (so that a taken port or a bad address is a clear error, and port -1 can pick a free one),
- * request limits (GET and HEAD only, URIs up to WEB_MAX_URI bytes), routing to the endpoints of
- * api_*.c and the embedded pages of assets.c, the headers every reply carries, and the helpers the
- * endpoints share to read parameters and query the log.
+ * request checks (GET and HEAD only, URIs up to WEB_MAX_URI bytes without NUL bytes, at most one
+ * Content-Length and not with Transfer-Encoding), routing to the endpoints of api_*.c and the embedded
+ * pages of assets.c, the headers every reply carries, and the helpers the endpoints share to read
+ * parameters and query the log. guard.c holds the connection limits and deadlines.
  *
- * Threads: libmicrohttpd runs a pool of WEB_THREADS threads, each answering requests from start to end;
- * the endpoints share nothing but the tide_web (read-only after start) and its Graphviz lock. Every
- * query opens its own read-only connection to the log (store/query.c). */
+ * Threads: libmicrohttpd runs a pool of WEB_THREADS threads, each serving many connections (epoll) and
+ * answering a request from start to end; the endpoints share nothing but the tide_web (read-only after
+ * start), its drawing cache and the guard. Every query opens its own read-only connection to the log
+ * (store/query.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,8 +28,13 @@
 
 #define WEB_THREADS 4
 #define WEB_DEFAULT_PORT 6006
-#define WEB_CONNECTION_LIMIT 128
-#define WEB_CONNECTION_TIMEOUT_S 30
+#define WEB_DEFAULT_MAX_CONNECTIONS 1000
+#define WEB_DEFAULT_MAX_PER_ADDRESS 64
+#define WEB_DEFAULT_HEADER_TIMEOUT_MS 10000
+#define WEB_DEFAULT_REPLY_TIMEOUT_MS 60000
+#define WEB_MAX_CONNECTIONS 100000
+#define WEB_LISTEN_BACKLOG 1024
+#define WEB_IDLE_TIMEOUT_S 30 /* libmicrohttpd's own: a connection where nothing moves (the guard is stricter) */
 
 static const char csp[] = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'";
 
@@ -50,14 +59,30 @@ void web_reply_error(web_reply *out, int status, const char *fmt, ...)
     out->content_type = WEB_JSON_TYPE;
 }
 
-void web_reply_tide_error(web_reply *out, const tide_error *err)
+/* The status of a failed store or viz call. A log that is gone (deleted or moved while served) is the
+ * server's failure, not a missing resource: the store says NOT_FOUND for a file it cannot find. */
+static int store_error_status(web_request *rq, const tide_error *err, const char **gone)
 {
     tide_status code = tide_error_code(err);
-    int status = code == TIDE_NOT_FOUND ? MHD_HTTP_NOT_FOUND
-                 : code == TIDE_INVALID_ARGUMENT ? MHD_HTTP_BAD_REQUEST
-                                                 : MHD_HTTP_INTERNAL_SERVER_ERROR;
-    const char *msg = tide_error_message(err);
-    web_reply_error(out, status, "%s", msg && *msg ? msg : "internal error");
+    struct stat st;
+    *gone = NULL;
+    if (code == TIDE_NOT_FOUND && stat(rq->db, &st) != 0) {
+        *gone = rq->db;
+        return MHD_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    return code == TIDE_NOT_FOUND ? MHD_HTTP_NOT_FOUND
+           : code == TIDE_INVALID_ARGUMENT ? MHD_HTTP_BAD_REQUEST
+                                           : MHD_HTTP_INTERNAL_SERVER_ERROR;
+}
+
+void web_reply_tide_error(web_request *rq, web_reply *out, const tide_error *err)
+{
+    const char *gone = NULL, *msg = tide_error_message(err);
+    int status = store_error_status(rq, err, &gone);
+    if (gone)
+        web_reply_error(out, status, "the run log %s is gone (deleted or moved while served)", gone);
+    else
+        web_reply_error(out, status, "%s", msg && *msg ? msg : "internal error");
 }
 
 void web_reply_take(web_reply *out, const char *content_type, char *body, size_t len)
@@ -189,10 +214,10 @@ bool web_sql_value(web_request *rq, web_reply *out, const char *sql, const char 
     *value = NULL;
     bool ok = t != NULL;
     if (!t) {
-        if (err) /* the log's own errors (a file gone, a damaged table) are the server's: 500 */
-            web_reply_error(out, tide_error_code(err) == TIDE_NOT_FOUND ? MHD_HTTP_NOT_FOUND
-                                                                         : MHD_HTTP_INTERNAL_SERVER_ERROR,
-                            "%s", tide_error_message(err));
+        if (err && tide_error_code(err) == TIDE_INVALID_ARGUMENT) /* our SQL, not the request: 500 */
+            web_reply_error(out, MHD_HTTP_INTERNAL_SERVER_ERROR, "%s", tide_error_message(err));
+        else if (err) /* the log's own errors (a file gone, a damaged table) are the server's: 500 */
+            web_reply_tide_error(rq, out, err);
         else
             web_reply_error(out, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
     } else if (tide_store_table_num_rows(t) > 0 && !tide_store_table_is_null(t, 0, 0)) {
@@ -391,39 +416,100 @@ static enum MHD_Result send_reply(struct MHD_Connection *con, web_reply *out, bo
 }
 
 /* The URI as received (before unescaping): its length and whether it holds an escaped NUL ("%00",
- * which would cut the unescaped path short) are kept in the request's context, as (len + 1) * 2 + nul. */
+ * which would cut the unescaped path short) go to the connection's request record, the request's
+ * context. */
 static void *uri_logger(void *cls, const char *uri, struct MHD_Connection *con)
 {
-    (void)cls;
-    (void)con;
-    return (void *)(uintptr_t)((strlen(uri) + 1) * 2 + (strstr(uri, "%00") != NULL));
+    web_request_line *line = web_guard_request_line(((tide_web *)cls)->guard, con);
+    if (line) {
+        line->uri_len = strlen(uri);
+        line->escaped_nul = strstr(uri, "%00") != NULL;
+        line->uri_end = uri + line->uri_len;
+    }
+    return line;
 }
 
+/* True when the request line held a raw NUL byte in its URI. libmicrohttpd parses the line by its
+ * length and cuts the URI at its last space: a NUL byte inside ends the URI's C string early, so the
+ * version (which follows that space in the same buffer) does not start right after the string. */
+static bool raw_nul_in_uri(const web_request_line *line, const char *version)
+{
+    return line && version > line->uri_end + 1 && version <= line->uri_end + 1 + WEB_MAX_URI + 64;
+}
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    (void)value;
+    int *counts = cls;
+    counts[0] += strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0;
+    counts[1] += strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0;
+    return MHD_YES;
+}
+
+/* The checks of a request before it is routed; false with the error in out. */
+static bool request_ok(struct MHD_Connection *con, const char *url, const char *method, const char *version,
+                       const web_request_line *line, web_reply *out, bool *allow)
+{
+    size_t uri_len = line ? line->uri_len : strlen(url);
+    int counts[2] = {0, 0}; /* Content-Length, Transfer-Encoding */
+    MHD_get_connection_values(con, MHD_HEADER_KIND, count_header, counts);
+    if (uri_len > WEB_MAX_URI)
+        web_reply_error(out, MHD_HTTP_URI_TOO_LONG, "the URI is %zu bytes long; at most %d are accepted", uri_len,
+                        WEB_MAX_URI);
+    else if (line && line->escaped_nul)
+        web_reply_error(out, MHD_HTTP_BAD_REQUEST, "the URI holds an escaped NUL byte (%%00)");
+    else if (raw_nul_in_uri(line, version))
+        web_reply_error(out, MHD_HTTP_BAD_REQUEST, "the URI holds a NUL byte");
+    else if (counts[0] > 1)
+        web_reply_error(out, MHD_HTTP_BAD_REQUEST, "the request has %d Content-Length headers; at most one is "
+                        "accepted", counts[0]);
+    else if (counts[0] && counts[1])
+        web_reply_error(out, MHD_HTTP_BAD_REQUEST, "the request has both Content-Length and Transfer-Encoding");
+    else if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        web_reply_error(out, MHD_HTTP_METHOD_NOT_ALLOWED, "method %.20s is not allowed: the server is read-only "
+                        "(GET and HEAD only)", method);
+        *allow = true;
+    } else
+        return true;
+    return false;
+}
+
+/* True when the request announces a body (tide reads none). */
+static bool has_body(struct MHD_Connection *con)
+{
+    const char *length = MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return (length && strspn(length, "0") != strlen(length)) ||
+           MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
+}
+
+/* libmicrohttpd calls this when a request's header is complete, and again when the whole request is.
+ * A request without a body is answered at the second call, so that the connection may serve the next
+ * one (libmicrohttpd closes a connection whose reply was queued at the first call); a refused request
+ * or one with a body (never read) is answered at once, and its connection closed after the answer. */
 static enum MHD_Result handle(void *cls, struct MHD_Connection *con, const char *url, const char *method,
                               const char *version, const char *upload_data, size_t *upload_data_size,
                               void **req_cls)
 {
-    (void)version;
     (void)upload_data;
-    web_request rq = {.con = con, .w = cls, .db = ((tide_web *)cls)->db_path};
+    tide_web *w = cls;
+    web_request_line *line = *req_cls;
+    web_request rq = {.con = con, .w = w, .db = w->db_path};
     web_reply out = {.status = MHD_HTTP_OK, .content_type = WEB_JSON_TYPE};
-    uintptr_t raw = (uintptr_t)*req_cls;
-    size_t uri_len = raw ? raw / 2 - 1 : strlen(url);
     bool allow = false;
     *upload_data_size = 0; /* a body is never read */
-    if (uri_len > WEB_MAX_URI)
-        web_reply_error(&out, MHD_HTTP_URI_TOO_LONG, "the URI is %zu bytes long; at most %d are accepted", uri_len,
-                        WEB_MAX_URI);
-    else if (raw & 1)
-        web_reply_error(&out, MHD_HTTP_BAD_REQUEST, "the URI holds an escaped NUL byte (%%00)");
-    else if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
-        web_reply_error(&out, MHD_HTTP_METHOD_NOT_ALLOWED, "method %.20s is not allowed: the server is read-only "
-                        "(GET and HEAD only)", method);
-        allow = true;
-    } else
+    bool ok = line && line->deferred ? true : request_ok(con, url, method, version, line, &out, &allow);
+    if (ok && line && !line->deferred && !has_body(con)) {
+        line->deferred = true; /* the request's header arrived in time: no deadline while it is served */
+        web_guard_request_handling(w->guard, con);
+        return MHD_YES;
+    }
+    web_guard_request_handling(w->guard, con);
+    if (ok)
         route(&rq, url, &out);
     enum MHD_Result r = send_reply(con, &out, allow);
     free(out.body);
+    web_guard_reply_queued(w->guard, con);
     return r;
 }
 
@@ -433,6 +519,49 @@ void tide_web_options_init(tide_web_options *o)
 {
     memset(o, 0, sizeof *o);
     o->port = WEB_DEFAULT_PORT;
+    o->max_connections = WEB_DEFAULT_MAX_CONNECTIONS;
+    o->max_per_address = WEB_DEFAULT_MAX_PER_ADDRESS;
+    o->header_timeout_ms = WEB_DEFAULT_HEADER_TIMEOUT_MS;
+    o->reply_timeout_ms = WEB_DEFAULT_REPLY_TIMEOUT_MS;
+}
+
+/* The limits of o (0: the default), or TIDE_INVALID_ARGUMENT naming the bad one. */
+static tide_status limits_of(const tide_web_options *o, web_limits *l, tide_error *err)
+{
+    const struct {
+        const char *name;
+        int value, def, max;
+    } f[] = {
+        {"max_connections", o->max_connections, WEB_DEFAULT_MAX_CONNECTIONS, WEB_MAX_CONNECTIONS},
+        {"max_per_address", o->max_per_address, WEB_DEFAULT_MAX_PER_ADDRESS, WEB_MAX_CONNECTIONS},
+        {"header_timeout_ms", o->header_timeout_ms, WEB_DEFAULT_HEADER_TIMEOUT_MS, 3600000},
+        {"reply_timeout_ms", o->reply_timeout_ms, WEB_DEFAULT_REPLY_TIMEOUT_MS, 3600000},
+    };
+    int v[4];
+    for (int i = 0; i < 4; i++) {
+        if (f[i].value < 0 || f[i].value > f[i].max)
+            return tide_error_set(err, TIDE_INVALID_ARGUMENT, "web: %s is %d; it must be from 1 to %d (0: %d)",
+                                  f[i].name, f[i].value, f[i].max, f[i].def);
+        v[i] = f[i].value ? f[i].value : f[i].def;
+    }
+    *l = (web_limits){.max_connections = v[0], .max_per_address = v[1], .header_timeout_ms = v[2],
+                      .reply_timeout_ms = v[3]};
+    return TIDE_OK;
+}
+
+/* libmicrohttpd's own connection limit: above the guard's, which closes connections to stay under
+ * its own (closing takes a moment). */
+static unsigned hard_connection_limit(const web_limits *l) { return (unsigned)(l->max_connections + l->max_connections / 4 + 16); }
+
+/* Raises the soft limit on open files towards the hard one when the connections need more. */
+static void raise_file_limit(const web_limits *l)
+{
+    struct rlimit r;
+    rlim_t want = (rlim_t)hard_connection_limit(l) + 256;
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur >= want)
+        return;
+    r.rlim_cur = r.rlim_max == RLIM_INFINITY || r.rlim_max > want ? want : r.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &r);
 }
 
 /* A listening socket on bind:port (port 0: any). Returns the fd, or -1 with err set. */
@@ -457,7 +586,7 @@ static int listen_on(const char *bind_addr, int port, bool *ipv6, tide_error *er
     if (fd >= 0 && *ipv6)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
     bool ok = fd >= 0 && (*ipv6 ? bind(fd, (struct sockaddr *)&a6, sizeof a6) : bind(fd, (struct sockaddr *)&a4, sizeof a4)) == 0 &&
-              listen(fd, 64) == 0;
+              listen(fd, WEB_LISTEN_BACKLOG) == 0;
     if (!ok) {
         int e = errno;
         tide_error_set(err, TIDE_UNAVAILABLE, "web: cannot listen on %s port %d: %s%s", addr, port, strerror(e),
@@ -496,7 +625,8 @@ tide_web *tide_web_start(const tide_web_options *o, tide_error *err)
                        o ? o->port : 0);
         return NULL;
     }
-    if (check_log(o->db_path, err) != TIDE_OK)
+    web_limits limits;
+    if (limits_of(o, &limits, err) != TIDE_OK || check_log(o->db_path, err) != TIDE_OK)
         return NULL;
     bool ipv6 = false;
     int fd = listen_on(o->bind, o->port == 0 ? WEB_DEFAULT_PORT : o->port < 0 ? 0 : o->port, &ipv6, err);
@@ -509,19 +639,30 @@ tide_web *tide_web_start(const tide_web_options *o, tide_error *err)
         tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "web: out of memory");
         return NULL;
     }
+    w->limits = limits;
+    if (!(w->guard = web_guard_new(&limits, err))) {
+        free(w->db_path);
+        free(w);
+        close(fd);
+        return NULL;
+    }
+    raise_file_limit(&limits);
     pthread_mutex_init(&w->cache_lock, NULL);
     w->port = bound_port(fd);
     const char *addr = !o->bind || strcmp(o->bind, "localhost") == 0 ? "127.0.0.1" : o->bind;
     snprintf(w->url, sizeof w->url, ipv6 ? "http://[%s]:%d/" : "http://%s:%d/", addr, w->port);
     w->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | (ipv6 ? MHD_USE_IPv6 : 0), 0,
-                                 NULL, NULL, handle, w, MHD_OPTION_LISTEN_SOCKET, fd,
+                                 web_guard_accept, w->guard, handle, w, MHD_OPTION_LISTEN_SOCKET, fd,
                                  MHD_OPTION_THREAD_POOL_SIZE, (unsigned)WEB_THREADS,
-                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)WEB_CONNECTION_LIMIT,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)WEB_CONNECTION_TIMEOUT_S,
-                                 MHD_OPTION_URI_LOG_CALLBACK, uri_logger, NULL, MHD_OPTION_END);
+                                 MHD_OPTION_CONNECTION_LIMIT, hard_connection_limit(&limits),
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)WEB_IDLE_TIMEOUT_S,
+                                 MHD_OPTION_NOTIFY_CONNECTION, web_guard_notify, w->guard,
+                                 MHD_OPTION_NOTIFY_COMPLETED, web_guard_request_completed, w->guard,
+                                 MHD_OPTION_URI_LOG_CALLBACK, uri_logger, w, MHD_OPTION_END);
     if (!w->daemon) {
         close(fd);
         tide_error_set(err, TIDE_UNAVAILABLE, "web: the HTTP server (libmicrohttpd) did not start on %s", w->url);
+        web_guard_free(w->guard);
         pthread_mutex_destroy(&w->cache_lock);
         free(w->db_path);
         free(w);
@@ -539,6 +680,7 @@ void tide_web_stop(tide_web *w)
     if (!w)
         return;
     MHD_stop_daemon(w->daemon); /* waits for the requests in progress; closes the listening socket */
+    web_guard_free(w->guard);
     pthread_mutex_destroy(&w->cache_lock);
     for (int i = 0; i < WEB_CACHE_SLOTS; i++) {
         free(w->cache[i].key);

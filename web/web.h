@@ -24,14 +24,21 @@ typedef struct tide_web_options {
     const char *db_path; /* the run log to serve (required; copied) */
     const char *bind;    /* an IPv4 or IPv6 address, or "localhost"; NULL: 127.0.0.1 (copied) */
     int port;            /* 1..65535; 0: 6006; -1: any free port (tide_web_port says which) */
+    /* Limits against slow and greedy clients (docs/web.md, "Limits"); 0 takes the default. */
+    int max_connections;     /* open at once; default 1000 */
+    int max_per_address;     /* from one client address; default 64 */
+    int header_timeout_ms;   /* for a request's whole header, from the connection's start or its
+                                previous reply; default 10000 */
+    int reply_timeout_ms;    /* for the client to take a reply once it is ready; default 60000 */
 } tide_web_options;
 
-/* Fills the defaults: no db_path, bind NULL (127.0.0.1), port 6006. */
+/* Fills the defaults: no db_path, bind NULL (127.0.0.1), port 6006, the limits' defaults. */
 void tide_web_options_init(tide_web_options *o);
 
 /* Checks that o->db_path is a tide run log, then listens and serves it. NULL with err set:
  * TIDE_NOT_FOUND (no such file), TIDE_FAILED_PRECONDITION (not a run log), TIDE_INVALID_ARGUMENT (bad
- * address or port), TIDE_UNAVAILABLE (the port is taken or cannot be bound). */
+ * address, port or limit), TIDE_UNAVAILABLE (the port is taken or cannot be bound). May raise the
+ * process's soft limit on open files (RLIMIT_NOFILE, up to its hard limit) to hold max_connections. */
 tide_web *tide_web_start(const tide_web_options *o, tide_error *err);
 /* The port it listens on (the one picked, for port -1). */
 int tide_web_port(const tide_web *w);

@@ -12,6 +12,7 @@
 
 #include <microhttpd.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,8 +33,55 @@ typedef struct web_cache_entry {
     uint64_t used;
 } web_cache_entry;
 
+/* ---------------------------------------------------------------- guard.c: limits and deadlines */
+
+typedef struct web_limits {
+    int max_connections;       /* open at once */
+    int max_per_address;       /* from one client address */
+    int64_t header_timeout_ms; /* a request's whole header, from the connection's start or last reply */
+    int64_t reply_timeout_ms;  /* for the client to take a reply, from its being queued */
+} web_limits;
+
+typedef struct web_guard_counts {
+    int64_t open;      /* connections open now */
+    int64_t accepted;  /* since the start */
+    int64_t refused;   /* new connections refused: every other one was busy with a request */
+    int64_t evicted;   /* closed to make room for a new one */
+    int64_t timed_out; /* closed at a deadline (idle keep-alive connections included) */
+} web_guard_counts;
+
+/* What server.c keeps of a request line that libmicrohttpd does not: set by its URI logger. */
+typedef struct web_request_line {
+    size_t uri_len;      /* bytes of the URI as received, up to a NUL byte */
+    bool escaped_nul;    /* it holds "%00" */
+    const char *uri_end; /* where strlen stopped, in libmicrohttpd's buffer (a raw NUL byte check) */
+    bool deferred;       /* its header was seen: answered at the next call, once the request is complete */
+} web_request_line;
+
+typedef struct web_guard web_guard;
+
+/* Starts the watchdog thread; NULL with err set on failure. */
+web_guard *web_guard_new(const web_limits *limits, tide_error *err);
+/* Stops the watchdog; call after MHD_stop_daemon. NULL is allowed. */
+void web_guard_free(web_guard *g);
+void web_guard_counts_get(web_guard *g, web_guard_counts *out);
+/* libmicrohttpd's accept policy (cls: the guard): makes room for a new connection or refuses it. */
+enum MHD_Result web_guard_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen);
+/* MHD_OPTION_NOTIFY_CONNECTION and MHD_OPTION_NOTIFY_COMPLETED (cls: the guard). */
+void web_guard_notify(void *cls, struct MHD_Connection *con, void **socket_context,
+                      enum MHD_ConnectionNotificationCode toe);
+void web_guard_request_completed(void *cls, struct MHD_Connection *con, void **req_cls,
+                                 enum MHD_RequestTerminationCode toe);
+/* A request line arrived on con: the record to fill (cleared), or NULL for an unguarded connection. */
+web_request_line *web_guard_request_line(web_guard *g, struct MHD_Connection *con);
+/* The request reached its endpoint (no deadline while it works); its reply was queued. */
+void web_guard_request_handling(web_guard *g, struct MHD_Connection *con);
+void web_guard_reply_queued(web_guard *g, struct MHD_Connection *con);
+
 struct tide_web {
     struct MHD_Daemon *daemon;
+    web_guard *guard;
+    web_limits limits;
     char *db_path;
     char url[96];
     int port;
@@ -64,8 +112,9 @@ typedef struct web_reply {
 
 /* {"error": "message"} with status (400, 404, 500...). */
 void web_reply_error(web_reply *out, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* The error of a failed store or viz call: NOT_FOUND -> 404, INVALID_ARGUMENT -> 400, else 500. */
-void web_reply_tide_error(web_reply *out, const tide_error *err);
+/* The error of a failed store or viz call: NOT_FOUND -> 404 (500 when the log itself is gone),
+ * INVALID_ARGUMENT -> 400, else 500. */
+void web_reply_tide_error(web_request *rq, web_reply *out, const tide_error *err);
 /* A 200 JSON reply that takes over body (malloc'd); body NULL: 500 (out of memory). */
 void web_reply_json(web_reply *out, char *body, size_t len);
 /* A 200 reply of another type that takes over body. */
