@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 
 packages="gcc g++ libc6-dev pkg-config meson ninja-build python3 \
   libedit-dev libsqlite3-dev libgraphviz-dev libopenblas-dev libmicrohttpd-dev libcunit1-dev liblua5.4-dev \
-  zlib1g-dev dataset-fashion-mnist protobuf-c-compiler libprotobuf-c-dev protobuf-compiler libprotobuf-dev"
+  zlib1g-dev dataset-fashion-mnist protobuf-c-compiler libprotobuf-c-dev protobuf-compiler libprotobuf-dev \
+  python3-numpy"
 
 # Installs the Debian packages of $1 that are not installed yet ($2: why, for the message).
 install_missing() {
@@ -61,20 +62,30 @@ test)
   echo "== threaded tests under ThreadSanitizer (build-tsan/)"
   TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --no-rebuild --timeout-multiplier 5 \
     test_concurrency test_async test_session test_store || status=1
-  # One closing line over the three builds, counted from meson's own logs.
+  # One closing line over the three builds, counted from meson's own logs. A suite that passed with
+  # some of its tests skipped (the harness prints "skipped N of M tests: ...") counts those too.
   python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json build-tsan/meson-logs/testlog.json <<'PY'
-import json, sys
-passed = failed = skipped = 0
+import json, re, sys
+passed = failed = skipped = inner = 0
+names = []
 for path in sys.argv[1:]:
     for line in open(path):
-        r = json.loads(line).get("result")
+        test = json.loads(line)
+        r = test.get("result")
         if r in ("OK", "EXPECTEDFAIL"):
             passed += 1
+            m = re.search(r"^skipped (\d+) of \d+ tests: (.*)$", test.get("stdout") or "", re.M)
+            if m:
+                inner += int(m.group(1))
+                names.append("%s: %s" % (test["name"], m.group(2)))
         elif r == "SKIP":
             skipped += 1
+            names.append(test["name"])
         else:
             failed += 1
-print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
+print("%d passed, %d failed, %d skipped" % (passed, failed, skipped) +
+      (" (and %d tests skipped inside passing suites)" % inner if inner else "") +
+      ("; skipped: " + "; ".join(names) if names else ""))
 PY
   exit $status
   ;;

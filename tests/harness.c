@@ -1,8 +1,9 @@
 /* harness.c — shared test machinery (see harness.h). */
 #include "harness.h"
 
-
 #include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -258,22 +259,127 @@ double th_rand(double lo, double hi)
     return lo + (hi - lo) * (double)(s >> 11) / 9007199254740992.0;
 }
 
+/* ---------------------------------------------------------------- running and skipping */
+
+#define MAX_SKIPS 64
+static struct {
+    char test[80];
+    char why[200];
+} skips[MAX_SKIPS];
+static int num_skips;
+static bool current_skipped; /* the running test called th_skip */
+
+void th_skip(const char *fmt, ...)
+{
+    CU_pTest t = CU_get_current_test();
+    if (current_skipped || num_skips == MAX_SKIPS)
+        return;
+    current_skipped = true;
+    snprintf(skips[num_skips].test, sizeof skips[num_skips].test, "%s", t && t->pName ? t->pName : "?");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(skips[num_skips].why, sizeof skips[num_skips].why, fmt, ap);
+    va_end(ap);
+    num_skips++;
+}
+
+/* CUnit's basic runner would call a skipped test "passed": the harness prints each test's outcome. */
+static void on_test_start(const CU_pTest test, const CU_pSuite suite)
+{
+    (void)suite;
+    current_skipped = false;
+    printf("  Test: %s ...", test->pName);
+    fflush(stdout);
+}
+
+static void on_test_complete(const CU_pTest test, const CU_pSuite suite, const CU_pFailureRecord failure)
+{
+    (void)test, (void)suite;
+    if (failure) {
+        printf("FAILED\n");
+        int i = 1;
+        for (CU_pFailureRecord f = failure; f; f = f->pNext)
+            printf("    %d. %s:%u  - %s\n", i++, f->strFileName ? f->strFileName : "",
+                   f->uiLineNumber, f->strCondition ? f->strCondition : "");
+    } else if (current_skipped) {
+        printf("SKIPPED (%s)\n", skips[num_skips - 1].why);
+    } else {
+        printf("passed\n");
+    }
+    fflush(stdout);
+}
+
+/* Is name one of the comma-separated names of list? */
+static bool listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return true;
+        p += len + (end != NULL);
+    }
+    return false;
+}
+
+/* Every name of $var must be a test of the suite (a stale name would silently select nothing). */
+static bool names_known(const char *var, const th_test *tests)
+{
+    const char *list = getenv(var);
+    if (!list)
+        return true;
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        bool found = false;
+        for (const th_test *t = tests; t->name && !found; t++)
+            found = strlen(t->name) == len && strncmp(t->name, p, len) == 0;
+        if (!found && len > 0) {
+            fprintf(stderr, "%s names '%.*s', which is not a test of this suite\n", var, (int)len, p);
+            return false;
+        }
+        p += len + (end != NULL);
+    }
+    return true;
+}
+
 int th_main(const char *suite, const th_test *tests)
 {
+    if (!names_known("TIDE_TEST_ONLY", tests) || !names_known("TIDE_TEST_EXCEPT", tests))
+        return 1;
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 1;
+    const char *only = getenv("TIDE_TEST_ONLY"), *except = getenv("TIDE_TEST_EXCEPT");
     CU_pSuite s = CU_add_suite(suite, NULL, NULL);
+    int selected = 0;
     for (const th_test *t = tests; t->name; t++)
-        CU_add_test(s, t->name, t->fn);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
+        if ((!only || listed(only, t->name)) && (!except || !listed(except, t->name))) {
+            CU_add_test(s, t->name, t->fn);
+            selected++;
+        }
+    printf("Suite: %s\n", suite);
+    CU_set_test_start_handler(on_test_start);
+    CU_set_test_complete_handler(on_test_complete);
+    CU_run_all_tests();
+    printf("\n");
+    CU_print_run_results(stdout);
+    printf("\n");
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
     CU_cleanup_registry();
     if (engine) {
         tide_engine_free(engine);
         engine = NULL;
     }
-    return failed ? 1 : 0;
+    if (num_skips) {
+        printf("skipped %d of %d tests:", num_skips, selected);
+        for (int i = 0; i < num_skips; i++)
+            printf("%s %s (%s)", i ? ";" : "", skips[i].test, skips[i].why);
+        printf("\n");
+    }
+    if (failed)
+        return 1;
+    return selected > 0 && num_skips == selected ? 77 : 0;
 }
 
 /* ---------------------------------------------------------------- graph-time checks */

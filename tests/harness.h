@@ -65,7 +65,16 @@ typedef struct th_test {
 #define TH_TEST(fn) {#fn, fn}
 #define TH_END {NULL, NULL}
 
-/* Registers one suite per call, runs them all, prints CUnit's summary, returns the exit status. */
+/* Registers the suite, runs its tests, prints CUnit's summary and returns the exit status: 1 when any
+ * test failed, else 77 (meson's SKIP) when every test that ran skipped itself, else 0.
+ * $TIDE_TEST_ONLY and $TIDE_TEST_EXCEPT (comma-separated test names) choose the tests that run; a name
+ * that is not a test of the suite is an error. */
 int th_main(const char *suite, const th_test *tests);
+
+/* Marks the running test as skipped (it cannot run here: a data set, a tool or a device is missing;
+ * fmt says which and how to get it); the test then returns. A skip is never a pass: the suite prints
+ * "skipped N of M tests: ..." and exits 77 when all its tests skipped. Tests that may skip get a meson
+ * test of their own (optional_tests in tests/meson.build), so that the skip shows in meson's summary. */
+void th_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

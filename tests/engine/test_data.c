@@ -702,7 +702,7 @@ static void check_numpy_file(const char *name, tide_tensor *want)
 static void test_npy_numpy_interop(void)
 {
     if (!have_numpy()) {
-        printf("\n  (skipped: /usr/bin/python3 has no numpy) ");
+        th_skip("/usr/bin/python3 has no numpy; apt-get install python3-numpy");
         return;
     }
     tide_error *err = tide_error_new();
@@ -930,7 +930,7 @@ static void test_fashion_mnist_real(void)
 {
     struct stat st;
     if (stat(FMNIST_DIR, &st) != 0) {
-        printf("\n  (skipped: " FMNIST_DIR " is absent; apt-get install dataset-fashion-mnist) ");
+        th_skip(FMNIST_DIR " is absent; apt-get install dataset-fashion-mnist");
         return;
     }
     tide_error *err = tide_error_new();
