@@ -947,8 +947,10 @@ static void test_fashion_mnist_real(void)
     double load_s = seconds_since(&t0);
     printf("\n  (tide_read_idx of the 60,000 training images: %.3f s; tide_fashion_mnist_load: %.3f s) ",
            idx_s, load_s);
+    /* About 0.5 s on a quiet machine; the bound catches a pathological slowdown, not noise (it ran
+     * past 1 s at load average 20 with the other suites in parallel). */
     if (!SANITIZED)
-        CU_ASSERT(idx_s < 1.0);
+        CU_ASSERT(idx_s < 4.0);
     check_split(d.train_images, d.train_labels, 60000, "train");
     check_split(d.test_images, d.test_labels, 10000, "t10k");
     tide_dataset_release(&d);
