@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "graphdef_repl.h"
 #include "repl.h"
 #include "web.h"
 
@@ -109,6 +110,18 @@ static const command commands[] = {
      "node(\"name\"). Names must not clash with nodes already in the graph (`:reset` first to load a\n"
      "saved graph again).",
      cmd_load},
+    {"import", NULL, 1, 2, "FILE [SCOPE]", "add the nodes of a TensorFlow GraphDef (.pb, .pbtxt) to the graph",
+     "Adds every node of the TensorFlow GraphDef FILE (binary .pb or text .pbtxt, told apart by the\n"
+     "extension or the bytes) to the graph, under the name scope SCOPE if given, or none: on any error\n"
+     "(an op tide lacks, a malformed file, a bad attr; the message names them all) the graph is left as\n"
+     "it was. import_graph(FILE, {scope=, input_map=}) does the same from Lua and remaps inputs to\n"
+     "existing nodes. docs/tensorflow.md says what maps to what.",
+     repl_cmd_import},
+    {"export", NULL, 1, 2, "FILE [text|binary]", "write the graph as a TensorFlow GraphDef (.pb, .pbtxt)",
+     "Writes the whole graph to FILE as a TensorFlow GraphDef that TensorFlow 1.x, TensorBoard and\n"
+     "Netron read: binary unless FILE ends in .pbtxt or the format is given. Attrs follow TensorFlow's\n"
+     "conventions and every node carries _output_shapes. :import reads it back as the same graph.",
+     repl_cmd_export},
     {"runs", NULL, 0, 1, "[N]", "the last N runs of the run log (20), newest last",
      "Lists the last N runs of the run log (default 20, every session of the file, the newest last): the\n"
      "run's id, its session and step, its status, its wall time in milliseconds, whether it was traced\n"
@@ -320,8 +333,7 @@ static bool split_words(const char *line, words *w, char *msg, size_t size)
     }
 }
 
-/* "~/x" -> "$HOME/x" (malloc'd); other paths copied. */
-static char *expand_path(const char *path)
+char *repl_expand_path(const char *path)
 {
     const char *home = getenv("HOME");
     if (path[0] == '~' && (path[1] == '/' || !path[1]) && home && home[0]) {
@@ -1252,7 +1264,7 @@ static bool write_atomically(const char *path, const char *data, size_t len, cha
 static repl_result cmd_save(repl *r, int argc, char **argv)
 {
     (void)argc;
-    char *path = expand_path(argv[1]);
+    char *path = repl_expand_path(argv[1]);
     char *text = path ? tide_graph_to_text(r->graph, r->err) : NULL;
     char msg[256];
     bool ok = text && write_atomically(path, text, strlen(text), msg, sizeof msg);
@@ -1319,7 +1331,7 @@ static repl_result cmd_load(repl *r, int argc, char **argv)
 {
     (void)argc;
     char msg[256];
-    char *path = expand_path(argv[1]);
+    char *path = repl_expand_path(argv[1]);
     char *text = path ? read_file(path, msg, sizeof msg) : NULL;
     if (!text)
         fprintf(stderr, "cannot load '%s': %s\n", argv[1], path ? msg : "out of memory");

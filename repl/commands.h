@@ -15,6 +15,8 @@ repl_result repl_cmd_watch(repl *r, int argc, char **argv);
 repl_result repl_cmd_unwatch(repl *r, int argc, char **argv);
 repl_result repl_cmd_prune(repl *r, int argc, char **argv);
 repl_result repl_cmd_log(repl *r, int argc, char **argv);
+/* "~/x" -> "$HOME/x" (malloc'd); other paths copied. NULL when out of memory. */
+char *repl_expand_path(const char *path);
 /* Commits what the store has queued (a failure is a warning on stderr); r->err is left clear. */
 void repl_log_flush(repl *r);
 

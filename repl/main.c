@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "graphdef_repl.h"
 #include "repl.h"
 #include "tide_config.h"
 #include "web.h"
@@ -21,6 +22,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: tide [options] [FILE.lua [ARGS...]]\n"
             "       tide serve FILE.db [--port N] [--bind ADDR] [limits]\n"
+            "       tide run-graph FILE.pb --fetch NAME [--feed NAME=FILE.npy]... (--help)\n"
             "\n"
             "tide is a TensorFlow-style dataflow engine driven from Lua. Without FILE it starts the\n"
             "interactive prompt (or, when stdin is not a terminal, reads statements from it).\n"
@@ -143,6 +145,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "serve") == 0)
         return serve(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "run-graph") == 0) /* a TensorFlow GraphDef: run_graph.c */
+        return repl_run_graph_main(argc - 1, argv + 1);
     repl_options o = {0};
     const char *statements[64];
     int nstatements = 0;

@@ -486,9 +486,12 @@ static tide_status build_node(importer *im, int index)
     if (n->def->device[0])
         tide_node_builder_set_device(b, n->def->device);
     n->built = tide_node_builder_finish(b, im->err);
-    if (!n->built) {
+    if (!n->built) { /* the builder's messages name the node, except those about its name */
         char *message = strdup(tide_error_message(im->err));
-        st = fail(im, tide_error_code(im->err), "%s", message ? message : "out of memory");
+        if (message && strncmp(message, "node '", 6) != 0)
+            st = node_fail(im, n, tide_error_code(im->err), message);
+        else
+            st = fail(im, tide_error_code(im->err), "%s", message ? message : "out of memory");
         free(message);
     }
     return st;

@@ -296,6 +296,9 @@ tide_status graphdef_read_file(const char *path, void **data, size_t *size, tide
 
 tide_status graphdef_write_file(const char *path, const void *data, size_t size, tide_error *err)
 {
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) /* renaming over a device or a folder: no */
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot write '%s': it is not a regular file", path);
     size_t len = strlen(path);
     char *tmp = malloc(len + 16);
     if (!tmp)

@@ -1056,7 +1056,7 @@ static bool forbidden(const char *s)
         if (n > 0 && strncmp(s + 1, "quit", n) == 0 && n <= 4)
             return true;
     }
-    if ((strstr(s, "save") || strstr(s, "Save")) && strpbrk(s, "/~\\"))
+    if ((strstr(s, "save") || strstr(s, "Save") || strstr(s, "export")) && strpbrk(s, "/~\\"))
         return true;
     if (strstr(s, "ange(") && strstr(s, "2147483649"))
         return true; /* range(-2147483649, 10, 3): 700 million elements that do fit */
