@@ -95,6 +95,9 @@ static int l_import_graph(lua_State *L)
             repl_raise(L, "import_graph: scope must be a string, not a %s", luaL_typename(L, -1));
         o.scope = lua_tostring(L, -1); /* stays on the stack, alive */
         o.input_map = check_input_map(L, 2, &o.num_input_map);
+        lua_getfield(L, 2, "clear_devices");
+        o.clear_devices = lua_toboolean(L, -1);
+        lua_pop(L, 1);
     }
     int before = tide_graph_num_nodes(r->graph);
     tide_error *err = repl_scratch_error(L);
@@ -134,11 +137,13 @@ void repl_open_graphdef(lua_State *L)
 {
     static const luaL_Reg fns[] = {{"import_graph", l_import_graph}, {"export_graph", l_export_graph}, {NULL, NULL}};
     static const char *const help[][2] = {
-        {"import_graph", "import_graph(path [, {scope=\"name\", input_map={[\"x:0\"]=node}, format=\"text\"}])\n\n"
+        {"import_graph", "import_graph(path [, {scope=\"name\", input_map={[\"x:0\"]=node}, format=\"text\", "
+                         "clear_devices=false}])\n\n"
                          "Adds the nodes of a TensorFlow GraphDef (.pb binary, .pbtxt text) to the graph, all or "
                          "none, as tf.import_graph_def: under scope, with the GraphDef's tensors named in "
                          "input_map read from nodes already in the graph. Returns a table from the GraphDef's "
-                         "node names to node handles: g = import_graph(\"model.pb\"); run(g.y, {[g.x] = batch})."},
+                         "node names to node handles: g = import_graph(\"model.pb\"); run(g.y, {[g.x] = batch}). "
+                         "clear_devices drops the GraphDef's device requests."},
         {"export_graph", "export_graph(path [, {format=\"text\", output_shapes=true}])\n\nWrites the graph as a "
                          "TensorFlow GraphDef (binary unless path ends in .pbtxt or format says text) that "
                          "TensorFlow, TensorBoard and Netron read; returns the number of nodes written."},

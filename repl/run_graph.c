@@ -27,14 +27,15 @@ typedef struct run_graph_args {
     int num_fetch, num_target, num_feed;
     tide_graphdef_format format;
     int threads, devices;
-    bool all_values;
+    bool all_values, clear_devices;
 } run_graph_args;
 
 static void run_graph_usage(FILE *out)
 {
     fprintf(out,
             "usage: tide run-graph FILE.pb [--feed NAME=FILE.npy]... --fetch NAME [--fetch NAME]...\n"
-            "                      [--target NAME]... [--format binary|text] [--threads N] [--devices N] [--all]\n"
+            "                      [--target NAME]... [--format binary|text] [--clear-devices] [--threads N]\n"
+            "                      [--devices N] [--all]\n"
             "\n"
             "Imports the TensorFlow GraphDef FILE (.pb binary, .pbtxt text; docs/tensorflow.md), runs each\n"
             "--target once (an initializer, `init`), then runs the graph once with every --feed and prints\n"
@@ -45,6 +46,7 @@ static void run_graph_usage(FILE *out)
             "  --fetch NAME          a tensor to compute and print (\"y\", \"split:1\")\n"
             "  --target NAME         a node to run first, on its own (repeatable, in order)\n"
             "  --format F            the file's format when its extension does not say (binary, text)\n"
+            "  --clear-devices       ignore the nodes' device requests (\"/device:GPU:0\" on a CPU machine)\n"
             "  --threads N           executor threads (default: one per core)\n"
             "  --devices N           virtual CPU devices\n"
             "  --all                 print every value (long tensors are elided otherwise)\n"
@@ -66,12 +68,13 @@ static int parse_int(const char *opt, const char *v, int lo, int hi, int *out)
 /* Fills a from argv; 0, or the exit status to leave with (-1: --help printed). */
 static int parse_args(int argc, char **argv, run_graph_args *a)
 {
-    enum { OPT_FEED = 256, OPT_FETCH, OPT_TARGET, OPT_FORMAT, OPT_THREADS, OPT_DEVICES, OPT_ALL };
+    enum { OPT_FEED = 256, OPT_FETCH, OPT_TARGET, OPT_FORMAT, OPT_THREADS, OPT_DEVICES, OPT_ALL, OPT_CLEAR };
     static const struct option longs[] = {
         {"feed", required_argument, 0, OPT_FEED},       {"fetch", required_argument, 0, OPT_FETCH},
         {"target", required_argument, 0, OPT_TARGET},   {"format", required_argument, 0, OPT_FORMAT},
         {"threads", required_argument, 0, OPT_THREADS}, {"devices", required_argument, 0, OPT_DEVICES},
         {"all", no_argument, 0, OPT_ALL},               {"help", no_argument, 0, 'h'},
+        {"clear-devices", no_argument, 0, OPT_CLEAR},
         {0, 0, 0, 0},
     };
     int c;
@@ -108,6 +111,7 @@ static int parse_args(int argc, char **argv, run_graph_args *a)
         case OPT_THREADS: if (parse_int("--threads", optarg, 1, 1024, &a->threads)) return 2; break;
         case OPT_DEVICES: if (parse_int("--devices", optarg, 1, 64, &a->devices)) return 2; break;
         case OPT_ALL: a->all_values = true; break;
+        case OPT_CLEAR: a->clear_devices = true; break;
         case 'h': run_graph_usage(stdout); return -1;
         default: run_graph_usage(stderr); return 2;
         }
@@ -196,6 +200,7 @@ int repl_run_graph_main(int argc, char **argv)
         tide_graphdef_import_options io;
         tide_graphdef_import_options_init(&io);
         io.format = a.format;
+        io.clear_devices = a.clear_devices;
         status = !engine || !g || tide_graphdef_import_file(g, a.file, &io, err) != TIDE_OK ? 1 : run(engine, g, &a, err);
         if (status)
             fprintf(stderr, "tide run-graph: %s\n", tide_error_message(err));

@@ -46,6 +46,7 @@ typedef struct importer {
     char *graph_prefix;      /* the graph's own scope prefix ("" or "outer/"), which builders prepend */
     const tide_graphdef_mapping *map;
     int num_map;
+    bool clear_devices;
     import_node *nodes;
     int num_nodes;
     int *by_name;            /* node indices sorted by name */
@@ -483,7 +484,7 @@ static tide_status build_node(importer *im, int index)
         tide_node_builder_free(b);
         return st;
     }
-    if (n->def->device[0])
+    if (n->def->device[0] && !im->clear_devices)
         tide_node_builder_set_device(b, n->def->device);
     n->built = tide_node_builder_finish(b, im->err);
     if (!n->built) { /* the builder's messages name the node, except those about its name */
@@ -549,7 +550,7 @@ tide_status tide_graphdef_import(tide_graph *g, const void *data, size_t size, c
     if (!err && !own)
         return TIDE_RESOURCE_EXHAUSTED;
     importer im = {.g = g, .source = source, .map = opts->input_map, .num_map = opts->num_input_map,
-                   .err = err ? err : own};
+                   .clear_devices = opts->clear_devices, .err = err ? err : own};
     Tensorflow__GraphDef *gd = graphdef_parse(data ? data : "", size, opts->format, source, im.err);
     tide_status st = gd ? TIDE_OK : tide_error_code(im.err);
     char *scope = NULL;

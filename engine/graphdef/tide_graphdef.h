@@ -52,6 +52,9 @@ typedef struct tide_graphdef_import_options {
     const char *scope;
     const tide_graphdef_mapping *input_map;
     int num_input_map;
+    /* Drop the NodeDefs' device requests (tf.train.import_meta_graph's clear_devices): for a graph
+     * written on a machine with devices this one lacks ("/device:GPU:0"). Colocation stays. */
+    bool clear_devices;
 } tide_graphdef_import_options;
 
 void tide_graphdef_import_options_init(tide_graphdef_import_options *opts);

@@ -35,6 +35,12 @@ expect_in "missing.npy" "$out"
 printf 'node { name: "a" op: "Frobnicate" }\n' >bad.pbtxt
 out=$("$tide" run-graph bad.pbtxt --fetch a 2>&1); [ $? -eq 1 ] || fail "an unknown op should exit 1"
 expect_in "bad.pbtxt: 1 op that tide does not have: Frobnicate (node 'a')" "$out"
+# A device this machine lacks: an error naming it, unless --clear-devices drops the requests.
+printf 'node { name: "c" op: "Const" device: "/device:GPU:0" attr { key: "dtype" value { type: DT_FLOAT } }\n  attr { key: "value" value { tensor { dtype: DT_FLOAT float_val: 2 } } } }\n' >gpu.pbtxt
+out=$("$tide" run-graph gpu.pbtxt --fetch c 2>&1); [ $? -eq 1 ] || fail "a GPU request should fail here"
+expect_in "node 'c' (Const) requests device '/device:GPU:0', which matches none of this engine's devices" "$out"
+out=$("$tide" run-graph gpu.pbtxt --fetch c --clear-devices 2>&1) || fail "--clear-devices: $out"
+expect_in "c = 2.0000" "$out"
 out=$("$tide" run-graph "$data/mlp.pbtxt" 2>&1); [ $? -eq 2 ] || fail "no --fetch should exit 2"
 expect_in "give --fetch NAME" "$out"
 out=$("$tide" run-graph "$data/mlp.pbtxt" --feed x --fetch y 2>&1); [ $? -eq 2 ] || fail "--feed x should exit 2"

@@ -22,6 +22,14 @@ run(h.init)
 local v = run(h.y) -- no feed: z flows in
 check(math.abs(v[1][1] - 1 / (1 + math.exp(-2.5))) < 1e-6, "input-mapped value " .. tostring(v[1][1]))
 
+-- clear_devices drops the NodeDefs' device requests.
+local f0 = io.open(scratch, "w")
+f0:write('node { name: "c" op: "Const" device: "/device:GPU:0" attr { key: "dtype" value { type: DT_FLOAT } } ' ..
+         'attr { key: "value" value { tensor { dtype: DT_FLOAT float_val: 2 } } } }\n')
+f0:close()
+local gpu = import_graph(scratch, {format = "text", scope = "gpu", clear_devices = true})
+check(run(gpu.c):item() == 2, "a GPU request dropped: runs here")
+
 -- Errors name what is wrong and add nothing.
 local before = count()
 raises(import_graph, {"import_graph: ", "node name 'net/x' is already used"}, data .. "/mlp.pbtxt", {scope = "net"})
