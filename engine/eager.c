@@ -51,7 +51,11 @@ static tide_status check_shapes(const char *who, tide_tensor **outs, const tide_
                                 tide_error *err)
 {
     for (int i = 0; i < n; i++)
-        if (!tide_shape_compatible(&inferred[i], &outs[i]->shape)) {
+        if (outs[i] == tide__dead)
+            return tide_error_set(err, TIDE_FAILED_PRECONDITION,
+                                  "%s: output %d is dead (a branch not taken): control flow means something "
+                                  "only in a graph, not eagerly", who, i);
+        else if (!tide_shape_compatible(&inferred[i], &outs[i]->shape)) {
             char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
             return tide_error_set(err, TIDE_INTERNAL,
                                   "%s: output %d has shape %s but shape inference said %s", who, i,

@@ -4,44 +4,24 @@
  * the stack grows long while pool threads sit idle, half of it moves to the pool as one batch.
  * Asynchronous kernels return at once and finish later through tide_kernel_done. Timing and
  * observers cost one branch per node when off. The first failure aborts the step: later items are
- * skipped but still counted down, so the step always drains. */
+ * skipped but still counted down, so the step always drains.
+ *
+ * Control flow (plans with Switch, Merge or loops; step.h has the rules): every ready item comes with
+ * the iteration it runs in, values may be dead, and the outputs of Enter, Exit and NextIteration land
+ * in other iterations (frames.c). A failed step's skipped items produce dead values there, so that
+ * loops stop and every frame drains too. Without control flow the only iteration is the root one and
+ * each of these costs one predictable branch per node. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec.h"
 #include "placement.h"
 #include "rendezvous.h"
+#include "step.h"
 
 #define SPLIT_AT 32        /* ready-stack length at which idle pool threads get half of it */
 #define MAX_INLINE_OUTPUTS 8
-
-typedef struct tide_step tide_step;
-struct tide_step {
-    const tide_step_args *args;
-    const tide_plan *plan;
-    tide_threadpool *pool;
-    atomic_int *pending;
-    tide_tensor **slots;
-    atomic_int outstanding;
-    atomic_bool finished_all;      /* outstanding reached 0 (read without the lock by the caller) */
-    atomic_bool failed;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    bool done;
-    tide_error *err;
-    bool tracing, observing;
-    bool multi_device;             /* items run on their devices' own threads (engine with several devices) */
-    int64_t deadline_ns;
-    tide_node_timing *timings;
-};
-
-typedef struct ready_stack {
-    int *items;
-    int n, cap;
-    int local[64];
-} ready_stack;
 
 static void rs_init(ready_stack *rs)
 {
@@ -56,20 +36,20 @@ static void rs_free(ready_stack *rs)
         free(rs->items);
 }
 
-static bool rs_push(ready_stack *rs, int k)
+bool tide__rs_push(ready_stack *rs, int item, tide_iter *iter)
 {
     if (rs->n == rs->cap) {
         int cap = rs->cap * 2;
-        int *items = malloc(sizeof(int) * (size_t)cap);
+        ready_item *items = malloc(sizeof *items * (size_t)cap);
         if (!items)
             return false;
-        memcpy(items, rs->items, sizeof(int) * (size_t)rs->n);
+        memcpy(items, rs->items, sizeof *items * (size_t)rs->n);
         if (rs->items != rs->local)
             free(rs->items);
         rs->items = items;
         rs->cap = cap;
     }
-    rs->items[rs->n++] = k;
+    rs->items[rs->n++] = (ready_item){item, iter};
     return true;
 }
 
@@ -82,13 +62,12 @@ bool tide__step_cancelled(struct tide_step *step)
     return should_skip(step);
 }
 
-
 uint64_t tide__step_run_id(struct tide_step *step)
 {
     return step->args->info.run_id;
 }
 
-static void fail(tide_step *step, tide_status code, const tide_error *err, const char *msg)
+void tide__step_fail(tide_step *step, tide_status code, const tide_error *err, const char *msg)
 {
     bool aborting = false;
     pthread_mutex_lock(&step->lock);
@@ -106,12 +85,14 @@ static void fail(tide_step *step, tide_status code, const tide_error *err, const
                                tide_error_code(step->err), tide_error_message(step->err));
 }
 
+#define fail tide__step_fail
+
 static void run_loop(tide_step *step, ready_stack *rs);
 
 typedef struct batch {
     tide_step *step;
     int n;
-    int items[];
+    ready_item items[];
 } batch;
 
 static void batch_task(void *arg)
@@ -119,8 +100,8 @@ static void batch_task(void *arg)
     batch *b = arg;
     ready_stack rs;
     rs_init(&rs);
-    for (int i = 0; i < b->n; i++)
-        rs_push(&rs, b->items[i]); /* cannot fail: batches are at most SPLIT_AT / 2 + cap */
+    for (int i = 0; i < b->n; i++) /* cannot fail: batches are at most SPLIT_AT / 2 + cap */
+        tide__rs_push(&rs, b->items[i].item, b->items[i].iter);
     tide_step *step = b->step;
     free(b);
     run_loop(step, &rs);
@@ -141,25 +122,24 @@ static bool elsewhere(const tide_step *step, int item)
     return step->multi_device && pool_of(step, item) != tide__pool_current();
 }
 
-static void submit(tide_step *step, const int *items, int n)
+static void submit(tide_step *step, const ready_item *items, int n)
 {
-    batch *b = malloc(sizeof *b + sizeof(int) * (size_t)n);
+    batch *b = malloc(sizeof *b + sizeof *items * (size_t)n);
     if (!b) { /* run them here instead */
         ready_stack rs;
         rs_init(&rs);
         for (int i = 0; i < n; i++)
-            rs_push(&rs, items[i]);
+            tide__rs_push(&rs, items[i].item, items[i].iter);
         run_loop(step, &rs);
         rs_free(&rs);
         return;
     }
     b->step = step;
     b->n = n;
-    memcpy(b->items, items, sizeof(int) * (size_t)n);
-    tide__pool_submit(pool_of(step, items[0]), batch_task, b); /* a batch holds one device's items */
+    memcpy(b->items, items, sizeof *items * (size_t)n);
+    tide__pool_submit(pool_of(step, items[0].item), batch_task, b); /* a batch holds one device's items */
 }
 
-/* Hands outputs to consumers; pushes items that became ready. */
 /* Is edge e the last one carrying its output's tensor? (Edges are sorted by output.) */
 static bool last_data_edge(const tide_exec_item *it, int e)
 {
@@ -169,57 +149,97 @@ static bool last_data_edge(const tide_exec_item *it, int e)
     return true;
 }
 
+/* Control flow: what edge `edge` carrying `value` (tide__dead for a dead one, NULL on a control edge
+ * of a live item) does to its destination's readiness in iteration `to` beyond the slot write. False
+ * when the edge must not count down the pending count (step.h: a Merge's data edges). */
+static bool arrive(const tide_exec_item *dst, const tide_edge *edge, tide_tensor *value, bool dead, tide_iter *to)
+{
+    if (!dst->is_merge) {
+        if (dead)
+            atomic_store_explicit(&to->dead[edge->dst_local], 1, memory_order_relaxed);
+        return true;
+    }
+    if (edge->slot < 0) /* a Merge waits for its control inputs, dead or not */
+        return true;
+    if (!dead) { /* the first live input makes it ready; a second one (no well-formed loop has it) is ignored */
+        TIDE_UNUSED(value);
+        return !atomic_exchange_explicit(&to->merge_live[edge->dst_local], 1, memory_order_acq_rel);
+    }
+    int expected = to->n > 0 && dst->merge_back > 0 ? dst->merge_back : dst->merge_forward;
+    int arrived = atomic_fetch_add_explicit(&to->merge_dead[edge->dst_local], 1, memory_order_acq_rel) + 1;
+    return arrived == expected && !atomic_load_explicit(&to->merge_live[edge->dst_local], memory_order_acquire);
+}
+
 /* Hands each output to its consumers' input slots — the last consumer of an output gets the
- * producer's own reference (moved, and outs[] cleared), so a consumer that is the only user of a
- * tensor finds it exclusive and may write in place even when it starts on another thread before the
- * producer's bookkeeping ends — and schedules the consumers that became ready. */
-static void propagate(tide_step *step, const tide_exec_item *it, tide_tensor **outs, ready_stack *rs)
+ * producer's own reference (moved, and outs[] cleared) when `move`, so a consumer that is the only
+ * user of a tensor finds it exclusive and may write in place even when it starts on another thread
+ * before the producer's bookkeeping ends — and schedules the consumers that became ready. */
+void tide__deliver(tide_step *step, const tide_exec_item *it, tide_tensor **outs, tide_iter *to, bool move,
+                   ready_stack *rs)
 {
     int kept_expensive = 0;
+    bool all_dead = step->control_flow && !outs;
     for (int e = 0; e < it->num_edges; e++) {
         const tide_edge *edge = &it->edges[e];
-        if (edge->slot >= 0 && outs && outs[edge->output]) {
-            if (last_data_edge(it, e)) {
-                step->slots[edge->slot] = outs[edge->output];
+        tide_tensor *value = all_dead ? tide__dead : edge->output >= 0 && outs ? outs[edge->output] : NULL;
+        if (edge->slot >= 0 && value) {
+            if (move && outs && last_data_edge(it, e)) {
+                to->slots[edge->slot] = value;
                 outs[edge->output] = NULL;
             } else {
-                step->slots[edge->slot] = tide_tensor_retain(outs[edge->output]);
+                to->slots[edge->slot] = tide_tensor_retain(value);
             }
         }
-        if (atomic_fetch_sub_explicit(&step->pending[edge->dst], 1, memory_order_acq_rel) != 1)
-            continue;
         const tide_exec_item *next = &step->plan->items[edge->dst];
+        if (step->control_flow && !arrive(next, edge, value, value == tide__dead, to))
+            continue;
+        if (atomic_fetch_sub_explicit(&to->pending[edge->dst_local], 1, memory_order_acq_rel) != 1)
+            continue;
         if (step->tracing)
-            step->timings[edge->dst].scheduled_ns = tide__now_ns();
+            to->timings[edge->dst_local].scheduled_ns = tide__now_ns();
         if (elsewhere(step, edge->dst)) {
-            submit(step, &edge->dst, 1);
+            submit(step, &(ready_item){edge->dst, to}, 1);
             continue;
         }
         if (next->expensive && (rs->n > 0 || kept_expensive) && tide__pool_idle(pool_of(step, edge->dst)) > 0) {
-            submit(step, &edge->dst, 1);
+            submit(step, &(ready_item){edge->dst, to}, 1);
             continue;
         }
         kept_expensive += next->expensive;
-        if (!rs_push(rs, edge->dst))
-            submit(step, &edge->dst, 1);
+        if (!tide__rs_push(rs, edge->dst, to))
+            submit(step, &(ready_item){edge->dst, to}, 1);
     }
-    if (rs->n >= SPLIT_AT && tide__pool_idle(pool_of(step, rs->items[0])) > 0) {
+    if (rs->n >= SPLIT_AT && tide__pool_idle(pool_of(step, rs->items[0].item)) > 0) {
         int half = rs->n / 2;
         submit(step, rs->items, half); /* the oldest half: the bottom of the stack */
-        memmove(rs->items, rs->items + half, sizeof(int) * (size_t)(rs->n - half));
+        memmove(rs->items, rs->items + half, sizeof *rs->items * (size_t)(rs->n - half));
         rs->n -= half;
     }
 }
 
-static void finish_item(tide_step *step)
+/* An item's outputs go where its kind says: the same iteration, or (frames.c) another one. */
+static void propagate(tide_step *step, const tide_exec_item *it, tide_tensor **outs, tide_iter *iter,
+                      ready_stack *rs)
 {
-    if (atomic_fetch_sub_explicit(&step->outstanding, 1, memory_order_acq_rel) == 1) {
-        atomic_store(&step->finished_all, true);
-        pthread_mutex_lock(&step->lock);
-        step->done = true;
-        pthread_cond_signal(&step->cond);
-        pthread_mutex_unlock(&step->lock);
+    if (it->flow != FLOW_PLAIN)
+        tide__frames_propagate(step, it, outs, iter, rs);
+    else
+        tide__deliver(step, it, outs, iter, true, rs);
+}
+
+void tide__iter_item_done(tide_step *step, tide_iter *iter, ready_stack *rs)
+{
+    if (atomic_fetch_sub_explicit(&iter->outstanding, 1, memory_order_acq_rel) != 1)
+        return;
+    if (iter != &step->root) {
+        tide__frames_iter_over(step, iter, rs);
+        return;
     }
+    atomic_store(&step->finished_all, true);
+    pthread_mutex_lock(&step->lock);
+    step->done = true;
+    pthread_cond_signal(&step->cond);
+    pthread_mutex_unlock(&step->lock);
 }
 
 /* "[64, 256] []": the shapes of outs, clipped to size with "..." (buf always terminated). */
@@ -229,7 +249,9 @@ static void format_shapes(char *buf, size_t size, tide_tensor *const *outs, int 
     buf[0] = 0;
     for (int i = 0; outs && i < n; i++) {
         char one[TIDE_SHAPE_STR_MAX];
-        if (outs[i])
+        if (outs[i] == tide__dead)
+            snprintf(one, sizeof one, "dead");
+        else if (outs[i])
             tide_shape_format(tide_tensor_shape(outs[i]), one, sizeof one);
         else
             snprintf(one, sizeof one, "?");
@@ -242,16 +264,18 @@ static void format_shapes(char *buf, size_t size, tide_tensor *const *outs, int 
     }
 }
 
-static void observe(tide_step *step, const tide_exec_item *it, tide_tensor **outs, size_t bytes)
+static void observe(tide_step *step, const tide_exec_item *it, tide_iter *iter, tide_tensor **outs, size_t bytes)
 {
     const tide_step_args *a = step->args;
     if (step->tracing) {
-        tide_node_timing *t = &step->timings[it - step->plan->items];
+        tide_node_timing *t = &iter->timings[it->local];
         t->node = it->node;
         t->device = it->device->name;
         t->thread = tide__pool_thread_index();
         t->end_ns = tide__now_ns();
         t->output_bytes = bytes;
+        t->frame = iter->frame ? tide__frame_path(iter->frame) : "";
+        t->iteration = iter->n;
         format_shapes(t->output_shapes, sizeof t->output_shapes, outs, it->kn.num_outputs);
         for (int o = 0; o < a->num_observers; o++)
             if (a->observers[o].obs.node_finished)
@@ -263,16 +287,28 @@ static void observe(tide_step *step, const tide_exec_item *it, tide_tensor **out
             if (!obs->tensor_produced)
                 continue;
             for (int i = 0; i < it->kn.num_outputs; i++)
-                obs->tensor_produced(obs->user, &a->info, it->node, i, outs[i]);
+                if (outs[i] != tide__dead)
+                    obs->tensor_produced(obs->user, &a->info, it->node, i, outs[i]);
             for (int t = 0; t < it->num_twins; t++) /* the same tensors under the merged nodes' names */
                 if (!obs->wants_tensors || obs->wants_tensors(obs->user, it->twins[t]))
                     for (int i = 0; i < it->kn.num_outputs; i++)
-                        obs->tensor_produced(obs->user, &a->info, it->twins[t], i, outs[i]);
+                        if (outs[i] != tide__dead)
+                            obs->tensor_produced(obs->user, &a->info, it->twins[t], i, outs[i]);
         }
 }
 
+static void release_inputs(tide_iter *iter, const tide_exec_item *it)
+{
+    tide_tensor **inputs = iter->slots + it->input_base;
+    for (int i = 0; i < it->num_inputs; i++) {
+        tide_tensor_release(inputs[i]);
+        inputs[i] = NULL;
+    }
+}
+
 /* After a node's kernel ran (sync or async): bookkeeping, propagation, release. */
-static void complete_node(tide_step *step, const tide_exec_item *it, tide_kernel_ctx *ctx, ready_stack *rs)
+static void complete_node(tide_step *step, const tide_exec_item *it, tide_iter *iter, tide_kernel_ctx *ctx,
+                          ready_stack *rs)
 {
     tide_status st = tide__kernel_ctx_finish(ctx);
     if (st != TIDE_OK) {
@@ -281,18 +317,15 @@ static void complete_node(tide_step *step, const tide_exec_item *it, tide_kernel
         fail(step, st, err, NULL);
         tide_error_free(err);
     }
-    tide_tensor **inputs = step->slots + it->input_base;
-    for (int i = 0; i < it->num_inputs; i++) {
-        tide_tensor_release(inputs[i]);
-        inputs[i] = NULL;
-    }
+    release_inputs(iter, it);
     if (step->observing && st == TIDE_OK) {
         size_t bytes = 0;
         for (int i = 0; i < it->kn.num_outputs; i++)
-            bytes += tide_tensor_byte_size(ctx->outputs[i]);
-        observe(step, it, ctx->outputs, bytes);
+            if (ctx->outputs[i] != tide__dead)
+                bytes += tide_tensor_byte_size(ctx->outputs[i]);
+        observe(step, it, iter, ctx->outputs, bytes);
     }
-    propagate(step, it, st == TIDE_OK ? ctx->outputs : NULL, rs);
+    propagate(step, it, st == TIDE_OK ? ctx->outputs : NULL, iter, rs);
     for (int i = 0; i < it->kn.num_outputs; i++)
         tide_tensor_release(ctx->outputs[i]);
 }
@@ -300,6 +333,7 @@ static void complete_node(tide_step *step, const tide_exec_item *it, tide_kernel
 typedef struct async_call {
     tide_kernel_ctx ctx;
     int item;
+    tide_iter *iter;
     tide_tensor *outs[];
 } async_call;
 
@@ -318,22 +352,31 @@ static bool should_skip(tide_step *step)
     return false;
 }
 
-static void start_async(tide_step *step, const tide_exec_item *it, int k)
+/* An item that does not run (the step failed, or it is dead): its outputs are dead (with control flow)
+ * or missing, and it counts as done. */
+static void skip_item(tide_step *step, const tide_exec_item *it, tide_iter *iter, ready_stack *rs)
+{
+    release_inputs(iter, it);
+    propagate(step, it, NULL, iter, rs);
+    tide__iter_item_done(step, iter, rs);
+}
+
+static void start_async(tide_step *step, const tide_exec_item *it, int k, tide_iter *iter)
 {
     async_call *call = calloc(1, sizeof *call + sizeof(tide_tensor *) * (size_t)(it->kn.num_outputs + 1));
     if (!call) {
         fail(step, TIDE_RESOURCE_EXHAUSTED, NULL, "out of memory starting an asynchronous kernel");
         ready_stack rs;
         rs_init(&rs);
-        propagate(step, it, NULL, &rs);
-        finish_item(step);
+        skip_item(step, it, iter, &rs);
         run_loop(step, &rs);
         rs_free(&rs);
         return;
     }
     call->item = k;
-    call->ctx = (tide_kernel_ctx){.kn = &it->kn, .inputs = step->slots + it->input_base,
-                                  .outputs = call->outs, .step = step,
+    call->iter = iter;
+    call->ctx = (tide_kernel_ctx){.kn = &it->kn, .inputs = iter->slots + it->input_base,
+                                  .outputs = call->outs, .step = step, .iter = iter,
                                   .item = (struct tide_exec_item *)call};
     it->kn.kernel->spec.compute_async(&call->ctx);
 }
@@ -344,12 +387,13 @@ static void async_resume(void *arg)
 {
     async_call *call = arg;
     tide_step *step = call->ctx.step;
+    tide_iter *iter = call->iter;
     const tide_exec_item *it = &step->plan->items[call->item];
     ready_stack rs;
     rs_init(&rs);
-    complete_node(step, it, &call->ctx, &rs);
+    complete_node(step, it, iter, &call->ctx, &rs);
     free(call);
-    finish_item(step);
+    tide__iter_item_done(step, iter, &rs);
     run_loop(step, &rs);
     rs_free(&rs);
 }
@@ -369,22 +413,17 @@ void tide__exec_async_done(struct tide_exec_item *item, struct tide_step *step, 
         tide__pool_submit(pool_of(step, call->item), async_resume, call);
 }
 
-static void run_node(tide_step *step, const tide_exec_item *it, int k, ready_stack *rs)
+static void run_node(tide_step *step, const tide_exec_item *it, int k, tide_iter *iter, ready_stack *rs)
 {
     if (step->tracing)
-        step->timings[k].start_ns = tide__now_ns();
-    if (should_skip(step)) {
-        tide_tensor **inputs = step->slots + it->input_base;
-        for (int i = 0; i < it->num_inputs; i++) {
-            tide_tensor_release(inputs[i]);
-            inputs[i] = NULL;
-        }
-        propagate(step, it, NULL, rs);
-        finish_item(step);
+        iter->timings[it->local].start_ns = tide__now_ns();
+    if (should_skip(step) ||
+        (step->control_flow && !it->sees_dead && atomic_load_explicit(&iter->dead[it->local], memory_order_relaxed))) {
+        skip_item(step, it, iter, rs);
         return;
     }
     if (it->async) {
-        start_async(step, it, k);
+        start_async(step, it, k, iter);
         return;
     }
     tide_tensor *local[MAX_INLINE_OUTPUTS] = {0};
@@ -392,47 +431,53 @@ static void run_node(tide_step *step, const tide_exec_item *it, int k, ready_sta
                              ? local : calloc((size_t)it->kn.num_outputs, sizeof *outs);
     if (!outs) {
         fail(step, TIDE_RESOURCE_EXHAUSTED, NULL, "out of memory");
-        propagate(step, it, NULL, rs);
-        finish_item(step);
+        skip_item(step, it, iter, rs);
         return;
     }
-    tide_kernel_ctx ctx = {.kn = &it->kn, .inputs = step->slots + it->input_base, .outputs = outs,
-                           .step = step};
+    tide_kernel_ctx ctx = {.kn = &it->kn, .inputs = iter->slots + it->input_base, .outputs = outs,
+                           .step = step, .iter = iter};
     tide__kernel_ctx_returned(&ctx, it->device->ops->compute(it->device, &it->kn.kernel->spec, &ctx));
-    complete_node(step, it, &ctx, rs);
+    complete_node(step, it, iter, &ctx, rs);
     if (outs != local)
         free(outs);
-    finish_item(step);
+    tide__iter_item_done(step, iter, rs);
 }
 
-static void run_virtual(tide_step *step, const tide_exec_item *it, ready_stack *rs)
+static void run_virtual(tide_step *step, const tide_exec_item *it, tide_iter *iter, ready_stack *rs)
 {
     if (it->kind == ITEM_FEED) {
         tide_tensor *value = tide_tensor_retain(step->args->feeds[it->index].value); /* the caller's */
-        propagate(step, it, &value, rs);
+        tide__deliver(step, it, &value, iter, true, rs);
         tide_tensor_release(value); /* NULL when the last consumer took it */
     } else { /* fetch */
-        tide_tensor **slot = &step->slots[it->input_base];
+        tide_tensor **slot = &iter->slots[it->input_base];
+        if (*slot == tide__dead) {
+            char msg[600];
+            snprintf(msg, sizeof msg, "cannot fetch '%s': it was not computed (it lies on a branch of a "
+                     "conditional that was not taken)", step->plan->fetch_names[it->index]);
+            fail(step, TIDE_INVALID_ARGUMENT, NULL, msg);
+            *slot = NULL;
+        }
         step->args->fetch_values[it->index] = *slot; /* NULL if the step failed */
         const tide_step_args *a = step->args;
         for (int o = 0; *slot && o < a->num_observers; o++)
             if (a->observers[o].obs.tensor_fetched)
                 a->observers[o].obs.tensor_fetched(a->observers[o].obs.user, &a->info, it->index, *slot);
         *slot = NULL;
-        propagate(step, it, NULL, rs);
+        tide__deliver(step, it, NULL, iter, true, rs);
     }
-    finish_item(step);
+    tide__iter_item_done(step, iter, rs);
 }
 
 static void run_loop(tide_step *step, ready_stack *rs)
 {
     while (rs->n > 0) {
-        int k = rs->items[--rs->n];
-        const tide_exec_item *it = &step->plan->items[k];
+        ready_item r = rs->items[--rs->n];
+        const tide_exec_item *it = &step->plan->items[r.item];
         if (it->kind == ITEM_NODE)
-            run_node(step, it, k, rs);
+            run_node(step, it, r.item, r.iter, rs);
         else
-            run_virtual(step, it, rs);
+            run_virtual(step, it, r.iter, rs);
     }
 }
 
@@ -459,18 +504,29 @@ struct tide_step_stats {
     int count;
     tide_node_timing *items;
     double simulated_s; /* the plan's */
+    char **paths;       /* frame paths the loop timings point into */
+    int num_paths;
 };
 
+/* The root iteration's timings (root frame items) then the loops' (in the order their iterations
+ * ended); the stats take the frame paths those point into. */
 static tide_step_stats *collect_stats(tide_step *step)
 {
     tide_step_stats *st = calloc(1, sizeof *st);
     if (!st)
         return NULL;
-    st->items = calloc((size_t)step->plan->num_items + 1, sizeof *st->items);
+    const tide_plan_frame *root = &step->plan->frames[0];
+    st->items = calloc((size_t)root->num_items + (size_t)step->num_loop_timings + 1, sizeof *st->items);
     st->simulated_s = step->plan->simulated_s;
-    for (int k = 0; st->items && k < step->plan->num_items; k++)
-        if (step->plan->items[k].kind == ITEM_NODE && step->timings[k].node)
-            st->items[st->count++] = step->timings[k];
+    for (int l = 0; st->items && l < root->num_items; l++)
+        if (step->plan->items[root->items[l]].kind == ITEM_NODE && step->root.timings[l].node)
+            st->items[st->count++] = step->root.timings[l];
+    for (int i = 0; st->items && i < step->num_loop_timings; i++)
+        st->items[st->count++] = step->loop_timings[i];
+    st->paths = step->paths;
+    st->num_paths = step->num_paths;
+    step->paths = NULL;
+    step->num_paths = 0;
     return st;
 }
 
@@ -486,8 +542,90 @@ void tide_step_stats_free(tide_step_stats *st)
 {
     if (!st)
         return;
+    for (int i = 0; i < st->num_paths; i++)
+        free(st->paths[i]);
+    free(st->paths);
     free(st->items);
     free(st);
+}
+
+/* Measured times replace the cost model's guesses in later placements (once per node: root-frame
+ * executions only). */
+static void record_costs(tide_step *step)
+{
+    const tide_plan_frame *root = &step->plan->frames[0];
+    for (int l = 0; l < root->num_items; l++) {
+        const tide_exec_item *it = &step->plan->items[root->items[l]];
+        const tide_node_timing *t = &step->root.timings[l];
+        if (it->kind == ITEM_NODE && t->node && t->end_ns > t->start_ns)
+            tide__cost_record(step->args->engine->cost_table, it->node->name, (double)(t->end_ns - t->start_ns) * 1e-9);
+    }
+}
+
+/* The root iteration: the step's own pending counts and slots for the root frame's items. */
+static bool root_init(tide_step *step)
+{
+    const tide_plan_frame *f = &step->plan->frames[0];
+    tide_iter *r = &step->root;
+    r->pending = malloc(sizeof(atomic_int) * ((size_t)f->num_items + 1));
+    r->slots = calloc((size_t)f->num_slots + 1, sizeof *r->slots);
+    r->timings = step->tracing ? calloc((size_t)f->num_items + 1, sizeof *r->timings) : NULL;
+    if (step->control_flow) {
+        r->dead = calloc((size_t)f->num_items + 1, sizeof *r->dead);
+        r->merge_live = calloc((size_t)f->num_items + 1, sizeof *r->merge_live);
+        r->merge_dead = calloc((size_t)f->num_items + 1, sizeof *r->merge_dead);
+    }
+    if (!r->pending || !r->slots || (step->tracing && !r->timings) ||
+        (step->control_flow && (!r->dead || !r->merge_live || !r->merge_dead)))
+        return false;
+    if (step->control_flow)
+        tide__frames_init_pending(step, f, r->pending);
+    else
+        for (int k = 0; k < f->num_items; k++)
+            atomic_init(&r->pending[k], step->plan->items[k].initial_pending);
+    atomic_init(&r->outstanding, f->num_items);
+    return true;
+}
+
+static void root_free(tide_step *step)
+{
+    tide_iter *r = &step->root;
+    if (r->slots) /* a failed step may leave inputs of skipped items */
+        for (int s = 0; s < step->plan->frames[0].num_slots; s++)
+            tide_tensor_release(r->slots[s]);
+    free(r->pending);
+    free(r->slots);
+    free(r->timings);
+    free(r->dead);
+    free(r->merge_live);
+    free(r->merge_dead);
+}
+
+/* Runs the roots (on the caller's thread, or their devices' threads) and waits for the step to drain. */
+static void run_roots(tide_step *step)
+{
+    const tide_plan *p = step->plan;
+    ready_stack rs;
+    rs_init(&rs);
+    for (int i = 0; i < p->num_roots; i++)
+        if (step->multi_device || !tide__rs_push(&rs, p->roots[i], &step->root)) {
+            if (step->tracing)
+                step->root.timings[p->items[p->roots[i]].local].scheduled_ns = tide__now_ns();
+            submit(step, &(ready_item){p->roots[i], &step->root}, 1); /* several devices: the caller runs nothing itself */
+        }
+    if (step->tracing)
+        for (int i = 0; i < rs.n; i++)
+            step->root.timings[p->items[rs.items[i].item].local].scheduled_ns = tide__now_ns();
+    run_loop(step, &rs); /* the caller's thread works too */
+    rs_free(&rs);
+    /* Then it helps with queued work rather than sleep while pool threads may be descheduled
+     * (with one device only: several keep their work on their own threads). */
+    while (!step->multi_device && !atomic_load(&step->finished_all) && tide__pool_run_pending(step->pool))
+        ;
+    pthread_mutex_lock(&step->lock);
+    while (!step->done)
+        pthread_cond_wait(&step->cond, &step->lock);
+    pthread_mutex_unlock(&step->lock);
 }
 
 tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tide_error *err)
@@ -496,55 +634,27 @@ tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tid
     tide_status st = check_feeds(a, err);
     if (st != TIDE_OK)
         return st;
-    tide_step step = {.args = a, .plan = p, .pool = a->engine->pool};
+    tide_step step = {.args = a, .plan = p, .pool = a->engine->pool, .control_flow = p->control_flow};
     step.tracing = a->info.tracing; /* the caller's opts->trace, or an observer's wants_trace */
     step.observing = step.tracing || a->num_observers > 0;
     if (a->opts && a->opts->timeout_ms > 0)
         step.deadline_ns = a->opts->timeout_ms > (INT64_MAX - tide__now_ns()) / 1000000LL
                                ? INT64_MAX /* a timeout of centuries: none */
                                : tide__now_ns() + a->opts->timeout_ms * 1000000LL;
-    step.pending = malloc(sizeof(atomic_int) * ((size_t)p->num_items + 1));
-    step.slots = calloc((size_t)p->num_slots + 1, sizeof *step.slots);
-    step.timings = step.tracing ? calloc((size_t)p->num_items + 1, sizeof *step.timings) : NULL;
     step.err = tide_error_new();
-    if (!step.pending || !step.slots || !step.err || (step.tracing && !step.timings)) {
-        free(step.pending);
-        free(step.slots);
-        free(step.timings);
+    if (!root_init(&step) || !step.err) {
+        root_free(&step);
         tide_error_free(step.err);
         return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory starting a run");
     }
-    for (int k = 0; k < p->num_items; k++)
-        atomic_init(&step.pending[k], p->items[k].initial_pending);
-    atomic_init(&step.outstanding, p->num_items);
     atomic_init(&step.failed, false);
     atomic_init(&step.finished_all, false);
+    atomic_init(&step.live_frames, 0);
     pthread_mutex_init(&step.lock, NULL);
     pthread_cond_init(&step.cond, NULL);
     step.multi_device = a->engine->num_devices > 1 && a->engine->devices[0].pool;
-    if (p->num_items > 0) {
-        ready_stack rs;
-        rs_init(&rs);
-        for (int i = 0; i < p->num_roots; i++)
-            if (step.multi_device || !rs_push(&rs, p->roots[i])) {
-                if (step.tracing)
-                    step.timings[p->roots[i]].scheduled_ns = tide__now_ns();
-                submit(&step, &p->roots[i], 1); /* several devices: the caller runs nothing itself */
-            }
-        if (step.tracing)
-            for (int i = 0; i < rs.n; i++)
-                step.timings[rs.items[i]].scheduled_ns = tide__now_ns();
-        run_loop(&step, &rs); /* the caller's thread works too */
-        rs_free(&rs);
-        /* Then it helps with queued work rather than sleep while pool threads may be descheduled
-         * (with one device only: several keep their work on their own threads). */
-        while (!step.multi_device && !atomic_load(&step.finished_all) && tide__pool_run_pending(step.pool))
-            ;
-        pthread_mutex_lock(&step.lock);
-        while (!step.done)
-            pthread_cond_wait(&step.cond, &step.lock);
-        pthread_mutex_unlock(&step.lock);
-    }
+    if (p->num_items > 0)
+        run_roots(&step);
     if (p->uses_rendezvous) /* values sent but never received (a failed step) are released */
         tide__rendezvous_end_step(a->engine->rendezvous, a->info.run_id);
     st = atomic_load(&step.failed) ? tide_error_code(step.err) : TIDE_OK;
@@ -555,20 +665,14 @@ tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tid
             a->fetch_values[i] = NULL;
         }
     }
-    for (int s = 0; s < p->num_slots; s++) /* a failed step may leave inputs of skipped items */
-        tide_tensor_release(step.slots[s]);
-    if (step.tracing) /* measured times replace the cost model's guesses in later placements */
-        for (int k = 0; k < p->num_items; k++)
-            if (p->items[k].kind == ITEM_NODE && step.timings[k].node && step.timings[k].end_ns > step.timings[k].start_ns)
-                tide__cost_record(a->engine->cost_table, p->items[k].node->name,
-                                  (double)(step.timings[k].end_ns - step.timings[k].start_ns) * 1e-9);
+    if (step.tracing)
+        record_costs(&step);
     if (stats)
         *stats = step.tracing ? collect_stats(&step) : NULL;
+    tide__frames_step_end(&step);
+    root_free(&step);
     pthread_mutex_destroy(&step.lock);
     pthread_cond_destroy(&step.cond);
-    free(step.pending);
-    free(step.slots);
-    free(step.timings);
     tide_error_free(step.err);
     return st;
 }

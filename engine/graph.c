@@ -176,6 +176,14 @@ tide_status tide_graph_rollback(tide_graph *g, int num_nodes, tide_error *err)
             return tide_error_set(err, TIDE_FAILED_PRECONDITION,
                                   "cannot roll back: node '%s' has already been run", g->nodes[i]->name);
         }
+    for (int i = 0; i < num_nodes; i++) /* only a loop's back edge points forward (tide_graph_close_loop) */
+        for (int k = 0; k < g->nodes[i]->num_inputs; k++)
+            if (g->nodes[i]->inputs[k].node->id >= num_nodes) {
+                pthread_mutex_unlock(&g->lock);
+                return tide_error_set(err, TIDE_FAILED_PRECONDITION,
+                                      "cannot roll back: node '%s' reads '%s' over a loop's back edge and stays",
+                                      g->nodes[i]->name, g->nodes[i]->inputs[k].node->name);
+            }
     for (int i = g->num_nodes - 1; i >= num_nodes; i--) {
         tide__names_remove(g->names, g->nodes[i]->name);
         tide__node_free(g->nodes[i]);

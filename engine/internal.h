@@ -34,6 +34,12 @@ char *tide__strdup(const char *s);
 char *tide__asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int64_t tide__now_ns(void);
 
+/* ---------------------------------------------------------------- shapes */
+
+/* The most specific shape that both a and b satisfy: dimensions that differ become unknown, and a
+ * rank that differs makes the rank unknown (a Merge's output, a loop variable across iterations). */
+tide_shape tide__shape_relax(const tide_shape *a, const tide_shape *b);
+
 /* ---------------------------------------------------------------- tensors */
 
 typedef struct tide_buffer {
@@ -56,6 +62,9 @@ struct tide_tensor {
     tide_buffer *buf;
     size_t offset;             /* bytes into buf->data */
 };
+
+/* The value of a dead edge (engine/frames.c): a tensor that is never freed and never reaches users. */
+extern tide_tensor *const tide__dead;
 
 /* A tensor header over buf (retained) at offset. */
 tide_tensor *tide__tensor_view(tide_buffer *buf, size_t offset, tide_dtype dt,
@@ -229,6 +238,8 @@ struct tide_graph {
 bool tide__input_is_ref(const tide_node *n, int i);
 /* Is name a valid node name (letters, digits, _ - . and / between scopes)? */
 tide_status tide__check_node_name(const char *name, tide_error *err);
+/* The value of a Const node (borrowed from its attrs), else NULL: what shape functions may read. */
+const tide_tensor *tide__node_const_value(const tide_node *n);
 /* Makes room for one more node (so that insertion cannot fail). */
 bool tide__graph_reserve(tide_graph *g);
 const char *tide__graph_default_device(const tide_graph *g);
@@ -375,6 +386,7 @@ struct tide_kernel_ctx {
     tide_error *err;                 /* created on first failure */
     struct tide_step *step;          /* NULL when eager or in init */
     struct tide_exec_item *item;     /* for asynchronous completion */
+    struct tide_iter *iter;          /* the frame iteration it computes in (frames.c); NULL outside a step */
     tide_variable *held[4];          /* variables to release after compute */
     int num_held;
     bool in_init;
@@ -401,6 +413,9 @@ tide_tensor *tide__kernel_alloc_temp(tide_kernel_ctx *ctx, tide_dtype dt, const 
 void tide__exec_async_done(struct tide_exec_item *item, struct tide_step *step, tide_kernel_ctx *ctx,
                            tide_status status);
 bool tide__step_cancelled(struct tide_step *step);
+/* Inside a loop: the frame instance ("while:0/inner:3", borrowed for the kernel's run) and the
+ * iteration (*iteration) the kernel computes in; "" and 0 outside loops and eagerly. */
+const char *tide__kernel_frame(const tide_kernel_ctx *ctx, int64_t *iteration);
 /* The run id of a step (tide_run_info.run_id): the rendezvous's step key. */
 uint64_t tide__step_run_id(struct tide_step *step);
 

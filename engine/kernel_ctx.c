@@ -28,7 +28,13 @@ tide_dtype tide_kernel_input_dtype(const tide_kernel_ctx *ctx, int i)
 
 tide_tensor *tide_kernel_input(const tide_kernel_ctx *ctx, int i)
 {
-    return ctx->inputs && i >= 0 && i < ctx->kn->num_inputs ? ctx->inputs[i] : NULL;
+    tide_tensor *t = ctx->inputs && i >= 0 && i < ctx->kn->num_inputs ? ctx->inputs[i] : NULL;
+    return t == tide__dead ? NULL : t;
+}
+
+bool tide_kernel_input_is_dead(const tide_kernel_ctx *ctx, int i)
+{
+    return ctx->inputs && i >= 0 && i < ctx->kn->num_inputs && ctx->inputs[i] == tide__dead;
 }
 
 static void node_prefix(const tide_kernel_ctx *ctx, tide_error *err)
@@ -81,6 +87,12 @@ static tide_tensor *alloc_on_device(tide_kernel_ctx *ctx, tide_dtype dt, const t
         tide_error_free(err);
     }
     return t;
+}
+
+void tide_kernel_set_output_dead(tide_kernel_ctx *ctx, int i)
+{
+    if (i >= 0 && i < ctx->kn->num_outputs)
+        set_output(ctx, i, tide__dead);
 }
 
 tide_tensor *tide_kernel_alloc_output(tide_kernel_ctx *ctx, int i, const tide_shape *shape, bool zero)

@@ -175,7 +175,7 @@ static tide_status check_refs(const tide_op_def *def, const int *arg_start, cons
     return TIDE_OK;
 }
 
-static const tide_tensor *const_value(const tide_node *n)
+const tide_tensor *tide__node_const_value(const tide_node *n)
 {
     tide_tensor *t = NULL;
     if (strcmp(n->op->name, "Const") == 0)
@@ -204,7 +204,7 @@ static tide_status build(tide_node_builder *b, const tide_op_def *def, const cha
         tide_output in = b->inputs[i];
         dts[i] = in.node->out_dtypes[in.index];
         shapes[i] = in.node->out_shapes[in.index];
-        values[i] = const_value(in.node);
+        values[i] = tide__node_const_value(in.node);
     }
     if (st == TIDE_OK)
         st = tide__bind(def, who, dts, n, b->flat ? NULL : b->groups, b->num_groups, b->attrs, &bind, err);

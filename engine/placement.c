@@ -329,6 +329,19 @@ static const tide_node *colocation_target(placer *p, const tide_node *node, tide
     return target;
 }
 
+/* A loop variable's Merge stays with its non-constant Enter and its NextIteration: their values reach
+ * only some iterations, so they must not cross devices (plan_frames.c). */
+static bool loop_variable_edge(const tide_node *node, int i)
+{
+    if (!(node->op->flags & TIDE_OP_CONTROL_FLOW) || strcmp(node->op->name, "Merge") != 0)
+        return false;
+    const tide_node *src = node->inputs[i].node;
+    bool constant = false;
+    if (strcmp(src->op->name, "NextIteration") == 0)
+        return true;
+    return strcmp(src->op->name, "Enter") == 0 && (!tide_attrs_get_bool(src->attrs, "is_constant", &constant) || !constant);
+}
+
 static tide_status make_groups(placer *p)
 {
     bool ok = true;
@@ -343,7 +356,7 @@ static tide_status make_groups(placer *p)
     for (int k = 0; k < p->n; k++) {
         const tide_node *node = p->member[k];
         for (int i = 0; i < node->num_inputs; i++)
-            if (tide__input_is_ref(node, i))
+            if ((tide__input_is_ref(node, i) || loop_variable_edge(node, i)) && p->member_of[node->inputs[i].node->id] >= 0)
                 unite(p->parent, k, p->member_of[node->inputs[i].node->id]);
         tide_status st;
         const tide_node *target = colocation_target(p, node, &st);
@@ -388,7 +401,8 @@ static const char *tie_reason(const tide_node *a, const tide_node *b, char *buf,
             return buf;
         }
     }
-    snprintf(buf, size, "Ref inputs and _colocate_with put them in one colocation group");
+    snprintf(buf, size, "Ref inputs, _colocate_with and loop variables (a Merge with its Enter and NextIteration) "
+                        "put them in one colocation group");
     return buf;
 }
 

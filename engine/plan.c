@@ -1,22 +1,27 @@
 /* plan.c — turns one Run signature (feeds, fetches, targets) into an executable plan, in passes:
  *   1. check the signature and index the feeds;
  *   2. prune: walk backwards from fetches and targets, stopping at fed outputs;
- *   3. order: Kahn's algorithm over the needed nodes (also proves there is no cycle);
+ *   3. order: Kahn's algorithm over the needed nodes (also proves there is no cycle but loops: the edge
+ *      from a NextIteration into its Merge, a loop's back edge, is not followed);
  *   4. place every node on a device (placement.c: requests, colocation groups, soft placement, and the
  *      engine's strategy — greedy over the cost model by default);
  *   5. find and initialise each node's kernel;
+ *   5a. frames (plan_frames.c): the loop frame every node runs in, and what the executor does with
+ *      control-flow items (Enter, Exit, NextIteration, Merge);
  *   5b. partition: every data edge between nodes placed on different devices goes through a _Send
  *      item on the source device and a _Recv item on the destination device, one _Recv per (tensor,
  *      destination device) however many consumers it has. Their nodes are synthetic (made by the
  *      plan, owned by it, not in the graph); the pair meets in the engine's rendezvous under the key
- *      (source device, destination device, "node:index", the run's id). A _Recv has no incoming edge:
- *      it is a root whose asynchronous kernel completes when the value arrives. Feeds and fetches are
+ *      (source device, destination device, "node:index", the run's id, and inside a loop the frame and
+ *      iteration). A _Recv of the root frame has no incoming edge: it is a root whose asynchronous
+ *      kernel completes when the value arrives; inside a loop the tensor's producer starts it, once per
+ *      iteration. Both run with a dead tensor too, which travels as such. Feeds and fetches are
  *      host tensors and belong to no device (no transfer). Control edges between devices stay plain
  *      edges: in one process the executor orders them directly (a remote partition will need a token
  *      Send/Recv for them);
  *   6. wire edges, input slots and pending counts, with virtual feed and fetch items;
  *   6b. with transfers: control edges that start each _Recv as late as possible unless it is on the
- *      critical path (ALAP; tide_engine_options.no_alap turns it off).
+ *      critical path (ALAP; tide_engine_options.no_alap turns it off; not in plans with loops).
  * Pass 3b merges duplicate stateless nodes (CSE; tide_engine_options.no_cse turns it off).
  */
 #include <stdio.h>
@@ -159,6 +164,13 @@ static tide_status prune(builder *b, const tide_output *fetches, int nf, tide_no
     return TIDE_OK;
 }
 
+/* Whether the edge from src into a node is a loop's back edge (a NextIteration's output), which the
+ * order does not follow: the only cycles a plan may have close through one (plan_frames.c). */
+static bool back_edge(const tide_node *src)
+{
+    return (src->op->flags & TIDE_OP_CONTROL_FLOW) && strcmp(src->op->name, "NextIteration") == 0;
+}
+
 /* Pass 3: topological order of the needed nodes. */
 static tide_status order_nodes(builder *b)
 {
@@ -178,8 +190,8 @@ static tide_status order_nodes(builder *b)
             continue;
         for (int i = 0; i < node->num_inputs + node->num_control; i++) {
             const tide_node *src = i < node->num_inputs ? node->inputs[i].node : node->control[i - node->num_inputs];
-            if (i < node->num_inputs ? find_feed(b, src, node->inputs[i].index) >= 0 || tide__input_is_ref(node, i)
-                                     : fully_fed(b, src))
+            if ((i < node->num_inputs ? find_feed(b, src, node->inputs[i].index) >= 0 || tide__input_is_ref(node, i)
+                                      : fully_fed(b, src)) || back_edge(src))
                 continue;
             indeg[id]++;
             succ_count[src->id]++;
@@ -204,8 +216,8 @@ static tide_status order_nodes(builder *b)
                 continue;
             for (int i = 0; i < node->num_inputs + node->num_control; i++) {
                 const tide_node *src = i < node->num_inputs ? node->inputs[i].node : node->control[i - node->num_inputs];
-                if (i < node->num_inputs ? find_feed(b, src, node->inputs[i].index) >= 0 || tide__input_is_ref(node, i)
-                                         : fully_fed(b, src))
+                if ((i < node->num_inputs ? find_feed(b, src, node->inputs[i].index) >= 0 || tide__input_is_ref(node, i)
+                                          : fully_fed(b, src)) || back_edge(src))
                     continue;
                 succ[start[src->id] + succ_count[src->id]++] = id;
             }
@@ -230,7 +242,8 @@ static tide_status order_nodes(builder *b)
                     on = b->graph->nodes[id]->name;
                     break;
                 }
-            st = tide_error_set(b->err, TIDE_INVALID_ARGUMENT, "the graph has a cycle through node '%s'", on);
+            st = tide_error_set(b->err, TIDE_INVALID_ARGUMENT, "the graph has a cycle through node '%s' (only a "
+                                "loop may close a cycle, through a NextIteration into a Merge)", on);
         }
         b->num_needed = tail;
         for (int k = 0; k < tail; k++)
@@ -249,7 +262,7 @@ static tide_status order_nodes(builder *b)
  * source (a Placeholder is a distinct input even when its attrs match another's), not internal. */
 static bool mergeable(const builder *b, const tide_node *n)
 {
-    if ((n->op->flags & TIDE_OP_STATEFUL) || n->op->name[0] == '_' || n->num_outputs == 0 ||
+    if ((n->op->flags & (TIDE_OP_STATEFUL | TIDE_OP_CONTROL_FLOW)) || n->op->name[0] == '_' || n->num_outputs == 0 ||
         strncmp(n->op->name, "Placeholder", 11) == 0)
         return false;
     for (int o = 0; o < n->num_outputs; o++)
@@ -379,6 +392,7 @@ static tide_status init_node_item(builder *b, tide_exec_item *it, const tide_nod
     it->num_inputs = node->num_inputs;
     it->expensive = (k->spec.flags & TIDE_KERNEL_EXPENSIVE) != 0;
     it->async = (k->spec.flags & TIDE_KERNEL_ASYNC) != 0 && k->spec.compute_async;
+    it->sees_dead = (k->spec.flags & TIDE_KERNEL_SEES_DEAD) != 0;
     tide_kernel_node *kn = &it->kn;
     kn->name = node->name;
     kn->op = node->op;
@@ -409,15 +423,20 @@ static tide_status init_node_item(builder *b, tide_exec_item *it, const tide_nod
     return st;
 }
 
-static tide_status add_edge(builder *b, int src, tide_edge e)
+/* Adds edge e from item src. A Merge counts its inputs by kind: control, or data from its own iteration
+ * (or an Enter), or data over the loop's back edge (`back`: the value comes from a NextIteration). */
+static tide_status add_edge(builder *b, int src, tide_edge e, bool back)
 {
-    tide_exec_item *it = &b->plan->items[src];
+    tide_exec_item *it = &b->plan->items[src], *dst = &b->plan->items[e.dst];
     tide_edge *edges = realloc(it->edges, sizeof *edges * ((size_t)it->num_edges + 1));
     if (!edges)
         return tide_error_set(b->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    e.dst_local = dst->local;
     it->edges = edges;
     it->edges[it->num_edges++] = e;
-    b->plan->items[e.dst].initial_pending++;
+    dst->initial_pending++;
+    if (dst->is_merge)
+        *(e.slot < 0 ? &dst->merge_control : back ? &dst->merge_back : &dst->merge_forward) += 1;
     return TIDE_OK;
 }
 
@@ -535,8 +554,13 @@ static tide_status partition(builder *b)
             if (tide__input_is_ref(node, i) || find_feed(b, in.node, in.index) >= 0)
                 continue;
             int src = b->node_item[in.node->id];
-            if (p->items[src].device != p->items[k].device)
-                st = need_transfer(b, src, in.index, p->items[k].device);
+            if (p->items[src].device == p->items[k].device)
+                continue;
+            if (p->items[src].flow == FLOW_ENTER || p->items[src].flow == FLOW_NEXT) /* placement prevents it */
+                return tide_error_set(b->err, TIDE_INTERNAL, "loop variable '%s' would cross from %s to %s at '%s' "
+                                      "(a Merge must run with its Enter and NextIteration)", in.node->name,
+                                      p->items[src].device->name, p->items[k].device->name, node->name);
+            st = need_transfer(b, src, in.index, p->items[k].device);
         }
     }
     if (st != TIDE_OK || b->num_transfers == 0)
@@ -562,6 +586,7 @@ static tide_status partition(builder *b)
             int k = p->num_items++;
             *(side == 0 ? &x->send : &x->recv) = k;
             st = init_node_item(b, &p->items[k], n, side == 0 ? p->items[x->src].device : x->dst);
+            p->items[k].frame = tide__plan_landing_frame(p, x->src); /* per iteration inside a loop */
         }
     }
     p->num_transfers = b->num_transfers; /* uses_rendezvous: set for every '_' item by tide__plan_build */
@@ -740,7 +765,7 @@ static tide_status schedule_recvs_late(builder *b)
             }
         }
         if (best >= 0) {
-            st = add_edge(b, best, (tide_edge){r, -1, -1});
+            st = add_edge(b, best, (tide_edge){r, -1, -1, 0}, false);
             p->num_alap_edges++;
         }
     }
@@ -754,13 +779,7 @@ static tide_status wire(builder *b, const tide_output *fetches, int nf)
 {
     tide_plan *p = b->plan;
     int feed_base = b->num_needed, fetch_base = feed_base + b->num_feeds;
-    int slot = 0;
-    tide_status st = TIDE_OK;
-    for (int k = 0; k < p->num_items; k++) {
-        p->items[k].input_base = slot;
-        slot += p->items[k].num_inputs;
-    }
-    p->num_slots = slot;
+    tide_status st = tide__plan_number_frames(p, b->err); /* input slots per frame */
     for (int k = 0; k < b->num_needed && st == TIDE_OK; k++) {
         const tide_node *node = p->items[k].node;
         for (int i = 0; i < node->num_inputs && st == TIDE_OK; i++) {
@@ -770,32 +789,45 @@ static tide_status wire(builder *b, const tide_output *fetches, int nf)
             int f = find_feed(b, in.node, in.index);
             int src = f >= 0 ? feed_base + f : b->node_item[in.node->id];
             int output = f >= 0 ? 0 : in.index;
+            bool back = f < 0 && p->items[src].flow == FLOW_NEXT;
             int t = f >= 0 ? -1 : find_transfer(b, src, output, p->items[k].device);
             if (t >= 0) { /* from the _Recv on this item's device */
                 src = b->transfers[t].recv;
                 output = 0;
             }
-            st = add_edge(b, src, (tide_edge){k, p->items[k].input_base + i, output});
+            st = add_edge(b, src, (tide_edge){k, p->items[k].input_base + i, output, 0}, back);
         }
         for (int i = 0; i < node->num_control && st == TIDE_OK; i++)
             if (!fully_fed(b, node->control[i]))
-                st = add_edge(b, b->node_item[node->control[i]->id], (tide_edge){k, -1, -1});
+                st = add_edge(b, b->node_item[node->control[i]->id], (tide_edge){k, -1, -1, 0}, false);
     }
     for (int t = 0; t < b->num_transfers && st == TIDE_OK; t++) { /* each _Send reads its tensor */
         const transfer *x = &b->transfers[t];
-        st = add_edge(b, x->src, (tide_edge){x->send, p->items[x->send].input_base, x->output});
+        st = add_edge(b, x->src, (tide_edge){x->send, p->items[x->send].input_base, x->output, 0}, false);
+        /* Inside a loop a _Recv runs once per iteration, started by its tensor's producer: in one process
+         * that is a plain edge (a remote partition will need a loop of its own to start it). */
+        if (st == TIDE_OK && p->items[x->recv].frame != 0)
+            st = add_edge(b, x->src, (tide_edge){x->recv, -1, -1, 0}, false);
     }
     for (int i = 0; i < nf && st == TIDE_OK; i++) {
         int f = find_feed(b, fetches[i].node, fetches[i].index);
         int src = f >= 0 ? feed_base + f : b->node_item[fetches[i].node->id];
-        st = add_edge(b, src, (tide_edge){fetch_base + i, p->items[fetch_base + i].input_base, f >= 0 ? 0 : fetches[i].index});
+        if (f < 0 && tide__plan_landing_frame(p, src) != 0)
+            return tide_error_set(b->err, TIDE_INVALID_ARGUMENT, "cannot fetch '%s:%d': it is computed inside the "
+                                  "loop frame '%s' (fetch the loop's result, an Exit)", fetches[i].node->name,
+                                  fetches[i].index, p->frames[tide__plan_landing_frame(p, src)].name);
+        st = add_edge(b, src, (tide_edge){fetch_base + i, p->items[fetch_base + i].input_base,
+                                          f >= 0 ? 0 : fetches[i].index, 0}, false);
     }
     if (st != TIDE_OK)
         return st;
     for (int k = 0; k < p->num_items; k++)
         if (p->items[k].num_edges > 1)
             qsort(p->items[k].edges, (size_t)p->items[k].num_edges, sizeof(tide_edge), cmp_edges);
-    if (b->engine->alap && b->num_transfers > 0 && (st = schedule_recvs_late(b)) != TIDE_OK)
+    /* (Scheduling receives late reasons over one pass of an acyclic plan: not for plans with loops.) */
+    if (b->engine->alap && b->num_transfers > 0 && p->num_frames == 1 && (st = schedule_recvs_late(b)) != TIDE_OK)
+        return st;
+    if ((st = tide__plan_finish_frames(p, b->err)) != TIDE_OK)
         return st;
     p->roots = malloc(sizeof(int) * ((size_t)p->num_items + 1));
     if (!p->roots)
@@ -811,16 +843,24 @@ static tide_status wire(builder *b, const tide_output *fetches, int nf)
 /* The invariants listed in exec.h; debug builds check every plan they build. */
 static bool plan_check(const tide_plan *p)
 {
-    int *slot_edges = calloc((size_t)p->num_slots + 1, sizeof *slot_edges);
+    int total = 0, *slot_base = calloc((size_t)p->num_frames + 1, sizeof *slot_base); /* per frame */
+    for (int f = 0; slot_base && f < p->num_frames; f++) {
+        slot_base[f] = total;
+        total += p->frames[f].num_slots;
+    }
+    int *slot_edges = calloc((size_t)total + 1, sizeof *slot_edges);
     int *incoming = calloc((size_t)p->num_items + 1, sizeof *incoming);
-    bool ok = slot_edges && incoming;
+    bool ok = slot_base && slot_edges && incoming;
     for (int k = 0; ok && k < p->num_items; k++) {
         const tide_exec_item *it = &p->items[k];
         for (int e = 0; e < it->num_edges; e++) {
             const tide_edge *edge = &it->edges[e];
+            const tide_exec_item *dst = &p->items[edge->dst];
             incoming[edge->dst]++;
             if (edge->slot >= 0)
-                slot_edges[edge->slot]++;
+                slot_edges[slot_base[dst->frame] + edge->slot]++;
+            if (edge->dst_local != dst->local || tide__plan_landing_frame(p, k) != dst->frame)
+                ok = false; /* 5 */
             if (e > 0 && it->edges[e - 1].output >= 0 && edge->output >= 0 && it->edges[e - 1].output > edge->output)
                 ok = false; /* 4: grouped by output, in order */
             if (e > 0 && it->edges[e - 1].output < 0 && edge->output >= 0)
@@ -832,13 +872,16 @@ static bool plan_check(const tide_plan *p)
         ok = incoming[k] == it->initial_pending; /* 2 */
         for (int i = 0; ok && i < it->num_inputs; i++) {
             bool ref = it->kind == ITEM_NODE && it->kn.ref_sources[i];
-            ok = slot_edges[it->input_base + i] == (ref ? 0 : 1); /* 1 */
+            ok = slot_edges[slot_base[it->frame] + it->input_base + i] == (ref ? 0 : 1); /* 1 */
         }
     }
     int roots = 0;
-    for (int k = 0; ok && k < p->num_items; k++)
+    for (int k = 0; ok && k < p->num_items; k++) {
         roots += p->items[k].initial_pending == 0;
+        ok = p->items[k].initial_pending > 0 || p->items[k].frame == 0; /* 3 */
+    }
     ok = ok && roots == p->num_roots; /* 3 */
+    free(slot_base);
     free(slot_edges);
     free(incoming);
     return ok;
@@ -949,6 +992,8 @@ tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feed
     if (st == TIDE_OK)
         st = make_items(&b, fetches, num_fetches, targets, num_targets);
     if (st == TIDE_OK)
+        st = tide__plan_assign_frames(b.plan, b.num_needed, b.node_item, is_fed, &b, err);
+    if (st == TIDE_OK)
         st = partition(&b);
     if (st == TIDE_OK)
         st = wire(&b, fetches, num_fetches);
@@ -1003,6 +1048,12 @@ void tide__plan_free(tide_plan *p)
         free(it->twins);
     }
     free(p->items);
+    for (int f = 0; p->frames && f < p->num_frames; f++) {
+        free(p->frames[f].name);
+        free(p->frames[f].items);
+        free(p->frames[f].init_pending);
+    }
+    free(p->frames);
     for (int i = 0; i < p->num_synthetic; i++)
         tide__node_free(p->synthetic[i]);
     free(p->synthetic);

@@ -45,8 +45,9 @@ typedef struct rv_entry {
     tide_tensor *value;       /* SENT: the reference the entry holds */
     tide_recv_done done;      /* WAITING: the Recv's callback */
     void *arg;
-    uint32_t len[3];          /* of src, dst, tensor */
-    char key[];               /* "src\0dst\0tensor\0" */
+    int64_t iteration;
+    uint32_t len[4];          /* of src, dst, tensor, frame */
+    char key[];               /* "src\0dst\0tensor\0frame\0" */
 } rv_entry;
 
 typedef struct rv_step {
@@ -70,8 +71,9 @@ struct tide_rendezvous {
 
 /* A key as looked up: its parts, their lengths and its hash. */
 typedef struct rv_probe {
-    const char *part[3];
-    uint32_t len[3];
+    const char *part[4];
+    uint32_t len[4];
+    int64_t iteration;
     uint64_t hash;
 } rv_probe;
 
@@ -110,8 +112,10 @@ static bool probe_init(rv_probe *p, const tide_rendezvous_key *key)
     p->part[0] = key->src_device;
     p->part[1] = key->dst_device;
     p->part[2] = key->tensor;
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (int i = 0; i < 3; i++) {
+    p->part[3] = key->frame ? key->frame : "";
+    p->iteration = key->iteration;
+    uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)key->iteration * 0x9E3779B97F4A7C15ULL;
+    for (int i = 0; i < 4; i++) {
         if (!p->part[i])
             return false;
         size_t n = strlen(p->part[i]);
@@ -129,10 +133,10 @@ static bool probe_init(rv_probe *p, const tide_rendezvous_key *key)
 
 static bool entry_matches(const rv_entry *e, const rv_probe *p)
 {
-    if (e->hash != p->hash)
+    if (e->hash != p->hash || e->iteration != p->iteration)
         return false;
     const char *k = e->key;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         if (e->len[i] != p->len[i] || memcmp(k, p->part[i], p->len[i]) != 0)
             return false;
         k += p->len[i] + 1;
@@ -142,13 +146,13 @@ static bool entry_matches(const rv_entry *e, const rv_probe *p)
 
 static rv_entry *entry_new(const rv_probe *p)
 {
-    size_t n = (size_t)p->len[0] + p->len[1] + p->len[2] + 3;
+    size_t n = (size_t)p->len[0] + p->len[1] + p->len[2] + p->len[3] + 4;
     rv_entry *e = malloc(sizeof *e + n);
     if (!e)
         return NULL;
-    *e = (rv_entry){.hash = p->hash};
+    *e = (rv_entry){.hash = p->hash, .iteration = p->iteration};
     char *k = e->key;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         e->len[i] = p->len[i];
         memcpy(k, p->part[i], p->len[i]);
         k[p->len[i]] = '\0';
@@ -160,9 +164,15 @@ static rv_entry *entry_new(const rv_probe *p)
 /* "tensor 'x:0' from A to B" for messages. */
 static void describe(char *buf, size_t size, const tide_rendezvous_key *key)
 {
-    snprintf(buf, size, "tensor '%s' from %s to %s in step %llu", key->tensor ? key->tensor : "(null)",
-             key->src_device ? key->src_device : "(null)", key->dst_device ? key->dst_device : "(null)",
-             (unsigned long long)key->step);
+    if (key->frame && key->frame[0])
+        snprintf(buf, size, "tensor '%s' from %s to %s in step %llu (frame %s, iteration %lld)",
+                 key->tensor ? key->tensor : "(null)", key->src_device ? key->src_device : "(null)",
+                 key->dst_device ? key->dst_device : "(null)", (unsigned long long)key->step, key->frame,
+                 (long long)key->iteration);
+    else
+        snprintf(buf, size, "tensor '%s' from %s to %s in step %llu", key->tensor ? key->tensor : "(null)",
+                 key->src_device ? key->src_device : "(null)", key->dst_device ? key->dst_device : "(null)",
+                 (unsigned long long)key->step);
 }
 
 /* ---------------------------------------------------------------- steps (call with the shard locked) */

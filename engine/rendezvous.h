@@ -2,9 +2,11 @@
  *
  * A partitioned plan replaces every edge between two devices by a Send on the source device and a
  * Recv on the destination device (one Recv per tensor and destination device). Both sides name the
- * transfer by the same key: (source device, destination device, tensor name "node:index", step id);
- * the step id is the run's unique id (tide_run_info.run_id), so concurrent steps of one plan never
- * mix. Whichever side comes first waits in a table; the second completes the transfer.
+ * transfer by the same key: (source device, destination device, tensor name "node:index", step id,
+ * and inside a loop the frame instance and iteration); the step id is the run's unique id
+ * (tide_run_info.run_id), so concurrent steps of one plan never mix, and each iteration of a loop has
+ * its own key. A dead tensor (control flow) travels like any other. Whichever side comes first waits
+ * in a table; the second completes the transfer.
  *
  *  - In-process, the tensor passes by reference: Recv receives the very tide_tensor Send gave (one
  *    more reference), no bytes are copied between CPU devices.
@@ -33,6 +35,8 @@ typedef struct tide_rendezvous_key {
     const char *dst_device;
     const char *tensor;      /* "node:index" */
     uint64_t step;           /* tide_run_info.run_id */
+    const char *frame;       /* inside a loop: the frame instance ("while:0/inner:3"); NULL or "" outside */
+    int64_t iteration;       /* inside a loop: the iteration of that frame; 0 outside */
 } tide_rendezvous_key;
 
 /* Called once per Recv: status TIDE_OK with a new reference to the value (the callee owns it), or

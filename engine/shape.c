@@ -85,6 +85,17 @@ bool tide_shape_compatible(const tide_shape *expected, const tide_shape *actual)
     return true;
 }
 
+tide_shape tide__shape_relax(const tide_shape *a, const tide_shape *b)
+{
+    if (a->rank < 0 || b->rank < 0 || a->rank != b->rank)
+        return tide_shape_unknown();
+    tide_shape s = *a;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            s.dims[i] = -1;
+    return s;
+}
+
 char *tide_shape_format(const tide_shape *s, char *buf, size_t size)
 {
     if (size == 0)

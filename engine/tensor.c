@@ -304,6 +304,13 @@ tide_tensor *tide_tensor_wrap(tide_dtype dt, const tide_shape *shape, void *data
     return t;
 }
 
+/* The value of a dead edge (control flow: what a Switch's untaken output and everything computed from
+ * it carry). Immortal: its count starts so high that retain and release never free it, so the
+ * executor stores and hands it around like any tensor without a branch. Never seen by users. */
+static tide_buffer dead_buffer = {.refs = 1 << 30, .dtype = TIDE_INVALID_DTYPE};
+static struct tide_tensor dead_tensor = {.refs = 1 << 30, .dtype = TIDE_INVALID_DTYPE, .buf = &dead_buffer};
+tide_tensor *const tide__dead = &dead_tensor;
+
 tide_tensor *tide_tensor_retain(tide_tensor *t)
 {
     if (t)

@@ -319,6 +319,11 @@ typedef struct tide_node_timing {
     /* The shapes of the outputs this execution produced, "[64, 256]" or "[64, 256] []" for two outputs
      * ("" for none), clipped to the buffer with "..." at the end. */
     char output_shapes[64];
+    /* Inside a loop (control flow): the frame instance ("while", "outer:3/inner" for the inner loop's
+     * instance of outer iteration 3; borrowed, valid as long as the timing) and the iteration; ""
+     * and 0 outside loops. A node inside a loop has one timing per iteration. */
+    const char *frame;
+    int64_t iteration;
 } tide_node_timing;
 
 /* Callbacks come from executor threads concurrently: they must be thread-safe and quick. Any may be
@@ -384,6 +389,15 @@ void tide_graph_pop_device(tide_graph *g);
 tide_status tide_graph_rename_node(tide_graph *g, tide_node *n, const char *name, tide_error *err);
 /* A name not used yet: "scope/base", else "scope/base_1", "scope/base_2"... (malloc'd). */
 char *tide_graph_unique_name(tide_graph *g, const char *base);
+
+/* Closes a loop (control flow, docs/control-flow.md): input `input` of the Merge `merge` becomes the
+ * output of a NextIteration node, the loop's back edge — the one edge that may point to a later node.
+ * Build the Merge with a stand-in for that input (TensorFlow's convention: its Enter twice), then its
+ * loop, then close it. The Merge's shape (and what was inferred from it) relaxes to what every
+ * iteration brings. Fails, changing nothing, once the Merge has been run, or for a node that is not a
+ * Merge or a NextIteration of this graph, or a dtype that differs. */
+tide_status tide_graph_close_loop(tide_graph *g, tide_node *merge, int input, tide_output next_iteration,
+                                  tide_error *err);
 
 /* The text format (docs/graph-text-format.md): one node per line,
  *   name = Op(input, input:1, ^control, attr=value, ...) @"/device:spec"

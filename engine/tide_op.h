@@ -46,6 +46,8 @@ extern "C" {
 enum {
     TIDE_OP_STATEFUL = 1u << 0,  /* has side effects or state: never pruned by CSE, runs each step */
     TIDE_OP_COMMUTATIVE = 1u << 1,
+    TIDE_OP_CONTROL_FLOW = 1u << 2, /* Switch, Merge, Enter, Exit, NextIteration, LoopCond: the executor
+                                       gives them a meaning beyond their kernel; never merged by CSE */
 };
 
 typedef struct tide_shape_ctx tide_shape_ctx;
@@ -92,6 +94,9 @@ bool tide_shape_broadcast(const tide_shape *a, const tide_shape *b, tide_shape *
 enum {
     TIDE_KERNEL_EXPENSIVE = 1u << 0, /* worth a thread of its own; otherwise run inline */
     TIDE_KERNEL_ASYNC = 1u << 1,     /* uses compute_async */
+    /* Runs even when an input is dead (control flow: the branch a Switch did not take). Other kernels
+     * are skipped then and their outputs are dead. Such a kernel asks tide_kernel_input_is_dead. */
+    TIDE_KERNEL_SEES_DEAD = 1u << 2,
 };
 
 typedef struct tide_kernel_ctx tide_kernel_ctx;
@@ -142,6 +147,12 @@ tide_tensor *tide_kernel_alloc_output(tide_kernel_ctx *ctx, int i, const tide_sh
 tide_tensor *tide_kernel_forward_or_alloc(tide_kernel_ctx *ctx, int in_index, int out_index,
                                           const tide_shape *shape);
 void tide_kernel_set_output(tide_kernel_ctx *ctx, int i, tide_tensor *t);
+
+/* Control flow (white paper §4.4). A dead input is one from a branch that was not taken: only kernels
+ * registered with TIDE_KERNEL_SEES_DEAD (and Merge) ever see one, and tide_kernel_input returns NULL
+ * for it. set_output_dead makes output i dead: its consumers do not run (Switch's untaken output). */
+bool tide_kernel_input_is_dead(const tide_kernel_ctx *ctx, int i);
+void tide_kernel_set_output_dead(tide_kernel_ctx *ctx, int i);
 
 /* Failure: records code and message (node and op prefixed); returns code. */
 tide_status tide_kernel_error(tide_kernel_ctx *ctx, tide_status code, const char *fmt, ...)

@@ -8,7 +8,11 @@
  *
  * Lossy compression (attr compress, set by the plan: white paper §5.5): a float32 tensor travels as
  * bfloat16, its upper 16 bits (truncated, not rounded, as the paper does), made on the sending
- * device; the _Recv restores float32 with zero low bits on the receiving device. */
+ * device; the _Recv restores float32 with zero low bits on the receiving device.
+ *
+ * Control flow: both run when their input is dead (TIDE_KERNEL_SEES_DEAD), and the dead marker travels
+ * through the rendezvous so that the _Recv's consumers on the other device are dead too; inside a loop
+ * the key names the frame instance and iteration. */
 #include <stdlib.h>
 
 #include "../../engine/rendezvous.h"
@@ -48,7 +52,8 @@ static bool key_of(tide_kernel_ctx *ctx, tide_rendezvous_key *key, tide_rendezvo
 {
     const transfer_key *k = tide_kernel_state(ctx);
     *r = tide__kernel_rendezvous(ctx);
-    *key = (tide_rendezvous_key){k->send_device, k->recv_device, k->tensor, tide__kernel_step_id(ctx)};
+    *key = (tide_rendezvous_key){k->send_device, k->recv_device, k->tensor, tide__kernel_step_id(ctx), NULL, 0};
+    key->frame = tide__kernel_frame(ctx, &key->iteration);
     if (!*r || key->step == 0) {
         tide_kernel_error(ctx, TIDE_FAILED_PRECONDITION,
                           "%s runs only in a session's run (it meets its partner there), not eagerly",
@@ -77,7 +82,7 @@ static tide_status send_compute(tide_kernel_ctx *ctx)
     tide_rendezvous *r;
     if (!key_of(ctx, &key, &r))
         return tide_kernel_status(ctx);
-    tide_tensor *value = tide_kernel_input(ctx, 0), *packed = NULL;
+    tide_tensor *value = tide_kernel_input_is_dead(ctx, 0) ? tide__dead : tide_kernel_input(ctx, 0), *packed = NULL;
     if (((const transfer_key *)tide_kernel_state(ctx))->compress && tide_tensor_dtype(value) == TIDE_FLOAT32) {
         if (!(packed = compress(ctx, value)))
             return tide_kernel_status(ctx);
@@ -111,6 +116,11 @@ static void recv_done(void *arg, tide_status status, tide_tensor *value, const c
     tide_kernel_ctx *ctx = arg;
     if (status != TIDE_OK) {
         tide_kernel_done(ctx, tide_kernel_error(ctx, status, "%s", message ? message : "the receive failed"));
+        return;
+    }
+    if (value == tide__dead) { /* from a branch not taken: dead here too */
+        tide_kernel_set_output_dead(ctx, 0);
+        tide_kernel_done(ctx, TIDE_OK);
         return;
     }
     const transfer_key *k = tide_kernel_state(ctx);
@@ -150,9 +160,10 @@ static void recv_compute_async(tide_kernel_ctx *ctx)
 
 static void register_sendrecv_kernels(void)
 {
-    tide_kernel_register(&(tide_kernel_spec){.op = "_Send", .device_type = "cpu", .init = key_init,
-                                              .destroy = key_destroy, .compute = send_compute});
-    tide_kernel_register(&(tide_kernel_spec){.op = "_Recv", .device_type = "cpu", .flags = TIDE_KERNEL_ASYNC,
+    tide_kernel_register(&(tide_kernel_spec){.op = "_Send", .device_type = "cpu", .flags = TIDE_KERNEL_SEES_DEAD,
+                                              .init = key_init, .destroy = key_destroy, .compute = send_compute});
+    tide_kernel_register(&(tide_kernel_spec){.op = "_Recv", .device_type = "cpu",
+                                              .flags = TIDE_KERNEL_ASYNC | TIDE_KERNEL_SEES_DEAD,
                                               .init = key_init, .destroy = key_destroy,
                                               .compute_async = recv_compute_async});
 }

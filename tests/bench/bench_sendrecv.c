@@ -55,7 +55,7 @@ static void on_value(void *arg, tide_status status, tide_tensor *value, const ch
 
 static tide_rendezvous_key key(const bench *b, int step, int i)
 {
-    return (tide_rendezvous_key){SRC, DST, b->names[i], b->first_step + (uint64_t)step};
+    return (tide_rendezvous_key){SRC, DST, b->names[i], b->first_step + (uint64_t)step, NULL, 0};
 }
 
 static void wait_for(atomic_int *counter, int value)

@@ -59,7 +59,7 @@ static int refs(tide_tensor *t) { return atomic_load(&t->refs); }
 
 static tide_rendezvous_key key_of(const char *tensor, uint64_t step)
 {
-    return (tide_rendezvous_key){DEV0, DEV1, tensor, step};
+    return (tide_rendezvous_key){DEV0, DEV1, tensor, step, NULL, 0};
 }
 
 static void test_send_then_recv(void)
@@ -107,34 +107,45 @@ static void test_recv_then_send(void)
     tide__rendezvous_free(r);
 }
 
-/* A key differing from the sent one in any one part does not match; end_step cancels what waits. */
+/* A key differing from the sent one in any one part does not match (the frame and iteration of a loop
+ * included: "" and NULL are the same, outside loops); end_step cancels what waits. */
 static void test_keys_differ(void)
 {
+    enum { N = 7 };
     tide_rendezvous *r = tide__rendezvous_new();
-    tide_tensor *t = counted(3);
-    tide_rendezvous_key k = {DEV0, DEV1, "c:0", 3};
-    tide_rendezvous_key other[4] = {{DEV1, DEV1, "c:0", 3}, {DEV0, DEV0, "c:0", 3},
-                                    {DEV0, DEV1, "c:1", 3}, {DEV0, DEV1, "c:0", 4}};
-    got g[4] = {0}, exact = {0};
+    tide_tensor *t = counted(3), *u = counted(5);
+    tide_rendezvous_key k = {DEV0, DEV1, "c:0", 3, NULL, 0};
+    tide_rendezvous_key in_loop = {DEV0, DEV1, "c:0", 3, "while", 2}, same_root = {DEV0, DEV1, "c:0", 3, "", 0};
+    tide_rendezvous_key other[N] = {{DEV1, DEV1, "c:0", 3, NULL, 0}, {DEV0, DEV0, "c:0", 3, NULL, 0},
+                                    {DEV0, DEV1, "c:1", 3, NULL, 0}, {DEV0, DEV1, "c:0", 4, NULL, 0},
+                                    {DEV0, DEV1, "c:0", 3, "while", 1}, {DEV0, DEV1, "c:0", 3, "whilf", 2},
+                                    {DEV0, DEV1, "c:0", 3, "while:2/inner", 2}};
+    got g[N] = {0}, exact = {0}, exact_loop = {0};
     CU_ASSERT_EQUAL(tide__rendezvous_send(r, &k, t, NULL), TIDE_OK);
-    for (int i = 0; i < 4; i++)
+    CU_ASSERT_EQUAL(tide__rendezvous_send(r, &in_loop, u, NULL), TIDE_OK);
+    for (int i = 0; i < N; i++)
         tide__rendezvous_recv(r, &other[i], on_recv, &g[i]);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < N; i++)
         CU_ASSERT_EQUAL(atomic_load(&g[i].calls), 0);
-    CU_ASSERT_EQUAL(tide__rendezvous_pending(r), 5);
-    tide__rendezvous_recv(r, &k, on_recv, &exact);
+    CU_ASSERT_EQUAL(tide__rendezvous_pending(r), N + 2);
+    tide__rendezvous_recv(r, &same_root, on_recv, &exact);
     CU_ASSERT_EQUAL(atomic_load(&exact.calls), 1);
     CU_ASSERT_PTR_EQUAL(exact.value, t);
     tide_tensor_release(exact.value);
+    tide__rendezvous_recv(r, &in_loop, on_recv, &exact_loop);
+    CU_ASSERT_EQUAL(atomic_load(&exact_loop.calls), 1);
+    CU_ASSERT_PTR_EQUAL(exact_loop.value, u);
+    tide_tensor_release(exact_loop.value);
     tide__rendezvous_end_step(r, 3);
     tide__rendezvous_end_step(r, 4);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < N; i++) {
         CU_ASSERT_EQUAL(atomic_load(&g[i].calls), 1);
         CU_ASSERT_EQUAL(g[i].status, TIDE_CANCELLED);
         CU_ASSERT_PTR_NULL(g[i].value);
     }
     CU_ASSERT_EQUAL(tide__rendezvous_pending(r), 0);
     tide_tensor_release(t);
+    tide_tensor_release(u);
     tide__rendezvous_free(r);
 }
 
@@ -170,7 +181,7 @@ static void test_duplicates(void)
     CU_ASSERT_PTR_EQUAL(w1.value, t);
     tide_tensor_release(w1.value);
     /* A missing key part or value is an error, not a crash. */
-    tide_rendezvous_key bad = {NULL, DEV1, "x:0", 9};
+    tide_rendezvous_key bad = {NULL, DEV1, "x:0", 9, NULL, 0};
     CU_ASSERT_EQUAL(tide__rendezvous_send(r, &bad, t, err), TIDE_INVALID_ARGUMENT);
     CU_ASSERT_EQUAL(tide__rendezvous_send(r, &k2, NULL, err), TIDE_INVALID_ARGUMENT);
     got b = {0};
@@ -341,7 +352,7 @@ static void pair_key(int pair, char *name, size_t size, tide_rendezvous_key *k)
 {
     snprintf(name, size, "node%d:%d", pair / 3, pair % 3);
     *k = (tide_rendezvous_key){pair % 2 ? DEV0 : DEV1, pair % 2 ? DEV1 : DEV0, name,
-                               100 + (uint64_t)(pair % STEPS)};
+                               100 + (uint64_t)(pair % STEPS), NULL, 0};
 }
 
 static void on_pair(void *arg, tide_status status, tide_tensor *value, const char *message)

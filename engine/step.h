@@ -1,0 +1,109 @@
+/* step.h — the run-time state of one step, shared by executor.c (running items: readiness, kernels,
+ * propagation) and frames.c (the frames and iterations of loops). Nothing else includes it.
+ *
+ * A step's items run in *iterations*. A plan without loops has one: the root iteration, whose pending
+ * counts and input slots are the step's own arrays, so such a step costs what it always did. In a
+ * plan with loops, each instance of a loop's frame (one per iteration of the frame around it) holds
+ * the iterations that exist at the moment, each with pending counts and slots for the frame's items
+ * (exec.h: items are numbered within their frame).
+ *
+ * Counting (what makes a step end, and a frame end):
+ *  - an iteration's `outstanding` starts at the number of its frame's items: each runs exactly once
+ *    per iteration, live or dead (plan_frames.c refuses graphs where that would not hold); a child
+ *    frame instance started from an iteration counts one more until it ends;
+ *  - the root iteration reaching 0 ends the step;
+ *  - another iteration reaching 0 is over: frames.c frees it, lets a deferred iteration start
+ *    (parallel_iterations), and ends the frame instance once no iteration is left, no value waits for
+ *    a later iteration and every Enter has arrived; an ending instance hands its Exits that never
+ *    produced a live value to the parent as dead values, then releases its count on the parent.
+ *
+ * Dead values (control flow): a slot holding tide__dead, or an item's `dead` flag (set by a dead
+ * control edge too) makes the item dead: unless it sees dead values (Merge, _Send, _Recv) it does not
+ * run and all its outputs are dead. A Merge becomes ready on its first live data input, or once every
+ * data input it expects in this iteration arrived dead (pending: its control edges + 1).
+ */
+#ifndef TIDE_STEP_H
+#define TIDE_STEP_H
+
+#include "exec.h"
+
+typedef struct tide_frame tide_frame;
+typedef struct tide_step tide_step;
+
+/* One iteration of one frame instance (the root iteration: the step's whole plan without loops). */
+typedef struct tide_iter {
+    tide_frame *frame;             /* NULL for the root iteration */
+    int64_t n;                     /* iteration number within the frame instance (0 for the root) */
+    atomic_int *pending;           /* per local item */
+    tide_tensor **slots;           /* per local input slot */
+    atomic_uchar *dead;            /* per local item: a dead input arrived (plans with control flow) */
+    atomic_uchar *merge_live;      /* per local item (Merges): a live data input arrived */
+    atomic_int *merge_dead;        /* per local item (Merges): dead data inputs that arrived */
+    atomic_int outstanding;        /* items of the frame not finished here + child frames running */
+    tide_node_timing *timings;     /* traced steps: per local item */
+    tide_frame *children;          /* frame instances started from this iteration (parent frame's lock) */
+    bool over;                     /* outstanding reached 0 (frame's lock) */
+    struct tide_iter *next_free;
+} tide_iter;
+
+/* A ready item and the iteration it runs in. */
+typedef struct ready_item {
+    int item;
+    tide_iter *iter;
+} ready_item;
+
+typedef struct ready_stack {
+    ready_item *items;
+    int n, cap;
+    ready_item local[64];
+} ready_stack;
+
+struct tide_step {
+    const tide_step_args *args;
+    const tide_plan *plan;
+    tide_threadpool *pool;
+    tide_iter root;                /* pending and slots: the root frame's */
+    bool control_flow;             /* the plan's: dead values and frames */
+    atomic_bool finished_all;      /* the root iteration is over (read without the lock by the caller) */
+    atomic_bool failed;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool done;
+    tide_error *err;
+    bool tracing, observing;
+    bool multi_device;             /* items run on their devices' own threads (engine with several devices) */
+    int64_t deadline_ns;
+    /* Frames (frames.c), under `lock`: timings of finished iterations, frame paths kept for them. */
+    tide_node_timing *loop_timings;
+    int num_loop_timings, cap_loop_timings;
+    char **paths;
+    int num_paths, cap_paths;
+    atomic_int live_frames;        /* frame instances not yet freed (for the end-of-step check) */
+};
+
+/* executor.c */
+bool tide__rs_push(ready_stack *rs, int item, tide_iter *iter);
+/* Hands the outputs of item `it` to its consumers in iteration `to`: the slots and pending counts of
+ * `to`, scheduling the consumers that became ready onto rs. outs NULL: every output is dead (in a plan
+ * with control flow; nothing in one without). move: the last consumer of an output takes the
+ * producer's reference (outs[] cleared); else every consumer gets a new one. */
+void tide__deliver(tide_step *step, const tide_exec_item *it, tide_tensor **outs, tide_iter *to, bool move,
+                   ready_stack *rs);
+/* One item of `iter` is finished. */
+void tide__iter_item_done(tide_step *step, tide_iter *iter, ready_stack *rs);
+void tide__step_fail(tide_step *step, tide_status code, const tide_error *err, const char *msg);
+
+/* frames.c: the frame instance's path ("while", "outer:3/inner"), kept until the step's stats go. */
+const char *tide__frame_path(const tide_frame *f);
+/* The outputs of an Enter, Exit or NextIteration item that ran in iteration `from`. */
+void tide__frames_propagate(tide_step *step, const tide_exec_item *it, tide_tensor **outs, tide_iter *from,
+                            ready_stack *rs);
+/* A child iteration's outstanding count reached 0. */
+void tide__frames_iter_over(tide_step *step, tide_iter *iter, ready_stack *rs);
+/* The root iteration's per-item initial pending counts (Merges count differently). */
+void tide__frames_init_pending(const tide_step *step, const tide_plan_frame *f, atomic_int *pending);
+/* After the step: frees what frames.c still holds (nothing when every frame ended) and hands the
+ * loop timings and paths to the caller (for step stats). */
+void tide__frames_step_end(tide_step *step);
+
+#endif
