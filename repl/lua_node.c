@@ -15,6 +15,7 @@
  * float32 when x is), else inferred from the value. The training API (gradients, variables,
  * optimizers) is in lua_train.c.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -811,7 +812,8 @@ static int run_on(lua_State *L, tide_session *s, int base)
         double seconds = lua_isnil(L, -1) ? 0 : lua_tonumber(L, -1);
         if (!lua_isnil(L, -1) && (!lua_isnumber(L, -1) || !(seconds >= 0) || seconds > 1e9))
             return repl_raise(L, "run: timeout must be a number of seconds from 0 (none) to 1e9");
-        ro.timeout_ms = (int64_t)(seconds * 1000);
+        /* Whole milliseconds, rounded up: a positive timeout is never "none" (0). */
+        ro.timeout_ms = (int64_t)ceil(seconds * 1000);
         lua_pop(L, 2);
     } else if (!lua_isnoneornil(L, opt_idx))
         return repl_raise(L, "run's third argument is an options table {trace=, timeout=}");
@@ -837,14 +839,17 @@ static int run_on(lua_State *L, tide_session *s, int base)
         ok = add_fetch(L, fidx, c, err);
     ok = ok && read_feeds(L, feed_idx, c, err);
     tide_step_stats *stats = NULL;
+    if (ok && r->interrupted) { /* a Ctrl-C just before the run: it must not start */
+        tide_error_set(err, TIDE_CANCELLED, REPL_INTERRUPTED_MESSAGE);
+        ok = false;
+    }
     if (ok) {
-        r->running++;
         tide_status st = tide_session_run(s, &ro, c->feeds, c->nfeeds, c->fetch, c->nfetch, c->values, c->target,
                                           c->ntarget, ro.trace ? &stats : NULL, err);
-        r->running--;
-        ok = st == TIDE_OK;
-        if (st == TIDE_CANCELLED)
-            tide_error_set(err, TIDE_CANCELLED, "run cancelled (Ctrl-C); the graph and the variables are kept");
+        ok = st == TIDE_OK && !r->interrupted; /* a run that ended as the Ctrl-C came still stops the entry */
+        if (r->interrupted)
+            tide_error_set(err, TIDE_CANCELLED, "%s: the run was %s; the graph and the variables' values are kept",
+                           REPL_INTERRUPTED_MESSAGE, st == TIDE_OK ? "finished" : "cancelled");
     }
     if (!ok) {
         tide_step_stats_free(stats); /* a failed traced run still hands back the stats it has */
@@ -1214,8 +1219,9 @@ void repl_close_sessions(repl *r)
 {
     for (int i = 1; i < REPL_MAX_SESSIONS; i++)
         if (r->sessions[i]) {
-            tide_session_free(r->sessions[i]);
-            r->sessions[i] = NULL;
+            tide_session *s = r->sessions[i];
+            r->sessions[i] = NULL; /* first: the SIGINT handler reads the array */
+            tide_session_free(s);
         }
 }
 

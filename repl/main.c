@@ -3,7 +3,7 @@
  * is a terminal, or entries read from a pipe; or, as `tide serve FILE.db`, only the web views of a run
  * log (web/web.h) until SIGINT or SIGTERM. `--web` starts the same server on the REPL's own log (the
  * `:web` command). The exit status is 0, or 1 when a statement failed (or the server could not start),
- * 2 for bad options. */
+ * 2 for bad options, 130 when Ctrl-C stopped a script or -e statements. */
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -232,7 +232,7 @@ int main(int argc, char **argv)
         if (res == REPL_INCOMPLETE)
             fprintf(stderr, "error: -e '%s': the statement is unfinished\n", statements[i]);
         if (res == REPL_INCOMPLETE || res == REPL_FAILED) {
-            status = 1;
+            status = r->entry_interrupted ? REPL_INTERRUPTED_STATUS : 1;
             break;
         }
     }

@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <lualib.h>
 
@@ -59,34 +61,86 @@ int repl_raise(lua_State *L, const char *fmt, ...)
     return lua_error(L);
 }
 
-/* ---------------------------------------------------------------- Ctrl-C */
+/* ---------------------------------------------------------------- Ctrl-C
+ *
+ * A Ctrl-C must always stop the entry (or the script), wherever it lands:
+ *   - during a run: the handler cancels every session's runs in flight;
+ *   - in Lua code, also just before or after a run: the handler installs a count hook that raises
+ *     REPL_INTERRUPTED_MESSAGE at the next Lua instruction. The hook stays installed until the entry
+ *     ends, so a pcall that catches the error does not swallow the Ctrl-C: the next instruction after
+ *     it raises again, up to the entry's own protected call;
+ *   - in a C function that starts runs (run, eval): repl_check_interrupt refuses to start one and
+ *     fails one that finished while the flag was set, so a short run that completes before its
+ *     cancellation is polled does not lose the Ctrl-C.
+ * A second Ctrl-C while the first is still pending (more than SECOND_PRESS_NS later: a stuck C
+ * function, a kernel that does not poll) ends the process at once with status 130, saying so.
+ * The handler always runs on the main thread (the one that runs Lua): a signal delivered to another
+ * thread (the web server's) is forwarded there with pthread_kill.
+ */
 
+#define SECOND_PRESS_NS 500000000LL /* presses closer than this to the first count as one */
+
+static int64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Raises the Ctrl-C error at the Lua line being executed (ar is its activation record); the hook
+ * stays installed: see above. */
 static void interrupt_hook(lua_State *L, lua_Debug *ar)
 {
-    (void)ar;
-    lua_sethook(L, NULL, 0, 0);
-    luaL_error(L, "interrupted (Ctrl-C)");
+    if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0 && strcmp(ar->source, PRELUDE_NAME) != 0)
+        luaL_error(L, "%s:%d: %s", ar->short_src, ar->currentline, REPL_INTERRUPTED_MESSAGE);
+    repl_raise(L, REPL_INTERRUPTED_MESSAGE);
+}
+
+void repl_check_interrupt(lua_State *L)
+{
+    if (repl_of(L)->interrupted)
+        repl_raise(L, REPL_INTERRUPTED_MESSAGE);
+}
+
+/* A second Ctrl-C: leaves at once (async-signal-safe calls only). */
+static void leave_now(void)
+{
+    static const char msg[] = "\ntide: Ctrl-C again while the first was pending: leaving now "
+                              "(the run log may miss this entry's last runs)\n";
+    ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)ignored;
+    _exit(REPL_INTERRUPTED_STATUS);
 }
 
 static void on_sigint(int sig)
 {
-    (void)sig;
     repl *r = active;
     if (!r)
         return;
-    r->interrupted = 1;
-    if (!r->evaluating)
+    int saved_errno = errno;
+    if (!pthread_equal(pthread_self(), r->main_thread)) {
+        pthread_kill(r->main_thread, sig);
+        errno = saved_errno;
         return;
-    for (int i = 0; i < REPL_MAX_SESSIONS; i++)
-        if (r->sessions[i])
-            tide_session_cancel(r->sessions[i]);
-    if (r->running > 0)
-        return; /* the run fails with its own message ("run cancelled ..."); Lua code stops there */
-    lua_sethook(r->L, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+    }
+    int64_t now = monotonic_ns();
+    if (r->evaluating && r->interrupted && now - r->interrupted_at_ns > SECOND_PRESS_NS)
+        leave_now();
+    if (!r->interrupted)
+        r->interrupted_at_ns = now;
+    r->interrupted = 1;
+    if (r->evaluating) {
+        for (int i = 0; i < REPL_MAX_SESSIONS; i++)
+            if (r->sessions[i])
+                tide_session_cancel(r->sessions[i]);
+        lua_sethook(r->L, interrupt_hook, LUA_MASKCOUNT, 1);
+    }
+    errno = saved_errno;
 }
 
 static void install_sigint(repl *r)
 {
+    r->main_thread = pthread_self();
     active = r;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -273,10 +327,10 @@ tide_status repl_reset(repl *r, tide_error *err)
 {
     repl_kill_handles(r->L, -1);
     repl_close_sessions(r);
+    r->sessions[0] = NULL; /* first: the SIGINT handler reads the array */
     tide_session_free(r->session);
     tide_graph_free(r->graph);
     r->session = NULL;
-    r->sessions[0] = NULL;
     r->graph = NULL;
     r->graph_generation++;
     r->first_node = 0;
@@ -408,8 +462,9 @@ static bool call_entry(repl *r, int nargs, bool print_results)
     int base = lua_gettop(L) - nargs;
     lua_pushcfunction(L, message_handler);
     lua_insert(L, base);
-    r->interrupted = 0;
     r->evaluating = 1;
+    if (r->interrupted) /* a Ctrl-C before the entry started (a script's start-up) stops it at once */
+        lua_sethook(L, interrupt_hook, LUA_MASKCOUNT, 1);
     int st = lua_pcall(L, nargs, LUA_MULTRET, base);
     if (st == LUA_OK && print_results && lua_gettop(L) > base) {
         /* Printing runs Lua too (__tostring, a variable's value): protected, and Ctrl-C still works. */
@@ -440,6 +495,7 @@ static void finish_entry(repl *r, bool ok, uint64_t version_before)
     if (r->store && tide_graph_version(r->graph) != version_before)
         tide_store_log_graph(r->store, r->session, NULL);
     r->first_node = tide_graph_num_nodes(r->graph);
+    r->entry_interrupted = r->interrupted;
     r->interrupted = 0;
 }
 
@@ -452,7 +508,10 @@ repl_result repl_eval(repl *r, const char *entry, const char *chunkname)
     r->first_node = tide_graph_num_nodes(r->graph);
     uint64_t version = tide_graph_version(r->graph);
     if (entry[0] == ':') {
+        r->evaluating = 1; /* a second Ctrl-C ends a command stuck in C code too */
         repl_result res = repl_command(r, entry);
+        r->evaluating = 0;
+        lua_sethook(r->L, NULL, 0, 0);
         finish_entry(r, res != REPL_FAILED, version);
         return r->quit ? REPL_QUIT : res;
     }
@@ -502,7 +561,7 @@ int repl_run_script(repl *r, const char *path, int argc, char **argv)
     finish_entry(r, true, version); /* a script's nodes stay (they may have run) */
     fflush(stdout);
     if (!ok)
-        return 1;
+        return r->entry_interrupted ? REPL_INTERRUPTED_STATUS : 1;
     return r->exit_status;
 }
 
@@ -511,8 +570,17 @@ int repl_run_stream(repl *r, FILE *in, const char *chunkname)
     char *line = NULL, *entry = NULL;
     size_t cap = 0, len = 0;
     bool failed = false;
-    ssize_t n;
-    while ((n = getline(&line, &cap, in)) >= 0) {
+    for (;;) {
+        errno = 0;
+        ssize_t n = getline(&line, &cap, in);
+        if (n < 0 && errno == EINTR && r->interrupted) { /* Ctrl-C while waiting: the pending entry goes */
+            clearerr(in);
+            r->interrupted = 0;
+            len = 0;
+            continue;
+        }
+        if (n < 0)
+            break;
         char *grown = realloc(entry, len + (size_t)n + 1);
         if (!grown)
             break;

@@ -22,8 +22,10 @@
 #ifndef TIDE_REPL_H
 #define TIDE_REPL_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <lauxlib.h>
@@ -56,11 +58,14 @@ typedef struct repl {
     repl_options opts;
 
     /* Every session alive (the default one first), so that Ctrl-C can cancel their runs. Written
-     * only by the main thread; read by the SIGINT handler. */
+     * only by the main thread; read by the SIGINT handler, which always runs on the main thread (a
+     * signal that lands on another thread is forwarded to it). */
     tide_session *volatile sessions[REPL_MAX_SESSIONS];
-    volatile sig_atomic_t running;     /* > 0 while a run is in flight */
+    pthread_t main_thread;             /* the thread that runs Lua */
     volatile sig_atomic_t interrupted; /* set by SIGINT; cleared when the entry ends */
-    volatile sig_atomic_t evaluating;  /* Lua code of an entry or script is running */
+    volatile sig_atomic_t evaluating;  /* an entry (Lua or a command) or a script is running */
+    int64_t interrupted_at_ns;         /* when the pending Ctrl-C came (for the second press) */
+    bool entry_interrupted;            /* the last entry ended by a Ctrl-C (scripts then exit 130) */
 
     /* The entry being evaluated: nodes with index >= first_node were created by it; auto-named ones
      * may be renamed after the global they are assigned to; on failure they are rolled back. */
@@ -73,6 +78,11 @@ typedef struct repl {
     bool quit;                  /* :quit or quit() asked to leave */
     int exit_status;
 } repl;
+
+/* The exit status of a script or stream stopped by Ctrl-C (128 + SIGINT, as shells report it). */
+#define REPL_INTERRUPTED_STATUS 130
+/* The message of an entry stopped by Ctrl-C (docs/repl.md quotes it). */
+#define REPL_INTERRUPTED_MESSAGE "interrupted (Ctrl-C)"
 
 /* Result of evaluating one entry. */
 typedef enum repl_result {
@@ -103,7 +113,8 @@ repl_result repl_eval(repl *r, const char *entry, const char *chunkname);
 /* Runs a Lua file with arg = {[0]=path, ...}; returns the process exit status (0, or 1 on error). */
 int repl_run_script(repl *r, const char *path, int argc, char **argv);
 /* Reads entries from a stream that is not a terminal (a pipe, a file): lines accumulate while the
- * statement is incomplete. No prompt, no echo. Returns the exit status (1 if any entry failed). */
+ * statement is incomplete. No prompt, no echo; Ctrl-C stops the entry and the next one is read, as
+ * at the prompt. Returns the exit status (1 if any entry failed). */
 int repl_run_stream(repl *r, FILE *in, const char *chunkname);
 /* Appends to the session's history (the prompt also writes ~/.tide_history). */
 void repl_history_add(repl *r, const char *entry);
@@ -113,6 +124,10 @@ tide_status repl_reset(repl *r, tide_error *err);
 /* Raises a Lua error "LOCATION: message" where LOCATION is the innermost user line (not the prelude or
  * a C function). Does not return. */
 int repl_raise(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Raises REPL_INTERRUPTED_MESSAGE when a Ctrl-C is pending (functions that start long work, such as
+ * run, call it first and after: a Ctrl-C that lands just before or after a run stops the entry). */
+void repl_check_interrupt(lua_State *L);
 
 /* Pushes the table that holds the user's globals. Entries run with an environment whose reads fall
  * back to _G (Lua's library and the tide functions) and whose writes land in this table, so that

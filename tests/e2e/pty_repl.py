@@ -18,6 +18,7 @@ import errno
 import fcntl
 import os
 import pty
+import random
 import re
 import select
 import shutil
@@ -351,6 +352,71 @@ class Checks:
         finally:
             s.close()
 
+    def ctrl_c_lands_anywhere(self):
+        """Ctrl-C at random moments of a loop of short runs (inside a run, between two, inside a
+        pcall that would swallow the error): every press stops the entry and brings the prompt back.
+        TIDE_PTY_PRESSES sets the number of presses (16)."""
+        presses = int(os.environ.get("TIDE_PTY_PRESSES", "16"))
+        rng = random.Random()
+        s = self.start()
+        honoured, lost = 0, []
+        try:
+            s.type("inc = constant(1.0) + 1\r")
+            s.expect(PROMPT)
+            loops = ["for i = 1, 1e8 do run(inc) end", "for i = 1, 1e8 do pcall(run, inc) end"]
+            for k in range(presses):
+                loop = loops[k % 2]
+                s.type(loop + "\r")
+                s.expect(re.escape(loop) + r"\n")
+                time.sleep(rng.uniform(0.0, 0.3))
+                s.send("\x03")
+                try:
+                    s.expect(r"interrupted \(Ctrl-C\)", 5)
+                    s.expect(PROMPT, 5)
+                    honoured += 1
+                except Timeout as e:
+                    lost.append(str(e)[-200:])
+                    if not self.recover(s):
+                        lost.append(f"no prompt after further presses: {presses - k - 1} presses not tried")
+                        break
+        finally:
+            s.close()
+        print(f"# {honoured} of {presses} Ctrl-C presses honoured")
+        assert not lost, f"{honoured} of {presses} presses honoured; lost: {lost[:2]}"
+
+    @staticmethod
+    def recover(s):
+        """After a lost Ctrl-C: presses again (a few times, a second apart) until the prompt is back."""
+        for _ in range(3):
+            time.sleep(1.0)  # not a second press within the first's grace time
+            s.send("\x03")
+            try:
+                s.expect(PROMPT, 5)
+                return True
+            except Timeout:
+                pass
+        return False
+
+    def second_ctrl_c_ends_stuck_entry(self):
+        """An entry stuck in a C function that never returns to Lua (a backtracking string.find):
+        the first Ctrl-C cannot stop it; a second one ends tide with status 130, saying why."""
+        s = self.start()
+        try:
+            s.type("('a'):rep(5000):find('.-.-.-.-b')\r")
+            s.expect(r"find\('\.-\.-\.-\.-b'\)\n")
+            time.sleep(0.2)
+            s.send("\x03")
+            try:
+                s.expect(PROMPT, 1.0)
+                raise AssertionError("the stuck entry ended after one Ctrl-C: the check is moot")
+            except Timeout:
+                pass
+            s.send("\x03")
+            assert s.wait_exit(5) == 130, f"exit status {s.status}"
+            s.expect(r"Ctrl-C again")
+        finally:
+            s.close()
+
     def ctrl_d_exits(self):
         s = self.start()
         try:
@@ -369,6 +435,9 @@ class Checks:
                  self.ctrl_c_at_prompt)
         self.run("Ctrl-C during a long run cancels it; the REPL and its state survive",
                  self.ctrl_c_during_run)
+        self.run("Ctrl-C at random moments of a loop of runs (also inside pcall) always stops it",
+                 self.ctrl_c_lands_anywhere)
+        self.run("a second Ctrl-C ends an entry stuck in C code", self.second_ctrl_c_ends_stuck_entry)
         self.run("Ctrl-D exits with status 0", self.ctrl_d_exits)
         shutil.rmtree(self.home, ignore_errors=True)
         return 1 if self.failed else 0

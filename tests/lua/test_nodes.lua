@@ -82,6 +82,14 @@ raises(run, {"run needs something"})
 local _, stats = run(y, {[x] = {{1, 1}}}, {trace = true})
 check(type(stats) == "table" and #stats >= 1 and stats[1].node and stats[1].us >= 0, "trace stats")
 
+-- a timeout under a millisecond is a timeout, not "none" (it was truncated to 0 ms)
+local slow_a = random_uniform({300, 300})
+local slow = slow_a
+for _ = 1, 60 do slow = matmul(slow, slow_a) end
+raises(run, {"timeout"}, slow, nil, {timeout = 0.0006})
+raises(run, {"timeout must be a number"}, slow, nil, {timeout = -1})
+check(run(f, nil, {timeout = 5})[1] == 1.5, "a run within its timeout returns its value")
+
 -- eval, sessions
 check(f:eval()[1] == 1.5, "node:eval")
 local s = session()
