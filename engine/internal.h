@@ -296,8 +296,8 @@ struct tide_variable {
     atomic_int refs;
     pthread_mutex_t lock;
     char *name;
-    tide_dtype dtype;
-    tide_shape shape;
+    tide_dtype dtype;   /* the declaration of the node that created or last assigned it (written */
+    tide_shape shape;   /* under the engine's containers_lock and the variable's lock) */
     tide_tensor *value;
 };
 
@@ -312,9 +312,13 @@ typedef struct tide_container {
 } tide_container;
 
 /* Looks up or creates (when create) a variable; returns a new reference or NULL with err. */
+/* The variable `name` of a container, created when missing and `create`. A node that declares
+ * another dtype than the variable's fails (its value may be read as the wrong type), unless
+ * `redeclare`: a kernel that replaces the whole value (Assign) makes the variable take its node's
+ * declaration (dtype and shape). The caller holds a reference (tide__variable_release). */
 tide_variable *tide__engine_variable(tide_engine *e, const char *container, const char *name,
                                      tide_dtype dt, const tide_shape *shape, bool create,
-                                     tide_error *err);
+                                     bool redeclare, tide_error *err);
 
 /* ---------------------------------------------------------------- engine */
 

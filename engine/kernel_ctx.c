@@ -215,7 +215,7 @@ static tide_variable *hold(tide_kernel_ctx *ctx, tide_variable *v)
     return v;
 }
 
-static tide_variable *variable_of(tide_kernel_ctx *ctx, const tide_node *var_node)
+static tide_variable *variable_of(tide_kernel_ctx *ctx, const tide_node *var_node, bool redeclare)
 {
     if (!ctx->kn->engine) {
         tide_kernel_error(ctx, TIDE_FAILED_PRECONDITION, "variables need an engine");
@@ -231,7 +231,7 @@ static tide_variable *variable_of(tide_kernel_ctx *ctx, const tide_node *var_nod
     tide_attrs_get_shape(attrs, "shape", &shape);
     const char *name = shared[0] ? shared : var_node ? var_node->name : ctx->kn->name;
     tide_error *err = tide_error_new();
-    tide_variable *v = tide__engine_variable(ctx->kn->engine, container, name, dt, &shape, true, err);
+    tide_variable *v = tide__engine_variable(ctx->kn->engine, container, name, dt, &shape, true, redeclare, err);
     if (!v)
         record_err(ctx, err);
     tide_error_free(err);
@@ -240,18 +240,22 @@ static tide_variable *variable_of(tide_kernel_ctx *ctx, const tide_node *var_nod
 
 tide_variable *tide_kernel_own_variable(tide_kernel_ctx *ctx)
 {
-    return variable_of(ctx, ctx->kn->node);
+    return variable_of(ctx, ctx->kn->node, false);
 }
 
-tide_variable *tide_kernel_input_variable(tide_kernel_ctx *ctx, int i)
+static tide_variable *ref_variable(tide_kernel_ctx *ctx, int i, bool redeclare)
 {
     if (i < 0 || i >= ctx->kn->num_inputs || !ctx->kn->ref_sources || !ctx->kn->ref_sources[i]) {
         tide_kernel_error(ctx, TIDE_FAILED_PRECONDITION,
                           "input %d must come from a Variable node (eager calls cannot update variables)", i);
         return NULL;
     }
-    return variable_of(ctx, ctx->kn->ref_sources[i]);
+    return variable_of(ctx, ctx->kn->ref_sources[i], redeclare);
 }
+
+tide_variable *tide_kernel_input_variable(tide_kernel_ctx *ctx, int i) { return ref_variable(ctx, i, false); }
+
+tide_variable *tide_kernel_assigned_variable(tide_kernel_ctx *ctx, int i) { return ref_variable(ctx, i, true); }
 
 /* ---------------------------------------------------------------- lifecycle */
 

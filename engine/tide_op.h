@@ -183,13 +183,21 @@ typedef struct tide_variable tide_variable;
 tide_variable *tide_kernel_own_variable(tide_kernel_ctx *ctx);
 /* The variable behind a Ref(T) input. Borrowed for the duration of compute. */
 tide_variable *tide_kernel_input_variable(tide_kernel_ctx *ctx, int i);
+/* The same, for a kernel that replaces the variable's whole value (Assign): the variable takes the
+ * declaration (dtype and shape) of this graph's Variable node, even when another graph declared it
+ * differently first (the REPL's :reset, then a variable of the same name and another shape), so that
+ * an initializer always works. Borrowed for the duration of compute. */
+tide_variable *tide_kernel_assigned_variable(tide_kernel_ctx *ctx, int i);
 
 /* A variable holds one tensor (NULL until initialised). Lock around read-modify-write. */
 void tide_variable_lock(tide_variable *v);
 void tide_variable_unlock(tide_variable *v);
 const char *tide_variable_name(const tide_variable *v);
 tide_dtype tide_variable_dtype(const tide_variable *v);
-tide_shape tide_variable_shape(const tide_variable *v); /* declared, may be partial */
+/* The declared shape (may be partial) of the Variable node that created the variable or last
+ * assigned it; call with the lock held. A Variable node of another declaration must not read a value
+ * of another shape: its kernel compares the value with its own "shape" attr. */
+tide_shape tide_variable_shape(const tide_variable *v);
 /* The current value (borrowed, NULL if uninitialised); call with the lock held. */
 tide_tensor *tide_variable_value(tide_variable *v);
 /* Replaces the value (retains t, releases the old one); call with the lock held. */

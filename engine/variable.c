@@ -56,16 +56,22 @@ static tide_container *find_container(tide_engine *e, const char *name, bool cre
 
 tide_variable *tide__engine_variable(tide_engine *e, const char *container, const char *name,
                                      tide_dtype dt, const tide_shape *shape, bool create,
-                                     tide_error *err)
+                                     bool redeclare, tide_error *err)
 {
     pthread_mutex_lock(&e->containers_lock);
     tide_container *c = find_container(e, container, create);
     tide_variable *v = c ? tide__names_get(c->vars, name) : NULL;
     if (v) {
-        if (v->dtype != dt) {
+        if (redeclare) { /* an Assign of this declaration replaces whatever another one left */
+            pthread_mutex_lock(&v->lock);
+            v->dtype = dt;
+            v->shape = *shape;
+            pthread_mutex_unlock(&v->lock);
+        } else if (v->dtype != dt) {
             pthread_mutex_unlock(&e->containers_lock);
-            tide_error_set(err, TIDE_INVALID_ARGUMENT,
-                           "variable '%s' in container '%s' is %s, but this node declares %s", name,
+            tide_error_set(err, TIDE_FAILED_PRECONDITION,
+                           "variable '%s' in container '%s' holds %s, but this node declares %s (another "
+                           "graph declared it first): run its initializer to replace the value", name,
                            container, tide_dtype_name(v->dtype), tide_dtype_name(dt));
             return NULL;
         }

@@ -94,10 +94,12 @@ static const command commands[] = {
      "Prints every entry of this session (statements and commands), numbered from 1. The prompt also\n"
      "keeps entries across sessions in ~/.tide_history.",
      cmd_history},
-    {"reset", NULL, 0, 0, "", "drop the graph, its session and every node handle",
+    {"reset", NULL, 0, 1, "[all]", "drop the graph, its session and every node handle",
      "Drops the graph, the default session and every node handle (Lua variables that held nodes\n"
      "now hold dead handles), and starts a fresh graph and session. The engine, the values of its\n"
-     "variables (kept in the engine's containers) and the run log stay.",
+     "variables (kept in the engine's containers) and the run log stay: a new variable of the same\n"
+     "name, dtype and shape starts with the old value; one of another shape or dtype refuses to read\n"
+     "it until run(init()) replaces it. `:reset all` also drops the variables' values.",
      cmd_reset},
     {"save", NULL, 1, 1, "FILE", "write the graph to FILE in the graph text format",
      "Writes the whole graph to FILE in the graph text format (docs/graph-text-format.md), atomically:\n"
@@ -1119,24 +1121,34 @@ static repl_result cmd_history(repl *r, int argc, char **argv)
 
 static repl_result cmd_reset(repl *r, int argc, char **argv)
 {
-    (void)argc, (void)argv;
+    bool all = argc == 2;
+    if (all && strcmp(argv[1], "all") != 0) {
+        fprintf(stderr, "usage: :reset [all] (all: drop the variables' values too), not '%s'\n", argv[1]);
+        return REPL_FAILED;
+    }
     int nodes = tide_graph_num_nodes(r->graph);
     int variables = tide_graph_variables(r->graph, false, NULL, 0);
+    int dropped = all ? tide_engine_container_size(r->engine, "") : 0;
     tide_error_clear(r->err);
-    if (repl_reset(r, r->err) != TIDE_OK) {
+    if (repl_reset(r, r->err) != TIDE_OK ||
+        (all && tide_engine_reset_container(r->engine, "", r->err) != TIDE_OK)) {
         fprintf(stderr, ":reset failed: %s\n", tide_error_message(r->err));
         return REPL_FAILED;
     }
-    char msg[512];
+    char msg[640];
     int len = snprintf(msg, sizeof msg,
                        "reset: dropped %d node%s (%d variable%s), the default session and every node handle; "
                        "the graph is new and empty.",
                        nodes, nodes == 1 ? "" : "s", variables, variables == 1 ? "" : "s");
     int held = tide_engine_container_size(r->engine, "");
-    if (held > 0 && len > 0 && (size_t)len < sizeof msg)
+    if (all && len > 0 && (size_t)len < sizeof msg)
+        snprintf(msg + len, sizeof msg - (size_t)len, " Dropped the values of %d variable%s too.", dropped,
+                 dropped == 1 ? "" : "s");
+    else if (held > 0 && len > 0 && (size_t)len < sizeof msg)
         snprintf(msg + len, sizeof msg - (size_t)len,
-                 " The engine still holds %d variable value%s: a new variable of the same name shares it.", held,
-                 held == 1 ? "" : "s");
+                 " The engine still holds %d variable value%s: a new variable of the same name, dtype and shape "
+                 "starts with it; one of another shape is initialised again by run(init()). `:reset all` drops "
+                 "the values too.", held, held == 1 ? "" : "s");
     print_wrapped(stdout, msg, 0);
     return REPL_DONE;
 }

@@ -1320,9 +1320,12 @@ void repl_print_value(lua_State *L, int idx, FILE *out)
             tide_error_free(err);
             return;
         }
-        tide_error_free(err);
         luaL_tolstring(L, idx, NULL);
-        fprintf(out, "%s (not initialised: run(init()))\n", lua_tostring(L, -1));
+        if (strstr(tide_error_message(err), "uninitialized"))
+            fprintf(out, "%s (not initialised: run(init()))\n", lua_tostring(L, -1));
+        else /* a value of another declaration (:reset), a Ctrl-C... */
+            fprintf(out, "%s (cannot read its value: %s)\n", lua_tostring(L, -1), tide_error_message(err));
+        tide_error_free(err);
         lua_pop(L, 1);
         return;
     }

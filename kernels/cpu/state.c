@@ -5,32 +5,52 @@
 
 #include "../../engine/tide_op.h"
 
+/* A Variable hands out its value only when it agrees with what the node declares: the value may have
+ * been left by another graph's declaration of the same name (another shape after the REPL's :reset). */
 static tide_status variable_compute(tide_kernel_ctx *ctx)
 {
     tide_variable *v = tide_kernel_own_variable(ctx);
     if (!v)
         return tide_kernel_status(ctx);
+    tide_shape declared = tide_shape_unknown();
+    tide_dtype dtype = TIDE_INVALID_DTYPE;
+    tide_attrs_get_shape(tide_kernel_attrs(ctx), "shape", &declared);
+    tide_attrs_get_type(tide_kernel_attrs(ctx), "dtype", &dtype);
     tide_variable_lock(v);
     tide_tensor *value = tide_variable_value(v);
-    if (value)
+    tide_shape held = value ? *tide_tensor_shape(value) : declared;
+    tide_dtype held_dtype = value ? tide_tensor_dtype(value) : dtype;
+    bool agrees = value && held_dtype == dtype && tide_shape_compatible(&declared, &held);
+    if (agrees)
         tide_kernel_set_output(ctx, 0, value);
     tide_variable_unlock(v);
     if (!value)
         return tide_kernel_error(ctx, TIDE_FAILED_PRECONDITION,
                                  "variable '%s' is uninitialized: run its initializer (an Assign) first",
                                  tide_variable_name(v));
+    if (!agrees) {
+        char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
+        return tide_kernel_error(ctx, TIDE_FAILED_PRECONDITION,
+                                 "variable '%s' holds a %s value of shape %s, but this node declares %s %s (the "
+                                 "value was left by another declaration of the name): run its initializer to "
+                                 "replace it", tide_variable_name(v), tide_dtype_name(held_dtype),
+                                 tide_shape_format(&held, a, sizeof a), tide_dtype_name(dtype),
+                                 tide_shape_format(&declared, b, sizeof b));
+    }
     return TIDE_OK;
 }
 
 static tide_status assign_compute(tide_kernel_ctx *ctx)
 {
-    tide_variable *v = tide_kernel_input_variable(ctx, 0);
+    tide_variable *v = tide_kernel_assigned_variable(ctx, 0);
     if (!v)
         return tide_kernel_status(ctx);
     tide_tensor *value = tide_kernel_input(ctx, 1);
     bool validate = true;
     tide_attrs_get_bool(tide_kernel_attrs(ctx), "validate_shape", &validate);
+    tide_variable_lock(v);
     tide_shape declared = tide_variable_shape(v);
+    tide_variable_unlock(v);
     if (validate && !tide_shape_compatible(&declared, tide_tensor_shape(value))) {
         char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
@@ -42,6 +62,7 @@ static tide_status assign_compute(tide_kernel_ctx *ctx)
     tide_tensor *cur = tide_variable_value(v);
     tide_status st = TIDE_OK;
     if (cur && tide_tensor_dtype(value) != TIDE_STRING && tide_tensor_is_exclusive(cur) &&
+        tide_tensor_dtype(cur) == tide_tensor_dtype(value) &&
         tide_shape_equal(tide_tensor_shape(cur), tide_tensor_shape(value))) {
         memcpy(tide_tensor_data(cur), tide_tensor_data(value), tide_tensor_byte_size(value));
     } else if (tide_tensor_is_exclusive(value)) {

@@ -209,6 +209,72 @@ static void test_variables_persist_and_share(void)
     tide_graph_free(g2);
 }
 
+/* A Variable node W of the given dtype and dims in the default container "redeclared", with an
+ * Assign of `value` (consumed) as its initializer. */
+static tide_node *declare(tide_graph *g, tide_dtype dt, int rank, const int64_t *dims, tide_tensor *value,
+                          tide_node **init)
+{
+    tide_node *w = gu_variable(g, "W", dt, rank, dims, "redeclared");
+    tide_node *ins[2] = {w, gu_const(g, NULL, value)};
+    *init = gu_op(g, "Assign", "W/init", 2, ins);
+    return w;
+}
+
+/* The contract: a variable's value never disagrees with the shape (or dtype) its Variable node
+ * declares. A graph that declares W with another shape than the value an earlier graph left in the
+ * container (the REPL's :reset, then W = variable(zeros{5})) must not read the old value, and its
+ * initializer replaces it; the old graph then refuses to read the new value. */
+static void test_variable_redeclared_with_another_shape(void)
+{
+    tide_engine *e = th_engine();
+    tide_error *err = tide_error_new();
+    tide_graph *g1 = tide_graph_new(), *g2 = tide_graph_new(), *g3 = tide_graph_new();
+    tide_node *init1, *init2, *init3;
+    float ones[6] = {1, 1, 1, 1, 1, 1}, zeros[5] = {0};
+    tide_node *w1 = declare(g1, TIDE_FLOAT32, 2, TH_DIMS(3, 2), th_f32(2, TH_DIMS(3, 2), ones), &init1);
+    tide_node *w2 = declare(g2, TIDE_FLOAT32, 1, TH_DIMS(5), th_f32(1, TH_DIMS(5), zeros), &init2);
+    tide_session *s1 = tide_session_new(e, g1, NULL, NULL), *s2 = tide_session_new(e, g2, NULL, NULL);
+    CU_ASSERT_EQUAL(gu_target(s1, init1, err), TIDE_OK);
+    /* The [5] declaration does not hand out the [3, 2] value: a clear error names both shapes. */
+    tide_output o2 = {w2, 0}, o1 = {w1, 0};
+    tide_tensor *out = NULL;
+    CU_ASSERT_EQUAL(tide_session_run(s2, NULL, NULL, 0, &o2, 1, &out, NULL, 0, NULL, err), TIDE_FAILED_PRECONDITION);
+    CU_ASSERT_PTR_NULL(out);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "[3, 2]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "[5]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "initializer"));
+    /* Its initializer works (it failed for ever before) and replaces the value. */
+    CU_ASSERT_EQUAL(gu_target(s2, init2, err), TIDE_OK);
+    out = gu_fetch(s2, w2);
+    TH_ASSERT_SHAPE(out, 1, TH_DIMS(5));
+    tide_tensor_release(out);
+    /* Now the old [3, 2] declaration refuses the [5] value instead of handing it out. */
+    out = NULL;
+    CU_ASSERT_EQUAL(tide_session_run(s1, NULL, NULL, 0, &o1, 1, &out, NULL, 0, NULL, err), TIDE_FAILED_PRECONDITION);
+    CU_ASSERT_PTR_NULL(out);
+    /* Another dtype: the same, through its initializer. */
+    double twos[5] = {2, 2, 2, 2, 2};
+    tide_node *w3 = declare(g3, TIDE_FLOAT64, 1, TH_DIMS(5), th_f64(1, TH_DIMS(5), twos), &init3);
+    tide_session *s3 = tide_session_new(e, g3, NULL, NULL);
+    tide_output o3 = {w3, 0};
+    CU_ASSERT_NOT_EQUAL(tide_session_run(s3, NULL, NULL, 0, &o3, 1, &out, NULL, 0, NULL, err), TIDE_OK);
+    CU_ASSERT_PTR_NULL(out);
+    CU_ASSERT_EQUAL(gu_target(s3, init3, err), TIDE_OK);
+    out = gu_fetch(s3, w3);
+    CU_ASSERT(out && tide_tensor_dtype(out) == TIDE_FLOAT64 && ((double *)tide_tensor_data(out))[4] == 2.0);
+    tide_tensor_release(out);
+    CU_ASSERT_NOT_EQUAL(tide_session_run(s2, NULL, NULL, 0, &o2, 1, &out, NULL, 0, NULL, err), TIDE_OK);
+    CU_ASSERT_PTR_NULL(out);
+    tide_engine_reset_container(e, "redeclared", NULL);
+    tide_error_free(err);
+    tide_session_free(s1);
+    tide_session_free(s2);
+    tide_session_free(s3);
+    tide_graph_free(g1);
+    tide_graph_free(g2);
+    tide_graph_free(g3);
+}
+
 static void test_snapshot_semantics(void)
 {
     /* A value fetched before an update keeps its old contents (copy on write). */
@@ -497,7 +563,8 @@ int main(void)
     static const th_test tests[] = {
         TH_TEST(test_fetch_const_and_identity), TH_TEST(test_feed_placeholder_and_missing_feed),
         TH_TEST(test_feed_intermediate_prunes_upstream), TH_TEST(test_plan_cache),
-        TH_TEST(test_variables_persist_and_share), TH_TEST(test_snapshot_semantics),
+        TH_TEST(test_variables_persist_and_share), TH_TEST(test_variable_redeclared_with_another_shape),
+        TH_TEST(test_snapshot_semantics),
         TH_TEST(test_control_dependencies), TH_TEST(test_assign_errors), TH_TEST(test_run_errors),
         TH_TEST(test_kernel_return_value_checked),
         TH_TEST(test_observers), TH_TEST(test_devices_memory_and_options), TH_TEST(test_control_from_fed_node),
