@@ -232,6 +232,11 @@ tide_tensor *tide_tensor_new(tide_dtype dt, const tide_shape *shape, tide_error 
     return tide__tensor_alloc(dt, shape, true, err);
 }
 
+tide_tensor *tide_tensor_new_uninitialized(tide_dtype dt, const tide_shape *shape, tide_error *err)
+{
+    return tide__tensor_alloc(dt, shape, false, err);
+}
+
 tide_tensor *tide_tensor_new_copy(tide_dtype dt, const tide_shape *shape, const void *data,
                                   size_t bytes, tide_error *err)
 {

@@ -136,6 +136,9 @@ typedef void (*tide_deallocator)(void *data, size_t bytes, void *arg);
 
 /* A new tensor with refcount 1. Numbers are zero-filled; strings are empty. */
 tide_tensor *tide_tensor_new(tide_dtype dt, const tide_shape *shape, tide_error *err);
+/* A new tensor whose numeric elements are left uninitialised (strings are empty), for a caller that
+ * writes every element before the tensor is shared: a file reader, a gather. */
+tide_tensor *tide_tensor_new_uninitialized(tide_dtype dt, const tide_shape *shape, tide_error *err);
 /* A new tensor holding a copy of `bytes` bytes at data (must equal elements * dtype size).
  * For TIDE_STRING, data is an array of tide_tstring whose bytes are copied. */
 tide_tensor *tide_tensor_new_copy(tide_dtype dt, const tide_shape *shape, const void *data,

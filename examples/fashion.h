@@ -5,6 +5,7 @@
 #define TIDE_EXAMPLES_FASHION_H
 
 #include "tide.h"
+#include "tide_data.h"
 
 /* The model an example builds into g: logits [batch, 10] from images [batch, 28, 28, 1]. */
 typedef struct fashion_model {

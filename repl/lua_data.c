@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "repl.h"
+#include "tide_data.h"
 
 #define BATCHER_MT "tide.batcher"
 #define SPLIT_MT "tide.split"

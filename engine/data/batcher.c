@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../internal.h"
+#include "tide_data.h"
 
 struct tide_batcher {
     int num;
@@ -151,7 +151,7 @@ static tide_tensor *gather_rows(const tide_batcher *b, int k, int64_t first, int
     tide_tensor *src = b->tensors[k];
     tide_shape shape = *tide_tensor_shape(src);
     shape.dims[0] = count;
-    tide_tensor *dst = tide__tensor_alloc(tide_tensor_dtype(src), &shape, false, NULL);
+    tide_tensor *dst = tide_tensor_new_uninitialized(tide_tensor_dtype(src), &shape, NULL);
     if (!dst)
         return NULL;
     if (tide_tensor_dtype(src) == TIDE_STRING) {

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "../internal.h"
+#include "tide_data.h"
 
 #define CSV_READ_CHUNK (1u << 20)
 #define FIELD_SHOWN_MAX 40
@@ -188,7 +188,7 @@ static tide_status for_each_field(csv_reader *r, char *begin, char *end, field_f
 /* Sets *(bool *)arg when the field is a number. */
 static tide_status note_number(csv_reader *r, char *field, size_t len, int64_t column, void *arg)
 {
-    TIDE_UNUSED(column);
+    (void)column;
     char *end;
     strtod_l(field, &end, r->c_locale);
     if (end != field && end == field + len)

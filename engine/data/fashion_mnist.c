@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../internal.h"
+#include "tide_data.h"
 
 #define DEFAULT_DIR "/usr/share/datasets/fashion-mnist"
 #define ENV_DIR "TIDE_FASHION_MNIST"
@@ -24,11 +24,13 @@
 static char *data_file(const char *dir, const char *name)
 {
     struct stat st;
-    char *gz = tide__asprintf("%s/%s.gz", dir, name);
-    if (!gz || stat(gz, &st) == 0)
-        return gz;
-    free(gz);
-    return tide__asprintf("%s/%s", dir, name);
+    char *path = NULL;
+    if (asprintf(&path, "%s/%s.gz", dir, name) < 0)
+        return NULL;
+    if (stat(path, &st) == 0)
+        return path;
+    free(path);
+    return asprintf(&path, "%s/%s", dir, name) < 0 ? NULL : path;
 }
 
 static tide_tensor *read_idx_file(const char *dir, const char *name, tide_error *err)
@@ -56,7 +58,7 @@ static tide_tensor *images_to_float(const tide_tensor *raw, const char *name, ti
         return NULL;
     }
     tide_shape shape = tide_shape_make(4, (const int64_t[]){tide_tensor_dim(raw, 0), SIDE, SIDE, 1});
-    tide_tensor *out = tide__tensor_alloc(TIDE_FLOAT32, &shape, false, err);
+    tide_tensor *out = tide_tensor_new_uninitialized(TIDE_FLOAT32, &shape, err);
     if (!out)
         return NULL;
     float scale[256];
@@ -89,7 +91,7 @@ static tide_tensor *labels_to_int(const tide_tensor *raw, const char *name, tide
                            (long long)i);
             return NULL;
         }
-    tide_tensor *out = tide__tensor_alloc(TIDE_INT32, tide_tensor_shape(raw), false, err);
+    tide_tensor *out = tide_tensor_new_uninitialized(TIDE_INT32, tide_tensor_shape(raw), err);
     if (!out)
         return NULL;
     int32_t *dst = tide_tensor_data(out);
@@ -126,7 +128,7 @@ static tide_status load_split(const char *dir, const char *split, tide_tensor **
         *images = NULL;
         st = local ? tide_error_code(local) : TIDE_RESOURCE_EXHAUSTED;
         if (local)
-            tide__error_copy(err, local);
+            tide_error_set(err, st, "%s", tide_error_message(local));
         else
             tide_error_set(err, st, "Fashion-MNIST: out of memory");
     }

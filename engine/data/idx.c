@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../internal.h"
+#include "tide_data.h"
 
 #define IDX_GZ_BUFFER (256u << 10)
 #define UNCHECKED_ALLOC_MAX ((uint64_t)256 << 20)
@@ -244,15 +244,13 @@ static void big_endian_to_host(void *data, uint64_t count, size_t esize)
             p[i] = __builtin_bswap64(p[i]);
     }
 #else
-    TIDE_UNUSED(data);
-    TIDE_UNUSED(count);
-    TIDE_UNUSED(esize);
+    (void)data, (void)count, (void)esize;
 #endif
 }
 
 static tide_tensor *read_data(idx_file *f, tide_error *err)
 {
-    tide_tensor *t = tide__tensor_alloc(f->dtype, &f->shape, false, err);
+    tide_tensor *t = tide_tensor_new_uninitialized(f->dtype, &f->shape, err);
     if (!t)
         return NULL;
     uint64_t got, extra;

@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../internal.h"
+#include "tide_data.h"
 
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
@@ -383,7 +383,7 @@ static tide_tensor *read_data(FILE *f, const char *path, const npy_header *h, co
                        (unsigned long long)lay->bytes, (unsigned long long)has);
         return NULL;
     }
-    tide_tensor *t = tide__tensor_alloc(lay->dtype, &h->shape, false, err);
+    tide_tensor *t = tide_tensor_new_uninitialized(lay->dtype, &h->shape, err);
     if (!t)
         return NULL;
     void *data = tide_tensor_data(t);
@@ -485,9 +485,10 @@ static int open_temp_beside(const char *path, char **tmp)
 {
     static atomic_uint counter;
     for (int attempt = 0; attempt < 100; attempt++) {
-        *tmp = tide__asprintf("%s.tmp-%d-%u", path, (int)getpid(), atomic_fetch_add(&counter, 1));
-        if (!*tmp)
+        if (asprintf(tmp, "%s.tmp-%d-%u", path, (int)getpid(), atomic_fetch_add(&counter, 1)) < 0) {
+            *tmp = NULL;
             return -1;
+        }
         int fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd >= 0 || errno != EEXIST)
             return fd;

@@ -1,7 +1,9 @@
 /* tide_data.h — reading data from files into tensors: IDX (MNIST's format), NumPy .npy, CSV, the
  * Fashion-MNIST data set, and batching over tensors that share their first dimension (engine/data).
  * Built on the public core API only (tensors and errors); nothing here touches graphs or sessions.
- * The conventions of tide_core.h hold. */
+ * It is a library of its own, tide_data (engine/data/meson.build), the only part of tide that links
+ * zlib: a program that calls these functions links it besides the engine. The conventions of
+ * tide_core.h hold. */
 #ifndef TIDE_DATA_H
 #define TIDE_DATA_H
 

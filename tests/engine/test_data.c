@@ -23,6 +23,7 @@
 #include <zlib.h>
 
 #include "harness.h"
+#include "tide_data.h"
 
 /* ---------------------------------------------------------------- fixtures */
 
