@@ -1,6 +1,7 @@
 /* device.c — devices: the CPU device's operations (allocation, running a kernel), and device names:
  * parsing full and partial specifications (/job:NAME/replica:N/task:N/device:TYPE:N and the short
- * forms /cpu:0, gpu:1, /device:CPU:*), matching a partial spec against a full name, printing them. */
+ * forms /cpu:0, gpu:1, /device:CPU:*), matching a partial spec against a full name, printing them, and
+ * the short names people read (/cpu:1). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +125,24 @@ char *tide_device_spec_format(const tide_device_spec *spec, char *buf, size_t si
         else
             snprintf(buf + at, size - at, "/device:%s:*", spec->type);
     }
+    return buf;
+}
+
+char *tide_device_short_name(const char *full, char *buf, size_t size)
+{
+    static const char local[] = "/job:localhost/replica:0/task:0";
+    const char *s = full ? full : "";
+    if (strncmp(s, local, sizeof local - 1) == 0 && (s[sizeof local - 1] == '/' || !s[sizeof local - 1]))
+        s += sizeof local - 1;
+    size_t n = 0;
+    for (const char *p = s; *p && n + 1 < size;) {
+        if (strncmp(p, "device:", 7) == 0 && (p == s || p[-1] == '/'))
+            p += 7;
+        else
+            buf[n++] = *p++;
+    }
+    if (size)
+        buf[n] = '\0';
     return buf;
 }
 

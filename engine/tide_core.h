@@ -510,6 +510,13 @@ tide_status tide_device_spec_parse(const char *text, tide_device_spec *out, tide
 bool tide_device_spec_matches(const tide_device_spec *spec, const tide_device_spec *full);
 /* Canonical text of a spec (only its set parts). Returns buf. */
 char *tide_device_spec_format(const tide_device_spec *spec, char *buf, size_t size);
+/* A device name as tide shows it to people: the local job's prefix (/job:localhost/replica:0/task:0)
+ * and every "device:" part dropped, "/job:localhost/replica:0/task:0/device:cpu:1" -> "/cpu:1";
+ * another job keeps its parts, "/job:worker/replica:0/task:3/device:gpu:0" ->
+ * "/job:worker/replica:0/task:3/gpu:0". full NULL or "" gives "". Writes at most size bytes to buf
+ * (cut short, NUL-terminated) and returns buf. The views, the run log's queries (SQL short_device())
+ * and the REPL all use it. */
+char *tide_device_short_name(const char *full, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

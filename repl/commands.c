@@ -381,15 +381,6 @@ static void print_wrapped(FILE *out, const char *text, int indent)
     }
 }
 
-/* The device as :nodes and :info show it: the full name without the local job prefix. */
-static const char *short_device(const char *device)
-{
-    static const char local[] = "/job:localhost/replica:0/task:0";
-    if (device && strncmp(device, local, sizeof local - 1) == 0 && device[sizeof local - 1] == '/')
-        return device + sizeof local - 1;
-    return device;
-}
-
 static void format_output(const tide_node *n, int i, char *dtype, size_t dsize, char *shape, size_t ssize)
 {
     if (i >= tide_node_num_outputs(n)) {
@@ -732,8 +723,9 @@ static void node_device(const tide_node *n, char *buf, size_t size)
 {
     const char *req = tide_node_requested_device(n);
     const char *placed = tide_node_assigned_device(n);
+    char dev[256];
     if (placed)
-        snprintf(buf, size, "%s (on %s)", req && req[0] ? req : "-", short_device(placed));
+        snprintf(buf, size, "%s (on %s)", req && req[0] ? req : "-", tide_device_short_name(placed, dev, sizeof dev));
     else
         snprintf(buf, size, "%s", req && req[0] ? req : "-");
 }

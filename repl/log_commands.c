@@ -135,7 +135,7 @@ repl_result repl_cmd_runs(repl *r, int argc, char **argv)
     tide_error_clear(r->err);
     tide_store_table *t = tide_store_query_runs(path, (int)n, r->err);
     tide_store_table *count = t && tide_store_table_truncated(t)
-                                  ? tide_store_query(path, "SELECT count(*) FROM runs", 1, r->err) : NULL;
+                                  ? tide_store_query_named(path, TIDE_STORE_Q_RUN_COUNT, NULL, 0, 1, r->err) : NULL;
     if (!t || (tide_store_table_truncated(t) && !count)) {
         fprintf(stderr, ":runs: %s\n", tide_error_message(r->err));
         tide_store_table_free(t);

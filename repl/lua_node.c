@@ -561,16 +561,6 @@ int repl_arith(lua_State *L, const char *op, int nargs)
 
 /* ---------------------------------------------------------------- node methods */
 
-/* "/job:localhost/replica:0/task:0/device:cpu:0" -> "/cpu:0": the local part is implied. */
-static const char *short_device(const char *dev, char *buf, size_t size)
-{
-    static const char local[] = "/job:localhost/replica:0/task:0/device:";
-    if (strncmp(dev, local, sizeof local - 1) != 0)
-        return dev;
-    snprintf(buf, size, "/%s", dev + sizeof local - 1);
-    return buf;
-}
-
 static int node_tostring(lua_State *L)
 {
     node_handle *h = test_handle(L, 1);
@@ -581,8 +571,8 @@ static int node_tostring(lua_State *L)
     const char *dev = tide_node_assigned_device(h->node);
     if (!dev || !dev[0])
         dev = tide_node_requested_device(h->node);
-    char dev_buf[64];
-    dev = short_device(dev, dev_buf, sizeof dev_buf);
+    char dev_buf[256];
+    dev = tide_device_short_name(dev, dev_buf, sizeof dev_buf);
     if (h->index < 0) {
         lua_pushfstring(L, "node %s (%s, no outputs)%s%s", tide_node_name(h->node), tide_node_op(h->node),
                         dev[0] ? " on " : "", dev);

@@ -20,7 +20,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include "store.h"
+#include "store_internal.h"
 
 #define BUSY_TIMEOUT_MS 5000
 #define MAX_HIST_BINS 1024 /* what a logged histogram may hold (tide writes 30) */
@@ -90,29 +90,37 @@ static void table_reverse(tide_store_table *t)
 
 /* ---------------------------------------------------------------- the read-only connection */
 
-typedef struct reader {
-    sqlite3 *db;
-    const char *path;
-    char denied[32]; /* what the authorizer refused ("ATTACH"), for the message */
-    const volatile sig_atomic_t *cancel; /* stops the statement when non-zero; may be NULL */
-} reader;
 
 /* SQLite's progress handler: a non-zero return interrupts the statement. */
 static int check_cancel(void *user)
 {
-    const reader *r = user;
+    const st_reader *r = user;
     return r->cancel && *r->cancel;
 }
 
 static int authorize(void *user, int action, const char *a, const char *b, const char *db, const char *trigger)
 {
     (void)a, (void)b, (void)db, (void)trigger;
-    reader *r = user;
+    st_reader *r = user;
     if (action == SQLITE_ATTACH || action == SQLITE_DETACH) {
         snprintf(r->denied, sizeof r->denied, "%s", action == SQLITE_ATTACH ? "ATTACH" : "DETACH");
         return SQLITE_DENY;
     }
     return SQLITE_OK;
+}
+
+/* SQL function short_device(name): the device name as people read it (tide_device_short_name); NULL
+ * for NULL. */
+static void sql_short_device(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    const unsigned char *full = sqlite3_value_text(argv[0]);
+    if (!full) {
+        sqlite3_result_null(ctx);
+        return;
+    }
+    char buf[256];
+    sqlite3_result_text(ctx, tide_device_short_name((const char *)full, buf, sizeof buf), -1, SQLITE_TRANSIENT);
 }
 
 /* SQL function status_name(code): the tide_status's name; NULL for NULL. */
@@ -126,7 +134,7 @@ static void sql_status_name(sqlite3_context *ctx, int argc, sqlite3_value **argv
     sqlite3_result_text(ctx, tide_status_name((tide_status)sqlite3_value_int(argv[0])), -1, SQLITE_STATIC);
 }
 
-static tide_status reader_open(reader *r, const char *path, tide_error *err)
+tide_status st_reader_open(st_reader *r, const char *path, tide_error *err)
 {
     memset(r, 0, sizeof *r);
     r->path = path;
@@ -150,7 +158,9 @@ static tide_status reader_open(reader *r, const char *path, tide_error *err)
     sqlite3_extended_result_codes(r->db, 0);
     if (sqlite3_exec(r->db, "PRAGMA query_only = 1", NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_create_function(r->db, "status_name", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
-                                sql_status_name, NULL, NULL) != SQLITE_OK) {
+                                sql_status_name, NULL, NULL) != SQLITE_OK ||
+        sqlite3_create_function(r->db, "short_device", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
+                                sql_short_device, NULL, NULL) != SQLITE_OK) {
         tide_error_set(err, TIDE_UNAVAILABLE, "cannot open run log %s: %s", path, sqlite3_errmsg(r->db));
         sqlite3_close(r->db);
         r->db = NULL;
@@ -161,14 +171,14 @@ static tide_status reader_open(reader *r, const char *path, tide_error *err)
     return TIDE_OK;
 }
 
-static void reader_close(reader *r)
+void st_reader_close(st_reader *r)
 {
     sqlite3_close(r->db);
     r->db = NULL;
 }
 
 /* Turns the connection's last failure into err: SQL errors are SQLite's message after "sql: ". */
-static void sql_error(reader *r, tide_error *err)
+static void sql_error(st_reader *r, tide_error *err)
 {
     int code = sqlite3_errcode(r->db);
     if (code == SQLITE_NOTADB)
@@ -235,7 +245,7 @@ static bool add_row(tide_store_table *t, sqlite3_stmt *st)
 }
 
 /* Steps st to the end, keeping up to max_rows rows. NULL with err set on failure. */
-static tide_store_table *collect(reader *r, sqlite3_stmt *st, int max_rows, tide_error *err)
+static tide_store_table *collect(st_reader *r, sqlite3_stmt *st, int max_rows, tide_error *err)
 {
     tide_store_table *t = calloc(1, sizeof *t);
     int n = sqlite3_column_count(st);
@@ -273,7 +283,7 @@ typedef struct param {
 } param;
 
 /* Prepares sql (ours: one statement) with its parameters; NULL with err set on failure. */
-static sqlite3_stmt *prepare(reader *r, const char *sql, const param *p, int np, tide_error *err)
+static sqlite3_stmt *prepare(st_reader *r, const char *sql, const param *p, int np, tide_error *err)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
@@ -290,7 +300,7 @@ static sqlite3_stmt *prepare(reader *r, const char *sql, const param *p, int np,
 }
 
 /* Runs one of our own queries on an open reader. */
-static tide_store_table *run_named(reader *r, const char *sql, const param *p, int np, int max_rows,
+static tide_store_table *run_named(st_reader *r, const char *sql, const param *p, int np, int max_rows,
                                    tide_error *err)
 {
     sqlite3_stmt *st = prepare(r, sql, p, np, err);
@@ -374,6 +384,40 @@ static bool is_integer_text(const char *s, int64_t *value)
     return true;
 }
 
+/* Binds params[i] to ?i+1: NULL as NULL, a plainly written integer as an integer, else as text. */
+static void bind_texts(sqlite3_stmt *st, const char *const *params, int num_params)
+{
+    for (int i = 0; i < num_params; i++) {
+        int64_t v;
+        if (!params[i])
+            sqlite3_bind_null(st, i + 1);
+        else if (is_integer_text(params[i], &v))
+            sqlite3_bind_int64(st, i + 1, v);
+        else
+            sqlite3_bind_text(st, i + 1, params[i], -1, SQLITE_STATIC);
+    }
+}
+
+tide_store_table *st_reader_run(st_reader *r, const char *sql, const char *const *params, int num_params, int max_rows,
+                                tide_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        sql_error(r, err);
+        return NULL;
+    }
+    tide_store_table *t = NULL;
+    if (sqlite3_bind_parameter_count(st) != num_params)
+        tide_error_set(err, TIDE_INTERNAL, "run log query: the statement has %d parameters but %d values were given",
+                       sqlite3_bind_parameter_count(st), num_params);
+    else {
+        bind_texts(st, params, num_params);
+        t = collect(r, st, max_rows, err);
+    }
+    sqlite3_finalize(st);
+    return t;
+}
+
 static tide_store_table *user_query(const char *path, const char *sql, const char *const *params, int num_params,
                                     int max_rows, const volatile sig_atomic_t *cancel, tide_error *err);
 
@@ -400,8 +444,8 @@ static tide_store_table *user_query(const char *path, const char *sql, const cha
         tide_error_set(err, TIDE_INVALID_ARGUMENT, "query: a statement and max_rows >= 0 are required");
         return NULL;
     }
-    reader r;
-    if (reader_open(&r, path, err) != TIDE_OK)
+    st_reader r;
+    if (st_reader_open(&r, path, err) != TIDE_OK)
         return NULL;
     r.cancel = cancel;
     sqlite3_stmt *st = NULL;
@@ -425,31 +469,22 @@ static tide_store_table *user_query(const char *path, const char *sql, const cha
         tide_error_set(err, TIDE_INVALID_ARGUMENT, "sql: the statement has %d parameters but %d values were given",
                        sqlite3_bind_parameter_count(st), num_params);
     else {
-        for (int i = 0; i < num_params; i++) {
-            int64_t v;
-            if (!params[i])
-                sqlite3_bind_null(st, i + 1);
-            else if (is_integer_text(params[i], &v))
-                sqlite3_bind_int64(st, i + 1, v);
-            else
-                sqlite3_bind_text(st, i + 1, params[i], -1, SQLITE_STATIC);
-        }
+        bind_texts(st, params, num_params);
         t = collect(&r, st, max_rows, err);
     }
     sqlite3_finalize(st);
-    reader_close(&r);
+    st_reader_close(&r);
     return t;
 }
 
 /* ---------------------------------------------------------------- named queries */
 
-#define LOCAL_JOB "/job:localhost/replica:0/task:0" /* dropped from device names in tables */
 #define STATUS_TEXT "CASE WHEN r.status IS NULL THEN 'unfinished' ELSE status_name(r.status) END"
 #define LOCAL_TIME(ns) "strftime('%Y-%m-%d %H:%M:%f', " ns " / 1e9, 'unixepoch', 'localtime')"
 
 /* Fails with a clear message when the file is not a run log of a schema this build reads; *version
  * (may be NULL) receives its schema version. */
-static tide_status check_schema(reader *r, int *version_out, tide_error *err)
+tide_status st_check_schema(st_reader *r, int *version_out, tide_error *err)
 {
     tide_store_table *t = run_named(r, "PRAGMA user_version", NULL, 0, 1, err);
     if (!t)
@@ -471,11 +506,11 @@ static tide_status check_schema(reader *r, int *version_out, tide_error *err)
 static tide_store_table *named_query(const char *path, const char *sql, const param *p, int np, int max_rows,
                                      tide_error *err)
 {
-    reader r;
-    if (reader_open(&r, path, err) != TIDE_OK)
+    st_reader r;
+    if (st_reader_open(&r, path, err) != TIDE_OK)
         return NULL;
-    tide_store_table *t = check_schema(&r, NULL, err) == TIDE_OK ? run_named(&r, sql, p, np, max_rows, err) : NULL;
-    reader_close(&r);
+    tide_store_table *t = st_check_schema(&r, NULL, err) == TIDE_OK ? run_named(&r, sql, p, np, max_rows, err) : NULL;
+    st_reader_close(&r);
     return t;
 }
 
@@ -524,8 +559,7 @@ tide_store_table *tide_store_query_slowest_nodes(const char *path, int64_t run_i
         return NULL;
     }
     static const char sql[] =
-        "SELECT t.node, t.op, CASE WHEN t.device LIKE '" LOCAL_JOB "/%' THEN substr(t.device, "
-        "length('" LOCAL_JOB "') + 1) ELSE t.device END AS device, t.thread, "
+        "SELECT t.node, t.op, short_device(t.device) AS device, t.thread, "
         "round((t.end_ns - t.start_ns) / 1e3, 1) AS time_us, "
         "round(100.0 * (t.end_ns - t.start_ns) / r.wall_ns, 1) AS pct_of_wall "
         "FROM node_timings t JOIN runs r ON r.id = t.run_id WHERE t.run_id = ?1 "
@@ -547,15 +581,15 @@ tide_store_table *tide_store_query_slowest_nodes(const char *path, int64_t run_i
 
 tide_store_table *tide_store_query_totals(const char *path, tide_error *err)
 {
-    reader r;
-    if (reader_open(&r, path, err) != TIDE_OK)
+    st_reader r;
+    if (st_reader_open(&r, path, err) != TIDE_OK)
         return NULL;
     int version = 0;
     tide_store_table *t = NULL;
-    if (check_schema(&r, &version, err) == TIDE_OK)
+    if (st_check_schema(&r, &version, err) == TIDE_OK)
         t = run_named(&r, version >= 2 ? TOTALS_SQL("(SELECT count(*) FROM summaries)") : TOTALS_SQL("0"), NULL, 0,
                       1, err);
-    reader_close(&r);
+    st_reader_close(&r);
     return t;
 }
 
@@ -680,7 +714,7 @@ static tide_status read_tensor_row(sqlite3_stmt *st, tide_store_tensor *t, const
 }
 
 /* The session of the most recent value of node:output; -1 (err set) when it was never logged. */
-static int64_t latest_session(reader *r, const char *node, int output, tide_error *err)
+static int64_t latest_session(st_reader *r, const char *node, int output, tide_error *err)
 {
     param p[2] = {{node, 0}, {NULL, output}};
     tide_store_table *t = run_named(r, "SELECT ifnull(r.session_id, 0) FROM tensors t JOIN runs r ON r.id = t.run_id "
@@ -696,7 +730,7 @@ static int64_t latest_session(reader *r, const char *node, int output, tide_erro
 }
 
 /* The error when a session has values of node:output but none at or before step. */
-static void not_found_before(reader *r, const char *node, int output, int64_t session, int64_t step,
+static void not_found_before(st_reader *r, const char *node, int output, int64_t session, int64_t step,
                              tide_error *err)
 {
     param p[3] = {{node, 0}, {NULL, output}, {NULL, session}};
@@ -713,7 +747,7 @@ static void not_found_before(reader *r, const char *node, int output, int64_t se
     tide_store_table_free(t);
 }
 
-static tide_store_tensor *tensor_query(reader *r, const char *node, int output, int64_t session, int64_t step,
+static tide_store_tensor *tensor_query(st_reader *r, const char *node, int output, int64_t session, int64_t step,
                                        tide_error *err)
 {
     if (session == 0 && (session = latest_session(r, node, output, err)) < 0)
@@ -759,12 +793,12 @@ tide_store_tensor *tide_store_query_tensor(const char *path, const char *node, i
                                                    "are required");
         return NULL;
     }
-    reader r;
-    if (reader_open(&r, path, err) != TIDE_OK)
+    st_reader r;
+    if (st_reader_open(&r, path, err) != TIDE_OK)
         return NULL;
-    tide_store_tensor *t = check_schema(&r, NULL, err) == TIDE_OK ? tensor_query(&r, node, output, session, step, err)
+    tide_store_tensor *t = st_check_schema(&r, NULL, err) == TIDE_OK ? tensor_query(&r, node, output, session, step, err)
                                                             : NULL;
-    reader_close(&r);
+    st_reader_close(&r);
     return t;
 }
 

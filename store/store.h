@@ -139,7 +139,8 @@ typedef struct tide_store_table tide_store_table;
  * as text: NULL as "NULL" (see tide_store_table_is_null), a blob as "<blob N bytes>", numbers as
  * SQLite prints them. Statements that would write (INSERT, UPDATE, DELETE, DROP, CREATE, PRAGMA
  * assignments, VACUUM...) and ATTACH/DETACH are refused. SQL may use status_name(code), which gives
- * a tide_status's name ("OK", "INVALID_ARGUMENT"). Returns a new table, or NULL with err set. */
+ * a tide_status's name ("OK", "INVALID_ARGUMENT"), and short_device(name), a device's short name
+ * ("/cpu:0"). Returns a new table, or NULL with err set. */
 tide_store_table *tide_store_query(const char *path, const char *sql, int max_rows, tide_error *err);
 /* The same, stopping with TIDE_CANCELLED ("sql: the query was cancelled") soon after *cancel becomes
  * non-zero (a flag a SIGINT handler sets, for example); cancel may be NULL. */
@@ -177,7 +178,7 @@ tide_store_table *tide_store_query_runs(const char *path, int last_n, tide_error
  * node_timings), tensors (rows in tensors). TIDE_NOT_FOUND when there is no such run. */
 tide_store_table *tide_store_query_run(const char *path, int64_t run_id, tide_error *err);
 /* The limit slowest nodes of a traced run (by kernel time, end_ns - start_ns): node, op, device
- * (without the local prefix /job:localhost/replica:0/task:0), thread, time_us, pct_of_wall (that time
+ * (its short name, tide_device_short_name: "/cpu:0"), thread, time_us, pct_of_wall (that time
  * as a percentage of the run's wall time). No rows for a run that was not traced. */
 tide_store_table *tide_store_query_slowest_nodes(const char *path, int64_t run_id, int limit, tide_error *err);
 /* One row of counts: sessions, runs, traced_runs, failed_runs, node_timings, tensors, stored_values
@@ -217,4 +218,7 @@ void tide_store_tensor_free(tide_store_tensor *t);
 #ifdef __cplusplus
 }
 #endif
+
+#include "store_queries.h" /* the named queries of the views and the REPL */
+
 #endif

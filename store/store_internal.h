@@ -150,4 +150,24 @@ bool st_is_watched(tide_store *s, const char *name);
  * Flush waits for a paused writer. */
 void tide__store_pause_writer(tide_store *s, bool paused);
 
+/* ---------------------------------------------------------------- query.c: read-only connections */
+
+/* A read-only connection to a run log for one call (query.c: SQLITE_OPEN_READONLY, query_only, a busy
+ * timeout, the SQL functions status_name() and short_device()). */
+typedef struct st_reader {
+    sqlite3 *db;
+    const char *path;
+    char denied[32]; /* what the authorizer refused ("ATTACH"), for the message */
+    const volatile sig_atomic_t *cancel; /* stops the statement when non-zero; may be NULL */
+} st_reader;
+
+tide_status st_reader_open(st_reader *r, const char *path, tide_error *err);
+void st_reader_close(st_reader *r);
+/* Fails with a clear message unless the file is a run log of a schema this build reads; *version (may
+ * be NULL) receives its schema version. */
+tide_status st_check_schema(st_reader *r, int *version, tide_error *err);
+/* Runs one of the store's own statements with params bound as tide_store_query_bound binds them. */
+tide_store_table *st_reader_run(st_reader *r, const char *sql, const char *const *params, int num_params, int max_rows,
+                                tide_error *err);
+
 #endif

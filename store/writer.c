@@ -7,6 +7,7 @@
  *   queue ──pop batch──> BEGIN IMMEDIATE ──insert each──> COMMIT ──> wake synchronous callers
  *                         (busy: retried)                  (fails: batch dropped and counted)
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,7 +291,10 @@ static bool write_summary(writer *w, st_record *r, bool *dropped)
     sqlite3_bind_int64(st, 1, run);
     sqlite3_bind_int64(st, 2, r->step);
     bind_text(st, 3, r->u.summary.tag);
-    sqlite3_bind_double(st, 4, r->u.summary.value);
+    if (isnan(r->u.summary.value)) /* SQLite stores a NaN double as NULL: keep it, as the text 'NaN' */
+        sqlite3_bind_text(st, 4, "NaN", -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_double(st, 4, r->u.summary.value);
     return done(w, st, "inserting a summary");
 }
 

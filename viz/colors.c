@@ -131,7 +131,7 @@ char *tide_viz_graph_legend_json(const char *db_path, const tide_viz_graph_optio
         legend_entry(&j, "not timed", VZ_UNPLACED_COLOR);
     } else {
         for (int d = 0; d < m.num_devices; d++)
-            legend_entry(&j, tide_viz_short_device(m.devices[d], label, sizeof label), vz_device_color(d));
+            legend_entry(&j, tide_device_short_name(m.devices[d], label, sizeof label), vz_device_color(d));
         if (m.any_unplaced)
             legend_entry(&j, "unplaced", VZ_UNPLACED_COLOR);
     }
@@ -170,7 +170,7 @@ static void node_json(tide_json *j, const vz_model *m, const vz_node *n)
     tide_json_key(j, "requested_device");
     tide_json_string(j, n->requested);
     tide_json_key(j, "device");
-    tide_json_string(j, tide_viz_short_device(n->device, dev, sizeof dev));
+    tide_json_string(j, tide_device_short_name(n->device, dev, sizeof dev));
     tide_json_key(j, "color");
     tide_json_string(j, vz_node_color(m, n, TIDE_VIZ_COLOR_DEVICE));
     tide_json_end_object(j);

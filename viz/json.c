@@ -217,8 +217,10 @@ void tide_json_int(tide_json *j, int64_t v)
 void tide_json_double(tide_json *j, double v)
 {
     char buf[40];
-    if (!isfinite(v))
-        snprintf(buf, sizeof buf, "null");
+    if (isnan(v))
+        snprintf(buf, sizeof buf, "\"NaN\"");
+    else if (isinf(v))
+        snprintf(buf, sizeof buf, v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
     else if (v == floor(v) && fabs(v) < 1e15)
         snprintf(buf, sizeof buf, "%.0f", v);
     else {

@@ -55,7 +55,9 @@ void tide_json_key(tide_json *j, const char *key);
 void tide_json_string(tide_json *j, const char *s);
 void tide_json_string_n(tide_json *j, const char *s, size_t n);
 void tide_json_int(tide_json *j, int64_t v);
-/* Finite numbers with up to 17 significant digits; NaN and infinities are written as null. */
+/* Finite numbers with up to 17 significant digits (as few as read back the same double); JSON has no
+ * NaN nor infinities: they are written as the strings "NaN", "Infinity" and "-Infinity" (tide's one
+ * encoding of non-finite numbers in JSON, docs/web.md). */
 void tide_json_double(tide_json *j, double v);
 void tide_json_bool(tide_json *j, bool v);
 void tide_json_null(tide_json *j);

@@ -83,7 +83,7 @@ void vz_map_free(vz_map *m)
 
 /* ---------------------------------------------------------------- small helpers */
 
-tide_store_table *vz_query(const char *db_path, const char *sql, const int64_t *params, int n, int max_rows,
+tide_store_table *vz_query(const char *db_path, tide_store_query_id q, const int64_t *params, int n, int max_rows,
                            tide_error *err)
 {
     char text[4][24];
@@ -92,7 +92,7 @@ tide_store_table *vz_query(const char *db_path, const char *sql, const int64_t *
         snprintf(text[i], sizeof text[i], "%" PRId64, params[i]);
         p[i] = text[i];
     }
-    return tide_store_query_bound(db_path, sql, p, n, max_rows, err);
+    return tide_store_query_named(db_path, q, p, n, max_rows, err);
 }
 
 int64_t vz_cell_int(const tide_store_table *t, int row, int col)
@@ -198,26 +198,6 @@ void tide_viz_graph_options_init(tide_viz_graph_options *o)
     o->color = TIDE_VIZ_COLOR_DEVICE;
 }
 
-char *tide_viz_short_device(const char *full, char *buf, size_t size)
-{
-    static const char local[] = "/job:localhost/replica:0/task:0";
-    const char *s = full ? full : "";
-    char tmp[256];
-    if (strncmp(s, local, sizeof local - 1) == 0)
-        s += sizeof local - 1;
-    size_t n = 0;
-    for (const char *p = s; *p && n + 1 < sizeof tmp;) {
-        if (strncmp(p, "device:", 7) == 0 && (p == s || p[-1] == '/'))
-            p += 7;
-        else
-            tmp[n++] = *p++;
-    }
-    tmp[n] = '\0';
-    if (size)
-        snprintf(buf, size, "%s", tmp);
-    return buf;
-}
-
 /* ---------------------------------------------------------------- loading a graph version */
 
 static bool keep_table(vz_model *m, tide_store_table *t)
@@ -230,15 +210,15 @@ static bool keep_table(vz_model *m, tide_store_table *t)
     return true;
 }
 
-/* One integer from a one-cell query; *found false when there is no row or it is NULL. */
-static tide_status query_one(const vz_model *m, const char *sql, const int64_t *params, int n, int64_t *out,
-                             bool *found, tide_error *err)
+/* Column col of a one-row query as an integer; *found false when there is no row or it is NULL. */
+static tide_status query_one(const vz_model *m, tide_store_query_id q, const int64_t *params, int n, int col,
+                             int64_t *out, bool *found, tide_error *err)
 {
-    tide_store_table *t = vz_query(m->db_path, sql, params, n, 1, err);
+    tide_store_table *t = vz_query(m->db_path, q, params, n, 1, err);
     if (!t)
         return err ? tide_error_code(err) : TIDE_INTERNAL;
-    *found = tide_store_table_num_rows(t) > 0 && !tide_store_table_is_null(t, 0, 0);
-    *out = *found ? vz_cell_int(t, 0, 0) : 0;
+    *found = tide_store_table_num_rows(t) > 0 && !tide_store_table_is_null(t, 0, col);
+    *out = *found ? vz_cell_int(t, 0, col) : 0;
     tide_store_table_free(t);
     return TIDE_OK;
 }
@@ -250,33 +230,30 @@ static tide_status resolve_ids(vz_model *m, const tide_viz_graph_options *o, tid
     int64_t v;
     tide_status st;
     if (o->session == 0) {
-        st = query_one(m, "SELECT session_id FROM graphs WHERE session_id IS NOT NULL ORDER BY id DESC LIMIT 1",
-                       NULL, 0, &m->session, &found, err);
+        st = query_one(m, TIDE_STORE_Q_LATEST_GRAPH_SESSION, NULL, 0, 0, &m->session, &found, err);
         if (st == TIDE_OK && !found)
             return tide_error_set(err, TIDE_NOT_FOUND, "run log %s has no graph of a logged session", m->db_path);
     } else {
         m->session = o->session;
-        st = query_one(m, "SELECT id FROM sessions WHERE id = ?", &o->session, 1, &v, &found, err);
+        st = query_one(m, TIDE_STORE_Q_SESSION_EXISTS, &o->session, 1, 0, &v, &found, err);
         if (st == TIDE_OK && !found)
             return tide_error_set(err, TIDE_NOT_FOUND, "run log %s has no session %" PRId64, m->db_path, o->session);
     }
     if (st != TIDE_OK)
         return st;
     int64_t p[2] = {m->session, o->version};
-    st = query_one(m, o->version ? "SELECT id FROM graphs WHERE session_id = ? AND version = ? ORDER BY id DESC LIMIT 1"
-                                 : "SELECT id FROM graphs WHERE session_id = ? ORDER BY id DESC LIMIT 1",
-                   p, o->version ? 2 : 1, &m->graph_id, &found, err);
+    st = query_one(m, TIDE_STORE_Q_SESSION_GRAPH, p, 2, 0, &m->graph_id, &found, err);
     if (st == TIDE_OK && !found && o->version)
         return tide_error_set(err, TIDE_NOT_FOUND, "session %" PRId64 " has no graph version %" PRId64 " in %s",
                               m->session, o->version, m->db_path);
     if (st == TIDE_OK && !found)
         return tide_error_set(err, TIDE_NOT_FOUND, "session %" PRId64 " has no graph in %s", m->session, m->db_path);
     if (st == TIDE_OK)
-        st = query_one(m, "SELECT version FROM graphs WHERE id = ?", &m->graph_id, 1, &m->version, &found, err);
+        st = query_one(m, TIDE_STORE_Q_SESSION_GRAPH, p, 2, 1, &m->version, &found, err);
     if (st != TIDE_OK)
         return st;
     if (o->run) {
-        st = query_one(m, "SELECT traced FROM runs WHERE id = ?", &o->run, 1, &v, &found, err);
+        st = query_one(m, TIDE_STORE_Q_RUN_BRIEF, &o->run, 1, 3, &v, &found, err);
         if (st == TIDE_OK && !found)
             return tide_error_set(err, TIDE_NOT_FOUND, "run log %s has no run %" PRId64, m->db_path, o->run);
         if (st == TIDE_OK && !v && o->color == TIDE_VIZ_COLOR_TIME)
@@ -285,8 +262,7 @@ static tide_status resolve_ids(vz_model *m, const tide_viz_graph_options *o, tid
         m->run = o->run;
         return st;
     }
-    st = query_one(m, "SELECT max(id) FROM runs WHERE session_id = ? AND traced = 1", &m->session, 1, &m->run,
-                   &found, err);
+    st = query_one(m, TIDE_STORE_Q_LATEST_TRACED_RUN, &m->session, 1, 0, &m->run, &found, err);
     if (st == TIDE_OK && !found && o->color == TIDE_VIZ_COLOR_TIME)
         return tide_error_set(err, TIDE_NOT_FOUND, "session %" PRId64 " has no traced run to colour by time",
                               m->session);
@@ -363,10 +339,7 @@ static bool count_consumers(vz_model *m)
 
 static tide_status load_nodes(vz_model *m, tide_error *err)
 {
-    tide_store_table *t = vz_query(m->db_path,
-                                   "SELECT name, op, inputs, control_inputs, attrs, requested_device, "
-                                   "assigned_device FROM nodes WHERE graph_id = ? ORDER BY rowid",
-                                   &m->graph_id, 1, 1 << 24, err);
+    tide_store_table *t = vz_query(m->db_path, TIDE_STORE_Q_GRAPH_NODES, &m->graph_id, 1, 1 << 24, err);
     if (!t)
         return err ? tide_error_code(err) : TIDE_INTERNAL;
     keep_table(m, t);
@@ -423,8 +396,7 @@ static tide_status load_timings(vz_model *m, tide_error *err)
         return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory loading node timings");
     tide_status st = TIDE_OK;
     if (m->run) {
-        tide_store_table *t = vz_query(m->db_path, "SELECT node, device, sum(end_ns - start_ns) FROM node_timings "
-                                       "WHERE run_id = ? GROUP BY node", &m->run, 1, 1 << 24, err);
+        tide_store_table *t = vz_query(m->db_path, TIDE_STORE_Q_RUN_NODE_TIMES, &m->run, 1, 1 << 24, err);
         if (!t)
             st = err ? tide_error_code(err) : TIDE_INTERNAL;
         else if (keep_table(m, t))
@@ -434,9 +406,7 @@ static tide_status load_timings(vz_model *m, tide_error *err)
     for (int i = 0; i < m->num_nodes; i++)
         unresolved += !resolved[i];
     if (st == TIDE_OK && unresolved) {
-        tide_store_table *t = vz_query(m->db_path, "SELECT node, device, max(run_id) FROM node_timings WHERE "
-                                       "run_id IN (SELECT id FROM runs WHERE session_id = ? AND traced = 1) "
-                                       "GROUP BY node", &m->session, 1, 1 << 24, err);
+        tide_store_table *t = vz_query(m->db_path, TIDE_STORE_Q_SESSION_NODE_DEVICES, &m->session, 1, 1 << 24, err);
         if (!t)
             st = err ? tide_error_code(err) : TIDE_INTERNAL;
         else if (keep_table(m, t))
@@ -480,7 +450,7 @@ static int cmp_devices(const void *a, const void *b)
 /* The palette order: the session's devices and every effective device, in natural name order. */
 static tide_status load_devices(vz_model *m, tide_error *err)
 {
-    tide_store_table *t = vz_query(m->db_path, "SELECT devices FROM sessions WHERE id = ?", &m->session, 1, 1, err);
+    tide_store_table *t = vz_query(m->db_path, TIDE_STORE_Q_SESSION_DEVICES, &m->session, 1, 1, err);
     if (!t)
         return err ? tide_error_code(err) : TIDE_INTERNAL;
     bool ok = tide_store_table_num_rows(t) == 0 || tide_store_table_is_null(t, 0, 0) ||

@@ -113,16 +113,14 @@ static bool pair_transfers(tl_run *r)
     return ok;
 }
 
-/* Loads run id. *shapes caches whether node_timings has the shapes column (schema 3): -1 not known
- * yet (asked once per call of the public functions, however many runs they load). */
-static tide_status load_run(const char *db_path, int64_t id, tl_run *r, int *shapes, tide_error *err)
+/* Loads run id. */
+static tide_status load_run(const char *db_path, int64_t id, tl_run *r, tide_error *err)
 {
     memset(r, 0, sizeof *r);
     r->id = id;
     if (!db_path)
         return tide_error_set(err, TIDE_INVALID_ARGUMENT, "timeline: the run log's path is required");
-    tide_store_table *t = vz_query(db_path, "SELECT session_id, step, wall_ns, traced FROM runs WHERE id = ?", &id,
-                                   1, 1, err);
+    tide_store_table *t = vz_query(db_path, TIDE_STORE_Q_RUN_BRIEF, &id, 1, 1, err);
     if (!t)
         return err ? tide_error_code(err) : TIDE_INTERNAL;
     bool found = tide_store_table_num_rows(t) > 0;
@@ -136,20 +134,7 @@ static tide_status load_run(const char *db_path, int64_t id, tl_run *r, int *sha
     tide_store_table_free(t);
     if (!found)
         return tide_error_set(err, TIDE_NOT_FOUND, "run log %s has no run %" PRId64, db_path, id);
-    if (*shapes < 0) { /* node_timings.shapes exists from schema version 3 (older files are read as they are) */
-        tide_store_table *has = vz_query(db_path, "SELECT count(*) FROM pragma_table_info('node_timings') "
-                                         "WHERE name = 'shapes'", NULL, 0, 1, err);
-        if (!has)
-            return err ? tide_error_code(err) : TIDE_INTERNAL;
-        *shapes = vz_cell_int(has, 0, 0) > 0;
-        tide_store_table_free(has);
-    }
-    r->rows = vz_query(db_path,
-                       *shapes ? "SELECT node, op, device, thread, scheduled_ns, start_ns, end_ns, output_bytes, shapes "
-                                 "FROM node_timings WHERE run_id = ? ORDER BY start_ns, rowid"
-                               : "SELECT node, op, device, thread, scheduled_ns, start_ns, end_ns, output_bytes, NULL "
-                                 "FROM node_timings WHERE run_id = ? ORDER BY start_ns, rowid",
-                       &id, 1, 1 << 24, err);
+    r->rows = vz_query(db_path, TIDE_STORE_Q_RUN_TIMINGS, &id, 1, 1 << 24, err); /* shapes NULL before schema 3 */
     if (!r->rows)
         return err ? tide_error_code(err) : TIDE_INTERNAL;
     r->num_rows = tide_store_table_num_rows(r->rows);
@@ -177,7 +162,7 @@ static void time_us(tide_json *j, const tl_run *r, int row, int col)
 static char *lane_label(const tl_lane *l, char *buf, size_t size)
 {
     char dev[128], thread[32];
-    tide_viz_short_device(l->device, dev, sizeof dev);
+    tide_device_short_name(l->device, dev, sizeof dev);
     if (l->thread < 0)
         snprintf(thread, sizeof thread, "caller");
     else
@@ -211,7 +196,7 @@ static void run_json(tide_json *j, const tl_run *r)
     for (int i = 0; i < r->num_lanes; i++) {
         tide_json_begin_object(j);
         tide_json_key(j, "device");
-        tide_json_string(j, tide_viz_short_device(r->lanes[i].device, buf, sizeof buf));
+        tide_json_string(j, tide_device_short_name(r->lanes[i].device, buf, sizeof buf));
         tide_json_key(j, "thread");
         tide_json_int(j, r->lanes[i].thread);
         tide_json_key(j, "label");
@@ -280,10 +265,9 @@ char *tide_viz_timeline_json(const char *db_path, const int64_t *runs, int n, si
     tide_json_begin_object(&j);
     tide_json_key(&j, "runs");
     tide_json_begin_array(&j);
-    int shapes = -1;
     for (int i = 0; i < n; i++) {
         tl_run r;
-        if (load_run(db_path, runs[i], &r, &shapes, err) != TIDE_OK) {
+        if (load_run(db_path, runs[i], &r, err) != TIDE_OK) {
             tl_run_free(&r);
             tide_json_free(&j);
             return NULL;
@@ -348,7 +332,7 @@ static void trace_metadata(tide_json *j, const tl_run *r)
     for (int l = 0; l < r->num_lanes; l++) {
         int pid = lane_pid(r, l), tid = lane_tid(r, l);
         if (l == 0 || lane_pid(r, l - 1) != pid) {
-            metadata(j, "process_name", pid, -1, tide_viz_short_device(r->lanes[l].device, buf, sizeof buf), 0);
+            metadata(j, "process_name", pid, -1, tide_device_short_name(r->lanes[l].device, buf, sizeof buf), 0);
             metadata(j, "process_sort_index", pid, -1, NULL, pid);
         }
         metadata(j, "thread_name", pid, tid, strchr(lane_label(&r->lanes[l], buf, sizeof buf), ' ') + 1, 0);
@@ -423,8 +407,7 @@ static void flow(tide_json *j, const tl_run *r, int id, int row, bool start)
 char *tide_viz_chrome_trace(const char *db_path, int64_t run, size_t *len, tide_error *err)
 {
     tl_run r;
-    int shapes = -1;
-    if (load_run(db_path, run, &r, &shapes, err) != TIDE_OK) {
+    if (load_run(db_path, run, &r, err) != TIDE_OK) {
         tl_run_free(&r);
         return NULL;
     }

@@ -101,11 +101,6 @@ char *tide_viz_timeline_json(const char *db_path, const int64_t *runs, int n, si
  * and for a run that was not traced (the message says which). */
 char *tide_viz_chrome_trace(const char *db_path, int64_t run, size_t *len, tide_error *err);
 
-/* A device name without the local prefix: "/job:localhost/replica:0/task:0/device:cpu:1" gives
- * "/cpu:1" (other names keep their job/replica/task and lose "device:"). Writes into buf (size
- * bytes, truncating) and returns buf. */
-char *tide_viz_short_device(const char *full, char *buf, size_t size);
-
 #ifdef __cplusplus
 }
 #endif

@@ -78,8 +78,8 @@ bool vz_json_strings(const char *json, bool (*fn)(void *user, const char *s), vo
 
 /* ---------------------------------------------------------------- queries */
 
-/* tide_store_query_bound with up to 4 integer parameters. */
-tide_store_table *vz_query(const char *db_path, const char *sql, const int64_t *params, int n, int max_rows,
+/* A named query of the run log (store_queries.h: viz/ writes no SQL) with up to 4 integer parameters. */
+tide_store_table *vz_query(const char *db_path, tide_store_query_id q, const int64_t *params, int n, int max_rows,
                            tide_error *err);
 int64_t vz_cell_int(const tide_store_table *t, int row, int col); /* 0 for NULL */
 

@@ -18,8 +18,7 @@
 /* The session of graph endpoints: absent or 0 is the latest session that logged a graph (as viz.h). */
 static bool graph_session(web_request *rq, web_reply *out, int64_t *session)
 {
-    return web_arg_session_or_latest(
-        rq, out, "SELECT session_id FROM graphs WHERE session_id IS NOT NULL ORDER BY id DESC LIMIT 1", session);
+    return web_arg_session_or_latest(rq, out, TIDE_STORE_Q_LATEST_GRAPH_SESSION, session);
 }
 
 void web_api_graphs(web_request *rq, web_reply *out)
@@ -27,13 +26,9 @@ void web_api_graphs(web_request *rq, web_reply *out)
     int64_t session;
     if (!graph_session(rq, out, &session))
         return;
-    static const char sql[] =
-        "SELECT json_group_array(json_object('version', g.version, 'id', g.id, 'created_at', g.created_at, "
-        "'nodes', (SELECT count(*) FROM nodes WHERE graph_id = g.id))) "
-        "FROM (SELECT * FROM graphs WHERE session_id = ?1 ORDER BY id) g";
     char b[24];
     const char *p[] = {web_itoa(b, session)};
-    web_sql_reply(rq, out, sql, p, 1, "no graphs");
+    web_query_reply(rq, out, TIDE_STORE_Q_GRAPHS_JSON, p, 1, "no graphs");
 }
 
 /* The options of the graph endpoints from the query string. expanded (MAX_EXPANDED entries) and
@@ -89,10 +84,7 @@ static char *cache_key(web_request *rq, const char *endpoint, const tide_viz_gra
 {
     char *state = NULL;
     web_reply scratch = {0};
-    if (!web_sql_value(rq, &scratch,
-                       "SELECT ifnull((SELECT max(id) FROM graphs), 0) || '/' || ifnull((SELECT max(rowid) FROM "
-                       "node_timings), 0) || '/' || ifnull((SELECT max(id) FROM runs), 0)",
-                       NULL, 0, &state) || !state) {
+    if (!web_query_value(rq, &scratch, TIDE_STORE_Q_LOG_STATE, NULL, 0, &state) || !state) {
         free(scratch.body);
         return NULL;
     }
@@ -148,29 +140,6 @@ void web_api_graph_legend(web_request *rq, web_reply *out)
     graph_reply(rq, out, tide_viz_graph_legend_json, WEB_JSON_TYPE, false);
 }
 
-/* The node's effective device (viz.h's rule) and its time in the chosen run (or the latest traced
- * run of the session that timed it). ?1 graph id, ?2 name, ?3 run (0: none), ?4 session. */
-#define NODE_TIMING(col)                                                                                   \
-    "(SELECT " col " FROM node_timings t WHERE t.node = n.name AND t.run_id = CASE WHEN ?3 > 0 THEN ?3 ELSE " \
-    "(SELECT max(run_id) FROM node_timings WHERE node = n.name AND run_id IN "                                \
-    "(SELECT id FROM runs WHERE session_id = ?4 AND traced = 1)) END LIMIT 1)"
-
-/* The node query; shapes: the SQL of its output shapes (node_timings.shapes exists from schema 3). */
-#define NODE_SQL(shapes) \
-    "WITH g AS (SELECT id FROM graphs WHERE session_id = ?4 AND (?5 = 0 OR version = ?5) ORDER BY id DESC LIMIT 1) " \
-    "SELECT json_object('name', n.name, 'op', n.op, 'attrs', n.attrs, 'inputs', " WEB_SQL_JSON_ARRAY("n.inputs") \
-    ", 'control_inputs', " WEB_SQL_JSON_ARRAY("n.control_inputs") ", 'consumers', " \
-    "(SELECT json_group_array(c.name) FROM (SELECT c.name FROM nodes c WHERE c.graph_id = n.graph_id AND (" \
-    "EXISTS (SELECT 1 FROM json_each(" WEB_SQL_JSON_ARRAY("c.inputs") ") i WHERE i.value = n.name OR " \
-    "(substr(i.value, 1, length(n.name) + 1) = n.name || ':' AND substr(i.value, length(n.name) + 2) GLOB '[0-9]*')) " \
-    "OR EXISTS (SELECT 1 FROM json_each(" WEB_SQL_JSON_ARRAY("c.control_inputs") ") i WHERE i.value = n.name " \
-    "OR i.value = '^' || n.name)) ORDER BY c.rowid) c), " \
-    "'requested_device', n.requested_device, 'device', " \
-    "ifnull(" WEB_SQL_SHORT_DEVICE("ifnull(" NODE_TIMING("t.device") ", n.assigned_device)") ", ''), " \
-    "'shapes', " shapes ", " \
-    "'time_us', " NODE_TIMING("round((t.end_ns - t.start_ns) / 1e3, 1)") ") " \
-    "FROM nodes n WHERE n.graph_id = (SELECT id FROM g) AND n.name = CAST(?2 AS TEXT)"
-
 void web_api_node(web_request *rq, web_reply *out)
 {
     const char *name;
@@ -178,15 +147,10 @@ void web_api_node(web_request *rq, web_reply *out)
     if (!web_arg_required(rq, out, "name", &name) || !graph_session(rq, out, &session) ||
         !web_arg_int(rq, out, "version", 0, 0, INT64_MAX, &version) || !web_arg_run(rq, out, "run", false, &run))
         return;
-    int64_t has_shapes = 0;
-    if (!web_sql_int(rq, out, "SELECT count(*) FROM pragma_table_info('node_timings') WHERE name = 'shapes'", NULL, 0,
-                     0, &has_shapes))
-        return;
-    const char *sql = has_shapes ? NODE_SQL(NODE_TIMING("t.shapes")) : NODE_SQL("NULL");
-    char b[4][24];
-    const char *p[] = {NULL, name, web_itoa(b[0], run), web_itoa(b[1], session), web_itoa(b[2], version)};
+    char b[3][24];
+    const char *p[] = {name, web_itoa(b[0], run), web_itoa(b[1], session), web_itoa(b[2], version)};
     char *text = NULL;
-    if (!web_sql_value(rq, out, sql, p, 5, &text))
+    if (!web_query_value(rq, out, TIDE_STORE_Q_NODE_JSON, p, 4, &text))
         return;
     if (!text) {
         web_reply_error(out, MHD_HTTP_NOT_FOUND, "no node '%.100s' in graph version %" PRId64 " of session %" PRId64,

@@ -1,6 +1,6 @@
 /* api_tensor.c — the endpoints about logged tensors: /api/tensors (what a session logged),
- * /api/tensor (one output's statistics at a step), /api/tensor/values (its stored value, paged) and
- * /api/tensor/history (a statistic across steps). docs/web.md has the JSON shapes.
+ * /api/tensor (one output's statistics at a step) and /api/tensor/values (its stored value, paged);
+ * api_curves.c has /api/tensor/history. docs/web.md has the JSON shapes.
  *
  * /api/tensor and /api/tensor/values decode the logged record with tide_store_query_tensor (the value
  * bit-equal to what the run produced); elements are written row-major, non-finite numbers as the
@@ -117,10 +117,8 @@ void web_api_tensor(web_request *rq, web_reply *out)
 /* A floating-point element: a number with digits significant digits, or "NaN"/"Infinity"/"-Infinity". */
 static void write_float(tide_json *j, double v, int digits)
 {
-    if (isnan(v))
-        tide_json_string(j, "NaN");
-    else if (isinf(v))
-        tide_json_string(j, v > 0 ? "Infinity" : "-Infinity");
+    if (!isfinite(v))
+        tide_json_double(j, v); /* the one encoding of non-finite numbers */
     else {
         char buf[40];
         snprintf(buf, sizeof buf, "%.*g", digits, v);
@@ -204,50 +202,12 @@ void web_api_tensor_values(web_request *rq, web_reply *out)
     web_reply_builder(out, &j);
 }
 
-void web_api_tensor_history(web_request *rq, web_reply *out)
-{
-    /* The statistic is a column name from this fixed list, never text from the URL. */
-    static const char *const stats[] = {"min", "max", "mean", "std", "nan_count", "inf_count", NULL};
-    const char *node, *stat;
-    int64_t output, session;
-    if (!web_arg_required(rq, out, "node", &node) || !web_arg_int(rq, out, "output", 0, 0, 1 << 20, &output) ||
-        !web_arg_int(rq, out, "session", 0, 0, INT64_MAX, &session) ||
-        !web_arg_choice(rq, out, "stat", stats, &stat))
-        return;
-    if (!stat)
-        stat = "mean";
-    char sql[1024];
-    snprintf(sql, sizeof sql,
-             "WITH s AS (SELECT CASE WHEN ?3 > 0 THEN ?3 ELSE (SELECT r.session_id FROM tensors t JOIN runs r "
-             "ON r.id = t.run_id WHERE t.node = ?1 AND t.output = ?2 ORDER BY t.run_id DESC LIMIT 1) END AS id), "
-             "p AS (SELECT t.step, t.run_id AS run, t.%s AS value FROM tensors t JOIN runs r ON r.id = t.run_id "
-             "WHERE t.node = ?1 AND t.output = ?2 AND r.session_id = (SELECT id FROM s) GROUP BY t.run_id) "
-             "SELECT CASE WHEN EXISTS (SELECT 1 FROM p) THEN json_object('node', CAST(?1 AS TEXT), 'output', ?2, "
-             "'session', (SELECT id FROM s), 'stat', '%s', 'points', (SELECT json_group_array(json_object('step', "
-             "step, 'run', run, 'value', value)) FROM (SELECT * FROM p ORDER BY step, run))) END",
-             stat, stat);
-    char b[2][24];
-    const char *p[] = {node, web_itoa(b[0], output), web_itoa(b[1], session)};
-    char msg[200];
-    snprintf(msg, sizeof msg, "no logged values of %.100s:%" PRId64 "%s", node, output,
-             session ? " in that session" : " in the run log");
-    web_sql_reply(rq, out, sql, p, 3, msg);
-}
-
 void web_api_tensors(web_request *rq, web_reply *out)
 {
     int64_t session;
     if (!web_arg_session(rq, out, &session))
         return;
-    /* Bare columns (shape, dtype) come from the row of max(run_id): the latest. */
-    static const char sql[] =
-        "SELECT json_group_array(json_object('node', node, 'output', output, 'kind', kind, 'count', n, "
-        "'first_step', fs, 'last_step', ls, 'shape', " WEB_SQL_JSON_ARRAY("shape") ", 'dtype', dtype, "
-        "'stored', stored)) FROM (SELECT t.node, t.output, t.kind, count(*) AS n, min(t.step) AS fs, "
-        "max(t.step) AS ls, max(t.run_id) AS last, t.shape, t.dtype, sum(t.value IS NOT NULL) AS stored "
-        "FROM tensors t JOIN runs r ON r.id = t.run_id WHERE r.session_id = ?1 "
-        "GROUP BY t.node, t.output, t.kind ORDER BY t.node, t.output, t.kind)";
     char b[24];
     const char *p[] = {web_itoa(b, session)};
-    web_sql_reply(rq, out, sql, p, 1, "no tensors");
+    web_query_reply(rq, out, TIDE_STORE_Q_TENSORS_JSON, p, 1, "no tensors");
 }

@@ -206,37 +206,45 @@ bool web_arg_int_list(web_request *rq, web_reply *out, const char *name, int max
 
 /* ---------------------------------------------------------------- the log */
 
-bool web_sql_value(web_request *rq, web_reply *out, const char *sql, const char *const *params, int n,
-                   char **value)
+tide_store_table *web_query(web_request *rq, web_reply *out, tide_store_query_id q, const char *const *params, int n,
+                            int max_rows)
 {
     tide_error *err = tide_error_new();
-    tide_store_table *t = err ? tide_store_query_bound(rq->db, sql, params, n, 1, err) : NULL;
-    *value = NULL;
-    bool ok = t != NULL;
+    tide_store_table *t = err ? tide_store_query_named(rq->db, q, params, n, max_rows, err) : NULL;
     if (!t) {
-        if (err && tide_error_code(err) == TIDE_INVALID_ARGUMENT) /* our SQL, not the request: 500 */
+        if (err && tide_error_code(err) == TIDE_INVALID_ARGUMENT) /* our query, not the request: 500 */
             web_reply_error(out, MHD_HTTP_INTERNAL_SERVER_ERROR, "%s", tide_error_message(err));
         else if (err) /* the log's own errors (a file gone, a damaged table) are the server's: 500 */
             web_reply_tide_error(rq, out, err);
         else
             web_reply_error(out, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-    } else if (tide_store_table_num_rows(t) > 0 && !tide_store_table_is_null(t, 0, 0)) {
+    }
+    tide_error_free(err);
+    return t;
+}
+
+bool web_query_value(web_request *rq, web_reply *out, tide_store_query_id q, const char *const *params, int n,
+                     char **value)
+{
+    tide_store_table *t = web_query(rq, out, q, params, n, 1);
+    *value = NULL;
+    bool ok = t != NULL;
+    if (t && tide_store_table_num_rows(t) > 0 && !tide_store_table_is_null(t, 0, 0)) {
         *value = strdup(tide_store_table_cell(t, 0, 0));
         ok = *value != NULL;
         if (!ok)
             web_reply_error(out, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
     }
     tide_store_table_free(t);
-    tide_error_free(err);
     return ok;
 }
 
-bool web_sql_int(web_request *rq, web_reply *out, const char *sql, const char *const *params, int n, int64_t def,
-                 int64_t *value)
+bool web_query_int(web_request *rq, web_reply *out, tide_store_query_id q, const char *const *params, int n,
+                   int64_t def, int64_t *value)
 {
     char *text = NULL;
     *value = def;
-    if (!web_sql_value(rq, out, sql, params, n, &text))
+    if (!web_query_value(rq, out, q, params, n, &text))
         return false;
     if (text && !parse_int(text, value))
         *value = def;
@@ -244,11 +252,11 @@ bool web_sql_int(web_request *rq, web_reply *out, const char *sql, const char *c
     return true;
 }
 
-void web_sql_reply(web_request *rq, web_reply *out, const char *sql, const char *const *params, int n,
-                   const char *not_found)
+void web_query_reply(web_request *rq, web_reply *out, tide_store_query_id q, const char *const *params, int n,
+                     const char *not_found)
 {
     char *text = NULL;
-    if (!web_sql_value(rq, out, sql, params, n, &text))
+    if (!web_query_value(rq, out, q, params, n, &text))
         return;
     if (!text)
         web_reply_error(out, MHD_HTTP_NOT_FOUND, "%s", not_found);
@@ -256,16 +264,15 @@ void web_sql_reply(web_request *rq, web_reply *out, const char *sql, const char 
         web_reply_json(out, text, strlen(text));
 }
 
-bool web_arg_session_or_latest(web_request *rq, web_reply *out, const char *latest_sql, int64_t *session)
+bool web_arg_session_or_latest(web_request *rq, web_reply *out, tide_store_query_id latest, int64_t *session)
 {
     if (!web_arg_int(rq, out, "session", 0, 0, INT64_MAX, session))
         return false;
-    char buf[24], sql[512];
+    char buf[24];
     const char *p[] = {web_itoa(buf, *session)};
-    snprintf(sql, sizeof sql, "SELECT CASE WHEN ?1 > 0 THEN (SELECT id FROM sessions WHERE id = ?1) ELSE ifnull((%s), 0) END",
-             latest_sql);
     int64_t found = 0;
-    if (!web_sql_int(rq, out, sql, p, 1, -1, &found))
+    if (*session > 0 ? !web_query_int(rq, out, TIDE_STORE_Q_SESSION_EXISTS, p, 1, -1, &found)
+                     : !web_query_int(rq, out, latest, NULL, 0, 0, &found))
         return false;
     if (found < 0) {
         web_reply_error(out, MHD_HTTP_NOT_FOUND, "no session %" PRId64 " in the run log", *session);
@@ -277,7 +284,7 @@ bool web_arg_session_or_latest(web_request *rq, web_reply *out, const char *late
 
 bool web_arg_session(web_request *rq, web_reply *out, int64_t *session)
 {
-    return web_arg_session_or_latest(rq, out, "SELECT max(id) FROM sessions", session);
+    return web_arg_session_or_latest(rq, out, TIDE_STORE_Q_LATEST_SESSION, session);
 }
 
 bool web_arg_run(web_request *rq, web_reply *out, const char *name, bool required, int64_t *run)
@@ -291,14 +298,14 @@ bool web_arg_run(web_request *rq, web_reply *out, const char *name, bool require
         return true;
     char buf[24];
     const char *p[] = {web_itoa(buf, *run)};
-    int64_t found = 0;
-    if (!web_sql_int(rq, out, "SELECT count(*) FROM runs WHERE id = ?1", p, 1, 0, &found))
+    tide_store_table *t = web_query(rq, out, TIDE_STORE_Q_RUN_BRIEF, p, 1, 1);
+    if (!t)
         return false;
-    if (!found) {
+    bool found = tide_store_table_num_rows(t) > 0;
+    tide_store_table_free(t);
+    if (!found)
         web_reply_error(out, MHD_HTTP_NOT_FOUND, "no run %" PRId64 " in the run log", *run);
-        return false;
-    }
-    return true;
+    return found;
 }
 
 /* ---------------------------------------------------------------- the drawing cache */

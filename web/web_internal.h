@@ -1,12 +1,12 @@
 /* web_internal.h — what the files of web/ share: a request (its query parameters and the log it
- * reads), a reply (status, content type, body), the parameter and SQL helpers every endpoint uses,
+ * reads), a reply (status, content type, body), the parameter and log helpers every endpoint uses,
  * and the endpoints themselves (api_*.c), which server.c routes to.
  *
  * An endpoint reads parameters with web_arg*, which answer 400 naming the parameter when a value is
- * bad; reads the log with web_sql_* (tide_store_query_bound: every value from the URL is BOUND, never
- * spliced into SQL; only names from fixed tables are); and fills the reply with web_reply_json or
- * web_reply_error. Much of the JSON is built by SQLite itself (json_object, json_group_array), which
- * escapes every string; the rest by viz/json.h. */
+ * bad; reads the log with web_query* (store's named queries, store_queries.h: no SQL is written in web/,
+ * and every value from the URL is a bound parameter); and fills the reply with web_reply_json or
+ * web_reply_error. Much of the JSON is built by SQLite itself in those queries (json_object,
+ * json_group_array), which escapes every string; the rest by viz/json.h. */
 #ifndef TIDE_WEB_INTERNAL_H
 #define TIDE_WEB_INTERNAL_H
 
@@ -139,23 +139,26 @@ bool web_arg_int_list(web_request *rq, web_reply *out, const char *name, int max
 
 /* ---------------------------------------------------------------- server.c: the log */
 
-/* Runs one bound query expected to give one value (row 0, column 0). True with *value malloc'd, or
- * NULL for SQL NULL / no row; false with the error in out (500). */
-bool web_sql_value(web_request *rq, web_reply *out, const char *sql, const char *const *params, int n,
-                   char **value);
+/* Runs the named query (store_queries.h); NULL with the error in out (500: the log's failure, never the
+ * request's). */
+tide_store_table *web_query(web_request *rq, web_reply *out, tide_store_query_id q, const char *const *params, int n,
+                            int max_rows);
+/* A query expected to give one value (row 0, column 0). True with *value malloc'd, or NULL for SQL NULL
+ * / no row; false with the error in out (500). */
+bool web_query_value(web_request *rq, web_reply *out, tide_store_query_id q, const char *const *params, int n,
+                     char **value);
 /* The same for an integer value; *value = def for SQL NULL or no row. */
-bool web_sql_int(web_request *rq, web_reply *out, const char *sql, const char *const *params, int n, int64_t def,
-                 int64_t *value);
-/* Runs a query whose one value is a JSON document (built by SQLite) and replies with it; a NULL
- * result is answered 404 with not_found (a printf-free message). */
-void web_sql_reply(web_request *rq, web_reply *out, const char *sql, const char *const *params, int n,
-                   const char *not_found);
+bool web_query_int(web_request *rq, web_reply *out, tide_store_query_id q, const char *const *params, int n,
+                   int64_t def, int64_t *value);
+/* Runs a *_JSON query and replies with its document; a NULL result is answered 404 with not_found (a
+ * printf-free message). */
+void web_query_reply(web_request *rq, web_reply *out, tide_store_query_id q, const char *const *params, int n,
+                     const char *not_found);
 /* The session of parameter `session`: absent or 0 means the latest (0 when the log has none). False
  * (404) for a session the log does not have. */
 bool web_arg_session(web_request *rq, web_reply *out, int64_t *session);
-/* The same with another rule for an absent session: latest_sql (a constant query, no parameters) gives
- * the session to use. */
-bool web_arg_session_or_latest(web_request *rq, web_reply *out, const char *latest_sql, int64_t *session);
+/* The same with another rule for an absent session: the query latest (no parameters) gives it. */
+bool web_arg_session_or_latest(web_request *rq, web_reply *out, tide_store_query_id latest, int64_t *session);
 /* A runs.id parameter that must exist (required, or absent -> *run = 0 when !required). False with
  * 400/404 set. */
 bool web_arg_run(web_request *rq, web_reply *out, const char *name, bool required, int64_t *run);
@@ -168,24 +171,6 @@ void web_cache_put(tide_web *w, const char *key, const char *body, size_t len);
 
 /* An integer as text for binding (buf of 24 bytes). */
 const char *web_itoa(char *buf, int64_t v);
-
-/* SQL fragments. A device name without the local job prefix ("/cpu:1"); a column that holds a JSON
- * array, as JSON (an empty array when it is not one: the file may be damaged). */
-#define WEB_SQL_SHORT_DEVICE(x)                                                                          \
-    "replace(CASE WHEN " x " LIKE '/job:localhost/replica:0/task:0/%' THEN substr(" x ", 32) ELSE " x   \
-    " END, '/device:', '/')"
-#define WEB_SQL_JSON_ARRAY(x)                                                                            \
-    "json(CASE WHEN json_valid(" x ") THEN CASE WHEN json_type(" x ") = 'array' THEN " x                 \
-    " ELSE '[]' END ELSE '[]' END)"
-/* The row of tide_store_query_run for the runs row r, as a JSON object (/api/run, /api/compare). */
-#define WEB_SQL_RUN_JSON                                                                                     \
-    "json_object('id', r.id, 'session', r.session_id, 'step', r.step, 'run_id', r.run_id, 'status', "      \
-    "CASE WHEN r.status IS NULL THEN 'unfinished' ELSE status_name(r.status) END, 'error', r.error, "      \
-    "'wall_ms', round(r.wall_ns / 1e6, 3), 'traced', r.traced, 'feeds', " WEB_SQL_JSON_ARRAY("r.feeds")      \
-    ", 'fetches', " WEB_SQL_JSON_ARRAY("r.fetches") ", 'targets', " WEB_SQL_JSON_ARRAY("r.targets")           \
-    ", 'started', strftime('%Y-%m-%d %H:%M:%f', r.started_at_ns / 1e9, 'unixepoch', 'localtime'), "         \
-    "'nodes_timed', (SELECT count(*) FROM node_timings WHERE run_id = r.id), "                           \
-    "'tensors', (SELECT count(*) FROM tensors WHERE run_id = r.id))"
 
 /* ---------------------------------------------------------------- the endpoints (api_*.c, assets.c) */
 

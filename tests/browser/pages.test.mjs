@@ -4,7 +4,7 @@
 // checked: no console errors, failed requests or HTTP errors; the graph's nodes are coloured by device
 // and a scope expands and collapses on click; the node panel fills; the timeline has bars in more than
 // one lane and a tooltip; the tensor page draws a heat map and an image grid; the runs page draws a
-// curve; compare lists per-node times; the runs table grows while another process writes the log.
+// curve, and one of NaN and infinities with those points marked; compare lists per-node times; the runs table grows while another process writes the log.
 // Screenshots of every page go to the directory given as the second argument.
 //
 //   node pages.test.mjs TIDE_BINARY SCREENSHOT_DIR
@@ -60,10 +60,13 @@ img = reshape(x, {-1, 2, 2, 1})
 s = summary("loss", loss)
 s2 = summary("${XSS_TAG}", loss * 2)
 train = sgd(0.5):minimize(loss)
+odd = placeholder(float32, {}, {name = "odd"})
+s3 = summary("nonfinite", odd)
+odds = {1.5, math.huge, 0 / 0, -math.huge, 2}
 run(init())
 bx = tensor({{1,0,0,0},{0,1,0,0},{0,0,1,0},{0,0,0,1},{1,1,0,0},{0,1,1,0}})
 by = tensor({0,1,2,0,1,2})
-for i = 1, ${steps} do run({train, s, s2, img}, {[x] = bx, [labels] = by}, {trace = true}) end
+for i = 1, ${steps} do run({train, s, s2, img, s3}, {[x] = bx, [labels] = by, [odd] = tensor(odds[(i - 1) % 5 + 1])}, {trace = true}) end
 `;
 }
 function train(db, steps) {
@@ -165,6 +168,18 @@ try {
     await sleep(500);
     const ink = await inkedPixels(p.page, 'canvas[data-tag="loss"]');
     check(ink > 200, 'runs: the loss curve is drawn', ink + ' inked pixels');
+    // A summary of NaN and infinities (sent as "NaN", "Infinity", "-Infinity"): drawn, its line broken,
+    // the non-finite points marked in red (#e15759).
+    await waitFor(p.page, 'runs: the non-finite curve exists', () => !!document.querySelector('canvas[data-tag="nonfinite"]'));
+    await sleep(300);
+    check(await inkedPixels(p.page, 'canvas[data-tag="nonfinite"]') > 100, 'runs: the non-finite curve is drawn');
+    const red = await p.page.$eval('canvas[data-tag="nonfinite"]', (c) => {
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) if (Math.abs(d[i] - 225) < 20 && Math.abs(d[i + 1] - 87) < 25 && Math.abs(d[i + 2] - 89) < 25) n++;
+      return n;
+    });
+    check(red > 20, 'runs: NaN and infinities are marked in red', red + ' red pixels');
     check(await p.page.evaluate((tag) => [...document.querySelectorAll('.card h3')].some((e) => e.firstChild.nodeValue === tag) &&
       !document.querySelector('img'), XSS_TAG), 'runs: a tag with markup is shown as text');
     const boxes = await p.page.$$('#runs input.tick');

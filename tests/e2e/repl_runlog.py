@@ -167,7 +167,7 @@ def test_session(tmp):
     has(":run of a traced run: header", r"^run 11: step 10 of session 1, OK, [\d.]+ ms, started ", out("run_traced"))
     has(":run of a traced run: the slowest nodes", r"traced: \d+ nodes timed; the slowest:\n"
         r"node\s+op\s+device\s+thread\s+time_us\s+pct_of_wall\n", out("run_traced"))
-    slow = re.findall(r"^(\S+)\s+(\w+)\s+/device:cpu:0\s+-?\d+\s+([\d.]+)\s+([\d.]+)$", out("run_traced"), re.M)
+    slow = re.findall(r"^(\S+)\s+(\w+)\s+/cpu:0\s+-?\d+\s+([\d.]+)\s+([\d.]+)$", out("run_traced"), re.M)
     check(":run: 10 slowest nodes listed, slowest first",
           len(slow) == 10 and all(float(slow[i][2]) >= float(slow[i + 1][2]) for i in range(9)), out("run_traced"))
     check(":run: MatMul among the timed ops", any(op == "MatMul" for _, op, _, _ in slow), out("run_traced"))

@@ -267,6 +267,19 @@ static void test_device_specs(void)
     char buf[128];
     tide_device_spec_parse("/gpu:1", &spec, NULL);
     CU_ASSERT_STRING_EQUAL(tide_device_spec_format(&spec, buf, sizeof buf), "/device:gpu:1");
+    /* The short names people read (the views, the run log's queries, the REPL). */
+    CU_ASSERT_STRING_EQUAL(tide_device_short_name("/job:localhost/replica:0/task:0/device:cpu:1", buf, sizeof buf),
+                           "/cpu:1");
+    CU_ASSERT_STRING_EQUAL(tide_device_short_name("/job:worker/replica:0/task:3/device:gpu:0", buf, sizeof buf),
+                           "/job:worker/replica:0/task:3/gpu:0");
+    CU_ASSERT_STRING_EQUAL(tide_device_short_name("/job:localhost/replica:0/task:0", buf, sizeof buf), "");
+    CU_ASSERT_STRING_EQUAL(tide_device_short_name("/device:cpu:0", buf, sizeof buf), "/cpu:0");
+    CU_ASSERT_STRING_EQUAL(tide_device_short_name("/cpu:2", buf, sizeof buf), "/cpu:2");
+    CU_ASSERT_STRING_EQUAL(tide_device_short_name("", buf, sizeof buf), "");
+    CU_ASSERT_STRING_EQUAL(tide_device_short_name(NULL, buf, sizeof buf), "");
+    char small[4];
+    CU_ASSERT_STRING_EQUAL(tide_device_short_name("/job:localhost/replica:0/task:0/device:cpu:1", small,
+                                                  sizeof small), "/cp");
     tide_error_free(err);
 }
 

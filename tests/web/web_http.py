@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """web_http.py — end-to-end tests of tide's web server (web/, docs/web.md) through real HTTP.
 
-Usage: web_http.py TIDE MAKE_LOG.lua. It makes a run log with a real run of the binary (two devices,
+Usage: web_http.py TIDE MAKE_LOG.lua CURVES_LOG.lua. It makes a run log with a real run of the binary (two devices,
 scopes, variables, traced training steps, a summary tagged with markup, a node with the oddest name
 the engine allows, a failed run), serves it with `tide serve LOG --port 0` and checks every endpoint
 (status codes, JSON shapes, escaping), the error answers (400 naming the parameter, 404), path
 traversal, URI and method limits, the security headers, the CLI's failures, `:web` and `--web`, and
-that a page sees runs logged while it serves. Prints one line per failed check; exits 1 if any."""
+that a page sees runs logged while it serves; on a second log (CURVES_LOG.lua), non-finite values
+encoded in every JSON endpoint and curves downsampled. Prints one line per failed check; exits 1 if any."""
 import http.client
 import json
 import os
@@ -17,7 +18,7 @@ import sys
 import tempfile
 import time
 
-TIDE, MAKE_LOG = sys.argv[1], sys.argv[2]
+TIDE, MAKE_LOG, CURVES_LOG = sys.argv[1], sys.argv[2], sys.argv[3]
 CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'"
 ODD = "odd/.._-./x-1.y_"
 TAG = "<script>alert(1)</script>\"\\"
@@ -79,6 +80,83 @@ class Client:
         except ValueError as e:
             check("%s: valid JSON" % path, False, e)
             return None
+
+
+def strict_json(data):
+    """JSON as the standard has it: NaN, Infinity and -Infinity are not numbers (Python accepts them)."""
+    def refuse(name):
+        raise ValueError("not JSON: %s" % name)
+    return json.loads(data, parse_constant=refuse)
+
+
+def test_curves(tmp):
+    """Non-finite values in every JSON endpoint (issue 18 item 5) and bounded curves (item 7)."""
+    db = os.path.join(tmp, "curves.db")
+    r = subprocess.run([TIDE, "--log", db, "-e", ":watch v", CURVES_LOG], capture_output=True,
+                       text=True, env=env(), timeout=120)
+    check("curves log made", r.returncode == 0, r)
+    p, port = start_server([db, "--port", "0"])
+    c = Client(port)
+    want = [1.5, "Infinity", "-Infinity", "NaN", 2.5]
+
+    def doc_of(path):
+        try:
+            return strict_json(c.get(path)[2])
+        except ValueError as e:
+            check("%s: strict JSON" % path, False, e)
+            return {"points": [], "values": [], "total": None}
+
+    try:
+        for path in ["/api/scalar?tag=v_tag", "/api/scalar?tag=v&kind=watched", "/api/tensor/history?node=v",
+                     "/api/tensor/history?node=v&stat=max", "/api/scalar?tag=long", "/api/tensor/history?node=long",
+                     "/api/scalars", "/api/tensors", "/api/tensor?node=v&step=1", "/api/tensor/values?node=v&step=3",
+                     "/api/runs?limit=5000", "/api/timeline?run=1", "/api/node?name=v"]:
+            st, h, data = c.get(path)
+            try:
+                strict_json(data)
+                ok = True
+            except ValueError as e:
+                ok = e
+            check("%s: strict JSON" % path, st == 200 and ok is True, (st, ok, data[:200]))
+        for path, kind in [("/api/scalar?tag=v_tag", "summary"), ("/api/scalar?tag=v&kind=watched", "watched"),
+                           ("/api/tensor/history?node=v", None)]:
+            doc = doc_of(path)
+            got = [pt["value"] for pt in doc["points"]]
+            check("%s: the non-finite values, encoded" % path, got == want and doc.get("total") == 5 and
+                  doc.get("downsampled") is False and (kind is None or doc.get("kind") == kind), doc)
+        t = doc_of("/api/tensor?node=v&step=1")
+        check("tensor: an infinite scalar has no finite statistics", t.get("mean") is None and t.get("inf_count") == 1, t)
+        v = doc_of("/api/tensor/values?node=v&step=2")
+        check("tensor/values: -Infinity", v["values"] == ["-Infinity"], v)
+        st, h, data = c.get("/api/scalar?tag=long")
+        doc = doc_of("/api/scalar?tag=long")
+        pts = doc["points"] or [{"step": None}]
+        steps = [pt["step"] for pt in pts]
+        check("long curve: downsampled to at most 1000 points of 3000", doc.get("total") == 3000 and
+              doc.get("downsampled") is True and 900 <= len(pts) <= 1000, (doc.get("total"), len(pts)))
+        check("long curve: first and last points kept, in step order", steps[0] == 5 and steps[-1] == 3004 and
+              steps == sorted(steps), (steps[:3], steps[-3:]))
+        check("long curve: the spike and the NaN survive", {"step": 1238, "run": 1239, "value": 1e6} in pts and
+              any(pt["value"] == "NaN" and pt["step"] == 2226 for pt in pts), [pt for pt in pts if pt["step"] in
+                                                                                  range(1230, 1240)])
+        check("long curve: under 64 KB a poll", len(data) < 64 * 1024, len(data))
+        doc = doc_of("/api/scalar?tag=long&max_points=10")
+        check("max_points=10: at most 10", 0 < len(doc["points"]) <= 10 and doc["points"][0]["step"] == 5 and
+              any(pt["value"] == 1e6 for pt in doc["points"]), doc["points"])
+        doc = doc_of("/api/scalar?tag=long&max_points=10000")
+        check("max_points=10000: all 3000", len(doc["points"]) == 3000 and doc.get("downsampled") is False,
+              len(doc["points"]))
+        doc = doc_of("/api/tensor/history?node=long&stat=max&max_points=50")
+        check("tensor/history: downsampled too", 0 < len(doc["points"]) <= 50 and doc.get("total") == 3000 and
+              any(pt["value"] == 1e6 for pt in doc["points"]) and any(pt["value"] == "NaN" for pt in doc["points"]),
+              doc["points"][:5])
+        for path in ["/api/scalar?tag=long&max_points=3", "/api/scalar?tag=long&max_points=10001",
+                     "/api/tensor/history?node=long&max_points=x"]:
+            st, h, data = c.get(path)
+            check("%s: 400 naming max_points" % path, st == 400 and b"max_points" in data, (st, data))
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
 
 
 def make_log(tmp):
@@ -345,6 +423,7 @@ def main():
             check("SIGTERM: exit 0", p.wait(timeout=30) == 0, p.stderr.read())
         test_cli(tmp, db)
         test_repl_web(tmp)
+        test_curves(tmp)
     print("%d checks, %d failed" % (checks, len(failures)))
     return 1 if failures else 0
 

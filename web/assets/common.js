@@ -194,9 +194,18 @@ const tide = (() => {
     return h('option', {value: String(value), text: label, selected: !!selected});
   }
 
+  /* A number of the API: JSON has no NaN nor infinities, so the server writes them as the strings
+   * "NaN", "Infinity" and "-Infinity" (docs/web.md); null (unknown) stays null. */
+  function num(v) {
+    if (v === null || v === undefined) return null;
+    return typeof v === 'number' ? v : Number(v);
+  }
+
   /* ------------------------------------------------------------------ canvas line chart */
   /* Draws series [{label, color, points: [{x, y}], faint}] into canvas (CSS size from its box) with
-   * axes; hovering shows the nearest x's values in tip (an element). Returns nothing. */
+   * axes; hovering shows the nearest x's values in tip (an element). A y of null is a gap; a non-finite
+   * y breaks the line and is marked in red: +Infinity by a triangle at the top edge, -Infinity at the
+   * bottom, NaN by a dashed vertical line. Returns nothing. */
   function lineChart(canvas, series, opts) {
     opts = opts || {};
     const dpr = window.devicePixelRatio || 1;
@@ -205,18 +214,19 @@ const tide = (() => {
     const ctx = canvas.getContext('2d');
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, W, H);
-    const all = series.flatMap((s) => s.points).filter((p) => isFinite(p.y) && isFinite(p.x));
+    const placed = series.flatMap((s) => s.points).filter((p) => isFinite(p.x) && p.y !== null);
+    const all = placed.filter((p) => isFinite(p.y));
     const L = 52, R = 10, T = 8, B = 22;
     ctx.font = '11px system-ui, sans-serif';
-    if (!all.length) {
+    if (!placed.length) {
       ctx.fillStyle = '#888'; ctx.fillText('no points', W / 2 - 20, H / 2);
       canvas._chart = null;
       return;
     }
-    let x0 = Math.min(...all.map((p) => p.x)), x1 = Math.max(...all.map((p) => p.x));
-    let y0 = Math.min(...all.map((p) => p.y)), y1 = Math.max(...all.map((p) => p.y));
+    let x0 = Math.min(...placed.map((p) => p.x)), x1 = Math.max(...placed.map((p) => p.x));
+    let y0 = all.length ? Math.min(...all.map((p) => p.y)) : 0, y1 = all.length ? Math.max(...all.map((p) => p.y)) : 0;
     if (x0 === x1) { x0 -= 1; x1 += 1; }
-    if (y0 === y1) { y0 -= Math.abs(y0) * 0.1 || 1; y1 += Math.abs(y1) * 0.1 || 1; }
+    if (y1 - y0 <= Math.abs(y0) * 1e-9) { y0 -= Math.abs(y0) * 0.1 || 1; y1 += Math.abs(y1) * 0.1 || 1; } /* flat, or flat but for rounding */
     const pad = (y1 - y0) * 0.05; y0 -= pad; y1 += pad;
     const sx = (x) => L + (x - x0) / (x1 - x0) * (W - L - R);
     const sy = (y) => T + (1 - (y - y0) / (y1 - y0)) * (H - T - B);
@@ -229,9 +239,15 @@ const tide = (() => {
     for (const s of series) {
       ctx.strokeStyle = s.color; ctx.globalAlpha = s.faint ? 0.25 : 1; ctx.lineWidth = s.faint ? 1 : 1.6;
       ctx.beginPath();
-      s.points.forEach((p, i) => (i ? ctx.lineTo(sx(p.x), sy(p.y)) : ctx.moveTo(sx(p.x), sy(p.y))));
+      let pen = false;
+      for (const p of s.points) {
+        const ok = p.y !== null && isFinite(p.y) && isFinite(p.x);
+        if (ok) (pen ? ctx.lineTo(sx(p.x), sy(p.y)) : ctx.moveTo(sx(p.x), sy(p.y)));
+        pen = ok;
+      }
       ctx.stroke();
-      if (s.points.length === 1) { ctx.fillStyle = s.color; ctx.fillRect(sx(s.points[0].x) - 2, sy(s.points[0].y) - 2, 4, 4); }
+      if (s.points.length === 1 && isFinite(s.points[0].y)) { ctx.fillStyle = s.color; ctx.fillRect(sx(s.points[0].x) - 2, sy(s.points[0].y) - 2, 4, 4); }
+      if (!s.faint) nonFiniteMarks(ctx, s.points, sx, T, H - B);
     }
     ctx.globalAlpha = 1;
     canvas._chart = {series, sx, sy, x0, x1, L, R, W, tip: opts.tip, xlabel: opts.xlabel || 'step'};
@@ -240,6 +256,24 @@ const tide = (() => {
       canvas.addEventListener('mousemove', (ev) => chartHover(canvas, ev));
       canvas.addEventListener('mouseleave', () => { if (canvas._chart && canvas._chart.tip) canvas._chart.tip.hidden = true; });
     }
+  }
+  function nonFiniteMarks(ctx, points, sx, top, bottom) {
+    ctx.save();
+    ctx.fillStyle = ctx.strokeStyle = '#e15759';
+    ctx.lineWidth = 1;
+    for (const p of points) {
+      if (p.y === null || isFinite(p.y) || !isFinite(p.x)) continue;
+      const x = sx(p.x);
+      if (Number.isNaN(p.y)) {
+        ctx.setLineDash([3, 3]);
+        ctx.beginPath(); ctx.moveTo(x + 0.5, top); ctx.lineTo(x + 0.5, bottom); ctx.stroke();
+        ctx.setLineDash([]);
+      } else {
+        const y = p.y > 0 ? top : bottom, d = p.y > 0 ? 6 : -6;
+        ctx.beginPath(); ctx.moveTo(x, y); ctx.lineTo(x - 4, y + d); ctx.lineTo(x + 4, y + d); ctx.closePath(); ctx.fill();
+      }
+    }
+    ctx.restore();
   }
   function chartHover(canvas, ev) {
     const c = canvas._chart;
@@ -252,7 +286,7 @@ const tide = (() => {
       let p = s.points[0];
       for (const q of s.points) if (Math.abs(q.x - x) < Math.abs(p.x - x)) p = q;
       best = best === null ? p.x : best;
-      lines.push(s.label + ': ' + fmtNum(p.y, 6) + (p.raw !== undefined && p.raw !== p.y ? ' (raw ' + fmtNum(p.raw, 6) + ')' : ''));
+      lines.push(s.label + ': ' + fmtNum(p.y, 6) + (p.raw !== undefined && !Object.is(p.raw, p.y) ? ' (raw ' + fmtNum(p.raw, 6) + ')' : ''));
     }
     if (best === null) return;
     clear(c.tip);
@@ -264,21 +298,25 @@ const tide = (() => {
   function ticks(a, b, n) {
     const step0 = (b - a) / n, mag = Math.pow(10, Math.floor(Math.log10(step0)));
     const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= step0) || step0;
-    const out = [];
-    for (let t = Math.ceil(a / step) * step; t <= b + 1e-12; t += step) out.push(Math.abs(t) < step * 1e-9 ? 0 : t);
+    const out = [], first = Math.ceil(a / step);
+    for (let i = 0; i <= 4 * n; i++) { /* by index: a step too small for t's magnitude must not loop for ever */
+      const t = (first + i) * step;
+      if (t > b + 1e-12) break;
+      out.push(Math.abs(t) < step * 1e-9 ? 0 : t);
+    }
     return out;
   }
   /* Exponential moving average (TensorBoard's, debiased): weight in [0, 1). */
   function ema(values, weight) {
     let last = 0, n = 0;
     return values.map((v) => {
-      if (!isFinite(v)) return v;
+      if (v === null || !isFinite(v)) return v;
       last = last * weight + (1 - weight) * v; n++;
       return weight ? last / (1 - Math.pow(weight, n)) : v;
     });
   }
 
   return {h, append, clear, $, api, url, message, params, setParams, topbar, onStatus, shortDevice,
-          deviceColor, fmtNum, fmtUs, fmtBytes, inputNode, table, option, lineChart, ticks, ema,
+          deviceColor, fmtNum, fmtUs, fmtBytes, inputNode, table, option, num, lineChart, ticks, ema,
           PALETTE, UNPLACED, status: () => lastStatus};
 })();

@@ -130,7 +130,7 @@
     }
   }
   function draw(c) {
-    const raw = c.points.map((p) => (typeof p.value === 'number' ? p.value : Number(p.value)));
+    const raw = c.points.map((p) => tide.num(p.value));
     const smooth = tide.ema(raw, state.smooth);
     const pts = (ys) => c.points.map((p, i) => ({x: p.step, y: ys[i], raw: raw[i]}));
     tide.lineChart(c.canvas, [

@@ -224,7 +224,7 @@
     const r = await api('/api/tensor/history', {node: state.node, output: state.output, session: state.session, stat: state.stat});
     if (!r) return;
     tide.lineChart(histCanvas2, [{label: state.stat, color: '#f28e2b',
-      points: r.points.map((p) => ({x: p.step, y: typeof p.value === 'number' ? p.value : Number(p.value)}))}], {tip: historyTip});
+      points: r.points.map((p) => ({x: p.step, y: tide.num(p.value)}))}], {tip: historyTip});
   }
 
   tide.topbar('tensor');

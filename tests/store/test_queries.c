@@ -1,0 +1,369 @@
+/* test_queries.c — the run log's named queries (store/queries.c, store_queries.h): every id on a log
+ * written by a real engine and store (a session on two devices, its graph, a traced run and plain ones,
+ * a watched scalar fed finite and non-finite values, a ScalarSummary of it), the short device names (SQL
+ * short_device()), non-finite values kept in the log and read back (a NaN summary is stored, not NULL),
+ * the statements for an older schema, and the errors (an unknown id, a wrong number of parameters, a
+ * missing file). */
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/graph_util.h"
+#include "store/temp_db.h"
+#include "store.h"
+
+#define NUM_RUNS 5
+static const float fed[NUM_RUNS] = {1.5f, INFINITY, -INFINITY, NAN, 2.5f};
+static const char *const fed_text[NUM_RUNS] = {"1.5", "Inf", "-Inf", "NaN", "2.5"};
+
+typedef struct fixture {
+    tide_engine *engine;
+    tide_graph *g;
+    tide_session *session;
+    tide_store *store;
+    int64_t graph_id;
+} fixture;
+
+/* s: a float32 scalar placeholder; d = Identity(s), watched, on /cpu:1; summ = ScalarSummary(s, tag
+ * "s_tag"). Run i feeds fed[i] and fetches summ and d; run 1 (the first) is traced. */
+static void fixture_new(fixture *f)
+{
+    temp_db_new("tide-queries");
+    tide_engine_options o;
+    tide_engine_options_init(&o);
+    o.num_threads = 2;
+    o.num_cpu_devices = 2;
+    f->engine = tide_engine_new(&o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f->engine);
+    f->g = tide_graph_new();
+    tide_node *s = gu_placeholder(f->g, "s", TIDE_FLOAT32, 0, NULL);
+    tide_graph_push_device(f->g, "/cpu:1");
+    tide_node *d = gu_op(f->g, "Identity", "d", 1, &s);
+    tide_graph_pop_device(f->g);
+    tide_node_builder *b = tide_node_builder_new(f->g, "ScalarSummary", "summ");
+    tide_node_builder_add_input(b, (tide_output){s, 0});
+    tide_attrs_set_string(tide_node_builder_attrs(b), "tag", "s_tag");
+    tide_node *summ = gu_finish(b);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(summ);
+    f->session = tide_session_new(f->engine, f->g, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f->session);
+    tide_error *err = tide_error_new();
+    f->store = tide_store_open(db_path, NULL, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f->store);
+    CU_ASSERT(tide_store_attach(f->store, f->engine, err) > 0);
+    CU_ASSERT(tide_store_log_session(f->store, f->session, f->engine, "queries", err) > 0);
+    CU_ASSERT_EQUAL(tide_store_watch(f->store, "d", err), TIDE_OK);
+    for (int i = 0; i < NUM_RUNS; i++) {
+        tide_tensor *v = th_f32(0, NULL, &fed[i]);
+        tide_feed feed = {{s, 0}, v};
+        tide_output outs[2] = {{summ, 0}, {d, 0}};
+        tide_tensor *got[2] = {NULL, NULL};
+        tide_run_options ro = {.trace = i == 0};
+        CU_ASSERT_EQUAL(tide_session_run(f->session, &ro, &feed, 1, outs, 2, got, NULL, 0, NULL, err), TIDE_OK);
+        tide_tensor_release(got[0]);
+        tide_tensor_release(got[1]);
+        tide_tensor_release(v);
+    }
+    f->graph_id = tide_store_log_graph(f->store, f->session, err);
+    CU_ASSERT(f->graph_id > 0);
+    CU_ASSERT_EQUAL(tide_store_flush(f->store, err), TIDE_OK);
+    tide_error_free(err);
+}
+
+static void fixture_free(fixture *f)
+{
+    tide_store_close(f->store);
+    tide_session_free(f->session);
+    tide_graph_free(f->g);
+    tide_engine_free(f->engine);
+    temp_db_remove();
+}
+
+/* A named query that must succeed. */
+static tide_store_table *named(tide_store_query_id q, const char *const *params, int n)
+{
+    tide_error *err = tide_error_new();
+    tide_store_table *t = tide_store_query_named(db_path, q, params, n, 1000, err);
+    if (!t)
+        fprintf(stderr, "\n%s failed: %s\n", tide_store_query_name(q), tide_error_message(err));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    tide_error_free(err);
+    return t;
+}
+
+/* The one cell of a one-row query ("(none)" when there is no row, "NULL" for SQL NULL), copied. */
+static char *named_cell(tide_store_query_id q, const char *const *params, int n, int col)
+{
+    tide_store_table *t = named(q, params, n);
+    const char *c = tide_store_table_num_rows(t) ? tide_store_table_cell(t, 0, col) : "(none)";
+    char *copy = strdup(c ? c : "(no column)");
+    tide_store_table_free(t);
+    return copy;
+}
+
+static void assert_cell_impl(tide_store_query_id q, const char *const *params, int n, int col, const char *want,
+                             int line)
+{
+    char *got = named_cell(q, params, n, col);
+    const char *shown = got ? got : "(out of memory)";
+    if (strcmp(shown, want) != 0)
+        fprintf(stderr, "\n%s:%d: %s: '%s', want '%s'\n", __FILE__, line, tide_store_query_name(q), shown, want);
+    CU_ASSERT_STRING_EQUAL(shown, want);
+    free(got);
+}
+#define ASSERT_CELL(q, params, n, col, want) assert_cell_impl(q, params, n, col, want, __LINE__)
+
+static bool has(const char *haystack, const char *needle)
+{
+    bool ok = haystack && strstr(haystack, needle);
+    if (!ok)
+        fprintf(stderr, "\n  '%.300s' does not contain '%s'\n", haystack ? haystack : "(null)", needle);
+    return ok;
+}
+
+/* The ids, sessions and runs. */
+static void test_resolving_ids(void)
+{
+    fixture f;
+    fixture_new(&f);
+    const char *one[] = {"1"}, *none[] = {"99"};
+    char graph[24];
+    snprintf(graph, sizeof graph, "%lld", (long long)f.graph_id);
+    ASSERT_CELL(TIDE_STORE_Q_LATEST_SESSION, NULL, 0, 0, "1");
+    ASSERT_CELL(TIDE_STORE_Q_LATEST_GRAPH_SESSION, NULL, 0, 0, "1");
+    ASSERT_CELL(TIDE_STORE_Q_SESSION_EXISTS, one, 1, 0, "1");
+    ASSERT_CELL(TIDE_STORE_Q_SESSION_EXISTS, none, 1, 0, "(none)");
+    ASSERT_CELL(TIDE_STORE_Q_RUN_BRIEF, one, 1, 0, "1"); /* session */
+    ASSERT_CELL(TIDE_STORE_Q_RUN_BRIEF, one, 1, 3, "1"); /* traced */
+    const char *two[] = {"2"};
+    ASSERT_CELL(TIDE_STORE_Q_RUN_BRIEF, two, 1, 3, "0");
+    ASSERT_CELL(TIDE_STORE_Q_RUN_BRIEF, none, 1, 0, "(none)");
+    const char *latest[] = {"1", "0"};
+    ASSERT_CELL(TIDE_STORE_Q_SESSION_GRAPH, latest, 2, 0, graph);
+    const char *bad_version[] = {"1", "987654"};
+    ASSERT_CELL(TIDE_STORE_Q_SESSION_GRAPH, bad_version, 2, 0, "(none)");
+    ASSERT_CELL(TIDE_STORE_Q_LATEST_TRACED_RUN, one, 1, 0, "1");
+    ASSERT_CELL(TIDE_STORE_Q_RUN_COUNT, NULL, 0, 0, "5");
+    char *state = named_cell(TIDE_STORE_Q_LOG_STATE, NULL, 0, 0);
+    long long g = 0, timing = 0, run = 0;
+    CU_ASSERT_EQUAL(sscanf(state, "%lld/%lld/%lld", &g, &timing, &run), 3);
+    CU_ASSERT(g == f.graph_id && timing > 0 && run == 5);
+    free(state);
+    fixture_free(&f);
+}
+
+/* The graph, its timings and devices: full names where the drawings need them, short in the JSON. */
+static void test_graphs_and_timings(void)
+{
+    fixture f;
+    fixture_new(&f);
+    char graph[24];
+    snprintf(graph, sizeof graph, "%lld", (long long)f.graph_id);
+    const char *gp[] = {graph}, *one[] = {"1"};
+    tide_store_table *t = named(TIDE_STORE_Q_GRAPH_NODES, gp, 1);
+    CU_ASSERT_EQUAL(tide_store_table_num_columns(t), 7);
+    CU_ASSERT_EQUAL(tide_store_table_num_rows(t), 3);
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 1, 0), "d");
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 1, 6), "/job:localhost/replica:0/task:0/device:cpu:1");
+    tide_store_table_free(t);
+    t = named(TIDE_STORE_Q_RUN_TIMINGS, one, 1);
+    CU_ASSERT_EQUAL(tide_store_table_num_columns(t), 9);
+    CU_ASSERT(tide_store_table_num_rows(t) >= 2);
+    bool saw_d = false;
+    for (int i = 0; i < tide_store_table_num_rows(t); i++)
+        if (strcmp(tide_store_table_cell(t, i, 0), "d") == 0) {
+            saw_d = true;
+            CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, i, 2), "/job:localhost/replica:0/task:0/device:cpu:1");
+            CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, i, 8), "[]");
+        }
+    CU_ASSERT(saw_d);
+    tide_store_table_free(t);
+    t = named(TIDE_STORE_Q_RUN_NODE_TIMES, one, 1);
+    CU_ASSERT(tide_store_table_num_rows(t) >= 2);
+    tide_store_table_free(t);
+    t = named(TIDE_STORE_Q_SESSION_NODE_DEVICES, one, 1);
+    CU_ASSERT(tide_store_table_num_rows(t) >= 2);
+    tide_store_table_free(t);
+    char *devices = named_cell(TIDE_STORE_Q_SESSION_DEVICES, one, 1, 0);
+    CU_ASSERT(has(devices, "\"/job:localhost/replica:0/task:0/device:cpu:1\""));
+    free(devices);
+    char *sessions = named_cell(TIDE_STORE_Q_SESSIONS_JSON, NULL, 0, 0);
+    CU_ASSERT(has(sessions, "\"devices\":[\"/cpu:0\",\"/cpu:1\"]"));
+    free(sessions);
+    const char *node[] = {"d", "1", "1", "0"};
+    char *doc = named_cell(TIDE_STORE_Q_NODE_JSON, node, 4, 0);
+    CU_ASSERT(has(doc, "\"name\":\"d\"") && has(doc, "\"device\":\"/cpu:1\"") && has(doc, "\"shapes\":\"[]\""));
+    free(doc);
+    /* SQL short_device(), for :sql too */
+    tide_store_table *u = tide_store_query(db_path, "SELECT short_device('/job:localhost/replica:0/task:0/device:cpu:3'), "
+                                                    "short_device(NULL), short_device('/job:w/task:1/device:gpu:0')",
+                                           1, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(u, 0, 0), "/cpu:3");
+    CU_ASSERT(tide_store_table_is_null(u, 0, 1));
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(u, 0, 2), "/job:w/task:1/gpu:0");
+    tide_store_table_free(u);
+    fixture_free(&f);
+}
+
+/* The web API's documents are JSON (checked by the web tests in depth): here, that each runs and says
+ * what it should. */
+static void test_json_documents(void)
+{
+    fixture f;
+    fixture_new(&f);
+    const char *status[] = {db_path, "1234", "{\"connections\":0}"}, *one[] = {"1"}, *ab[] = {"1", "2"};
+    const char *runs[] = {"0", NULL, "-1", "0", "3"}, *failed[] = {"1", "failed", "-1", "0", "10"};
+    char *doc = named_cell(TIDE_STORE_Q_STATUS_JSON, status, 3, 0);
+    CU_ASSERT(has(doc, "\"runs\":5") && has(doc, "\"bytes\":1234") && has(doc, "\"server\":{\"connections\":0}"));
+    free(doc);
+    doc = named_cell(TIDE_STORE_Q_RUNS_JSON, runs, 5, 0);
+    CU_ASSERT(has(doc, "\"id\":3,") && has(doc, "\"id\":5,") && has(doc, "\"truncated\":true") && !strstr(doc, "\"id\":2,"));
+    free(doc);
+    doc = named_cell(TIDE_STORE_Q_RUNS_JSON, failed, 5, 0);
+    CU_ASSERT(has(doc, "{\"runs\":[],\"truncated\":false}"));
+    free(doc);
+    doc = named_cell(TIDE_STORE_Q_RUN_JSON, one, 1, 0);
+    CU_ASSERT(has(doc, "\"status\":\"OK\"") && has(doc, "\"traced\":1") && has(doc, "\"feeds\":[\"s:0\"]"));
+    free(doc);
+    doc = named_cell(TIDE_STORE_Q_GRAPHS_JSON, one, 1, 0);
+    CU_ASSERT(has(doc, "\"nodes\":3"));
+    free(doc);
+    doc = named_cell(TIDE_STORE_Q_TENSORS_JSON, one, 1, 0);
+    CU_ASSERT(has(doc, "\"node\":\"d\"") && has(doc, "\"count\":5"));
+    free(doc);
+    doc = named_cell(TIDE_STORE_Q_COMPARE_JSON, ab, 2, 0);
+    CU_ASSERT(has(doc, "\"a\":{\"id\":1") && has(doc, "\"b\":{\"id\":2"));
+    free(doc);
+    doc = named_cell(TIDE_STORE_Q_SCALARS_JSON, one, 1, 0);
+    CU_ASSERT(has(doc, "\"tag\":\"s_tag\"") && has(doc, "\"tag\":\"d\""));
+    free(doc);
+    fixture_free(&f);
+}
+
+/* Checks a curve's rows (columns step_col, +1 run, +2 value) against what was fed. */
+static void check_fed_values(const tide_store_table *t, int value_col)
+{
+    CU_ASSERT_EQUAL_FATAL(tide_store_table_num_rows(t), NUM_RUNS);
+    for (int i = 0; i < NUM_RUNS; i++) {
+        const char *v = tide_store_table_cell(t, i, value_col);
+        if (strcmp(v, fed_text[i]) != 0)
+            fprintf(stderr, "\n  point %d: '%s', want '%s'\n", i, v, fed_text[i]);
+        CU_ASSERT_STRING_EQUAL(v, fed_text[i]);
+    }
+}
+
+/* Non-finite values stay in the log (a NaN summary is the text 'NaN', not NULL) and come back in the
+ * curves: summaries, a watched scalar (its value from its NaN/Inf counts and the stored value's sign),
+ * a statistic's history. */
+static void test_non_finite_curves(void)
+{
+    fixture f;
+    fixture_new(&f);
+    tide_store_table *u = tide_store_query(db_path, "SELECT group_concat(typeof(value), ',') FROM "
+                                                    "(SELECT value FROM summaries ORDER BY step)", 1, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(u, 0, 0), "real,real,real,text,real");
+    tide_store_table_free(u);
+    const char *summary[] = {"1", "s_tag", NULL}, *watched[] = {"1", "d", NULL}, *as_watched[] = {"1", "d", "watched"};
+    tide_store_table *t = named(TIDE_STORE_Q_SCALAR_POINTS, summary, 3);
+    CU_ASSERT_EQUAL(tide_store_table_num_columns(t), 4);
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 0), "summary");
+    check_fed_values(t, 3);
+    tide_store_table_free(t);
+    t = named(TIDE_STORE_Q_SCALAR_POINTS, watched, 3);
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 0), "watched");
+    check_fed_values(t, 3);
+    tide_store_table_free(t);
+    t = named(TIDE_STORE_Q_SCALAR_POINTS, as_watched, 3);
+    check_fed_values(t, 3);
+    tide_store_table_free(t);
+    const char *mean[] = {"d", "0", "0", "mean"}, *nans[] = {"d", "0", "1", "nan_count"}, *std[] = {"d", "0", "1", "std"};
+    t = named(TIDE_STORE_Q_TENSOR_HISTORY, mean, 4);
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 0), "1"); /* the session found */
+    check_fed_values(t, 3);
+    tide_store_table_free(t);
+    t = named(TIDE_STORE_Q_TENSOR_HISTORY, nans, 4);
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 3, 3), "1");
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 1, 3), "0");
+    tide_store_table_free(t);
+    t = named(TIDE_STORE_Q_TENSOR_HISTORY, std, 4); /* over finite elements: none in an infinite scalar */
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 3), "0.0");
+    CU_ASSERT(tide_store_table_is_null(t, 1, 3));
+    tide_store_table_free(t);
+    /* once pruned, an infinity's sign is unknown: NULL, never a guess */
+    CU_ASSERT_EQUAL(tide_store_prune_values(f.store, 0, NULL, NULL), TIDE_OK);
+    t = named(TIDE_STORE_Q_SCALAR_POINTS, watched, 3);
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 3), "1.5");
+    CU_ASSERT(tide_store_table_is_null(t, 1, 3));
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 3, 3), "NaN");
+    tide_store_table_free(t);
+    fixture_free(&f);
+}
+
+/* A file of schema 2 (no node_timings.shapes) is read with the statements written for it. */
+static void test_older_schema(void)
+{
+    fixture f;
+    fixture_new(&f);
+    tide_store_close(f.store);
+    f.store = NULL;
+    sqlite3 *db = NULL;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open(db_path, &db), SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(db, "ALTER TABLE node_timings DROP COLUMN shapes; PRAGMA user_version = 2", NULL, NULL,
+                                 NULL), SQLITE_OK);
+    sqlite3_close(db);
+    const char *one[] = {"1"}, *node[] = {"d", "1", "1", "0"};
+    tide_store_table *t = named(TIDE_STORE_Q_RUN_TIMINGS, one, 1);
+    CU_ASSERT(tide_store_table_num_rows(t) >= 2);
+    CU_ASSERT(tide_store_table_is_null(t, 0, 8));
+    tide_store_table_free(t);
+    char *doc = named_cell(TIDE_STORE_Q_NODE_JSON, node, 4, 0);
+    CU_ASSERT(has(doc, "\"shapes\":null"));
+    free(doc);
+    fixture_free(&f);
+}
+
+static void test_errors(void)
+{
+    fixture f;
+    fixture_new(&f);
+    tide_error *err = tide_error_new();
+    const char *one[] = {"1"};
+    CU_ASSERT_PTR_NULL(tide_store_query_named(db_path, (tide_store_query_id)9999, NULL, 0, 1, err));
+    CU_ASSERT_EQUAL(tide_error_code(err), TIDE_INVALID_ARGUMENT);
+    CU_ASSERT(has(tide_error_message(err), "no query has id 9999"));
+    CU_ASSERT_PTR_NULL(tide_store_query_named(db_path, (tide_store_query_id)0, NULL, 0, 1, err));
+    CU_ASSERT_EQUAL(tide_error_code(err), TIDE_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(tide_store_query_named(db_path, TIDE_STORE_Q_RUN_BRIEF, NULL, 0, 1, err));
+    CU_ASSERT_EQUAL(tide_error_code(err), TIDE_INVALID_ARGUMENT);
+    CU_ASSERT(has(tide_error_message(err), "RUN_BRIEF: takes 1 parameters, not 0"));
+    CU_ASSERT_PTR_NULL(tide_store_query_named(db_path, TIDE_STORE_Q_RUN_BRIEF, one, 1, -1, err));
+    CU_ASSERT_EQUAL(tide_error_code(err), TIDE_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(tide_store_query_named("/nonexistent/runs.db", TIDE_STORE_Q_RUN_COUNT, NULL, 0, 1, err));
+    CU_ASSERT_EQUAL(tide_error_code(err), TIDE_NOT_FOUND);
+    CU_ASSERT_STRING_EQUAL(tide_store_query_name(TIDE_STORE_Q_TENSOR_HISTORY), "TENSOR_HISTORY");
+    CU_ASSERT_STRING_EQUAL(tide_store_query_name((tide_store_query_id)9999), "?");
+    /* a value is bound, never spliced: a tag made of SQL matches nothing */
+    const char *sly[] = {"1", "x' OR '1'='1", NULL};
+    tide_store_table *t = named(TIDE_STORE_Q_SCALAR_POINTS, sly, 3);
+    CU_ASSERT_EQUAL(tide_store_table_num_rows(t), 0);
+    tide_store_table_free(t);
+    tide_error_free(err);
+    fixture_free(&f);
+}
+
+int main(void)
+{
+    static const th_test tests[] = {
+        TH_TEST(test_resolving_ids),
+        TH_TEST(test_graphs_and_timings),
+        TH_TEST(test_json_documents),
+        TH_TEST(test_non_finite_curves),
+        TH_TEST(test_older_schema),
+        TH_TEST(test_errors),
+        TH_END,
+    };
+    return th_main("store named queries", tests);
+}
