@@ -16,18 +16,41 @@ void tide__attr_value_clear(tide_attr_value *v)
     switch (v->type) {
     case TIDE_ATTR_STRING: free(v->u.s); break;
     case TIDE_ATTR_TENSOR: tide_tensor_release(v->u.tensor); break;
-    case TIDE_ATTR_INT_LIST:
-    case TIDE_ATTR_FLOAT_LIST:
-    case TIDE_ATTR_TYPE_LIST: free(v->u.list.items); break;
-    default: break;
+    case TIDE_ATTR_STRING_LIST:
+        for (int i = 0; v->u.list.items && i < v->u.list.n; i++)
+            free(((char **)v->u.list.items)[i]);
+        free(v->u.list.items);
+        break;
+    case TIDE_ATTR_TENSOR_LIST:
+        for (int i = 0; v->u.list.items && i < v->u.list.n; i++)
+            tide_tensor_release(((tide_tensor **)v->u.list.items)[i]);
+        free(v->u.list.items);
+        break;
+    default:
+        if (tide__attr_type_is_list(v->type))
+            free(v->u.list.items);
+        break;
     }
     memset(v, 0, sizeof *v);
 }
 
+bool tide__attr_type_is_list(tide_attr_type t)
+{
+    return (t >= TIDE_ATTR_INT_LIST && t <= TIDE_ATTR_TYPE_LIST) ||
+           (t >= TIDE_ATTR_STRING_LIST && t <= TIDE_ATTR_TENSOR_LIST);
+}
+
 static size_t list_item_size(tide_attr_type t)
 {
-    return t == TIDE_ATTR_INT_LIST ? sizeof(int64_t)
-         : t == TIDE_ATTR_FLOAT_LIST ? sizeof(double) : sizeof(tide_dtype);
+    switch (t) {
+    case TIDE_ATTR_INT_LIST: return sizeof(int64_t);
+    case TIDE_ATTR_FLOAT_LIST: return sizeof(double);
+    case TIDE_ATTR_STRING_LIST: return sizeof(char *);
+    case TIDE_ATTR_BOOL_LIST: return sizeof(bool);
+    case TIDE_ATTR_SHAPE_LIST: return sizeof(tide_shape);
+    case TIDE_ATTR_TENSOR_LIST: return sizeof(tide_tensor *);
+    default: return sizeof(tide_dtype);
+    }
 }
 
 void tide__attr_value_copy(tide_attr_value *dst, const tide_attr_value *src)
@@ -36,16 +59,25 @@ void tide__attr_value_copy(tide_attr_value *dst, const tide_attr_value *src)
     switch (src->type) {
     case TIDE_ATTR_STRING: dst->u.s = tide__strdup(src->u.s); break;
     case TIDE_ATTR_TENSOR: tide_tensor_retain(src->u.tensor); break;
-    case TIDE_ATTR_INT_LIST:
-    case TIDE_ATTR_FLOAT_LIST:
-    case TIDE_ATTR_TYPE_LIST: {
+    default: {
+        if (!tide__attr_type_is_list(src->type))
+            break;
         size_t bytes = list_item_size(src->type) * (size_t)src->u.list.n;
         dst->u.list.items = malloc(bytes ? bytes : 1);
-        if (dst->u.list.items && bytes)
+        if (!dst->u.list.items) {
+            dst->u.list.n = 0; /* out of memory: an empty list rather than a shared one */
+            break;
+        }
+        if (bytes)
             memcpy(dst->u.list.items, src->u.list.items, bytes);
+        for (int i = 0; src->type == TIDE_ATTR_STRING_LIST && i < src->u.list.n; i++) {
+            const char *item = ((char *const *)src->u.list.items)[i];
+            ((char **)dst->u.list.items)[i] = tide__strdup(item ? item : "");
+        }
+        for (int i = 0; src->type == TIDE_ATTR_TENSOR_LIST && i < src->u.list.n; i++)
+            tide_tensor_retain(((tide_tensor *const *)src->u.list.items)[i]);
         break;
     }
-    default: break;
     }
 }
 
@@ -171,6 +203,29 @@ void tide_attrs_set_type_list(tide_attrs *a, const char *name, const tide_dtype 
     set_list(a, name, TIDE_ATTR_TYPE_LIST, v, n);
 }
 
+void tide_attrs_set_string_list(tide_attrs *a, const char *name, const char *const *v, int n)
+{
+    set_list(a, name, TIDE_ATTR_STRING_LIST, v, n); /* the copy duplicates every string */
+}
+
+void tide_attrs_set_bool_list(tide_attrs *a, const char *name, const bool *v, int n)
+{
+    set_list(a, name, TIDE_ATTR_BOOL_LIST, v, n);
+}
+
+void tide_attrs_set_shape_list(tide_attrs *a, const char *name, const tide_shape *v, int n)
+{
+    set_list(a, name, TIDE_ATTR_SHAPE_LIST, v, n);
+}
+
+void tide_attrs_set_tensor_list(tide_attrs *a, const char *name, tide_tensor *const *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!v[i])
+            return; /* as tide_attrs_set_tensor: no NULL tensors */
+    set_list(a, name, TIDE_ATTR_TENSOR_LIST, v, n); /* the copy retains every tensor */
+}
+
 int tide_attrs_count(const tide_attrs *a)
 {
     return a ? a->count : 0;
@@ -239,7 +294,20 @@ bool tide_attrs_get_string(const tide_attrs *a, const char *name, const char **v
 LIST_GETTER(tide_attrs_get_int_list, int64_t, TIDE_ATTR_INT_LIST)
 LIST_GETTER(tide_attrs_get_float_list, double, TIDE_ATTR_FLOAT_LIST)
 LIST_GETTER(tide_attrs_get_type_list, tide_dtype, TIDE_ATTR_TYPE_LIST)
+LIST_GETTER(tide_attrs_get_string_list, char *const, TIDE_ATTR_STRING_LIST)
+LIST_GETTER(tide_attrs_get_bool_list, bool, TIDE_ATTR_BOOL_LIST)
+LIST_GETTER(tide_attrs_get_shape_list, tide_shape, TIDE_ATTR_SHAPE_LIST)
 #undef LIST_GETTER
+
+bool tide_attrs_get_tensor_list(const tide_attrs *a, const char *name, tide_tensor *const **v, int *n)
+{
+    const tide_attr_value *val = tide__attrs_find(a, name);
+    if (!val || val->type != TIDE_ATTR_TENSOR_LIST)
+        return false;
+    *v = (tide_tensor *const *)val->u.list.items;
+    *n = val->u.list.n;
+    return true;
+}
 
 const char *tide__attr_type_name(tide_attr_type t)
 {
@@ -255,8 +323,24 @@ const char *tide__attr_type_name(tide_attr_type t)
     case TIDE_ATTR_INT_LIST: return "list(int)";
     case TIDE_ATTR_FLOAT_LIST: return "list(float)";
     case TIDE_ATTR_TYPE_LIST: return "list(type)";
+    case TIDE_ATTR_STRING_LIST: return "list(string)";
+    case TIDE_ATTR_BOOL_LIST: return "list(bool)";
+    case TIDE_ATTR_SHAPE_LIST: return "list(shape)";
+    case TIDE_ATTR_TENSOR_LIST: return "list(tensor)";
     }
     return "?";
+}
+
+static bool tensors_equal(const tide_tensor *a, const tide_tensor *b)
+{
+    if (a == b)
+        return true;
+    if (!a || !b || tide_tensor_dtype(a) != tide_tensor_dtype(b) ||
+        !tide_shape_equal(tide_tensor_shape(a), tide_tensor_shape(b)))
+        return false;
+    if (tide_tensor_dtype(a) == TIDE_STRING)
+        return tide_tensor_equal(a, b, false);
+    return memcmp(tide_tensor_data(a), tide_tensor_data(b), tide_tensor_byte_size(a)) == 0;
 }
 
 /* Bit-for-bit equality of two attr values (so 0.0 and -0.0, or two NaNs with different payloads,
@@ -275,24 +359,30 @@ static bool value_equal(const tide_attr_value *x, const tide_attr_value *y)
         return x->u.shape.rank == y->u.shape.rank &&
                (x->u.shape.rank <= 0 ||
                 memcmp(x->u.shape.dims, y->u.shape.dims, sizeof(int64_t) * (size_t)x->u.shape.rank) == 0);
-    case TIDE_ATTR_TENSOR: {
-        const tide_tensor *a = x->u.tensor, *b = y->u.tensor;
-        if (a == b)
-            return true;
-        if (!a || !b || tide_tensor_dtype(a) != tide_tensor_dtype(b) ||
-            !tide_shape_equal(tide_tensor_shape(a), tide_tensor_shape(b)))
+    case TIDE_ATTR_TENSOR: return tensors_equal(x->u.tensor, y->u.tensor);
+    case TIDE_ATTR_STRING_LIST:
+    case TIDE_ATTR_TENSOR_LIST:
+    case TIDE_ATTR_SHAPE_LIST:
+        if (x->u.list.n != y->u.list.n)
             return false;
-        if (tide_tensor_dtype(a) == TIDE_STRING)
-            return tide_tensor_equal(a, b, false);
-        return memcmp(tide_tensor_data(a), tide_tensor_data(b), tide_tensor_byte_size(a)) == 0;
-    }
-    case TIDE_ATTR_INT_LIST:
-    case TIDE_ATTR_FLOAT_LIST:
-    case TIDE_ATTR_TYPE_LIST:
+        for (int i = 0; i < x->u.list.n; i++) {
+            bool same = x->type == TIDE_ATTR_STRING_LIST
+                            ? strcmp(((char *const *)x->u.list.items)[i], ((char *const *)y->u.list.items)[i]) == 0
+                        : x->type == TIDE_ATTR_TENSOR_LIST
+                            ? tensors_equal(((tide_tensor *const *)x->u.list.items)[i],
+                                            ((tide_tensor *const *)y->u.list.items)[i])
+                            : tide_shape_equal(&((const tide_shape *)x->u.list.items)[i],
+                                               &((const tide_shape *)y->u.list.items)[i]);
+            if (!same)
+                return false;
+        }
+        return true;
+    default:
+        if (!tide__attr_type_is_list(x->type))
+            return true;
         return x->u.list.n == y->u.list.n &&
                (x->u.list.n == 0 ||
                 memcmp(x->u.list.items, y->u.list.items, list_item_size(x->type) * (size_t)x->u.list.n) == 0);
-    default: return true;
     }
 }
 

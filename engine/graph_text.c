@@ -161,6 +161,25 @@ static void sb_tensor(sbuf *b, const tide_tensor *t)
     sb_str(b, "])");
 }
 
+/* Item i of a list attr's items, written as the attr of its kind would be. */
+static void sb_list_item(sbuf *b, tide_attr_type list, const void *items, int i)
+{
+    switch (list) {
+    case TIDE_ATTR_INT_LIST: sb_fmt(b, "%lld", (long long)((const int64_t *)items)[i]); break;
+    case TIDE_ATTR_FLOAT_LIST: sb_double(b, ((const double *)items)[i], false); break;
+    case TIDE_ATTR_TYPE_LIST: sb_str(b, tide_dtype_name(((const tide_dtype *)items)[i])); break;
+    case TIDE_ATTR_STRING_LIST: {
+        const char *item = ((char *const *)items)[i];
+        sb_quoted(b, item, strlen(item));
+        break;
+    }
+    case TIDE_ATTR_BOOL_LIST: sb_str(b, ((const bool *)items)[i] ? "true" : "false"); break;
+    case TIDE_ATTR_SHAPE_LIST: sb_shape(b, &((const tide_shape *)items)[i]); break;
+    case TIDE_ATTR_TENSOR_LIST: sb_tensor(b, ((tide_tensor *const *)items)[i]); break;
+    default: sb_str(b, "?"); break;
+    }
+}
+
 static void sb_attr(sbuf *b, const tide_attr_value *v)
 {
     switch (v->type) {
@@ -171,23 +190,19 @@ static void sb_attr(sbuf *b, const tide_attr_value *v)
     case TIDE_ATTR_TYPE: sb_str(b, tide_dtype_name(v->u.t)); break;
     case TIDE_ATTR_SHAPE: sb_shape(b, &v->u.shape); break;
     case TIDE_ATTR_TENSOR: sb_tensor(b, v->u.tensor); break;
-    case TIDE_ATTR_INT_LIST:
-    case TIDE_ATTR_FLOAT_LIST:
-    case TIDE_ATTR_TYPE_LIST:
+    default:
+        if (!tide__attr_type_is_list(v->type)) {
+            sb_str(b, "?");
+            break;
+        }
         sb_str(b, "[");
         for (int i = 0; i < v->u.list.n; i++) {
             if (i)
                 sb_str(b, ", ");
-            if (v->type == TIDE_ATTR_INT_LIST)
-                sb_fmt(b, "%lld", (long long)((const int64_t *)v->u.list.items)[i]);
-            else if (v->type == TIDE_ATTR_FLOAT_LIST)
-                sb_double(b, ((const double *)v->u.list.items)[i], false);
-            else
-                sb_str(b, tide_dtype_name(((const tide_dtype *)v->u.list.items)[i]));
+            sb_list_item(b, v->type, v->u.list.items, i);
         }
         sb_str(b, "]");
         break;
-    default: sb_str(b, "?"); break;
     }
 }
 
@@ -543,99 +558,181 @@ static tide_tensor *gv_tensor(parser *ps, const gvalue *v)
     return t;
 }
 
+static bool gv_bool(const gvalue *v, bool *out)
+{
+    if (v->kind != GV_WORD || (strcmp(v->text, "true") && strcmp(v->text, "false")))
+        return false;
+    *out = v->text[0] == 't';
+    return true;
+}
+
+static bool gv_dtype(const gvalue *v, tide_dtype *out)
+{
+    return v->kind == GV_WORD && (*out = tide_dtype_from_name(v->text)) != TIDE_INVALID_DTYPE;
+}
+
+/* The kind of an annotation ("_" attr, which no op types) from how its value is written. A list of
+ * integers reads as list(int) (and [] as an empty one), a list holding '?' as a shape. */
+static tide_attr_type annotation_type(const gvalue *v)
+{
+    int64_t i;
+    double d;
+    bool b;
+    tide_dtype dt;
+    switch (v->kind) {
+    case GV_STRING: return TIDE_ATTR_STRING;
+    case GV_STAR: return TIDE_ATTR_SHAPE;
+    case GV_TENSOR: return TIDE_ATTR_TENSOR;
+    case GV_NUMBER:
+    case GV_WORD:
+        return gv_bool(v, &b) ? TIDE_ATTR_BOOL : gv_int(v, &i) ? TIDE_ATTR_INT : gv_double(v, &d) ? TIDE_ATTR_FLOAT
+             : gv_dtype(v, &dt) ? TIDE_ATTR_TYPE : TIDE_ATTR_NONE;
+    case GV_LIST: {
+        if (v->n == 0)
+            return TIDE_ATTR_INT_LIST;
+        bool all_ints = true;
+        for (int k = 0; k < v->n; k++) {
+            if (v->items[k].kind == GV_QMARK)
+                return TIDE_ATTR_SHAPE;
+            all_ints &= gv_int(&v->items[k], &i);
+        }
+        if (all_ints)
+            return TIDE_ATTR_INT_LIST;
+        switch (annotation_type(&v->items[0])) {
+        case TIDE_ATTR_INT:
+        case TIDE_ATTR_FLOAT: return TIDE_ATTR_FLOAT_LIST;
+        case TIDE_ATTR_STRING: return TIDE_ATTR_STRING_LIST;
+        case TIDE_ATTR_BOOL: return TIDE_ATTR_BOOL_LIST;
+        case TIDE_ATTR_TYPE: return TIDE_ATTR_TYPE_LIST;
+        case TIDE_ATTR_TENSOR: return TIDE_ATTR_TENSOR_LIST;
+        case TIDE_ATTR_SHAPE:
+        case TIDE_ATTR_INT_LIST: return TIDE_ATTR_SHAPE_LIST;
+        default: return TIDE_ATTR_NONE;
+        }
+    }
+    default: return TIDE_ATTR_NONE;
+    }
+}
+
+typedef enum set_result { SET_OK, SET_WRONG_KIND, SET_FAILED } set_result;
+
+/* A list attr of kind `type` from a list value: every item converted, or SET_WRONG_KIND. */
+static set_result set_list(parser *ps, tide_attrs *attrs, const char *name, tide_attr_type type, const gvalue *v)
+{
+    if (v->kind != GV_LIST)
+        return SET_WRONG_KIND;
+    _Static_assert(sizeof(int64_t) >= sizeof(double) && sizeof(int64_t) >= sizeof(void *) &&
+                   sizeof(int64_t) >= sizeof(tide_dtype), "an int64 holds any list item but a shape");
+    char *items = calloc((size_t)v->n + 1, type == TIDE_ATTR_SHAPE_LIST ? sizeof(tide_shape) : sizeof(int64_t));
+    if (!items) {
+        perr(ps, "out of memory");
+        return SET_FAILED;
+    }
+    set_result r = SET_OK;
+    int k = 0;
+    for (; k < v->n && r == SET_OK; k++) {
+        const gvalue *it = &v->items[k];
+        bool ok;
+        switch (type) {
+        case TIDE_ATTR_INT_LIST: ok = gv_int(it, &((int64_t *)items)[k]); break;
+        case TIDE_ATTR_FLOAT_LIST: ok = gv_double(it, &((double *)items)[k]); break;
+        case TIDE_ATTR_TYPE_LIST: ok = gv_dtype(it, &((tide_dtype *)items)[k]); break;
+        case TIDE_ATTR_BOOL_LIST: ok = gv_bool(it, &((bool *)items)[k]); break;
+        case TIDE_ATTR_SHAPE_LIST: ok = gv_shape(it, &((tide_shape *)items)[k]); break;
+        case TIDE_ATTR_STRING_LIST:
+            ok = it->kind == GV_STRING;
+            ((const char **)items)[k] = it->text;
+            break;
+        case TIDE_ATTR_TENSOR_LIST:
+            ok = it->kind == GV_TENSOR;
+            if (ok && !(((tide_tensor **)items)[k] = gv_tensor(ps, it)))
+                r = SET_FAILED;
+            break;
+        default: ok = false; break;
+        }
+        if (!ok && r == SET_OK)
+            r = SET_WRONG_KIND;
+    }
+    if (r == SET_OK) {
+        switch (type) {
+        case TIDE_ATTR_INT_LIST: tide_attrs_set_int_list(attrs, name, (const int64_t *)items, v->n); break;
+        case TIDE_ATTR_FLOAT_LIST: tide_attrs_set_float_list(attrs, name, (const double *)items, v->n); break;
+        case TIDE_ATTR_TYPE_LIST: tide_attrs_set_type_list(attrs, name, (const tide_dtype *)items, v->n); break;
+        case TIDE_ATTR_BOOL_LIST: tide_attrs_set_bool_list(attrs, name, (const bool *)items, v->n); break;
+        case TIDE_ATTR_SHAPE_LIST: tide_attrs_set_shape_list(attrs, name, (const tide_shape *)items, v->n); break;
+        case TIDE_ATTR_STRING_LIST: tide_attrs_set_string_list(attrs, name, (const char *const *)items, v->n); break;
+        default: tide_attrs_set_tensor_list(attrs, name, (tide_tensor *const *)items, v->n); break;
+        }
+    }
+    for (int t = 0; type == TIDE_ATTR_TENSOR_LIST && t < k; t++)
+        tide_tensor_release(((tide_tensor **)items)[t]);
+    free(items);
+    return r;
+}
+
+/* An attr of kind `type` from v. */
+static set_result set_typed(parser *ps, tide_attrs *attrs, const char *name, tide_attr_type type, const gvalue *v)
+{
+    int64_t i;
+    double d;
+    bool b;
+    tide_dtype dt;
+    tide_shape s;
+    switch (type) {
+    case TIDE_ATTR_INT:
+        if (!gv_int(v, &i)) return SET_WRONG_KIND;
+        tide_attrs_set_int(attrs, name, i);
+        return SET_OK;
+    case TIDE_ATTR_FLOAT:
+        if (!gv_double(v, &d)) return SET_WRONG_KIND;
+        tide_attrs_set_float(attrs, name, d);
+        return SET_OK;
+    case TIDE_ATTR_BOOL:
+        if (!gv_bool(v, &b)) return SET_WRONG_KIND;
+        tide_attrs_set_bool(attrs, name, b);
+        return SET_OK;
+    case TIDE_ATTR_STRING:
+        if (v->kind != GV_STRING) return SET_WRONG_KIND;
+        tide_attrs_set_string(attrs, name, v->text);
+        return SET_OK;
+    case TIDE_ATTR_TYPE:
+        if (!gv_dtype(v, &dt)) return SET_WRONG_KIND;
+        tide_attrs_set_type(attrs, name, dt);
+        return SET_OK;
+    case TIDE_ATTR_SHAPE:
+        if (!gv_shape(v, &s)) return SET_WRONG_KIND;
+        tide_attrs_set_shape(attrs, name, &s);
+        return SET_OK;
+    case TIDE_ATTR_TENSOR: {
+        if (v->kind != GV_TENSOR) return SET_WRONG_KIND;
+        tide_tensor *t = gv_tensor(ps, v);
+        if (!t)
+            return SET_FAILED;
+        tide_attrs_set_tensor(attrs, name, t);
+        tide_tensor_release(t);
+        return SET_OK;
+    }
+    default: return tide__attr_type_is_list(type) ? set_list(ps, attrs, name, type, v) : SET_WRONG_KIND;
+    }
+}
+
 static tide_status set_attr(parser *ps, tide_attrs *attrs, const tide_op_def *def, const char *name,
                             const gvalue *v)
 {
     const tide_attr_def *ad = tide__op_attr_def(def, name);
-    if (!ad && name[0] == '_') { /* an annotation: its type follows from how the value is written */
-        int64_t iv;
-        double dv;
-        if (v->kind == GV_WORD && (!strcmp(v->text, "true") || !strcmp(v->text, "false")))
-            tide_attrs_set_bool(attrs, name, v->text[0] == 't');
-        else if (v->kind == GV_STRING)
-            tide_attrs_set_string(attrs, name, v->text);
-        else if (gv_int(v, &iv))
-            tide_attrs_set_int(attrs, name, iv);
-        else if (gv_double(v, &dv))
-            tide_attrs_set_float(attrs, name, dv);
-        else
-            return perr(ps, "annotation %s must be a bool, number or string", name);
-        return TIDE_OK;
-    }
-    if (!ad)
+    if (!ad && name[0] != '_')
         return perr(ps, "op %s has no attr '%s'", def->name, name);
-    int64_t i;
-    double d;
-    tide_shape s;
-    switch (ad->type) {
-    case TIDE_ATTR_INT:
-        if (!gv_int(v, &i)) break;
-        tide_attrs_set_int(attrs, name, i);
-        return TIDE_OK;
-    case TIDE_ATTR_FLOAT:
-        if (!gv_double(v, &d)) break;
-        tide_attrs_set_float(attrs, name, d);
-        return TIDE_OK;
-    case TIDE_ATTR_BOOL:
-        if (v->kind != GV_WORD || (strcmp(v->text, "true") && strcmp(v->text, "false"))) break;
-        tide_attrs_set_bool(attrs, name, v->text[0] == 't');
-        return TIDE_OK;
-    case TIDE_ATTR_STRING:
-        if (v->kind != GV_STRING) break;
-        tide_attrs_set_string(attrs, name, v->text);
-        return TIDE_OK;
-    case TIDE_ATTR_TYPE:
-        if (v->kind != GV_WORD || tide_dtype_from_name(v->text) == TIDE_INVALID_DTYPE) break;
-        tide_attrs_set_type(attrs, name, tide_dtype_from_name(v->text));
-        return TIDE_OK;
-    case TIDE_ATTR_SHAPE:
-        if (!gv_shape(v, &s)) break;
-        tide_attrs_set_shape(attrs, name, &s);
-        return TIDE_OK;
-    case TIDE_ATTR_TENSOR: {
-        if (v->kind != GV_TENSOR) break;
-        tide_tensor *t = gv_tensor(ps, v);
-        if (!t)
-            return TIDE_INVALID_ARGUMENT;
-        tide_attrs_set_tensor(attrs, name, t);
-        tide_tensor_release(t);
-        return TIDE_OK;
-    }
-    case TIDE_ATTR_INT_LIST:
-    case TIDE_ATTR_FLOAT_LIST:
-    case TIDE_ATTR_TYPE_LIST: {
-        if (v->kind != GV_LIST) break;
-        int64_t *ints = calloc((size_t)v->n + 1, sizeof *ints);
-        double *dbls = calloc((size_t)v->n + 1, sizeof *dbls);
-        tide_dtype *types = calloc((size_t)v->n + 1, sizeof *types);
-        bool ok = ints && dbls && types;
-        for (int k = 0; ok && k < v->n; k++) {
-            if (ad->type == TIDE_ATTR_INT_LIST)
-                ok = gv_int(&v->items[k], &ints[k]);
-            else if (ad->type == TIDE_ATTR_FLOAT_LIST)
-                ok = gv_double(&v->items[k], &dbls[k]);
-            else
-                ok = v->items[k].kind == GV_WORD &&
-                     (types[k] = tide_dtype_from_name(v->items[k].text)) != TIDE_INVALID_DTYPE;
-        }
-        if (ok) {
-            if (ad->type == TIDE_ATTR_INT_LIST)
-                tide_attrs_set_int_list(attrs, name, ints, v->n);
-            else if (ad->type == TIDE_ATTR_FLOAT_LIST)
-                tide_attrs_set_float_list(attrs, name, dbls, v->n);
-            else
-                tide_attrs_set_type_list(attrs, name, types, v->n);
-        }
-        free(ints);
-        free(dbls);
-        free(types);
-        if (ok)
-            return TIDE_OK;
-        break;
-    }
-    default: break;
-    }
-    return perr(ps, "attr %s of %s must be a %s", name, def->name, tide__attr_type_name(ad->type));
+    /* An annotation, which no op defines: its kind follows from how the value is written. */
+    tide_attr_type type = ad ? ad->type : annotation_type(v);
+    if (type == TIDE_ATTR_NONE)
+        return perr(ps, "annotation %s: a value of no attr kind (a bool, number, string, dtype, shape, tensor or "
+                    "a list of them)", name);
+    set_result r = set_typed(ps, attrs, name, type, v);
+    if (r == SET_FAILED)
+        return TIDE_INVALID_ARGUMENT;
+    if (r == SET_WRONG_KIND)
+        return perr(ps, "attr %s of %s must be a %s", name, def->name, tide__attr_type_name(type));
+    return TIDE_OK;
 }
 
 /* ---------------------------------------------------------------- reading: nodes */

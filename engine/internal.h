@@ -105,6 +105,8 @@ const tide_attr_value *tide__attrs_find(const tide_attrs *a, const char *name);
 void tide__attrs_set_value(tide_attrs *a, const char *name, const tide_attr_value *v); /* copies */
 void tide__attr_value_clear(tide_attr_value *v);
 void tide__attr_value_copy(tide_attr_value *dst, const tide_attr_value *src);
+/* The list kinds (list(int) ... list(tensor)), whose value is u.list. */
+bool tide__attr_type_is_list(tide_attr_type t);
 const char *tide__attr_type_name(tide_attr_type t);
 /* Same names with bit-for-bit equal values (order does not matter). */
 bool tide__attrs_equal(const tide_attrs *a, const tide_attrs *b);

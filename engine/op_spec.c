@@ -165,6 +165,15 @@ static bool parse_default(tide_attr_type t, char *s, tide_attr_value *v)
         }
         return true;
     }
+    case TIDE_ATTR_STRING_LIST:
+    case TIDE_ATTR_BOOL_LIST:
+    case TIDE_ATTR_SHAPE_LIST:
+    case TIDE_ATTR_TENSOR_LIST: /* only the empty list as a default */
+        if (strcmp(trim(s), "[]") != 0)
+            return false;
+        v->u.list.items = malloc(1);
+        v->u.list.n = 0;
+        return v->u.list.items != NULL;
     default: return false;
     }
 }
@@ -202,7 +211,9 @@ static tide_status parse_attr(const char *op, const char *text, tide_attr_def *a
                  {"bool", TIDE_ATTR_BOOL},       {"string", TIDE_ATTR_STRING},
                  {"type", TIDE_ATTR_TYPE},       {"shape", TIDE_ATTR_SHAPE},
                  {"tensor", TIDE_ATTR_TENSOR},   {"list(int)", TIDE_ATTR_INT_LIST},
-                 {"list(float)", TIDE_ATTR_FLOAT_LIST}, {"list(type)", TIDE_ATTR_TYPE_LIST}};
+                 {"list(float)", TIDE_ATTR_FLOAT_LIST}, {"list(type)", TIDE_ATTR_TYPE_LIST},
+                 {"list(string)", TIDE_ATTR_STRING_LIST}, {"list(bool)", TIDE_ATTR_BOOL_LIST},
+                 {"list(shape)", TIDE_ATTR_SHAPE_LIST}, {"list(tensor)", TIDE_ATTR_TENSOR_LIST}};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (strcmp(type, kinds[i].name) == 0)
             a->type = kinds[i].type;

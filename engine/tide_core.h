@@ -202,6 +202,10 @@ typedef enum tide_attr_type {
     TIDE_ATTR_INT_LIST = 8,
     TIDE_ATTR_FLOAT_LIST = 9,
     TIDE_ATTR_TYPE_LIST = 10,
+    TIDE_ATTR_STRING_LIST = 11,
+    TIDE_ATTR_BOOL_LIST = 12,
+    TIDE_ATTR_SHAPE_LIST = 13,
+    TIDE_ATTR_TENSOR_LIST = 14,
 } tide_attr_type;
 
 /* A set of named, typed attribute values (an op's attrs). Setters copy their arguments; a setter
@@ -221,6 +225,10 @@ void tide_attrs_set_tensor(tide_attrs *a, const char *name, tide_tensor *v); /* 
 void tide_attrs_set_int_list(tide_attrs *a, const char *name, const int64_t *v, int n);
 void tide_attrs_set_float_list(tide_attrs *a, const char *name, const double *v, int n);
 void tide_attrs_set_type_list(tide_attrs *a, const char *name, const tide_dtype *v, int n);
+void tide_attrs_set_string_list(tide_attrs *a, const char *name, const char *const *v, int n);
+void tide_attrs_set_bool_list(tide_attrs *a, const char *name, const bool *v, int n);
+void tide_attrs_set_shape_list(tide_attrs *a, const char *name, const tide_shape *v, int n);
+void tide_attrs_set_tensor_list(tide_attrs *a, const char *name, tide_tensor *const *v, int n); /* retains */
 
 /* Copies every attr of src into dst (replacing same-named ones). */
 void tide_attrs_merge(tide_attrs *dst, const tide_attrs *src);
@@ -239,6 +247,10 @@ bool tide_attrs_get_tensor(const tide_attrs *a, const char *name, tide_tensor **
 bool tide_attrs_get_int_list(const tide_attrs *a, const char *name, const int64_t **v, int *n);
 bool tide_attrs_get_float_list(const tide_attrs *a, const char *name, const double **v, int *n);
 bool tide_attrs_get_type_list(const tide_attrs *a, const char *name, const tide_dtype **v, int *n);
+bool tide_attrs_get_string_list(const tide_attrs *a, const char *name, const char *const **v, int *n);
+bool tide_attrs_get_bool_list(const tide_attrs *a, const char *name, const bool **v, int *n);
+bool tide_attrs_get_shape_list(const tide_attrs *a, const char *name, const tide_shape **v, int *n);
+bool tide_attrs_get_tensor_list(const tide_attrs *a, const char *name, tide_tensor *const **v, int *n);
 
 /* ---------------------------------------------------------------- engine */
 

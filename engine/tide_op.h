@@ -15,7 +15,8 @@
  *                  string) "T: realnumbertype" (no complex) "T: alltypes"
  *                  "N: int >= 1"  "transpose_a: bool = false"  "axis: int = 0"  "alpha: float = 0.2"
  *                  "padding: string = 'SAME'"  "shape: shape"  "value: tensor"  "perm: list(int)"
- *                  "dtype: type = float32"  "dims: list(int) = []"
+ *                  "dtype: type = float32"  "dims: list(int) = []"  "names: list(string) = []"
+ *                  (list(string), list(bool), list(shape) and list(tensor) take only [] as a default)
  *   An attr with no default is required unless it is a type attr inferred from an input's dtype or
  *   an int attr inferred from a list input's length.
  *

@@ -471,6 +471,9 @@ static const char *kind_name(const Tensorflow__AttrValue *v)
     case TENSORFLOW__ATTR_VALUE__VALUE_PLACEHOLDER: return "a placeholder";
     case TENSORFLOW__ATTR_VALUE__VALUE_LIST: {
         const Tensorflow__AttrValue__ListValue *l = v->list;
+        int kinds = !!l->n_s + !!l->n_i + !!l->n_f + !!l->n_b + !!l->n_type + !!l->n_shape + !!l->n_tensor + !!l->n_func;
+        if (kinds > 1)
+            return "a list of values of several kinds";
         return l->n_s ? "a list(string)" : l->n_i ? "a list(int)" : l->n_f ? "a list(float)"
              : l->n_b ? "a list(bool)" : l->n_type ? "a list(type)" : l->n_shape ? "a list(shape)"
              : l->n_tensor ? "a list(tensor)" : l->n_func ? "a list(func)" : "an empty list";
@@ -492,6 +495,10 @@ static const char *tide_kind_name(tide_attr_type t)
     case TIDE_ATTR_INT_LIST: return "a list(int)";
     case TIDE_ATTR_FLOAT_LIST: return "a list(float)";
     case TIDE_ATTR_TYPE_LIST: return "a list(type)";
+    case TIDE_ATTR_STRING_LIST: return "a list(string)";
+    case TIDE_ATTR_BOOL_LIST: return "a list(bool)";
+    case TIDE_ATTR_SHAPE_LIST: return "a list(shape)";
+    case TIDE_ATTR_TENSOR_LIST: return "a list(tensor)";
     default: return "an attr";
     }
 }
@@ -509,24 +516,32 @@ static tide_attr_type natural_type(const Tensorflow__AttrValue *v)
     case TENSORFLOW__ATTR_VALUE__VALUE_TENSOR: return TIDE_ATTR_TENSOR;
     case TENSORFLOW__ATTR_VALUE__VALUE_LIST: {
         const Tensorflow__AttrValue__ListValue *l = v->list;
-        if (l->n_f)
-            return TIDE_ATTR_FLOAT_LIST;
-        if (l->n_type)
-            return TIDE_ATTR_TYPE_LIST;
-        if (l->n_s || l->n_b || l->n_shape || l->n_tensor || l->n_func)
-            return TIDE_ATTR_NONE;
-        return TIDE_ATTR_INT_LIST; /* list(int), or an empty list of any kind */
+        return l->n_f ? TIDE_ATTR_FLOAT_LIST : l->n_type ? TIDE_ATTR_TYPE_LIST : l->n_s ? TIDE_ATTR_STRING_LIST
+             : l->n_b ? TIDE_ATTR_BOOL_LIST : l->n_shape ? TIDE_ATTR_SHAPE_LIST : l->n_tensor ? TIDE_ATTR_TENSOR_LIST
+             : l->n_func ? TIDE_ATTR_NONE
+             : TIDE_ATTR_INT_LIST; /* list(int), or an empty list of any kind */
     }
     default: return TIDE_ATTR_NONE;
     }
 }
 
-/* Is the list empty but for the field of kind `own` ("i", "f", "type")? */
-static bool list_only(const Tensorflow__AttrValue__ListValue *l, char own)
+/* The number of items of each field of a list, and of those of another field than the list kind's. */
+static size_t list_count(const Tensorflow__AttrValue__ListValue *l, tide_attr_type kind, size_t *others)
 {
-    size_t others = l->n_s + l->n_b + l->n_shape + l->n_tensor + l->n_func + (own == 'i' ? 0 : l->n_i) +
-                    (own == 'f' ? 0 : l->n_f) + (own == 't' ? 0 : l->n_type);
-    return others == 0;
+    const struct { tide_attr_type kind; size_t n; } fields[] = {
+        {TIDE_ATTR_INT_LIST, l->n_i},       {TIDE_ATTR_FLOAT_LIST, l->n_f},   {TIDE_ATTR_TYPE_LIST, l->n_type},
+        {TIDE_ATTR_STRING_LIST, l->n_s},    {TIDE_ATTR_BOOL_LIST, l->n_b},    {TIDE_ATTR_SHAPE_LIST, l->n_shape},
+        {TIDE_ATTR_TENSOR_LIST, l->n_tensor}, {TIDE_ATTR_NONE, l->n_func},
+    };
+    size_t own = 0;
+    *others = 0;
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        if (fields[i].kind == kind)
+            own = fields[i].n;
+        else
+            *others += fields[i].n;
+    }
+    return own;
 }
 
 typedef enum set_result { SET_OK, SET_WRONG_KIND, SET_FAILED } set_result;
@@ -540,45 +555,81 @@ static void prefix_error(tide_error *err, const char *what)
     free(message);
 }
 
+
+/* Item k of a list of kind `kind` into items[k]; false with err set when it does not convert. */
+static bool list_item(const Tensorflow__AttrValue__ListValue *l, tide_attr_type kind, size_t k, void *items,
+                      const char *name, tide_error *err)
+{
+    char what[128];
+    snprintf(what, sizeof what, "attr '%s' (element %zu)", name, k);
+    switch (kind) {
+    case TIDE_ATTR_INT_LIST: ((int64_t *)items)[k] = l->i[k]; return true;
+    case TIDE_ATTR_FLOAT_LIST: ((double *)items)[k] = graphdef_float_to_double(l->f[k]); return true;
+    case TIDE_ATTR_BOOL_LIST: ((bool *)items)[k] = l->b[k]; return true;
+    case TIDE_ATTR_TYPE_LIST:
+        if ((((tide_dtype *)items)[k] = graphdef_dtype_to_tide(l->type[k])) != TIDE_INVALID_DTYPE)
+            return true;
+        bad_dtype(err, l->type[k], what);
+        return false;
+    case TIDE_ATTR_STRING_LIST:
+        if (l->s[k].len && memchr(l->s[k].data, 0, l->s[k].len)) {
+            tide_error_set(err, TIDE_UNIMPLEMENTED, "%s is a string holding a NUL byte, which tide's string attrs "
+                           "cannot hold", what);
+            return false;
+        }
+        ((char **)items)[k] = strndup(l->s[k].len ? (const char *)l->s[k].data : "", l->s[k].len);
+        if (!((char **)items)[k])
+            tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+        return ((char **)items)[k] != NULL;
+    case TIDE_ATTR_SHAPE_LIST:
+        if (graphdef_shape_to_tide(l->shape[k], &((tide_shape *)items)[k], err))
+            return true;
+        prefix_error(err, what);
+        return false;
+    case TIDE_ATTR_TENSOR_LIST:
+        if ((((tide_tensor **)items)[k] = graphdef_tensor_to_tide(l->tensor[k], err)))
+            return true;
+        prefix_error(err, what);
+        return false;
+    default: return false;
+    }
+}
+
 static set_result set_list(const Tensorflow__AttrValue *v, tide_attr_type want, const char *name,
                            tide_attrs *attrs, tide_error *err)
 {
-    const Tensorflow__AttrValue__ListValue *l = v->list;
-    char own = want == TIDE_ATTR_INT_LIST ? 'i' : want == TIDE_ATTR_FLOAT_LIST ? 'f' : 't';
-    if (!list_only(l, own))
+    size_t others, n = list_count(v->list, want, &others);
+    if (others)
         return SET_WRONG_KIND;
-    size_t n = own == 'i' ? l->n_i : own == 'f' ? l->n_f : l->n_type;
     if (n > 1u << 20) {
         tide_error_set(err, TIDE_INVALID_ARGUMENT, "attr '%s' is a list of %zu values: too long", name, n);
         return SET_FAILED;
     }
-    if (own == 'i') {
-        tide_attrs_set_int_list(attrs, name, l->i, (int)n);
-        return SET_OK;
-    }
-    double *dbl = own == 'f' ? malloc((n + 1) * sizeof *dbl) : NULL;
-    tide_dtype *types = own == 't' ? malloc((n + 1) * sizeof *types) : NULL;
-    if (!dbl && !types) {
+    void *items = calloc(n + 1, want == TIDE_ATTR_SHAPE_LIST ? sizeof(tide_shape) : sizeof(int64_t));
+    if (!items) {
         tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
         return SET_FAILED;
     }
-    for (size_t i = 0; i < n && own == 'f'; i++)
-        dbl[i] = graphdef_float_to_double(l->f[i]);
-    for (size_t i = 0; i < n && own == 't'; i++)
-        if ((types[i] = graphdef_dtype_to_tide(l->type[i])) == TIDE_INVALID_DTYPE) {
-            char what[128];
-            snprintf(what, sizeof what, "attr '%s' (element %zu)", name, i);
-            bad_dtype(err, l->type[i], what);
-            free(types);
-            return SET_FAILED;
+    size_t done = 0;
+    while (done < n && list_item(v->list, want, done, items, name, err))
+        done++;
+    if (done == n) {
+        switch (want) {
+        case TIDE_ATTR_INT_LIST: tide_attrs_set_int_list(attrs, name, items, (int)n); break;
+        case TIDE_ATTR_FLOAT_LIST: tide_attrs_set_float_list(attrs, name, items, (int)n); break;
+        case TIDE_ATTR_TYPE_LIST: tide_attrs_set_type_list(attrs, name, items, (int)n); break;
+        case TIDE_ATTR_BOOL_LIST: tide_attrs_set_bool_list(attrs, name, items, (int)n); break;
+        case TIDE_ATTR_STRING_LIST: tide_attrs_set_string_list(attrs, name, items, (int)n); break;
+        case TIDE_ATTR_SHAPE_LIST: tide_attrs_set_shape_list(attrs, name, items, (int)n); break;
+        default: tide_attrs_set_tensor_list(attrs, name, items, (int)n); break;
         }
-    if (own == 'f')
-        tide_attrs_set_float_list(attrs, name, dbl, (int)n);
-    else
-        tide_attrs_set_type_list(attrs, name, types, (int)n);
-    free(dbl);
-    free(types);
-    return SET_OK;
+    }
+    for (size_t k = 0; k < done && want == TIDE_ATTR_STRING_LIST; k++)
+        free(((char **)items)[k]);
+    for (size_t k = 0; k < done && want == TIDE_ATTR_TENSOR_LIST; k++)
+        tide_tensor_release(((tide_tensor **)items)[k]);
+    free(items);
+    return done == n ? SET_OK : SET_FAILED;
 }
 
 static set_result set_string(const Tensorflow__AttrValue *v, const char *name, tide_attrs *attrs, tide_error *err)
@@ -612,6 +663,8 @@ static set_result set_value(const Tensorflow__AttrValue *v, tide_attr_type want,
         [TIDE_ATTR_TYPE] = TENSORFLOW__ATTR_VALUE__VALUE_TYPE,   [TIDE_ATTR_SHAPE] = TENSORFLOW__ATTR_VALUE__VALUE_SHAPE,
         [TIDE_ATTR_TENSOR] = TENSORFLOW__ATTR_VALUE__VALUE_TENSOR, [TIDE_ATTR_INT_LIST] = TENSORFLOW__ATTR_VALUE__VALUE_LIST,
         [TIDE_ATTR_FLOAT_LIST] = TENSORFLOW__ATTR_VALUE__VALUE_LIST, [TIDE_ATTR_TYPE_LIST] = TENSORFLOW__ATTR_VALUE__VALUE_LIST,
+        [TIDE_ATTR_STRING_LIST] = TENSORFLOW__ATTR_VALUE__VALUE_LIST, [TIDE_ATTR_BOOL_LIST] = TENSORFLOW__ATTR_VALUE__VALUE_LIST,
+        [TIDE_ATTR_SHAPE_LIST] = TENSORFLOW__ATTR_VALUE__VALUE_LIST, [TIDE_ATTR_TENSOR_LIST] = TENSORFLOW__ATTR_VALUE__VALUE_LIST,
     };
     if ((size_t)want >= sizeof case_of / sizeof *case_of || !case_of[want] || (int)v->value_case != case_of[want])
         return SET_WRONG_KIND;
@@ -703,31 +756,61 @@ static bool list_from_tide(graphdef_pool *pool, Tensorflow__AttrValue *v, const 
     v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
     v->list = l;
     int n = 0;
-    if (type == TIDE_ATTR_INT_LIST) {
-        const int64_t *items;
-        tide_attrs_get_int_list(attrs, name, &items, &n);
-        l->i = graphdef_pool_alloc(pool, sizeof *l->i * (size_t)n);
-        for (int k = 0; l->i && k < n; k++)
-            l->i[k] = items[k];
-        l->n_i = (size_t)n;
-        return l->i != NULL;
+    const void *items = NULL;
+    switch (type) {
+    case TIDE_ATTR_INT_LIST: tide_attrs_get_int_list(attrs, name, (const int64_t **)&items, &n); break;
+    case TIDE_ATTR_FLOAT_LIST: tide_attrs_get_float_list(attrs, name, (const double **)&items, &n); break;
+    case TIDE_ATTR_TYPE_LIST: tide_attrs_get_type_list(attrs, name, (const tide_dtype **)&items, &n); break;
+    case TIDE_ATTR_STRING_LIST: tide_attrs_get_string_list(attrs, name, (const char *const **)&items, &n); break;
+    case TIDE_ATTR_BOOL_LIST: tide_attrs_get_bool_list(attrs, name, (const bool **)&items, &n); break;
+    case TIDE_ATTR_SHAPE_LIST: tide_attrs_get_shape_list(attrs, name, (const tide_shape **)&items, &n); break;
+    case TIDE_ATTR_TENSOR_LIST: tide_attrs_get_tensor_list(attrs, name, (tide_tensor *const **)&items, &n); break;
+    default: return false;
     }
-    if (type == TIDE_ATTR_FLOAT_LIST) {
-        const double *items;
-        tide_attrs_get_float_list(attrs, name, &items, &n);
-        l->f = graphdef_pool_alloc(pool, sizeof *l->f * (size_t)n);
-        for (int k = 0; l->f && k < n; k++)
-            l->f[k] = (float)items[k];
-        l->n_f = (size_t)n;
-        return l->f != NULL;
+    size_t count = (size_t)n;
+    for (size_t k = 0; k < count; k++) {
+        switch (type) {
+        case TIDE_ATTR_INT_LIST:
+            if (!k && !(l->i = graphdef_pool_alloc(pool, sizeof *l->i * count))) return false;
+            l->i[k] = ((const int64_t *)items)[k];
+            l->n_i = count;
+            break;
+        case TIDE_ATTR_FLOAT_LIST:
+            if (!k && !(l->f = graphdef_pool_alloc(pool, sizeof *l->f * count))) return false;
+            l->f[k] = (float)((const double *)items)[k];
+            l->n_f = count;
+            break;
+        case TIDE_ATTR_TYPE_LIST:
+            if (!k && !(l->type = graphdef_pool_alloc(pool, sizeof *l->type * count))) return false;
+            l->type[k] = (Tensorflow__DataType)graphdef_dtype_from_tide(((const tide_dtype *)items)[k]);
+            l->n_type = count;
+            break;
+        case TIDE_ATTR_BOOL_LIST:
+            if (!k && !(l->b = graphdef_pool_alloc(pool, sizeof *l->b * count))) return false;
+            l->b[k] = ((const bool *)items)[k];
+            l->n_b = count;
+            break;
+        case TIDE_ATTR_STRING_LIST: {
+            if (!k && !(l->s = graphdef_pool_alloc(pool, sizeof *l->s * count))) return false;
+            const char *item = ((const char *const *)items)[k];
+            l->s[k].data = (uint8_t *)item; /* borrowed from attrs until the GraphDef is packed */
+            l->s[k].len = strlen(item);
+            l->n_s = count;
+            break;
+        }
+        case TIDE_ATTR_SHAPE_LIST:
+            if (!k && !(l->shape = graphdef_pool_alloc(pool, sizeof *l->shape * count))) return false;
+            if (!(l->shape[k] = graphdef_shape_from_tide(pool, &((const tide_shape *)items)[k]))) return false;
+            l->n_shape = count;
+            break;
+        default:
+            if (!k && !(l->tensor = graphdef_pool_alloc(pool, sizeof *l->tensor * count))) return false;
+            if (!(l->tensor[k] = graphdef_tensor_from_tide(pool, ((tide_tensor *const *)items)[k]))) return false;
+            l->n_tensor = count;
+            break;
+        }
     }
-    const tide_dtype *items;
-    tide_attrs_get_type_list(attrs, name, &items, &n);
-    l->type = graphdef_pool_alloc(pool, sizeof *l->type * (size_t)n);
-    for (int k = 0; l->type && k < n; k++)
-        l->type[k] = (Tensorflow__DataType)graphdef_dtype_from_tide(items[k]);
-    l->n_type = (size_t)n;
-    return l->type != NULL;
+    return true;
 }
 
 Tensorflow__AttrValue *graphdef_attr_from_tide(graphdef_pool *pool, const tide_attrs *attrs, const char *name)
@@ -788,10 +871,7 @@ Tensorflow__AttrValue *graphdef_attr_from_tide(graphdef_pool *pool, const tide_a
         ok = t && (v->tensor = graphdef_tensor_from_tide(pool, t)) != NULL;
         break;
     }
-    case TIDE_ATTR_INT_LIST:
-    case TIDE_ATTR_FLOAT_LIST:
-    case TIDE_ATTR_TYPE_LIST: ok = list_from_tide(pool, v, attrs, name, type); break;
-    default: ok = false; break;
+    default: ok = list_from_tide(pool, v, attrs, name, type); break;
     }
     return ok ? v : NULL;
 }

@@ -205,6 +205,40 @@ static void test_attrs(void)
     tide_attrs_free(b);
 }
 
+/* The list kinds that hold strings, bools, shapes and tensors: deep copies (the strings copied, the
+ * tensors retained), getters by kind. */
+static void test_attr_lists_of_every_kind(void)
+{
+    tide_attrs *a = tide_attrs_new();
+    char name0[] = "first";
+    const char *names[] = {name0, ""};
+    tide_attrs_set_string_list(a, "names", names, 2);
+    name0[0] = 'F'; /* the attrs hold their own copy */
+    bool bits[] = {true, false};
+    tide_attrs_set_bool_list(a, "bits", bits, 2);
+    tide_shape shapes[] = {tide_shape_matrix(2, -1), tide_shape_unknown()};
+    tide_attrs_set_shape_list(a, "shapes", shapes, 2);
+    float one = 1;
+    tide_tensor *t = th_f32(0, NULL, &one);
+    tide_attrs_set_tensor_list(a, "tensors", &t, 1);
+    tide_attrs *b = tide_attrs_clone(a);
+    tide_attrs_free(a);
+    CU_ASSERT(tide_tensor_is_exclusive(t) == false); /* retained by b */
+    tide_tensor_release(t);
+    const char *const *ns;
+    const bool *bs;
+    const tide_shape *ss;
+    tide_tensor *const *ts;
+    int n = 0;
+    CU_ASSERT(tide_attrs_get_string_list(b, "names", &ns, &n) && n == 2 && !strcmp(ns[0], "first") && !ns[1][0]);
+    CU_ASSERT(tide_attrs_get_bool_list(b, "bits", &bs, &n) && n == 2 && bs[0] && !bs[1]);
+    CU_ASSERT(tide_attrs_get_shape_list(b, "shapes", &ss, &n) && n == 2 && ss[0].dims[1] == -1 && ss[1].rank == -1);
+    CU_ASSERT(tide_attrs_get_tensor_list(b, "tensors", &ts, &n) && n == 1 && tide_tensor_get_f64(ts[0], 0) == 1);
+    CU_ASSERT(!tide_attrs_get_int_list(b, "names", &(const int64_t *){0}, &n)); /* another kind */
+    CU_ASSERT_EQUAL(tide_attrs_type(b, "shapes"), TIDE_ATTR_SHAPE_LIST);
+    tide_attrs_free(b);
+}
+
 static void test_errors(void)
 {
     tide_error *err = tide_error_new();
@@ -285,7 +319,7 @@ int main(void)
 {
     static const th_test tests[] = {
         TH_TEST(test_dtypes), TH_TEST(test_half_precision), TH_TEST(test_shapes), TH_TEST(test_tensor_views),
-        TH_TEST(test_tensor_wrap_and_errors), TH_TEST(test_strings_and_format), TH_TEST(test_attrs),
+        TH_TEST(test_tensor_wrap_and_errors), TH_TEST(test_strings_and_format), TH_TEST(test_attrs), TH_TEST(test_attr_lists_of_every_kind),
         TH_TEST(test_errors), TH_TEST(test_large_buffer_reuse), TH_TEST(test_engine_options), TH_END};
     return th_main("basics", tests);
 }

@@ -192,6 +192,40 @@ static void test_text_round_trip(void)
     tide_graph_free(g2);
 }
 
+/* "_" annotations of every kind read back as written, in name order whatever order they were set in;
+ * their kind follows from how they are written (a list holding '?' is a shape). */
+static void test_text_annotations_of_every_kind(void)
+{
+    const char *line =
+        "n = NoOp(_a=true, _b=-3, _c=0.5, _d=\"s\", _e=float16, _f=[2, ?], _g=*, _h=tensor(int32, [2], [1, 2]), "
+        "_i=[1, 2], _j=[0.5, 2.0], _k=[int64, bool], _l=[\"x\", \"\"], _m=[true, false], _n=[[1], *, [?, 3]], "
+        "_o=[tensor(bool, [], [true])], _p=[])\n";
+    tide_graph *g = th_graph_of(line);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    char *text = tide_graph_to_text(g, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, line));
+    const tide_attrs *a = tide_node_attrs(tide_graph_node(g, "n"));
+    static const struct { const char *name; tide_attr_type type; } kinds[] = {
+        {"_a", TIDE_ATTR_BOOL}, {"_b", TIDE_ATTR_INT}, {"_c", TIDE_ATTR_FLOAT}, {"_d", TIDE_ATTR_STRING},
+        {"_e", TIDE_ATTR_TYPE}, {"_f", TIDE_ATTR_SHAPE}, {"_g", TIDE_ATTR_SHAPE}, {"_h", TIDE_ATTR_TENSOR},
+        {"_i", TIDE_ATTR_INT_LIST}, {"_j", TIDE_ATTR_FLOAT_LIST}, {"_k", TIDE_ATTR_TYPE_LIST},
+        {"_l", TIDE_ATTR_STRING_LIST}, {"_m", TIDE_ATTR_BOOL_LIST}, {"_n", TIDE_ATTR_SHAPE_LIST},
+        {"_o", TIDE_ATTR_TENSOR_LIST}, {"_p", TIDE_ATTR_INT_LIST},
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (tide_attrs_type(a, kinds[i].name) != kinds[i].type) {
+            fprintf(stderr, "%s read as kind %d, not %d\n", kinds[i].name, tide_attrs_type(a, kinds[i].name),
+                    kinds[i].type);
+            CU_FAIL("annotation kind");
+        }
+    th_assert_graph_fails("", "m = NoOp(_q=[\"x\", 1])\n", "attr _q of NoOp must be a list(string)");
+    th_assert_graph_fails("", "m = NoOp(_q=[[1], 2])\n", "attr _q of NoOp must be a list(shape)");
+    th_assert_graph_fails("", "m = NoOp(_q=nonsense)\n", "annotation _q: a value of no attr kind");
+    free(text);
+    tide_graph_free(g);
+}
+
 static void test_text_float_values_round_trip(void)
 {
     /* Written with the fewest digits that read back exactly: values survive bit for bit. */
@@ -361,7 +395,8 @@ int main(void)
 {
     static const th_test tests[] = {
         TH_TEST(test_builder_errors_leave_graph_unchanged), TH_TEST(test_names_and_scopes),
-        TH_TEST(test_shape_inference_at_build), TH_TEST(test_rollback), TH_TEST(test_text_round_trip), TH_TEST(test_text_float_values_round_trip),
+        TH_TEST(test_shape_inference_at_build), TH_TEST(test_rollback), TH_TEST(test_text_round_trip),
+        TH_TEST(test_text_annotations_of_every_kind), TH_TEST(test_text_float_values_round_trip),
         TH_TEST(test_text_errors), TH_TEST(test_device_specs), TH_TEST(test_rename_node),
         TH_TEST(test_op_info), TH_END};
     return th_main("graph", tests);

@@ -494,6 +494,39 @@ static void check_attr_kinds(const char *file)
     CU_ASSERT(tide_attrs_get_type_list(a, "_types", &types, &n) && n == 2 && types[0] == TIDE_FLOAT32 &&
               types[1] == TIDE_INT64);
     CU_ASSERT(tide_attrs_get_int_list(a, "_none", &ints, &n) && n == 0);
+    const char *const *names;
+    const bool *bits;
+    const tide_shape *shapes;
+    tide_tensor *const *tensors;
+    CU_ASSERT(tide_attrs_get_string_list(a, "_names", &names, &n) && n == 2 && strcmp(names[0], "a") == 0 &&
+              strcmp(names[1], "\xc3\xa9t\xc3\xa9") == 0);
+    CU_ASSERT(tide_attrs_get_bool_list(a, "_bits", &bits, &n) && n == 3 && bits[0] && !bits[1] && bits[2]);
+    CU_ASSERT(tide_attrs_get_shape_list(a, "_shapes", &shapes, &n) && n == 3 && shapes[0].rank == 1 &&
+              shapes[0].dims[0] == 2 && shapes[1].rank == -1 && shapes[2].rank == 0);
+    CU_ASSERT_FATAL(tide_attrs_get_tensor_list(a, "_tensors", &tensors, &n) && n == 2);
+    size_t len = 0;
+    CU_ASSERT(tide_tensor_dtype(tensors[0]) == TIDE_STRING && tide_tensor_rank(tensors[0]) == 0 &&
+              memcmp(tide_tensor_string_get(tensors[0], 0, &len), "x", 1) == 0 && len == 1);
+    CU_ASSERT(tide_tensor_num_elements(tensors[1]) == 3 && ((const int64_t *)tide_tensor_data(tensors[1]))[2] == 7);
+
+    /* The graph text holds every kind, and reads back as the same graph (:save, then :load). */
+    char *text = tide_graph_to_text(g, NULL);
+    tide_graph *again = th_graph_of(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(again);
+    char *text2 = tide_graph_to_text(again, NULL);
+    CU_ASSERT_STRING_EQUAL(text2, text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "_shapes=[[2], *, []]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "_tensors=[tensor(string, [], [\"x\"]), tensor(int64, [3], [7, 7, 7])]"));
+    const tide_attrs *read = tide_node_attrs(tide_graph_node(again, "marked"));
+    CU_ASSERT_EQUAL(tide_attrs_type(read, "_bits"), TIDE_ATTR_BOOL_LIST);
+    CU_ASSERT_EQUAL(tide_attrs_type(read, "_shapes"), TIDE_ATTR_SHAPE_LIST);
+    CU_ASSERT_EQUAL(tide_attrs_type(read, "_names"), TIDE_ATTR_STRING_LIST);
+    CU_ASSERT_EQUAL(tide_attrs_type(read, "_dt"), TIDE_ATTR_TYPE);
+    CU_ASSERT_EQUAL(tide_attrs_type(read, "_shape"), TIDE_ATTR_SHAPE);
+    CU_ASSERT_EQUAL(tide_attrs_type(read, "_weights"), TIDE_ATTR_FLOAT_LIST);
+    free(text);
+    free(text2);
+    tide_graph_free(again);
     tide_graph_free(g);
 }
 
@@ -576,8 +609,10 @@ static void test_attr_errors(void)
     import_fails(g, "node { name: \"c\" op: \"Const\" attr { key: \"dtype\" value { type: DT_FLOAT } } attr { key: "
                  "\"value\" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 2 } } float_val: 1 float_val: 2 "
                  "float_val: 3 } } } }\n", NULL, "float_val holds 3 values for a tensor of shape [2] (2 elements)");
-    import_fails(g, "node { name: \"n\" op: \"NoOp\" attr { key: \"_names\" value { list { s: \"a\" } } } }\n", NULL,
-                 "attr '_names' is a list(string), a kind of attr tide does not have");
+    import_fails(g, "node { name: \"n\" op: \"NoOp\" attr { key: \"_names\" value { list { s: \"a\" s: \"b\\000\" } } "
+                 "} }\n", NULL, "attr '_names' (element 1) is a string holding a NUL byte");
+    import_fails(g, "node { name: \"n\" op: \"NoOp\" attr { key: \"_mixed\" value { list { s: \"a\" i: 1 } } } }\n",
+                 NULL, "attr '_mixed' must be a list(string), the GraphDef has a list of values of several kinds");
     import_fails(g, "node { name: \"n\" op: \"NoOp\" attr { key: \"colour\" value { i: 3 } } }\n", NULL,
                  "unknown attr 'colour' (NoOp has no attrs)");
     tide_graph_free(g);
