@@ -128,3 +128,156 @@ tide_status tide_graph_close_loop(tide_graph *g, tide_node *merge, int input, ti
     free(new_shapes);
     return st;
 }
+
+/* ---------------------------------------------------------------- contexts: values from outside */
+
+static tide_node *capture_node(tide_graph *g, tide_cf_context *c, tide_output outer, tide_error *err)
+{
+    tide_node_builder *b = tide_node_builder_new(g, c->kind == TIDE_CF_WHILE ? "Enter" : "Switch", NULL);
+    tide_node_builder_add_input(b, outer);
+    if (c->kind == TIDE_CF_WHILE) {
+        tide_attrs *a = tide_node_builder_attrs(b);
+        tide_attrs_set_string(a, "frame_name", c->frame);
+        tide_attrs_set_bool(a, "is_constant", true);
+        tide_attrs_set_int(a, "parallel_iterations", c->parallel_iterations);
+    } else {
+        tide_node_builder_add_input(b, c->pred);
+    }
+    return tide_node_builder_finish(b, err);
+}
+
+/* `in` as seen inside context c: itself when built inside, else brought in through the parent context
+ * first, then c's Enter (a loop invariant) or Switch (this branch's side), made once per value. */
+static tide_output capture(tide_graph *g, tide_cf_context *c, tide_output in, tide_error *err)
+{
+    if (!c || in.node->id >= c->first_id)
+        return in;
+    for (int i = 0; i < c->num_captures; i++)
+        if (c->captures[i].outside.node == in.node && c->captures[i].outside.index == in.index)
+            return c->captures[i].inside;
+    if (c->num_captures == c->cap_captures) {
+        int cap = c->cap_captures ? 2 * c->cap_captures : 8;
+        tide_cf_capture *grown = realloc(c->captures, sizeof *grown * (size_t)cap);
+        if (!grown) {
+            tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+            return (tide_output){NULL, 0};
+        }
+        c->captures = grown;
+        c->cap_captures = cap;
+    }
+    tide_cf_context *saved = g->cf_context;
+    g->cf_context = c->parent; /* the Enter or Switch itself belongs to the context around */
+    tide_output outer = capture(g, c->parent, in, err);
+    tide_node *n = outer.node ? capture_node(g, c, outer, err) : NULL;
+    g->cf_context = saved;
+    if (!n)
+        return (tide_output){NULL, 0};
+    tide_output inside = {n, c->kind == TIDE_CF_WHILE ? 0 : c->branch};
+    c->captures[c->num_captures++] = (tide_cf_capture){in, inside};
+    return inside;
+}
+
+tide_status tide__cf_capture_inputs(tide_graph *g, const tide_op_def *def, const int *arg_start, const char *who,
+                                    tide_output *inputs, int num_inputs, tide_error *err)
+{
+    tide_cf_context *c = g->cf_context;
+    for (int a = 0; a < def->num_inputs; a++) {
+        if (def->inputs[a].is_ref) /* a variable itself, not its value: no Enter or Switch can carry it */
+            continue;
+        for (int i = arg_start[a]; i < arg_start[a + 1] && i < num_inputs; i++) {
+            tide_output in = capture(g, c, inputs[i], err);
+            if (!in.node) {
+                tide__error_prefix(err, "%s: bringing input '%s' into %s '%s'", who, inputs[i].node->name,
+                                   c->kind == TIDE_CF_WHILE ? "loop" : "cond", c->name);
+                return tide_error_code(err);
+            }
+            inputs[i] = in;
+        }
+    }
+    return TIDE_OK;
+}
+
+tide_status tide__cf_check_controls(tide_graph *g, const char *who, int num_inputs, tide_node ***control,
+                                    int *num_control, int *cap_control, tide_error *err)
+{
+    tide_cf_context *c = g->cf_context;
+    bool inside_control = false;
+    for (int i = 0; i < *num_control; i++) {
+        const tide_node *d = (*control)[i];
+        if (!d || d->graph != g)
+            return TIDE_OK; /* the builder reports it */
+        if (d->id >= c->first_id)
+            inside_control = true;
+        else if (c->kind == TIDE_CF_WHILE)
+            return tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s inside loop '%s' waits for '%s' from outside "
+                                  "the loop: make a value the loop reads depend on it instead", who, c->name, d->name);
+    }
+    if (num_inputs > 0 || inside_control || !c->pivot)
+        return TIDE_OK;
+    /* No input from inside: tie it to this branch or iteration, else it would run once, outside. */
+    if (*num_control == *cap_control) {
+        int cap = *cap_control ? 2 * *cap_control : 4;
+        tide_node **grown = realloc(*control, sizeof *grown * (size_t)cap);
+        if (!grown)
+            return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+        *control = grown;
+        *cap_control = cap;
+    }
+    (*control)[(*num_control)++] = c->pivot;
+    return TIDE_OK;
+}
+
+tide_output tide__cf_capture(tide_graph *g, tide_output in, tide_error *err)
+{
+    return in.node ? capture(g, g->cf_context, in, err) : in;
+}
+
+/* ---------------------------------------------------------------- what the builders share */
+
+graph_mark tide__graph_mark(const tide_graph *g)
+{
+    return (graph_mark){g->num_nodes, g->num_scopes, g->num_devices, g->cf_context};
+}
+
+void tide__graph_restore(tide_graph *g, graph_mark m)
+{
+    g->cf_context = m.context;
+    while (g->num_scopes > m.num_scopes)
+        tide_graph_pop_scope(g);
+    while (g->num_devices > m.num_devices)
+        tide_graph_pop_device(g);
+    tide_graph_rollback(g, m.num_nodes, NULL); /* nodes made since the mark were run by no plan */
+}
+
+/* A scope name under the current one that no node uses yet: "while", "while_1"... (the last part). */
+char *tide__unique_scope(tide_graph *g, const char *base)
+{
+    char *prefix = tide__graph_scope_prefix(g);
+    if (!prefix)
+        return NULL;
+    for (long k = 0;; k++) {
+        char *local = k ? tide__asprintf("%s_%ld", base, k) : tide__strdup(base);
+        char *full = local ? tide__asprintf("%s%s/", prefix, local) : NULL;
+        bool used = !full || tide_graph_node(g, full) != NULL;
+        size_t len = full ? strlen(full) : 0;
+        for (int i = 0; !used && i < g->num_nodes; i++)
+            used = strncmp(g->nodes[i]->name, full, len) == 0 ||
+                   (strncmp(g->nodes[i]->name, full, len - 1) == 0 && g->nodes[i]->name[len - 1] == 0);
+        free(full);
+        if (!used || !local) {
+            free(prefix);
+            return local;
+        }
+        free(local);
+    }
+}
+
+/* One node of op over inputs (no attrs). */
+tide_node *tide__cf_op(tide_graph *g, const char *op, const char *name, const tide_output *inputs, int n,
+                       tide_error *err)
+{
+    tide_node_builder *b = tide_node_builder_new(g, op, name);
+    tide_node_builder_add_inputs_flat(b, inputs, n);
+    return tide_node_builder_finish(b, err);
+}
+

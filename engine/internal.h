@@ -233,7 +233,58 @@ struct tide_graph {
     char **devices;                  /* stack of default devices */
     int num_devices, cap_devices;
     struct name_counters *counters;  /* base name -> next suffix, for unique names */
+    struct tide_cf_context *cf_context; /* innermost cond branch or loop being built (control_flow.c) */
 };
+
+/* A cond branch or a loop being built (tide_cond, tide_while_loop): while it is the graph's context,
+ * every node built reads values from outside through it (control_flow.c). Contexts nest as the calls
+ * do and live only while their builder runs. */
+typedef enum tide_cf_kind { TIDE_CF_COND = 0, TIDE_CF_WHILE = 1 } tide_cf_kind;
+
+typedef struct tide_cf_capture {
+    tide_output outside, inside;
+} tide_cf_capture;
+
+typedef struct tide_cf_context {
+    tide_cf_kind kind;
+    struct tide_cf_context *parent;
+    int first_id;                    /* nodes with this id or more were built inside */
+    tide_node *pivot;                /* a node without inputs built inside gets a control input from it */
+    const char *name;                /* the cond's or loop's scope, for messages */
+    const char *frame;               /* TIDE_CF_WHILE: the frame name */
+    int parallel_iterations;         /* TIDE_CF_WHILE */
+    tide_output pred;                /* TIDE_CF_COND: the condition */
+    int branch;                      /* TIDE_CF_COND: 1 for the true branch, 0 for the false one */
+    tide_cf_capture *captures;       /* values from outside, each brought in once */
+    int num_captures, cap_captures;
+} tide_cf_context;
+
+/* Applies the graph's current context to a node being built (tide_node_builder_finish): every input
+ * that is not a Ref (by the op's binding, arg_start) and comes from outside is replaced by the value
+ * brought in (an Enter or a Switch, made once per value and context); a node without inputs gets a
+ * control input from the pivot; a control input from outside a loop is an error naming both nodes. */
+tide_status tide__cf_capture_inputs(tide_graph *g, const tide_op_def *def, const int *arg_start, const char *who,
+                                    tide_output *inputs, int num_inputs, tide_error *err);
+/* `in` as seen inside the graph's current context (itself when built there or with no context). On
+ * failure in.node is NULL and err says why. */
+tide_output tide__cf_capture(tide_graph *g, tide_output in, tide_error *err);
+
+/* What the cond and while_loop builders change on a graph besides nodes; restore puts it all back and
+ * removes the nodes made since the mark. */
+typedef struct graph_mark {
+    int num_nodes, num_scopes, num_devices;
+    tide_cf_context *context;
+} graph_mark;
+graph_mark tide__graph_mark(const tide_graph *g);
+void tide__graph_restore(tide_graph *g, graph_mark m);
+/* A scope name under the current one that no node uses yet: "while", "while_1"... (the last part;
+ * malloc'd). */
+char *tide__unique_scope(tide_graph *g, const char *base);
+/* One node of op over inputs, no attrs (NULL with err on failure). */
+tide_node *tide__cf_op(tide_graph *g, const char *op, const char *name, const tide_output *inputs, int n,
+                       tide_error *err);
+tide_status tide__cf_check_controls(tide_graph *g, const char *who, int num_inputs, tide_node ***control,
+                                    int *num_control, int *cap_control, tide_error *err);
 
 /* Whether input i of n is a Ref input: it names a variable, not a value, so it makes no edge (the
  * kernel finds the variable through ref_sources): an Assign does not wait for a read of it. */

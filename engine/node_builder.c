@@ -210,6 +210,8 @@ static tide_status build(tide_node_builder *b, const tide_op_def *def, const cha
         st = tide__bind(def, who, dts, n, b->flat ? NULL : b->groups, b->num_groups, b->attrs, &bind, err);
     if (st == TIDE_OK)
         st = check_refs(def, bind.arg_start, b, who, err);
+    if (st == TIDE_OK && b->graph->cf_context) /* inside a cond or loop being built: bring values in */
+        st = tide__cf_capture_inputs(b->graph, def, bind.arg_start, who, b->inputs, n, err);
     const char *device = b->device ? b->device : tide__graph_default_device(b->graph);
     tide_device_spec spec;
     if (st == TIDE_OK && tide_device_spec_parse(device, &spec, err) != TIDE_OK) {
@@ -289,6 +291,11 @@ tide_node *tide_node_builder_finish(tide_node_builder *b, tide_error *err)
         tide_node *other = tide_graph_node(b->graph, name);
         st = tide_error_set(err, TIDE_ALREADY_EXISTS, "node name '%s' is already used (by a %s node)", name,
                             other->op->name);
+    }
+    if (st == TIDE_OK && b->graph->cf_context) {
+        char who[600];
+        snprintf(who, sizeof who, "node '%s' (%s)", name, def->name);
+        st = tide__cf_check_controls(b->graph, who, b->num_inputs, &b->control, &b->num_control, &b->cap_control, err);
     }
     if (st == TIDE_OK)
         st = build(b, def, name, &node, err);

@@ -5,12 +5,14 @@
  *   tide_train.h     gradients, variables, initializers, optimizers
  *   tide_data.h      file readers (IDX, NPY, CSV, Fashion-MNIST) and batching
  *   tide_registry.h  the registered ops' names, help and signatures (for bindings and docs)
+ *   tide_control_flow.h  conditionals and loops in a graph: cond, while_loop, closing a loop
  *
  * Writing ops and kernels is tide_op.h (it includes this header). Link with `pkg-config --libs tide`.
  */
 #ifndef TIDE_H
 #define TIDE_H
 
+#include "tide_control_flow.h"
 #include "tide_core.h"
 #include "tide_data.h"
 #include "tide_registry.h"

@@ -405,15 +405,6 @@ tide_status tide_graph_rename_node(tide_graph *g, tide_node *n, const char *name
 /* A name not used yet: "scope/base", else "scope/base_1", "scope/base_2"... (malloc'd). */
 char *tide_graph_unique_name(tide_graph *g, const char *base);
 
-/* Closes a loop (control flow, docs/control-flow.md): input `input` of the Merge `merge` becomes the
- * output of a NextIteration node, the loop's back edge — the one edge that may point to a later node.
- * Build the Merge with a stand-in for that input (TensorFlow's convention: its Enter twice), then its
- * loop, then close it. The Merge's shape (and what was inferred from it) relaxes to what every
- * iteration brings. Fails, changing nothing, once the Merge has been run, or for a node that is not a
- * Merge or a NextIteration of this graph, or a dtype that differs. */
-tide_status tide_graph_close_loop(tide_graph *g, tide_node *merge, int input, tide_output next_iteration,
-                                  tide_error *err);
-
 /* The text format (docs/graph-text-format.md): one node per line,
  *   name = Op(input, input:1, ^control, attr=value, ...) @"/device:spec"
  * to_text returns a malloc'd string. extend_text adds every node of text or none. */
