@@ -27,6 +27,7 @@
 #include <lualib.h>
 
 #include "graphdef_repl.h"
+#include "lua_control_flow.h"
 #include "repl.h"
 
 #define ENV_KEY "tide.env"         /* registry: the proxy used as _ENV */
@@ -222,6 +223,7 @@ static tide_status open_lua(repl *r, tide_error *err)
     repl_open_train(L);
     repl_open_data(L);
     repl_open_graphdef(L);
+    repl_open_control_flow(L);
     lua_pushcfunction(L, l_quit);
     lua_setfield(L, module, "quit");
     lua_pushvalue(L, module);
