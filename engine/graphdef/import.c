@@ -10,6 +10,10 @@
  * rolls the graph back to what it was. The ordering is an explicit-stack depth-first search, so that a
  * GraphDef of a hundred thousand chained nodes does not exhaust the C stack.
  *
+ * A loop's back edge (a Merge reading a NextIteration, control flow v1) is the one input that may come
+ * from a node built later: the Merge is built with its other input standing in, and the edge is closed
+ * (tide_graph_close_loop) once everything is built; any other cycle is an error that names it.
+ *
  * TensorFlow op names that tide spells differently are mapped by a small table (import_aliases),
  * used only when the registry lacks the TensorFlow name. */
 #include <stdarg.h>
@@ -38,6 +42,12 @@ typedef struct import_node {
     tide_node *built;
 } import_node;
 
+/* A loop's back edge, closed once every node is built: data input `input` of the Merge `merge` reads
+ * output `index` of the NextIteration `next` (node indices of the GraphDef). */
+typedef struct back_edge {
+    int merge, input, next, index;
+} back_edge;
+
 typedef struct importer {
     tide_graph *g;
     const Tensorflow__GraphDef *gd;
@@ -50,6 +60,8 @@ typedef struct importer {
     import_node *nodes;
     int num_nodes;
     int *by_name;            /* node indices sorted by name */
+    back_edge *loops;        /* back edges waiting for their NextIteration */
+    int num_loops, cap_loops;
     tide_error *err;
 } importer;
 
@@ -285,6 +297,16 @@ static int dependency(const importer *im, const char *input)
     return mapping_of(im, &r) ? -1 : find_node(im, r.name, r.len);
 }
 
+/* Is this input of n a loop's back edge (a Merge reading a NextIteration)? Control flow lets that one
+ * edge point to a node built later: the Merge is built with a stand-in and the edge closed at the end. */
+static bool is_back_edge(const importer *im, const import_node *n, const char *input)
+{
+    if (input[0] == '^' || strcmp(n->op, "Merge") != 0)
+        return false;
+    int dep = dependency(im, input);
+    return dep >= 0 && strcmp(im->nodes[dep].op, "NextIteration") == 0;
+}
+
 /* "a -> b -> c -> a" for the open nodes on the stack from `from` on, back to `from`. */
 static tide_status cycle_error(importer *im, const int *stack, int depth, int from)
 {
@@ -333,6 +355,8 @@ static tide_status build_with_inputs(importer *im, int root, int **stack, int *c
                 *cap = grown;
             }
             for (size_t k = n->def->n_input; k-- > 0;) { /* reversed: the first input is built first */
+                if (is_back_edge(im, n, n->def->input[k]))
+                    continue;
                 int dep = dependency(im, n->def->input[k]);
                 if (dep >= 0 && im->nodes[dep].state == NODE_OPEN)
                     return cycle_error(im, *stack, depth, dep);
@@ -380,6 +404,37 @@ static tide_status node_fail(importer *im, const import_node *n, tide_status cod
     return fail(im, code, "node '%s' (%s): %s", n->def->name, n->def->op, what);
 }
 
+static tide_status add_back_edge(importer *im, int merge, int input, int next, int index)
+{
+    if (im->num_loops == im->cap_loops) {
+        int cap = im->cap_loops ? 2 * im->cap_loops : 8;
+        back_edge *grown = realloc(im->loops, sizeof *grown * (size_t)cap);
+        if (!grown)
+            return fail(im, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+        im->loops = grown;
+        im->cap_loops = cap;
+    }
+    im->loops[im->num_loops++] = (back_edge){merge, input, next, index};
+    return TIDE_OK;
+}
+
+/* Every back edge becomes the NextIteration's output, now that it exists. */
+static tide_status close_loops(importer *im)
+{
+    for (int i = 0; i < im->num_loops; i++) {
+        const back_edge *e = &im->loops[i];
+        tide_output next = {im->nodes[e->next].built, e->index};
+        if (tide_graph_close_loop(im->g, im->nodes[e->merge].built, e->input, next, im->err) != TIDE_OK) {
+            char *message = strdup(tide_error_message(im->err));
+            tide_status st = node_fail(im, &im->nodes[e->merge], tide_error_code(im->err),
+                                       message ? message : "out of memory");
+            free(message);
+            return st;
+        }
+    }
+    return TIDE_OK;
+}
+
 static tide_status add_inputs(importer *im, const import_node *n, tide_node_builder *b)
 {
     const Tensorflow__NodeDef *d = n->def;
@@ -387,18 +442,37 @@ static tide_status add_inputs(importer *im, const import_node *n, tide_node_buil
     int num_data = 0;
     if (!data)
         return fail(im, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    int stand_in = -1;   /* the data input that stands in for back edges until they are closed */
+    tide_status st = TIDE_OK;
     for (size_t k = 0; k < d->n_input; k++) {
         input_ref r;
         parse_input(d->input[k], &r);
         const tide_graphdef_mapping *m = mapping_of(im, &r);
-        tide_output out = m ? m->value : (tide_output){im->nodes[find_node(im, r.name, r.len)].built, r.index};
-        if (r.control)
+        int source = m ? -1 : find_node(im, r.name, r.len);
+        tide_output out = m ? m->value : (tide_output){source >= 0 ? im->nodes[source].built : NULL, r.index};
+        if (r.control) {
             tide_node_builder_add_control_input(b, out.node);
-        else
-            data[num_data++] = out;
+            continue;
+        }
+        if (!out.node && is_back_edge(im, n, d->input[k])) /* its NextIteration comes later */
+            st = add_back_edge(im, (int)(n - im->nodes), num_data, source, r.index);
+        else if (stand_in < 0)
+            stand_in = num_data;
+        data[num_data++] = out;
+    }
+    for (int k = 0; k < num_data && st == TIDE_OK; k++)
+        if (!data[k].node) {
+            if (stand_in < 0)
+                st = node_fail(im, n, TIDE_INVALID_ARGUMENT, "a Merge whose every input is a loop's back edge "
+                               "(a NextIteration): the loop has no way in");
+            else
+                data[k] = data[stand_in];
+        }
+    if (st != TIDE_OK) {
+        free(data);
+        return st;
     }
     int counts[sizeof n->info.inputs / sizeof n->info.inputs[0]];
-    tide_status st = TIDE_OK;
     if (!group_inputs(n, num_data, counts)) {
         char what[200];
         snprintf(what, sizeof what, "the op takes %d input%s, the GraphDef gives %d data inputs", n->info.num_inputs,
@@ -531,6 +605,8 @@ static tide_status run_import(importer *im)
         if (im->nodes[i].state == NODE_NEW)
             st = build_with_inputs(im, i, &stack, &cap);
     free(stack);
+    if (st == TIDE_OK)
+        st = close_loops(im);
     return st;
 }
 
@@ -574,6 +650,7 @@ tide_status tide_graphdef_import(tide_graph *g, const void *data, size_t size, c
         tide_graph_rollback(g, mark, NULL); /* nodes no plan has seen yet: this cannot fail */
     free(im.nodes);
     free(im.by_name);
+    free(im.loops);
     free(im.graph_prefix);
     free(scope);
     if (gd)

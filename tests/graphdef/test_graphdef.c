@@ -15,6 +15,9 @@
 
 /* ---------------------------------------------------------------- helpers */
 
+#define CONST_F32(name) "node { name: \"" name "\" op: \"Const\" attr { key: \"dtype\" value { type: DT_FLOAT } } " \
+                        "attr { key: \"value\" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }\n"
+
 static char *data_path(const char *name)
 {
     const char *dir = getenv(strstr(name, ".pbtxt") ? "TIDE_GRAPHDEF_DATA" : "TIDE_GRAPHDEF_BUILT");
@@ -533,10 +536,60 @@ static void check_attr_kinds(const char *file)
 static void test_attr_kinds_text(void) { check_attr_kinds("attrs.pbtxt"); }
 static void test_attr_kinds_binary(void) { check_attr_kinds("attrs.pb"); }
 
+/* ---------------------------------------------------------------- control flow */
+
+/* A TensorFlow 1.x while_loop (Enter, Merge with its back edge, LoopCond, Switch, NextIteration, Exit)
+ * imports and runs; exported and imported again it is the same graph. */
+static void check_while_loop(const char *file)
+{
+    tide_graph *g = tide_graph_new();
+    import_ok(g, file, NULL);
+    tide_node *merge = tide_graph_node(g, "while/Merge");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(merge);
+    CU_ASSERT_STRING_EQUAL(tide_node_name(tide_node_input(merge, 1).node), "while/NextIteration");
+    expect_values(g, "while/Exit", TIDE_INT32, 0, NULL, (double[]){10}, 0);
+    expect_values(g, "while/Exit_1", TIDE_FLOAT32, 0, NULL, (double[]){1024}, 0);
+    void *data = NULL;
+    size_t size = 0;
+    CU_ASSERT_EQUAL_FATAL(tide_graphdef_export(g, NULL, &data, &size, NULL), TIDE_OK);
+    tide_graph *back = tide_graph_new();
+    tide_error *err = tide_error_new();
+    if (tide_graphdef_import(back, data, size, "exported loop", NULL, err) != TIDE_OK)
+        fprintf(stderr, "re-import: %s\n", tide_error_message(err));
+    char *a = tide_graph_to_text(g, NULL), *b = tide_graph_to_text(back, NULL);
+    CU_ASSERT_STRING_EQUAL(a ? a : "", b ? b : "");
+    expect_values(back, "while/Exit", TIDE_INT32, 0, NULL, (double[]){10}, 0);
+    free(a);
+    free(b);
+    free(data);
+    tide_error_free(err);
+    tide_graph_free(back);
+    tide_graph_free(g);
+}
+
+static void test_while_loop_text(void) { check_while_loop("while_loop.pbtxt"); }
+static void test_while_loop_binary(void) { check_while_loop("while_loop.pb"); }
+
+static void test_loop_errors(void)
+{
+    tide_graph *g = tide_graph_new();
+    /* A Merge with no way in; a cycle that does not go through a Merge's NextIteration. */
+    import_fails(g,
+                 "node { name: \"m\" op: \"Merge\" input: \"n\" attr { key: \"T\" value { type: DT_INT32 } } "
+                 "attr { key: \"N\" value { i: 1 } } }\n"
+                 "node { name: \"n\" op: \"NextIteration\" input: \"m\" attr { key: \"T\" value { type: DT_INT32 } } }\n",
+                 NULL, "node 'm' (Merge): a Merge whose every input is a loop's back edge");
+    import_fails(g,
+                 CONST_F32("c")
+                 "node { name: \"m\" op: \"Merge\" input: \"c\" input: \"a\" attr { key: \"T\" value { type: DT_FLOAT } } "
+                 "attr { key: \"N\" value { i: 2 } } }\n"
+                 "node { name: \"a\" op: \"Neg\" input: \"m\" attr { key: \"T\" value { type: DT_FLOAT } } }\n",
+                 NULL, "the GraphDef has a cycle: m -> a -> m");
+    tide_graph_free(g);
+}
+
 /* ---------------------------------------------------------------- errors */
 
-#define CONST_F32(name) "node { name: \"" name "\" op: \"Const\" attr { key: \"dtype\" value { type: DT_FLOAT } } " \
-                        "attr { key: \"value\" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }\n"
 
 static void test_unknown_ops_in_one_message(void)
 {
@@ -700,6 +753,9 @@ int main(void)
         TH_TEST(test_tensor_encodings_binary),
         TH_TEST(test_attr_kinds_text),
         TH_TEST(test_attr_kinds_binary),
+        TH_TEST(test_while_loop_text),
+        TH_TEST(test_while_loop_binary),
+        TH_TEST(test_loop_errors),
         TH_TEST(test_unknown_ops_in_one_message),
         TH_TEST(test_structure_errors),
         TH_TEST(test_attr_errors),
