@@ -241,6 +241,7 @@ static const named_query queries[] = {
          "WHERE t.node = ?1 AND t.output = ?2 AND r.session_id = (SELECT id FROM s) GROUP BY t.run_id "
          "ORDER BY t.step, t.run_id",
          0, NULL},
+    [TIDE_STORE_Q_SESSION_IDS] = {"SESSION_IDS", 0, "SELECT id FROM sessions ORDER BY id", 0, NULL},
 };
 
 const char *tide_store_query_name(tide_store_query_id id)

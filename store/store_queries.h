@@ -95,6 +95,10 @@ typedef enum tide_store_query_id {
      * ("NaN", "Inf", "-Inf" from its NaN/Inf counts and stored value; NULL when an infinity's value
      * was pruned and its sign is unknown). */
     TIDE_STORE_Q_TENSOR_HISTORY = 24,
+
+    /* ------------------------------------------------ the views' device colours (viz/palette.c) */
+    /* (): id of every session, in order. */
+    TIDE_STORE_Q_SESSION_IDS = 25,
 } tide_store_query_id;
 
 /* Runs query id on the log at path with params (num_params of them, the query's) and keeps up to

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "json.h"
-#include "viz_internal.h"
+#include "viz_plan.h"
 
 static const char *const device_palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
                                              "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
@@ -103,11 +103,48 @@ static char *take(tide_json *j, size_t *len, tide_error *err)
     return s;
 }
 
+/* What the drawing of these options shows: {"nodes","items","max_items","layout_cost","notes":[...],
+ * "highlight"}. */
+static void drawing_json(tide_json *j, const vz_plan *p)
+{
+    tide_json_key(j, "drawing");
+    tide_json_begin_object(j);
+    tide_json_key(j, "nodes");
+    tide_json_int(j, p->m->num_nodes);
+    tide_json_key(j, "items");
+    tide_json_int(j, p->num_items);
+    tide_json_key(j, "max_items");
+    tide_json_int(j, p->max_items);
+    tide_json_key(j, "layout_cost");
+    tide_json_int(j, p->layout_cost);
+    tide_json_key(j, "notes");
+    tide_json_begin_array(j);
+    char *notes = vz_plan_notes(p);
+    for (char *line = notes, *nl; line && *line; line = nl ? nl + 1 : line + strlen(line)) {
+        nl = strchr(line, '\n');
+        tide_json_string_n(j, line, nl ? (size_t)(nl - line) : strlen(line));
+    }
+    free(notes);
+    tide_json_end_array(j);
+    tide_json_key(j, "highlight");
+    char *id = NULL;
+    if (p->highlight_item >= 0)
+        id = vz_item_id(p, &p->items[p->highlight_item], false);
+    else if (p->highlight_cluster >= 0 && asprintf(&id, "cluster:%s", p->scopes[p->highlight_cluster].name) < 0)
+        id = NULL;
+    tide_json_string(j, id); /* null when none */
+    free(id);
+    tide_json_end_object(j);
+}
+
 char *tide_viz_graph_legend_json(const char *db_path, const tide_viz_graph_options *o, size_t *len,
                                  tide_error *err)
 {
     vz_model m;
-    if (vz_model_load(&m, db_path, o, err) != TIDE_OK) {
+    vz_plan p;
+    memset(&p, 0, sizeof p);
+    if (vz_model_load(&m, db_path, o, err) != TIDE_OK || vz_plan_build(&p, &m, o, err) != TIDE_OK) {
+        vz_plan_free(&p);
         vz_model_free(&m);
         return NULL;
     }
@@ -131,12 +168,14 @@ char *tide_viz_graph_legend_json(const char *db_path, const tide_viz_graph_optio
         legend_entry(&j, "not timed", VZ_UNPLACED_COLOR);
     } else {
         for (int d = 0; d < m.num_devices; d++)
-            legend_entry(&j, tide_device_short_name(m.devices[d], label, sizeof label), vz_device_color(d));
+            legend_entry(&j, tide_device_short_name(m.palette.devices[d], label, sizeof label), vz_device_color(d));
         if (m.any_unplaced)
             legend_entry(&j, "unplaced", VZ_UNPLACED_COLOR);
     }
     tide_json_end_array(&j);
+    drawing_json(&j, &p);
     tide_json_end_object(&j);
+    vz_plan_free(&p);
     vz_model_free(&m);
     return take(&j, len, err);
 }

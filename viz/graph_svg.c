@@ -61,16 +61,22 @@ static void declare(Agraph_t *g, gv_syms *s)
 {
     agattr(g, AGRAPH, "rankdir", "TB");
     agattr(g, AGRAPH, "fontname", "Helvetica");
-    agattr(g, AGRAPH, "fontsize", "11");
+    agattr(g, AGRAPH, "fontsize", "13");
     agattr(g, AGRAPH, "nodesep", "0.25");
-    agattr(g, AGRAPH, "ranksep", "0.45");
+    agattr(g, AGRAPH, "ranksep", "0.4");
+    agattr(g, AGRAPH, "labelloc", "t");
+    /* A bound on dot's network simplex (ranks, then x coordinates): at most this many iterations per
+       node, where the default is unbounded (a large training graph opened entirely spent minutes placing
+       x coordinates). plan.c's layout cost keeps drawings well inside it. */
+    agattr(g, AGRAPH, "nslimit", "4");
+    agattr(g, AGRAPH, "nslimit1", "4");
     s->g_label = agattr(g, AGRAPH, "label", "");
     s->g_id = agattr(g, AGRAPH, "id", "");
     s->g_style = agattr(g, AGRAPH, "style", "rounded");
     s->g_color = agattr(g, AGRAPH, "color", "#888888");
     s->g_pen = agattr(g, AGRAPH, "penwidth", "1");
     agattr(g, AGNODE, "fontname", "Helvetica");
-    s->n_fontsize = agattr(g, AGNODE, "fontsize", "10");
+    s->n_fontsize = agattr(g, AGNODE, "fontsize", "12");
     s->n_label = agattr(g, AGNODE, "label", "");
     s->n_id = agattr(g, AGNODE, "id", "");
     s->n_fill = agattr(g, AGNODE, "fillcolor", VZ_UNPLACED_COLOR);
@@ -82,8 +88,10 @@ static void declare(Agraph_t *g, gv_syms *s)
     s->n_margin = agattr(g, AGNODE, "margin", "0.08,0.04");
     agattr(g, AGEDGE, "arrowsize", "0.6");
     agattr(g, AGEDGE, "color", "#555555");
-    agattr(g, AGEDGE, "fontsize", "9");
-    s->e_label = agattr(g, AGEDGE, "label", "");
+    agattr(g, AGEDGE, "fontsize", "10");
+    /* Edge counts as xlabels: placed after the layout, where a label would be a virtual node in the
+       ranks (slower), and would make Graphviz 2.43 free a cluster's edge twice on some graphs. */
+    s->e_label = agattr(g, AGEDGE, "xlabel", "");
     s->e_style = agattr(g, AGEDGE, "style", "solid");
 }
 
@@ -101,30 +109,6 @@ static char *gv_escape(const char *s)
         if (s[i] == '\\')
             *q++ = '\\';
         *q++ = s[i];
-    }
-    *q = '\0';
-    return out;
-}
-
-/* s with every '&' written "&amp;": Graphviz's SVG writer escapes names and ids but leaves what
- * looks like an entity ("&lt;") alone, which would turn a name's "&lt;" into "<" in the DOM. Labels
- * are escaped fully by Graphviz and must not go through this. Malloc'd. */
-static char *amp_escape(const char *s)
-{
-    size_t n = strlen(s), extra = 0;
-    for (size_t i = 0; i < n; i++)
-        extra += s[i] == '&' ? 4 : 0;
-    char *out = malloc(n + extra + 1);
-    if (!out)
-        return NULL;
-    char *q = out;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '&') {
-            memcpy(q, "&amp;", 5);
-            q += 5;
-        } else {
-            *q++ = s[i];
-        }
     }
     *q = '\0';
     return out;
@@ -162,125 +146,137 @@ static const char *last_part(const char *name)
 typedef struct draw_ctx {
     const vz_plan *p;
     vz_scope *scopes;        /* p->scopes, writable for the cluster pointers */
-    Agraph_t *root, *aux;
+    Agraph_t *root, *aux, *side;
     gv_syms s;
 } draw_ctx;
+
+/* A side cluster (aux nodes, training groups), made on first use. */
+static Agraph_t *side_cluster(draw_ctx *d, Agraph_t **slot, char *id, char *label)
+{
+    if (!*slot && (*slot = agsubg(d->root, id, 1)) != NULL) {
+        agxset(*slot, d->s.g_label, label);
+        agxset(*slot, d->s.g_id, id);
+        agxset(*slot, d->s.g_style, "dashed,rounded");
+    }
+    return *slot;
+}
 
 /* The subgraph of expanded scope c (VZ_ROOT: the root), made with its parents on first use. */
 static Agraph_t *cluster_of(draw_ctx *d, int c)
 {
     if (c == VZ_ROOT)
         return d->root;
-    if (c == VZ_AUX_CLUSTER) {
-        if (!d->aux) {
-            d->aux = agsubg(d->root, "cluster:__aux__", 1);
-            if (d->aux) {
-                agxset(d->aux, d->s.g_label, "auxiliary");
-                agxset(d->aux, d->s.g_id, "cluster:__aux__");
-                agxset(d->aux, d->s.g_style, "dashed,rounded");
-            }
-        }
-        return d->aux;
-    }
+    if (c == VZ_AUX_CLUSTER)
+        return side_cluster(d, &d->aux, "cluster:__aux__", "auxiliary");
+    if (c == VZ_SIDE_CLUSTER)
+        return side_cluster(d, &d->side, "cluster:__training__", "training");
     vz_scope *sc = &d->scopes[c];
     if (sc->cluster)
         return sc->cluster;
     Agraph_t *parent = cluster_of(d, sc->parent);
-    char *name = NULL, *scope = amp_escape(sc->name);
-    if (!parent || !scope || asprintf(&name, "cluster:%s", scope) < 0) {
-        free(scope);
+    vz_item as_scope = {.kind = VZ_ITEM_SCOPE, .scope = c};
+    char *id = vz_item_id(d->p, &as_scope, true), *name = NULL;
+    if (!parent || !id || asprintf(&name, "cluster:%s", id + strlen("scope:")) < 0) {
+        free(id);
         return NULL;
     }
-    free(scope);
+    free(id);
     Agraph_t *g = agsubg(parent, name, 1);
     bool ok = g && set_text(g, d->s.g_id, "%s%s", name, NULL) &&
               set_text(g, d->s.g_label, "%s%s", relative(d->p, sc->name, sc->parent), NULL);
-    if (ok && d->p->highlight_cluster == c) {
-        agxset(g, d->s.g_color, "#ff0000");
-        agxset(g, d->s.g_pen, "3");
-    }
     free(name);
     sc->cluster = ok ? g : NULL;
     return sc->cluster;
 }
 
-static const char *item_name(const vz_plan *p, const vz_item *it)
-{
-    if (it->kind == VZ_ITEM_SCOPE)
-        return p->scopes[it->scope].name;
-    return p->m->nodes[it->node].name;
-}
-
-/* The Graphviz name (the SVG <title>) and id of an item: NAME, scope:NAME, stub:AUX@CONSUMER ('&'
- * escaped, see amp_escape). */
-static char *item_key(const vz_plan *p, const vz_item *it)
-{
-    char *key = NULL;
-    int r = 0;
-    if (it->kind == VZ_ITEM_NODE)
-        key = strdup(item_name(p, it));
-    else if (it->kind == VZ_ITEM_SCOPE)
-        r = asprintf(&key, "scope:%s", item_name(p, it));
-    else
-        r = asprintf(&key, "stub:%s@%s", item_name(p, it), item_name(p, &p->items[it->consumer]));
-    if (r < 0 || !key)
-        return NULL;
-    char *escaped = amp_escape(key);
-    free(key);
-    return escaped;
-}
-
 static const char *item_color(const vz_plan *p, const vz_item *it)
 {
     const vz_model *m = p->m;
-    if (it->kind != VZ_ITEM_SCOPE)
+    if (it->kind == VZ_ITEM_NODE || it->kind == VZ_ITEM_STUB)
         return vz_node_color(m, &m->nodes[it->node], p->color);
-    const vz_scope *sc = &p->scopes[it->scope];
     if (p->color == TIDE_VIZ_COLOR_TIME)
-        return vz_time_color(vz_time_bucket(m, sc->max_time_ns));
-    return vz_device_color(sc->device_index);
+        return vz_time_color(vz_time_bucket(m, it->max_time_ns));
+    return vz_device_color(it->device_index);
+}
+
+/* n with thousands separators ("4,001"). */
+static char *count_text(int n, char *buf, size_t size)
+{
+    char digits[16];
+    int len = snprintf(digits, sizeof digits, "%d", n < 0 ? 0 : n), k = 0;
+    for (int i = 0; i < len && (size_t)k + 2 < size; i++) {
+        if (i > 0 && (len - i) % 3 == 0)
+            buf[k++] = ',';
+        buf[k++] = digits[i];
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
+/* The second line of a box: what it stands for ("33 nodes", "1,000 nodes, collapsed"). */
+static void box_count(const vz_item *it, char *buf, size_t size)
+{
+    char a[24], b[24];
+    if (it->kind == VZ_ITEM_SERIES && it->member_scopes)
+        snprintf(buf, size, "%s scopes, %s nodes, collapsed", count_text(it->members, a, sizeof a),
+                 count_text(it->nodes, b, sizeof b));
+    else if (it->kind == VZ_ITEM_GROUP)
+        snprintf(buf, size, "%s nodes, collapsed\\n%d in \xc2\xb7 %d out", count_text(it->nodes, a, sizeof a),
+                 it->in_edges, it->out_edges);
+    else
+        snprintf(buf, size, "%s node%s%s", count_text(it->nodes, a, sizeof a), it->nodes == 1 ? "" : "s",
+                 it->kind == VZ_ITEM_SCOPE ? "" : ", collapsed");
 }
 
 static bool set_item_label(draw_ctx *d, Agnode_t *n, const vz_item *it)
 {
+    static const char *const shapes[] = {"ellipse", "box3d", "box", "tab", "folder", "box"};
     const vz_plan *p = d->p;
-    const char *name = item_name(p, it);
-    if (it->kind == VZ_ITEM_SCOPE) {
-        char count[48];
-        const vz_scope *sc = &p->scopes[it->scope];
-        snprintf(count, sizeof count, "%d node%s", sc->nodes, sc->nodes == 1 ? "" : "s");
-        agxset(n, d->s.n_shape, "box3d");
-        return set_text(n, d->s.n_label, "%s (%s)", relative(p, name, it->cluster), count);
-    }
-    if (it->kind == VZ_ITEM_STUB) {
-        agxset(n, d->s.n_shape, "box");
+    char count[96];
+    agxset(n, d->s.n_shape, (char *)shapes[it->kind]);
+    switch (it->kind) {
+    case VZ_ITEM_NODE:
+        return set_text(n, d->s.n_label, "%s\\n%s", relative(p, p->m->nodes[it->node].name, it->cluster),
+                        p->m->nodes[it->node].op);
+    case VZ_ITEM_STUB:
         agxset(n, d->s.n_style, "filled,dashed");
-        agxset(n, d->s.n_fontsize, "8");
+        agxset(n, d->s.n_fontsize, "9");
         agxset(n, d->s.n_height, "0.2");
         agxset(n, d->s.n_margin, "0.04,0.02");
-        return set_text(n, d->s.n_label, "%s%s", last_part(name), NULL);
+        return set_text(n, d->s.n_label, "%s%s", last_part(p->m->nodes[it->node].name), NULL);
+    case VZ_ITEM_GROUP:
+        agxset(n, d->s.n_style, "filled,rounded,bold");
+        break;
+    default:
+        break;
     }
-    return set_text(n, d->s.n_label, "%s\\n%s", relative(p, name, it->cluster), p->m->nodes[it->node].op);
+    agxset(n, d->s.n_fontsize, "14");
+    box_count(it, count, sizeof count);
+    if (it->kind == VZ_ITEM_SCOPE)
+        return set_text(n, d->s.n_label, "%s\\n%s", relative(p, p->scopes[it->scope].name, it->cluster), count);
+    /* A series' or bundle's label is made here (from names: escaped like any label); the count line
+       is ours (its "\n" are Graphviz line breaks). */
+    char *label = gv_escape(it->label ? it->label : ""), *text = NULL;
+    bool ok = label && asprintf(&text, "%s\\n%s", label, count) >= 0;
+    if (ok)
+        agxset(n, d->s.n_label, text);
+    free(label);
+    free(text);
+    return ok;
 }
 
 static bool draw_item(draw_ctx *d, int i)
 {
     vz_item *it = &d->p->items[i];
     Agraph_t *g = cluster_of(d, it->cluster);
-    char *key = item_key(d->p, it), *id = NULL;
-    const char *prefix = it->kind == VZ_ITEM_NODE ? "node:" : "";
-    bool ok = g && key && asprintf(&id, "%s%s", prefix, key) >= 0;
-    Agnode_t *n = ok ? agnode(g, key, 1) : NULL;
-    ok = n && set_text(n, d->s.n_id, "%s%s", id, NULL) && set_item_label(d, n, it);
-    if (ok) {
+    char *id = vz_item_id(d->p, it, true);
+    /* The Graphviz name (the SVG <title>): the node's name for a node, else the id. */
+    const char *key = id && it->kind == VZ_ITEM_NODE ? id + strlen("node:") : id;
+    Agnode_t *n = g && id ? agnode(g, (char *)key, 1) : NULL;
+    bool ok = n && set_text(n, d->s.n_id, "%s%s", id, NULL) && set_item_label(d, n, it);
+    if (ok)
         agxset(n, d->s.n_fill, (char *)item_color(d->p, it));
-        if (d->p->highlight_item == i) {
-            agxset(n, d->s.n_color, "#ff0000");
-            agxset(n, d->s.n_pen, "3");
-        }
-    }
     it->gv = n;
-    free(key);
     free(id);
     return ok;
 }
@@ -315,11 +311,15 @@ static char *render_locked(vz_plan *p, size_t *len, tide_error *err)
 #else
     GVC_t *gvc = gvContext();
 #endif
-    draw_ctx d = {p, p->scopes, NULL, NULL, {0}};
+    draw_ctx d = {p, p->scopes, NULL, NULL, NULL, {0}};
     d.root = gvc ? agopen("tide", Agdirected, NULL) : NULL;
-    bool ok = d.root != NULL;
-    if (ok)
+    char *notes = vz_plan_notes(p);
+    bool ok = d.root != NULL && notes != NULL;
+    if (ok) {
         declare(d.root, &d.s);
+        ok = set_text(d.root, d.s.g_label, "%s%s", notes, NULL); /* the notes (the cap), on top */
+    }
+    free(notes);
     for (int i = 0; ok && i < p->num_items; i++)
         ok = draw_item(&d, i);
     ok = ok && draw_edges(&d);
@@ -360,12 +360,20 @@ char *tide_viz_graph_svg(const char *db_path, const tide_viz_graph_options *o, s
     vz_model m;
     vz_plan p;
     char *svg = NULL;
+    size_t n = 0;
     memset(&p, 0, sizeof p);
     if (vz_model_load(&m, db_path, o, err) == TIDE_OK && vz_plan_build(&p, &m, o, err) == TIDE_OK) {
         pthread_mutex_lock(&gv_lock);
-        svg = render_locked(&p, len, err);
+        svg = render_locked(&p, &n, err);
         pthread_mutex_unlock(&gv_lock);
     }
+    if (svg && o->highlight && o->highlight[0]) {
+        char *marked = vz_svg_highlight(&p, svg, n, &n, err);
+        free(svg);
+        svg = marked;
+    }
+    if (svg && len)
+        *len = n;
     vz_plan_free(&p);
     vz_model_free(&m);
     return svg;

@@ -186,6 +186,9 @@ static tide_status vz_check_options(const tide_viz_graph_options *o, tide_error 
     if (o->aux_degree < 0)
         return tide_error_set(err, TIDE_INVALID_ARGUMENT, "graph: aux_degree must be >= 0 (0: 6), not %d",
                               o->aux_degree);
+    if (o->max_items < 0)
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "graph: max_items must be >= 0 (0: the default cap), not %d",
+                              o->max_items);
     if (o->color != TIDE_VIZ_COLOR_DEVICE && o->color != TIDE_VIZ_COLOR_TIME)
         return tide_error_set(err, TIDE_INVALID_ARGUMENT, "graph: unknown colour mode %d (device or time)",
                               (int)o->color);
@@ -424,49 +427,22 @@ static tide_status load_timings(vz_model *m, tide_error *err)
     return st;
 }
 
-static bool add_device(void *user, const char *s)
-{
-    vz_model *m = user;
-    if (!s[0])
-        return true;
-    for (int i = 0; i < m->num_devices; i++)
-        if (strcmp(m->devices[i], s) == 0)
-            return true;
-    char **d = realloc(m->devices, (size_t)(m->num_devices + 1) * sizeof *d);
-    if (!d)
-        return false;
-    m->devices = d;
-    if (!(d[m->num_devices] = strdup(s)))
-        return false;
-    m->num_devices++;
-    return true;
-}
-
-static int cmp_devices(const void *a, const void *b)
-{
-    return vz_natural_cmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The palette order: the session's devices and every effective device, in natural name order. */
+/* The palette (palette.c): the session's devices, then the other effective devices of the nodes. */
 static tide_status load_devices(vz_model *m, tide_error *err)
 {
-    tide_store_table *t = vz_query(m->db_path, TIDE_STORE_Q_SESSION_DEVICES, &m->session, 1, 1, err);
-    if (!t)
-        return err ? tide_error_code(err) : TIDE_INTERNAL;
-    bool ok = tide_store_table_num_rows(t) == 0 || tide_store_table_is_null(t, 0, 0) ||
-              vz_json_strings(tide_store_table_cell(t, 0, 0), add_device, m);
-    tide_store_table_free(t);
+    tide_status st = vz_palette_load(&m->palette, m->db_path, m->session, err);
+    bool ok = st == TIDE_OK;
     for (int i = 0; ok && i < m->num_nodes; i++)
-        ok = add_device(m, m->nodes[i].device);
-    if (!ok)
+        ok = vz_palette_add(&m->palette, m->nodes[i].device);
+    if (st == TIDE_OK && !ok)
         return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory loading devices");
-    qsort(m->devices, (size_t)m->num_devices, sizeof *m->devices, cmp_devices);
+    if (st != TIDE_OK)
+        return st;
+    vz_palette_finish(&m->palette);
+    m->num_devices = m->palette.num;
     for (int i = 0; i < m->num_nodes; i++) {
         vz_node *n = &m->nodes[i];
-        n->device_index = -1;
-        for (int d = 0; n->device[0] && d < m->num_devices; d++)
-            if (strcmp(m->devices[d], n->device) == 0)
-                n->device_index = d;
+        n->device_index = vz_palette_index(&m->palette, n->device);
         m->any_unplaced |= n->device_index < 0;
     }
     return TIDE_OK;
@@ -498,9 +474,7 @@ void vz_model_free(vz_model *m)
     }
     free(m->nodes);
     vz_map_free(&m->by_name);
-    for (int i = 0; i < m->num_devices; i++)
-        free(m->devices[i]);
-    free(m->devices);
+    vz_palette_free(&m->palette);
     for (int i = 0; i < m->num_tables; i++)
         tide_store_table_free(m->tables[i]);
     memset(m, 0, sizeof *m);

@@ -17,6 +17,7 @@ enum { C_NODE, C_OP, C_DEVICE, C_THREAD, C_SCHED, C_START, C_END, C_BYTES, C_SHA
 typedef struct tl_lane {
     const char *device; /* full name (borrowed from the table) */
     int thread;
+    const char *color;  /* its device's colour in the session's palette (palette.c) */
 } tl_lane;
 
 typedef struct tl_transfer {
@@ -76,7 +77,7 @@ static bool make_lanes(tl_run *r)
         const char *dev = cell(r, i, C_DEVICE);
         int thread = (int)vz_cell_int(r->rows, i, C_THREAD);
         if (find_lane(r, dev, thread) < 0)
-            r->lanes[r->num_lanes++] = (tl_lane){dev, thread};
+            r->lanes[r->num_lanes++] = (tl_lane){dev, thread, VZ_UNPLACED_COLOR};
     }
     qsort(r->lanes, (size_t)r->num_lanes, sizeof *r->lanes, cmp_lanes);
     for (int i = 0; i < r->num_rows; i++)
@@ -113,6 +114,24 @@ static bool pair_transfers(tl_run *r)
     return ok;
 }
 
+/* The colour of each lane's device: the session's palette, then the run's other devices. */
+static tide_status color_lanes(const char *db_path, tl_run *r, tide_error *err)
+{
+    vz_palette p;
+    tide_status st = vz_palette_load(&p, db_path, r->session, err);
+    bool ok = st == TIDE_OK;
+    for (int i = 0; ok && i < r->num_lanes; i++)
+        ok = vz_palette_add(&p, r->lanes[i].device);
+    if (ok)
+        vz_palette_finish(&p);
+    for (int i = 0; ok && i < r->num_lanes; i++)
+        r->lanes[i].color = vz_device_color(vz_palette_index(&p, r->lanes[i].device));
+    vz_palette_free(&p);
+    if (st == TIDE_OK && !ok)
+        return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory reading run %" PRId64, r->id);
+    return st;
+}
+
 /* Loads run id. */
 static tide_status load_run(const char *db_path, int64_t id, tl_run *r, tide_error *err)
 {
@@ -147,7 +166,7 @@ static tide_status load_run(const char *db_path, int64_t id, tl_run *r, tide_err
         r->t0 = 0;
     if (!make_lanes(r) || !pair_transfers(r))
         return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory reading run %" PRId64, id);
-    return TIDE_OK;
+    return color_lanes(db_path, r, err);
 }
 
 /* A time column of a row in µs from the run's start (null when NULL). */
@@ -201,6 +220,8 @@ static void run_json(tide_json *j, const tl_run *r)
         tide_json_int(j, r->lanes[i].thread);
         tide_json_key(j, "label");
         tide_json_string(j, lane_label(&r->lanes[i], buf, sizeof buf));
+        tide_json_key(j, "color");
+        tide_json_string(j, r->lanes[i].color);
         tide_json_end_object(j);
     }
     tide_json_end_array(j);

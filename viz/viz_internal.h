@@ -27,6 +27,23 @@ bool vz_map_put(vz_map *m, const char *key, int value); /* replaces; false when 
 int vz_map_get(const vz_map *m, const char *key);        /* -1 when absent */
 void vz_map_free(vz_map *m);
 
+/* ---------------------------------------------------------------- the device palette (palette.c) */
+
+typedef struct vz_palette {
+    char **devices;     /* full names: the session's declared devices in natural order, then others */
+    int num_declared, num;
+} vz_palette;
+
+/* The session's declared devices; p must be freed even on failure. */
+tide_status vz_palette_load(vz_palette *p, const char *db_path, int64_t session, tide_error *err);
+/* The index (the colour, vz_device_color) of a full device name, -1 when absent or "". */
+int vz_palette_index(const vz_palette *p, const char *device);
+/* Adds a device not declared (nothing when present or ""); false when out of memory. Then
+ * vz_palette_finish puts the added ones in natural order (after the declared ones). */
+bool vz_palette_add(vz_palette *p, const char *device);
+void vz_palette_finish(vz_palette *p);
+void vz_palette_free(vz_palette *p);
+
 /* ---------------------------------------------------------------- the graph model (model.c) */
 
 typedef struct vz_node {
@@ -48,8 +65,8 @@ typedef struct vz_model {
     vz_node *nodes;
     int num_nodes;
     vz_map by_name;
-    char **devices;               /* full names in palette order (the session's, then others seen) */
-    int num_devices;
+    vz_palette palette;           /* the session's devices, then others seen (palette.c) */
+    int num_devices;              /* palette.num */
     bool any_unplaced;
     int64_t time_min_ns, time_max_ns; /* over the timed nodes of the graph; -1 when none */
     tide_store_table *tables[4];  /* the tables the strings above live in (nodes, timings) */

@@ -372,6 +372,7 @@ static const struct route {
     {"/api/graph", web_api_graph},
     {"/api/graph.svg", web_api_graph_svg},
     {"/api/graph/legend", web_api_graph_legend},
+    {"/api/devices", web_api_devices},
     {"/api/node", web_api_node},
     {"/api/timeline", web_api_timeline},
     {"/api/trace.json", web_api_trace},

@@ -186,6 +186,7 @@ void web_api_graphs(web_request *rq, web_reply *out);
 void web_api_graph(web_request *rq, web_reply *out);
 void web_api_graph_svg(web_request *rq, web_reply *out);
 void web_api_graph_legend(web_request *rq, web_reply *out);
+void web_api_devices(web_request *rq, web_reply *out);
 void web_api_node(web_request *rq, web_reply *out);
 void web_api_timeline(web_request *rq, web_reply *out);
 void web_api_trace(web_request *rq, web_reply *out);

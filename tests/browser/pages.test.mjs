@@ -10,37 +10,12 @@
 //   node pages.test.mjs TIDE_BINARY SCREENSHOT_DIR
 //
 // Exit status: 0 passed, 1 failed, 77 skipped (no Chromium, or `npm install` was not run here).
-import {spawn, spawnSync} from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 
-const CHROMIUM = process.env.TIDE_CHROMIUM || '/usr/bin/chromium';
-const [tide, shots] = process.argv.slice(2);
-if (!tide || !shots) {
-  console.error('usage: node pages.test.mjs TIDE_BINARY SCREENSHOT_DIR');
-  process.exit(2);
-}
-if (!fs.existsSync(CHROMIUM)) {
-  console.log(`skip: no Chromium at ${CHROMIUM}`);
-  process.exit(77);
-}
-let chromium;
-try {
-  ({chromium} = await import('playwright-core'));
-} catch (e) {
-  console.log('skip: playwright-core is not installed (run `npm install` in tests/browser)');
-  process.exit(77);
-}
+import {check, done, finish as finishIn, inkedPixels, launch, open, runTide, serve, sleep, start, waitFor} from './lib.mjs';
 
-// ---------------------------------------------------------------------------------------- helpers
-let failures = 0;
-function check(ok, what, detail) {
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}${!ok && detail !== undefined ? ': ' + detail : ''}`);
-  if (!ok) failures++;
-  return ok;
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const {tide, shots, dir, chromium} = await start('pages.test.mjs');
+const finish = (name, p) => finishIn(shots, name, p);
 
 // A summary tag is free text: the pages must show it as text (an <img> made from it would also request
 // /xss-probe and fail the no-HTTP-errors check).
@@ -70,83 +45,15 @@ for i = 1, ${steps} do run({train, s, s2, img, s3}, {[x] = bx, [labels] = by, [o
 `;
 }
 function train(db, steps) {
-  const r = spawnSync(tide, ['--devices', '2', '--log', db, '-q'], {input: trainingInput(steps), encoding: 'utf8', timeout: 120000});
-  if (r.status !== 0) throw new Error(`training run failed (status ${r.status}): ${r.stderr}`);
-}
-
-function serve(db) {
-  const child = spawn(tide, ['serve', db, '--port', '0'], {stdio: ['ignore', 'pipe', 'pipe']});
-  let err = '';
-  child.stderr.on('data', (d) => { err += d; });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error('tide serve printed no URL in 20 s: ' + out + err)), 20000);
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /serving .* at (http:\/\/\S+)/.exec(out);
-      if (m) { clearTimeout(timer); resolve({child, url: m[1].endsWith('/') ? m[1] : m[1] + '/'}); }
-    });
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`tide serve exited (${code}): ${out}${err}`)); });
-  });
-}
-
-// A page that records console errors, page errors, failed requests and HTTP errors.
-async function open(browser, base, url) {
-  const page = await browser.newPage({viewport: {width: 1400, height: 900}});
-  const problems = [];
-  page.on('console', (m) => { if (m.type() === 'error') problems.push('console: ' + m.text()); });
-  page.on('pageerror', (e) => problems.push('page error: ' + e.message));
-  page.on('requestfailed', (r) => {
-    const f = r.failure();
-    // A navigation away (or the page closing) aborts the status poll in flight: not a failure.
-    if (!(f && /ERR_ABORTED/.test(f.errorText))) problems.push('request failed: ' + r.url() + ' ' + (f && f.errorText));
-  });
-  page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
-  await page.goto(base + url.replace(/^\//, ''), {waitUntil: 'load'});
-  return {page, problems};
-}
-async function finish(name, {page, problems}) {
-  await sleep(300);
-  check(problems.length === 0, `${name}: no console errors, failed requests or HTTP errors`, problems.join('; '));
-  await page.screenshot({path: path.join(shots, name + '.png'), fullPage: true});
-  await page.close();
-}
-// Polls fn(arg) in the page until it is true. (page.waitForFunction compiles its predicate with eval,
-// which the pages' Content-Security-Policy rightly forbids; page.evaluate does not.)
-async function waitFor(page, what, fn, arg, timeout) {
-  const end = Date.now() + (timeout || 10000);
-  let last = null;
-  while (Date.now() < end) {
-    try {
-      if (await page.evaluate(fn, arg)) return check(true, what);
-    } catch (e) {
-      last = e.message;
-    }
-    await sleep(100);
-  }
-  return check(false, what, 'timed out' + (last ? ' (' + last + ')' : ''));
-}
-
-// How many pixels of a canvas (or of a rectangle of it, in CSS px) are not white/transparent.
-async function inkedPixels(page, selector, rect) {
-  return page.$eval(selector, (c, rect) => {
-    const k = c.width / c.clientWidth;
-    const r = rect ? rect.map((v) => Math.round(v * k)) : [0, 0, c.width, c.height];
-    const d = c.getContext('2d').getImageData(r[0], r[1], Math.max(1, r[2]), Math.max(1, r[3])).data;
-    let n = 0;
-    for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0 && !(d[i] > 240 && d[i + 1] > 240 && d[i + 2] > 240)) n++;
-    return n;
-  }, rect || null);
+  runTide(tide, ['--devices', '2', '--log', db, '-q'], trainingInput(steps));
 }
 
 // ---------------------------------------------------------------------------------------- the test
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tide-browser-'));
 const db = path.join(dir, 'runs.db');
-fs.mkdirSync(shots, {recursive: true});
 let server = null, browser = null;
 try {
   train(db, 8);
-  server = await serve(db);
+  server = await serve(tide, db);
   console.log('serving at ' + server.url);
   const base = server.url;
   const api = async (p) => (await fetch(base + p.replace(/^\//, ''))).json();
@@ -155,9 +62,7 @@ try {
   check(tracedRuns.length >= 2, 'the log has traced runs', JSON.stringify(runs.slice(0, 3)));
   const lastTraced = tracedRuns[tracedRuns.length - 1].id, prevTraced = tracedRuns[tracedRuns.length - 2].id;
 
-  browser = await chromium.launch({executablePath: CHROMIUM, headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-           '--disable-component-update', '--disable-sync']});
+  browser = await launch(chromium);
 
   // -- runs page: tables, the loss curve, compare link
   {
@@ -303,10 +208,5 @@ try {
   }
 } catch (e) {
   check(false, 'the browser test ran to the end', e.stack || String(e));
-} finally {
-  if (browser) await browser.close();
-  if (server) server.child.kill('SIGTERM');
-  fs.rmSync(dir, {recursive: true, force: true});
 }
-console.log(failures ? `${failures} check(s) failed` : 'all browser checks passed');
-process.exit(failures ? 1 : 0);
+await done({dir, browser, servers: server ? [server] : []});

@@ -134,6 +134,7 @@ static void test_resolving_ids(void)
     ASSERT_CELL(TIDE_STORE_Q_LATEST_GRAPH_SESSION, NULL, 0, 0, "1");
     ASSERT_CELL(TIDE_STORE_Q_SESSION_EXISTS, one, 1, 0, "1");
     ASSERT_CELL(TIDE_STORE_Q_SESSION_EXISTS, none, 1, 0, "(none)");
+    ASSERT_CELL(TIDE_STORE_Q_SESSION_IDS, NULL, 0, 0, "1");
     ASSERT_CELL(TIDE_STORE_Q_RUN_BRIEF, one, 1, 0, "1"); /* session */
     ASSERT_CELL(TIDE_STORE_Q_RUN_BRIEF, one, 1, 3, "1"); /* traced */
     const char *two[] = {"2"};

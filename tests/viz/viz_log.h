@@ -28,8 +28,8 @@ static inline void viz_log_fail(const char *what, tide_error *err)
 }
 
 /* A log with one session over an engine of num_devices CPU devices (round-robin placement when > 1)
- * and the graph of `text`, logged once. Every run is traced (trace_every 1). */
-static inline void viz_log_open(viz_log *l, int num_devices, const char *text)
+ * and the graph `graph` (taken over), logged once. Every run is traced (trace_every 1). */
+static inline void viz_log_open_graph(viz_log *l, int num_devices, tide_graph *graph)
 {
     memset(l, 0, sizeof *l);
     snprintf(l->dir, sizeof l->dir, "/tmp/tide-viz-XXXXXX");
@@ -49,9 +49,7 @@ static inline void viz_log_open(viz_log *l, int num_devices, const char *text)
     so.trace_every = 1;
     if (!(l->engine = tide_engine_new(&eo, err)))
         viz_log_fail("engine", err);
-    l->graph = tide_graph_new();
-    if (tide_graph_extend_text(l->graph, text, err) != TIDE_OK)
-        viz_log_fail("graph", err);
+    l->graph = graph;
     if (!(l->session = tide_session_new(l->engine, l->graph, NULL, err)))
         viz_log_fail("session", err);
     if (!(l->store = tide_store_open(l->path, &so, err)))
@@ -63,6 +61,17 @@ static inline void viz_log_open(viz_log *l, int num_devices, const char *text)
     if (tide_store_attach(l->store, l->engine, err) <= 0)
         viz_log_fail("attach", err);
     tide_error_free(err);
+}
+
+/* The same with the graph of `text`. */
+static inline void viz_log_open(viz_log *l, int num_devices, const char *text)
+{
+    tide_error *err = tide_error_new();
+    tide_graph *graph = tide_graph_new();
+    if (tide_graph_extend_text(graph, text, err) != TIDE_OK)
+        viz_log_fail("graph", err);
+    tide_error_free(err);
+    viz_log_open_graph(l, num_devices, graph);
 }
 
 /* Runs the session `n` times fetching output 0 of `fetch`, then flushes the log. */

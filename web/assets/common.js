@@ -1,13 +1,12 @@
 /* common.js — what every tide page shares: DOM building without innerHTML (every string from the
  * API goes in as text), the JSON API client with a visible message bar for its errors, the top bar
- * (links, the log path, the live indicator), the /api/status poll that tells pages when the log grew,
- * device names and colours (the palette of docs/web.md, same device same colour on every page), number
- * formats, and a small canvas line chart with hover values used by the runs and tensor pages. */
+ * (links, the log path, the live indicator), the /api/status poll that tells pages when the log grew
+ * (polls never overlap), a guard that drops stale answers, device names and the server's device
+ * colours (same device same colour on every page), number formats, and a small canvas line chart with
+ * hover values used by the runs and tensor pages. */
 'use strict';
 
 const tide = (() => {
-  const PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1',
-                   '#ff9da7', '#9c755f', '#bab0ac'];
   const UNPLACED = '#d3d3d3';
 
   /* h('a', {href: u, class: 'x', onclick: f}, 'text', child...): an element. Strings become text
@@ -83,6 +82,19 @@ const tide = (() => {
     return body;
   }
 
+  /* A guard for one kind of request whose answers replace each other (a drawing, a run's timeline):
+   * guard(fn) runs fn() and resolves with its result, or with STALE when guard was called again
+   * meanwhile: a slower earlier answer must not overwrite a newer one. */
+  const STALE = Symbol('stale');
+  function latest() {
+    let generation = 0;
+    return async (fn) => {
+      const mine = ++generation;
+      const result = await fn();
+      return mine === generation ? result : STALE;
+    };
+  }
+
   /* ------------------------------------------------------------------ URL state */
   const params = () => new URLSearchParams(location.search);
   function setParams(obj, push) {
@@ -98,6 +110,7 @@ const tide = (() => {
   /* ------------------------------------------------------------------ top bar and live poll */
   let liveDot = null, pathSpan = null, lastStatus = null;
   const listeners = [];
+  const POLL_MS = 2000;
   function topbar(active) {
     const links = [['Runs', '/', 'runs'], ['Graph', '/graph', 'graph'], ['Timeline', '/timeline', 'timeline'],
                    ['Tensors', '/tensor', 'tensor'], ['Compare', '/compare', 'compare']];
@@ -108,14 +121,18 @@ const tide = (() => {
       h('span', {class: 'spacer'}), pathSpan, liveDot);
     bar = h('div', {class: 'msgbar', hidden: true, role: 'alert'});
     document.body.prepend(nav, bar);
-    poll();
-    setInterval(poll, 2000);
+    pollLoop();
   }
   /* f(status, changed) after every poll that changed last_run, last_graph, sessions or runs (and once
-   * at the start, with changed = {first: true}). */
+   * at the start, with changed = {first: true}). f may be async: the next poll waits for it. */
   function onStatus(f) {
     listeners.push(f);
     if (lastStatus) f(lastStatus, {first: true});
+  }
+  /* Polls never overlap: the next starts POLL_MS after the previous one (and the refreshes it
+   * triggered) finished, however slow the server or the page is. */
+  async function pollLoop() {
+    try { await poll(); } finally { setTimeout(pollLoop, POLL_MS); }
   }
   async function poll() {
     const s = await api('/api/status', null, {quiet: true});
@@ -134,9 +151,9 @@ const tide = (() => {
                            sessions: old.sessions !== s.sessions}
                         : {first: true, run: true, graph: true, sessions: true};
     if (old && !changed.run && !changed.graph && !changed.sessions) return;
-    for (const f of listeners) {
-      try { f(s, changed); } catch (e) { message('refresh failed: ' + e.message); }
-    }
+    await Promise.all(listeners.map(async (f) => {
+      try { await f(s, changed); } catch (e) { message('refresh failed: ' + e.message); }
+    }));
   }
 
   /* ------------------------------------------------------------------ names, colours, numbers */
@@ -144,16 +161,23 @@ const tide = (() => {
     if (!d) return '';
     return d.replace(/^\/job:localhost\/replica:0\/task:0/, '').replace('/device:', '/').toLowerCase();
   }
-  /* The palette colour of a device: /cpu:N (and /gpu:N) take colour N, as the server's graph does for
-   * a session's devices in name order; anything else hashes into the palette. */
-  function deviceColor(d) {
-    const s = shortDevice(d);
-    if (!s) return UNPLACED;
-    const m = /:(\d+)$/.exec(s);
-    if (m) return PALETTE[Number(m[1]) % PALETTE.length];
-    let x = 0;
-    for (const c of s) x = (x * 31 + c.charCodeAt(0)) >>> 0;
-    return PALETTE[x % PALETTE.length];
+  /* Device colours come from the server (viz/: one palette per session, in the order of its devices),
+   * so the graph, the timeline and the tables agree: devices(session) reads them once per session from
+   * /api/devices; colorOf(table, device) looks one up (grey when unplaced or unknown). */
+  const deviceTables = new Map();
+  async function devices(session) {
+    const key = String(session || 0);
+    if (!deviceTables.has(key)) {
+      const d = await api('/api/devices', {session: session || null}, {quiet: true});
+      if (!d) return {devices: [], unplaced: UNPLACED};
+      deviceTables.set(key, d);
+    }
+    return deviceTables.get(key);
+  }
+  function colorOf(table, device) {
+    const s = shortDevice(device);
+    const e = table && table.devices ? table.devices.find((x) => x.device === s) : null;
+    return e ? e.color : UNPLACED;
   }
   function fmtNum(v, digits) {
     if (v === null || v === undefined) return '–';
@@ -317,6 +341,6 @@ const tide = (() => {
   }
 
   return {h, append, clear, $, api, url, message, params, setParams, topbar, onStatus, shortDevice,
-          deviceColor, fmtNum, fmtUs, fmtBytes, inputNode, table, option, num, lineChart, ticks, ema,
-          PALETTE, UNPLACED, status: () => lastStatus};
+          devices, colorOf, fmtNum, fmtUs, fmtBytes, inputNode, table, option, num, lineChart, ticks, ema,
+          latest, STALE, UNPLACED, status: () => lastStatus};
 })();

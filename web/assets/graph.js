@@ -1,12 +1,18 @@
 /* graph.js — the graph page (/graph?session=&version=&run=&expand=&color=&highlight=): the server's SVG
  * (parsed with DOMParser and imported, never innerHTML), pan by dragging and zoom with the wheel through
- * the viewBox, click a collapsed scope (g#scope:X) to expand it and an expanded cluster's label to
- * collapse it (the expanded set lives in the URL), click an op node for its details in a side panel,
- * search (highlight and expand the scope path), a version picker, colour by device or by time of a run,
- * and the legend. Reloads when the session's graph or traced runs change. */
+ * the viewBox. The server draws the model top to bottom with the training machinery (gradients,
+ * optimizer, initialisers) as one box each and repeated structures as series boxes, under a cap it
+ * reports (shown above the drawing). Click a collapsed scope (g#scope:X) to open it (the view zooms to
+ * it), a group or series box to dissolve it, an open cluster's label to close it (the expanded set lives
+ * in the URL); click an op node for its details in a side panel. Labels appear as you zoom (level of
+ * detail: text that would be smaller than LEGIBLE_PX on screen is hidden). Search outlines the node in
+ * the drawing itself (no new layout; the server says which box holds a hidden node), a version picker,
+ * colour by device or by time of a run, and the legend. A slower earlier answer never replaces a newer
+ * drawing. Reloads when the session's graph or traced runs change. */
 'use strict';
 (() => {
   const {h, api, clear, option, params, setParams, append} = tide;
+  const LEGIBLE_PX = 7;      /* text smaller than this on screen is hidden until you zoom in */
   const page = document.getElementById('page');
   const q = params();
   const state = {
@@ -16,18 +22,20 @@
     selected: q.get('node') || '',
   };
   let names = [];            /* node names of the shown version, for search */
-  let namesOf = null;        /* the session/version they are of */
+  let colors = new Map();    /* node name -> the server's device colour */
+  let namesOf = null;        /* the session/version/run they are of */
   let view = null;           /* {x, y, w, h} the current viewBox */
   let base = null;           /* the SVG's own viewBox */
   let svgEl = null;
+  const drawingGuard = tide.latest(), highlightGuard = tide.latest();
 
   const sessionSel = h('select', {id: 'g-session', onchange: () => { state.session = sessionSel.value; state.version = ''; state.run = '';
-    state.expand.clear(); refreshPickers().then(loadSvg); }});
+    state.expand.clear(); refreshPickers().then(() => loadSvg()); }});
   const versionSel = h('select', {id: 'g-version', onchange: () => { state.version = versionSel.value; loadSvg(); }});
-  const colorSel = h('select', {id: 'g-color', onchange: () => { state.color = colorSel.value; loadSvg(); }},
+  const colorSel = h('select', {id: 'g-color', onchange: () => { state.color = colorSel.value; loadSvg({keepView: true}); }},
     option('device', 'device'), option('time', 'time'));
   colorSel.value = state.color;
-  const runSel = h('select', {id: 'g-run', onchange: () => { state.run = runSel.value; loadSvg(); if (state.selected) showNode(state.selected); }});
+  const runSel = h('select', {id: 'g-run', onchange: () => { state.run = runSel.value; loadSvg({keepView: true}); if (state.selected) showNode(state.selected); }});
   const search = h('input', {id: 'g-search', type: 'search', placeholder: 'search a node or scope…', list: 'g-names', size: '28',
     onkeydown: (e) => { if (e.key === 'Enter') doSearch(search.value.trim()); }});
   const datalist = h('datalist', {id: 'g-names'});
@@ -35,6 +43,8 @@
   const collapseBtn = h('button', {id: 'g-collapse', text: 'Collapse all', onclick: () => { state.expandAll = false; state.expand.clear(); loadSvg(); }});
   const fitBtn = h('button', {text: 'Fit', title: 'fit the graph in the view (or double-click it)', onclick: () => fit()});
   const legend = h('div', {class: 'legend', id: 'g-legend'});
+  const notes = h('div', {class: 'notes', id: 'g-notes', hidden: true});
+  const lod = h('span', {class: 'hint', id: 'g-lod'});
   const viewBox = h('div', {class: 'graph-view', id: 'g-view'});
   const side = h('aside', {class: 'side', id: 'g-side', hidden: true});
 
@@ -43,14 +53,15 @@
       h('div', {class: 'toolbar'}, h('label', null, 'session', sessionSel), h('label', null, 'version', versionSel),
         h('label', null, 'colour', colorSel), h('label', null, 'run', runSel), search, datalist, expandAllBtn, collapseBtn, fitBtn),
       h('div', {class: 'toolbar'}, legend, h('span', {class: 'hint',
-        text: 'drag: pan · wheel: zoom · click a scope: expand · click a cluster label: collapse · click a node: details'})),
-      viewBox),
+        text: 'drag: pan · wheel: zoom · click a box: open it · click a cluster label: close it · click a node: details'}), lod),
+      notes, viewBox),
     side,
   ]);
 
+  /* The drawing's parameters (the highlight is not one: it is outlined here, on the drawing). */
   function svgParams() {
     return {session: state.session, version: state.version, run: state.run, color: state.color,
-            expand: [...state.expand].sort().join(','), expand_all: state.expandAll ? 1 : null, highlight: state.highlight};
+            expand: [...state.expand].sort().join(','), expand_all: state.expandAll ? 1 : null};
   }
   function saveUrl() {
     setParams({session: state.session, version: state.version, run: state.run, color: state.color === 'device' ? '' : state.color,
@@ -76,30 +87,36 @@
     runSel.value = state.run;
   }
 
-  /* The node names for search and "collapse" (they depend on the session and version only, so they
-   * are fetched again only when those change or the log grows). */
+  /* The node names for search and "collapse", and their device colours (they depend on the session,
+   * version and run only, so they are fetched again only when those change or the log grows). */
   async function loadNames() {
-    const key = state.session + '/' + state.version;
+    const key = state.session + '/' + state.version + '/' + state.run;
     if (namesOf === key) return;
-    const graph = await api('/api/graph', {session: state.session, version: state.version}, {quiet: true});
+    const graph = await api('/api/graph', {session: state.session, version: state.version, run: state.run}, {quiet: true});
     if (!graph) return;
     namesOf = key;
     names = graph.nodes.map((n) => n.name);
+    colors = new Map(graph.nodes.map((n) => [n.name, n.color]));
     clear(datalist);
     const scopes = new Set();
     for (const n of names) { const p = n.split('/'); for (let i = 1; i < p.length; i++) scopes.add(p.slice(0, i).join('/')); }
     for (const n of [...scopes].sort().concat(names.slice(0, 2000))) datalist.appendChild(h('option', {value: n}));
   }
 
-  async function loadSvg() {
+  /* Draws the graph. opts.zoomTo: the id of an element to zoom to (a scope just opened); opts.keepView:
+   * keep the current view (colours changed, not the layout's extent). */
+  async function loadSvg(opts) {
+    opts = opts || {};
     saveUrl();
     expandAllBtn.textContent = state.expandAll ? 'Scopes as chosen' : 'Expand all';
-    const [text, leg] = await Promise.all([
+    const answer = await drawingGuard(() => Promise.all([
       api('/api/graph.svg', svgParams(), {text: true}),
-      api('/api/graph/legend', svgParams(), {quiet: true}),
+      api('/api/graph/legend', {...svgParams(), highlight: state.highlight}, {quiet: true}),
       loadNames(),
-    ]);
-    if (leg) drawLegend(leg);
+    ]));
+    if (answer === tide.STALE) return;   /* a newer drawing was asked for meanwhile */
+    const [text, leg] = answer;
+    if (leg) { drawLegend(leg); drawNotes(leg.drawing); }
     if (text === null) return;
     const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
     if (doc.getElementsByTagName('parsererror').length || doc.documentElement.nodeName !== 'svg') {
@@ -109,15 +126,21 @@
     const svg = document.importNode(doc.documentElement, true);
     for (const s of svg.querySelectorAll('script, foreignObject')) s.remove();   /* belt and braces */
     const vb = (svg.getAttribute('viewBox') || '').split(/[\s,]+/).map(Number);
+    const oldBase = base;
     base = vb.length === 4 && vb.every(isFinite) ? {x: vb[0], y: vb[1], w: vb[2], h: vb[3]}
                                                 : {x: 0, y: 0, w: parseFloat(svg.getAttribute('width')) || 800, h: parseFloat(svg.getAttribute('height')) || 600};
     svg.removeAttribute('width'); svg.removeAttribute('height');
     svg.setAttribute('preserveAspectRatio', 'xMidYMid meet');
     clear(viewBox).appendChild(svg);
     svgEl = svg;
-    fit();
+    fitLabels();
+    const sameExtent = oldBase && oldBase.w === base.w && oldBase.h === base.h;
+    if (opts.keepView && view && sameExtent) applyView();
+    else if (opts.zoomTo && zoomTo(opts.zoomTo)) { /* zoomed */ }
+    else if (state.highlight && leg && leg.drawing && leg.drawing.highlight) zoomTo(leg.drawing.highlight, true);
+    else fit();
     markSelected();
-    if (state.highlight) centerOn(state.highlight);
+    outline(leg && leg.drawing ? leg.drawing.highlight : null);
   }
 
   function drawLegend(leg) {
@@ -125,14 +148,52 @@
     for (const e of leg.entries || [])
       legend.appendChild(h('span', {class: 'entry'}, h('span', {class: 'swatch', style: {background: e.color}}), e.label));
   }
+  /* What the cap changed (the server's notes), above the drawing. */
+  function drawNotes(d) {
+    clear(notes);
+    notes.hidden = !d || !d.notes || !d.notes.length;
+    if (notes.hidden) return;
+    append(notes, [h('b', {text: d.nodes + ' nodes, ' + d.items + ' drawn items (cap ' + d.max_items + '). '}),
+      d.notes.map((n) => h('span', {text: n + ' '}))]);
+  }
 
-  /* ------------------------------------------------------------------ pan and zoom */
+  /* Graphviz measured the labels with its own font metrics; the browser's font may be wider. Any label
+   * wider than its box is squeezed to fit. */
+  function fitLabels() {
+    for (const g of svgEl.querySelectorAll('g.node')) {
+      const shape = g.querySelector('ellipse, polygon, path');
+      if (!shape || !shape.getBBox) continue;
+      const room = shape.getBBox().width - 6;
+      for (const t of g.querySelectorAll('text')) {
+        if (t.getComputedTextLength && t.getComputedTextLength() > room && room > 0) {
+          t.setAttribute('textLength', String(room));
+          t.setAttribute('lengthAdjust', 'spacingAndGlyphs');
+        }
+      }
+    }
+  }
+
+  /* ------------------------------------------------------------------ pan, zoom, level of detail */
   function fit() {
     if (!base) return;
     view = {...base};
     applyView();
   }
-  function applyView() { if (svgEl && view) svgEl.setAttribute('viewBox', [view.x, view.y, view.w, view.h].join(' ')); }
+  function applyView() {
+    if (!svgEl || !view) return;
+    svgEl.setAttribute('viewBox', [view.x, view.y, view.w, view.h].join(' '));
+    levelOfDetail();
+  }
+  /* Hides text that would be smaller than LEGIBLE_PX on screen: op nodes' names first (12 pt), then the
+   * boxes' (14 pt); they appear as you zoom in. */
+  function levelOfDetail() {
+    const m = svgEl.getScreenCTM();
+    const scale = m ? m.a : 1;
+    const small = 12 * scale < LEGIBLE_PX, tiny = 14 * scale < LEGIBLE_PX;
+    svgEl.classList.toggle('lod-small', small);
+    svgEl.classList.toggle('lod-tiny', tiny);
+    lod.textContent = tiny ? 'zoom in to read the names' : small ? 'zoom in to read the op names' : '';
+  }
   /* The SVG user-space point under a client position. */
   function toSvg(cx, cy) {
     const m = svgEl.getScreenCTM();
@@ -168,6 +229,31 @@
   });
   window.addEventListener('mouseup', () => { setTimeout(() => { drag = null; }, 0); viewBox.classList.remove('dragging'); });
   viewBox.addEventListener('dblclick', (e) => { if (!e.target.closest('g.node')) fit(); });
+  window.addEventListener('resize', () => { if (svgEl) levelOfDetail(); });
+
+  /* The box of element id in the SVG's user space, or null. */
+  function boxOf(id) {
+    const el = findById(id);
+    if (!el || !el.getBBox) return null;
+    const b = el.getBBox(), m = el.getCTM && el.getCTM(), root = svgEl.getCTM();
+    if (!m || !root) return b;
+    const t = root.inverse().multiply(m);
+    const p0 = new DOMPoint(b.x, b.y).matrixTransform(t), p1 = new DOMPoint(b.x + b.width, b.y + b.height).matrixTransform(t);
+    return {x: Math.min(p0.x, p1.x), y: Math.min(p0.y, p1.y), width: Math.abs(p1.x - p0.x), height: Math.abs(p1.y - p0.y)};
+  }
+  /* Zooms to element id: its whole box with a margin (a scope just opened), or, for a single item
+   * (center), a view around it wide enough to read. False when it is not in the drawing. */
+  function zoomTo(id, center) {
+    const b = boxOf(id);
+    if (!b) return false;
+    const aspect = base.h / base.w || 1;
+    let w = center ? Math.min(base.w, Math.max(400, b.width * 4)) : Math.min(base.w * 1.05, Math.max(b.width * 1.15, b.height * 1.15 / aspect, 200));
+    w = Math.max(w, 1);
+    const hh = w * aspect;
+    view = {x: b.x + b.width / 2 - w / 2, y: b.y + b.height / 2 - hh / 2, w, h: hh};
+    applyView();
+    return true;
+  }
 
   /* ------------------------------------------------------------------ clicks */
   viewBox.addEventListener('click', (e) => {
@@ -176,10 +262,17 @@
     if (!g || !g.id) return;
     const id = g.id;
     if (g.classList.contains('cluster')) {
-      if (id.startsWith('cluster:') && id !== 'cluster:__aux__' && e.target.closest('text')) collapse(id.slice(8));
+      if (id.startsWith('cluster:') && !id.startsWith('cluster:__') && e.target.closest('text')) collapse(id.slice(8));
     } else if (id.startsWith('scope:')) {
       expandPath(id.slice(6));
+      loadSvg({zoomTo: 'cluster:' + id.slice(6)});
+    } else if (id.startsWith('group:') || id.startsWith('series:')) {
+      /* dissolve the group (its id is the name to list) or keep the series' members apart (its key) */
+      state.expand.add(id.startsWith('group:') ? id : id.slice(7));
       loadSvg();
+    } else if (id.startsWith('ops:')) {
+      tide.message('These nodes are bundled because their level has more nodes than the drawing can lay out ' +
+                   '(see the note above the drawing); open a scope, or search a node to see where it is.', 'info');
     } else if (id.startsWith('node:')) {
       showNode(id.slice(5));
     } else if (id.startsWith('stub:')) {
@@ -206,30 +299,37 @@
     if (el) el.classList.add('selected');
   }
   function findById(id) { return svgEl ? [...svgEl.querySelectorAll('g')].find((x) => x.id === id) : null; }
-  function centerOn(name) {
-    const el = findById('node:' + name) || findById('cluster:' + name) || findById('scope:' + name);
-    if (!el || !el.getBBox) return;
-    const b = el.getBBox();
-    const m = el.getCTM && el.getCTM(), root = svgEl.getCTM();
-    let cx = b.x + b.width / 2, cy = b.y + b.height / 2;
-    if (m && root) { const p = new DOMPoint(cx, cy).matrixTransform(root.inverse().multiply(m)); cx = p.x; cy = p.y; }
-    const w = Math.min(base.w, Math.max(400, b.width * 4)), hh = w * base.h / base.w;
-    view = {x: cx - w / 2, y: cy - hh / 2, w, h: hh};
-    applyView();
+  /* Outlines the element that draws the highlight (a node, or the box or cluster that holds it). */
+  function outline(id) {
+    if (!svgEl) return;
+    for (const g of svgEl.querySelectorAll('g.highlight')) g.classList.remove('highlight');
+    const el = id ? findById(id) : null;
+    if (el) el.classList.add('highlight');
+    svgEl.dataset.highlight = el ? id : '';
   }
 
-  function doSearch(text) {
-    if (!text) { state.highlight = ''; loadSvg(); return; }
+  /* Outlines name on the drawing shown: no new layout. The server's plan says which item draws it
+   * (the legend's drawing.highlight); a node drawn as itself needs no request at all. */
+  async function highlight(name) {
+    state.highlight = name;
+    saveUrl();
+    if (!name) { outline(null); return; }
+    if (findById('node:' + name)) { outline('node:' + name); zoomTo('node:' + name, true); return; }
+    const leg = await highlightGuard(() => api('/api/graph/legend', {...svgParams(), highlight: name}));
+    if (leg === tide.STALE || !leg || !leg.drawing) return;
+    outline(leg.drawing.highlight);
+    if (leg.drawing.highlight) zoomTo(leg.drawing.highlight, true);
+  }
+
+  async function doSearch(text) {
+    if (!text) { highlight(''); return; }
     const exact = names.find((n) => n === text);
     const isScope = !exact && names.some((n) => n.startsWith(text + '/'));
     const hit = exact || (isScope ? text : names.find((n) => n.includes(text)));
     if (!hit) { tide.message('no node or scope matches "' + text + '"', 'info'); return; }
     tide.message('');
-    const parts = hit.split('/');
-    const upto = isScope ? parts.length - 1 : parts.length - 1;
-    if (upto > 0) expandPath(parts.slice(0, upto).join('/'));
-    state.highlight = hit;
-    loadSvg().then(() => { if (!isScope) showNode(hit); });
+    await highlight(hit);
+    if (!isScope) showNode(hit);
   }
 
   /* ------------------------------------------------------------------ the node panel */
@@ -250,7 +350,7 @@
       h('h1', {id: 'n-name', text: n.name}),
       h('table', {class: 'kv'}, h('tbody', null,
         h('tr', null, h('td', {text: 'op'}), h('td', {id: 'n-op', text: n.op})),
-        h('tr', null, h('td', {text: 'device'}), h('td', null, h('span', {class: 'swatch', style: {background: tide.deviceColor(n.device)}}),
+        h('tr', null, h('td', {text: 'device'}), h('td', null, h('span', {class: 'swatch', id: 'n-swatch', style: {background: colors.get(n.name) || tide.UNPLACED}}),
           tide.shortDevice(n.device) || 'unplaced')),
         h('tr', null, h('td', {text: 'requested'}), h('td', {text: n.requested_device || '–'})),
         h('tr', null, h('td', {text: 'shapes'}), h('td', {id: 'n-shapes', text: n.shapes || '– (not timed)'})),
@@ -269,17 +369,10 @@
                   ['mean', t.mean], ['std', t.std], ['NaN / Inf', t.nan_count + ' / ' + t.inf_count]];
     return h('table', {class: 'kv', id: 'n-tensor'}, h('tbody', null, rows.map(([k, v]) => h('tr', null, h('td', {text: k}), h('td', {class: 'mono', text: tide.fmtNum(v)})))));
   }
-  /* Shows node name: expands its scope if it is hidden, then opens its panel. */
+  /* Shows node name: outlines it (or the box that holds it) and opens its panel. */
   function reveal(name) {
-    if (!findById('node:' + name)) {
-      const parts = name.split('/');
-      if (parts.length > 1) expandPath(parts.slice(0, -1).join('/'));
-      state.highlight = name;
-      loadSvg().then(() => showNode(name));
-    } else {
-      centerOn(name);
-      showNode(name);
-    }
+    highlight(name);
+    showNode(name);
   }
 
   tide.topbar('graph');
@@ -293,7 +386,7 @@
     if (changed.graph || changed.sessions || changed.run) {
       await refreshPickers();
       /* Only a view that follows "latest" (version or run) changes with the log. */
-      if ((changed.graph && !state.version) || (changed.run && !state.run)) loadSvg();
+      if ((changed.graph && !state.version) || (changed.run && !state.run)) await loadSvg({keepView: true});
     }
   });
 })();

@@ -48,9 +48,10 @@
   }
 
   async function loadSessions() {
-    const s = await api('/api/sessions');
+    const [s, colors] = await Promise.all([api('/api/sessions'), api('/api/devices', null, {quiet: true})]);
     if (!s) return;
     sessions = s;
+    const palette = (id) => (colors ? colors.sessions.find((x) => x.session === id) : null);
     clear(sessionsBox).appendChild(table([
       {label: 'session', get: (r) => h('a', {href: '#', text: String(r.id), onclick: (e) => {
         e.preventDefault(); sessionSel.value = String(r.id); state.session = String(r.id); filtersChanged(); }}), num: true},
@@ -58,7 +59,7 @@
       {label: 'label', get: (r) => r.label || ''},
       {label: 'threads', get: (r) => r.threads, num: true},
       {label: 'devices', get: (r) => h('span', null, (r.devices || []).map((d) =>
-        h('span', {class: 'entry'}, h('span', {class: 'swatch', style: {background: tide.deviceColor(d)}}), d + ' ')))},
+        h('span', {class: 'entry'}, h('span', {class: 'swatch', style: {background: tide.colorOf(palette(r.id), d)}}), d + ' ')))},
       {label: '', get: (r) => h('a', {href: tide.url('/graph', {session: r.id}), text: 'graph'})},
     ], sessions.slice().reverse()));
     const cur = state.session;

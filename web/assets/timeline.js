@@ -97,7 +97,8 @@
       const depth = stack(r);
       r.lanes.forEach((l, i) => {
         const hgt = depth[i] * SUB_H + 4;
-        rows.push({kind: 'lane', y, h: hgt, run: r, lane: i, label: l.label || (tide.shortDevice(l.device) + ' t' + l.thread), device: l.device});
+        rows.push({kind: 'lane', y, h: hgt, run: r, lane: i, label: l.label || (tide.shortDevice(l.device) + ' t' + l.thread), device: l.device,
+                   color: l.color || tide.UNPLACED});
         y += hgt;
       });
       for (const e of r.events) maxT = Math.max(maxT, e.end_us);
@@ -143,7 +144,7 @@
         ctx.fillStyle = '#222'; ctx.font = '600 11px system-ui, sans-serif'; ctx.fillText(row.label, 6, row.y + 14);
         ctx.font = '11px system-ui, sans-serif';
       } else {
-        ctx.fillStyle = tide.deviceColor(row.device); ctx.fillRect(4, row.y + 5, 8, 8);
+        ctx.fillStyle = row.color; ctx.fillRect(4, row.y + 5, 8, 8);
         ctx.fillStyle = '#333'; ctx.fillText(fit(ctx, row.label, LABEL_W - 20), 16, row.y + 13);
         ctx.strokeStyle = '#e8e8e8'; ctx.beginPath(); ctx.moveTo(0, row.y + row.h - 0.5); ctx.lineTo(W, row.y + row.h - 0.5); ctx.stroke();
       }
@@ -155,7 +156,7 @@
         const x0 = sx(e.start_us), x1 = sx(e.end_us);
         if (x1 < LABEL_W || x0 > W) continue;
         const y = laneY(r, e.lane);
-        ctx.fillStyle = tide.deviceColor(r.lanes[e.lane] ? r.lanes[e.lane].device : '');
+        ctx.fillStyle = r.lanes[e.lane] ? r.lanes[e.lane].color : tide.UNPLACED;
         const by = y + 2 + e.row * SUB_H;
         ctx.fillRect(x0, by, Math.max(1, x1 - x0), SUB_H - 2);
         if (x1 - x0 > 30) {
