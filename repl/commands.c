@@ -587,6 +587,10 @@ static const char *attr_type_name(tide_attr_type t)
     case TIDE_ATTR_INT_LIST: return "{int...}";
     case TIDE_ATTR_FLOAT_LIST: return "{number...}";
     case TIDE_ATTR_TYPE_LIST: return "{dtype...}";
+    case TIDE_ATTR_STRING_LIST: return "{string...}";
+    case TIDE_ATTR_BOOL_LIST: return "{bool...}";
+    case TIDE_ATTR_SHAPE_LIST: return "{shape...}";
+    case TIDE_ATTR_TENSOR_LIST: return "{tensor...}";
     default: return "?";
     }
 }
@@ -777,27 +781,41 @@ static repl_result cmd_nodes(repl *r, int argc, char **argv)
 
 /* ---------------------------------------------------------------- :info */
 
+static void print_tensor_attr(FILE *out, const tide_tensor *t);
+
 static void print_list_attr(FILE *out, const tide_attrs *a, const char *name, tide_attr_type type)
 {
     const int64_t *iv = NULL;
     const double *fv = NULL;
     const tide_dtype *tv = NULL;
+    const char *const *sv = NULL;
+    const bool *bv = NULL;
+    const tide_shape *shv = NULL;
+    tide_tensor *const *tensors = NULL;
     int n = 0;
-    if (type == TIDE_ATTR_INT_LIST)
-        tide_attrs_get_int_list(a, name, &iv, &n);
-    else if (type == TIDE_ATTR_FLOAT_LIST)
-        tide_attrs_get_float_list(a, name, &fv, &n);
-    else
-        tide_attrs_get_type_list(a, name, &tv, &n);
+    if (!tide_attrs_get_int_list(a, name, &iv, &n) && !tide_attrs_get_float_list(a, name, &fv, &n) &&
+        !tide_attrs_get_type_list(a, name, &tv, &n) && !tide_attrs_get_string_list(a, name, &sv, &n) &&
+        !tide_attrs_get_bool_list(a, name, &bv, &n) && !tide_attrs_get_shape_list(a, name, &shv, &n))
+        tide_attrs_get_tensor_list(a, name, &tensors, &n);
+    (void)type;
     fputc('[', out);
+    char buf[TIDE_SHAPE_STR_MAX];
     for (int i = 0; i < n && i < MAX_LIST_ITEMS; i++) {
         fputs(i ? ", " : "", out);
         if (iv)
             fprintf(out, "%" PRId64, iv[i]);
         else if (fv)
             fprintf(out, "%.9g", fv[i]);
-        else
+        else if (tv)
             fputs(tide_dtype_name(tv[i]) ? tide_dtype_name(tv[i]) : "?", out);
+        else if (sv)
+            fprintf(out, "\"%s\"", sv[i]);
+        else if (bv)
+            fputs(bv[i] ? "true" : "false", out);
+        else if (shv)
+            fputs(tide_shape_format(&shv[i], buf, sizeof buf), out);
+        else
+            print_tensor_attr(out, tensors[i]);
     }
     if (n > MAX_LIST_ITEMS)
         fprintf(out, ", ... (%d items)", n);
@@ -855,8 +873,8 @@ static void print_attr(FILE *out, const tide_attrs *a, const char *name)
         fputs(tide_shape_format(&shape, buf, sizeof buf), out);
     else if (tide_attrs_get_tensor(a, name, &t))
         print_tensor_attr(out, t);
-    else if (type == TIDE_ATTR_INT_LIST || type == TIDE_ATTR_FLOAT_LIST || type == TIDE_ATTR_TYPE_LIST)
-        print_list_attr(out, a, name, type);
+    else if (type != TIDE_ATTR_NONE)
+        print_list_attr(out, a, name, type); /* every other kind is a list */
     else
         fputs("?", out);
     fputc('\n', out);

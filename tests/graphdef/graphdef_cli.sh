@@ -66,4 +66,10 @@ out=$("$tide" -q -e ':export g2.pb yaml' 2>&1); [ $? -eq 1 ] || fail ":export wi
 expect_in "usage: :export FILE [text|binary]" "$out"
 out=$("$tide" -q -e ':import' 2>&1); [ $? -eq 1 ] || fail ":import without a file should fail"
 expect_in "usage: :import FILE [SCOPE]" "$out"
+# :info shows imported attrs of every kind, the lists of strings, bools, shapes and tensors too.
+out=$("$tide" -q -e ":import $data/attrs.pbtxt" -e ':info marked' 2>&1) || fail ":info: $out"
+expect_in '_names = ["a", "été"]' "$out"
+expect_in '_bits = [true, false, true]' "$out"
+expect_in '_shapes = [[2], <unknown>, []]' "$out"
+expect_in '_tensors = [tensor string [] = "x", tensor int64 [3] = [7, 7, 7]]' "$out"
 echo "graphdef_cli: all checks passed"
