@@ -2,8 +2,8 @@
  * order, inputs "node" / "node:1" then control inputs "^node", the requested device, every attr
  * (defaults included) with map entries sorted by key, `_colocate_with` as `_class: ["loc:@node"]`,
  * optionally `_output_shapes`, and a VersionDef. tide's Variable is written as VariableV2 (the same op
- * under TensorFlow 1.x's current name); importing maps it back, so an exported graph reads back as the
- * same graph. The messages are built in a pool (convert.c) and borrow tensor data and strings from the
+ * under TensorFlow 1.x's current name) and RandomNormal as RandomStandardNormal (TensorFlow's name of
+ * that op); importing maps them back, so an exported graph reads back as the same graph. The messages are built in a pool (convert.c) and borrow tensor data and strings from the
  * graph until they are encoded. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +15,7 @@ static const struct {
     const char *tide, *tf;
 } export_names[] = {
     {"Variable", "VariableV2"},
+    {"RandomNormal", "RandomStandardNormal"},
 };
 
 void tide_graphdef_export_options_init(tide_graphdef_export_options *opts)

@@ -27,8 +27,9 @@
 static const struct {
     const char *tf, *tide;
 } import_aliases[] = {
-    {"VariableV2", "Variable"}, /* TensorFlow's Variable and VariableV2 differ only in name */
-    {"AddV2", "Add"},           /* AddV2 is Add without string concatenation */
+    {"VariableV2", "Variable"},             /* TensorFlow's Variable and VariableV2 differ only in name */
+    {"AddV2", "Add"},                       /* AddV2 is Add without string concatenation */
+    {"RandomStandardNormal", "RandomNormal"}, /* tf.random.normal's op: mean 0, stddev 1 */
 };
 
 typedef enum node_state { NODE_NEW = 0, NODE_OPEN = 1, NODE_BUILT = 2 } node_state;

@@ -118,7 +118,9 @@ static tide_graph *rich_graph(void)
         "joined = Concat([split, split:1], axis_c, N=2, T=float32, Tidx=int32)\n"
         "cast = Cast(joined, SrcT=float32, DstT=float64, Truncate=false)\n"
         "neg = Neg(x, ^joined) @\"/cpu:0\"\n"
-        "p = Pack([x, neg], axis=-1, N=2, T=float32) @\"/job:localhost/replica:0/task:0/device:cpu:0\"\n");
+        "p = Pack([x, neg], axis=-1, N=2, T=float32) @\"/job:localhost/replica:0/task:0/device:cpu:0\"\n"
+        "dims = Const(value=tensor(int32, [2], [2, 3]), dtype=int32)\n"
+        "noise = RandomNormal(dims, dtype=float32, seed=1, seed2=2)\n");
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     tide_error *err = tide_error_new();
     tide_output init_value;
@@ -212,6 +214,8 @@ static void test_export_conventions(void)
     const char *text = data;
     CU_ASSERT_EQUAL(strlen(text), size);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "op: \"VariableV2\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "op: \"RandomStandardNormal\""));
+    CU_ASSERT_PTR_NULL(strstr(text, "op: \"RandomNormal\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "versions {\n  producer: 27\n}"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "input: \"^joined\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "input: \"split:1\""));
