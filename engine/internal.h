@@ -152,6 +152,8 @@ typedef struct tide_op_def {
     unsigned flags;
     tide_shape_fn shape_fn;
     char *doc;
+    char *tf_differences;      /* NULL: none */
+    char *alias;               /* NULL: none */
     char *spec_text;           /* "MatMul(a: T, b: T) -> product: T" for help */
     char *attr_text;           /* "T: {float32, ...}; transpose_a: bool = false" */
     tide_kernel_def *kernels;  /* every device type */

@@ -299,6 +299,8 @@ tide_status tide__op_def_parse(const tide_op_spec *spec, tide_op_def *def, tide_
     def->flags = spec->flags;
     def->shape_fn = spec->shape_fn;
     def->doc = tide__strdup(spec->doc ? spec->doc : "");
+    def->tf_differences = spec->tf_differences ? tide__strdup(spec->tf_differences) : NULL;
+    def->alias = spec->alias ? tide__strdup(spec->alias) : NULL;
     tide_status st = TIDE_OK;
     for (int i = 0; i < TIDE_OP_MAX_ATTRS && spec->attrs[i] && st == TIDE_OK; i++, def->num_attrs++)
         st = parse_attr(def->name, spec->attrs[i], &def->attrs[i], err);
@@ -329,6 +331,8 @@ void tide__op_def_clear(tide_op_def *def)
 {
     free(def->name);
     free(def->doc);
+    free(def->tf_differences);
+    free(def->alias);
     free(def->spec_text);
     free(def->attr_text);
     for (int i = 0; i < def->num_inputs; i++)

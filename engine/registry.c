@@ -108,6 +108,13 @@ static void finalize(void)
         }
         reg.names[i] = reg.ops[i]->name;
         tide__names_put(reg.by_name, reg.ops[i]->name, reg.ops[i]);
+        for (int k = 0; k < i && reg.ops[i]->alias; k++)
+            if (reg.ops[k]->alias && strcmp(reg.ops[k]->alias, reg.ops[i]->alias) == 0) {
+                char msg[256];
+                snprintf(msg, sizeof msg, "ops %s and %s both claim the alias %s", reg.ops[k]->name,
+                         reg.ops[i]->name, reg.ops[i]->alias);
+                record_error(msg);
+            }
     }
     for (tide_kernel_def *k = reg.pending_kernels, *next; k; k = next) {
         next = k->next;
@@ -223,10 +230,19 @@ char *tide_registry_op_help(const char *name)
             strcat(devices, devices[0] ? ", " : "");
             strcat(devices, k->device_type);
         }
-    return tide__asprintf("### %s\n\n`%s`\n\n%s%s%s%s- kernels: %s\n\n%s\n", op->name, op->spec_text,
-                          op->attr_text[0] ? "- attrs: `" : "", op->attr_text, op->attr_text[0] ? "`\n" : "",
-                          op->flags & TIDE_OP_STATEFUL ? "- stateful\n" : "", devices[0] ? devices : "none",
-                          op->doc);
+    char alias[96] = "";
+    if (op->alias)
+        snprintf(alias, sizeof alias, "- also called: `%s`\n", op->alias);
+    return tide__asprintf("### %s\n\n`%s`\n\n%s%s%s%s- kernels: %s\n%s%s%s%s%s\n%s\n", op->name,
+                          op->spec_text, op->attr_text[0] ? "- attrs: `" : "", op->attr_text,
+                          op->attr_text[0] ? "`\n" : "", op->flags & TIDE_OP_STATEFUL ? "- stateful\n" : "",
+                          devices[0] ? devices : "none",
+                          op->flags & TIDE_OP_NOT_IN_TF
+                              ? "- TensorFlow: no op of this name and signature (tide's own)\n"
+                              : "- TensorFlow: the op of the same name\n",
+                          op->tf_differences ? "- differs from TensorFlow: " : "",
+                          op->tf_differences ? op->tf_differences : "", op->tf_differences ? "\n" : "",
+                          alias, op->doc);
 }
 
 bool tide_registry_op_info(const char *name, tide_op_info *out)
@@ -256,6 +272,9 @@ bool tide_registry_op_info(const char *name, tide_op_info *out)
     out->stateful = op->flags & TIDE_OP_STATEFUL;
     out->signature = op->spec_text;
     out->doc = op->doc;
+    out->in_tensorflow = !(op->flags & TIDE_OP_NOT_IN_TF);
+    out->tf_differences = op->tf_differences;
+    out->alias = op->alias;
     return true;
 }
 _Static_assert(TIDE_OP_MAX_ARGS <= 12 && TIDE_OP_MAX_ATTRS <= 12, "tide_op_info's arrays hold 12 entries");

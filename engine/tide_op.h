@@ -49,6 +49,7 @@ enum {
     TIDE_OP_COMMUTATIVE = 1u << 1,
     TIDE_OP_CONTROL_FLOW = 1u << 2, /* Switch, Merge, Enter, Exit, NextIteration, LoopCond: the executor
                                        gives them a meaning beyond their kernel; never merged by CSE */
+    TIDE_OP_NOT_IN_TF = 1u << 3, /* tide's own op: TensorFlow 1.x has no op of this name */
 };
 
 typedef struct tide_shape_ctx tide_shape_ctx;
@@ -62,6 +63,15 @@ typedef struct tide_op_spec {
     unsigned flags;
     tide_shape_fn shape_fn;                 /* NULL: outputs of unknown shape */
     const char *doc;                        /* one paragraph; the first sentence is the summary */
+    /* TensorFlow fidelity. An op is TensorFlow 1.x's op of the same name (its inputs in TF's order,
+     * its attrs by TF's names, its semantics) unless flags has TIDE_OP_NOT_IN_TF. tf_differences
+     * says what still differs from TF's op (dtypes covered, edge cases, attr values refused), NULL
+     * for nothing; docs/ops.md and docs/tensorflow.md print it. */
+    const char *tf_differences;
+    /* A friendlier name that bindings also give the op (the REPL's `concat` for ConcatV2, whose
+     * generated name would otherwise be the legacy Concat's), or NULL. It wins over a name generated
+     * from another op's. */
+    const char *alias;
 } tide_op_spec;
 
 /* Registers an op (copies what it needs). A malformed spec or a duplicate name is recorded and makes

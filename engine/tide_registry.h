@@ -45,6 +45,9 @@ typedef struct tide_op_info {
     bool stateful;
     const char *signature;   /* "MatMul(a: T, b: T) -> product: T" */
     const char *doc;         /* the doc paragraph; its first sentence is the summary */
+    bool in_tensorflow;      /* TensorFlow 1.x has an op of this name, inputs, attrs and semantics */
+    const char *tf_differences; /* what still differs from TensorFlow's op, or NULL */
+    const char *alias;       /* a friendlier name for bindings (Lua's `concat` for ConcatV2), or NULL */
 } tide_op_info;
 
 /* Fills *out for a registered op; false (out untouched) when op is unknown. */

@@ -1127,6 +1127,17 @@ static void register_ops(lua_State *L, int module)
         }
         lua_setfield(L, ops, names[i]);
     }
+    /* Declared aliases last: they win over names generated from other ops (`concat` is ConcatV2's,
+     * not the legacy Concat's). */
+    for (int i = 0; i < n; i++) {
+        tide_op_info info;
+        if (names[i][0] == '_' || !tide_registry_op_info(names[i], &info) || !info.alias)
+            continue;
+        lua_getfield(L, ops, names[i]);
+        lua_setfield(L, module, info.alias);
+        lua_pushstring(L, names[i]);
+        lua_setfield(L, opnames, info.alias);
+    }
     lua_pop(L, 1);
     lua_setfield(L, module, "ops");
 }
@@ -1143,7 +1154,7 @@ ARITH(node_sub, "Sub", 2)
 ARITH(node_mul, "Mul", 2)
 ARITH(node_div, "Div", 2)
 ARITH(node_pow, "Pow", 2)
-ARITH(node_mod, "Mod", 2)
+ARITH(node_mod, "FloorMod", 2) /* Lua's % floors */
 ARITH(node_unm, "Neg", 1)
 
 static const luaL_Reg node_meta[] = {

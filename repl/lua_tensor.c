@@ -1021,7 +1021,7 @@ static int tensor_sub(lua_State *L) { return repl_arith(L, "Sub", 2); }
 static int tensor_mul(lua_State *L) { return repl_arith(L, "Mul", 2); }
 static int tensor_div(lua_State *L) { return repl_arith(L, "Div", 2); }
 static int tensor_pow(lua_State *L) { return repl_arith(L, "Pow", 2); }
-static int tensor_mod(lua_State *L) { return repl_arith(L, "Mod", 2); }
+static int tensor_mod(lua_State *L) { return repl_arith(L, "FloorMod", 2); } /* Lua's % floors */
 
 static int tensor_unm(lua_State *L)
 {

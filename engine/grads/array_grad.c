@@ -1,8 +1,9 @@
 /* array_grad.c — gradient functions of the array and shape ops: Reshape, ExpandDims, Squeeze,
- * Transpose, Concat, Split, Slice, StridedSlice, Pack, Unpack, Tile, Pad, PadV2, Gather, and of the
- * helper ops BroadcastTo, StridedSliceGrad and UnsortedSegmentSum (engine/ops/grad_ops.c); plus the
- * declarations "no gradient flows" for the ops that only look at shapes or make new values (Shape,
- * Rank, Size, Fill, ZerosLike, OnesLike, OneHot, Range, and the integer helper ops).
+ * Transpose, ConcatV2, Concat, Split, Slice, StridedSlice, Pack, Unpack, Tile, Pad, PadV2, Gather,
+ * GatherV2, and of the helper ops BroadcastTo, StridedSliceGrad and UnsortedSegmentSum
+ * (engine/ops/grad_ops.c); plus the declarations "no gradient flows" for the ops that only look at
+ * shapes or make new values (Shape, Rank, Size, Fill, ZerosLike, OnesLike, OneHot, Range, and the
+ * integer helper ops).
  *
  * These ops move elements, so each gradient moves them back: Slice is undone by Pad and Pad by
  * Slice, Concat by Slices at the ConcatOffset offsets, Gather by UnsortedSegmentSum (dense, not
@@ -98,19 +99,20 @@ static tide_status transpose_grad(tide_grad_ctx *ctx)
 /* ---------------------------------------------------------------- Concat, Split */
 
 /* Static offsets: the axis is a Const and every value's rank and size along it are known. Fills
- * begin[i][..] and size[i][..] (size -1 "to the end" outside the axis). */
-static bool concat_static(tide_grad_ctx *ctx, int n, int *rank, int64_t (*begin)[TIDE_MAX_RANK],
-                          int64_t (*size)[TIDE_MAX_RANK])
+ * begin[i][..] and size[i][..] (size -1 "to the end" outside the axis). The n values are inputs
+ * first.., the axis is input axis_input. */
+static bool concat_static(tide_grad_ctx *ctx, int first, int n, int axis_input, int *rank,
+                          int64_t (*begin)[TIDE_MAX_RANK], int64_t (*size)[TIDE_MAX_RANK])
 {
     int64_t axis, at = 0;
-    *rank = shape_of(X(0)).rank;
-    if (const_ints(X(n), &axis, 1) != 1 || *rank <= 0)
+    *rank = shape_of(X(first)).rank;
+    if (const_ints(X(axis_input), &axis, 1) != 1 || *rank <= 0)
         return false;
     axis = axis < 0 ? axis + *rank : axis;
     if (axis < 0 || axis >= *rank)
         return false;
     for (int i = 0; i < n; i++) {
-        tide_shape s = shape_of(X(i));
+        tide_shape s = shape_of(X(first + i));
         if (s.rank != *rank || s.dims[axis] < 0)
             return false;
         for (int d = 0; d < *rank; d++) {
@@ -123,12 +125,13 @@ static bool concat_static(tide_grad_ctx *ctx, int n, int *rank, int64_t (*begin)
 }
 
 /* Each value gets the Slice of dy where it was placed: at static offsets when they are known at
- * graph time, else at the ConcatOffset of the values' run-time shapes. */
-static tide_status concat_grad(tide_grad_ctx *ctx)
+ * graph time, else at the ConcatOffset of the values' run-time shapes. ConcatV2's values are inputs
+ * 0..n-1 and its axis input n; the legacy Concat's axis is input 0 and its values 1..n. */
+static tide_status concat_values_grad(tide_grad_ctx *ctx, int first, int axis_input)
 {
     int n = tide_node_num_inputs(tide_grad_node(ctx)) - 1, rank;
     if (n == 1) {
-        tide_grad_set_dx(ctx, 0, DY(0));
+        tide_grad_set_dx(ctx, first, DY(0));
         return TIDE_OK;
     }
     int64_t (*begin)[TIDE_MAX_RANK] = calloc((size_t)n, sizeof *begin);
@@ -136,14 +139,14 @@ static tide_status concat_grad(tide_grad_ctx *ctx)
     tide_output *shapes = calloc((size_t)n + 1, sizeof *shapes);
     if (!begin || !size || !shapes) {
         tide_grad_error(ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory");
-    } else if (concat_static(ctx, n, &rank, begin, size)) {
+    } else if (concat_static(ctx, first, n, axis_input, &rank, begin, size)) {
         for (int i = 0; i < n; i++)
-            if (tide_grad_wants(ctx, i))
-                tide_grad_set_dx(ctx, i, tide_grad_op(ctx, "Slice", (tide_output[]){DY(0),
+            if (tide_grad_wants(ctx, first + i))
+                tide_grad_set_dx(ctx, first + i, tide_grad_op(ctx, "Slice", (tide_output[]){DY(0),
                                                       index_const(ctx, TIDE_INT32, begin[i], rank),
                                                       index_const(ctx, TIDE_INT32, size[i], rank)}, 3, NULL));
     } else {
-        tide_output axis = X(n);
+        tide_output axis = X(axis_input);
         if (dtype_of(axis) != TIDE_INT32) {
             tide_attrs *a = tide_attrs_new();
             tide_attrs_set_type(a, "DstT", TIDE_INT32);
@@ -152,11 +155,11 @@ static tide_status concat_grad(tide_grad_ctx *ctx)
         }
         shapes[0] = axis;
         for (int i = 0; i < n; i++)
-            shapes[i + 1] = shape_tensor(ctx, X(i), TIDE_INT32);
+            shapes[i + 1] = shape_tensor(ctx, X(first + i), TIDE_INT32);
         tide_node *offsets = tide_grad_node_new(ctx, "ConcatOffset", shapes, n + 1, NULL);
         for (int i = 0; i < n && offsets; i++)
-            if (tide_grad_wants(ctx, i))
-                tide_grad_set_dx(ctx, i, tide_grad_op(ctx, "Slice", (tide_output[]){DY(0),
+            if (tide_grad_wants(ctx, first + i))
+                tide_grad_set_dx(ctx, first + i, tide_grad_op(ctx, "Slice", (tide_output[]){DY(0),
                                                       {offsets, i}, shapes[i + 1]}, 3, NULL));
     }
     free(begin);
@@ -164,6 +167,13 @@ static tide_status concat_grad(tide_grad_ctx *ctx)
     free(shapes);
     return tide_grad_status(ctx);
 }
+
+static tide_status concat_v2_grad(tide_grad_ctx *ctx)
+{
+    return concat_values_grad(ctx, 0, tide_node_num_inputs(tide_grad_node(ctx)) - 1);
+}
+
+static tide_status concat_grad(tide_grad_ctx *ctx) { return concat_values_grad(ctx, 1, 0); }
 
 /* Split(axis, value): the pieces' gradients (zeros where none flows) concatenated back. */
 static tide_status split_grad(tide_grad_ctx *ctx)
@@ -175,7 +185,7 @@ static tide_status split_grad(tide_grad_ctx *ctx)
     for (int i = 0; i < n; i++)
         in[i] = tide_grad_dy_or_zeros(ctx, i);
     in[n] = X(0);
-    tide_grad_set_dx(ctx, 1, n == 1 ? in[0] : tide_grad_op(ctx, "Concat", in, n + 1, NULL));
+    tide_grad_set_dx(ctx, 1, n == 1 ? in[0] : tide_grad_op(ctx, "ConcatV2", in, n + 1, NULL));
     free(in);
     return tide_grad_status(ctx);
 }
@@ -355,16 +365,23 @@ static tide_output gathered_dim(tide_grad_ctx *ctx, tide_output params, int axis
     return tide_grad_op(ctx, "Gather", in, 2, NULL);
 }
 
-/* Gather(params, indices, axis): dy's slices are summed into the rows of params they came from.
- * Along axis 0 that is UnsortedSegmentSum(dy, indices); along another axis the indices' dims are
- * moved to the front of dy first and params' axis back into place after. */
+/* Gather(params, indices) and GatherV2(params, indices, axis): dy's slices are summed into the rows
+ * of params they came from. Along axis 0 that is UnsortedSegmentSum(dy, indices); along another
+ * axis the indices' dims are moved to the front of dy first and params' axis back into place
+ * after. GatherV2's axis must be a constant; batch_dims other than 0 are not differentiated. */
 static tide_status gather_grad(tide_grad_ctx *ctx)
 {
     tide_output params = X(0), indices = X(1);
-    int64_t axis = 0;
-    tide_attrs_get_int(tide_grad_attrs(ctx), "axis", &axis);
+    int64_t axis = 0, batch_dims = 0;
     if (!tide_grad_wants(ctx, 0))
         return TIDE_OK;
+    if (tide_node_num_inputs(tide_grad_node(ctx)) > 2 && const_ints(X(2), &axis, 1) != 1)
+        return tide_grad_error(ctx, TIDE_UNIMPLEMENTED, "the gradient of GatherV2 needs its axis as a "
+                               "constant at graph time");
+    tide_attrs_get_int(tide_grad_attrs(ctx), "batch_dims", &batch_dims);
+    if (batch_dims != 0)
+        return tide_grad_error(ctx, TIDE_UNIMPLEMENTED, "the gradient of GatherV2 with batch_dims %lld "
+                               "is not implemented (only batch_dims 0)", (long long)batch_dims);
     int p_rank = axis == 0 ? shape_of(params).rank : known_rank(ctx, params, "Gather's params");
     int i_rank = axis == 0 ? 0 : known_rank(ctx, indices, "Gather's indices");
     if (tide_grad_status(ctx) != TIDE_OK)
@@ -407,7 +424,7 @@ static tide_status segment_sum_grad(tide_grad_ctx *ctx)
     for (int d = i_rank; d < d_rank; d++) /* the condition's shape aligned with the slices' */
         kept = tide_grad_op2(ctx, "ExpandDims", kept, tide_grad_scalar(ctx, TIDE_INT32, -1));
     tide_output zero = tide_grad_scalar(ctx, dtype_of(X(0)), 0);
-    tide_grad_set_dx(ctx, 0, tide_grad_op(ctx, "Select", (tide_output[]){kept, rows, zero}, 3, NULL));
+    tide_grad_set_dx(ctx, 0, tide_grad_op(ctx, "SelectV2", (tide_output[]){kept, rows, zero}, 3, NULL));
     return tide_grad_status(ctx);
 }
 
@@ -418,13 +435,15 @@ static void register_array_gradients(void)
     static const grad_entry table[] = {
         {"Reshape", reshape_grad},       {"ExpandDims", reshape_grad},
         {"Squeeze", reshape_grad},       {"Transpose", transpose_grad},
-        {"Concat", concat_grad},         {"Split", split_grad},
+        {"ConcatV2", concat_v2_grad},    {"Concat", concat_grad},
+        {"Split", split_grad},
         {"Pack", pack_grad},             {"Unpack", unpack_grad},
         {"Slice", slice_grad},           {"Pad", pad_grad},
         {"PadV2", pad_grad},             {"StridedSlice", strided_slice_grad},
         {"StridedSliceGrad", strided_slice_grad_grad},
         {"Tile", tile_grad},             {"BroadcastTo", broadcast_to_grad},
-        {"Gather", gather_grad},         {"UnsortedSegmentSum", segment_sum_grad},
+        {"Gather", gather_grad},         {"GatherV2", gather_grad},
+        {"UnsortedSegmentSum", segment_sum_grad},
     };
     register_gradients(table, COUNT_OF(table));
 

@@ -26,7 +26,8 @@ static tide_output shape_i32(tide_grad_ctx *ctx, tide_output t)
 /* The forward node's window attrs (those every op of the family shares), for the gradient ops. */
 static tide_attrs *window_attrs(tide_grad_ctx *ctx, bool pool)
 {
-    static const char *const conv[] = {"strides", "padding", "dilations", "data_format", NULL};
+    static const char *const conv[] = {"strides", "padding", "explicit_paddings", "dilations", "data_format",
+                                       NULL};
     static const char *const pooling[] = {"ksize", "strides", "padding", "data_format", NULL};
     const tide_attrs *from = tide_grad_attrs(ctx);
     tide_attrs *a = tide_attrs_new();

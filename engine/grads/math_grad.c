@@ -1,5 +1,5 @@
 /* math_grad.c — gradient functions of the element-wise math ops (engine/ops/math_ops.c) and of
- * Cast, Select and Identity, with TensorFlow's math; and the declarations "no gradient flows" for
+ * Cast, Select, SelectV2 and Identity, with TensorFlow's math; and the declarations "no gradient flows" for
  * the comparisons, logical ops, integer-only arithmetic, the random ops and the stateful core ops.
  *
  * Binary ops broadcast, so each operand's gradient is summed back to its own shape with
@@ -71,14 +71,41 @@ static tide_status pow_grad(tide_grad_ctx *ctx)
     }
     if (tide_grad_wants(ctx, 1)) {
         tide_output positive = tide_grad_op2(ctx, "Greater", x, scalar_like(ctx, x, 0));
-        tide_output safe_x = tide_grad_op(ctx, "Select", (tide_output[]){positive, x, scalar_like(ctx, x, 1)},
+        tide_output safe_x = tide_grad_op(ctx, "SelectV2", (tide_output[]){positive, x, scalar_like(ctx, x, 1)},
                                           3, NULL);
-        tide_output log_x = tide_grad_op(ctx, "Select",
+        tide_output log_x = tide_grad_op(ctx, "SelectV2",
                                          (tide_output[]){positive, tide_grad_op1(ctx, "Log", safe_x),
                                                          scalar_like(ctx, x, 0)}, 3, NULL);
         gy = tide_grad_op2(ctx, "Mul", tide_grad_op2(ctx, "Mul", DY(0), Y(0)), log_x);
     }
     return set_binary(ctx, gx, gy);
+}
+
+/* z = x - q * y with q = FloorDiv(x, y) (FloorMod) or TruncateDiv(x, y) (Mod, TruncateMod), which
+ * is piecewise constant: dx = dz, dy = -dz * q (TensorFlow's FloorMod gradient). */
+static tide_status remainder_grad(tide_grad_ctx *ctx, const char *quotient)
+{
+    if (!tide_dtype_is_float(dtype_of(X(0))))
+        return TIDE_OK; /* integer remainders carry no gradient */
+    tide_output gy = NONE;
+    if (tide_grad_wants(ctx, 1))
+        gy = tide_grad_op1(ctx, "Neg", tide_grad_op2(ctx, "Mul", DY(0), tide_grad_op2(ctx, quotient, X(0), X(1))));
+    return set_binary(ctx, DY(0), gy);
+}
+
+static tide_status floor_mod_grad(tide_grad_ctx *ctx) { return remainder_grad(ctx, "FloorDiv"); }
+static tide_status truncate_mod_grad(tide_grad_ctx *ctx) { return remainder_grad(ctx, "TruncateDiv"); }
+
+/* z = (x - y)^2: dx = 2 (x - y) dz, dy = -dx (each summed back to its operand's shape). */
+static tide_status squared_difference_grad(tide_grad_ctx *ctx)
+{
+    tide_output d = tide_grad_op2(ctx, "Sub", X(0), X(1));
+    tide_output gx = tide_grad_op2(ctx, "Mul", tide_grad_op2(ctx, "Mul", DY(0), d), scalar_like(ctx, d, 2));
+    if (tide_grad_wants(ctx, 0))
+        tide_grad_set_dx(ctx, 0, tide_grad_unbroadcast(ctx, gx, X(0), X(1)));
+    if (tide_grad_wants(ctx, 1)) /* negate after summing: the smaller tensor */
+        tide_grad_set_dx(ctx, 1, tide_grad_op1(ctx, "Neg", tide_grad_unbroadcast(ctx, gx, X(1), X(0))));
+    return tide_grad_status(ctx);
 }
 
 /* Maximum (Minimum): the gradient goes to x where x >= y (x <= y), else to y; ties go to x. */
@@ -87,9 +114,9 @@ static tide_status extremum_grad(tide_grad_ctx *ctx, const char *compare)
     tide_output pick_x = tide_grad_op2(ctx, compare, X(0), X(1));
     tide_output zero = scalar_like(ctx, DY(0), 0), gx = NONE, gy = NONE;
     if (tide_grad_wants(ctx, 0))
-        gx = tide_grad_op(ctx, "Select", (tide_output[]){pick_x, DY(0), zero}, 3, NULL);
+        gx = tide_grad_op(ctx, "SelectV2", (tide_output[]){pick_x, DY(0), zero}, 3, NULL);
     if (tide_grad_wants(ctx, 1))
-        gy = tide_grad_op(ctx, "Select", (tide_output[]){pick_x, zero, DY(0)}, 3, NULL);
+        gy = tide_grad_op(ctx, "SelectV2", (tide_output[]){pick_x, zero, DY(0)}, 3, NULL);
     return set_binary(ctx, gx, gy);
 }
 
@@ -156,6 +183,14 @@ static tide_status rsqrt_grad(tide_grad_ctx *ctx)
     return set_scaled(ctx, tide_grad_op2(ctx, "Mul", y3, scalar_like(ctx, X(0), -0.5)));
 }
 
+/* y = 1 / x: dx = -dy * y^2. */
+static tide_status reciprocal_grad(tide_grad_ctx *ctx)
+{
+    if (!real_only(ctx))
+        return tide_grad_status(ctx);
+    return set_scaled(ctx, tide_grad_op1(ctx, "Neg", tide_grad_op1(ctx, "Square", Y(0))));
+}
+
 static tide_status exp_grad(tide_grad_ctx *ctx) { return set_scaled(ctx, Y(0)); }
 
 static tide_status log_grad(tide_grad_ctx *ctx)
@@ -199,19 +234,30 @@ static tide_status cast_grad(tide_grad_ctx *ctx)
     return tide_grad_status(ctx);
 }
 
-/* Select(c, t, e): t gets dy where c holds, e where it does not; each summed back to its own shape
- * (the three operands broadcast to the output's shape). The condition gets nothing. */
-static tide_status select_grad(tide_grad_ctx *ctx)
+/* SelectV2(c, t, e): t gets dy where c holds, e where it does not; each summed back to its own
+ * shape (the three operands broadcast to the output's shape). The condition gets nothing. */
+static tide_status select_v2_grad(tide_grad_ctx *ctx)
 {
     tide_output c = X(0), dy = DY(0), zero = scalar_like(ctx, DY(0), 0);
     if (tide_grad_wants(ctx, 1)) {
-        tide_output g = tide_grad_op(ctx, "Select", (tide_output[]){c, dy, zero}, 3, NULL);
+        tide_output g = tide_grad_op(ctx, "SelectV2", (tide_output[]){c, dy, zero}, 3, NULL);
         tide_grad_set_dx(ctx, 1, tide_grad_unbroadcast(ctx, g, X(1), Y(0)));
     }
     if (tide_grad_wants(ctx, 2)) {
-        tide_output g = tide_grad_op(ctx, "Select", (tide_output[]){c, zero, dy}, 3, NULL);
+        tide_output g = tide_grad_op(ctx, "SelectV2", (tide_output[]){c, zero, dy}, 3, NULL);
         tide_grad_set_dx(ctx, 2, tide_grad_unbroadcast(ctx, g, X(2), Y(0)));
     }
+    return tide_grad_status(ctx);
+}
+
+/* Select(c, t, e) (1.x): t, e and dy have one shape, so the same Select with zeros routes dy. */
+static tide_status select_grad(tide_grad_ctx *ctx)
+{
+    tide_output c = X(0), dy = DY(0), zeros = tide_grad_op1(ctx, "ZerosLike", DY(0));
+    if (tide_grad_wants(ctx, 1))
+        tide_grad_set_dx(ctx, 1, tide_grad_op(ctx, "Select", (tide_output[]){c, dy, zeros}, 3, NULL));
+    if (tide_grad_wants(ctx, 2))
+        tide_grad_set_dx(ctx, 2, tide_grad_op(ctx, "Select", (tide_output[]){c, zeros, dy}, 3, NULL));
     return tide_grad_status(ctx);
 }
 
@@ -223,20 +269,26 @@ static void register_math_gradients(void)
         {"Add", add_grad},         {"Sub", sub_grad},         {"Mul", mul_grad},
         {"Div", div_grad},         {"Pow", pow_grad},         {"Maximum", maximum_grad},
         {"Minimum", minimum_grad}, {"AddN", add_n_grad},      {"Identity", identity_grad},
+        {"PlaceholderWithDefault", identity_grad},
         {"Neg", neg_grad},         {"Abs", abs_grad},         {"Sign", sign_grad},
         {"Square", square_grad},   {"Sqrt", sqrt_grad},       {"Rsqrt", rsqrt_grad},
         {"Exp", exp_grad},         {"Log", log_grad},         {"Log1p", log1p_grad},
         {"Sin", sin_grad},         {"Cos", cos_grad},         {"Cast", cast_grad},
-        {"Select", select_grad},
+        {"Select", select_grad},   {"SelectV2", select_v2_grad},
+        {"AddV2", add_grad},       {"RealDiv", div_grad},     {"FloorMod", floor_mod_grad},
+        {"Mod", truncate_mod_grad}, {"TruncateMod", truncate_mod_grad},
+        {"SquaredDifference", squared_difference_grad},
+        {"Reciprocal", reciprocal_grad}, {"Inv", reciprocal_grad},
     };
     register_gradients(table, COUNT_OF(table));
 
     /* No gradient flows through these: their outputs are bool or integer-valued (comparisons, logic,
-     * FloorDiv and Mod, which are piecewise constant or discontinuous), random draws, or state
+     * the integer divisions and roundings, which are piecewise constant), random draws, or state
      * (variables and their updates, the optimizers' fused updates included). */
     static const char *const not_differentiable[] = {
         "Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual",
-        "LogicalAnd", "LogicalOr", "LogicalNot", "FloorDiv", "Mod",
+        "LogicalAnd", "LogicalOr", "LogicalNot", "FloorDiv", "TruncateDiv",
+        "Floor", "Ceil", "Round", "Rint",
         "RandomUniform", "RandomNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle",
         "Const", "Placeholder", "Variable", "Assign", "AssignAdd", "AssignSub", "NoOp", "ScalarSummary",
         "ApplyGradientDescent", "ApplyMomentum", "ApplyAdagrad", "ApplyRMSProp", "ApplyAdam",

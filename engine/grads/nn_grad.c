@@ -23,6 +23,7 @@
  *   BiasAddGrad(g)                    dg = dz broadcast back to g's shape (channels last)
  * FusedBatchNormGrad has no gradient function: second derivatives of FusedBatchNorm are not
  * supported. */
+#include <stdio.h>
 #include <string.h>
 
 #include "grad_util.h"
@@ -135,10 +136,14 @@ static tide_status dropout_grad(tide_grad_ctx *ctx)
     return input0_gets(ctx, "Mul", DY(0), Y(1));
 }
 
+/* FusedBatchNorm (V2, V3): FusedBatchNormGrad (V2, V3) from the reserve spaces, with the forward
+ * node's epsilon, data_format and is_training. */
 static tide_status fused_batch_norm_grad(tide_grad_ctx *ctx)
 {
-    static const char *const stats[] = {"batch_mean", "batch_variance", "saved_mean", "saved_inv_std"};
-    for (int i = 1; i <= 4; i++)
+    static const char *const stats[] = {"batch_mean", "batch_variance", "reserve_space_1",
+                                        "reserve_space_2", "reserve_space_3"};
+    int n_out = tide_node_num_outputs(tide_grad_node(ctx));
+    for (int i = 1; i < n_out; i++)
         if (DY(i).node)
             return tide_grad_error(ctx, TIDE_UNIMPLEMENTED,
                                    "a gradient flows into output %d (%s): gradients of the batch "
@@ -151,9 +156,18 @@ static tide_status fused_batch_norm_grad(tide_grad_ctx *ctx)
     if (!DY(0).node || !(tide_grad_wants(ctx, 0) || tide_grad_wants(ctx, 1) || tide_grad_wants(ctx, 2)))
         return TIDE_OK;
     tide_attrs *a = tide_attrs_new();
+    const char *format = "NHWC";
+    double eps = 0.0001;
+    tide_attrs_get_string(tide_grad_attrs(ctx), "data_format", &format);
+    tide_attrs_get_float(tide_grad_attrs(ctx), "epsilon", &eps);
     tide_attrs_set_bool(a, "is_training", training);
-    tide_output in[5] = {DY(0), X(0), X(1), Y(3), Y(4)};
-    tide_node *g = tide_grad_node_new(ctx, "FusedBatchNormGrad", in, 5, a);
+    tide_attrs_set_string(a, "data_format", format);
+    tide_attrs_set_float(a, "epsilon", eps);
+    const char *op = tide_node_op(tide_grad_node(ctx));
+    char grad_op[32];
+    snprintf(grad_op, sizeof grad_op, "FusedBatchNormGrad%s", op + strlen("FusedBatchNorm"));
+    tide_output in[6] = {DY(0), X(0), X(1), Y(3), Y(4), n_out > 5 ? Y(5) : NONE};
+    tide_node *g = tide_grad_node_new(ctx, grad_op, in, n_out > 5 ? 6 : 5, a);
     tide_attrs_free(a);
     for (int i = 0; g && i < 3; i++)
         if (tide_grad_wants(ctx, i))
@@ -182,7 +196,7 @@ static tide_status elu_grad_grad(tide_grad_ctx *ctx)
     if (tide_grad_wants(ctx, 1)) {
         tide_output zero = scalar_like(ctx, out, 0);
         tide_output negative = tide_grad_op2(ctx, "Less", out, zero);
-        tide_output dout = tide_grad_op(ctx, "Select",
+        tide_output dout = tide_grad_op(ctx, "SelectV2",
                                         (tide_output[]){negative, tide_grad_op2(ctx, "Mul", dz, g), zero},
                                         3, NULL);
         tide_grad_set_dx(ctx, 1, dout);
@@ -259,7 +273,8 @@ static void register_nn_gradients(void)
         {"BiasAdd", bias_add_grad},
         {"L2Loss", l2_loss_grad},
         {"Dropout", dropout_grad},
-        {"FusedBatchNorm", fused_batch_norm_grad},
+        {"FusedBatchNorm", fused_batch_norm_grad}, {"FusedBatchNormV2", fused_batch_norm_grad},
+        {"FusedBatchNormV3", fused_batch_norm_grad},
         {"ReluGrad", piecewise_linear_grad_grad},
         {"Relu6Grad", piecewise_linear_grad_grad},
         {"EluGrad", elu_grad_grad},

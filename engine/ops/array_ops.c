@@ -205,17 +205,18 @@ static tide_status transpose_shape(tide_shape_ctx *ctx)
 
 /* ---------------------------------------------------------------- Concat and Pack */
 
-/* Merges the shapes of list inputs [0, n) into *out: same rank and, unless skip is RANKS_ONLY,
- * equal known dims except on dimension `skip` (-1: none). The messages name both inputs. */
+/* Merges the shapes of list inputs [first, first + n) into *out: same rank and, unless skip is
+ * RANKS_ONLY, equal known dims except on dimension `skip` (-1: none). The messages name both
+ * inputs. */
 #define RANKS_ONLY (-2)
-static tide_status merge_list_shapes(tide_shape_ctx *ctx, int n, int skip, const char *extra,
+static tide_status merge_list_shapes(tide_shape_ctx *ctx, int first, int n, int skip, const char *extra,
                                      tide_shape *out)
 {
     char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
     int ref = -1;                  /* the first input of known rank */
     int from[TIDE_MAX_RANK] = {0}; /* the input that gave out's known dim d */
     *out = tide_shape_unknown();
-    for (int i = 0; i < n; i++) {
+    for (int i = first; i < first + n; i++) {
         tide_shape s = tide_shape_input(ctx, i);
         if (s.rank < 0)
             continue;
@@ -250,22 +251,24 @@ static tide_status merge_list_shapes(tide_shape_ctx *ctx, int n, int skip, const
     return TIDE_OK;
 }
 
-static tide_status concat_shape(tide_shape_ctx *ctx)
+/* Concatenation of the n values from input `first` on along the scalar input `axis_input`:
+ * ConcatV2 (values first, the axis last) and the legacy Concat (the axis first). */
+static tide_status concat_values_shape(tide_shape_ctx *ctx, int first, int n, int axis_input)
 {
-    int n = tide_shape_num_inputs(ctx) - 1; /* the values; the axis comes last */
     if (n < 1)
-        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "Concat needs at least one value");
-    tide_status st = expect_rank(ctx, n, 0, "axis");
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s needs at least one value",
+                                first ? "Concat" : "ConcatV2");
+    tide_status st = expect_rank(ctx, axis_input, 0, first ? "concat_dim" : "axis");
     if (st != TIDE_OK)
         return st;
-    const tide_tensor *v = tide_shape_input_value(ctx, n);
+    const tide_tensor *v = tide_shape_input_value(ctx, axis_input);
     int64_t axis = 0;
     if (v)
         tide_op_index_values(v, &axis, 1);
     tide_shape out;
     char extra[64];
     /* First the ranks; with the axis unknown that is all that can be checked. */
-    st = merge_list_shapes(ctx, n, RANKS_ONLY, "", &out);
+    st = merge_list_shapes(ctx, first, n, RANKS_ONLY, "", &out);
     if (st != TIDE_OK || out.rank < 0)
         return st == TIDE_OK ? set_all_outputs(ctx, &out) : st;
     if (out.rank == 0)
@@ -279,11 +282,11 @@ static tide_status concat_shape(tide_shape_ctx *ctx)
         return axis_error(ctx, axis, out.rank, &out, "values");
     /* Merge again, now skipping only the concatenation axis. */
     snprintf(extra, sizeof extra, " (concatenating on axis %lld)", (long long)axis);
-    st = merge_list_shapes(ctx, n, (int)axis, extra, &out);
+    st = merge_list_shapes(ctx, first, n, (int)axis, extra, &out);
     if (st != TIDE_OK)
         return st;
     int64_t sum = 0;
-    for (int i = 0; i < n && sum >= 0; i++) {
+    for (int i = first; i < first + n && sum >= 0; i++) {
         tide_shape s = tide_shape_input(ctx, i);
         int64_t d = s.rank >= 0 ? s.dims[axis] : -1;
         if (d < 0)
@@ -295,6 +298,17 @@ static tide_status concat_shape(tide_shape_ctx *ctx)
     return set_all_outputs(ctx, &out);
 }
 
+static tide_status concat_v2_shape(tide_shape_ctx *ctx)
+{
+    int n = tide_shape_num_inputs(ctx) - 1;
+    return concat_values_shape(ctx, 0, n, n);
+}
+
+static tide_status concat_shape(tide_shape_ctx *ctx)
+{
+    return concat_values_shape(ctx, 1, tide_shape_num_inputs(ctx) - 1, 0);
+}
+
 static tide_status pack_shape(tide_shape_ctx *ctx)
 {
     int n = tide_shape_num_inputs(ctx);
@@ -303,7 +317,7 @@ static tide_status pack_shape(tide_shape_ctx *ctx)
     if (n < 1)
         return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "Pack needs at least one value");
     tide_shape in;
-    tide_status st = merge_list_shapes(ctx, n, -1, "", &in);
+    tide_status st = merge_list_shapes(ctx, 0, n, -1, "", &in);
     if (st != TIDE_OK || in.rank < 0)
         return st == TIDE_OK ? set_all_outputs(ctx, &in) : st;
     if (in.rank + 1 > TIDE_MAX_RANK)
@@ -780,16 +794,29 @@ static const tide_op_spec array_ops[] = {
                "view, not a copy." DTYPES_DOC,
     },
     {
-        .name = "Concat",
+        .name = "ConcatV2",
         .inputs = {"values: N * T", "axis: Tidx"},
         .outputs = {"output: T"},
         .attrs = {"N: int >= 1", "T: alltypes", "Tidx: " INDEX_TYPES},
+        .shape_fn = concat_v2_shape,
+        .doc = "Concatenates the N values along dimension axis (the axis comes last, as tf.concat "
+               "emits it). axis is a scalar in [-rank, rank) (negative counts from the end; outside "
+               "is OutOfRange). The values must have the same rank (not 0) and the same sizes in "
+               "every other dimension, else InvalidArgument naming the input and both shapes. With "
+               "N = 1 the input itself is returned." DTYPES_DOC,
+        .tf_differences = "N = 1 is accepted (TensorFlow asks for N >= 2).",
+        .alias = "concat",
+    },
+    {
+        .name = "Concat",
+        .inputs = {"concat_dim: int32", "values: N * T"},
+        .outputs = {"output: T"},
+        .attrs = {"N: int >= 1", "T: alltypes"},
         .shape_fn = concat_shape,
-        .doc = "Concatenates the N values along dimension axis (TensorFlow's ConcatV2). axis is a "
-               "scalar in [-rank, rank) (negative counts from the end; outside is OutOfRange). "
-               "The values must have the same rank (not 0) and the same sizes in every other "
-               "dimension, else InvalidArgument naming the input and both shapes. With N = 1 the "
-               "input itself is returned." DTYPES_DOC,
+        .doc = "Concatenates the N values along dimension concat_dim: TensorFlow's legacy Concat, "
+               "whose axis comes FIRST (an int32 scalar); otherwise as ConcatV2, which is what "
+               "tf.concat emits and what Lua's concat(values, axis) builds." DTYPES_DOC,
+        .tf_differences = "N = 1 is accepted (TensorFlow asks for N >= 2).",
     },
     {
         .name = "Split",

@@ -3,7 +3,7 @@
  * MaxPoolGrad, AvgPool, AvgPoolGrad; and the geometry helpers of conv_ops.h that their shape
  * functions and kernels (kernels/cpu/conv.c, kernels/cpu/pool.c) share.
  *
- * The shape functions reject malformed attrs (strides of the wrong length, NCHW, EXPLICIT padding)
+ * The shape functions reject malformed attrs (strides of the wrong length, NCHW, bad paddings)
  * at graph time, give exact output shapes as far as the inputs are known (the size inputs of the
  * gradient ops when they are graph-time constants), and check whatever is already known to be
  * inconsistent with the messages the kernels use at run time. */
@@ -47,8 +47,36 @@ static bool read_four(const tide_attrs *attrs, const char *name, const char *mea
     return true;
 }
 
-/* padding and data_format, common to every op of the family. */
-static bool read_layout(const tide_attrs *attrs, bool *same, char *msg, size_t size)
+/* explicit_paddings [0, 0, top, bottom, left, right, 0, 0] (NHWC) into w->pad. */
+static bool read_explicit(const tide_attrs *attrs, tide_conv_window *w, char *msg, size_t size)
+{
+    const int64_t *v = NULL;
+    int n = 0;
+    char buf[160];
+    tide_attrs_get_int_list(attrs, "explicit_paddings", &v, &n);
+    if (!w->explicit_padding) {
+        if (n != 0)
+            return snprintf(msg, size, "explicit_paddings %s is given but padding is not 'EXPLICIT'",
+                            tide_op_format_values(v, n, buf, sizeof buf)), false;
+        return true;
+    }
+    if (n != 8)
+        return snprintf(msg, size, "padding 'EXPLICIT' needs explicit_paddings of 8 entries [0, 0, top, "
+                        "bottom, left, right, 0, 0] (NHWC), got %s",
+                        tide_op_format_values(v, n, buf, sizeof buf)), false;
+    for (int i = 0; i < 8; i++)
+        if (v[i] < 0 || v[i] > INT32_MAX || ((i < 2 || i >= 6) && v[i] != 0))
+            return snprintf(msg, size, "explicit_paddings must be non-negative, at most %d, and 0 for "
+                            "the batch and depth dimensions, got %s", INT32_MAX,
+                            tide_op_format_values(v, n, buf, sizeof buf)), false;
+    for (int i = 0; i < 4; i++)
+        w->pad[i] = v[2 + i];
+    return true;
+}
+
+/* padding (SAME, VALID, and for convolutions EXPLICIT) and data_format, common to every op of the
+ * family. */
+static bool read_layout(const tide_attrs *attrs, bool conv, tide_conv_window *w, char *msg, size_t size)
 {
     const char *padding = NULL, *format = "NHWC";
     tide_attrs_get_string(attrs, "data_format", &format);
@@ -59,10 +87,12 @@ static bool read_layout(const tide_attrs *attrs, bool *same, char *msg, size_t s
                         format), false;
     if (!tide_attrs_get_string(attrs, "padding", &padding))
         return snprintf(msg, size, "attr padding is missing: give 'SAME' or 'VALID'"), false;
-    if (strcmp(padding, "SAME") != 0 && strcmp(padding, "VALID") != 0)
-        return snprintf(msg, size, "padding must be 'SAME' or 'VALID', got '%s'", padding), false;
-    *same = strcmp(padding, "SAME") == 0;
-    return true;
+    w->same = strcmp(padding, "SAME") == 0;
+    w->explicit_padding = conv && strcmp(padding, "EXPLICIT") == 0;
+    if (!w->same && !w->explicit_padding && strcmp(padding, "VALID") != 0)
+        return snprintf(msg, size, "padding must be %s, got '%s'",
+                        conv ? "'SAME', 'VALID' or 'EXPLICIT'" : "'SAME' or 'VALID'", padding), false;
+    return !conv || read_explicit(attrs, w, msg, size);
 }
 
 bool tide_conv_read_attrs(const tide_attrs *attrs, tide_conv_window *w, char *msg, size_t size)
@@ -74,7 +104,7 @@ bool tide_conv_read_attrs(const tide_attrs *attrs, tide_conv_window *w, char *ms
     if (tide_attrs_type(attrs, "dilations") != TIDE_ATTR_NONE &&
         !read_four(attrs, "dilations", "dilation", &w->dilation_h, &w->dilation_w, msg, size))
         return false;
-    return read_layout(attrs, &w->same, msg, size);
+    return read_layout(attrs, true, w, msg, size);
 }
 
 bool tide_pool_read_attrs(const tide_attrs *attrs, tide_conv_window *w, char *msg, size_t size)
@@ -83,18 +113,22 @@ bool tide_pool_read_attrs(const tide_attrs *attrs, tide_conv_window *w, char *ms
     w->dilation_h = w->dilation_w = 1;
     return read_four(attrs, "ksize", "window", &w->size_h, &w->size_w, msg, size) &&
            read_four(attrs, "strides", "stride", &w->stride_h, &w->stride_w, msg, size) &&
-           read_layout(attrs, &w->same, msg, size);
+           read_layout(attrs, false, w, msg, size);
 }
 
 /* ---------------------------------------------------------------- geometry */
 
 bool tide_conv_output_dim(int64_t in, int64_t window, int64_t stride, int64_t dilation, bool same,
-                          const char *dim, int64_t *out, int64_t *pad_before, char *msg, size_t size)
+                          const int64_t *explicit, const char *dim, int64_t *out, int64_t *pad_before,
+                          char *msg, size_t size)
 {
     *out = -1;
-    *pad_before = 0;
+    *pad_before = explicit ? explicit[0] : 0;
     if (in < 0 || window < 0)
         return true;
+    int64_t given = in;
+    if (explicit)
+        in += explicit[0] + explicit[1]; /* each at most INT32_MAX: no overflow */
     int64_t eff, total, rounded;
     if (__builtin_mul_overflow(window - 1, dilation, &eff) || __builtin_add_overflow(eff, 1, &eff) ||
         __builtin_add_overflow(in, stride - 1, &rounded))
@@ -111,14 +145,17 @@ bool tide_conv_output_dim(int64_t in, int64_t window, int64_t stride, int64_t di
         return true;
     }
     if (eff > in) {
+        char padded[96] = "with VALID padding";
+        if (explicit)
+            snprintf(padded, sizeof padded, "padded by %lld and %lld (EXPLICIT)", (long long)explicit[0],
+                     (long long)explicit[1]);
         if (dilation > 1)
             return snprintf(msg, size,
                             "the window (%lld with dilation %lld, spanning %lld) is larger than the "
-                            "input's %s %lld with VALID padding", (long long)window,
-                            (long long)dilation, (long long)eff, dim, (long long)in), false;
-        return snprintf(msg, size,
-                        "the window (%lld) is larger than the input's %s %lld with VALID padding",
-                        (long long)window, dim, (long long)in), false;
+                            "input's %s %lld %s", (long long)window, (long long)dilation, (long long)eff,
+                            dim, (long long)given, padded), false;
+        return snprintf(msg, size, "the window (%lld) is larger than the input's %s %lld %s",
+                        (long long)window, dim, (long long)given, padded), false;
     }
     *out = (in - eff) / stride + 1;
     return true;
@@ -130,10 +167,12 @@ static bool spatial(const tide_conv_window *w, const int64_t in[4], int64_t out_
 {
     *g = (tide_conv_geometry){.batch = in[0], .in_h = in[1], .in_w = in[2], .in_c = in[3],
                               .out_c = out_c, .win = *w};
-    return tide_conv_output_dim(in[1], w->size_h, w->stride_h, w->dilation_h, w->same, "height",
-                                &g->out_h, &g->pad_top, msg, size) &&
-           tide_conv_output_dim(in[2], w->size_w, w->stride_w, w->dilation_w, w->same, "width",
-                                &g->out_w, &g->pad_left, msg, size);
+    return tide_conv_output_dim(in[1], w->size_h, w->stride_h, w->dilation_h, w->same,
+                                w->explicit_padding ? &w->pad[0] : NULL, "height", &g->out_h,
+                                &g->pad_top, msg, size) &&
+           tide_conv_output_dim(in[2], w->size_w, w->stride_w, w->dilation_w, w->same,
+                                w->explicit_padding ? &w->pad[2] : NULL, "width", &g->out_w,
+                                &g->pad_left, msg, size);
 }
 
 static bool agree(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }
@@ -412,15 +451,24 @@ static tide_status avg_pool_grad_shape(tide_shape_ctx *ctx) { return pool_grad_s
 /* ---------------------------------------------------------------- registration */
 
 #define CONV_ATTRS                                                                                \
-    "T: {float32, float64}", "strides: list(int)", "padding: string",                             \
-        "dilations: list(int) = [1, 1, 1, 1]", "data_format: string = 'NHWC'"
+    "T: {float32, float64}", "strides: list(int)", "use_cudnn_on_gpu: bool = true",               \
+        "padding: string", "explicit_paddings: list(int) = []", "data_format: string = 'NHWC'",   \
+        "dilations: list(int) = [1, 1, 1, 1]"
 #define POOL_ATTRS                                                                                \
     "T: {float32, float64}", "ksize: list(int)", "strides: list(int)", "padding: string",         \
         "data_format: string = 'NHWC'"
 #define CONV_ATTR_DOC                                                                             \
     "strides [1, sh, sw, 1] moves the window; dilations [1, dh, dw, 1] spaces the filter taps; "  \
-    "padding 'VALID' (no padding, the window must fit) or 'SAME' (output ceil(size / stride), "   \
-    "zeros added evenly, the extra one after); data_format must be 'NHWC'. "
+    "padding 'VALID' (no padding, the window must fit), 'SAME' (output ceil(size / stride), "     \
+    "zeros added evenly, the extra one after) or 'EXPLICIT' (explicit_paddings [0, 0, top, "      \
+    "bottom, left, right, 0, 0] zeros); data_format must be 'NHWC'; use_cudnn_on_gpu is "         \
+    "accepted and ignored (there is no cuDNN on a CPU). "
+#define CONV_TF_DIFFERENCES                                                                       \
+    "float16 and bfloat16 are not supported; data_format 'NCHW' is refused at graph time (tide's " \
+    "convolutions take NHWC only)."
+#define POOL_TF_DIFFERENCES                                                                       \
+    "float16 and bfloat16 are not supported; data_format 'NCHW' (and 'NCHW_VECT_C') is refused at " \
+    "graph time (NHWC only)."
 #define POOL_ATTR_DOC                                                                             \
     "ksize [1, kh, kw, 1] is the window, strides [1, sh, sw, 1] moves it; padding 'VALID' or "    \
     "'SAME' as for Conv2D (padding is never part of a window); data_format must be 'NHWC'. "
@@ -440,6 +488,7 @@ static void register_conv_ops(void)
                "Malformed attrs fail at graph time; differing depths or a filter larger than a "
                "VALID input are INVALID_ARGUMENT naming both shapes. float32 runs a direct AVX2/FMA "
                "kernel (no im2col) on CPUs that have it.",
+        .tf_differences = CONV_TF_DIFFERENCES,
     });
     tide_op_register(&(tide_op_spec){
         .name = "Conv2DBackpropInput",
@@ -452,6 +501,7 @@ static void register_conv_ops(void)
                "Cout] of Conv2D's output, returns the [N, H, W, Cin] gradient (a transposed "
                "convolution). Attrs as Conv2D's; out_backprop must have the shape Conv2D would "
                "give, else INVALID_ARGUMENT naming the shapes.",
+        .tf_differences = CONV_TF_DIFFERENCES,
     });
     tide_op_register(&(tide_op_spec){
         .name = "Conv2DBackpropFilter",
@@ -464,6 +514,7 @@ static void register_conv_ops(void)
                "[N, OH, OW, Cout] of Conv2D's output, returns the [KH, KW, Cin, Cout] gradient, "
                "summed over the batch. Attrs as Conv2D's; out_backprop must have the shape Conv2D "
                "would give, else INVALID_ARGUMENT naming the shapes.",
+        .tf_differences = CONV_TF_DIFFERENCES,
     });
     tide_op_register(&(tide_op_spec){
         .name = "MaxPool",
@@ -474,6 +525,7 @@ static void register_conv_ops(void)
         .doc = "Max pooling of value [N, H, W, C]: each output element is the largest element of "
                "its window, per channel. " POOL_ATTR_DOC
                "A NaN in a window is the window's maximum.",
+        .tf_differences = POOL_TF_DIFFERENCES,
     });
     tide_op_register(&(tide_op_spec){
         .name = "MaxPoolGrad",
@@ -486,6 +538,7 @@ static void register_conv_ops(void)
                "the first one in row-major window order (TensorFlow's rule); a NaN counts as the "
                "maximum. The result is shaped like orig_input. orig_output only has its shape "
                "checked: the maxima are found again in orig_input.",
+        .tf_differences = POOL_TF_DIFFERENCES,
     });
     tide_op_register(&(tide_op_spec){
         .name = "AvgPool",
@@ -496,6 +549,7 @@ static void register_conv_ops(void)
         .doc = "Average pooling of value [N, H, W, C]: each output element is the mean of its "
                "window, per channel; with SAME padding a window at the border averages only the "
                "input elements it covers (TensorFlow's rule). " POOL_ATTR_DOC,
+        .tf_differences = POOL_TF_DIFFERENCES,
     });
     tide_op_register(&(tide_op_spec){
         .name = "AvgPoolGrad",
@@ -507,6 +561,7 @@ static void register_conv_ops(void)
                "divided by the number of input elements its window covers and added to each of "
                "them. orig_input_shape [N, H, W, C] is the shape of AvgPool's input and of the "
                "result.",
+        .tf_differences = POOL_TF_DIFFERENCES,
     });
 }
 TIDE_REGISTER(register_conv_ops)

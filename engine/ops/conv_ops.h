@@ -27,7 +27,9 @@ typedef struct tide_conv_window {
     int64_t size_h, size_w;         /* pooling: from ksize; convolution: from the filter */
     int64_t stride_h, stride_w;
     int64_t dilation_h, dilation_w; /* 1 for pooling */
-    bool same;                      /* padding 'SAME' (else 'VALID') */
+    bool same;                      /* padding 'SAME' (else 'VALID' or 'EXPLICIT') */
+    bool explicit_padding;          /* padding 'EXPLICIT': the four pads below (convolutions only) */
+    int64_t pad[4];                 /* EXPLICIT: top, bottom, left, right */
 } tide_conv_window;
 
 /* Everything a convolution or pooling kernel needs to know about one call. */
@@ -38,10 +40,12 @@ typedef struct tide_conv_geometry {
     tide_conv_window win;
 } tide_conv_geometry;
 
-/* Reads Conv2D's attrs (strides, dilations, padding, data_format) into *w (sizes left 0). False,
- * with a message in msg, when they are malformed: lists of other than 4 entries, non-positive
- * values, a stride or dilation other than 1 in the batch or depth dimension, a padding other than
- * SAME/VALID, a data_format other than NHWC. */
+/* Reads Conv2D's attrs (strides, dilations, padding, explicit_paddings, data_format; TensorFlow's
+ * use_cudnn_on_gpu means nothing on a CPU and is not read) into *w (sizes left 0). False, with a
+ * message in msg, when they are malformed: lists of other than 4 entries, non-positive values, a
+ * stride or dilation other than 1 in the batch or depth dimension, a padding other than
+ * SAME/VALID/EXPLICIT, explicit_paddings other than 8 non-negative entries with zeros for the
+ * batch and depth dimensions (or given without EXPLICIT), a data_format other than NHWC. */
 bool tide_conv_read_attrs(const tide_attrs *attrs, tide_conv_window *w, char *msg, size_t size);
 
 /* Reads the pooling attrs (ksize, strides, padding, data_format) the same way; ksize gives the
@@ -49,10 +53,12 @@ bool tide_conv_read_attrs(const tide_attrs *attrs, tide_conv_window *w, char *ms
 bool tide_pool_read_attrs(const tide_attrs *attrs, tide_conv_window *w, char *msg, size_t size);
 
 /* One spatial dimension (named `dim`, "height" or "width", for messages): *out and *pad_before
- * for an input of size in. False with a message when VALID and the window is larger than the
- * input. */
+ * for an input of size in, padded SAME, or by explicit[0] before and explicit[1] after when
+ * explicit is not NULL, else not at all (VALID). False with a message when the window is larger than
+ * the (padded) input. */
 bool tide_conv_output_dim(int64_t in, int64_t window, int64_t stride, int64_t dilation, bool same,
-                          const char *dim, int64_t *out, int64_t *pad_before, char *msg, size_t size);
+                          const int64_t *explicit, const char *dim, int64_t *out, int64_t *pad_before,
+                          char *msg, size_t size);
 
 /* Conv2D: the geometry of filter [KH, KW, Cin, Cout] over input [N, H, W, Cin] moved as w says
  * (its sizes are taken from the filter). False with a message when the depths differ or the filter

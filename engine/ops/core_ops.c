@@ -1,5 +1,5 @@
-/* core_ops.c — definitions of the ops every graph needs: Const, Placeholder, Identity, StopGradient,
- * NoOp, and ScalarSummary (a value the run log records under a tag). */
+/* core_ops.c — definitions of the ops every graph needs: Const, Placeholder, PlaceholderWithDefault,
+ * Identity, StopGradient, NoOp, and ScalarSummary (a value the run log records under a tag). */
 #include "../internal.h"
 
 static tide_status const_shape(tide_shape_ctx *ctx)
@@ -19,6 +19,21 @@ static tide_status placeholder_shape(tide_shape_ctx *ctx)
 {
     tide_shape s = tide_shape_unknown();
     tide_attrs_get_shape(tide_shape_attrs(ctx), "shape", &s);
+    tide_shape_set_output(ctx, 0, &s);
+    return TIDE_OK;
+}
+
+/* The shape attr, which the default input must fit; its known dims fill the attr's unknown ones. */
+static tide_status placeholder_with_default_shape(tide_shape_ctx *ctx)
+{
+    tide_shape s = tide_shape_unknown(), in = tide_shape_input(ctx, 0);
+    tide_attrs_get_shape(tide_shape_attrs(ctx), "shape", &s);
+    if (!tide_shape_compatible(&s, &in)) {
+        char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "the default input of shape %s does not fit the "
+                                "shape attr %s", tide_shape_format(&in, a, sizeof a),
+                                tide_shape_format(&s, b, sizeof b));
+    }
     tide_shape_set_output(ctx, 0, &s);
     return TIDE_OK;
 }
@@ -55,6 +70,16 @@ static void register_core_ops(void)
                "unknown dimensions (? in text, -1 in C); fed tensors must match its known ones.",
     });
     tide_op_register(&(tide_op_spec){
+        .name = "PlaceholderWithDefault",
+        .inputs = {"input: dtype"},
+        .outputs = {"output: dtype"},
+        .attrs = {"dtype: type", "shape: shape"},
+        .shape_fn = placeholder_with_default_shape,
+        .doc = "A value that may be fed at run time and is its input when it is not (no copy). The "
+               "default input must fit shape, which may have unknown dimensions; a fed tensor must "
+               "match its known ones.",
+    });
+    tide_op_register(&(tide_op_spec){
         .name = "Identity",
         .inputs = {"input: T"},
         .outputs = {"output: T"},
@@ -80,6 +105,10 @@ static void register_core_ops(void)
         .doc = "Returns value (one number, no copy); the run log records it under tag with the step at "
                "every run that computes it (the summaries table: a loss curve). Fetch it, or make the "
                "training step depend on it.",
+        .flags = TIDE_OP_NOT_IN_TF,
+        .tf_differences = "TensorFlow's ScalarSummary(tags: string, values: T) -> summary: string takes the "
+                          "tags as a string tensor and returns a serialised Summary protocol buffer; tide's "
+                          "takes the tag as an attr, returns the value, and writes the run log.",
     });
     tide_op_register(&(tide_op_spec){
         .name = "NoOp",

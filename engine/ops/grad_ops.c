@@ -239,6 +239,9 @@ static const tide_op_spec grad_ops[] = {
                "named by axes (a scalar or vector; negative counts from the end) set to 1. Used by "
                "the gradients of the reductions. An axis outside [-rank, rank) is INVALID_ARGUMENT; "
                "a repeated axis is allowed.",
+        .flags = TIDE_OP_NOT_IN_TF,
+        .tf_differences = "tide's own helper of the reductions' gradients (TensorFlow builds the same shape "
+                          "from Range, FloorMod, DynamicStitch and Fill).",
     },
     {
         .name = "ProdGrad",
@@ -252,6 +255,9 @@ static const tide_op_spec grad_ops[] = {
                "holds one value per group (the reduced output's element count, with or without "
                "keep_dims). An axis out of range or repeated, or a grad of the wrong size, is "
                "INVALID_ARGUMENT.",
+        .flags = TIDE_OP_NOT_IN_TF,
+        .tf_differences = "tide's own helper of Prod's gradient (TensorFlow builds that gradient from "
+                          "Cumprod, Reshape and Transpose).",
     },
     {
         .name = "UnsortedSegmentSum",

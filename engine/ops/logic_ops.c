@@ -1,7 +1,11 @@
 /* logic_ops.c — definitions of comparisons (Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual),
- * logical ops (LogicalAnd, LogicalOr, LogicalNot), Select and Cast. Binary ops broadcast NumPy-style;
- * Select broadcasts all three operands (TensorFlow's SelectV2). */
+ * logical ops (LogicalAnd, LogicalOr, LogicalNot), Select, SelectV2 and Cast. Binary ops broadcast
+ * NumPy-style; SelectV2 broadcasts all three operands, Select is TensorFlow 1.x's (one shape, or a
+ * vector condition picking whole rows). */
+#include <stdio.h>
+
 #include "../tide_op.h"
+#include "logic_ops.h"
 
 /* Equal/NotEqual: with incompatible_shape_error=false, shapes that cannot broadcast give a scalar, so
  * a partially known pair may end up either way (unknown shape). */
@@ -16,6 +20,58 @@ static tide_status equality_shape(tide_shape_ctx *ctx)
         o = tide_shape_scalar();
     else if (!tide_shape_is_fully_defined(&a) || !tide_shape_is_fully_defined(&b))
         o = tide_shape_unknown();
+    tide_shape_set_output(ctx, 0, &o);
+    return TIDE_OK;
+}
+
+/* a and b may be the same shape (unknown ranks and dims fit anything). */
+static bool same_shape_fits(const tide_shape *a, const tide_shape *b)
+{
+    if (a->rank < 0 || b->rank < 0)
+        return true;
+    if (a->rank != b->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->dims[d] >= 0 && b->dims[d] >= 0 && a->dims[d] != b->dims[d])
+            return false;
+    return true;
+}
+
+bool tide_logic_select_shapes_fit(const tide_shape *c, const tide_shape *t, const tide_shape *e,
+                                  char *msg, size_t size)
+{
+    char sc[TIDE_SHAPE_STR_MAX], st[TIDE_SHAPE_STR_MAX], se[TIDE_SHAPE_STR_MAX];
+    tide_shape_format(c, sc, sizeof sc);
+    tide_shape_format(t, st, sizeof st);
+    tide_shape_format(e, se, sizeof se);
+    if (!same_shape_fits(t, e))
+        return snprintf(msg, size, "t %s and e %s must have the same shape (Select does not "
+                        "broadcast; SelectV2 does)", st, se), false;
+    if (c->rank <= 0 || same_shape_fits(c, t))
+        return true;
+    const tide_shape *data = t->rank >= 0 ? t : e;
+    if (c->rank == 1 && data->rank >= 1 &&
+        (c->dims[0] < 0 || data->dims[0] < 0 || c->dims[0] == data->dims[0]))
+        return true;
+    return snprintf(msg, size, "condition %s must be a scalar, have the shape of t %s, or be a vector "
+                    "as long as t's first dimension (picking whole rows); SelectV2 broadcasts",
+                    sc, st), false;
+}
+
+/* Select (1.x): the merge of t's and e's shapes (and the condition's when it has their rank). */
+static tide_status select_v1_shape(tide_shape_ctx *ctx)
+{
+    tide_shape c = tide_shape_input(ctx, 0), t = tide_shape_input(ctx, 1), e = tide_shape_input(ctx, 2);
+    char msg[512];
+    if (!tide_logic_select_shapes_fit(&c, &t, &e, msg, sizeof msg))
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+    tide_shape o = t.rank >= 0 ? t : e;
+    for (int d = 0; d < o.rank; d++) {
+        if (o.dims[d] < 0 && e.rank == o.rank)
+            o.dims[d] = e.dims[d];
+        if (o.dims[d] < 0 && (c.rank == o.rank || (c.rank == 1 && d == 0)))
+            o.dims[d] = c.dims[d];
+    }
     tide_shape_set_output(ctx, 0, &o);
     return TIDE_OK;
 }
@@ -116,10 +172,25 @@ static void register_logic_ops(void)
         .inputs = {"condition: bool", "t: T", "e: T"},
         .outputs = {"output: T"},
         .attrs = {"T: alltypes"},
+        .shape_fn = select_v1_shape,
+        .doc = "Picks from t where condition is true and from e where it is false, as TensorFlow "
+               "1.x's Select (tf.where with three arguments): t and e must have the same shape, and "
+               "the condition is a scalar (choosing all of t or all of e), has their shape (choosing "
+               "element by element), or is a vector as long as their first dimension, which picks "
+               "whole rows: Select([T, F, T], A, B) with 3x3 A and B takes rows 0 and 2 of A and row 1 "
+               "of B. Anything else is an INVALID_ARGUMENT error naming the shapes (SelectV2 "
+               "broadcasts). Every dtype; values are copied bit for bit (any non-zero condition byte "
+               "counts as true); a scalar condition passes the chosen operand on without a copy.",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "SelectV2",
+        .inputs = {"condition: bool", "t: T", "e: T"},
+        .outputs = {"output: T"},
+        .attrs = {"T: alltypes"},
         .shape_fn = select_shape,
         .doc = "Picks elements from t where condition is true and from e where it is false; the three "
-               "operands broadcast NumPy-style to the output's shape (TensorFlow's SelectV2). Every "
-               "dtype; values are copied bit for bit (any non-zero condition byte counts as true). A single "
+               "operands broadcast NumPy-style to the output's shape (tf.where_v2). Every dtype; values "
+               "are copied bit for bit (any non-zero condition byte counts as true). A single "
                "condition passes the chosen operand on without a copy when it has the output's "
                "shape. Shapes that do not broadcast are an INVALID_ARGUMENT error.",
     });

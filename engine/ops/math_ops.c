@@ -1,8 +1,10 @@
 /* math_ops.c — definitions of the element-wise math ops: the binary arithmetic ops with NumPy
- * broadcasting (Add, Sub, Mul, Div, FloorDiv, Mod, Pow, Maximum, Minimum), the unary ops (Neg, Abs,
- * Sign, Square and the float-only transcendental functions) and AddN. Semantics follow TensorFlow
- * 1.x; the docs state the integer behaviour (wrapping, rounding, division by zero) the CPU kernels
- * (kernels/cpu/math.c) implement. */
+ * broadcasting (Add/AddV2, Sub, Mul, the divisions Div, RealDiv, FloorDiv, TruncateDiv, the
+ * remainders Mod, TruncateMod, FloorMod, Pow, Maximum, Minimum, SquaredDifference), the unary ops
+ * (Neg, Abs, Sign, Square, Reciprocal, the roundings and the float-only transcendental functions)
+ * and AddN. Names, attrs and semantics are TensorFlow 1.x's (Mod truncates like C, FloorMod floors
+ * like Python); the docs state the integer behaviour (wrapping, rounding, division by zero) the CPU
+ * kernels (kernels/cpu/math.c) implement and what differs from TensorFlow. */
 #include "../tide_op.h"
 
 /* Dtype sets. Every kernel of kernels/cpu/math.c covers exactly the set its op declares. */
@@ -66,7 +68,9 @@ static tide_status addn_shape(tide_shape_ctx *ctx)
     return TIDE_OK;
 }
 
-static void binary(const char *name, const char *type_attr, unsigned flags, const char *doc)
+/* A binary op: differences from TensorFlow's op of the same name (NULL: none). */
+static void binary(const char *name, const char *type_attr, unsigned flags, const char *doc,
+                   const char *tf_differences)
 {
     tide_op_register(&(tide_op_spec){
         .name = name,
@@ -76,10 +80,11 @@ static void binary(const char *name, const char *type_attr, unsigned flags, cons
         .flags = flags,
         .shape_fn = broadcast_shape,
         .doc = doc,
+        .tf_differences = tf_differences,
     });
 }
 
-static void unary(const char *name, const char *type_attr, const char *doc)
+static void unary(const char *name, const char *type_attr, const char *doc, const char *tf_differences)
 {
     tide_op_register(&(tide_op_spec){
         .name = name,
@@ -88,86 +93,151 @@ static void unary(const char *name, const char *type_attr, const char *doc)
         .attrs = {type_attr},
         .shape_fn = tide_shape_fn_unchanged,
         .doc = doc,
+        .tf_differences = tf_differences,
     });
 }
 
 #define BCAST_DOC " x and y broadcast against each other as in NumPy (an error names both shapes)."
 #define HALF_DOC " float16 and bfloat16 are computed in float32 and rounded back."
 
+#define NO_COMPLEX "complex64 and complex128 are not supported."
+#define DIV_MIN_DOC                                                                         \
+    "The most negative integer divided by -1 wraps to itself (TensorFlow's CPU kernel leaves it " \
+    "undefined)."
+
 static void register_binary_ops(void)
 {
     binary("Add", T_ARITH, TIDE_OP_COMMUTATIVE,
            "Returns x + y element-wise." BCAST_DOC " Integer overflow wraps around (two's complement)."
-           HALF_DOC);
+           HALF_DOC, "string (concatenation) is not supported.");
+    binary("AddV2", T_ARITH, TIDE_OP_COMMUTATIVE,
+           "Returns x + y element-wise, as Add (TensorFlow 1.15's `+` emits AddV2)." BCAST_DOC
+           " Integer overflow wraps around (two's complement)." HALF_DOC, NULL);
     binary("Sub", T_ARITH, 0,
            "Returns x - y element-wise." BCAST_DOC " Integer overflow wraps around (two's complement)."
-           HALF_DOC);
+           HALF_DOC, NULL);
     binary("Mul", T_ARITH, TIDE_OP_COMMUTATIVE,
            "Returns x * y element-wise." BCAST_DOC " Integer overflow wraps around (two's complement)."
-           HALF_DOC);
+           HALF_DOC, NULL);
     binary("Div", T_ARITH, 0,
-           "Returns x / y element-wise." BCAST_DOC " Integer division truncates toward zero (as in C); "
-           "an integer division by zero is an INVALID_ARGUMENT error, and the most negative value "
-           "divided by -1 wraps to itself. Floating-point division by zero gives inf or nan (IEEE)."
-           HALF_DOC);
+           "Returns x / y element-wise." BCAST_DOC " Integer division truncates toward zero (as in C "
+           "and TensorFlow's Div; Python's // is FloorDiv); an integer division by zero is an "
+           "INVALID_ARGUMENT error, and the most negative value divided by -1 wraps to itself. "
+           "Floating-point division by zero gives inf or nan (IEEE)." HALF_DOC,
+           DIV_MIN_DOC);
+    binary("RealDiv", "T: {float16, bfloat16, float32, float64, complex64, complex128}", 0,
+           "Returns x / y element-wise for floating-point and complex x and y (what TensorFlow's "
+           "truediv emits for them)." BCAST_DOC " Division by zero gives inf or nan (IEEE)." HALF_DOC,
+           "integer dtypes are refused at graph time (TensorFlow's op definition admits them, but it "
+           "has no CPU kernel for them).");
     binary("FloorDiv", T_REAL, 0,
            "Returns floor(x / y) element-wise, rounding toward negative infinity as Python's //."
            BCAST_DOC " An integer division by zero is an INVALID_ARGUMENT error, and the most "
            "negative value divided by -1 wraps to itself. For floats it is floor(x / y), so a "
-           "division by zero gives inf or nan." HALF_DOC);
+           "division by zero gives inf or nan." HALF_DOC, NO_COMPLEX " " DIV_MIN_DOC);
+    binary("TruncateDiv", T_REAL, 0,
+           "Returns x / y element-wise rounded toward zero, as C's integer division: TruncateDiv(-7, "
+           "2) is -3 where FloorDiv gives -4." BCAST_DOC " An integer division by zero is an "
+           "INVALID_ARGUMENT error, and the most negative value divided by -1 wraps to itself. For "
+           "floats it is trunc(x / y), so a division by zero gives inf or nan." HALF_DOC,
+           "TensorFlow has CPU kernels for integers only; tide also computes floats (as trunc(x / y)). "
+           NO_COMPLEX " " DIV_MIN_DOC);
     binary("Mod", T_REAL, 0,
+           "Returns the truncated remainder of x / y element-wise, as C's % and fmod: the result takes "
+           "the sign of x, so that TruncateDiv(x, y) * y + Mod(x, y) == x; Mod(-7, 2) is -1. (Python's "
+           "% and tf.mod are FloorMod; Lua's % on tide nodes is FloorMod too.)" BCAST_DOC
+           " An integer modulo by zero is an INVALID_ARGUMENT error; the most negative value modulo "
+           "-1 is 0. For floats it is fmod, and y == 0 gives nan." HALF_DOC, NULL);
+    binary("TruncateMod", T_REAL, 0,
+           "Returns the truncated remainder of x / y element-wise, as Mod (C's % and fmod: the sign of "
+           "x)." BCAST_DOC " An integer modulo by zero is an INVALID_ARGUMENT error; the most "
+           "negative value modulo -1 is 0. For floats y == 0 gives nan." HALF_DOC, NULL);
+    binary("FloorMod", T_REAL, 0,
            "Returns the floored remainder of x / y element-wise: the result takes the sign of y, as "
-           "TensorFlow's FloorMod and Python's %, so that FloorDiv(x, y) * y + Mod(x, y) == x."
+           "Python's %, so that FloorDiv(x, y) * y + FloorMod(x, y) == x; FloorMod(-7, 2) is 1."
            BCAST_DOC " An integer modulo by zero is an INVALID_ARGUMENT error; the most negative "
-           "value modulo -1 is 0. For floats it is fmod adjusted to the sign of y, and y == 0 gives "
-           "nan." HALF_DOC);
+           "value modulo -1 is 0. For floats it is fmod moved to the sign of y, and y == 0 gives "
+           "nan." HALF_DOC, NULL);
     binary("Pow", T_REAL, 0,
            "Returns x raised to the power y element-wise." BCAST_DOC " Integer powers are exact "
            "modulo 2^bits (overflow wraps around), x^0 == 1 (also 0^0); an integer x to a negative "
            "integer power is an INVALID_ARGUMENT error. Floats follow C's pow (a negative x to a "
-           "non-integer power gives nan)." HALF_DOC);
+           "non-integer power gives nan)." HALF_DOC, NO_COMPLEX);
     binary("Maximum", T_REAL, TIDE_OP_COMMUTATIVE,
            "Returns the larger of x and y element-wise." BCAST_DOC " A nan in either operand gives "
-           "nan (as NumPy's maximum)." HALF_DOC);
+           "nan (as NumPy's maximum)." HALF_DOC,
+           "a nan in either operand gives nan; TensorFlow's CPU kernel returns one of the operands, "
+           "which one depending on their order and on vectorisation.");
     binary("Minimum", T_REAL, TIDE_OP_COMMUTATIVE,
            "Returns the smaller of x and y element-wise." BCAST_DOC " A nan in either operand gives "
-           "nan (as NumPy's minimum)." HALF_DOC);
+           "nan (as NumPy's minimum)." HALF_DOC,
+           "a nan in either operand gives nan; TensorFlow's CPU kernel returns one of the operands, "
+           "which one depending on their order and on vectorisation.");
+    binary("SquaredDifference", T_REAL, TIDE_OP_COMMUTATIVE,
+           "Returns (x - y) * (x - y) element-wise." BCAST_DOC " Integer overflow wraps around "
+           "(two's complement)." HALF_DOC, NO_COMPLEX);
 }
 TIDE_REGISTER(register_binary_ops)
+
+#define NO_COMPLEX_UNARY "complex64 and complex128, which TensorFlow's op also takes, are not supported."
 
 static void register_unary_ops(void)
 {
     unary("Neg", T_SIGNED_CPLX,
           "Returns -x element-wise. For integers the negation of the most negative value wraps to "
-          "itself (two's complement)." HALF_DOC);
+          "itself (two's complement)." HALF_DOC, NULL);
     unary("Abs", T_SIGNED,
           "Returns |x| element-wise. For integers the absolute value of the most negative value wraps "
-          "to itself (two's complement)." HALF_DOC);
+          "to itself (two's complement)." HALF_DOC, NULL);
     unary("Sign", T_SIGNED,
           "Returns -1, 0 or 1 element-wise by the sign of x. For floats, -0.0 and 0.0 are returned "
-          "unchanged and nan gives nan." HALF_DOC);
+          "unchanged and nan gives nan." HALF_DOC, NO_COMPLEX_UNARY);
     unary("Square", "T: {int8, int16, int32, int64, uint8, uint16, float16, bfloat16, float32, float64, "
                     "complex64, complex128}",
-          "Returns x * x element-wise. Integer overflow wraps around (two's complement)." HALF_DOC);
+          "Returns x * x element-wise. Integer overflow wraps around (two's complement)." HALF_DOC, NULL);
+    unary("Reciprocal", "T: {float16, bfloat16, float32, float64, complex64, complex128}",
+          "Returns 1 / x element-wise. 0 gives inf (with the sign of the zero)." HALF_DOC,
+          "integer dtypes are refused at graph time (TensorFlow's op definition admits int32 and "
+          "int64, but it has no CPU kernel for them).");
+    unary("Inv", "T: {float16, bfloat16, float32, float64, complex64, complex128}",
+          "Returns 1 / x element-wise: TensorFlow's deprecated name of Reciprocal." HALF_DOC,
+          "integer dtypes are refused at graph time (TensorFlow has no CPU kernel for them).");
+    unary("Floor", T_FLOAT,
+          "Returns the largest integer not greater than x, element-wise; floats only. -0.0, inf and "
+          "nan are returned unchanged." HALF_DOC, NULL);
+    unary("Ceil", T_FLOAT,
+          "Returns the smallest integer not less than x, element-wise; floats only. -0.5 gives -0.0; "
+          "inf and nan are returned unchanged." HALF_DOC, NULL);
+    unary("Rint", T_FLOAT,
+          "Returns x rounded to the nearest integer element-wise, halves to the even one (rint(2.5) "
+          "is 2, rint(-1.5) is -2); floats only." HALF_DOC, NULL);
+    unary("Round", "T: {int8, int16, int32, int64, float16, bfloat16, float32, float64}",
+          "Returns x rounded to the nearest integer element-wise, halves to the even one (banker's "
+          "rounding: Round(0.5) is 0, Round(1.5) is 2, Round(-2.5) is -2). Integers are returned "
+          "unchanged." HALF_DOC, NO_COMPLEX_UNARY);
     unary("Sqrt", T_FLOAT,
-          "Returns the square root of x element-wise; floats only. A negative x gives nan." HALF_DOC);
+          "Returns the square root of x element-wise; floats only. A negative x gives nan." HALF_DOC,
+          NO_COMPLEX_UNARY);
     unary("Rsqrt", T_FLOAT,
           "Returns 1 / sqrt(x) element-wise; floats only. 0 gives inf and a negative x gives nan."
-          HALF_DOC);
+          HALF_DOC, NO_COMPLEX_UNARY);
     unary("Exp", T_FLOAT,
-          "Returns e^x element-wise; floats only. Overflow gives inf." HALF_DOC);
+          "Returns e^x element-wise; floats only. Overflow gives inf." HALF_DOC, NO_COMPLEX_UNARY);
     unary("Log", T_FLOAT,
           "Returns the natural logarithm of x element-wise; floats only. 0 gives -inf and a negative "
-          "x gives nan." HALF_DOC);
+          "x gives nan." HALF_DOC, NO_COMPLEX_UNARY);
     unary("Log1p", T_FLOAT,
           "Returns log(1 + x) element-wise, accurate for small x; floats only. -1 gives -inf and "
-          "x < -1 gives nan." HALF_DOC);
-    unary("Sin", T_FLOAT, "Returns the sine of x (radians) element-wise; floats only." HALF_DOC);
-    unary("Cos", T_FLOAT, "Returns the cosine of x (radians) element-wise; floats only." HALF_DOC);
-    unary("Tanh", T_FLOAT, "Returns the hyperbolic tangent of x element-wise; floats only." HALF_DOC);
+          "x < -1 gives nan." HALF_DOC, NO_COMPLEX_UNARY);
+    unary("Sin", T_FLOAT, "Returns the sine of x (radians) element-wise; floats only." HALF_DOC,
+          NO_COMPLEX_UNARY);
+    unary("Cos", T_FLOAT, "Returns the cosine of x (radians) element-wise; floats only." HALF_DOC,
+          NO_COMPLEX_UNARY);
+    unary("Tanh", T_FLOAT, "Returns the hyperbolic tangent of x element-wise; floats only." HALF_DOC,
+          NO_COMPLEX_UNARY);
     unary("Sigmoid", T_FLOAT,
           "Returns 1 / (1 + e^-x) element-wise; floats only. Computed without overflow for any x."
-          HALF_DOC);
+          HALF_DOC, NO_COMPLEX_UNARY);
     tide_op_register(&(tide_op_spec){
         .name = "AddN",
         .inputs = {"inputs: N * T"},

@@ -3,7 +3,8 @@
  *   activations     Relu, Relu6, Elu, Softplus and their gradient ops ReluGrad, Relu6Grad, EluGrad,
  *                   SoftplusGrad, plus SigmoidGrad and TanhGrad for math_ops.c's Sigmoid and Tanh;
  *   softmax family  Softmax, LogSoftmax, SoftmaxCrossEntropyWithLogits and its sparse variant;
- *   layers          BiasAdd, BiasAddGrad, L2Loss, Dropout, FusedBatchNorm, FusedBatchNormGrad.
+ *   layers          BiasAdd, BiasAddGrad, L2Loss, Dropout, FusedBatchNorm(V2, V3),
+ *                   FusedBatchNormGrad(V2, V3).
  * All of them take float32 and float64. The shape checks are shared with the kernels (nn_ops.h), so
  * that graph time and run time refuse the same inputs with the same messages; shape functions work
  * on partial shapes (an unknown batch stays unknown). Kernels: kernels/cpu/activation.c, softmax.c,
@@ -88,6 +89,24 @@ bool tide_nn_check_data_format(const char *data_format, char *msg, size_t size)
     if (strcmp(data_format, "NHWC") == 0)
         return true;
     snprintf(msg, size, "data_format '%s' is not supported: only 'NHWC' (channels last)", data_format);
+    return false;
+}
+
+bool tide_nn_check_batch_norm_format(const char *data_format, char *msg, size_t size)
+{
+    if (strcmp(data_format, "NHWC") == 0 || strcmp(data_format, "NDHWC") == 0)
+        return true;
+    snprintf(msg, size, "data_format '%s' is not supported: only channels last ('NHWC', 'NDHWC')",
+             data_format);
+    return false;
+}
+
+bool tide_nn_check_batch_norm_types(tide_dtype t, tide_dtype u, char *msg, size_t size)
+{
+    if (t == u)
+        return true;
+    snprintf(msg, size, "U (%s) must be T (%s): tide computes a batch normalisation in one dtype",
+             tide_dtype_name(u), tide_dtype_name(t));
     return false;
 }
 
@@ -268,14 +287,31 @@ static tide_status check_vectors(tide_shape_ctx *ctx, const tide_shape *x, int f
     return TIDE_OK;
 }
 
-static void set_batch_norm_outputs(tide_shape_ctx *ctx, tide_shape x, int64_t channels)
+/* Output 0 shaped like x, outputs 1..num_vectors-1... per-channel vectors [C], the rest (the
+ * gradients' reserve_space_3/4, V3's reserve_space_3) empty [0], as TensorFlow's CPU kernels. */
+static void set_batch_norm_outputs(tide_shape_ctx *ctx, tide_shape x, int64_t channels, int vectors)
 {
     if (x.rank >= 2)
         x.dims[x.rank - 1] = channels;
     tide_shape_set_output(ctx, 0, &x);
-    tide_shape vec = tide_shape_vector(channels);
+    tide_shape vec = tide_shape_vector(channels), empty = tide_shape_vector(0);
     for (int i = 1; i < tide_shape_num_outputs(ctx); i++)
-        tide_shape_set_output(ctx, i, &vec);
+        tide_shape_set_output(ctx, i, i <= vectors ? &vec : &empty);
+}
+
+/* data_format and, for V2/V3, U against T. */
+static tide_status batch_norm_attrs(tide_shape_ctx *ctx)
+{
+    const char *format = "NHWC";
+    tide_dtype t, u;
+    char msg[TIDE_OP_MSG_MAX];
+    tide_attrs_get_string(tide_shape_attrs(ctx), "data_format", &format);
+    if (!tide_nn_check_batch_norm_format(format, msg, sizeof msg))
+        return failed(ctx, msg);
+    if (tide_attrs_get_type(tide_shape_attrs(ctx), "U", &u) && tide_attrs_get_type(tide_shape_attrs(ctx), "T", &t) &&
+        !tide_nn_check_batch_norm_types(t, u, msg, sizeof msg))
+        return failed(ctx, msg);
+    return TIDE_OK;
 }
 
 static tide_status batch_norm_shape(tide_shape_ctx *ctx)
@@ -285,13 +321,15 @@ static tide_status batch_norm_shape(tide_shape_ctx *ctx)
     tide_shape x = tide_shape_input(ctx, 0);
     int64_t channels;
     char msg[TIDE_OP_MSG_MAX];
+    if (batch_norm_attrs(ctx) != TIDE_OK)
+        return TIDE_INVALID_ARGUMENT;
     if (!tide_nn_check_batch_norm_x(&x, &channels, msg, sizeof msg))
         return failed(ctx, msg);
     static const char *const names[] = {"scale", "offset", "mean", "variance"};
     const bool empty_ok[] = {false, false, training, training};
     tide_status st = check_vectors(ctx, &x, 1, names, empty_ok, 4, &channels);
     if (st == TIDE_OK)
-        set_batch_norm_outputs(ctx, x, channels);
+        set_batch_norm_outputs(ctx, x, channels, 4);
     return st;
 }
 
@@ -300,14 +338,16 @@ static tide_status batch_norm_grad_shape(tide_shape_ctx *ctx)
     tide_shape dy = tide_shape_input(ctx, 0), x0 = tide_shape_input(ctx, 1), x;
     int64_t channels;
     char msg[TIDE_OP_MSG_MAX];
+    if (batch_norm_attrs(ctx) != TIDE_OK)
+        return TIDE_INVALID_ARGUMENT;
     if (!tide_nn_same_shape(&dy, &x0, "y_backprop", "x", &x, msg, sizeof msg) ||
         !tide_nn_check_batch_norm_x(&x, &channels, msg, sizeof msg))
         return failed(ctx, msg);
-    static const char *const names[] = {"scale", "saved_mean", "saved_inv_std"};
+    static const char *const names[] = {"scale", "reserve_space_1", "reserve_space_2"};
     static const bool empty_ok[] = {false, false, false};
     tide_status st = check_vectors(ctx, &x, 2, names, empty_ok, 3, &channels);
     if (st == TIDE_OK)
-        set_batch_norm_outputs(ctx, x, channels);
+        set_batch_norm_outputs(ctx, x, channels, 2);
     return st;
 }
 
@@ -416,6 +456,99 @@ TIDE_REGISTER(register_softmax_ops)
 
 /* ---------------------------------------------------------------- layers */
 
+#define BN_DOC                                                                                    \
+    "Batch normalisation of x [..., channels] (rank >= 2; data_format 'NHWC' or 'NDHWC', channels "  \
+    "last) per channel: y = (x - m) / sqrt(v + epsilon) * scale + offset. In training m and v are "  \
+    "the batch's mean and (biased) variance over every dimension but the last, mean and variance "  \
+    "are ignored (they may be empty), batch_variance is the unbiased variance (n / (n - 1) times v, " \
+    "for moving averages; v itself when n == 1) and an empty x gives NaN statistics. In inference m " \
+    "and v are the inputs mean and variance, returned as batch_mean and batch_variance. "            \
+    "reserve_space_1 = m and reserve_space_2 = v (as TensorFlow's CPU kernel) are what the gradient " \
+    "op takes. Statistics accumulate in double."
+#define BN_GRAD_DOC                                                                               \
+    "The gradient of the batch normalisation with respect to x, scale and offset, from the "       \
+    "reserve_space_1 (m) and reserve_space_2 (v) it returned: with inv_std = 1 / sqrt(v + "          \
+    "epsilon), xhat = (x - m) * inv_std and n the elements per channel, offset_backprop = "          \
+    "sum(y_backprop), scale_backprop = sum(y_backprop * xhat), and in training x_backprop = scale * " \
+    "inv_std * (y_backprop - (offset_backprop + xhat * scale_backprop) / n) (the batch statistics "   \
+    "depend on x); with is_training false x_backprop = y_backprop * scale * inv_std. The last two "    \
+    "outputs are empty, as TensorFlow's CPU kernel gives them."
+#define BN_TF_DIFFERENCES "float16 and bfloat16 are not supported; float64 is (TensorFlow: float32 only)."
+#define BN_V_TF_DIFFERENCES                                                                       \
+    "U must equal T; T and U may be float32 or float64 (TensorFlow: T float16, bfloat16 or float32, " \
+    "U float32)."
+
+/* FusedBatchNorm and FusedBatchNormGrad, and their V2 and V3 (statistics of type U, and for V3 a
+ * third, empty, reserve space), TensorFlow's op definitions on tide's channels-last kernels. */
+static void register_batch_norm_ops(void)
+{
+    tide_op_register(&(tide_op_spec){
+        .name = "FusedBatchNorm",
+        .inputs = {"x: T", "scale: T", "offset: T", "mean: T", "variance: T"},
+        .outputs = {"y: T", "batch_mean: T", "batch_variance: T", "reserve_space_1: T", "reserve_space_2: T"},
+        .attrs = {T_FLOAT, "epsilon: float = 0.0001", "data_format: string = 'NHWC'", "is_training: bool = true"},
+        .shape_fn = batch_norm_shape,
+        .doc = BN_DOC,
+        .tf_differences = BN_TF_DIFFERENCES,
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "FusedBatchNormV2",
+        .inputs = {"x: T", "scale: U", "offset: U", "mean: U", "variance: U"},
+        .outputs = {"y: T", "batch_mean: U", "batch_variance: U", "reserve_space_1: U", "reserve_space_2: U"},
+        .attrs = {T_FLOAT, "U: {float32, float64}", "epsilon: float = 0.0001", "data_format: string = 'NHWC'",
+                  "is_training: bool = true"},
+        .shape_fn = batch_norm_shape,
+        .doc = "FusedBatchNorm with the statistics' dtype U. " BN_DOC,
+        .tf_differences = BN_V_TF_DIFFERENCES,
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "FusedBatchNormV3",
+        .inputs = {"x: T", "scale: U", "offset: U", "mean: U", "variance: U"},
+        .outputs = {"y: T", "batch_mean: U", "batch_variance: U", "reserve_space_1: U", "reserve_space_2: U",
+                    "reserve_space_3: U"},
+        .attrs = {T_FLOAT, "U: {float32, float64}", "epsilon: float = 0.0001", "data_format: string = 'NHWC'",
+                  "is_training: bool = true"},
+        .shape_fn = batch_norm_shape,
+        .doc = "FusedBatchNorm with the statistics' dtype U and an empty reserve_space_3 (what "
+               "TensorFlow 1.15's tf.layers.batch_normalization emits). " BN_DOC,
+        .tf_differences = BN_V_TF_DIFFERENCES,
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "FusedBatchNormGrad",
+        .inputs = {"y_backprop: T", "x: T", "scale: T", "reserve_space_1: T", "reserve_space_2: T"},
+        .outputs = {"x_backprop: T", "scale_backprop: T", "offset_backprop: T", "reserve_space_3: T",
+                    "reserve_space_4: T"},
+        .attrs = {T_FLOAT, "epsilon: float = 0.0001", "data_format: string = 'NHWC'", "is_training: bool = true"},
+        .shape_fn = batch_norm_grad_shape,
+        .doc = BN_GRAD_DOC,
+        .tf_differences = BN_TF_DIFFERENCES,
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "FusedBatchNormGradV2",
+        .inputs = {"y_backprop: T", "x: T", "scale: U", "reserve_space_1: U", "reserve_space_2: U"},
+        .outputs = {"x_backprop: T", "scale_backprop: U", "offset_backprop: U", "reserve_space_3: U",
+                    "reserve_space_4: U"},
+        .attrs = {T_FLOAT, "U: {float32, float64}", "epsilon: float = 0.0001", "data_format: string = 'NHWC'",
+                  "is_training: bool = true"},
+        .shape_fn = batch_norm_grad_shape,
+        .doc = "FusedBatchNormGrad with the statistics' dtype U. " BN_GRAD_DOC,
+        .tf_differences = BN_V_TF_DIFFERENCES " scale is of type U (TensorFlow: float32).",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "FusedBatchNormGradV3",
+        .inputs = {"y_backprop: T", "x: T", "scale: U", "reserve_space_1: U", "reserve_space_2: U",
+                   "reserve_space_3: U"},
+        .outputs = {"x_backprop: T", "scale_backprop: U", "offset_backprop: U", "reserve_space_4: U",
+                    "reserve_space_5: U"},
+        .attrs = {T_FLOAT, "U: {float32, float64}", "epsilon: float = 0.0001", "data_format: string = 'NHWC'",
+                  "is_training: bool = true"},
+        .shape_fn = batch_norm_grad_shape,
+        .doc = "FusedBatchNormGrad with the statistics' dtype U; reserve_space_3 (FusedBatchNormV3's, "
+               "empty) is not read. " BN_GRAD_DOC,
+        .tf_differences = BN_V_TF_DIFFERENCES " scale is of type U (TensorFlow: float32).",
+    });
+}
+
 static void register_layer_ops(void)
 {
     tide_op_register(&(tide_op_spec){
@@ -451,42 +584,16 @@ static void register_layer_ops(void)
         .inputs = {"x: T", "rate: T"},
         .outputs = {"y: T", "mask: T"},
         .attrs = {T_FLOAT, "seed: int = 0", "seed2: int = 0"},
-        .flags = TIDE_OP_STATEFUL,
+        .flags = TIDE_OP_STATEFUL | TIDE_OP_NOT_IN_TF,
         .shape_fn = dropout_shape,
         .doc = "Inverted dropout: mask is 0 with probability rate and 1 / (1 - rate) otherwise, drawn "
                "independently per element; y = x * mask, so y has x's expectation. rate is a scalar "
                "in [0, 1) (INVALID_ARGUMENT otherwise). Element i is dropped when the i-th uniform "
                "number RandomUniform would draw with the same seeds is below rate. Seeds follow "
                "the random ops' rule (graph seed and seed/seed2); each run draws new numbers.",
+        .tf_differences = "TensorFlow has no Dropout op: tf.nn.dropout builds RandomUniform, GreaterEqual, "
+                          "Cast, Mul and RealDiv (or Floor), which import as they are.",
     });
-    tide_op_register(&(tide_op_spec){
-        .name = "FusedBatchNorm",
-        .inputs = {"x: T", "scale: T", "offset: T", "mean: T", "variance: T"},
-        .outputs = {"y: T", "batch_mean: T", "batch_variance: T", "saved_mean: T", "saved_inv_std: T"},
-        .attrs = {T_FLOAT, "epsilon: float = 0.001", "is_training: bool = true"},
-        .shape_fn = batch_norm_shape,
-        .doc = "Batch normalisation of x [..., channels] (rank >= 2) per channel: y = (x - m) / "
-               "sqrt(v + epsilon) * scale + offset. In training m and v are the batch's mean and "
-               "(biased) variance over every dimension but the last, mean and variance are ignored "
-               "(they may be empty), batch_variance is the unbiased variance (n / (n - 1) times v, "
-               "for moving averages; v itself when n == 1) and an empty x gives NaN statistics. In "
-               "inference m and v are the inputs mean and variance, returned as batch_mean and "
-               "batch_variance. saved_mean = m and saved_inv_std = 1 / sqrt(v + epsilon) are what "
-               "FusedBatchNormGrad needs. Statistics accumulate in double.",
-    });
-    tide_op_register(&(tide_op_spec){
-        .name = "FusedBatchNormGrad",
-        .inputs = {"y_backprop: T", "x: T", "scale: T", "saved_mean: T", "saved_inv_std: T"},
-        .outputs = {"x_backprop: T", "scale_backprop: T", "offset_backprop: T"},
-        .attrs = {T_FLOAT, "is_training: bool = true"},
-        .shape_fn = batch_norm_grad_shape,
-        .doc = "The gradient of FusedBatchNorm with respect to x, scale and offset, from the "
-               "saved_mean and saved_inv_std it returned. With xhat = (x - saved_mean) * "
-               "saved_inv_std and n the elements per channel: offset_backprop = sum(y_backprop), "
-               "scale_backprop = sum(y_backprop * xhat), and in training x_backprop = scale * "
-               "saved_inv_std * (y_backprop - (offset_backprop + xhat * scale_backprop) / n) (the "
-               "batch statistics depend on x); with is_training false x_backprop = y_backprop * "
-               "scale * saved_inv_std.",
-    });
+    register_batch_norm_ops();
 }
 TIDE_REGISTER(register_layer_ops)

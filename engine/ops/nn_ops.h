@@ -40,9 +40,16 @@ bool tide_nn_check_bias_add(const tide_shape *value, const tide_shape *bias, int
 bool tide_nn_check_dropout_rate(const tide_shape *rate_shape, const double *value, char *msg,
                                 size_t size);
 
-/* FusedBatchNorm(Grad): x of rank >= 2 whose last dimension is the number of channels C. *channels
- * gets C (-1 when unknown). */
+/* FusedBatchNorm(Grad) (and their V2, V3): x of rank >= 2 whose last dimension is the number of
+ * channels C. *channels gets C (-1 when unknown). */
 bool tide_nn_check_batch_norm_x(const tide_shape *x, int64_t *channels, char *msg, size_t size);
+
+/* FusedBatchNorm's data_format: the channels last, 'NHWC' or 'NDHWC' (TensorFlow's default names for
+ * rank 4 and 5; tide normalises over every dimension but the last whatever the rank). */
+bool tide_nn_check_batch_norm_format(const char *data_format, char *msg, size_t size);
+
+/* FusedBatchNormV2/V3: the statistics' type U must be x's T (tide computes both in one dtype). */
+bool tide_nn_check_batch_norm_types(tide_dtype t, tide_dtype u, char *msg, size_t size);
 
 /* A per-channel vector of FusedBatchNorm(Grad) named `name`: shape [C] (may_be_empty: or [0], as the
  * mean and variance inputs may be in training). *channels is C so far (-1 unknown) and is refined;

@@ -19,19 +19,22 @@ static void register_sendrecv_ops(void)
         .inputs = {"tensor: T"},
         .attrs = {"T: alltypes", "tensor_name: string", "send_device: string", "recv_device: string",
                   "compress: bool = false"},
-        .flags = TIDE_OP_STATEFUL,
+        .flags = TIDE_OP_STATEFUL | TIDE_OP_NOT_IN_TF,
         .doc = "Internal (made by the plan for a tensor that crosses devices, not by users): hands tensor "
                "to the _Recv with the same tensor_name, send_device and recv_device in the same run, "
                "through the engine's rendezvous. In one process the tensor passes by reference, "
                "without a copy. Fails when the run was aborted or the tensor was already sent. With compress, a "
                "float32 tensor travels as bfloat16 (its upper 16 bits: lossy, white paper §5.5).",
+        .tf_differences = "TensorFlow's internal _Send and _Recv also carry send_device_incarnation and "
+                          "client_terminated and are never in a GraphDef a user writes; tide's are made by "
+                          "its own plans only.",
     });
     tide_op_register(&(tide_op_spec){
         .name = "_Recv",
         .outputs = {"tensor: T"},
         .attrs = {"T: type", "tensor_name: string", "send_device: string", "recv_device: string",
                   "shape: shape = *", "compress: bool = false"},
-        .flags = TIDE_OP_STATEFUL,
+        .flags = TIDE_OP_STATEFUL | TIDE_OP_NOT_IN_TF,
         .shape_fn = recv_shape,
         .doc = "Internal (made by the plan for a tensor that crosses devices, not by users): the tensor "
                "that the _Send with the same tensor_name, send_device and recv_device sends in the same "
@@ -39,6 +42,9 @@ static void register_sendrecv_ops(void)
                "elsewhere it ends with that error. shape is the sent tensor's shape as known when the "
                "plan was made. With compress, a float32 tensor arrives as bfloat16 and is restored to float32 "
                "(the low 16 bits of each value are zero).",
+        .tf_differences = "TensorFlow's internal _Send and _Recv also carry send_device_incarnation and "
+                          "client_terminated and are never in a GraphDef a user writes; tide's are made by "
+                          "its own plans only.",
     });
 }
 TIDE_REGISTER(register_sendrecv_ops)

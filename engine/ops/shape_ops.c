@@ -1,4 +1,4 @@
-/* shape_ops.c — definitions of the array ops about shapes, indices and fills: Gather, Fill,
+/* shape_ops.c — definitions of the array ops about shapes, indices and fills: Gather, GatherV2, Fill,
  * ZerosLike, OnesLike, Shape, Rank, Size, ExpandDims, Squeeze, OneHot and Range (TensorFlow 1.x
  * semantics; the CPU kernels are in kernels/cpu/shape.c).
  *
@@ -29,33 +29,80 @@ static tide_status need_scalar(tide_shape_ctx *ctx, int i, const char *what)
 
 /* ---------------------------------------------------------------- Gather */
 
+bool tide_shape_ops_gather_axes(int p_rank, int i_rank, int64_t axis, int64_t batch_dims, int *ax,
+                                int *bd, char *msg, size_t size)
+{
+    if (p_rank == 0)
+        return snprintf(msg, size, "params must be at least 1-dimensional, got a scalar"), false;
+    if (axis < -p_rank || axis >= p_rank)
+        return snprintf(msg, size, "axis %lld is out of range for params of rank %d: expected one in "
+                        "[%d, %d)", (long long)axis, p_rank, -p_rank, p_rank), false;
+    *ax = (int)(axis < 0 ? axis + p_rank : axis);
+    if (batch_dims != 0 && (batch_dims < -i_rank || batch_dims >= i_rank))
+        return snprintf(msg, size, "batch_dims %lld is out of range for indices of rank %d: expected "
+                        "one in [%d, %d)", (long long)batch_dims, i_rank, -i_rank, i_rank), false;
+    *bd = (int)(batch_dims < 0 ? batch_dims + i_rank : batch_dims);
+    if (*bd > *ax)
+        return snprintf(msg, size, "batch_dims %d must not be greater than axis %d", *bd, *ax), false;
+    if (p_rank - 1 + i_rank - *bd > TIDE_MAX_RANK)
+        return snprintf(msg, size, "params of rank %d and indices of rank %d give a result of rank "
+                        "%d, more than %d", p_rank, i_rank, p_rank - 1 + i_rank - *bd,
+                        TIDE_MAX_RANK), false;
+    return true;
+}
+
+/* Gather (axis 0, no batch dims) and GatherV2 (axis the scalar input 2, batch_dims an attr):
+ * params.shape[:axis] + indices.shape[batch_dims:] + params.shape[axis+1:]. */
 static tide_status gather_shape(tide_shape_ctx *ctx)
 {
     tide_shape p = tide_shape_input(ctx, 0), ind = tide_shape_input(ctx, 1), out = tide_shape_unknown();
-    int64_t axis = 0;
-    tide_attrs_get_int(tide_shape_attrs(ctx), "axis", &axis);
-    char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
+    int64_t axis = 0, batch_dims = 0;
+    bool axis_known = true;
+    tide_attrs_get_int(tide_shape_attrs(ctx), "batch_dims", &batch_dims);
+    if (tide_shape_num_inputs(ctx) > 2) {
+        tide_status st = need_scalar(ctx, 2, "axis");
+        if (st != TIDE_OK)
+            return st;
+        const tide_tensor *v = tide_shape_input_value(ctx, 2);
+        axis_known = v && tide_tensor_num_elements(v) == 1;
+        if (axis_known)
+            axis = tide_op_int_at(v, 0);
+    }
     if (p.rank == 0)
         return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
                                 "params must be at least 1-dimensional, got a scalar");
-    if (p.rank > 0 && (axis < -p.rank || axis >= p.rank))
-        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
-                                "axis %lld is out of range for params of shape %s: expected one in [%d, %d)",
-                                (long long)axis, SHAPE_STR(p, a), -p.rank, p.rank);
-    if (p.rank > 0 && ind.rank >= 0) {
-        int ax = (int)(axis < 0 ? axis + p.rank : axis);
-        if (p.rank - 1 + ind.rank > TIDE_MAX_RANK)
-            return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
-                                    "params %s and indices %s give a result of rank %d, more than %d",
-                                    SHAPE_STR(p, a), SHAPE_STR(ind, b), p.rank - 1 + ind.rank, TIDE_MAX_RANK);
-        out.rank = 0;
-        for (int i = 0; i < ax; i++)
-            out.dims[out.rank++] = p.dims[i];
-        for (int i = 0; i < ind.rank; i++)
-            out.dims[out.rank++] = ind.dims[i];
-        for (int i = ax + 1; i < p.rank; i++)
-            out.dims[out.rank++] = p.dims[i];
+    if (p.rank < 0 || ind.rank < 0) {
+        tide_shape_set_output(ctx, 0, &out);
+        return TIDE_OK;
     }
+    char msg[256], a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
+    int ax, bd;
+    if (!axis_known) { /* the rank is all that is known */
+        if (!tide_shape_ops_gather_axes(p.rank, ind.rank, -1, batch_dims, &ax, &bd, msg, sizeof msg))
+            return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s (params %s, indices %s)", msg,
+                                    SHAPE_STR(p, a), SHAPE_STR(ind, b));
+        out = tide_shape_unknown();
+        out.rank = p.rank - 1 + ind.rank - bd;
+        for (int i = 0; i < out.rank; i++)
+            out.dims[i] = -1;
+        tide_shape_set_output(ctx, 0, &out);
+        return TIDE_OK;
+    }
+    if (!tide_shape_ops_gather_axes(p.rank, ind.rank, axis, batch_dims, &ax, &bd, msg, sizeof msg))
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s (params %s, indices %s)", msg,
+                                SHAPE_STR(p, a), SHAPE_STR(ind, b));
+    for (int i = 0; i < bd; i++)
+        if (p.dims[i] >= 0 && ind.dims[i] >= 0 && p.dims[i] != ind.dims[i])
+            return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
+                                    "params %s and indices %s differ in batch dimension %d",
+                                    SHAPE_STR(p, a), SHAPE_STR(ind, b), i);
+    out.rank = 0;
+    for (int i = 0; i < ax; i++)
+        out.dims[out.rank++] = p.dims[i] >= 0 || i >= bd ? p.dims[i] : ind.dims[i];
+    for (int i = bd; i < ind.rank; i++)
+        out.dims[out.rank++] = ind.dims[i];
+    for (int i = ax + 1; i < p.rank; i++)
+        out.dims[out.rank++] = p.dims[i];
     tide_shape_set_output(ctx, 0, &out);
     return TIDE_OK;
 }
@@ -299,14 +346,32 @@ static void register_gather_fill_ops(void)
         .name = "Gather",
         .inputs = {"params: Tparams", "indices: Tindices"},
         .outputs = {"output: Tparams"},
-        .attrs = {"Tparams: alltypes", "Tindices: {int32, int64}", "axis: int = 0"},
+        .attrs = {"validate_indices: bool = true", "Tparams: alltypes", "Tindices: {int32, int64}"},
         .shape_fn = gather_shape,
-        .doc = "Gathers slices of params along axis at the given indices (TensorFlow's GatherV2 with "
-               "the axis as an attr): output shape = params.shape[:axis] + indices.shape + "
-               "params.shape[axis+1:]. axis may be negative (counted from the end) and must be in "
-               "[-rank, rank) of params, which must not be a scalar. Every index must be in "
-               "[0, params.shape[axis]): a negative or too large one is INVALID_ARGUMENT naming its "
-               "value, its position in indices and the valid range. All dtypes, strings included.",
+        .doc = "Gathers slices of params along its first dimension at the given indices: output "
+               "shape = indices.shape + params.shape[1:]. params must not be a scalar. Every index "
+               "must be in [0, params.shape[0]): a negative or too large one is INVALID_ARGUMENT "
+               "naming its value, its position in indices and the valid range (validate_indices is "
+               "accepted; indices are always checked, as TensorFlow's CPU kernel does). All dtypes, "
+               "strings included. Along another axis: GatherV2.",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "GatherV2",
+        .inputs = {"params: Tparams", "indices: Tindices", "axis: Taxis"},
+        .outputs = {"output: Tparams"},
+        .attrs = {"batch_dims: int = 0", "Tparams: alltypes", "Tindices: {int32, int64}",
+                  "Taxis: {int32, int64}"},
+        .shape_fn = gather_shape,
+        .doc = "Gathers slices of params along dimension axis (a scalar input) at the given indices "
+               "(what tf.gather emits): output shape = params.shape[:axis] + "
+               "indices.shape[batch_dims:] + params.shape[axis+1:]. axis may be negative (counted from "
+               "the end) and must be in [-rank, rank) of params, which must not be a scalar. With "
+               "batch_dims = b > 0 (negative counts from indices' rank) the first b dimensions of "
+               "params and indices are batch dimensions of equal sizes and each batch gathers from "
+               "its own slice of params; b must be below indices' rank and not above axis. Every "
+               "index must be in [0, params.shape[axis]): a negative or too large one is "
+               "INVALID_ARGUMENT naming its value, its position in indices and the valid range. All "
+               "dtypes, strings included.",
     });
     tide_op_register(&(tide_op_spec){
         .name = "Fill",

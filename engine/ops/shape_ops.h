@@ -16,4 +16,11 @@
  * TensorFlow does. False with msg written on error. */
 bool tide_shape_ops_range_count(const tide_tensor *const v[3], int64_t *n, char *msg, size_t size);
 
+/* Gather's geometry, for params of rank p_rank and indices of rank i_rank (the ranks must be known):
+ * checks axis (in [-p_rank, p_rank)) and batch_dims (in [-i_rank, i_rank), below p_rank and not
+ * past the axis: TensorFlow's GatherV2 rules) and normalises them into *ax and *bd. False with msg
+ * written when they do not fit, or when the result would have more than TIDE_MAX_RANK dims. */
+bool tide_shape_ops_gather_axes(int p_rank, int i_rank, int64_t axis, int64_t batch_dims, int *ax,
+                                int *bd, char *msg, size_t size);
+
 #endif

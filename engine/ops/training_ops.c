@@ -113,12 +113,12 @@ static void register_training_ops(void)
         .name = "ApplyAdagrad",
         .inputs = {"var: Ref(T)", "accum: Ref(T)", "lr: T", "grad: T"},
         .outputs = {"out: T"},
-        .attrs = {T_ATTR, LOCKING_ATTR},
+        .attrs = {T_ATTR, LOCKING_ATTR, "update_slots: bool = true"},
         .flags = TIDE_OP_STATEFUL,
         .shape_fn = adagrad_shape,
-        .doc = "Updates var by the Adagrad scheme: accum += grad * grad; var -= lr * grad / sqrt(accum); "
-               "outputs the new var (an accumulator at 0 with a zero gradient gives nan, as in "
-               "TensorFlow: start it above 0)." COMMON_DOC,
+        .doc = "Updates var by the Adagrad scheme: accum += grad * grad (not when update_slots is "
+               "false); var -= lr * grad / sqrt(accum); outputs the new var (an accumulator at 0 with "
+               "a zero gradient gives nan, as in TensorFlow: start it above 0)." COMMON_DOC,
     });
     tide_op_register(&(tide_op_spec){
         .name = "ApplyRMSProp",

@@ -698,9 +698,9 @@ static tide_status check_like(tide_kernel_ctx *ctx, int i, int ref, int skip, co
     return TIDE_OK;
 }
 
-/* Joins inputs [0, n) into output 0 of shape `out`, each contributing its elements from
- * dimension `axis` on per row of `outer` rows. */
-static tide_status join_inputs(tide_kernel_ctx *ctx, int n, int axis, int64_t outer,
+/* Joins inputs [first, first + n) into output 0 of shape `out`, each contributing its elements
+ * from dimension `axis` on per row of `outer` rows. */
+static tide_status join_inputs(tide_kernel_ctx *ctx, int first, int n, int axis, int64_t outer,
                                const tide_shape *out)
 {
     tide_tensor *o = alloc_output(ctx, 0, out);
@@ -715,7 +715,7 @@ static tide_status join_inputs(tide_kernel_ctx *ctx, int n, int axis, int64_t ou
     }
     size_t esize = tide_dtype_size(tide_tensor_dtype(o));
     for (int i = 0; i < n; i++) {
-        tide_tensor *t = tide_kernel_input(ctx, i);
+        tide_tensor *t = tide_kernel_input(ctx, first + i);
         const tide_shape *s = tide_tensor_shape(t);
         pa.ptrs[i] = tide_tensor_data(t);
         pa.bytes[i] = (size_t)prod(s->dims, axis, s->rank) * esize;
@@ -770,20 +770,22 @@ static tide_status split_input(tide_kernel_ctx *ctx, tide_tensor *in, int n, int
 
 /* ---------------------------------------------------------------- Concat and Pack */
 
-static tide_status concat_compute(tide_kernel_ctx *ctx)
+/* Concatenates the n values from input `first` on along the scalar input `axis_input`: ConcatV2
+ * (values, then the axis) and the legacy Concat (the axis, then the values). */
+static tide_status concat_values(tide_kernel_ctx *ctx, int first, int n, int axis_input)
 {
-    int n = tide_kernel_num_inputs(ctx) - 1;
     int64_t axis;
     if (n < 1)
-        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "Concat needs at least one value");
-    tide_status st = index_scalar(ctx, n, "axis", &axis);
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s needs at least one value",
+                                 first ? "Concat" : "ConcatV2");
+    tide_status st = index_scalar(ctx, axis_input, first ? "concat_dim" : "axis", &axis);
     if (st != TIDE_OK)
         return st;
-    for (int i = 1; i < n && st == TIDE_OK; i++)
-        st = check_like(ctx, i, 0, RANKS_ONLY, "");
+    for (int i = first + 1; i < first + n && st == TIDE_OK; i++)
+        st = check_like(ctx, i, first, RANKS_ONLY, "");
     if (st != TIDE_OK)
         return st;
-    tide_shape out = *tide_tensor_shape(tide_kernel_input(ctx, 0));
+    tide_shape out = *tide_tensor_shape(tide_kernel_input(ctx, first));
     if (out.rank == 0)
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
                                  "cannot concatenate scalars (use Pack to stack them)");
@@ -792,8 +794,8 @@ static tide_status concat_compute(tide_kernel_ctx *ctx)
         return axis_error(ctx, given, out.rank, &out, "values");
     char extra[64];
     snprintf(extra, sizeof extra, " (concatenating on axis %lld)", (long long)axis);
-    for (int i = 1; i < n && st == TIDE_OK; i++) {
-        st = check_like(ctx, i, 0, (int)axis, extra);
+    for (int i = first + 1; i < first + n && st == TIDE_OK; i++) {
+        st = check_like(ctx, i, first, (int)axis, extra);
         int64_t d = tide_tensor_dim(tide_kernel_input(ctx, i), (int)axis);
         if (st == TIDE_OK && __builtin_add_overflow(out.dims[axis], d, &out.dims[axis]))
             return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "concatenated size overflows");
@@ -801,11 +803,22 @@ static tide_status concat_compute(tide_kernel_ctx *ctx)
     if (st != TIDE_OK)
         return st;
     if (n == 1) {
-        tide_kernel_set_output(ctx, 0, tide_kernel_input(ctx, 0));
+        tide_kernel_set_output(ctx, 0, tide_kernel_input(ctx, first));
         return TIDE_OK;
     }
     int64_t outer = tide_shape_num_elements(&out) ? prod(out.dims, 0, (int)axis) : 0;
-    return join_inputs(ctx, n, (int)axis, outer, &out);
+    return join_inputs(ctx, first, n, (int)axis, outer, &out);
+}
+
+static tide_status concat_v2_compute(tide_kernel_ctx *ctx)
+{
+    int n = tide_kernel_num_inputs(ctx) - 1;
+    return concat_values(ctx, 0, n, n);
+}
+
+static tide_status concat_compute(tide_kernel_ctx *ctx)
+{
+    return concat_values(ctx, 1, tide_kernel_num_inputs(ctx) - 1, 0);
 }
 
 typedef struct axis_state {
@@ -849,7 +862,7 @@ static tide_status pack_compute(tide_kernel_ctx *ctx)
     if (n == 1)
         return set_view(ctx, 0, first, 0, &out);
     int64_t outer = tide_shape_num_elements(&out) ? prod(s->dims, 0, (int)axis) : 0;
-    return join_inputs(ctx, n, (int)axis, outer, &out);
+    return join_inputs(ctx, 0, n, (int)axis, outer, &out);
 }
 
 /* ---------------------------------------------------------------- Split and Unpack */
@@ -1168,6 +1181,7 @@ static void register_array_kernels(void)
     static const tide_cpu_kernel kernels[] = {
         {"Reshape", reshape_compute, NULL, 0},
         {"Transpose", transpose_compute, NULL, TIDE_KERNEL_EXPENSIVE},
+        {"ConcatV2", concat_v2_compute, NULL, 0},
         {"Concat", concat_compute, NULL, 0},
         {"Split", split_compute, NULL, 0},
         {"Slice", slice_compute, NULL, 0},

@@ -1,5 +1,8 @@
-/* batch_norm.c — CPU kernels of FusedBatchNorm and FusedBatchNormGrad (engine/ops/nn_ops.c), for
- * float32 and float64, x viewed as [rows, channels] (every dimension but the last is a row).
+/* batch_norm.c — CPU kernels of FusedBatchNorm and FusedBatchNormGrad and of their V2 and V3
+ * (engine/ops/nn_ops.c), for float32 and float64, x viewed as [rows, channels] (every dimension but
+ * the last is a row). As TensorFlow's CPU kernels, the forward op saves the mean and the (biased)
+ * variance as reserve_space_1 and _2, and the gradient op computes 1 / sqrt(v + epsilon) from them;
+ * the other reserve spaces are empty.
  *
  * Statistics are per-channel column sums accumulated in double, in two passes for the variance
  * (the mean first, then the squares of x - mean: no cancellation). Large inputs are cut into
@@ -275,10 +278,20 @@ static bool batch_statistics(tide_kernel_ctx *ctx, const tide_tensor *x, int64_t
     return true;
 }
 
+/* Outputs [from, num_outputs): the empty reserve spaces. */
+static tide_status empty_outputs(tide_kernel_ctx *ctx, int from)
+{
+    tide_shape empty = tide_shape_vector(0);
+    for (int i = from; i < tide_kernel_num_outputs(ctx); i++)
+        if (!tide_kernel_alloc_output(ctx, i, &empty, false))
+            return tide_kernel_status(ctx);
+    return TIDE_OK;
+}
+
 static tide_status batch_norm_compute(tide_kernel_ctx *ctx)
 {
     bool training = true;
-    double eps = 0.001;
+    double eps = 0.0001;
     tide_attrs_get_bool(tide_kernel_attrs(ctx), "is_training", &training);
     tide_attrs_get_float(tide_kernel_attrs(ctx), "epsilon", &eps);
     static const char *const names[] = {"scale", "offset", "mean", "variance"};
@@ -322,12 +335,12 @@ static tide_status batch_norm_compute(tide_kernel_ctx *ctx)
         coef[2 * c + k] = scale[k] * inv_std[k]; /* a */
         coef[3 * c + k] = offset[k];             /* b */
     }
-    const double *out_values[4] = {m, unbiased, m, inv_std};
+    const double *out_values[4] = {m, unbiased, m, v};
     for (int i = 0; i < 4; i++)
         write_vector(stats[i], out_values[i], c);
     tide_status st = apply(ctx, x, NULL, y, coef, c);
     free(w);
-    return st;
+    return st == TIDE_OK ? empty_outputs(ctx, 5) : st;
 }
 
 /* ---------------------------------------------------------------- FusedBatchNormGrad */
@@ -335,14 +348,16 @@ static tide_status batch_norm_compute(tide_kernel_ctx *ctx)
 static tide_status batch_norm_grad_compute(tide_kernel_ctx *ctx)
 {
     bool training = true;
+    double eps = 0.0001;
     tide_attrs_get_bool(tide_kernel_attrs(ctx), "is_training", &training);
+    tide_attrs_get_float(tide_kernel_attrs(ctx), "epsilon", &eps);
     tide_tensor *dy = tide_kernel_input(ctx, 0), *x = tide_kernel_input(ctx, 1);
     tide_shape merged;
     char msg[TIDE_OP_MSG_MAX];
     if (!tide_nn_same_shape(tide_tensor_shape(dy), tide_tensor_shape(x), "y_backprop", "x", &merged,
                             msg, sizeof msg))
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
-    static const char *const names[] = {"scale", "saved_mean", "saved_inv_std"};
+    static const char *const names[] = {"scale", "reserve_space_1", "reserve_space_2"};
     static const bool empty_ok[] = {false, false, false};
     int64_t c;
     if (check_inputs(ctx, 1, 2, names, empty_ok, 3, &c) != TIDE_OK)
@@ -359,7 +374,9 @@ static tide_status batch_norm_grad_compute(tide_kernel_ctx *ctx)
     double *scale = w, *m = w + c, *inv_std = w + 2 * c, *sums = w + 3 * c, *coef = w + 5 * c;
     read_vector(tide_kernel_input(ctx, 2), scale, c);
     read_vector(tide_kernel_input(ctx, 3), m, c);
-    read_vector(tide_kernel_input(ctx, 4), inv_std, c);
+    read_vector(tide_kernel_input(ctx, 4), inv_std, c); /* the variance, for now */
+    for (int64_t k = 0; k < c; k++)
+        inv_std[k] = 1 / sqrt(inv_std[k] + eps);
     int64_t rows = c > 0 ? tide_tensor_num_elements(x) / c : 0;
     stats_job j = {.pass = PASS_GRAD_SUMS, .x = tide_tensor_data(x), .dy = tide_tensor_data(dy),
                    .mean = m, .inv_std = inv_std, .sums = sums, .rows = rows, .channels = c};
@@ -379,28 +396,41 @@ static tide_status batch_norm_grad_compute(tide_kernel_ctx *ctx)
     write_vector(doffset, sum_dy, c);
     tide_status st = apply(ctx, x, dy, dx, coef, c);
     free(w);
-    return st;
+    return st == TIDE_OK ? empty_outputs(ctx, 3) : st;
 }
 
-static tide_status float_only(tide_kernel_ctx *ctx, void **state)
+/* float32 or float64, channels last, and for V2/V3 statistics of x's dtype (the shape function
+ * checked the same at graph time). */
+static tide_status batch_norm_init(tide_kernel_ctx *ctx, void **state)
 {
     (void)state;
-    tide_dtype dt = tide_kernel_input_dtype(ctx, 0);
-    if (dt == TIDE_FLOAT32 || dt == TIDE_FLOAT64)
-        return TIDE_OK;
-    return tide_kernel_error(ctx, TIDE_UNIMPLEMENTED, "no cpu kernel for dtype %s",
-                             tide_dtype_name(dt) ? tide_dtype_name(dt) : "invalid");
+    tide_dtype dt = tide_kernel_input_dtype(ctx, 0), u;
+    const char *format = "NHWC";
+    char msg[TIDE_OP_MSG_MAX];
+    if (dt != TIDE_FLOAT32 && dt != TIDE_FLOAT64)
+        return tide_kernel_error(ctx, TIDE_UNIMPLEMENTED, "no cpu kernel for dtype %s",
+                                 tide_dtype_name(dt) ? tide_dtype_name(dt) : "invalid");
+    tide_attrs_get_string(tide_kernel_attrs(ctx), "data_format", &format);
+    if (!tide_nn_check_batch_norm_format(format, msg, sizeof msg) ||
+        (tide_attrs_get_type(tide_kernel_attrs(ctx), "U", &u) &&
+         !tide_nn_check_batch_norm_types(dt, u, msg, sizeof msg)))
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+    return TIDE_OK;
 }
 
 static void register_batch_norm_kernels(void)
 {
     /* Not TIDE_KERNEL_EXPENSIVE: large inputs are split by parallel_for inside the kernel, and a
      * kernel the executor runs inline finds its input exclusive and can write over it. */
-    tide_kernel_register(&(tide_kernel_spec){.op = "FusedBatchNorm", .device_type = "cpu",
-                                              .init = float_only,
-                                              .compute = batch_norm_compute});
-    tide_kernel_register(&(tide_kernel_spec){.op = "FusedBatchNormGrad", .device_type = "cpu",
-                                              .init = float_only,
-                                              .compute = batch_norm_grad_compute});
+    static const char *const forward[] = {"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"};
+    static const char *const backward[] = {"FusedBatchNormGrad", "FusedBatchNormGradV2",
+                                           "FusedBatchNormGradV3"};
+    for (int i = 0; i < 3; i++) {
+        tide_kernel_register(&(tide_kernel_spec){.op = forward[i], .device_type = "cpu",
+                                                  .init = batch_norm_init, .compute = batch_norm_compute});
+        tide_kernel_register(&(tide_kernel_spec){.op = backward[i], .device_type = "cpu",
+                                                  .init = batch_norm_init,
+                                                  .compute = batch_norm_grad_compute});
+    }
 }
 TIDE_REGISTER(register_batch_norm_kernels)

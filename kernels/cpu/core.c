@@ -1,5 +1,5 @@
-/* core.c — CPU kernels of the core ops: Const, Placeholder, Identity, StopGradient, ScalarSummary,
- * NoOp. */
+/* core.c — CPU kernels of the core ops: Const, Placeholder, PlaceholderWithDefault, Identity,
+ * StopGradient, ScalarSummary, NoOp. */
 #include "../../engine/tide_op.h"
 
 static tide_status const_init(tide_kernel_ctx *ctx, void **state)
@@ -48,6 +48,8 @@ static void register_core_kernels(void)
     tide_kernel_register(&(tide_kernel_spec){.op = "Placeholder", .device_type = "cpu",
                                               .compute = placeholder_compute});
     tide_kernel_register(&(tide_kernel_spec){.op = "Identity", .device_type = "cpu",
+                                              .compute = identity_compute});
+    tide_kernel_register(&(tide_kernel_spec){.op = "PlaceholderWithDefault", .device_type = "cpu",
                                               .compute = identity_compute});
     tide_kernel_register(&(tide_kernel_spec){.op = "StopGradient", .device_type = "cpu",
                                               .compute = identity_compute});

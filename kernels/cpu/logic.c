@@ -1,13 +1,16 @@
 /* logic.c — CPU kernels of the comparisons (Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual),
- * the logical ops (LogicalAnd, LogicalOr, LogicalNot) and Select.
+ * the logical ops (LogicalAnd, LogicalOr, LogicalNot), Select and SelectV2.
  *
  * Binary ops share one driver: it broadcasts the operands (cpu_util.h) and calls a per-(op, dtype)
  * segment function on runs of contiguous output elements, where both operands advance or one of them
  * stays on one element; the switch on dtype happens once per call (a table lookup), never per
- * element. Large outputs are split across the engine's threads. Select broadcasts its three operands
- * with a three-way variant of the same walk and copies elements bit for bit by size. */
+ * element. Large outputs are split across the engine's threads. SelectV2 broadcasts its three
+ * operands with a three-way variant of the same walk and copies elements bit for bit by size; Select
+ * (1.x) checks its stricter shapes and runs the same walk, a vector condition viewed as [n, 1, ...]. */
 #include <string.h>
 
+#include "../../engine/ops/logic_ops.h"
+#include "../../engine/ops/op_util.h"
 #include "../../engine/tide_op.h"
 
 /* Loops of unknown length vectorised (cpu_util.h: before including it). */
@@ -525,12 +528,12 @@ static tide_status select_strings(tide_kernel_ctx *ctx, const select_job *j, tid
     return TIDE_OK;
 }
 
-static tide_status select_compute(tide_kernel_ctx *ctx)
+/* Select with the operands broadcast from shapes s (the condition's may be a view of its own: a
+ * [n] vector as [n, 1, ...] to pick rows). */
+static tide_status select_broadcast(tide_kernel_ctx *ctx, const tide_shape *const s[3])
 {
     const tide_tensor *in[3] = {tide_kernel_input(ctx, 0), tide_kernel_input(ctx, 1),
                                 tide_kernel_input(ctx, 2)};
-    const tide_shape *s[3] = {tide_tensor_shape(in[0]), tide_tensor_shape(in[1]),
-                              tide_tensor_shape(in[2])};
     const uint8_t *c = tide_tensor_data(in[0]);
     /* One condition over equal t and e (no wider than them): the chosen one is the output. */
     if (tide_tensor_num_elements(in[0]) == 1 && tide_shape_equal(s[1], s[2]) &&
@@ -578,6 +581,32 @@ static tide_status select_compute(tide_kernel_ctx *ctx)
     return TIDE_OK;
 }
 
+/* SelectV2: the three operands broadcast. */
+static tide_status select_v2_compute(tide_kernel_ctx *ctx)
+{
+    const tide_shape *s[3] = {tide_tensor_shape(tide_kernel_input(ctx, 0)),
+                              tide_tensor_shape(tide_kernel_input(ctx, 1)),
+                              tide_tensor_shape(tide_kernel_input(ctx, 2))};
+    return select_broadcast(ctx, s);
+}
+
+/* Select (TensorFlow 1.x): t and e of one shape; the condition a scalar, of that shape, or a vector
+ * along the first dimension picking whole rows (slices) of t or e. */
+static tide_status select_compute(tide_kernel_ctx *ctx)
+{
+    const tide_shape *c = tide_tensor_shape(tide_kernel_input(ctx, 0));
+    const tide_shape *t = tide_tensor_shape(tide_kernel_input(ctx, 1));
+    const tide_shape *e = tide_tensor_shape(tide_kernel_input(ctx, 2));
+    char msg[TIDE_OP_MSG_MAX];
+    if (!tide_logic_select_shapes_fit(c, t, e, msg, sizeof msg))
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+    tide_shape rows = *t; /* a vector condition as [n, 1, ..., 1] */
+    for (int d = 1; d < rows.rank; d++)
+        rows.dims[d] = 1;
+    const tide_shape *s[3] = {c->rank == 1 && t->rank > 1 ? &rows : c, t, e};
+    return select_broadcast(ctx, s);
+}
+
 /* ---------------------------------------------------------------- registration */
 
 static void register_logic_kernels(void)
@@ -597,6 +626,7 @@ static void register_logic_kernels(void)
         {"LogicalOr", NULL, logical_or_compute},
         {"LogicalNot", NULL, logical_not_compute},
         {"Select", NULL, select_compute},
+        {"SelectV2", NULL, select_v2_compute},
     };
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
         tide_kernel_register(&(tide_kernel_spec){.op = kernels[i].op, .device_type = "cpu",

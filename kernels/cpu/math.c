@@ -1,5 +1,7 @@
 /* math.c — CPU kernels of the element-wise math ops (engine/ops/math_ops.c): the binary ops with
- * NumPy broadcasting, the unary ops and AddN, for every dtype their ops declare.
+ * NumPy broadcasting (the divisions and remainders with TensorFlow's rounding: Div, TruncateDiv, Mod
+ * and TruncateMod toward zero, FloorDiv and FloorMod toward negative infinity), the unary ops and
+ * AddN, for every dtype their ops declare.
  *
  * Layout. Each (op, dtype) gets tight loops stamped out by macros: a binary op has three, vv (x and
  * y both advance), sv (x is one value) and vs (y is one value); a unary op has one. They sit in
@@ -193,7 +195,10 @@ static void half_un(un_loop f32, bool bf16, const void *px, void *py, int64_t n)
               y == -1 ? (T)(0u - (U)x) : (T)(x / y - ((x % y != 0) & ((x < 0) != (y < 0)))))
 #define FLOORDIV_FLT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, floor(x / y))
 
-/* Mod (floored): the C remainder moved into y's sign. */
+/* TruncateDiv on floats: the quotient rounded toward zero (integers use DIV_SINT / DIV_UINT). */
+#define TRUNCDIV_FLT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, trunc(x / y))
+
+/* FloorMod: the C remainder moved into y's sign. */
 #define FLOORMOD_SINT(op, s, T, U, DT)                                                       \
     static inline T floormod_##s(T x, T y)                                                   \
     {                                                                                        \
@@ -210,6 +215,14 @@ static void half_un(un_loop f32, bool bf16, const void *px, void *py, int64_t n)
         return r != 0 && ((r < 0) != (y < 0)) ? r + y : r;                                   \
     }                                                                                        \
     BIN_LOOPS(op##_##s, T, floormod_##s(x, y))
+/* Mod and TruncateMod: C's remainder (the sign of x); MIN % -1 is 0 (C leaves it undefined). */
+#define TRUNCMOD_SINT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, y == -1 ? (T)0 : (T)(x % y))
+#define TRUNCMOD_FLT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, fmod(x, y))
+#define MOD_UINT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (T)(x % y))
+
+/* SquaredDifference: integers wrap through U. */
+#define SQDIFF_INT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (T)(((U)x - (U)y) * ((U)x - (U)y)))
+#define SQDIFF_FLT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (x - y) * (x - y))
 
 /* Pow on integers: square-and-multiply in U (wraps); y >= 0 was checked for signed types. */
 #define POW_INT(op, s, T, U, DT)                                                             \
@@ -238,9 +251,12 @@ SINTS(MUL_INT, mul) UINTS(MUL_INT, mul) FLOATS(MUL_NUM, mul) CPLX(MUL_NUM, mul) 
 SINTS(DIV_SINT, div) UINTS(DIV_UINT, div) FLOATS(DIV_NUM, div) CPLX(DIV_NUM, div) HALVES(HALF_BIN, div)
 SINTS(FLOORDIV_SINT, floordiv) UINTS(DIV_UINT, floordiv) FLOATS(FLOORDIV_FLT, floordiv)
 HALVES(HALF_BIN, floordiv)
-SINTS(FLOORMOD_SINT, mod) FLOATS(FLOORMOD_FLT, mod) HALVES(HALF_BIN, mod)
-#define MOD_UINT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (T)(x % y))
-UINTS(MOD_UINT, mod)
+FLOATS(TRUNCDIV_FLT, truncdiv) HALVES(HALF_BIN, truncdiv)
+SINTS(FLOORMOD_SINT, floormod) UINTS(MOD_UINT, floormod) FLOATS(FLOORMOD_FLT, floormod)
+HALVES(HALF_BIN, floormod)
+SINTS(TRUNCMOD_SINT, truncmod) UINTS(MOD_UINT, truncmod) FLOATS(TRUNCMOD_FLT, truncmod)
+HALVES(HALF_BIN, truncmod)
+SINTS(SQDIFF_INT, sqdiff) UINTS(SQDIFF_INT, sqdiff) FLOATS(SQDIFF_FLT, sqdiff) HALVES(HALF_BIN, sqdiff)
 SINTS(POW_INT, pow) UINTS(POW_INT, pow) FLOATS(POW_FLT, pow) HALVES(HALF_BIN, pow)
 SINTS(MAX_INT, maximum) UINTS(MAX_INT, maximum) FLOATS(MAX_FLT, maximum) HALVES(HALF_BIN, maximum)
 SINTS(MIN_INT, minimum) UINTS(MIN_INT, minimum) FLOATS(MIN_FLT, minimum) HALVES(HALF_BIN, minimum)
@@ -257,7 +273,12 @@ ARITH_TABLE(sub)
 ARITH_TABLE(mul)
 ARITH_TABLE(div)
 REAL_TABLE(floordiv)
-REAL_TABLE(mod)
+REAL_TABLE(floormod)
+REAL_TABLE(truncmod)
+REAL_TABLE(sqdiff)
+/* TruncateDiv: integers truncate like Div. */
+static const bin_loops truncdiv_loops[TIDE_NUM_DTYPES] = {
+    SINTS(BIN_ENTRY, div) UINTS(BIN_ENTRY, div) FLOATS(BIN_ENTRY, truncdiv) HALVES(BIN_ENTRY, truncdiv)};
 REAL_TABLE(pow)
 REAL_TABLE(maximum)
 REAL_TABLE(minimum)
@@ -301,6 +322,13 @@ static inline float fast_sigmoidf(float x)
     return x >= 0 ? r : e * r;
 }
 
+/* Reciprocal; the roundings (Round and Rint: halves to even, C's rint in the default rounding mode;
+ * integers are already round). */
+#define RECIP_NUM(op, s, T, U, DT) UN_LOOP(op##_##s, T, 1 / x)
+#define FLOOR_FLT(op, s, T, U, DT) UN_LOOP(op##_##s, T, floor(x))
+#define CEIL_FLT(op, s, T, U, DT) UN_LOOP(op##_##s, T, ceil(x))
+#define RINT_FLT(op, s, T, U, DT) UN_LOOP(op##_##s, T, rint(x))
+#define SAME_INT(op, s, T, U, DT) UN_LOOP(op##_##s, T, x)
 #define LOG_FLT(op, s, T, U, DT) UN_LOOP(op##_##s, T, log(x))
 #define LOG1P_FLT(op, s, T, U, DT) UN_LOOP(op##_##s, T, log1p(x))
 #define SIN_FLT(op, s, T, U, DT) UN_LOOP(op##_##s, T, sin(x))
@@ -317,6 +345,11 @@ SINTS(ABS_INT, abs) FLOATS(ABS_FLT, abs) HALVES(HALF_UN, abs)
 SINTS(SIGN_INT, sign) FLOATS(SIGN_FLT, sign) HALVES(HALF_UN, sign)
 SINTS(SQUARE_INT, square) UINTS(SQUARE_INT, square) FLOATS(SQUARE_NUM, square) CPLX(SQUARE_NUM, square)
 HALVES(HALF_UN, square)
+FLOATS(RECIP_NUM, reciprocal) CPLX(RECIP_NUM, reciprocal) HALVES(HALF_UN, reciprocal)
+FLOATS(FLOOR_FLT, floor) HALVES(HALF_UN, floor)
+FLOATS(CEIL_FLT, ceil) HALVES(HALF_UN, ceil)
+FLOATS(RINT_FLT, rint) HALVES(HALF_UN, rint)
+SINTS(SAME_INT, round)
 SQRT_LOOP(sqrt_f32, f32, false)
 SQRT_LOOP(sqrt_f64, f64, false)
 SQRT_LOOP(rsqrt_f32, f32, true)
@@ -346,8 +379,15 @@ static const un_loop sign_loops[TIDE_NUM_DTYPES] = {SINTS(UN_ENTRY, sign) FLOATS
 static const un_loop square_loops[TIDE_NUM_DTYPES] = {
     SINTS(UN_ENTRY, square) UINTS(UN_ENTRY, square) FLOATS(UN_ENTRY, square) HALVES(UN_ENTRY, square)
     CPLX(UN_ENTRY, square)};
+static const un_loop reciprocal_loops[TIDE_NUM_DTYPES] = {
+    FLOATS(UN_ENTRY, reciprocal) HALVES(UN_ENTRY, reciprocal) CPLX(UN_ENTRY, reciprocal)};
+static const un_loop round_loops[TIDE_NUM_DTYPES] = {SINTS(UN_ENTRY, round) FLOATS(UN_ENTRY, rint)
+                                                         HALVES(UN_ENTRY, rint)};
 #define FLOAT_TABLE(op)                                                                      \
     static const un_loop op##_loops[TIDE_NUM_DTYPES] = {FLOATS(UN_ENTRY, op) HALVES(UN_ENTRY, op)};
+FLOAT_TABLE(floor)
+FLOAT_TABLE(ceil)
+FLOAT_TABLE(rint)
 FLOAT_TABLE(sqrt)
 FLOAT_TABLE(rsqrt)
 FLOAT_TABLE(exp)
@@ -410,9 +450,15 @@ static const binary_op binary_ops[] = {
     {"Add", add_loops, NULL, NULL, 1.0, 0},
     {"Sub", sub_loops, NULL, NULL, 1.0, 0},
     {"Mul", mul_loops, NULL, NULL, 1.0, 0},
+    {"AddV2", add_loops, NULL, NULL, 1.0, 0},
     {"Div", div_loops, find_zero, "integer division by zero", 4.0, 0},
+    {"RealDiv", div_loops, NULL, NULL, 4.0, 0}, /* floats and complex numbers only */
     {"FloorDiv", floordiv_loops, find_zero, "integer division by zero", 6.0, 0},
-    {"Mod", mod_loops, find_zero, "integer modulo by zero", 8.0, 0},
+    {"TruncateDiv", truncdiv_loops, find_zero, "integer division by zero", 6.0, 0},
+    {"Mod", truncmod_loops, find_zero, "integer modulo by zero", 8.0, 0},
+    {"TruncateMod", truncmod_loops, find_zero, "integer modulo by zero", 8.0, 0},
+    {"FloorMod", floormod_loops, find_zero, "integer modulo by zero", 8.0, 0},
+    {"SquaredDifference", sqdiff_loops, NULL, NULL, 1.0, 0},
     {"Pow", pow_loops, find_negative, "integers to negative integer powers are not allowed", 20.0,
      TIDE_KERNEL_EXPENSIVE},
     {"Maximum", maximum_loops, NULL, NULL, 1.0, 0},
@@ -431,6 +477,12 @@ static const unary_op unary_ops[] = {
     {"Abs", abs_loops, 0.5, 0},
     {"Sign", sign_loops, 0.5, 0},
     {"Square", square_loops, 0.5, 0},
+    {"Reciprocal", reciprocal_loops, 1.0, 0},
+    {"Inv", reciprocal_loops, 1.0, 0},
+    {"Floor", floor_loops, 0.5, 0},
+    {"Ceil", ceil_loops, 0.5, 0},
+    {"Rint", rint_loops, 0.5, 0},
+    {"Round", round_loops, 0.5, 0},
     {"Sqrt", sqrt_loops, 2.0, 0},
     {"Rsqrt", rsqrt_loops, 3.0, 0},
     {"Exp", exp_loops, 4.0, TIDE_KERNEL_EXPENSIVE},

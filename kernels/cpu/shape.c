@@ -124,26 +124,29 @@ static tide_status axis_init(tide_kernel_ctx *ctx, void **state)
 
 /* ---------------------------------------------------------------- Gather */
 
-/* Output viewed as [outer, m, row]: output row (o, k) is params row (o, indices[k]) of [outer, limit,
- * row]. Rows are row_bytes long and copied with memcpy (a fixed size for the common small rows). */
+/* Output viewed as [outer, m, row]: output row (o, k) is params row (o, indices[ib + k]) of
+ * [outer, limit, row], where ib = (o / per_batch) * m: with batch dims each batch of per_batch outer
+ * rows reads its own m indices (without, per_batch == outer and ib stays 0). Rows are row_bytes long
+ * and copied with memcpy (a fixed size for the common small rows). */
 typedef struct gather_job {
     const char *src;
     char *dst;
     const void *idx;
     bool idx64;
-    int64_t m, limit;
+    int64_t m, limit, per_batch;
     size_t row_bytes;
 } gather_job;
 
 #define GATHER_ROWS(ITYPE, BYTES)                                                           \
     do {                                                                                    \
-        const ITYPE *idx = j->idx;                                                          \
+        const ITYPE *idx = (const ITYPE *)j->idx + ib;                                      \
         for (int64_t r = begin; r < end; r++) {                                             \
             memcpy(j->dst + (size_t)r * (BYTES),                                            \
                    j->src + (size_t)(o * j->limit + (int64_t)idx[k]) * (BYTES), (BYTES));   \
             if (++k == j->m) {                                                              \
                 k = 0;                                                                      \
-                o++;                                                                        \
+                if (++o % j->per_batch == 0)                                                \
+                    idx += j->m;                                                            \
             }                                                                               \
         }                                                                                   \
     } while (0)
@@ -161,7 +164,7 @@ typedef struct gather_job {
 static void gather_rows(int64_t begin, int64_t end, void *arg)
 {
     const gather_job *j = arg;
-    int64_t o = begin / j->m, k = begin % j->m;
+    int64_t o = begin / j->m, k = begin % j->m, ib = o / j->per_batch * j->m;
     if (j->idx64)
         GATHER_SIZES(int64_t)
     else
@@ -217,7 +220,8 @@ static tide_status gather_strings(tide_kernel_ctx *ctx, const gather_job *j, int
 {
     const tide_tstring *src = (const tide_tstring *)j->src;
     for (int64_t r = 0, o = 0, k = 0; r < rows; r++) {
-        int64_t from = (o * j->limit + tide_op_int_at(tide_kernel_input(ctx, 1), k)) * inner;
+        int64_t ib = o / j->per_batch * j->m;
+        int64_t from = (o * j->limit + tide_op_int_at(tide_kernel_input(ctx, 1), ib + k)) * inner;
         for (int64_t e = 0; e < inner; e++)
             if (set_string(ctx, out, r * inner + e, &src[from + e]) != TIDE_OK)
                 return tide_kernel_status(ctx);
@@ -229,35 +233,35 @@ static tide_status gather_strings(tide_kernel_ctx *ctx, const gather_job *j, int
     return TIDE_OK;
 }
 
-static tide_status gather_compute(tide_kernel_ctx *ctx)
+/* Gather and GatherV2 along axis with batch_dims leading batch dimensions (both as given). */
+static tide_status gather_along(tide_kernel_ctx *ctx, int64_t axis, int64_t batch_dims)
 {
     tide_tensor *params = tide_kernel_input(ctx, 0), *indices = tide_kernel_input(ctx, 1);
     const tide_shape *ps = tide_tensor_shape(params), *is = tide_tensor_shape(indices);
-    int64_t axis = *(const int64_t *)tide_kernel_state(ctx);
-    char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
-    if (ps->rank == 0)
-        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
-                                 "params must be at least 1-dimensional, got a scalar");
-    if (axis < -ps->rank || axis >= ps->rank)
-        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
-                                 "axis %lld is out of range for params of shape %s: expected one in [%d, %d)",
-                                 (long long)axis, SHAPE_STR(ps, a), -ps->rank, ps->rank);
-    if (ps->rank - 1 + is->rank > TIDE_MAX_RANK)
-        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
-                                 "params %s and indices %s give a result of rank %d, more than %d",
-                                 SHAPE_STR(ps, a), SHAPE_STR(is, b), ps->rank - 1 + is->rank, TIDE_MAX_RANK);
-    int ax = (int)(axis < 0 ? axis + ps->rank : axis);
-    int64_t outer = 1, inner = 1;
+    char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX], msg[256];
+    int ax, bd;
+    if (!tide_shape_ops_gather_axes(ps->rank, is->rank, axis, batch_dims, &ax, &bd, msg, sizeof msg))
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s (params %s, indices %s)", msg,
+                                 SHAPE_STR(ps, a), SHAPE_STR(is, b));
+    int64_t outer = 1, inner = 1, batches = 1;
     tide_shape os = {.rank = 0};
-    for (int i = 0; i < ax; i++)
+    for (int i = 0; i < ax; i++) {
+        if (i < bd && ps->dims[i] != is->dims[i])
+            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
+                                     "params %s and indices %s differ in batch dimension %d",
+                                     SHAPE_STR(ps, a), SHAPE_STR(is, b), i);
+        if (i < bd)
+            batches *= ps->dims[i];
         outer *= os.dims[os.rank++] = ps->dims[i];
-    for (int i = 0; i < is->rank; i++)
+    }
+    for (int i = bd; i < is->rank; i++)
         os.dims[os.rank++] = is->dims[i];
     for (int i = ax + 1; i < ps->rank; i++)
         inner *= os.dims[os.rank++] = ps->dims[i];
     gather_job j = {.src = tide_tensor_data(params), .idx = tide_tensor_data(indices),
                     .idx64 = tide_tensor_dtype(indices) == TIDE_INT64,
-                    .m = tide_tensor_num_elements(indices), .limit = ps->dims[ax],
+                    .m = batches ? tide_tensor_num_elements(indices) / batches : 0, .limit = ps->dims[ax],
+                    .per_batch = batches && outer ? outer / batches : 1,
                     .row_bytes = (size_t)inner * tide_dtype_size(tide_tensor_dtype(params))};
     if (gather_check(ctx, indices, j.limit, ax) != TIDE_OK)
         return tide_kernel_status(ctx);
@@ -272,6 +276,18 @@ static tide_status gather_compute(tide_kernel_ctx *ctx)
         return gather_strings(ctx, &j, rows, inner, out);
     tide_kernel_parallel_for(ctx, rows, 2.0 + 0.08 * (double)j.row_bytes, gather_rows, &j);
     return TIDE_OK;
+}
+
+static tide_status gather_compute(tide_kernel_ctx *ctx) { return gather_along(ctx, 0, 0); }
+
+static tide_status gather_v2_compute(tide_kernel_ctx *ctx)
+{
+    tide_status st = need_scalar(ctx, 2, "axis");
+    if (st != TIDE_OK)
+        return st;
+    int64_t batch_dims = 0;
+    tide_attrs_get_int(tide_kernel_attrs(ctx), "batch_dims", &batch_dims);
+    return gather_along(ctx, tide_op_int_at(tide_kernel_input(ctx, 2), 0), batch_dims);
 }
 
 /* ---------------------------------------------------------------- Fill, ZerosLike, OnesLike */
@@ -722,7 +738,8 @@ static tide_status range_compute(tide_kernel_ctx *ctx)
 static void register_shape_kernels(void)
 {
     static const tide_cpu_kernel kernels[] = {
-        {"Gather", gather_compute, axis_init, TIDE_KERNEL_EXPENSIVE},
+        {"Gather", gather_compute, NULL, TIDE_KERNEL_EXPENSIVE},
+        {"GatherV2", gather_v2_compute, NULL, TIDE_KERNEL_EXPENSIVE},
         {"Fill", fill_compute, NULL, 0},
         {"ZerosLike", zeros_like_compute, NULL, 0},
         {"OnesLike", ones_like_compute, NULL, 0},

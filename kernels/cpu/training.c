@@ -91,15 +91,16 @@ typedef void (*apply_loop)(const apply_job *j, int64_t begin, int64_t end);
         }                                                                                   \
     }
 
-/* accum += grad^2; var -= lr * grad / sqrt(accum).   h: lr */
-#define ADAGRAD_LOOP(name, T, SQRT)                                                         \
+/* accum += grad^2 (unless update_slots is false: FROZEN); var -= lr * grad / sqrt(accum).
+ * h: lr */
+#define ADAGRAD_LOOP(name, T, SQRT, FROZEN)                                                 \
     static void name(const apply_job *j, int64_t begin, int64_t end)                        \
     {                                                                                       \
         const T *var = j->old[0], *accum = j->old[1], *g = j->grad;                         \
         T *var_out = j->out[0], *accum_out = j->out[1];                                     \
         const T lr = (T)j->h[0];                                                            \
         BLOCKED(T, SQRT,                                                                    \
-                const T a = accum[at] + g[at] * g[at];                                      \
+                const T a = FROZEN ? accum[at] : accum[at] + g[at] * g[at];                 \
                 accum_out[at] = a;                                                          \
                 root[r] = a;,                                                               \
                 var_out[at] = var[at] - lr * g[at] / root[r];)                              \
@@ -151,8 +152,10 @@ MOMENTUM_LOOP(momentum_f32, float, 0)
 MOMENTUM_LOOP(momentum_f64, double, 0)
 MOMENTUM_LOOP(momentum_nesterov_f32, float, 1)
 MOMENTUM_LOOP(momentum_nesterov_f64, double, 1)
-ADAGRAD_LOOP(adagrad_f32, float, tide_sqrt_f32)
-ADAGRAD_LOOP(adagrad_f64, double, tide_sqrt_f64)
+ADAGRAD_LOOP(adagrad_f32, float, tide_sqrt_f32, 0)
+ADAGRAD_LOOP(adagrad_f64, double, tide_sqrt_f64, 0)
+ADAGRAD_LOOP(adagrad_frozen_f32, float, tide_sqrt_f32, 1)
+ADAGRAD_LOOP(adagrad_frozen_f64, double, tide_sqrt_f64, 1)
 RMSPROP_LOOP(rmsprop_f32, float, tide_sqrt_f32)
 RMSPROP_LOOP(rmsprop_f64, double, tide_sqrt_f64)
 ADAM_LOOP(adam_f32, float, tide_sqrt_f32, 0)
@@ -163,30 +166,35 @@ ADAM_LOOP(adam_nesterov_f64, double, tide_sqrt_f64, 1)
 /* ---------------------------------------------------------------- the ops */
 
 /* An update op: its inputs as in training_ops.c ([0, num_refs) the variable and its slots, `grad`
- * the gradient, the others scalars), its loops by dtype (and use_nesterov), and its cost. */
+ * the gradient, the others scalars), its loops by dtype, the variant's loops chosen by the bool
+ * attr `variant` when it differs from its default (use_nesterov true for Momentum and Adam,
+ * update_slots false for Adagrad), and its cost. */
 typedef struct apply_kind {
     const char *op;
     int num_inputs, num_refs, grad;
     const char *names[10];
-    apply_loop f32, f64, nesterov_f32, nesterov_f64;
+    apply_loop f32, f64, variant_f32, variant_f64;
+    const char *variant;
+    bool variant_default;
     double ns_per_element;
 } apply_kind;
 
 static const apply_kind KINDS[] = {
     {"ApplyGradientDescent", 3, 1, 2, {"var", "alpha", "delta"},
-     gradient_descent_f32, gradient_descent_f64, NULL, NULL, 0.5},
+     gradient_descent_f32, gradient_descent_f64, NULL, NULL, NULL, false, 0.5},
     {"ApplyMomentum", 5, 2, 3, {"var", "accum", "lr", "grad", "momentum"},
-     momentum_f32, momentum_f64, momentum_nesterov_f32, momentum_nesterov_f64, 1.0},
-    {"ApplyAdagrad", 4, 2, 3, {"var", "accum", "lr", "grad"}, adagrad_f32, adagrad_f64, NULL, NULL, 2.0},
+     momentum_f32, momentum_f64, momentum_nesterov_f32, momentum_nesterov_f64, "use_nesterov", false, 1.0},
+    {"ApplyAdagrad", 4, 2, 3, {"var", "accum", "lr", "grad"}, adagrad_f32, adagrad_f64,
+     adagrad_frozen_f32, adagrad_frozen_f64, "update_slots", true, 2.0},
     {"ApplyRMSProp", 8, 3, 7, {"var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"},
-     rmsprop_f32, rmsprop_f64, NULL, NULL, 3.0},
+     rmsprop_f32, rmsprop_f64, NULL, NULL, NULL, false, 3.0},
     {"ApplyAdam", 10, 3, 9,
      {"var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon", "grad"},
-     adam_f32, adam_f64, adam_nesterov_f32, adam_nesterov_f64, 4.0},
+     adam_f32, adam_f64, adam_nesterov_f32, adam_nesterov_f64, "use_nesterov", false, 4.0},
 };
 #define NUM_KINDS (sizeof KINDS / sizeof KINDS[0])
 
-/* Per node: the op and the loop chosen by dtype and use_nesterov. */
+/* Per node: the op and the loop chosen by dtype and the variant attr. */
 typedef struct apply_state {
     const apply_kind *kind;
     apply_loop loop;
@@ -202,14 +210,15 @@ static tide_status apply_init(tide_kernel_ctx *ctx, void **state)
     if (!kind || (dt != TIDE_FLOAT32 && dt != TIDE_FLOAT64))
         return tide_kernel_error(ctx, TIDE_UNIMPLEMENTED, "no cpu kernel for dtype %s",
                                  tide_dtype_name(dt) ? tide_dtype_name(dt) : "invalid");
-    bool nesterov = false;
-    tide_attrs_get_bool(tide_kernel_attrs(ctx), "use_nesterov", &nesterov);
+    bool variant = kind->variant_default;
+    if (kind->variant)
+        tide_attrs_get_bool(tide_kernel_attrs(ctx), kind->variant, &variant);
     apply_state *s = malloc(sizeof *s);
     if (!s)
         return tide_kernel_error(ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory");
     s->kind = kind;
-    if (nesterov && kind->nesterov_f32)
-        s->loop = dt == TIDE_FLOAT32 ? kind->nesterov_f32 : kind->nesterov_f64;
+    if (variant != kind->variant_default)
+        s->loop = dt == TIDE_FLOAT32 ? kind->variant_f32 : kind->variant_f64;
     else
         s->loop = dt == TIDE_FLOAT32 ? kind->f32 : kind->f64;
     *state = s;

@@ -142,16 +142,39 @@ static const gc_case math_cases[] = {
     {"Sin", "matrix", {RANGE("[2, 3]", -3, 3)}, "y = Sin(x0)"},
     {"Cos", "matrix", {RANGE("[2, 3]", -3, 3)}, "y = Cos(x0)"},
     {"Identity", "matrix", {U("[2, 3]")}, "y = Identity(x0)"},
+    {"PlaceholderWithDefault", "its default", {U("[2, 3]")},
+     "y = PlaceholderWithDefault(x0, dtype=float64, shape=[?, 3])"},
     /* float64 -> float32 -> float64: both Casts' gradients; the loss is linear, so a large step
      * costs no accuracy while it keeps float32's rounding small relative to it */
     {"Cast", "float64 to float32 and back", {U("[2, 3]")},
      "f = Cast(x0, DstT=float32)\ny = Cast(f, DstT=float64)", .h = 1e-2, .tol = 1e-5},
     {"Select", "same shapes", {U("[2, 3]"), U("[2, 3]")},
      BOOLS("c", "[2, 3]", "[true, false, true, false, false, true]") "y = Select(c, x0, x1)"},
-    {"Select", "broadcast operands", {U("[2, 3]"), U("[3]")},
-     BOOLS("c", "[2, 1]", "[true, false]") "y = Select(c, x0, x1)"},
-    {"Select", "broadcast condition, unknown batch", {UQ("[2, 3]", "[?, 3]"), U("[]")},
-     BOOLS("c", "[3]", "[false, true, true]") "y = Select(c, x0, x1)"},
+    {"Select", "a vector condition picks rows", {U("[3, 2]"), UQ("[3, 2]", "[?, 2]")},
+     BOOLS("c", "[3]", "[true, false, true]") "y = Select(c, x0, x1)"},
+    {"Select", "scalar condition", {U("[2, 2]"), U("[2, 2]")},
+     BOOLS("c", "[]", "[false]") "y = Select(c, x0, x1)"},
+    {"SelectV2", "same shapes", {U("[2, 3]"), U("[2, 3]")},
+     BOOLS("c", "[2, 3]", "[true, false, true, false, false, true]") "y = SelectV2(c, x0, x1)"},
+    {"SelectV2", "broadcast operands", {U("[2, 3]"), U("[3]")},
+     BOOLS("c", "[2, 1]", "[true, false]") "y = SelectV2(c, x0, x1)"},
+    {"SelectV2", "broadcast condition, unknown batch", {UQ("[2, 3]", "[?, 3]"), U("[]")},
+     BOOLS("c", "[3]", "[false, true, true]") "y = SelectV2(c, x0, x1)"},
+    {"AddV2", "broadcast", {U("[2, 3]"), U("[3]")}, "y = AddV2(x0, x1)"},
+    {"RealDiv", "broadcast", {U("[2, 3]"), AWAY("[3]")}, "y = RealDiv(x0, x1)"},
+    {"RealDiv", "unknown batch", {UQ("[3, 2]", "[?, 2]"), AWAY("[]")}, "y = RealDiv(x0, x1)"},
+    /* remainders: values away from the jumps at integer quotients (x0 / x1 = -3.4, 1.7, -0.6, 2.25...) */
+    {"FloorMod", "broadcast", {VALS("[2, 3]", -6.8, 3.4, -1.2, 4.5, -0.7, 7.3), VALS("[3]", 2, 2, -2)},
+     "y = FloorMod(x0, x1)"},
+    {"Mod", "broadcast", {VALS("[2, 3]", -6.8, 3.4, -1.2, 4.5, -0.7, 7.3), VALS("[3]", 2, 2, -2)},
+     "y = Mod(x0, x1)"},
+    {"TruncateMod", "scalar divisor", {VALS("[4]", -6.8, 3.4, -1.2, 4.5), VALS("[]", -1.6)},
+     "y = TruncateMod(x0, x1)"},
+    {"SquaredDifference", "same shape", {U("[2, 3]"), U("[2, 3]")}, "y = SquaredDifference(x0, x1)"},
+    {"SquaredDifference", "both broadcast", {U("[2, 1]"), UQ("[1, 3]", "[?, 3]")},
+     "y = SquaredDifference(x0, x1)"},
+    {"Reciprocal", "away from 0", {AWAY("[2, 3]")}, "y = Reciprocal(x0)"},
+    {"Inv", "away from 0", {AWAY("[3]")}, "y = Inv(x0)"},
 };
 
 /* ---------------------------------------------------------------- array and shape ops */
@@ -172,19 +195,23 @@ static const gc_case array_cases[] = {
     {"Transpose", "perm fed at run time", {U("[2, 3, 2]"), IDX("[3]", 1, 2, 0)}, "y = Transpose(x0, x1)"},
     {"Transpose", "unknown batch, int64 perm", {UQ("[3, 2]", "[?, 2]")},
      I64("p", "[2]", "[1, 0]") "y = Transpose(x0, p)"},
-    {"Concat", "axis 0", {U("[2, 3]"), U("[1, 3]")}, I32("a", "[]", "[0]") "y = Concat([x0, x1], a)"},
-    {"Concat", "axis 1, three values", {U("[2, 1]"), U("[2, 3]"), U("[2, 2]")},
-     I32("a", "[]", "[1]") "y = Concat([x0, x1, x2], a)"},
-    {"Concat", "axis -1", {U("[2, 2]"), U("[2, 1]")}, I32("a", "[]", "[-1]") "y = Concat([x0, x1], a)"},
-    {"Concat", "unknown batch, known sizes on the axis", {UQ("[3, 2]", "[?, 2]"), UQ("[3, 1]", "[?, 1]")},
-     I32("a", "[]", "[1]") "y = Concat([x0, x1], a)"},
-    {"Concat", "unknown sizes on the axis", {UQ("[2, 2]", "[?, 2]"), UQ("[1, 2]", "[?, 2]")},
-     I32("a", "[]", "[0]") "y = Concat([x0, x1], a)"},
-    {"Concat", "axis fed at run time", {U("[2, 2]"), U("[2, 3]"), IDX("[]", 1)}, "y = Concat([x0, x1], x2)"},
-    {"Concat", "int64 axis fed at run time", {U("[1, 2]"), U("[2, 2]"), IDX64("[]", 0)},
-     "y = Concat([x0, x1], x2)"},
-    {"Concat", "one value", {U("[2, 2]")}, I32("a", "[]", "[0]") "y = Concat([x0], a)"},
-    {"Concat", "one input twice", {U("[2]"), U("[1]")}, I32("a", "[]", "[0]") "y = Concat([x0, x1, x0], a)"},
+    {"ConcatV2", "axis 0", {U("[2, 3]"), U("[1, 3]")}, I32("a", "[]", "[0]") "y = ConcatV2([x0, x1], a)"},
+    {"ConcatV2", "axis 1, three values", {U("[2, 1]"), U("[2, 3]"), U("[2, 2]")},
+     I32("a", "[]", "[1]") "y = ConcatV2([x0, x1, x2], a)"},
+    {"ConcatV2", "axis -1", {U("[2, 2]"), U("[2, 1]")}, I32("a", "[]", "[-1]") "y = ConcatV2([x0, x1], a)"},
+    {"ConcatV2", "unknown batch, known sizes on the axis", {UQ("[3, 2]", "[?, 2]"), UQ("[3, 1]", "[?, 1]")},
+     I32("a", "[]", "[1]") "y = ConcatV2([x0, x1], a)"},
+    {"ConcatV2", "unknown sizes on the axis", {UQ("[2, 2]", "[?, 2]"), UQ("[1, 2]", "[?, 2]")},
+     I32("a", "[]", "[0]") "y = ConcatV2([x0, x1], a)"},
+    {"ConcatV2", "axis fed at run time", {U("[2, 2]"), U("[2, 3]"), IDX("[]", 1)}, "y = ConcatV2([x0, x1], x2)"},
+    {"ConcatV2", "int64 axis fed at run time", {U("[1, 2]"), U("[2, 2]"), IDX64("[]", 0)},
+     "y = ConcatV2([x0, x1], x2)"},
+    {"ConcatV2", "one value", {U("[2, 2]")}, I32("a", "[]", "[0]") "y = ConcatV2([x0], a)"},
+    {"ConcatV2", "one input twice", {U("[2]"), U("[1]")}, I32("a", "[]", "[0]") "y = ConcatV2([x0, x1, x0], a)"},
+    {"Concat", "legacy: axis first", {U("[2, 3]"), U("[2, 1]")},
+     I32("a", "[]", "[1]") "y = Concat(a, [x0, x1])"},
+    {"Concat", "legacy: axis fed at run time", {IDX("[]", 0), U("[1, 2]"), UQ("[2, 2]", "[?, 2]")},
+     "y = Concat(x0, [x1, x2])"},
     {"Split", "three pieces on axis 1", {U("[2, 6]")}, I32("a", "[]", "[1]") "y = Split(a, x0, num_split=3)"},
     {"Split", "loss on one piece only", {U("[4, 3]")}, I32("a", "[]", "[0]") "y = Split(a, x0, num_split=2)",
      .outputs = 0x2},
@@ -235,9 +262,12 @@ static const gc_case array_cases[] = {
      "y = PadV2(x0, p, v)"},
     {"Gather", "axis 0 with repeats", {U("[4, 3]")}, I32("i", "[3]", "[2, 0, 2]") "y = Gather(x0, i)"},
     {"Gather", "indices of rank 2", {U("[3, 2]")}, I32("i", "[2, 2]", "[0, 2, 1, 0]") "y = Gather(x0, i)"},
-    {"Gather", "axis 1", {U("[2, 4, 3]")}, I32("i", "[3]", "[3, 3, 0]") "y = Gather(x0, i, axis=1)"},
-    {"Gather", "axis -1, indices of rank 2", {U("[2, 3]")}, I64("i", "[2, 2]", "[2, 0, 1, 1]")
-     "y = Gather(x0, i, axis=-1)"},
+    {"GatherV2", "axis 1", {U("[2, 4, 3]")}, I32("i", "[3]", "[3, 3, 0]") I32("a", "[]", "[1]")
+     "y = GatherV2(x0, i, a)"},
+    {"GatherV2", "axis -1, indices of rank 2", {U("[2, 3]")}, I64("i", "[2, 2]", "[2, 0, 1, 1]")
+     I64("a", "[]", "[-1]") "y = GatherV2(x0, i, a)"},
+    {"GatherV2", "axis 0, unknown rows", {UQ("[4, 2]", "[?, 2]")}, I32("i", "[3]", "[1, 3, 1]")
+     I32("a", "[]", "[0]") "y = GatherV2(x0, i, a)"},
     {"Gather", "unknown rows", {UQ("[4, 2]", "[?, 2]")}, I32("i", "[3]", "[1, 3, 1]") "y = Gather(x0, i)"},
     {"Gather", "indices fed at run time", {U("[3, 2]"), IDX("[4]", 2, 2, 1, 0)}, "y = Gather(x0, x1)"},
     {"BroadcastTo", "vector to matrix", {U("[3]")}, I32("s", "[2]", "[2, 3]") "y = BroadcastTo(x0, s)"},
@@ -349,6 +379,12 @@ static const gc_case nn_cases[] = {
     {"FusedBatchNorm", "training, rank 4", {RANGE("[2, 2, 2, 2]", -2, 2), RANGE("[2]", 0.5, 1.5), U("[2]")},
      F64("m", "[0]", "[]") F64("v", "[0]", "[]") "y = FusedBatchNorm(x0, x1, x2, m, v, epsilon=0.01)",
      .outputs = 0x1},
+    {"FusedBatchNormV2", "training, rank 4", {RANGE("[2, 2, 2, 2]", -2, 2), RANGE("[2]", 0.5, 1.5), U("[2]")},
+     F64("m", "[0]", "[]") F64("v", "[0]", "[]") "y = FusedBatchNormV2(x0, x1, x2, m, v, epsilon=0.01)",
+     .outputs = 0x1},
+    {"FusedBatchNormV3", "training, rank 5", {RANGE("[2, 1, 2, 2, 2]", -2, 2), RANGE("[2]", 0.5, 1.5), U("[2]")},
+     F64("m", "[0]", "[]") F64("v", "[0]", "[]")
+     "y = FusedBatchNormV3(x0, x1, x2, m, v, epsilon=0.01, data_format=\"NDHWC\")", .outputs = 0x1},
     /* second order: the gradient ops; features and Elu's outputs away from the kinks (0, and 6) */
     {"ReluGrad", "features away from 0", {U("[2, 4]"), AWAY("[2, 4]")}, "y = ReluGrad(x0, x1)"},
     {"ReluGrad", "unknown batch",
@@ -385,6 +421,9 @@ static const gc_case conv_cases[] = {
      "y = Conv2D(x0, x1, strides=[1, 1, 1, 1], padding=\"VALID\", dilations=[1, 2, 2, 1])"},
     {"Conv2D", "unknown batch", {UQ("[2, 3, 3, 1]", "[?, 3, 3, 1]"), U("[2, 2, 1, 2]")},
      "y = Conv2D(x0, x1, strides=[1, 1, 1, 1], padding=\"SAME\")"},
+    {"Conv2D", "EXPLICIT padding, stride 2", {U("[1, 4, 5, 2]"), U("[3, 2, 2, 2]")},
+     "y = Conv2D(x0, x1, strides=[1, 2, 1, 1], padding=\"EXPLICIT\", "
+     "explicit_paddings=[0, 0, 2, 1, 0, 3, 0, 0], use_cudnn_on_gpu=false)"},
     {"Conv2DBackpropInput", "SAME, stride 1", {U("[3, 3, 2, 2]"), U("[1, 4, 4, 2]")},
      I32("s", "[4]", "[1, 4, 4, 2]")
      "y = Conv2DBackpropInput(s, x0, x1, strides=[1, 1, 1, 1], padding=\"SAME\")"},
@@ -1056,7 +1095,8 @@ static void test_gradients_are_lean(void)
     CU_ASSERT_EQUAL(count_new(g, before, "Shape"), 0);
     tide_graph_free(g);
     g = differentiate("x = Placeholder(dtype=float32, shape=[4, 3])\n" I32("i", "[2]", "[3, 1]")
-                      I32("p", "[2]", "[1, 0]") "t = Transpose(x, p)\ny = Gather(t, i, axis=1)", x, 1, &before);
+                      I32("p", "[2]", "[1, 0]") I32("a", "[]", "[1]")
+                      "t = Transpose(x, p)\ny = GatherV2(t, i, a)", x, 1, &before);
     CU_ASSERT_EQUAL(count_new(g, before, "InvertPermutation"), 0); /* a constant perm is inverted here */
     CU_ASSERT_EQUAL(count_new(g, before, "UnsortedSegmentSum"), 1);
     tide_graph_free(g);
@@ -1080,6 +1120,19 @@ static void test_gradient_errors(void)
     tide_output z = {tide_graph_node(g, "z"), 0}, c = {tide_graph_node(g, "c"), 0};
     CU_ASSERT_EQUAL(tide_gradients(g, &z, 1, &c, 1, NULL, &d, err), TIDE_UNIMPLEMENTED);
     CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "complex"));
+    /* GatherV2: an axis known only at run time, batch dims */
+    CU_ASSERT_EQUAL_FATAL(tide_graph_extend_text(g, "p = Placeholder(dtype=float64, shape=[2, 3])\n"
+                                                 "i = Placeholder(dtype=int32, shape=[2, 2])\n"
+                                                 "a = Placeholder(dtype=int32, shape=[])\n"
+                                                 "g1 = GatherV2(p, i, a)\n"
+                                                 "one = Const(value=tensor(int32, [], [1]), dtype=int32)\n"
+                                                 "g2 = GatherV2(p, i, one, batch_dims=1)", err), TIDE_OK);
+    tide_output p = {tide_graph_node(g, "p"), 0}, g1 = {tide_graph_node(g, "g1"), 0};
+    tide_output g2 = {tide_graph_node(g, "g2"), 0};
+    CU_ASSERT_EQUAL(tide_gradients(g, &g1, 1, &p, 1, NULL, &d, err), TIDE_UNIMPLEMENTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "needs its axis as a constant"));
+    CU_ASSERT_EQUAL(tide_gradients(g, &g2, 1, &p, 1, NULL, &d, err), TIDE_UNIMPLEMENTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "batch_dims 1 is not implemented"));
     tide_graph_free(g);
     tide_error_free(err);
 }

@@ -381,9 +381,15 @@ static void test_op_info(void)
             found += info.attrs[i].type == TIDE_ATTR_BOOL && info.attrs[i].has_default && !info.attrs[i].inferred;
     }
     CU_ASSERT_EQUAL(found, 2);
-    CU_ASSERT_TRUE_FATAL(tide_registry_op_info("Concat", &info));
+    CU_ASSERT_TRUE_FATAL(tide_registry_op_info("ConcatV2", &info));
     CU_ASSERT_STRING_EQUAL(info.inputs[0].number_attr, "N");
     CU_ASSERT_EQUAL(info.inputs[1].dtype, TIDE_INVALID_DTYPE);
+    CU_ASSERT_TRUE(info.in_tensorflow);
+    CU_ASSERT_STRING_EQUAL(info.alias, "concat");
+    CU_ASSERT_TRUE_FATAL(tide_registry_op_info("Concat", &info)); /* the legacy one: axis first */
+    CU_ASSERT_EQUAL(info.inputs[0].dtype, TIDE_INT32);
+    CU_ASSERT_STRING_EQUAL(info.inputs[1].number_attr, "N");
+    CU_ASSERT_PTR_NULL(info.alias);
     CU_ASSERT_TRUE_FATAL(tide_registry_op_info("Rank", &info));
     CU_ASSERT_EQUAL(info.outputs[0].dtype, TIDE_INT32);
     CU_ASSERT_TRUE_FATAL(tide_registry_op_info("Assign", &info));

@@ -6,7 +6,7 @@
  *  - A generator of random VALID graphs (seeded, deterministic: its own PRNG, and the same draws
  *    whatever the device count): 5-60 stateless float32 nodes (Const, Placeholder, Add/Sub/Mul with
  *    a scalar broadcast, MatMul, Relu, Tanh, Sigmoid, Neg, Square, Exp of bounded values, Sum/Mean
- *    over an axis, Concat, Transpose, Reshape, AddN, Identity) whose shapes and magnitudes it tracks,
+ *    over an axis, ConcatV2, Transpose, Reshape, AddN, Identity) whose shapes and magnitudes it tracks,
  *    fan-out, control edges, device requests (/cpu:K, /device:cpu:*, none) and a NoOp target.
  *    Some unary nodes get a twin (same op, input and request) for the plan's CSE pass to merge.
  *  - Each graph is run on one CPU device (the reference) and on 2, 3 and 4 devices under the greedy,
@@ -387,7 +387,7 @@ static gtensor *make_concat(gen *G)
     }
     int32_t ax = axis;
     tide_node *axn = int_const(G, &ax, -1);
-    tide_node_builder *b = builder(G, "Concat");
+    tide_node_builder *b = builder(G, "ConcatV2");
     tide_node_builder_add_input_list(b, ins, n);
     tide_node_builder_add_input(b, (tide_output){axn, 0});
     int64_t dims[2] = {a->dims[0], a->dims[1]};
@@ -962,7 +962,7 @@ static void test_random_graphs(void)
 static void test_generator(void)
 {
     int seen_ops = 0;
-    static const char *ops[] = {"MatMul", "Concat", "Transpose", "Reshape", "Sum", "Mean", "AddN", "Exp",
+    static const char *ops[] = {"MatMul", "ConcatV2", "Transpose", "Reshape", "Sum", "Mean", "AddN", "Exp",
                                 "Placeholder", "NoOp"};
     tide_engine *one = make_engine(1, 1, TIDE_PLACEMENT_GREEDY, 0);
     for (uint64_t seed = 1; seed <= 60; seed++) {

@@ -167,7 +167,8 @@ static int step_scalars(int kind, int t, double *h)
     return 0;
 }
 
-/* One step of TensorFlow's documented update for element i. s[0] is the variable, s[1], s[2] slots. */
+/* One step of TensorFlow's documented update for element i. s[0] is the variable, s[1], s[2] slots.
+ * variant: use_nesterov for Momentum and Adam, update_slots false for Adagrad. */
 static void reference_step(int kind, bool nesterov, double *s[3], const double *g, int64_t n, const double *h)
 {
     for (int64_t i = 0; i < n; i++) {
@@ -182,7 +183,8 @@ static void reference_step(int kind, bool nesterov, double *s[3], const double *
         }
         case ADAGRAD: {
             double *accum = &s[1][i];
-            *accum += gi * gi;
+            if (!nesterov) /* update_slots false leaves the accumulator as it is */
+                *accum += gi * gi;
             *var -= h[0] * gi / sqrt(*accum);
             break;
         }
@@ -266,8 +268,9 @@ static void apply_graph_build(apply_graph *a, int kind, tide_dtype dt, bool nest
     }
     tide_node_builder *b = tide_node_builder_new(a->g, k->op, "apply");
     tide_node_builder_add_inputs_flat(b, in, k->num_inputs);
-    if (nesterov)
-        tide_attrs_set_bool(tide_node_builder_attrs(b), "use_nesterov", true);
+    if (nesterov) /* the variant: Adagrad's is update_slots false */
+        tide_attrs_set_bool(tide_node_builder_attrs(b), kind == ADAGRAD ? "update_slots" : "use_nesterov",
+                            kind != ADAGRAD);
     a->apply = gu_finish(b);
     CU_ASSERT_PTR_NOT_NULL_FATAL(a->apply);
     a->init = init_op(a->g);
@@ -344,7 +347,7 @@ static void test_apply_ops_match_reference(void)
     for (int d = 0; d < 2; d++)
         for (int kind = 0; kind < NUM_KINDS; kind++) {
             check_apply(kind, dts[d], false, 2, TH_DIMS(3, 5), 4);
-            if (kind == MOMENTUM || kind == ADAM)
+            if (kind == MOMENTUM || kind == ADAM || kind == ADAGRAD)
                 check_apply(kind, dts[d], true, 2, TH_DIMS(3, 5), 4);
         }
 }

@@ -532,13 +532,17 @@ static void check_concat(tide_tensor *const *xs, int n, int64_t axis, tide_dtype
     tide_tensor *in[17];
     memcpy(in, xs, (size_t)n * sizeof *in);
     in[n] = iscalar(adt, axis);
-    tide_tensor *got = th_run1("Concat", in, n + 1, NULL);
+    tide_tensor *got = th_run1("ConcatV2", in, n + 1, NULL);
+    TH_ASSERT_CLOSE(got, want, 0, 0);
+    tide_tensor_release(got);
+    /* the legacy Concat: the same values with an int32 axis first */
+    tide_tensor *legacy[17] = {iscalar(TIDE_INT32, axis)};
+    memcpy(legacy + 1, xs, (size_t)n * sizeof *in);
+    got = th_run1("Concat", legacy, n + 1, NULL);
     TH_ASSERT_CLOSE(got, want, 0, 0);
     free(idx);
     free(which);
-    tide_tensor_release(in[n]);
-    tide_tensor_release(want);
-    tide_tensor_release(got);
+    release_all((tide_tensor *[]){in[n], legacy[0], want, got}, 4);
 }
 
 static void test_concat(void)
@@ -570,7 +574,7 @@ static void test_concat_special(void)
     /* N = 1: the input itself */
     tide_tensor *x = seq(TIDE_FLOAT32, 2, TH_DIMS(2, 3));
     tide_tensor *in[2] = {x, iscalar(TIDE_INT32, 1)};
-    tide_tensor *got = th_run1("Concat", in, 2, NULL);
+    tide_tensor *got = th_run1("ConcatV2", in, 2, NULL);
     CU_ASSERT(got == x);
     release_all((tide_tensor *[]){got, in[1], x}, 3);
     /* empty pieces and an empty result */
@@ -607,30 +611,54 @@ static void test_concat_errors(void)
 {
     tide_tensor *in[3] = {seq(TIDE_FLOAT32, 2, TH_DIMS(2, 3)), seq(TIDE_FLOAT32, 2, TH_DIMS(2, 4)),
                           iscalar(TIDE_INT32, 0)};
-    FAILS_BOTH("Concat", in, 3, 0, 2, NULL, TIDE_INVALID_ARGUMENT,
+    FAILS_BOTH("ConcatV2", in, 3, 0, 2, NULL, TIDE_INVALID_ARGUMENT,
                "input 1 has shape [2, 4], which does not match input 0's shape [2, 3] in dimension 1");
     tide_tensor_release(in[2]);
     in[2] = iscalar(TIDE_INT64, 2);
-    FAILS_BOTH("Concat", in, 3, 0, 2, NULL, TIDE_OUT_OF_RANGE, "axis 2 is out of range [-2, 2)");
+    FAILS_BOTH("ConcatV2", in, 3, 0, 2, NULL, TIDE_OUT_OF_RANGE, "axis 2 is out of range [-2, 2)");
     tide_tensor_release(in[2]);
     in[2] = iscalar(TIDE_INT32, -3);
-    TH_ASSERT_FAILS("Concat", in, 3, NULL, TIDE_OUT_OF_RANGE, "axis -3 is out of range");
+    TH_ASSERT_FAILS("ConcatV2", in, 3, NULL, TIDE_OUT_OF_RANGE, "axis -3 is out of range");
     tide_tensor_release(in[2]);
     in[2] = ivec(TIDE_INT32, 1, TH_DIMS(1));
-    FAILS_BOTH("Concat", in, 3, 0, 2, NULL, TIDE_INVALID_ARGUMENT, "axis must be a scalar");
+    FAILS_BOTH("ConcatV2", in, 3, 0, 2, NULL, TIDE_INVALID_ARGUMENT, "axis must be a scalar");
     tide_tensor_release(in[2]);
     tide_tensor_release(in[1]);
     in[1] = seq(TIDE_FLOAT32, 3, TH_DIMS(2, 3, 1));
     in[2] = iscalar(TIDE_INT32, 0);
-    FAILS_BOTH("Concat", in, 3, 0, 2, NULL, TIDE_INVALID_ARGUMENT,
+    FAILS_BOTH("ConcatV2", in, 3, 0, 2, NULL, TIDE_INVALID_ARGUMENT,
                "input 1 has shape [2, 3, 1], of rank 3, but input 0 has shape [2, 3], of rank 2");
     tide_tensor_release(in[1]);
     in[1] = seq(TIDE_INT32, 2, TH_DIMS(2, 3));
-    TH_ASSERT_FAILS("Concat", in, 3, NULL, TIDE_INVALID_ARGUMENT, "has dtype int32");
+    TH_ASSERT_FAILS("ConcatV2", in, 3, NULL, TIDE_INVALID_ARGUMENT, "has dtype int32");
     release_all(in, 3);
     tide_tensor *s[3] = {scalar_of(TIDE_FLOAT32, 1), scalar_of(TIDE_FLOAT32, 2), iscalar(TIDE_INT32, 0)};
-    FAILS_BOTH("Concat", s, 3, 0, 2, NULL, TIDE_INVALID_ARGUMENT, "cannot concatenate scalars");
+    FAILS_BOTH("ConcatV2", s, 3, 0, 2, NULL, TIDE_INVALID_ARGUMENT, "cannot concatenate scalars");
     release_all(s, 3);
+}
+
+/* The legacy Concat reads its axis from input 0, which must be an int32 scalar; its messages name
+ * the inputs by their place in the node (the values from 1 on). */
+static void test_concat_legacy_errors(void)
+{
+    tide_tensor *in[3] = {iscalar(TIDE_INT32, 0), seq(TIDE_FLOAT32, 2, TH_DIMS(2, 3)),
+                          seq(TIDE_FLOAT32, 2, TH_DIMS(2, 4))};
+    FAILS_BOTH("Concat", in, 3, 1, 2, NULL, TIDE_INVALID_ARGUMENT,
+               "input 2 has shape [2, 4], which does not match input 1's shape [2, 3] in dimension 1");
+    tide_tensor_release(in[0]);
+    in[0] = iscalar(TIDE_INT32, 2);
+    FAILS_BOTH("Concat", in, 3, 1, 2, NULL, TIDE_OUT_OF_RANGE, "axis 2 is out of range [-2, 2)");
+    tide_tensor_release(in[0]);
+    in[0] = ivec(TIDE_INT32, 1, TH_DIMS(1));
+    FAILS_BOTH("Concat", in, 3, 1, 2, NULL, TIDE_INVALID_ARGUMENT, "concat_dim must be a scalar");
+    tide_tensor_release(in[0]);
+    in[0] = iscalar(TIDE_INT64, 1); /* int32 only, as TensorFlow's */
+    TH_ASSERT_FAILS("Concat", in, 3, NULL, TIDE_INVALID_ARGUMENT, "int64");
+    tide_tensor_release(in[0]);
+    /* the ConcatV2 order given to the legacy op is refused, not misread */
+    tide_tensor *v2_order[3] = {in[1], in[2], iscalar(TIDE_INT32, 1)};
+    TH_ASSERT_FAILS("Concat", v2_order, 3, NULL, TIDE_INVALID_ARGUMENT, "float32");
+    release_all((tide_tensor *[]){in[1], in[2], v2_order[2]}, 3);
 }
 
 /* ---------------------------------------------------------------- Split */
@@ -1511,10 +1539,10 @@ static void test_empty_huge_dims(void)
     release_all(in + 1, 3);
     tide_attrs_free(a);
     tide_tensor *c[3] = {x, x, iscalar(TIDE_INT32, 0)};
-    run_shape("Concat", c, 3, NULL, 2, TH_DIMS(0, H));
+    run_shape("ConcatV2", c, 3, NULL, 2, TH_DIMS(0, H));
     tide_tensor_release(c[2]);
     c[2] = iscalar(TIDE_INT32, 1); /* [0, 2^63]: too big */
-    FAILS_BOTH("Concat", c, 3, 0, 2, NULL, TIDE_INVALID_ARGUMENT, "overflows");
+    FAILS_BOTH("ConcatV2", c, 3, 0, 2, NULL, TIDE_INVALID_ARGUMENT, "overflows");
     tide_tensor_release(c[2]);
     tide_tensor *big[3] = {x, x, x};
     a = attr1("axis", 2);
@@ -1582,13 +1610,13 @@ static void test_shape_inference(void)
     /* Concat */
     tide_shape a2q = shp(2, TH_DIMS(2, -1));
     tide_node *pa = placeholder(g, TIDE_FLOAT32, &a2q);
-    n = op_node(g, "Concat", (tide_node *[]){p, pa, constant(g, iscalar(TIDE_INT32, 0))}, 3, 0, 2, NULL);
+    n = op_node(g, "ConcatV2", (tide_node *[]){p, pa, constant(g, iscalar(TIDE_INT32, 0))}, 3, 0, 2, NULL);
     NODE_SHAPE(n, 0, 2, -1, 3);
-    n = op_node(g, "Concat", (tide_node *[]){k, pa, constant(g, iscalar(TIDE_INT64, -1))}, 3, 0, 2, NULL);
+    n = op_node(g, "ConcatV2", (tide_node *[]){k, pa, constant(g, iscalar(TIDE_INT64, -1))}, 3, 0, 2, NULL);
     NODE_SHAPE(n, 0, 2, 2, -1);
-    n = op_node(g, "Concat", (tide_node *[]){k, k, constant(g, iscalar(TIDE_INT32, 1))}, 3, 0, 2, NULL);
+    n = op_node(g, "ConcatV2", (tide_node *[]){k, k, constant(g, iscalar(TIDE_INT32, 1))}, 3, 0, 2, NULL);
     NODE_SHAPE(n, 0, 2, 2, 6);
-    n = op_node(g, "Concat", (tide_node *[]){k, u, vi}, 3, 0, 2, NULL);
+    n = op_node(g, "ConcatV2", (tide_node *[]){k, u, vi}, 3, 0, 2, NULL);
     NODE_SHAPE(n, 0, 2, -1, -1);
     /* Split */
     tide_shape q6 = shp(2, TH_DIMS(-1, 6));
@@ -1672,7 +1700,7 @@ static void test_shape_inference_errors(void)
         int n, lf, ll;
         const char *needle;
     } cases[] = {
-        {"Concat", {k, q, constant(g, iscalar(TIDE_INT32, 0))}, 3, 0, 2, "input 1 has shape [?, 4], which does not match input 0's shape [2, 3] in dimension 1"},
+        {"ConcatV2", {k, q, constant(g, iscalar(TIDE_INT32, 0))}, 3, 0, 2, "input 1 has shape [?, 4], which does not match input 0's shape [2, 3] in dimension 1"},
         {"Reshape", {k, constant(g, ivec(TIDE_INT32, 1, TH_DIMS(4)))}, 2, -1, 0, "(6 elements) into shape [4]"},
         {"Transpose", {k, constant(g, ivec(TIDE_INT32, 2, TH_DIMS(0, 0)))}, 2, -1, 0, "is not a permutation"},
         {"Slice", {k, constant(g, ivec(TIDE_INT32, 2, TH_DIMS(1, 0))), constant(g, ivec(TIDE_INT32, 2, TH_DIMS(2, 1)))}, 3, -1, 0, "goes past the end"},
@@ -1716,6 +1744,7 @@ int main(void)
         TH_TEST(test_concat_special),
         TH_TEST(test_concat_large),
         TH_TEST(test_concat_errors),
+        TH_TEST(test_concat_legacy_errors),
         TH_TEST(test_split),
         TH_TEST(test_split_errors),
         TH_TEST(test_slice),

@@ -76,10 +76,15 @@ static void assert_close(tide_tensor *got, tide_dtype dt, const int64_t d[4], co
 
 /* ---------------------------------------------------------------- reference convolution */
 
-/* TensorFlow's output size and leading padding along one dimension, restated for the tests. */
-static int64_t tf_out(int64_t in, int64_t k, int64_t s, int64_t d, bool same, int64_t *pad)
+/* TensorFlow's output size and leading padding along one dimension, restated for the tests; ex is
+ * NULL, or EXPLICIT padding's [before, after]. */
+static int64_t tf_out(int64_t in, int64_t k, int64_t s, int64_t d, bool same, const int64_t *ex, int64_t *pad)
 {
     int64_t span = d * (k - 1) + 1;
+    if (ex) {
+        *pad = ex[0];
+        return (in + ex[0] + ex[1] - span) / s + 1;
+    }
     int64_t out = same ? (in + s - 1) / s : (in - span) / s + 1;
     int64_t total = (out - 1) * s + span - in;
     *pad = same && total > 0 ? total / 2 : 0;
@@ -90,7 +95,13 @@ typedef struct conv_case {
     int64_t n, h, w, cin, kh, kw, cout;
     int64_t sh, sw, dh, dw;
     bool same;
+    bool explicit_pad;  /* padding 'EXPLICIT' by pads (top, bottom, left, right) */
+    int64_t pads[4];
 } conv_case;
+
+#define CASE_PADS(c, dim) ((c)->explicit_pad ? &(c)->pads[(dim) * 2] : NULL)
+/* The case tables give the padding fields only for EXPLICIT cases. */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 /* The three tensors of a case: x [n, h, w, cin], f [kh, kw, cin, cout], dy [n, oh, ow, cout]. */
 typedef struct conv_ref {
@@ -121,8 +132,8 @@ typedef struct conv_ref {
 static conv_ref reference(const conv_case *c, const double *x, const double *f, const double *dy)
 {
     conv_ref r = {.xd = {c->n, c->h, c->w, c->cin}, .fd = {c->kh, c->kw, c->cin, c->cout}};
-    int64_t oh = tf_out(c->h, c->kh, c->sh, c->dh, c->same, &r.pad_h);
-    int64_t ow = tf_out(c->w, c->kw, c->sw, c->dw, c->same, &r.pad_w);
+    int64_t oh = tf_out(c->h, c->kh, c->sh, c->dh, c->same, CASE_PADS(c, 0), &r.pad_h);
+    int64_t ow = tf_out(c->w, c->kw, c->sw, c->dw, c->same, CASE_PADS(c, 1), &r.pad_w);
     memcpy(r.yd, (int64_t[4]){c->n, oh, ow, c->cout}, sizeof r.yd);
     r.y = calloc((size_t)count4(r.yd) + 1, sizeof(double));
     r.dx = calloc((size_t)count4(r.xd) + 1, sizeof(double));
@@ -150,12 +161,16 @@ static void check_case(const conv_case *c, tide_dtype dt)
     double *x, *f, *dy;
     int64_t pad;
     const int64_t xd[4] = {c->n, c->h, c->w, c->cin}, fd[4] = {c->kh, c->kw, c->cin, c->cout};
-    const int64_t yd[4] = {c->n, tf_out(c->h, c->kh, c->sh, c->dh, c->same, &pad),
-                           tf_out(c->w, c->kw, c->sw, c->dw, c->same, &pad), c->cout};
+    const int64_t yd[4] = {c->n, tf_out(c->h, c->kh, c->sh, c->dh, c->same, CASE_PADS(c, 0), &pad),
+                           tf_out(c->w, c->kw, c->sw, c->dw, c->same, CASE_PADS(c, 1), &pad), c->cout};
     tide_tensor *tx = random4(dt, xd, &x), *tf = random4(dt, fd, &f), *tdy = random4(dt, yd, &dy);
     tide_tensor *txs = sizes4(xd), *tfs = sizes4(fd);
     conv_ref r = reference(c, x, f, dy);
-    tide_attrs *a = conv_attrs(c->sh, c->sw, c->dh, c->dw, c->same ? "SAME" : "VALID");
+    tide_attrs *a = conv_attrs(c->sh, c->sw, c->dh, c->dw,
+                               c->explicit_pad ? "EXPLICIT" : c->same ? "SAME" : "VALID");
+    if (c->explicit_pad)
+        tide_attrs_set_int_list(a, "explicit_paddings", (const int64_t[]){0, 0, c->pads[0], c->pads[1],
+                                                                          c->pads[2], c->pads[3], 0, 0}, 8);
 
     tide_tensor *y = th_run1("Conv2D", (tide_tensor *[]){tx, tf}, 2, a);
     assert_close(y, dt, r.yd, r.y, c->kh * c->kw * c->cin);
@@ -246,6 +261,35 @@ static void test_conv_dilations(void)
     check_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
+/* padding 'EXPLICIT': zeros added as explicit_paddings says, unevenly, larger than the filter,
+ * with strides and dilations; use_cudnn_on_gpu (in every TensorFlow GraphDef) changes nothing. */
+static void test_conv_explicit_padding(void)
+{
+    static const conv_case cases[] = {
+        {2, 7, 6, 3, 3, 3, 5, 1, 1, 1, 1, false, true, {1, 2, 0, 3}},
+        {2, 7, 6, 3, 3, 3, 5, 2, 2, 1, 1, false, true, {0, 0, 0, 0}},  /* as VALID */
+        {1, 5, 5, 2, 3, 2, 4, 1, 1, 1, 1, false, true, {4, 0, 3, 5}},  /* padding past the filter */
+        {2, 9, 8, 3, 3, 3, 5, 2, 1, 2, 2, false, true, {2, 1, 1, 2}},  /* stride and dilation */
+        {1, 2, 2, 1, 4, 4, 17, 1, 1, 1, 1, false, true, {1, 1, 2, 0}}, /* a filter larger than the input */
+    };
+    check_cases(cases, sizeof cases / sizeof cases[0]);
+    /* the 3x3 input 1..9 padded by one row above and one column on the right, 2x2 filter of ones */
+    const double xv[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, fv[4] = {1, 1, 1, 1};
+    const double want[9] = {3, 5, 3, 12, 16, 9, 24, 28, 15};
+    tide_tensor *x = th_from_doubles(TIDE_FLOAT64, 4, TH_DIMS(1, 3, 3, 1), xv, 0);
+    tide_tensor *f = th_from_doubles(TIDE_FLOAT64, 4, TH_DIMS(2, 2, 1, 1), fv, 0);
+    tide_tensor *w = th_from_doubles(TIDE_FLOAT64, 4, TH_DIMS(1, 3, 3, 1), want, 0);
+    tide_attrs *a = conv_attrs(1, 1, 1, 1, "EXPLICIT");
+    tide_attrs_set_int_list(a, "explicit_paddings", (const int64_t[]){0, 0, 1, 0, 0, 1, 0, 0}, 8);
+    tide_attrs_set_bool(a, "use_cudnn_on_gpu", false);
+    tide_tensor *y = th_run1("Conv2D", (tide_tensor *[]){x, f}, 2, a);
+    TH_ASSERT_CLOSE(y, w, 0, 0);
+    tide_tensor *all[] = {x, f, w, y};
+    for (int i = 0; i < 4; i++)
+        tide_tensor_release(all[i]);
+    tide_attrs_free(a);
+}
+
 /* The first layer of the tutorial CNN: one input channel, 5x5 filters, 32 outputs; batch 1 (the
  * image split into row tiles over the threads) and 3. */
 static void test_conv_single_input_channel(void)
@@ -321,7 +365,22 @@ static void test_conv_bad_attrs(void)
     a = conv_attrs(1, 1, 1, 1, "SAME");
     tide_attrs_set_string(a, "data_format", "NCHW");
     conv_fails(3, 3, a, "data_format 'NCHW' is not supported");
-    conv_fails(3, 3, conv_attrs(1, 1, 1, 1, "EXPLICIT"), "padding must be 'SAME' or 'VALID', got 'EXPLICIT'");
+    conv_fails(3, 3, conv_attrs(1, 1, 1, 1, "FULL"), "padding must be 'SAME', 'VALID' or 'EXPLICIT', got 'FULL'");
+    conv_fails(3, 3, conv_attrs(1, 1, 1, 1, "EXPLICIT"), "padding 'EXPLICIT' needs explicit_paddings of 8 "
+               "entries [0, 0, top, bottom, left, right, 0, 0] (NHWC), got []");
+    a = conv_attrs(1, 1, 1, 1, "EXPLICIT");
+    tide_attrs_set_int_list(a, "explicit_paddings", (const int64_t[]){1, 0, 1, 1, 1, 1, 0, 0}, 8);
+    conv_fails(3, 3, a, "explicit_paddings must be non-negative, at most 2147483647, and 0 for the batch and "
+               "depth dimensions, got [1, 0, 1, 1, 1, 1, 0, 0]");
+    a = conv_attrs(1, 1, 1, 1, "EXPLICIT");
+    tide_attrs_set_int_list(a, "explicit_paddings", (const int64_t[]){0, 0, -1, 1, 1, 1, 0, 0}, 8);
+    conv_fails(3, 3, a, "explicit_paddings must be non-negative");
+    a = conv_attrs(1, 1, 1, 1, "SAME");
+    tide_attrs_set_int_list(a, "explicit_paddings", (const int64_t[]){0, 0, 1, 1, 1, 1, 0, 0}, 8);
+    conv_fails(3, 3, a, "explicit_paddings [0, 0, 1, 1, 1, 1, 0, 0] is given but padding is not 'EXPLICIT'");
+    a = conv_attrs(1, 1, 1, 1, "EXPLICIT");
+    tide_attrs_set_int_list(a, "explicit_paddings", (const int64_t[]){0, 0, 0, 0, 0, 1, 0, 0}, 8);
+    conv_fails(6, 3, a, "the window (6) is larger than the input's height 4 padded by 0 and 0 (EXPLICIT)");
     a = conv_attrs(1, 1, 1, 1, "SAME");
     tide_attrs_set_int_list(a, "strides", (const int64_t[]){2, 1, 1, 1}, 4);
     conv_fails(3, 3, a, "strides in the batch and depth dimensions must be 1, got [2, 1, 1, 1]");
@@ -507,8 +566,8 @@ static void ref_pool(const pool_case *p, bool max, const double *x, const double
 {
     int64_t pt, pl;
     yd[0] = p->n;
-    yd[1] = tf_out(p->h, p->kh, p->sh, 1, p->same, &pt);
-    yd[2] = tf_out(p->w, p->kw, p->sw, 1, p->same, &pl);
+    yd[1] = tf_out(p->h, p->kh, p->sh, 1, p->same, NULL, &pt);
+    yd[2] = tf_out(p->w, p->kw, p->sw, 1, p->same, NULL, &pl);
     yd[3] = p->c;
     *y = calloc((size_t)count4(yd) + 1, sizeof(double));
     *dx = calloc((size_t)(p->n * p->h * p->w * p->c) + 1, sizeof(double));
@@ -556,8 +615,8 @@ static tide_tensor *pool_input(tide_dtype dt, const int64_t d[4], bool ties, dou
 static void check_pool(const pool_case *p, tide_dtype dt, bool max, bool ties)
 {
     const int64_t xd[4] = {p->n, p->h, p->w, p->c};
-    int64_t pad, yd[4] = {p->n, tf_out(p->h, p->kh, p->sh, 1, p->same, &pad),
-                          tf_out(p->w, p->kw, p->sw, 1, p->same, &pad), p->c};
+    int64_t pad, yd[4] = {p->n, tf_out(p->h, p->kh, p->sh, 1, p->same, NULL, &pad),
+                          tf_out(p->w, p->kw, p->sw, 1, p->same, NULL, &pad), p->c};
     double *x, *dy, *y, *dx;
     tide_tensor *tx = pool_input(dt, xd, ties, &x), *tdy = random4(dt, yd, &dy);
     ref_pool(p, max, x, dy, yd, &y, &dx);
@@ -727,6 +786,9 @@ static void test_pool_errors_and_shapes(void)
     tide_attrs_set_string(a, "data_format", "NCHW");
     TH_ASSERT_FAILS("MaxPool", &x, 1, a, TIDE_INVALID_ARGUMENT, "data_format 'NCHW' is not supported");
     tide_attrs_free(a);
+    a = pool_attrs(2, 2, 2, 2, "EXPLICIT"); /* TensorFlow's pools have no EXPLICIT padding either */
+    TH_ASSERT_FAILS("MaxPool", &x, 1, a, TIDE_INVALID_ARGUMENT, "padding must be 'SAME' or 'VALID', got 'EXPLICIT'");
+    tide_attrs_free(a);
     a = pool_attrs(5, 2, 1, 1, "VALID");
     TH_ASSERT_FAILS("AvgPool", &x, 1, a, TIDE_INVALID_ARGUMENT,
                     "the window (5) is larger than the input's height 4 with VALID padding: input "
@@ -835,8 +897,8 @@ static void check_conv_gradients(const conv_case *c, tide_dtype dt, bool unknown
     double *x, *f, *dy, *g2;
     int64_t pad;
     const int64_t xd[4] = {c->n, c->h, c->w, c->cin}, fd[4] = {c->kh, c->kw, c->cin, c->cout};
-    const int64_t yd[4] = {c->n, tf_out(c->h, c->kh, c->sh, c->dh, c->same, &pad),
-                           tf_out(c->w, c->kw, c->sw, c->dw, c->same, &pad), c->cout};
+    const int64_t yd[4] = {c->n, tf_out(c->h, c->kh, c->sh, c->dh, c->same, CASE_PADS(c, 0), &pad),
+                           tf_out(c->w, c->kw, c->sw, c->dw, c->same, CASE_PADS(c, 1), &pad), c->cout};
     tide_tensor *tx = random4(dt, xd, &x), *tf = random4(dt, fd, &f), *tdy = random4(dt, yd, &dy);
     tide_tensor *tg2 = random4(dt, xd, &g2); /* a gradient flowing into an input-shaped output */
     tide_tensor *tfs = sizes4(fd), *txs = sizes4(xd), *tgf = NULL;
@@ -920,8 +982,8 @@ static void test_conv_gradients(void)
 static void check_pool_gradients(const pool_case *p, tide_dtype dt, bool max, bool unknown_batch)
 {
     const int64_t xd[4] = {p->n, p->h, p->w, p->c};
-    int64_t pad, yd[4] = {p->n, tf_out(p->h, p->kh, p->sh, 1, p->same, &pad),
-                          tf_out(p->w, p->kw, p->sw, 1, p->same, &pad), p->c};
+    int64_t pad, yd[4] = {p->n, tf_out(p->h, p->kh, p->sh, 1, p->same, NULL, &pad),
+                          tf_out(p->w, p->kw, p->sw, 1, p->same, NULL, &pad), p->c};
     double *x, *dy, *y, *dx;
     tide_tensor *tx = pool_input(dt, xd, max, &x), *tdy = random4(dt, yd, &dy);
     ref_pool(p, max, x, dy, yd, &y, &dx);
@@ -1002,6 +1064,7 @@ int main(void)
         TH_TEST(test_conv_same_valid_stride1),
         TH_TEST(test_conv_strides),
         TH_TEST(test_conv_dilations),
+        TH_TEST(test_conv_explicit_padding),
         TH_TEST(test_conv_single_input_channel),
         TH_TEST(test_conv_large),
         TH_TEST(test_conv_empty),

@@ -1,4 +1,5 @@
-/* test_core.c — the core kernels: Const, Placeholder, Identity, NoOp, and variable kernels (Variable,
+/* test_core.c — the core kernels: Const, Placeholder, PlaceholderWithDefault, Identity, NoOp, and
+ * variable kernels (Variable,
  * Assign, AssignAdd, AssignSub) for every numeric dtype, including in-place updates and their errors. */
 #include <string.h>
 
@@ -52,6 +53,44 @@ static void test_placeholder_eager_needs_feed(void)
     tide_attrs_set_type(a, "dtype", TIDE_FLOAT32);
     TH_ASSERT_FAILS("Placeholder", NULL, 0, a, TIDE_INVALID_ARGUMENT, "you must feed a value");
     tide_attrs_free(a);
+}
+
+/* PlaceholderWithDefault: its input unless fed; the shape attr bounds both. */
+static void test_placeholder_with_default(void)
+{
+    tide_graph *g = tide_graph_new();
+    tide_node *c = gu_const(g, "c", th_f32(1, TH_DIMS(2), (float[]){1, 2}));
+    tide_node_builder *b = tide_node_builder_new(g, "PlaceholderWithDefault", "p");
+    tide_node_builder_add_input(b, (tide_output){c, 0});
+    tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", TIDE_FLOAT32);
+    tide_attrs_set_shape(tide_node_builder_attrs(b), "shape", &(tide_shape){.rank = 1, .dims = {-1}});
+    tide_node *p = gu_finish(b);
+    tide_shape inferred = tide_node_output_shape(p, 0);
+    CU_ASSERT(inferred.rank == 1 && inferred.dims[0] == -1); /* the attr's shape: a feed may differ */
+    tide_session *s = tide_session_new(th_engine(), g, NULL, NULL);
+    tide_tensor *got = gu_fetch(s, p), *want = th_f32(1, TH_DIMS(2), (float[]){1, 2});
+    TH_ASSERT_CLOSE(got, want, 0, 0);
+    tide_tensor_release(got);
+    tide_tensor_release(want);
+    tide_tensor *fed = th_f32(1, TH_DIMS(3), (float[]){7, 8, 9});
+    tide_feed feed = {{p, 0}, fed};
+    tide_output fetch = {p, 0};
+    CU_ASSERT_EQUAL(tide_session_run(s, NULL, &feed, 1, &fetch, 1, &got, NULL, 0, NULL, NULL), TIDE_OK);
+    TH_ASSERT_CLOSE(got, fed, 0, 0);
+    tide_tensor_release(got);
+    tide_tensor_release(fed);
+    /* a default that does not fit the shape attr is refused when the node is built */
+    b = tide_node_builder_new(g, "PlaceholderWithDefault", "bad");
+    tide_node_builder_add_input(b, (tide_output){c, 0});
+    tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", TIDE_FLOAT32);
+    tide_attrs_set_shape(tide_node_builder_attrs(b), "shape", &(tide_shape){.rank = 1, .dims = {3}});
+    tide_error *err = tide_error_new();
+    CU_ASSERT_PTR_NULL(tide_node_builder_finish(b, err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "the default input of shape [2] does not fit the "
+                                                           "shape attr [3]"));
+    tide_error_free(err);
+    tide_session_free(s);
+    tide_graph_free(g);
 }
 
 /* Runs Assign/AssignAdd/AssignSub on a [4] variable of dtype dt and checks the arithmetic. */
@@ -126,6 +165,7 @@ int main(void)
 {
     static const th_test tests[] = {TH_TEST(test_identity_all_dtypes), TH_TEST(test_const_and_noop),
                                     TH_TEST(test_placeholder_eager_needs_feed),
+                                    TH_TEST(test_placeholder_with_default),
                                     TH_TEST(test_variable_updates_by_dtype), TH_TEST(test_update_errors), TH_END};
     return th_main("core", tests);
 }

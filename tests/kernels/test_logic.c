@@ -1,5 +1,5 @@
 /* test_logic.c — CUnit suite of the comparisons (Equal, NotEqual, Less, LessEqual, Greater,
- * GreaterEqual), the logical ops (LogicalAnd, LogicalOr, LogicalNot) and Select.
+ * GreaterEqual), the logical ops (LogicalAnd, LogicalOr, LogicalNot), Select and SelectV2.
  *
  * Expected values come from reference code written here: inputs are built from doubles, every output
  * element's multi-index is mapped back to each broadcast operand, and comparisons are evaluated in
@@ -435,8 +435,16 @@ static void test_logical_not(void)
 
 /* ---------------------------------------------------------------- Select */
 
-/* Runs Select on random operands of shapes sc, st, se (dtype dt) and checks every element. */
-static void check_select(tide_dtype dt, tide_shape sc, tide_shape st, tide_shape se, tide_shape out)
+static void release_all(tide_tensor *const *ts, int n)
+{
+    for (int i = 0; i < n; i++)
+        tide_tensor_release(ts[i]);
+}
+
+/* Runs op (Select or SelectV2) on random operands of shapes sc, st, se (dtype dt) and checks every
+ * element against the broadcasting reference (for Select: a vector condition viewed as [n, 1..]). */
+static void check_select_op(const char *op, tide_dtype dt, tide_shape sc, tide_shape st, tide_shape se,
+                            tide_shape out)
 {
     int64_t nc = count(&sc), nt = count(&st), ne = count(&se), n = count(&out);
     uint8_t *c = random_bools(nc);
@@ -446,14 +454,18 @@ static void check_select(tide_dtype dt, tide_shape sc, tide_shape st, tide_shape
         t[i] = floor(th_rand(1, 100));
     for (int64_t i = 0; i < ne; i++)
         e[i] = dt == TIDE_BOOL ? 0 : -floor(th_rand(1, 100)) * !is_unsigned(dt) + 100 * is_unsigned(dt);
+    tide_shape rows = sc; /* Select's row-picking vector, aligned with the first dimension */
+    if (strcmp(op, "Select") == 0 && sc.rank == 1 && out.rank > 1)
+        for (rows.rank = 1; rows.rank < out.rank; rows.rank++)
+            rows.dims[rows.rank] = 1;
     for (int64_t i = 0; i < n; i++)
-        w[i] = c[ref_index(&out, &sc, i)] ? t[ref_index(&out, &st, i)] : e[ref_index(&out, &se, i)];
+        w[i] = c[ref_index(&out, &rows, i)] ? t[ref_index(&out, &st, i)] : e[ref_index(&out, &se, i)];
     tide_tensor *in[3] = {bools_of(sc.rank, sc.dims, c), tensor_of(dt, st.rank, st.dims, t),
                           tensor_of(dt, se.rank, se.dims, e)};
-    tide_tensor *got = th_run1("Select", in, 3, NULL), *want = tensor_of(dt, out.rank, out.dims, w);
+    tide_tensor *got = th_run1(op, in, 3, NULL), *want = tensor_of(dt, out.rank, out.dims, w);
     TH_ASSERT_CLOSE(got, want, 0, 0);
     if (got && !tide_tensor_equal(got, want, true))
-        fprintf(stderr, "  (Select on %s)\n", tide_dtype_name(dt));
+        fprintf(stderr, "  (%s on %s)\n", op, tide_dtype_name(dt));
     tide_tensor_release(got);
     tide_tensor_release(want);
     for (int i = 0; i < 3; i++)
@@ -464,15 +476,50 @@ static void check_select(tide_dtype dt, tide_shape sc, tide_shape st, tide_shape
     free(w);
 }
 
-/* Every dtype (element sizes 1, 2, 4, 8, 16 and strings) on same shapes and a broadcast. */
+static void check_select(tide_dtype dt, tide_shape sc, tide_shape st, tide_shape se, tide_shape out)
+{
+    check_select_op("SelectV2", dt, sc, st, se, out);
+}
+
+/* Every dtype (element sizes 1, 2, 4, 8, 16 and strings) on same shapes and a broadcast; Select
+ * (1.x) on the shapes it takes: equal ones, a scalar condition, a vector condition picking rows. */
 static void test_select_dtypes(void)
 {
     for (int d = 0; d < NELEM(ALL); d++) {
         check_select(ALL[d], SHAPE(7), SHAPE(7), SHAPE(7), SHAPE(7));
         check_select(ALL[d], SHAPE(2, 1), SHAPE(3), SHAPE(2, 3), SHAPE(2, 3));
         check_select(ALL[d], SHAPE(2, 3), SCALAR, SHAPE(1, 3), SHAPE(2, 3));
+        check_select_op("Select", ALL[d], SHAPE(2, 3), SHAPE(2, 3), SHAPE(2, 3), SHAPE(2, 3));
+        check_select_op("Select", ALL[d], SHAPE(4), SHAPE(4, 3), SHAPE(4, 3), SHAPE(4, 3));
+        check_select_op("Select", ALL[d], SCALAR, SHAPE(2, 2), SHAPE(2, 2), SHAPE(2, 2));
     }
 }
+
+/* TensorFlow 1.x's Select: a rank-1 condition with matrix operands picks whole ROWS (SelectV2 would
+ * broadcast it along the last dimension and pick columns). */
+static void test_select_v1_rows(void)
+{
+    tide_tensor *c = bools_of(1, TH_DIMS(3), (uint8_t[]){1, 0, 1});
+    tide_tensor *ones = th_f32(2, TH_DIMS(3, 3), (float[]){1, 1, 1, 1, 1, 1, 1, 1, 1});
+    tide_tensor *zeros = th_f32(2, TH_DIMS(3, 3), NULL);
+    tide_tensor *in[3] = {c, ones, zeros};
+    tide_tensor *rows = th_run1("Select", in, 3, NULL);
+    tide_tensor *want_rows = th_f32(2, TH_DIMS(3, 3), (float[]){1, 1, 1, 0, 0, 0, 1, 1, 1});
+    TH_ASSERT_CLOSE(rows, want_rows, 0, 0);
+    tide_tensor *cols = th_run1("SelectV2", in, 3, NULL);
+    tide_tensor *want_cols = th_f32(2, TH_DIMS(3, 3), (float[]){1, 0, 1, 1, 0, 1, 1, 0, 1});
+    TH_ASSERT_CLOSE(cols, want_cols, 0, 0);
+    release_all((tide_tensor *[]){c, ones, zeros, rows, want_rows, cols, want_cols}, 7);
+    /* rank 3 operands: whole [3, 4] slices; rank 1 operands: element by element */
+    const tide_dtype dts[] = {TIDE_FLOAT64, TIDE_INT8, TIDE_COMPLEX128, TIDE_STRING};
+    for (int d = 0; d < NELEM(dts); d++) {
+        check_select_op("Select", dts[d], SHAPE(2), SHAPE(2, 3, 4), SHAPE(2, 3, 4), SHAPE(2, 3, 4));
+        check_select_op("Select", dts[d], SHAPE(5), SHAPE(5), SHAPE(5), SHAPE(5));
+        check_select_op("Select", dts[d], SHAPE(0), SHAPE(0, 3), SHAPE(0, 3), SHAPE(0, 3));
+    }
+    check_select_op("Select", TIDE_FLOAT32, SHAPE(3000), SHAPE(3000, 200), SHAPE(3000, 200), SHAPE(3000, 200));
+}
+
 
 /* Three-way broadcasting: the condition, t or e may each be the one that sets a dimension. */
 static void test_select_broadcast(void)
@@ -507,15 +554,18 @@ static void test_select_scalar_condition(void)
     tide_tensor *t = th_f32(1, TH_DIMS(3), (float[]){1, 2, 3}), *e = th_f32(1, TH_DIMS(3), (float[]){4, 5, 6});
     tide_tensor *yes = bools_of(0, NULL, (uint8_t[]){1}), *no = bools_of(1, TH_DIMS(1), (uint8_t[]){0});
     tide_tensor *a[3] = {yes, t, e}, *b[3] = {no, t, e};
-    tide_tensor *ga = th_run1("Select", a, 3, NULL), *gb = th_run1("Select", b, 3, NULL);
-    CU_ASSERT_PTR_EQUAL(ga, t);
-    CU_ASSERT_PTR_EQUAL(gb, e);
-    tide_tensor_release(ga);
-    tide_tensor_release(gb);
+    for (int v = 0; v < 2; v++) {
+        const char *op = v ? "Select" : "SelectV2";
+        tide_tensor *ga = th_run1(op, a, v ? 3 : 3, NULL), *gb = v ? NULL : th_run1(op, b, 3, NULL);
+        CU_ASSERT_PTR_EQUAL(ga, t);
+        CU_ASSERT(v || gb == e);
+        tide_tensor_release(ga);
+        tide_tensor_release(gb);
+    }
     /* the chosen operand is broadcast when it is smaller than the output */
     tide_tensor *small = th_f32(0, NULL, (float[]){7});
     tide_tensor *c[3] = {yes, small, e};
-    tide_tensor *gc = th_run1("Select", c, 3, NULL), *wc = th_f32(1, TH_DIMS(3), (float[]){7, 7, 7});
+    tide_tensor *gc = th_run1("SelectV2", c, 3, NULL), *wc = th_f32(1, TH_DIMS(3), (float[]){7, 7, 7});
     TH_ASSERT_CLOSE(gc, wc, 0, 0);
     tide_tensor_release(gc);
     tide_tensor_release(wc);
@@ -551,9 +601,9 @@ static void test_errors(void)
     TH_ASSERT_FAILS("LogicalAnd", ((tide_tensor *[]){b2, b3}), 2, NULL, TIDE_INVALID_ARGUMENT,
                     "incompatible shapes [2] and [3]");
     tide_tensor_release(b3);
-    TH_ASSERT_FAILS("Select", ((tide_tensor *[]){b2, f3, f3}), 3, NULL, TIDE_INVALID_ARGUMENT,
+    TH_ASSERT_FAILS("SelectV2", ((tide_tensor *[]){b2, f3, f3}), 3, NULL, TIDE_INVALID_ARGUMENT,
                     "condition [2], t [3] and e [3] do not broadcast");
-    TH_ASSERT_FAILS("Select", ((tide_tensor *[]){b2, f2, f3}), 3, NULL, TIDE_INVALID_ARGUMENT, "do not broadcast");
+    TH_ASSERT_FAILS("SelectV2", ((tide_tensor *[]){b2, f2, f3}), 3, NULL, TIDE_INVALID_ARGUMENT, "do not broadcast");
     /* dtypes */
     TH_ASSERT_FAILS("Less", ((tide_tensor *[]){s2, s2}), 2, NULL, TIDE_INVALID_ARGUMENT, "has dtype string");
     TH_ASSERT_FAILS("Greater", ((tide_tensor *[]){b2, b2}), 2, NULL, TIDE_INVALID_ARGUMENT, "has dtype bool");
@@ -655,13 +705,13 @@ static void test_shape_inference(void)
     ASSERT_INFER("LogicalNot", ((gin[]){ph(TIDE_BOOL, SHAPE(-1, 2))}), NULL, SHAPE(-1, 2));
     ASSERT_INFER_FAILS("Less", ((gin[]){ph(TIDE_FLOAT32, SHAPE(2, -1)), ph(TIDE_FLOAT32, SHAPE(3, 1))}), NULL,
                        "incompatible shapes [2, ?] and [3, 1]");
-    ASSERT_INFER("Select", ((gin[]){ph(TIDE_BOOL, SHAPE(-1)), ph(TIDE_FLOAT32, SHAPE(-1, 4)), ph(TIDE_FLOAT32, SCALAR)}),
+    ASSERT_INFER("SelectV2", ((gin[]){ph(TIDE_BOOL, SHAPE(-1)), ph(TIDE_FLOAT32, SHAPE(-1, 4)), ph(TIDE_FLOAT32, SCALAR)}),
                  NULL, SHAPE(-1, 4));
-    ASSERT_INFER("Select", ((gin[]){ph(TIDE_BOOL, SHAPE(2, 1, 1)), ph(TIDE_INT8, SHAPE(3, 1)), ph(TIDE_INT8, SHAPE(4))}),
+    ASSERT_INFER("SelectV2", ((gin[]){ph(TIDE_BOOL, SHAPE(2, 1, 1)), ph(TIDE_INT8, SHAPE(3, 1)), ph(TIDE_INT8, SHAPE(4))}),
                  NULL, SHAPE(2, 3, 4));
-    ASSERT_INFER("Select", ((gin[]){ph(TIDE_BOOL, UNKNOWN), ph(TIDE_INT8, SHAPE(3)), ph(TIDE_INT8, SHAPE(3))}), NULL,
+    ASSERT_INFER("SelectV2", ((gin[]){ph(TIDE_BOOL, UNKNOWN), ph(TIDE_INT8, SHAPE(3)), ph(TIDE_INT8, SHAPE(3))}), NULL,
                  UNKNOWN);
-    ASSERT_INFER_FAILS("Select",
+    ASSERT_INFER_FAILS("SelectV2",
                        ((gin[]){ph(TIDE_BOOL, SHAPE(2)), ph(TIDE_FLOAT32, SHAPE(-1, 3)), ph(TIDE_FLOAT32, SCALAR)}),
                        NULL, "condition [2], t [?, 3] and e [] do not broadcast");
     tide_attrs *lenient = tide_attrs_new();
@@ -711,11 +761,40 @@ static void test_kernel_errors_in_session(void)
     tide_tensor *f23 = th_f32(2, TH_DIMS(2, 3), NULL), *b3 = bools_of(1, TH_DIMS(3), (uint8_t[]){1, 0, 1});
     ASSERT_KERNEL_FAILS("Less", ((tide_tensor *[]){f2, f3}), 2, "incompatible shapes [2] and [1, 3]");
     ASSERT_KERNEL_FAILS("Equal", ((tide_tensor *[]){f23, f2}), 2, "incompatible shapes [2, 3] and [2]");
-    ASSERT_KERNEL_FAILS("Select", ((tide_tensor *[]){b3, f2, f2}), 3, "condition [3], t [2] and e [2]");
+    ASSERT_KERNEL_FAILS("SelectV2", ((tide_tensor *[]){b3, f2, f2}), 3, "condition [3], t [2] and e [2]");
     tide_tensor_release(f2);
     tide_tensor_release(f3);
     tide_tensor_release(f23);
     tide_tensor_release(b3);
+}
+
+static void test_select_v1_errors(void)
+{
+    tide_tensor *f23 = th_f32(2, TH_DIMS(2, 3), NULL), *f3 = th_f32(1, TH_DIMS(3), NULL);
+    tide_tensor *b3 = bools_of(1, TH_DIMS(3), (uint8_t[]){1, 0, 1}), *b21 = bools_of(2, TH_DIMS(2, 1), NULL);
+    tide_tensor *b = bools_of(0, NULL, (uint8_t[]){1});
+    TH_ASSERT_FAILS("Select", ((tide_tensor *[]){b, f23, f3}), 3, NULL, TIDE_INVALID_ARGUMENT,
+                    "t [2, 3] and e [3] must have the same shape (Select does not broadcast; SelectV2 does)");
+    TH_ASSERT_FAILS("Select", ((tide_tensor *[]){b3, f23, f23}), 3, NULL, TIDE_INVALID_ARGUMENT,
+                    "condition [3] must be a scalar, have the shape of t [2, 3], or be a vector as long "
+                    "as t's first dimension");
+    TH_ASSERT_FAILS("Select", ((tide_tensor *[]){b21, f23, f23}), 3, NULL, TIDE_INVALID_ARGUMENT,
+                    "condition [2, 1] must be a scalar");
+    ASSERT_KERNEL_FAILS("Select", ((tide_tensor *[]){b3, f23, f23}), 3, "condition [3] must be a scalar");
+    ASSERT_KERNEL_FAILS("Select", ((tide_tensor *[]){b, f23, f3}), 3, "must have the same shape");
+    ASSERT_INFER_FAILS("Select", ((gin[]){ph(TIDE_BOOL, SHAPE(2)), ph(TIDE_FLOAT32, SHAPE(3, -1)),
+                                          ph(TIDE_FLOAT32, SHAPE(-1, 4))}), NULL,
+                       "condition [2] must be a scalar, have the shape of t [3, ?]");
+    ASSERT_INFER_FAILS("Select", ((gin[]){ph(TIDE_BOOL, SCALAR), ph(TIDE_FLOAT32, SHAPE(3)),
+                                          ph(TIDE_FLOAT32, SHAPE(4))}), NULL, "must have the same shape");
+    /* what inference knows: t's and e's dims merged, the rows from a vector condition */
+    ASSERT_INFER("Select", ((gin[]){ph(TIDE_BOOL, SHAPE(5)), ph(TIDE_FLOAT32, SHAPE(-1, 4)),
+                                    ph(TIDE_FLOAT32, SHAPE(-1, -1))}), NULL, SHAPE(5, 4));
+    ASSERT_INFER("Select", ((gin[]){ph(TIDE_BOOL, SHAPE(-1, 2)), ph(TIDE_FLOAT32, SHAPE(3, -1)),
+                                    ph(TIDE_FLOAT32, UNKNOWN)}), NULL, SHAPE(3, 2));
+    ASSERT_INFER("Select", ((gin[]){ph(TIDE_BOOL, UNKNOWN), ph(TIDE_INT8, UNKNOWN), ph(TIDE_INT8, SHAPE(-1))}),
+                 NULL, SHAPE(-1));
+    release_all((tide_tensor *[]){f23, f3, b3, b21, b}, 5);
 }
 
 /* Inside a graph, inputs that only this node holds are overwritten in place (bool outputs over bool
@@ -810,6 +889,8 @@ int main(void)
         TH_TEST(test_select_broadcast),
         TH_TEST(test_select_scalar_condition),
         TH_TEST(test_select_large),
+        TH_TEST(test_select_v1_rows),
+        TH_TEST(test_select_v1_errors),
         TH_TEST(test_errors),
         TH_TEST(test_shape_inference),
         TH_TEST(test_kernel_errors_in_session),

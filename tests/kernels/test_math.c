@@ -1,4 +1,5 @@
-/* test_math.c — the element-wise math family: Add, Sub, Mul, Div, FloorDiv, Mod, Pow, Maximum,
+/* test_math.c — the element-wise math family: Add, AddV2, Sub, Mul, Div, RealDiv, FloorDiv,
+ * TruncateDiv, Mod, TruncateMod, FloorMod, Pow, Maximum, SquaredDifference,
  * Minimum, the unary ops and AddN. Expected values are computed here, independently of the kernels:
  * floats by reference loops in double (NumPy broadcasting written out index by index), integers in
  * 128-bit arithmetic reduced to the dtype's width, plus literal tables for the documented integer
@@ -188,11 +189,20 @@ static double r_max(double x, double y, bool f) { (void)f; return x > y ? x : y;
 static double r_min(double x, double y, bool f) { (void)f; return x < y ? x : y; }
 static double r_pow(double x, double y, bool f) { (void)f; return pow(x, y); }
 static double r_floordiv(double x, double y, bool f) { return floor(f ? (double)(float)(x / y) : x / y); }
-static double r_mod(double x, double y, bool f)
+static double r_floormod(double x, double y, bool f)
 {
     (void)f;
     double r = fmod(x, y); /* exact */
     return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+}
+static double r_truncmod(double x, double y, bool f) { (void)f; return fmod(x, y); }
+static double r_truncdiv(double x, double y, bool f) { return trunc(f ? (double)(float)(x / y) : x / y); }
+static double r_sqdiff(double x, double y, bool f)
+{
+    if (!f)
+        return (x - y) * (x - y);
+    float d = (float)x - (float)y; /* float32 rounds the difference, then the square */
+    return (double)(d * d);
 }
 
 static tide_tensor *ref_binary_f(fref2 f, const tide_tensor *x, const tide_tensor *y)
@@ -225,6 +235,8 @@ static i128 q_floordiv(i128 x, i128 y)
     return q * y != x && ((x < 0) != (y < 0)) ? q - 1 : q;
 }
 static i128 q_mod(i128 x, i128 y) { return x - q_floordiv(x, y) * y; }
+static i128 q_truncmod(i128 x, i128 y) { return x - (x / y) * y; } /* C's %, in 128 bits */
+static i128 q_sqdiff(i128 x, i128 y) { return (x - y) * (x - y); }
 static i128 q_pow(i128 x, i128 y) /* x^y by repeated multiplication, kept to 64 bits */
 {
     i128 r = 1;
@@ -282,7 +294,10 @@ static const fcase FCASES[] = {
     {"Mul", r_mul, -100, 100, false, 2e-7},        {"Div", r_div, -100, 100, true, 2e-7},
     {"Maximum", r_max, -100, 100, false, 0},       {"Minimum", r_min, -100, 100, false, 0},
     {"Pow", r_pow, 0.1, 3, false, 1e-6},           {"FloorDiv", r_floordiv, -100, 100, true, 0},
-    {"Mod", r_mod, -100, 100, true, 2e-7},
+    {"FloorMod", r_floormod, -100, 100, true, 2e-7}, {"Mod", r_truncmod, -100, 100, true, 0},
+    {"TruncateMod", r_truncmod, -100, 100, true, 0}, {"TruncateDiv", r_truncdiv, -100, 100, true, 0},
+    {"RealDiv", r_div, -100, 100, true, 2e-7},     {"AddV2", r_add, -100, 100, false, 2e-7},
+    {"SquaredDifference", r_sqdiff, -100, 100, false, 2e-7},
 };
 
 static tide_tensor *rand_y(tide_dtype dt, int rank, const int64_t *dims, const fcase *c)
@@ -384,18 +399,24 @@ static void test_binary_float_special(void)
     double xs[] = {1, -1, 0, -7.5, 7.5, -7.5, NAN, 3, 5};
     double ys[] = {0, 0, 0, 2, -2, -2, 1, NAN, INFINITY};
     tide_tensor *x = th_f64(1, TH_DIMS(9), xs), *y = th_f64(1, TH_DIMS(9), ys);
-    tide_tensor *div = run2("Div", x, y), *fdiv = run2("FloorDiv", x, y), *mod = run2("Mod", x, y);
+    tide_tensor *div = run2("Div", x, y), *fdiv = run2("FloorDiv", x, y), *mod = run2("FloorMod", x, y);
     tide_tensor *mx = run2("Maximum", x, y), *mn = run2("Minimum", x, y), *mx2 = run2("Maximum", y, x);
+    tide_tensor *tmod = run2("Mod", x, y), *tmod2 = run2("TruncateMod", x, y), *tdiv = run2("TruncateDiv", x, y);
+    tide_tensor *rdiv = run2("RealDiv", x, y);
     double w_div[] = {INFINITY, -INFINITY, NAN, -3.75, -3.75, 3.75, NAN, NAN, 0};
     double w_fdiv[] = {INFINITY, -INFINITY, NAN, -4, -4, 3, NAN, NAN, 0};
     double w_mod[] = {NAN, NAN, NAN, 0.5, -0.5, -1.5, NAN, NAN, 5}; /* Python: -7.5 % 2 == 0.5 */
     double w_max[] = {1, 0, 0, 2, 7.5, -2, NAN, NAN, INFINITY};
     double w_min[] = {0, -1, 0, -7.5, -2, -7.5, NAN, NAN, 5};
+    double w_tmod[] = {NAN, NAN, NAN, -1.5, 1.5, -1.5, NAN, NAN, 5}; /* C: fmod(-7.5, 2) == -1.5 */
+    double w_tdiv[] = {INFINITY, -INFINITY, NAN, -3, -3, 3, NAN, NAN, 0};
     tide_tensor *want[] = {th_f64(1, TH_DIMS(9), w_div), th_f64(1, TH_DIMS(9), w_fdiv),
                            th_f64(1, TH_DIMS(9), w_mod), th_f64(1, TH_DIMS(9), w_max),
-                           th_f64(1, TH_DIMS(9), w_min), th_f64(1, TH_DIMS(9), w_max)};
-    tide_tensor *got[] = {div, fdiv, mod, mx, mn, mx2};
-    for (int i = 0; i < 6; i++)
+                           th_f64(1, TH_DIMS(9), w_min), th_f64(1, TH_DIMS(9), w_max),
+                           th_f64(1, TH_DIMS(9), w_tmod), th_f64(1, TH_DIMS(9), w_tmod),
+                           th_f64(1, TH_DIMS(9), w_tdiv), th_f64(1, TH_DIMS(9), w_div)};
+    tide_tensor *got[] = {div, fdiv, mod, mx, mn, mx2, tmod, tmod2, tdiv, rdiv};
+    for (int i = 0; i < 10; i++)
         TH_ASSERT_CLOSE(got[i], want[i], 0, 0);
     /* float32: Mod with a negative zero remainder, Pow edge cases */
     float px[] = {0, -8, 0, 2, -2, 4, 1}, py[] = {0, 1.0f / 3, -1, 0.5f, 3, -0.5f, NAN};
@@ -406,8 +427,8 @@ static void test_binary_float_special(void)
     TH_ASSERT_CLOSE(fp, fw, 1e-7, 0);
     tide_tensor *more[] = {x, y, fx, fy, fw, fp};
     release_all(more, 6);
-    release_all(want, 6);
-    release_all(got, 6);
+    release_all(want, 10);
+    release_all(got, 10);
 }
 
 /* ---------------------------------------------------------------- binary ops: integers */
@@ -422,8 +443,10 @@ typedef struct icase {
 
 static const icase ICASES[] = {
     {"Add", q_add, 0},     {"Sub", q_sub, 0},          {"Mul", q_mul, 0},
-    {"Div", q_div, 1},     {"FloorDiv", q_floordiv, 1}, {"Mod", q_mod, 1},
+    {"Div", q_div, 1},     {"FloorDiv", q_floordiv, 1}, {"FloorMod", q_mod, 1},
     {"Pow", q_pow, 2},     {"Maximum", q_max, 0},      {"Minimum", q_min, 0},
+    {"Mod", q_truncmod, 1}, {"TruncateMod", q_truncmod, 1}, {"TruncateDiv", q_div, 1},
+    {"AddV2", q_add, 0},   {"SquaredDifference", q_sqdiff, 0},
 };
 
 static tide_tensor *rand_ints(tide_dtype dt, int rank, const int64_t *dims, int kind)
@@ -480,33 +503,50 @@ static void check_int_table(const char *op, tide_dtype dt, int n, const int64_t 
     release_all(all, 4);
 }
 
-/* Div truncates, FloorDiv floors, Mod takes the sign of the divisor; MIN / -1 wraps to MIN. */
+/* TensorFlow's rounding: Div and TruncateDiv truncate, FloorDiv floors; Mod and TruncateMod take
+ * the sign of the dividend (C's %: Mod(-7, 2) == -1), FloorMod the sign of the divisor (Python's %:
+ * FloorMod(-7, 2) == 1); MIN / -1 wraps to MIN and MIN % -1 is 0. */
 static void test_int_division_semantics(void)
 {
     int64_t x[] = {7, -7, 7, -7, 0, 6, -6, INT32_MIN, INT32_MIN, INT32_MAX, INT32_MIN, 1};
     int64_t y[] = {2, 2, -2, -2, 3, 3, -3, -1, 1, -1, 2, INT32_MIN};
     int64_t div[] = {3, -3, -3, 3, 0, 2, 2, INT32_MIN, INT32_MIN, -INT32_MAX, INT32_MIN / 2, 0};
     int64_t fdiv[] = {3, -4, -4, 3, 0, 2, 2, INT32_MIN, INT32_MIN, -INT32_MAX, INT32_MIN / 2, -1};
-    int64_t mod[] = {1, 1, -1, -1, 0, 0, 0, 0, 0, 0, 0, (int64_t)INT32_MIN + 1};
+    int64_t fmod_[] = {1, 1, -1, -1, 0, 0, 0, 0, 0, 0, 0, (int64_t)INT32_MIN + 1};
+    int64_t tmod[] = {1, -1, 1, -1, 0, 0, 0, 0, 0, 0, 0, 1};
     check_int_table("Div", TIDE_INT32, 12, x, y, div);
+    check_int_table("TruncateDiv", TIDE_INT32, 12, x, y, div);
     check_int_table("FloorDiv", TIDE_INT32, 12, x, y, fdiv);
-    check_int_table("Mod", TIDE_INT32, 12, x, y, mod);
+    check_int_table("FloorMod", TIDE_INT32, 12, x, y, fmod_);
+    check_int_table("Mod", TIDE_INT32, 12, x, y, tmod);
+    check_int_table("TruncateMod", TIDE_INT32, 12, x, y, tmod);
     int64_t x64[] = {INT64_MIN, INT64_MIN, INT64_MAX, -9, 9, INT64_MIN + 1};
     int64_t y64[] = {-1, 7, -1, 4, -4, INT64_MIN};
     int64_t div64[] = {INT64_MIN, INT64_MIN / 7, -INT64_MAX, -2, -2, 0};
     int64_t fdiv64[] = {INT64_MIN, INT64_MIN / 7 - 1, -INT64_MAX, -3, -3, 0};
-    int64_t mod64[] = {0, 6, 0, 3, -3, INT64_MIN + 1}; /* INT64_MIN == 7 * (INT64_MIN / 7 - 1) + 6 */
+    int64_t fmod64[] = {0, 6, 0, 3, -3, INT64_MIN + 1}; /* INT64_MIN == 7 * (INT64_MIN / 7 - 1) + 6 */
+    int64_t tmod64[] = {0, -1, 0, -1, 1, INT64_MIN + 1}; /* 2^63 == 1 (mod 7) */
     check_int_table("Div", TIDE_INT64, 6, x64, y64, div64);
+    check_int_table("TruncateDiv", TIDE_INT64, 6, x64, y64, div64);
     check_int_table("FloorDiv", TIDE_INT64, 6, x64, y64, fdiv64);
-    check_int_table("Mod", TIDE_INT64, 6, x64, y64, mod64);
+    check_int_table("FloorMod", TIDE_INT64, 6, x64, y64, fmod64);
+    check_int_table("Mod", TIDE_INT64, 6, x64, y64, tmod64);
+    check_int_table("TruncateMod", TIDE_INT64, 6, x64, y64, tmod64);
     int64_t x8[] = {-128, -128, 127, -7}, y8[] = {-1, 3, -128, 2};
-    int64_t div8[] = {-128, -42, 0, -3}, fdiv8[] = {-128, -43, -1, -4}, mod8[] = {0, 1, -1, 1};
+    int64_t div8[] = {-128, -42, 0, -3}, fdiv8[] = {-128, -43, -1, -4}, fmod8[] = {0, 1, -1, 1};
+    int64_t tmod8[] = {0, -2, 127, -1};
     check_int_table("Div", TIDE_INT8, 4, x8, y8, div8);
     check_int_table("FloorDiv", TIDE_INT8, 4, x8, y8, fdiv8);
-    check_int_table("Mod", TIDE_INT8, 4, x8, y8, mod8);
+    check_int_table("FloorMod", TIDE_INT8, 4, x8, y8, fmod8);
+    check_int_table("Mod", TIDE_INT8, 4, x8, y8, tmod8);
     int64_t xu[] = {255, 7, 0}, yu[] = {2, 255, 9}, divu[] = {127, 0, 0}, modu[] = {1, 7, 0};
     check_int_table("FloorDiv", TIDE_UINT8, 3, xu, yu, divu);
+    check_int_table("FloorMod", TIDE_UINT8, 3, xu, yu, modu);
     check_int_table("Mod", TIDE_UINT8, 3, xu, yu, modu);
+    /* the case: Mod(-7, 2) is -1 in TensorFlow (tf.math.floormod, Python's %, gives 1) */
+    int64_t m7[] = {-7}, two[] = {2}, minus_one[] = {-1}, one[] = {1};
+    check_int_table("Mod", TIDE_INT32, 1, m7, two, minus_one);
+    check_int_table("FloorMod", TIDE_INT32, 1, m7, two, one);
 }
 
 /* Add, Sub, Mul and Pow wrap around (two's complement) without undefined behaviour. */
@@ -579,13 +619,13 @@ static void test_int_pow(void)
 /* Integer division and modulo by zero are errors; float division follows IEEE. */
 static void test_division_by_zero(void)
 {
-    const char *ops[] = {"Div", "FloorDiv", "Mod"};
-    for (int o = 0; o < 3; o++)
+    const char *ops[] = {"Div", "FloorDiv", "TruncateDiv", "Mod", "FloorMod", "TruncateMod"};
+    for (int o = 0; o < 6; o++)
         for (size_t d = 0; d < sizeof INT_DTS / sizeof INT_DTS[0]; d++) {
             tide_tensor *x = make_i(INT_DTS[d], 2, TH_DIMS(2, 3), (int64_t[]){1, 2, 3, 4, 5, 6});
             tide_tensor *y = make_i(INT_DTS[d], 1, TH_DIMS(3), (int64_t[]){1, 0, 2});
             tide_tensor *z = make_i(INT_DTS[d], 0, NULL, (int64_t[]){0});
-            const char *what = o == 2 ? "integer modulo by zero" : "integer division by zero";
+            const char *what = o >= 3 ? "integer modulo by zero" : "integer division by zero";
             TH_ASSERT_FAILS(ops[o], ((tide_tensor *[]){x, y}), 2, NULL, TIDE_INVALID_ARGUMENT, what);
             TH_ASSERT_FAILS(ops[o], ((tide_tensor *[]){x, y}), 2, NULL, TIDE_INVALID_ARGUMENT,
                             "element 1 of y");
@@ -696,6 +736,15 @@ static double u_sign(double x) { return x > 0 ? 1 : x < 0 ? -1 : x; }
 static double u_square(double x) { return x * x; }
 static double u_rsqrt(double x) { return 1 / sqrt(x); }
 static double u_sigmoid(double x) { return 1 / (1 + exp(-x)); }
+static double u_reciprocal(double x) { return 1 / x; }
+/* Round half to even, written out: the nearest integer, and of two equally near the even one. */
+static double u_round_even(double x)
+{
+    double f = floor(x), d = x - f;
+    if (d != 0.5)
+        return d < 0.5 ? f : f + 1;
+    return fmod(f, 2) == 0 ? f : f + 1;
+}
 
 typedef struct ucase {
     const char *op;
@@ -712,6 +761,9 @@ static const ucase UCASES[] = {
     {"Log1p", log1p, -0.999, 10, 1e-6, 1e-14}, {"Sin", sin, -20, 20, 1e-6, 1e-14},
     {"Cos", cos, -20, 20, 1e-6, 1e-14},      {"Tanh", tanh, -10, 10, 1e-6, 1e-14},
     {"Sigmoid", u_sigmoid, -30, 30, 1e-6, 1e-14},
+    {"Reciprocal", u_reciprocal, -100, 100, 2e-7, 1e-15}, {"Inv", u_reciprocal, -100, 100, 2e-7, 1e-15},
+    {"Floor", floor, -100, 100, 0, 0},       {"Ceil", ceil, -100, 100, 0, 0},
+    {"Rint", u_round_even, -100, 100, 0, 0}, {"Round", u_round_even, -100, 100, 0, 0},
 };
 #define NUM_UCASES ((int)(sizeof UCASES / sizeof UCASES[0]))
 
@@ -805,6 +857,47 @@ static void test_unary_special(void)
     tide_tensor *w = th_f64(1, TH_DIMS(3), (double[]){exp(-800.0), 1, 1 / (1 + exp(40.0))});
     TH_ASSERT_CLOSE(g, w, 1e-15, 0);
     tide_tensor *all[] = {tx, d, g, w};
+    release_all(all, 4);
+}
+
+/* The roundings at halves (to even), signed zeros, infinities and nan; Round on integers is the
+ * identity. */
+static void test_rounding(void)
+{
+    double x[] = {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.7, -3.7, -0.0, INFINITY, -INFINITY, NAN,
+                  0.49999999999999994, 4503599627370497.0}; /* below a half; an odd integer of 2^52 */
+    const struct {
+        const char *op;
+        double want[14];
+    } cases[] = {
+        {"Round", {0, 2, 2, -0.0, -2, -2, 4, -4, -0.0, INFINITY, -INFINITY, NAN, 0, 4503599627370497.0}},
+        {"Rint", {0, 2, 2, -0.0, -2, -2, 4, -4, -0.0, INFINITY, -INFINITY, NAN, 0, 4503599627370497.0}},
+        {"Floor", {0, 1, 2, -1, -2, -3, 3, -4, -0.0, INFINITY, -INFINITY, NAN, 0, 4503599627370497.0}},
+        {"Ceil", {1, 2, 3, -0.0, -1, -2, 4, -3, -0.0, INFINITY, -INFINITY, NAN, 1, 4503599627370497.0}},
+    };
+    tide_tensor *tx = th_f64(1, TH_DIMS(14), x);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tide_tensor *want = th_f64(1, TH_DIMS(14), cases[c].want), *got = run1(cases[c].op, tx);
+        TH_ASSERT_CLOSE(got, want, 0, 0);
+        for (int i = 0; got && i < 14; i++)
+            if (cases[c].want[i] == 0 && signbit(cases[c].want[i]) != signbit(((double *)tide_tensor_data(got))[i])) {
+                fprintf(stderr, "%s(%g): wrong sign of zero\n", cases[c].op, x[i]);
+                CU_FAIL("sign of zero");
+            }
+        tide_tensor *all[] = {want, got};
+        release_all(all, 2);
+    }
+    /* float16, computed in float32 and rounded back */
+    tide_tensor *h = make_f(TIDE_FLOAT16, 1, TH_DIMS(3), (double[]){2.5, -3.5, 0.25});
+    tide_tensor *hw = make_f(TIDE_FLOAT16, 1, TH_DIMS(3), (double[]){2, -4, 0}), *hg = run1("Round", h);
+    TH_ASSERT_CLOSE(hg, hw, 0, 0);
+    for (size_t d = 0; d < 4; d++) {
+        tide_tensor *xi = rand_ints(INT_DTS[d], 1, TH_DIMS(20), 0), *gi = run1("Round", xi);
+        ASSERT_EXACT(gi, xi);
+        tide_tensor *all[] = {xi, gi};
+        release_all(all, 2);
+    }
+    tide_tensor *all[] = {tx, h, hw, hg};
     release_all(all, 4);
 }
 
@@ -970,6 +1063,13 @@ static void test_errors(void)
     TH_ASSERT_FAILS("Neg", &u3, 1, NULL, TIDE_INVALID_ARGUMENT, "dtype uint8");
     TH_ASSERT_FAILS("Abs", &c3, 1, NULL, TIDE_INVALID_ARGUMENT, "dtype complex64");
     TH_ASSERT_FAILS("Mod", ((tide_tensor *[]){c3, c3}), 2, NULL, TIDE_INVALID_ARGUMENT, "dtype complex64");
+    TH_ASSERT_FAILS("FloorMod", ((tide_tensor *[]){c3, c3}), 2, NULL, TIDE_INVALID_ARGUMENT, "dtype complex64");
+    TH_ASSERT_FAILS("RealDiv", ((tide_tensor *[]){i3, i3}), 2, NULL, TIDE_INVALID_ARGUMENT, "dtype int32");
+    TH_ASSERT_FAILS("Reciprocal", &i3, 1, NULL, TIDE_INVALID_ARGUMENT, "dtype int32");
+    TH_ASSERT_FAILS("Floor", &i3, 1, NULL, TIDE_INVALID_ARGUMENT, "dtype int32");
+    TH_ASSERT_FAILS("Round", &c3, 1, NULL, TIDE_INVALID_ARGUMENT, "dtype complex64");
+    TH_ASSERT_FAILS("SquaredDifference", ((tide_tensor *[]){c3, c3}), 2, NULL, TIDE_INVALID_ARGUMENT,
+                    "dtype complex64");
     TH_ASSERT_FAILS("Maximum", ((tide_tensor *[]){c3, c3}), 2, NULL, TIDE_INVALID_ARGUMENT,
                     "dtype complex64");
     TH_ASSERT_FAILS("Pow", ((tide_tensor *[]){b3, b3}), 2, NULL, TIDE_INVALID_ARGUMENT, "dtype bool");
@@ -1026,10 +1126,11 @@ static void test_shapes(void)
         release_all(all, 4);
     }
     /* scalar with scalar for every binary op and the core dtypes */
-    const char *ops[] = {"Add", "Sub", "Mul", "Div", "FloorDiv", "Mod", "Pow", "Maximum", "Minimum"};
-    const double fw[] = {9, 5, 14, 3.5, 3, 1, 49, 7, 2};
-    const int64_t iw[] = {9, 5, 14, 3, 3, 1, 49, 7, 2};
-    for (int o = 0; o < 9; o++) {
+    const char *ops[] = {"Add", "Sub", "Mul", "Div", "FloorDiv", "Mod", "Pow", "Maximum", "Minimum",
+                         "FloorMod", "TruncateMod", "TruncateDiv", "AddV2", "SquaredDifference"};
+    const double fw[] = {9, 5, 14, 3.5, 3, 1, 49, 7, 2, 1, 1, 3, 9, 25};
+    const int64_t iw[] = {9, 5, 14, 3, 3, 1, 49, 7, 2, 1, 1, 3, 9, 25};
+    for (int o = 0; o < 14; o++) {
         tide_tensor *in[] = {th_f32(0, NULL, (float[]){7}), th_f32(0, NULL, (float[]){2}),
                              th_f64(0, NULL, (double[]){7}), th_f64(0, NULL, (double[]){2}),
                              th_i32(0, NULL, (int32_t[]){7}), th_i32(0, NULL, (int32_t[]){2}),
@@ -1155,7 +1256,7 @@ static void test_graph_in_place(void)
     TH_ASSERT_CLOSE(got, tw, 0, 0);
     /* integers, with a broadcast divisor and the input that may be overwritten on the right */
     const char *itext = "a = Placeholder(dtype=int32)\n d = Placeholder(dtype=int32)\n"
-                        "na = Neg(a)\n q = FloorDiv(d, na)\n m = Mod(q, d)\n";
+                        "na = Neg(a)\n q = FloorDiv(d, na)\n m = FloorMod(q, d)\n";
     tide_tensor *iin[2] = {make_i(TIDE_INT32, 2, TH_DIMS(2, 2), (int64_t[]){3, -4, 5, 7}),
                            make_i(TIDE_INT32, 1, TH_DIMS(2), (int64_t[]){7, -9})};
     /* na = [[-3, 4], [-5, -7]]; q = d // na = [[-3, -3], [-2, 1]]; m = q mod d = [[4, -3], [5, -8]] */
@@ -1185,6 +1286,7 @@ int main(void)
         TH_TEST(test_unary_float),
         TH_TEST(test_unary_large),
         TH_TEST(test_unary_special),
+        TH_TEST(test_rounding),
         TH_TEST(test_unary_f32_sweep),
         TH_TEST(test_unary_int),
         TH_TEST(test_addn),

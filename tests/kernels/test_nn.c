@@ -694,7 +694,10 @@ static double *to_double(const long double *v, int64_t n)
     return d;
 }
 
-static void check_batch_norm(tide_dtype dt, int rank, const int64_t *dims, bool training, double eps)
+/* FusedBatchNorm, V2 or V3 (op) against the reference: y, the batch statistics, and the reserve
+ * spaces TensorFlow's CPU kernel saves: the mean and the biased variance (V3's third one empty). */
+static void check_batch_norm_op(const char *op, tide_dtype dt, int rank, const int64_t *dims, bool training,
+                                double eps)
 {
     int64_t n = count(rank, dims), c = dims[rank - 1], rows = n / c;
     tide_tensor *in[5] = {rand_tensor(dt, rank, dims, 2, 6), rand_tensor(dt, 1, &c, 0.5, 2),
@@ -703,8 +706,11 @@ static void check_batch_norm(tide_dtype dt, int rank, const int64_t *dims, bool 
     tide_attrs *a = tide_attrs_new();
     tide_attrs_set_bool(a, "is_training", training);
     tide_attrs_set_float(a, "epsilon", eps);
-    tide_tensor *out[5] = {0};
-    CU_ASSERT_EQUAL_FATAL(run_op("FusedBatchNorm", in, 5, a, out, 5), TIDE_OK);
+    if (rank == 5)
+        tide_attrs_set_string(a, "data_format", "NDHWC");
+    int n_out = strcmp(op, "FusedBatchNormV3") == 0 ? 6 : 5;
+    tide_tensor *out[6] = {0};
+    CU_ASSERT_EQUAL_FATAL(run_op(op, in, 5, a, out, n_out), TIDE_OK);
     long double *x = to_long(in[0]), *scale = to_long(in[1]), *offset = to_long(in[2]);
     long double *mi = to_long(in[3]), *vi = to_long(in[4]);
     long double *y = malloc((size_t)n * sizeof *y), *m = malloc((size_t)c * sizeof *m);
@@ -712,22 +718,27 @@ static void check_batch_norm(tide_dtype dt, int rank, const int64_t *dims, bool 
     bn_ref p = {rows, c, training, eps};
     ref_batch_norm(&p, x, scale, offset, mi, vi, y, m, v);
     double *yd = to_double(y, n), *md = to_double(m, c), *vd = to_double(v, c);
-    double *unbiased = malloc((size_t)c * sizeof *unbiased), *inv = malloc((size_t)c * sizeof *inv);
-    for (int64_t k = 0; k < c; k++) {
+    double *unbiased = malloc((size_t)c * sizeof *unbiased);
+    for (int64_t k = 0; k < c; k++)
         unbiased[k] = training && rows > 1 ? (double)(v[k] * rows / (rows - 1)) : vd[k];
-        inv[k] = (double)(1 / sqrtl(v[k] + eps));
-    }
     EXPECT(out[0], dt, rank, dims, yd, 20);
     EXPECT(out[1], dt, 1, &c, md, 4);
     EXPECT(out[2], dt, 1, &c, unbiased, 20);
     EXPECT(out[3], dt, 1, &c, md, 4);
-    EXPECT(out[4], dt, 1, &c, inv, 20);
+    EXPECT(out[4], dt, 1, &c, vd, 20);
+    if (n_out == 6)
+        TH_ASSERT_SHAPE(out[5], 1, TH_DIMS(0));
     release_all(in, 5);
-    release_all(out, 5);
+    release_all(out, n_out);
     tide_attrs_free(a);
-    void *blocks[] = {x, scale, offset, mi, vi, y, m, v, yd, md, vd, unbiased, inv};
+    void *blocks[] = {x, scale, offset, mi, vi, y, m, v, yd, md, vd, unbiased};
     for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++)
         free(blocks[i]);
+}
+
+static void check_batch_norm(tide_dtype dt, int rank, const int64_t *dims, bool training, double eps)
+{
+    check_batch_norm_op("FusedBatchNorm", dt, rank, dims, training, eps);
 }
 
 static void test_batch_norm(void)
@@ -739,6 +750,9 @@ static void test_batch_norm(void)
             check_batch_norm(FLOATS[d], 2, TH_DIMS(1, 4), training, 0.01); /* n = 1: unbiased = v */
             check_batch_norm(FLOATS[d], 2, TH_DIMS(5000, 30), training, 0.001); /* chunked */
             check_batch_norm(FLOATS[d], 2, TH_DIMS(7, 2500), training, 0.001);  /* by columns */
+            check_batch_norm_op("FusedBatchNormV2", FLOATS[d], 4, TH_DIMS(2, 3, 4, 5), training, 1e-3);
+            check_batch_norm_op("FusedBatchNormV3", FLOATS[d], 4, TH_DIMS(2, 3, 4, 5), training, 1e-4);
+            check_batch_norm_op("FusedBatchNormV3", FLOATS[d], 5, TH_DIMS(2, 2, 3, 4, 5), training, 1e-4);
         }
     /* training ignores mean and variance, which may be empty; an empty x gives NaN statistics */
     tide_tensor *x = th_f64(2, TH_DIMS(2, 2), (double[]){1, 10, 3, 30});
@@ -746,7 +760,7 @@ static void test_batch_norm(void)
     tide_tensor *none = th_f64(1, TH_DIMS(0), NULL), *out[5];
     CU_ASSERT_EQUAL(run_op("FusedBatchNorm", ((tide_tensor *[]){x, ones, zeros, none, none}), 5, NULL,
                            out, 5), TIDE_OK);
-    double s1 = 1 / sqrt(1 + 0.001), s2 = 1 / sqrt(100 + 0.001);
+    double s1 = 1 / sqrt(1 + 0.0001), s2 = 1 / sqrt(100 + 0.0001); /* TensorFlow's default epsilon */
     EXPECT(out[0], TIDE_FLOAT64, 2, TH_DIMS(2, 2), ((double[]){-s1, -10 * s2, s1, 10 * s2}), 1);
     EXPECT(out[1], TIDE_FLOAT64, 1, TH_DIMS(2), ((double[]){2, 20}), 1);
     EXPECT(out[2], TIDE_FLOAT64, 1, TH_DIMS(2), ((double[]){2, 200}), 1); /* unbiased */
@@ -786,9 +800,20 @@ static void test_batch_norm_errors(void)
                     TIDE_INVALID_ARGUMENT,
                     "y_backprop and x must have the same shape: y_backprop is [2, 2, 2], x is [2, 2, 3]");
     TH_ASSERT_FAILS("FusedBatchNormGrad", ((tide_tensor *[]){x, x, v3, v3, v2}), 5, NULL,
-                    TIDE_INVALID_ARGUMENT, "saved_inv_std must have 3 elements");
-    tide_tensor *all[] = {x, v3, v2, v0, x1, m, xg};
-    release_all(all, 7);
+                    TIDE_INVALID_ARGUMENT, "reserve_space_2 must have 3 elements");
+    /* channels first is refused, in the forward and the gradient op; U must be T */
+    tide_attrs *nchw = tide_attrs_new();
+    tide_attrs_set_string(nchw, "data_format", "NCHW");
+    TH_ASSERT_FAILS("FusedBatchNormV3", ((tide_tensor *[]){x, v3, v3, v3, v3}), 5, nchw, TIDE_INVALID_ARGUMENT,
+                    "data_format 'NCHW' is not supported: only channels last ('NHWC', 'NDHWC')");
+    TH_ASSERT_FAILS("FusedBatchNormGrad", ((tide_tensor *[]){x, x, v3, v3, v3}), 5, nchw, TIDE_INVALID_ARGUMENT,
+                    "data_format 'NCHW' is not supported");
+    tide_attrs_free(nchw);
+    tide_tensor *d3 = th_f64(1, TH_DIMS(3), NULL);
+    TH_ASSERT_FAILS("FusedBatchNormV3", ((tide_tensor *[]){x, d3, d3, d3, d3}), 5, NULL, TIDE_INVALID_ARGUMENT,
+                    "U (float64) must be T (float32)");
+    tide_tensor *all[] = {x, v3, v2, v0, x1, m, xg, d3};
+    release_all(all, 8);
 }
 
 /* FusedBatchNormGrad against central differences of the reference forward pass: for the loss
@@ -803,11 +828,25 @@ static void check_batch_norm_grad(bool training)
     tide_tensor *var = rand_tensor(dt, 1, TH_DIMS(C), 0.5, 2), *dy = rand_tensor(dt, 2, TH_DIMS(ROWS, C), -1, 1);
     tide_attrs *a = tide_attrs_new();
     tide_attrs_set_bool(a, "is_training", training);
-    tide_tensor *fwd[5] = {0}, *grad[3] = {0};
+    tide_attrs_set_float(a, "epsilon", eps); /* the gradient op takes the forward op's epsilon */
+    tide_tensor *fwd[6] = {0}, *grad[5] = {0};
     CU_ASSERT_EQUAL_FATAL(run_op("FusedBatchNorm", ((tide_tensor *[]){x, scale, offset, mean, var}),
                                  5, a, fwd, 5), TIDE_OK);
     CU_ASSERT_EQUAL_FATAL(run_op("FusedBatchNormGrad", ((tide_tensor *[]){dy, x, scale, fwd[3], fwd[4]}),
-                                 5, a, grad, 3), TIDE_OK);
+                                 5, a, grad, 5), TIDE_OK);
+    TH_ASSERT_SHAPE(grad[3], 1, TH_DIMS(0)); /* reserve_space_3 and _4: empty, as TensorFlow's */
+    TH_ASSERT_SHAPE(grad[4], 1, TH_DIMS(0));
+    /* the V3 pair gives the same gradients (its reserve_space_3 is not read) */
+    tide_tensor *fwd3[6] = {0}, *grad3[5] = {0};
+    CU_ASSERT_EQUAL_FATAL(run_op("FusedBatchNormV3", ((tide_tensor *[]){x, scale, offset, mean, var}),
+                                 5, a, fwd3, 6), TIDE_OK);
+    CU_ASSERT_EQUAL_FATAL(run_op("FusedBatchNormGradV3",
+                                 ((tide_tensor *[]){dy, x, scale, fwd3[3], fwd3[4], fwd3[5]}), 6, a, grad3, 5),
+                          TIDE_OK);
+    for (int i = 0; i < 3; i++)
+        TH_ASSERT_CLOSE(grad3[i], grad[i], 0, 0);
+    release_all(fwd3, 6);
+    release_all(grad3, 5);
     /* perturb every element of x, scale and offset in turn */
     long double *p[3] = {to_long(x), to_long(scale), to_long(offset)};
     long double *mi = to_long(mean), *vi = to_long(var), y[N];
@@ -839,7 +878,7 @@ static void check_batch_norm_grad(bool training)
     tide_tensor *all[] = {x, scale, offset, mean, var, dy};
     release_all(all, 6);
     release_all(fwd, 5);
-    release_all(grad, 3);
+    release_all(grad, 5);
     tide_attrs_free(a);
 }
 
@@ -851,14 +890,14 @@ static void check_batch_norm_grad_f32(int64_t rows, int64_t c)
                             rand_tensor(TIDE_FLOAT64, 2, TH_DIMS(rows, c), 1, 3),
                             rand_tensor(TIDE_FLOAT64, 1, &c, 0.5, 2), rand_tensor(TIDE_FLOAT64, 1, &c, 1, 3),
                             rand_tensor(TIDE_FLOAT64, 1, &c, 0.5, 1)};
-    tide_tensor *in32[5], *out64[3], *out32[3];
+    tide_tensor *in32[5], *out64[5], *out32[5];
     for (int i = 0; i < 5; i++) {
         in32[i] = tide_tensor_cast(in64[i], TIDE_FLOAT32, NULL);
         tide_tensor_release(in64[i]);
         in64[i] = tide_tensor_cast(in32[i], TIDE_FLOAT64, NULL);
     }
-    CU_ASSERT_EQUAL(run_op("FusedBatchNormGrad", in64, 5, NULL, out64, 3), TIDE_OK);
-    CU_ASSERT_EQUAL(run_op("FusedBatchNormGrad", in32, 5, NULL, out32, 3), TIDE_OK);
+    CU_ASSERT_EQUAL(run_op("FusedBatchNormGrad", in64, 5, NULL, out64, 5), TIDE_OK);
+    CU_ASSERT_EQUAL(run_op("FusedBatchNormGrad", in32, 5, NULL, out32, 5), TIDE_OK);
     for (int i = 0; i < 3; i++) {
         tide_tensor *as32 = tide_tensor_cast(out64[i], TIDE_FLOAT32, NULL);
         TH_ASSERT_CLOSE(out32[i], as32, 1e-5, i ? 1e-3 : 1e-5);
@@ -866,8 +905,8 @@ static void check_batch_norm_grad_f32(int64_t rows, int64_t c)
     }
     release_all(in64, 5);
     release_all(in32, 5);
-    release_all(out64, 3);
-    release_all(out32, 3);
+    release_all(out64, 5);
+    release_all(out32, 5);
 }
 
 static void test_batch_norm_grad(void)

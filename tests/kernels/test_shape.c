@@ -1,5 +1,5 @@
-/* test_shape.c — CUnit suite of the shape, index and fill ops: Gather, Fill, ZerosLike, OnesLike,
- * Shape, Rank, Size, ExpandDims, Squeeze, OneHot and Range.
+/* test_shape.c — CUnit suite of the shape, index and fill ops: Gather, GatherV2, Fill, ZerosLike,
+ * OnesLike, Shape, Rank, Size, ExpandDims, Squeeze, OneHot and Range.
  *
  * Expected values come from reference code written here: Gather and OneHot walk every output
  * element's multi-index and map it back to the inputs (the kernels copy rows instead); Range counts
@@ -227,50 +227,65 @@ static void assert_kernel_fails_impl(const char *op, tide_tensor *const *inputs,
 
 /* ---------------------------------------------------------------- Gather */
 
-/* Reference Gather: each output element's multi-index is mapped back to its params element. */
-static tide_shape ref_gather(const double *p, const tide_shape *ps, int axis, const int64_t *idx,
+/* Reference GatherV2 with bd batch dims: each output element's multi-index [params dims before
+ * the axis, indices dims from bd on, params dims after the axis] is mapped back to its params
+ * element; the batch coordinates (the first bd) also pick the indices' batch. */
+static tide_shape ref_gather(const double *p, const tide_shape *ps, int axis, int bd, const int64_t *idx,
                              const tide_shape *is, double *out)
 {
-    tide_shape os = {.rank = ps->rank - 1 + is->rank};
+    int ir = is->rank - bd; /* the indices' dims that enter the result */
+    tide_shape os = {.rank = ps->rank - 1 + ir};
     for (int d = 0; d < os.rank; d++)
-        os.dims[d] = d < axis              ? ps->dims[d]
-                     : d < axis + is->rank ? is->dims[d - axis]
-                                           : ps->dims[d - is->rank + 1];
+        os.dims[d] = d < axis ? ps->dims[d] : d < axis + ir ? is->dims[bd + d - axis] : ps->dims[d - ir + 1];
     for (int64_t f = 0; f < tide_shape_num_elements(&os); f++) {
         int64_t oi[TIDE_MAX_RANK], k = 0, src = 0;
         unravel(&os, f, oi);
         for (int d = 0; d < is->rank; d++)
-            k = k * is->dims[d] + oi[axis + d];
+            k = k * is->dims[d] + (d < bd ? oi[d] : oi[axis + d - bd]);
         for (int d = 0; d < ps->rank; d++)
-            src = src * ps->dims[d] + (d < axis ? oi[d] : d == axis ? idx[k] : oi[d + is->rank - 1]);
+            src = src * ps->dims[d] + (d < axis ? oi[d] : d == axis ? idx[k] : oi[d + ir - 1]);
         out[f] = p[src];
     }
     return os;
 }
 
-/* Gathers random params of dtype dt with the given indices and compares with the reference. */
-static void check_gather(tide_dtype dt, tide_dtype it, tide_shape ps, int64_t axis, tide_shape is,
-                         const int64_t *idx, bool integers)
+/* Gathers random params of dtype dt with the given indices through GatherV2 (the axis an input of
+ * dtype it, batch_dims bd) and, along axis 0 without batch dims, through the legacy Gather, and
+ * compares both with the reference. */
+static void check_gather_batched(tide_dtype dt, tide_dtype it, tide_shape ps, int64_t axis, int64_t bd,
+                                 tide_shape is, const int64_t *idx, bool integers)
 {
-    int ax = (int)(axis < 0 ? axis + ps.rank : axis);
+    int ax = (int)(axis < 0 ? axis + ps.rank : axis), b = (int)(bd < 0 ? bd + is.rank : bd);
     int64_t np = tide_shape_num_elements(&ps), no = tide_shape_num_elements(&is);
-    for (int d = 0; d < ps.rank; d++)
+    for (int d = b; d < ps.rank; d++)
         no *= d == ax ? 1 : ps.dims[d];
     double *p = calloc((size_t)(np + 1), sizeof *p), *want = calloc((size_t)(no + 1), sizeof *want);
     for (int64_t i = 0; i < np; i++)
         p[i] = integers ? floor(th_rand(0, 100)) : th_rand(-10, 10);
-    tide_shape os = ref_gather(p, &ps, ax, idx, &is, want);
-    tide_tensor *in[2] = {tensor_of(dt, ps.rank, ps.dims, p), index_tensor(it, is.rank, is.dims, idx)};
+    tide_shape os = ref_gather(p, &ps, ax, b, idx, &is, want);
+    tide_tensor *in[3] = {tensor_of(dt, ps.rank, ps.dims, p), index_tensor(it, is.rank, is.dims, idx),
+                          index_tensor(it, 0, NULL, &axis)};
     tide_tensor *expected = tensor_of(dt, os.rank, os.dims, want);
-    tide_attrs *a = attr_int("axis", axis);
-    tide_tensor *got = th_run1("Gather", in, 2, a);
+    tide_attrs *a = bd ? attr_int("batch_dims", bd) : NULL;
+    tide_tensor *got = th_run1("GatherV2", in, 3, a);
     TH_ASSERT_CLOSE(got, expected, 0, 0);
     tide_tensor_release(got);
+    if (axis == 0 && bd == 0) {
+        got = th_run1("Gather", in, 2, NULL);
+        TH_ASSERT_CLOSE(got, expected, 0, 0);
+        tide_tensor_release(got);
+    }
     tide_tensor_release(expected);
-    release(in, 2);
+    release(in, 3);
     tide_attrs_free(a);
     free(p);
     free(want);
+}
+
+static void check_gather(tide_dtype dt, tide_dtype it, tide_shape ps, int64_t axis, tide_shape is,
+                         const int64_t *idx, bool integers)
+{
+    check_gather_batched(dt, it, ps, axis, 0, is, idx, integers);
 }
 
 static void test_gather_dtypes(void)
@@ -333,17 +348,69 @@ static void test_gather_strings(void)
     TH_ASSERT_CLOSE(got, want, 0, 0);
     tide_tensor_release(got);
     tide_tensor_release(want);
-    tide_attrs *a = attr_int("axis", -1);
-    tide_tensor_release(in[1]);
-    in[1] = th_i32(0, NULL, (int32_t[]){1});
+    tide_tensor *v2[3] = {in[0], th_i32(0, NULL, (int32_t[]){1}), th_i64(0, NULL, (int64_t[]){-1})};
     const char *col[] = {"one", "three, a longer string than sixteen bytes", "five"};
     want = strings_of(1, TH_DIMS(3), col);
-    got = th_run1("Gather", in, 2, a);
+    got = th_run1("GatherV2", v2, 3, NULL);
     TH_ASSERT_CLOSE(got, want, 0, 0);
     tide_tensor_release(got);
     tide_tensor_release(want);
+    /* batch_dims 1: row r of params picks its own columns */
+    tide_tensor *bi[3] = {in[0], th_i32(2, TH_DIMS(3, 2), (int32_t[]){1, 1, 0, 1, 1, 0}), v2[2]};
+    tide_attrs *a = attr_int("batch_dims", 1);
+    const char *per_row[] = {"one", "one", "", "three, a longer string than sixteen bytes", "five", "four"};
+    want = strings_of(2, TH_DIMS(3, 2), per_row);
+    got = th_run1("GatherV2", bi, 3, a);
+    TH_ASSERT_CLOSE(got, want, 0, 0);
+    release((tide_tensor *[]){got, want, bi[1], v2[1], v2[2]}, 5);
     release(in, 2);
     tide_attrs_free(a);
+}
+
+/* batch_dims: the first b dims of params and indices are batch dims, each batch gathering from its
+ * own slice of params, along any axis at or after them; negative batch_dims count from the indices'
+ * rank. */
+static void test_gather_batch_dims(void)
+{
+    const int64_t pd[] = {2, 3, 4}, idx23[] = {2, 0, 1, 1, 0, 2}, idx2[] = {3, 1};
+    const int64_t idx234[] = {0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 2, 1, 0, 2, 1, 0, 2, 1, 0, 2, 1, 0};
+    tide_shape ps = tide_shape_make(3, pd);
+    const int64_t i23[] = {2, 3}, i234[] = {2, 3, 4};
+    /* batch 1 along axis 1 and 2 */
+    check_gather_batched(TIDE_FLOAT32, TIDE_INT32, ps, 1, 1, tide_shape_make(2, i23), idx23, false);
+    check_gather_batched(TIDE_INT64, TIDE_INT64, ps, 2, 1, tide_shape_make(2, i23), idx23, true);
+    check_gather_batched(TIDE_FLOAT64, TIDE_INT32, ps, -1, -1, tide_shape_vector(2), idx2, false);
+    /* batch 2 along axis 2, indices of rank 3 */
+    check_gather_batched(TIDE_FLOAT64, TIDE_INT64, ps, 2, 2, tide_shape_make(3, i234), idx234, false);
+    check_gather_batched(TIDE_FLOAT32, TIDE_INT32, ps, 2, -1, tide_shape_make(3, i234), idx234, false);
+    /* empty batches */
+    const int64_t pe[] = {0, 3};
+    check_gather_batched(TIDE_FLOAT32, TIDE_INT32, tide_shape_make(2, pe), 1, 1, tide_shape_matrix(0, 5),
+                         idx23, false);
+}
+
+static void test_gather_batch_dims_errors(void)
+{
+    tide_tensor *p = th_f32(2, TH_DIMS(3, 2), (float[]){1, 2, 3, 4, 5, 6});
+    tide_tensor *in[3] = {p, th_i32(2, TH_DIMS(2, 1), (int32_t[]){0, 1}), th_i32(0, NULL, (int32_t[]){1})};
+    tide_attrs *a = attr_int("batch_dims", 1);
+    TH_ASSERT_FAILS("GatherV2", in, 3, a, TIDE_INVALID_ARGUMENT, "differ in batch dimension 0");
+    ASSERT_KERNEL_FAILS("GatherV2", in, 3, a, "params [3, 2] and indices [2, 1] differ in batch dimension 0");
+    tide_attrs_free(a);
+    a = attr_int("batch_dims", 2);
+    TH_ASSERT_FAILS("GatherV2", in, 3, a, TIDE_INVALID_ARGUMENT, "batch_dims 2 is out of range for indices "
+                    "of rank 2: expected one in [-2, 2)");
+    tide_attrs_free(a);
+    a = attr_int("batch_dims", 1);
+    tide_tensor_release(in[2]);
+    in[2] = th_i32(0, NULL, (int32_t[]){0});
+    TH_ASSERT_FAILS("GatherV2", in, 3, a, TIDE_INVALID_ARGUMENT, "batch_dims 1 must not be greater than axis 0");
+    tide_tensor_release(in[2]);
+    in[2] = th_i32(1, TH_DIMS(1), (int32_t[]){0});
+    TH_ASSERT_FAILS("GatherV2", in, 3, NULL, TIDE_INVALID_ARGUMENT, "axis must be a scalar");
+    ASSERT_KERNEL_FAILS("GatherV2", in, 3, NULL, "axis must be a scalar");
+    tide_attrs_free(a);
+    release(in, 3);
 }
 
 static void test_gather_errors(void)
@@ -362,10 +429,11 @@ static void test_gather_errors(void)
     }
     tide_tensor *in[2] = {p, th_i32(1, TH_DIMS(1), (int32_t[]){0})};
     for (int64_t axis = -4; axis < 5; axis += 6) {
-        tide_attrs *a = attr_int("axis", axis);
-        TH_ASSERT_FAILS("Gather", in, 2, a, TIDE_INVALID_ARGUMENT, "out of range for params of shape [3, 2]");
-        ASSERT_KERNEL_FAILS("Gather", in, 2, a, "expected one in [-2, 2)");
-        tide_attrs_free(a);
+        tide_tensor *v2[3] = {p, in[1], th_i64(0, NULL, &axis)};
+        TH_ASSERT_FAILS("GatherV2", v2, 3, NULL, TIDE_INVALID_ARGUMENT,
+                        "out of range for params of rank 2: expected one in [-2, 2) (params [3, 2]");
+        ASSERT_KERNEL_FAILS("GatherV2", v2, 3, NULL, "expected one in [-2, 2)");
+        tide_tensor_release(v2[2]);
     }
     tide_tensor *scalar[2] = {th_f32(0, NULL, (float[]){1}), in[1]};
     TH_ASSERT_FAILS("Gather", scalar, 2, NULL, TIDE_INVALID_ARGUMENT, "at least 1-dimensional");
@@ -381,19 +449,30 @@ static void test_gather_errors(void)
 
 static void test_gather_infer(void)
 {
-    gin ins[2] = {ph(TIDE_FLOAT32, 3, TH_DIMS(-1, 3, 4)), ph(TIDE_INT32, 2, TH_DIMS(2, -1))};
-    tide_attrs *a = attr_int("axis", 1), *bad = attr_int("axis", 3);
-    ASSERT_INFER("Gather", ins, a, 4, TH_DIMS(-1, 2, -1, 4));
-    ASSERT_INFER("Gather", ins, NULL, 4, TH_DIMS(2, -1, 3, 4));
-    ASSERT_INFER_FAILS("Gather", ins, bad, "axis 3 is out of range for params of shape [?, 3, 4]");
-    gin unknown[2] = {ph(TIDE_FLOAT32, -1, NULL), ph(TIDE_INT32, 1, TH_DIMS(5))};
-    ASSERT_INFER("Gather", unknown, a, -1, NULL);
+    tide_tensor *one = th_i32(0, NULL, (int32_t[]){1}), *three = th_i64(0, NULL, (int64_t[]){3});
+    tide_tensor *minus_one = th_i32(0, NULL, (int32_t[]){-1});
+    gin ins[3] = {ph(TIDE_FLOAT32, 3, TH_DIMS(-1, 3, 4)), ph(TIDE_INT32, 2, TH_DIMS(2, -1)), cst(one)};
+    ASSERT_INFER("GatherV2", ins, NULL, 4, TH_DIMS(-1, 2, -1, 4));
+    gin legacy[2] = {ins[0], ins[1]};
+    ASSERT_INFER("Gather", legacy, NULL, 4, TH_DIMS(2, -1, 3, 4));
+    ins[2] = cst(three);
+    ASSERT_INFER_FAILS("GatherV2", ins, NULL, "axis 3 is out of range for params of rank 3");
+    ins[2] = ph(TIDE_INT32, 0, NULL); /* the axis known at run time only: the rank is known */
+    ASSERT_INFER("GatherV2", ins, NULL, 4, TH_DIMS(-1, -1, -1, -1));
+    gin unknown[3] = {ph(TIDE_FLOAT32, -1, NULL), ph(TIDE_INT32, 1, TH_DIMS(5)), cst(one)};
+    ASSERT_INFER("GatherV2", unknown, NULL, -1, NULL);
     gin scalar[2] = {ph(TIDE_FLOAT32, 0, NULL), ph(TIDE_INT32, -1, NULL)};
     ASSERT_INFER_FAILS("Gather", scalar, NULL, "at least 1-dimensional");
     gin big[2] = {ph(TIDE_FLOAT32, 5, TH_DIMS(1, 1, 1, 1, 1)), ph(TIDE_INT32, 5, TH_DIMS(1, 1, 1, 1, 1))};
     ASSERT_INFER_FAILS("Gather", big, NULL, "rank 9, more than 8");
+    /* batch dims: the batch sizes merge from both sides, and must agree */
+    tide_attrs *a = attr_int("batch_dims", 1);
+    gin batched[3] = {ph(TIDE_FLOAT32, 3, TH_DIMS(-1, 3, 4)), ph(TIDE_INT32, 2, TH_DIMS(5, 2)), cst(minus_one)};
+    ASSERT_INFER("GatherV2", batched, a, 3, TH_DIMS(5, 3, 2));
+    batched[0] = ph(TIDE_FLOAT32, 3, TH_DIMS(4, 3, 4));
+    ASSERT_INFER_FAILS("GatherV2", batched, a, "differ in batch dimension 0");
     tide_attrs_free(a);
-    tide_attrs_free(bad);
+    release((tide_tensor *[]){one, three, minus_one}, 3);
 }
 
 /* ---------------------------------------------------------------- Fill */
@@ -1112,6 +1191,8 @@ int main(void)
         TH_TEST(test_gather_empty),
         TH_TEST(test_gather_large),
         TH_TEST(test_gather_strings),
+        TH_TEST(test_gather_batch_dims),
+        TH_TEST(test_gather_batch_dims_errors),
         TH_TEST(test_gather_errors),
         TH_TEST(test_gather_infer),
         TH_TEST(test_fill_dtypes),

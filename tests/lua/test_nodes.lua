@@ -31,6 +31,20 @@ for i = 1, 2 do
   check(near(v[i], (x + 1) * 2 - x / 2 + x * x), "arithmetic element " .. i)
 end
 check(near(run(constant(7.0) % 3):item(), 1), "mod")
+-- Lua's % floors like Python's: FloorMod, not TensorFlow's truncating Mod
+check((constant(-7) % 2):op() == "FloorMod" and run(constant(-7) % 2):item() == 1, "% is FloorMod")
+check(run(tide.ops.Mod(constant(-7), constant(2))):item() == -1, "Mod truncates as in TensorFlow")
+-- friendly names stay: concat builds ConcatV2 (values, then the axis); the legacy Concat (axis first)
+-- is tide.ops.Concat; gather is TensorFlow's Gather (axis 0), gather_v2 takes the axis as an input
+local cc = concat({constant({1, 2}), constant({3})}, 0)
+check(cc:op() == "ConcatV2" and run(cc):equal{1, 2, 3}, "concat is ConcatV2")
+check(run(tide.ops.Concat(0, {constant({1}), constant({2})})):equal{1, 2}, "legacy Concat: axis first")
+local m = constant({{1, 2}, {3, 4}})
+check(run(gather(m, {1})):equal{{3, 4}} and run(gather_v2(m, {1}, 1)):equal{{2}, {4}}, "gather, gather_v2")
+-- tide.select is TensorFlow 1.x's Select: a vector condition picks rows; select_v2 broadcasts
+local cond = constant({true, false})
+check(run(tide.select(cond, m, -m)):equal{{1, 2}, {-3, -4}}, "select picks rows")
+check(run(select_v2(cond, m, -m)):equal{{1, -2}, {3, -4}}, "select_v2 broadcasts")
 
 -- attrs: a trailing table; name and device too
 local p = matmul(constant({{1, 2}}), constant({{3, 4}}), {transpose_b = true, name = "dot"})

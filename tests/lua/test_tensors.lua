@@ -168,6 +168,7 @@ local a = tensor{1.0, 2.0, 4.0}
 check((a + 1):equal{2, 3, 5} and (1 + a):equal{2, 3, 5}, "__add with a number on either side")
 check((a - a):equal{0, 0, 0} and (a * 2):equal{2, 4, 8} and (a / 2):equal{0.5, 1, 2}, "__sub __mul __div")
 check((-a):equal{-1, -2, -4} and (a ^ 2):equal{1, 4, 16} and (a % 3):equal{1, 2, 1}, "__unm __pow __mod")
+check((tensor{-7.0, 7.0} % 2):equal{1, 1} and (tensor{7.0} % -2):equal{-1}, "% floors as Lua's does")
 check(is_tensor(a + a) and (a + a):dtype() == float32, "arithmetic on host tensors gives a host tensor")
 
 T.done("test_tensors")
