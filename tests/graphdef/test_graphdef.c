@@ -115,7 +115,7 @@ static tide_graph *rich_graph(void)
         "u = Const(value=tensor(uint16, [], [65535]), dtype=uint16)\n"
         "split = Split(axis_c, W/initial_value, num_split=2, T=float32)\n"
         "axis_c = Const(value=tensor(int32, [], [1]), dtype=int32)\n"
-        "joined = Concat([split, split:1], axis_c, N=2, T=float32, Tidx=int32)\n"
+        "joined = ConcatV2([split, split:1], axis_c, N=2, T=float32, Tidx=int32)\n"
         "cast = Cast(joined, SrcT=float32, DstT=float64, Truncate=false)\n"
         "neg = Neg(x, ^joined) @\"/cpu:0\"\n"
         "p = Pack([x, neg], axis=-1, N=2, T=float32) @\"/job:localhost/replica:0/task:0/device:cpu:0\"\n"
