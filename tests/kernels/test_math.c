@@ -236,7 +236,11 @@ static i128 q_floordiv(i128 x, i128 y)
 }
 static i128 q_mod(i128 x, i128 y) { return x - q_floordiv(x, y) * y; }
 static i128 q_truncmod(i128 x, i128 y) { return x - (x / y) * y; } /* C's %, in 128 bits */
-static i128 q_sqdiff(i128 x, i128 y) { return (x - y) * (x - y); }
+static i128 q_sqdiff(i128 x, i128 y) /* mod 2^128 (the square of an int64 difference may not fit) */
+{
+    unsigned __int128 d = (unsigned __int128)(x - y);
+    return (i128)(d * d);
+}
 static i128 q_pow(i128 x, i128 y) /* x^y by repeated multiplication, kept to 64 bits */
 {
     i128 r = 1;
