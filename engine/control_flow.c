@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "gradients.h"
 
 /* Shapes inferred again downstream of `from` (nodes created after it that read a node whose shapes
  * changed), into fresh arrays; nothing changes until all succeed. new_shapes[id] is NULL for a node
@@ -150,7 +150,12 @@ static tide_node *capture_node(tide_graph *g, tide_cf_context *c, tide_output ou
  * first, then c's Enter (a loop invariant) or Switch (this branch's side), made once per value. */
 static tide_output capture(tide_graph *g, tide_cf_context *c, tide_output in, tide_error *err)
 {
-    if (!c || in.node->id >= c->first_id)
+    if (!c)
+        return in;
+    /* In a gradient loop, a node the gradient added to the forward side counts as outside, however
+     * late it was made (grads/while_grad.c). */
+    int side = c->grad ? tide__grad_loop_side(c, in) : GRAD_NOT_FORWARD;
+    if (side == GRAD_NOT_FORWARD && in.node->id >= c->first_id)
         return in;
     for (int i = 0; i < c->num_captures; i++)
         if (c->captures[i].outside.node == in.node && c->captures[i].outside.index == in.index)
@@ -165,14 +170,19 @@ static tide_output capture(tide_graph *g, tide_cf_context *c, tide_output in, ti
         c->captures = grown;
         c->cap_captures = cap;
     }
-    tide_cf_context *saved = g->cf_context;
-    g->cf_context = c->parent; /* the Enter or Switch itself belongs to the context around */
-    tide_output outer = capture(g, c->parent, in, err);
-    tide_node *n = outer.node ? capture_node(g, c, outer, err) : NULL;
-    g->cf_context = saved;
-    if (!n)
+    tide_output inside;
+    if (side == GRAD_FORWARD_HERE) { /* a value of the loop this gradient undoes: from its stack */
+        inside = tide__grad_loop_pop(g, c, in, err);
+    } else {
+        tide_cf_context *saved = g->cf_context;
+        g->cf_context = c->parent; /* the Enter or Switch itself belongs to the context around */
+        tide_output outer = capture(g, c->parent, in, err);
+        tide_node *n = outer.node ? capture_node(g, c, outer, err) : NULL;
+        g->cf_context = saved;
+        inside = (tide_output){n, c->kind == TIDE_CF_WHILE ? 0 : c->branch};
+    }
+    if (!inside.node)
         return (tide_output){NULL, 0};
-    tide_output inside = {n, c->kind == TIDE_CF_WHILE ? 0 : c->branch};
     c->captures[c->num_captures++] = (tide_cf_capture){in, inside};
     return inside;
 }

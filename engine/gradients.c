@@ -13,12 +13,18 @@
  *     adds the ops of its inputs' gradients.
  *  3. A failure anywhere rolls the graph back to the nodes it had: tide_gradients is atomic.
  * Gradient functions may only add nodes; they build in the scope "gradients[_N]/<node>_grad" and on
- * the forward node's requested device. */
+ * the forward node's requested device.
+ *
+ * Control flow (gradients.h): the walk covers one region, the root frame; a while loop in it is one
+ * unit whose gradient (grads/while_grad.c) is a loop running the iterations backwards, with a walk of
+ * the loop's body as its body. Marks cross a loop's back edge (NextIteration into Merge) until they
+ * settle, except the back edges of the region itself. Conds need nothing special: Switch and Merge
+ * have gradient functions (grads/control_flow_grad.c). */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "gradients.h"
 
 /* ---------------------------------------------------------------- the registry of gradient functions */
 
@@ -317,14 +323,18 @@ typedef struct contributions {
     tide_output sum; /* built once, when first needed */
 } contributions;
 
-typedef struct walk {
+struct walk {
     tide_graph *g;
-    int num_nodes;          /* the graph's size before we started */
+    grad_frames *fr;
+    int region;             /* the frame walked */
+    int num_nodes;          /* the forward graph's size (fr->num_nodes) */
     bool *forward;          /* reachable from xs */
     bool *backward;         /* reaches ys */
     contributions **grads;  /* per node: one per output, allocated on demand */
+    const tide_output *xs;
+    int num_xs;
     tide_error *err;
-} walk;
+};
 
 static bool on_path(const walk *w, const tide_node *n)
 {
@@ -346,18 +356,29 @@ static bool is_x(const tide_output *xs, int num_xs, tide_output t)
     return false;
 }
 
-static void mark_forward(walk *w, const tide_output *xs, int num_xs)
+static bool is_op(const tide_node *n, const char *op)
 {
-    for (int id = 0; id < w->num_nodes; id++) {
-        const tide_node *n = w->g->nodes[id];
-        if (blocks_gradient(n))
-            continue;
-        for (int i = 0; i < n->num_inputs && !w->forward[id]; i++) {
-            tide_output in = n->inputs[i];
-            if (!differentiable_dtype(in.node->out_dtypes[in.index]))
+    return (n->op->flags & TIDE_OP_CONTROL_FLOW) && strcmp(n->op->name, op) == 0;
+}
+
+/* Marks until nothing changes: loops' back edges point to later nodes, so one pass is not enough.
+ * The region's own back edges are not followed (a body's walk ends at its NextIterations). */
+static void mark_forward(walk *w)
+{
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int id = 0; id < w->num_nodes; id++) {
+            const tide_node *n = w->g->nodes[id];
+            if (w->forward[id] || blocks_gradient(n) ||
+                (is_op(n, "NextIteration") && w->fr->frame_of[id] == w->region))
                 continue;
-            if (is_x(xs, num_xs, in) || w->forward[in.node->id])
-                w->forward[id] = true;
+            for (int i = 0; i < n->num_inputs && !w->forward[id]; i++) {
+                tide_output in = n->inputs[i];
+                if (!differentiable_dtype(in.node->out_dtypes[in.index]))
+                    continue;
+                if (is_x(w->xs, w->num_xs, in) || (in.node->id < w->num_nodes && w->forward[in.node->id]))
+                    changed = w->forward[id] = true;
+            }
         }
     }
 }
@@ -365,13 +386,22 @@ static void mark_forward(walk *w, const tide_output *xs, int num_xs)
 static void mark_backward(walk *w, const tide_output *ys, int num_ys)
 {
     for (int j = 0; j < num_ys; j++)
-        w->backward[ys[j].node->id] = true;
-    for (int id = w->num_nodes - 1; id >= 0; id--) {
-        const tide_node *n = w->g->nodes[id];
-        if (!w->backward[id])
-            continue;
-        for (int i = 0; i < n->num_inputs; i++)
-            w->backward[n->inputs[i].node->id] = true;
+        if (ys[j].node->id < w->num_nodes)
+            w->backward[ys[j].node->id] = true;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int id = w->num_nodes - 1; id >= 0; id--) {
+            const tide_node *n = w->g->nodes[id];
+            if (!w->backward[id])
+                continue;
+            for (int i = 0; i < n->num_inputs; i++) {
+                int src = n->inputs[i].node->id;
+                if (src < w->num_nodes && !w->backward[src]) {
+                    w->backward[src] = true;
+                    changed |= src > id; /* a back edge: another pass */
+                }
+            }
+        }
     }
 }
 
@@ -461,7 +491,7 @@ static tide_status check_tensor(const tide_graph *g, tide_output t, const char *
 }
 
 /* Calls the gradient function of node n (on the path) and records what it gives its inputs. */
-static tide_status backprop_node(walk *w, tide_node *n, const tide_output *xs, int num_xs)
+static tide_status backprop_node(walk *w, tide_node *n)
 {
     tide_output dy[n->num_outputs > 0 ? n->num_outputs : 1];
     bool any = false;
@@ -485,7 +515,7 @@ static tide_status backprop_node(walk *w, tide_node *n, const tide_output *xs, i
     for (int i = 0; i < n->num_inputs; i++) {
         tide_output in = n->inputs[i];
         wants[i] = differentiable_dtype(in.node->out_dtypes[in.index]) &&
-                   (on_path(w, in.node) || is_x(xs, num_xs, in));
+                   ((in.node->id < w->num_nodes && on_path(w, in.node)) || is_x(w->xs, w->num_xs, in));
         dx[i] = (tide_output){0};
     }
     tide_grad_ctx ctx = {.g = w->g, .node = n, .dy = dy, .wants = wants, .dx = dx, .err = w->err};
@@ -586,6 +616,179 @@ static void walk_free(walk *w)
     free(w->backward);
 }
 
+/* ---------------------------------------------------------------- frames of the forward graph */
+
+int tide__grad_frame_of(const grad_frames *fr, const tide_node *n)
+{
+    return n->id < fr->cap_nodes ? fr->frame_of[n->id] : -1;
+}
+
+tide_status tide__grad_frames_note(grad_frames *fr, const tide_node *n, int f, tide_error *err)
+{
+    if (n->id >= fr->cap_nodes) {
+        int cap = fr->cap_nodes * 2 > n->id + 1 ? fr->cap_nodes * 2 : n->id + 64;
+        int *grown = realloc(fr->frame_of, sizeof *grown * (size_t)cap);
+        if (!grown)
+            return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "gradients: out of memory");
+        for (int i = fr->cap_nodes; i < cap; i++)
+            grown[i] = -1;
+        fr->frame_of = grown;
+        fr->cap_nodes = cap;
+    }
+    fr->frame_of[n->id] = f;
+    return TIDE_OK;
+}
+
+/* The frame the outputs of forward node id land in. */
+static int landing(const grad_frames *fr, int id)
+{
+    if (fr->enter_child[id] >= 0)
+        return fr->enter_child[id];
+    int f = fr->frame_of[id];
+    return is_op(fr->g->nodes[id], "Exit") && f > 0 ? fr->f[f].parent : f;
+}
+
+static int child_frame(grad_frames *fr, int parent, const char *name)
+{
+    for (int f = 1; f < fr->num; f++)
+        if (fr->f[f].parent == parent && strcmp(fr->f[f].name, name) == 0)
+            return f;
+    grad_frame *grown = realloc(fr->f, sizeof *grown * ((size_t)fr->num + 1));
+    if (!grown)
+        return -1;
+    fr->f = grown;
+    fr->f[fr->num] = (grad_frame){tide__strdup(name), parent, -1};
+    return fr->f[fr->num].name ? fr->num++ : -1;
+}
+
+/* Every forward node's frame, in creation order (inputs come first but for loops' back edges). */
+static tide_status frames_build(grad_frames *fr, tide_graph *g, tide_error *err)
+{
+    fr->g = g;
+    fr->num_nodes = fr->cap_nodes = g->num_nodes;
+    fr->frame_of = malloc(sizeof(int) * ((size_t)g->num_nodes + 1));
+    fr->enter_child = malloc(sizeof(int) * ((size_t)g->num_nodes + 1));
+    fr->f = calloc(1, sizeof *fr->f);
+    if (!fr->frame_of || !fr->enter_child || !fr->f || !(fr->f[0].name = tide__strdup("")))
+        return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "gradients: out of memory");
+    fr->f[0] = (grad_frame){fr->f[0].name, -1, -1};
+    fr->num = 1;
+    for (int id = 0; id < g->num_nodes; id++) {
+        const tide_node *n = g->nodes[id];
+        int f = -1;
+        for (int i = 0; i < n->num_inputs + n->num_control && f < 0; i++) {
+            const tide_node *src = i < n->num_inputs ? n->inputs[i].node : n->control[i - n->num_inputs];
+            if (src->id < id) /* a later one is a loop's back edge: same frame anyway */
+                f = landing(fr, src->id);
+        }
+        fr->frame_of[id] = f < 0 ? 0 : f;
+        fr->enter_child[id] = -1;
+        if (is_op(n, "Enter")) {
+            const char *name = "";
+            tide_attrs_get_string(n->attrs, "frame_name", &name);
+            if ((fr->enter_child[id] = child_frame(fr, fr->frame_of[id], name)) < 0)
+                return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "gradients: out of memory");
+        } else if (is_op(n, "Exit") && fr->frame_of[id] > 0 && fr->f[fr->frame_of[id]].lowest_exit < 0) {
+            fr->f[fr->frame_of[id]].lowest_exit = id;
+        }
+    }
+    return TIDE_OK;
+}
+
+static void frames_free(grad_frames *fr)
+{
+    for (int f = 0; fr->f && f < fr->num; f++)
+        free(fr->f[f].name);
+    free(fr->f);
+    free(fr->frame_of);
+    free(fr->enter_child);
+}
+
+/* ---------------------------------------------------------------- a region's walk */
+
+grad_frames *tide__walk_frames(walk *w) { return w->fr; }
+tide_error *tide__walk_error(walk *w) { return w->err; }
+tide_output tide__walk_gradient(walk *w, tide_output t) { return summed_gradient(w, t); }
+tide_status tide__walk_contribute(walk *w, tide_output t, tide_output grad) { return add_contribution(w, t, grad); }
+
+bool tide__walk_wants(const walk *w, tide_output t)
+{
+    return t.node->id < w->num_nodes && differentiable_dtype(t.node->out_dtypes[t.index]) &&
+           (on_path(w, t.node) || is_x(w->xs, w->num_xs, t));
+}
+
+static tide_status walk_init(walk *w, grad_frames *fr, int region, const tide_output *xs, int num_xs,
+                             tide_error *err)
+{
+    *w = (walk){.g = fr->g, .fr = fr, .region = region, .num_nodes = fr->num_nodes, .xs = xs, .num_xs = num_xs,
+                .err = err};
+    w->forward = calloc((size_t)w->num_nodes + 1, sizeof *w->forward);
+    w->backward = calloc((size_t)w->num_nodes + 1, sizeof *w->backward);
+    w->grads = calloc((size_t)w->num_nodes + 1, sizeof *w->grads);
+    if (!w->forward || !w->backward || !w->grads)
+        return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "gradients: out of memory");
+    return TIDE_OK;
+}
+
+/* Visits the region's nodes in decreasing creation order; a loop of the region is one unit, taken when
+ * the walk reaches its lowest Exit, and its Enters are its own. */
+static tide_status walk_region(walk *w)
+{
+    tide_status st = TIDE_OK;
+    for (int id = w->num_nodes - 1; st == TIDE_OK && id >= 0; id--) {
+        int f = w->fr->frame_of[id];
+        if (f == w->region) {
+            if (w->fr->enter_child[id] < 0 && on_path(w, w->g->nodes[id]))
+                st = backprop_node(w, w->g->nodes[id]);
+        } else if (f > 0 && w->fr->f[f].parent == w->region && w->fr->f[f].lowest_exit == id) {
+            st = tide__while_grad(w, f);
+        }
+    }
+    return st;
+}
+
+/* The walk of `region` from ys (seeded with grad_ys, or ones) to xs; dxs[i] receives xs[i]'s summed
+ * gradient. */
+static tide_status backprop(grad_frames *fr, int region, const tide_output *ys, int num_ys, const tide_output *grad_ys,
+                            const tide_output *xs, int num_xs, tide_output *dxs, tide_error *err)
+{
+    walk w;
+    tide_status st = walk_init(&w, fr, region, xs, num_xs, err);
+    if (st == TIDE_OK) {
+        mark_forward(&w);
+        mark_backward(&w, ys, num_ys);
+        st = seed_ys(&w, ys, num_ys, grad_ys);
+    }
+    if (st == TIDE_OK)
+        st = walk_region(&w);
+    for (int i = 0; st == TIDE_OK && i < num_xs; i++) {
+        dxs[i] = summed_gradient(&w, xs[i]);
+        st = tide_error_code(err);
+    }
+    walk_free(&w);
+    return st;
+}
+
+tide_status tide__grad_region(grad_frames *fr, int region, const tide_output *ys, int num_ys,
+                              const tide_output *grad_ys, const tide_output *xs, int num_xs, tide_output *dxs,
+                              tide_error *err)
+{
+    return backprop(fr, region, ys, num_ys, grad_ys, xs, num_xs, dxs, err);
+}
+
+/* ys and xs must be values of the root frame (a loop's result, not a value inside it). */
+static tide_status check_frames(const grad_frames *fr, const tide_output *t, int n, const char *what, tide_error *err)
+{
+    for (int i = 0; i < n; i++) {
+        int f = landing(fr, t[i].node->id);
+        if (f != 0)
+            return tide_error_set(err, TIDE_INVALID_ARGUMENT, "gradients: %s[%d] '%s' is computed inside the loop "
+                                  "frame '%s': take gradients of a loop's results (its Exits) and with respect to "
+                                  "values outside it", what, i, t[i].node->name, fr->f[f].name);
+    }
+    return TIDE_OK;
+}
+
 tide_status tide_gradients(tide_graph *g, const tide_output *ys, int num_ys, const tide_output *xs,
                            int num_xs, const tide_output *grad_ys, tide_output *dxs, tide_error *err)
 {
@@ -595,39 +798,36 @@ tide_status tide_gradients(tide_graph *g, const tide_output *ys, int num_ys, con
     if (num_xs > 0 && !dxs)
         return tide_error_set(err, TIDE_INVALID_ARGUMENT, "gradients: dxs is NULL");
     tide_error *own = err ? NULL : tide_error_new();
-    walk w = {.g = g, .num_nodes = g->num_nodes, .err = err ? err : own};
-    w.forward = calloc((size_t)w.num_nodes + 1, sizeof *w.forward);
-    w.backward = calloc((size_t)w.num_nodes + 1, sizeof *w.backward);
-    w.grads = calloc((size_t)w.num_nodes + 1, sizeof *w.grads);
-    char *scope = fresh_scope(g);
-    if (!w.forward || !w.backward || !w.grads || !scope || !w.err) {
-        free(scope);
-        walk_free(&w);
-        tide_error_free(own);
-        return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "gradients: out of memory");
+    tide_error *e = err ? err : own;
+    if (!e)
+        return TIDE_RESOURCE_EXHAUSTED;
+    tide_error_clear(e);
+    int num_nodes = g->num_nodes;
+    grad_frames fr = {0};
+    st = frames_build(&fr, g, e);
+    if (st == TIDE_OK)
+        st = check_frames(&fr, ys, num_ys, "ys", e);
+    if (st == TIDE_OK)
+        st = check_frames(&fr, xs, num_xs, "xs", e);
+    char *scope = st == TIDE_OK ? fresh_scope(g) : NULL;
+    if (st == TIDE_OK && !scope)
+        st = tide_error_set(e, TIDE_RESOURCE_EXHAUSTED, "gradients: out of memory");
+    if (st == TIDE_OK) {
+        graph_mark mark = tide__graph_mark(g);
+        tide_graph_push_scope(g, scope);
+        st = backprop(&fr, 0, ys, num_ys, grad_ys, xs, num_xs, dxs, e);
+        if (st == TIDE_OK)
+            tide_graph_pop_scope(g);
+        else
+            tide__graph_restore(g, mark); /* scopes, devices, contexts and every node made */
     }
-    tide_error_clear(w.err);
-    mark_forward(&w, xs, num_xs);
-    mark_backward(&w, ys, num_ys);
-
-    tide_graph_push_scope(g, scope);
-    st = seed_ys(&w, ys, num_ys, grad_ys);
-    for (int id = w.num_nodes - 1; st == TIDE_OK && id >= 0; id--)
-        if (on_path(&w, g->nodes[id]))
-            st = backprop_node(&w, g->nodes[id], xs, num_xs);
-    for (int i = 0; st == TIDE_OK && i < num_xs; i++) {
-        dxs[i] = summed_gradient(&w, xs[i]);
-        st = tide_error_code(w.err);
-    }
-    tide_graph_pop_scope(g);
-
     if (st != TIDE_OK) {
-        tide_graph_rollback(g, w.num_nodes, NULL);
+        tide_graph_rollback(g, num_nodes, NULL);
         for (int i = 0; i < num_xs; i++)
             dxs[i] = (tide_output){0};
     }
     free(scope);
-    walk_free(&w);
+    frames_free(&fr);
     tide_error_free(own);
     return st;
 }

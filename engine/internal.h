@@ -259,6 +259,7 @@ typedef struct tide_cf_context {
     int branch;                      /* TIDE_CF_COND: 1 for the true branch, 0 for the false one */
     tide_cf_capture *captures;       /* values from outside, each brought in once */
     int num_captures, cap_captures;
+    struct grad_loop *grad;          /* a gradient loop: the forward loop's values come from stacks */
 } tide_cf_context;
 
 /* Applies the graph's current context to a node being built (tide_node_builder_finish): every input
@@ -270,6 +271,11 @@ tide_status tide__cf_capture_inputs(tide_graph *g, const tide_op_def *def, const
 /* `in` as seen inside the graph's current context (itself when built there or with no context). On
  * failure in.node is NULL and err says why. */
 tide_output tide__cf_capture(tide_graph *g, tide_output in, tide_error *err);
+
+/* tide_while_loop whose context is a gradient loop (grads/while_grad.c: forward values from stacks). */
+tide_status tide__while_loop(tide_graph *g, tide_loop_cond_fn cond, tide_loop_body_fn body, void *user,
+                             const tide_output *loop_vars, int n, const tide_while_options *opts, tide_output *results,
+                             struct grad_loop *grad, tide_error *err);
 
 /* What the cond and while_loop builders change on a graph besides nodes; restore puts it all back and
  * removes the nodes made since the mark. */

@@ -206,6 +206,13 @@ tide_status tide_while_loop(tide_graph *g, tide_loop_cond_fn cond, tide_loop_bod
                             const tide_output *loop_vars, int n, const tide_while_options *opts, tide_output *results,
                             tide_error *err)
 {
+    return tide__while_loop(g, cond, body, user, loop_vars, n, opts, results, NULL, err);
+}
+
+tide_status tide__while_loop(tide_graph *g, tide_loop_cond_fn cond, tide_loop_body_fn body, void *user,
+                             const tide_output *loop_vars, int n, const tide_while_options *opts, tide_output *results,
+                             struct grad_loop *grad, tide_error *err)
+{
     tide_while_options defaults;
     tide_while_options_init(&defaults);
     if (!opts)
@@ -232,7 +239,7 @@ tide_status tide_while_loop(tide_graph *g, tide_loop_cond_fn cond, tide_loop_bod
     if (!l.scope || !l.frame || !l.enter || !l.merge || !l.sw || !l.body_in || !l.next)
         st = tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
     tide_cf_context c = {.kind = TIDE_CF_WHILE, .parent = g->cf_context, .name = l.frame, .frame = l.frame,
-                         .parallel_iterations = opts->parallel_iterations};
+                         .parallel_iterations = opts->parallel_iterations, .grad = grad};
     if (st == TIDE_OK) {
         tide_graph_push_scope(g, l.scope);
         c.first_id = g->num_nodes;

@@ -456,6 +456,23 @@ static const gc_case conv_cases[] = {
      "y = AvgPoolGrad(s, x0, ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1], padding=\"SAME\")"},
 };
 
+/* ---------------------------------------------------------------- control flow (a cond's ops; whole
+ * loops are checked in test_control_flow_grad.c) */
+
+static const gc_case control_flow_cases[] = {
+    {"Switch", "true side", {U("[2, 3]")}, BOOLS("p", "[]", "[true]") "y = Switch(x0, p)", .outputs = 2},
+    {"Switch", "false side", {U("[2, 3]")}, BOOLS("p", "[]", "[false]") "y = Switch(x0, p)", .outputs = 1},
+    {"Merge", "true branch taken", {U("[3]")},
+     BOOLS("p", "[]", "[true]") F64("two", "[]", "[2]")
+     "s = Switch(x0, p)\na = Mul(s, two)\nb = Sin(s:1)\ny = Merge([a, b])", .outputs = 1},
+    {"Merge", "false branch taken", {U("[3]")},
+     BOOLS("p", "[]", "[false]") F64("two", "[]", "[2]")
+     "s = Switch(x0, p)\na = Mul(s, two)\nb = Sin(s:1)\ny = Merge([a, b])", .outputs = 1},
+    {"Merge", "a value from outside in one branch", {U("[2, 2]"), U("[2, 2]")},
+     BOOLS("p", "[]", "[true]")
+     "s = Switch(x0, p)\nt = Switch(x1, p)\nb = Mul(s:1, t:1)\ny = Merge([s, b])", .outputs = 1},
+};
+
 #pragma GCC diagnostic pop
 
 /* Ops with a gradient that the checker cannot check, each with the reason. */
@@ -471,7 +488,7 @@ static const struct {
     const gc_case *cases;
     size_t n;
 } all_tables[] = {TABLE(math_cases), TABLE(array_cases), TABLE(reduce_cases), TABLE(linalg_cases),
-                  TABLE(nn_cases), TABLE(conv_cases)};
+                  TABLE(nn_cases), TABLE(conv_cases), TABLE(control_flow_cases)};
 
 /* ---------------------------------------------------------------- the checker */
 
@@ -837,6 +854,7 @@ static void test_reduce_gradients(void) { CHECK_TABLE(reduce_cases); }
 static void test_linalg_gradients(void) { CHECK_TABLE(linalg_cases); }
 static void test_nn_gradients(void) { CHECK_TABLE(nn_cases); }
 static void test_conv_gradients(void) { CHECK_TABLE(conv_cases); }
+static void test_control_flow_gradients(void) { CHECK_TABLE(control_flow_cases); }
 
 static bool has_case(const char *op)
 {
@@ -1470,7 +1488,7 @@ int main(void)
         TH_TEST(test_reduce_gradients),
         TH_TEST(test_linalg_gradients),
         TH_TEST(test_nn_gradients),
-        TH_TEST(test_conv_gradients),
+        TH_TEST(test_conv_gradients), TH_TEST(test_control_flow_gradients),
         TH_TEST(test_reduction_ties),
         TH_TEST(test_elementwise_ties),
         TH_TEST(test_pow_at_nonpositive_base),
