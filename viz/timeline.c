@@ -1,9 +1,12 @@
 /* timeline.c — a traced run's node timings as the timeline JSON of the pages (/api/timeline) and as
  * a Chrome trace (Trace Event Format, for Perfetto and chrome://tracing). Both share one reading of
  * the run: its lanes (one per device and executor thread, in device then thread order), times
- * relative to the run's earliest scheduled or start time, and its transfers (each _Send paired with
+ * relative to the run's earliest scheduled or start time, its transfers (each _Send paired with
  * the _Recv of the same tensor and destination, named by engine/plan.c "T/_send_to_cpuN" and
- * "T/_recv_on_cpuN"). */
+ * "T/_recv_on_cpuN"), and how long each asynchronous _Recv waited: a _Recv starts when its step
+ * reaches it and ends when its value arrived, holding no thread meanwhile, so the part of its span
+ * before its _Send ended is waiting, not work (all of it when the _Send is not in the run's
+ * timings). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +38,7 @@ typedef struct tl_run {
     int64_t t0;
     tl_transfer *transfers;
     int num_transfers;
+    int64_t *wait_ns;   /* per row: the part of its span spent waiting (asynchronous _Recv), else 0 */
 } tl_run;
 
 static void tl_run_free(tl_run *r)
@@ -43,6 +47,7 @@ static void tl_run_free(tl_run *r)
     free(r->lane_of);
     free(r->lanes);
     free(r->transfers);
+    free(r->wait_ns);
     memset(r, 0, sizeof *r);
 }
 
@@ -114,6 +119,28 @@ static bool pair_transfers(tl_run *r)
     return ok;
 }
 
+/* Waiting per row: a _Recv waits from its start until its _Send ended (within its span), or its whole
+ * span when its _Send is not in the run's timings. */
+static bool find_waits(tl_run *r)
+{
+    if (!(r->wait_ns = calloc((size_t)(r->num_rows ? r->num_rows : 1), sizeof *r->wait_ns)))
+        return false;
+    for (int i = 0; i < r->num_rows; i++)
+        if (strcmp(cell(r, i, C_OP), "_Recv") == 0)
+            r->wait_ns[i] = vz_cell_int(r->rows, i, C_END) - vz_cell_int(r->rows, i, C_START);
+    for (int t = 0; t < r->num_transfers; t++) {
+        int send = r->transfers[t].send, recv = r->transfers[t].recv;
+        int64_t start = vz_cell_int(r->rows, recv, C_START), end = vz_cell_int(r->rows, recv, C_END);
+        int64_t until = vz_cell_int(r->rows, send, C_END);
+        until = until < start ? start : until > end ? end : until;
+        r->wait_ns[recv] = until - start;
+    }
+    for (int i = 0; i < r->num_rows; i++)
+        if (r->wait_ns[i] < 0)
+            r->wait_ns[i] = 0;
+    return true;
+}
+
 /* The colour of each lane's device: the session's palette, then the run's other devices. */
 static tide_status color_lanes(const char *db_path, tl_run *r, tide_error *err)
 {
@@ -164,7 +191,7 @@ static tide_status load_run(const char *db_path, int64_t id, tl_run *r, tide_err
                 r->t0 = vz_cell_int(r->rows, i, c);
     if (r->t0 == INT64_MAX)
         r->t0 = 0;
-    if (!make_lanes(r) || !pair_transfers(r))
+    if (!make_lanes(r) || !pair_transfers(r) || !find_waits(r))
         return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory reading run %" PRId64, id);
     return color_lanes(db_path, r, err);
 }
@@ -243,6 +270,10 @@ static void run_json(tide_json *j, const tl_run *r)
         time_us(j, r, i, C_SCHED);
         tide_json_key(j, "bytes");
         tide_json_int(j, vz_cell_int(r->rows, i, C_BYTES));
+        tide_json_key(j, "async");
+        tide_json_bool(j, strcmp(cell(r, i, C_OP), "_Recv") == 0);
+        tide_json_key(j, "wait_us");
+        tide_json_double(j, (double)r->wait_ns[i] / 1000.0);
         tide_json_key(j, "shapes");
         if (tide_store_table_is_null(r->rows, i, C_SHAPES))
             tide_json_null(j);
@@ -390,6 +421,10 @@ static void slice(tide_json *j, const tl_run *r, int i)
     tide_json_string(j, cell(r, i, C_OP));
     tide_json_key(j, "bytes");
     tide_json_int(j, vz_cell_int(r->rows, i, C_BYTES));
+    if (r->wait_ns[i] > 0) {
+        tide_json_key(j, "waiting_us");
+        tide_json_double(j, (double)r->wait_ns[i] / 1000.0);
+    }
     if (!tide_store_table_is_null(r->rows, i, C_SHAPES)) {
         tide_json_key(j, "shapes");
         tide_json_string(j, cell(r, i, C_SHAPES));

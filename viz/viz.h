@@ -109,19 +109,22 @@ char *tide_viz_graph_json(const char *db_path, const tide_viz_graph_options *o, 
 
 /* Timelines of runs (runs.id; 1 <= n <= 64) as JSON:
  * {"runs":[{"id","step","wall_us","lanes":[{"device","thread","label","color"}],"events":[{"node","op",
- * "lane","start_us","end_us","scheduled_us","bytes"}],"transfers":[{"tensor","send_lane",
+ * "lane","start_us","end_us","scheduled_us","bytes","async","wait_us","shapes"}],"transfers":[{"tensor","send_lane",
  * "recv_lane","send_end_us","recv_end_us"}]}]}. One lane per (device, thread) of the run's
  * node_timings, sorted by device (natural order) then thread; devices short ("/cpu:0"); label
  * "/cpu:0 thread 1" ("caller" for thread -1); color its device's colour in the session's palette
  * (the graph's). Times are µs relative to the run's earliest
  * scheduled or start time; events in start order. A transfer pairs a _Send with the _Recv of the same
  * tensor and destination ("x:0/_send_to_cpu1" with "x:0/_recv_on_cpu1"). A run that was not traced has
- * no lanes and no events. TIDE_NOT_FOUND for a run that does not exist. */
+ * no lanes and no events. async is true for a _Recv (it holds no thread while it waits); wait_us is the
+ * part of its span it waited: until its _Send ended, or all of it when that _Send was not timed (0 for
+ * every other event). TIDE_NOT_FOUND for a run that does not exist. */
 char *tide_viz_timeline_json(const char *db_path, const int64_t *runs, int n, size_t *len, tide_error *err);
 
 /* One run as Chrome trace JSON (opens in Perfetto and chrome://tracing): {"traceEvents":[...],
  * "displayTimeUnit":"ms"}: "M" events naming a process per device and a thread per executor thread,
- * an "X" event per node (ts and dur in µs from the run's start, args op and bytes), and a flow
+ * an "X" event per node (ts and dur in µs from the run's start, args op, bytes, shapes and, for a _Recv
+ * that waited, waiting_us), and a flow
  * ("s" at the _Send, "f" with "bp":"e" at its _Recv) per transfer. TIDE_NOT_FOUND for no such run
  * and for a run that was not traced (the message says which). */
 char *tide_viz_chrome_trace(const char *db_path, int64_t run, size_t *len, tide_error *err);

@@ -2,12 +2,48 @@
 // a tide run log made by a real run of the binary, `tide serve LOG --port 0`, pages opened with every
 // console error, failed request and HTTP error recorded, polling checks (page.waitForFunction compiles
 // its predicate with eval, which the pages' Content-Security-Policy rightly forbids), canvas pixel
-// counts, and the pass/fail bookkeeping. A test file imports it, calls start(), runs its checks and
-// ends with done().
+// counts, the pass/fail bookkeeping, and the Deep-MNIST-like CNN script the graph and timeline tests
+// train. A test file imports it, calls start(), runs its checks and ends with done().
 import {spawn, spawnSync} from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+
+// Deep MNIST for experts, small: 8x8 inputs, 4 and 8 filters, 16 hidden units, Adam, two summaries.
+export const CNN = `
+x = placeholder(float32, {nil, 8, 8, 1})
+y_ = placeholder(int32, {-1})
+function weight(shape) return variable(truncated_normal(shape, {stddev = 0.1})) end
+function bias(n) return variable(zeros{n} + 0.1) end
+scope("conv1", function()
+  W_conv1 = weight({5, 5, 1, 4}); b_conv1 = bias(4)
+  h_conv1 = relu(conv2d(x, W_conv1, {strides = {1, 1, 1, 1}, padding = "SAME"}) + b_conv1)
+  h_pool1 = max_pool(h_conv1, {ksize = {1, 2, 2, 1}, strides = {1, 2, 2, 1}, padding = "SAME"})
+end)
+scope("conv2", function()
+  W_conv2 = weight({3, 3, 4, 8}); b_conv2 = bias(8)
+  h_conv2 = relu(conv2d(h_pool1, W_conv2, {strides = {1, 1, 1, 1}, padding = "SAME"}) + b_conv2)
+  h_pool2 = max_pool(h_conv2, {ksize = {1, 2, 2, 1}, strides = {1, 2, 2, 1}, padding = "SAME"})
+end)
+scope("fc1", function()
+  W_fc1 = weight({2 * 2 * 8, 16}); b_fc1 = bias(16)
+  h_flat = reshape(h_pool2, {-1, 2 * 2 * 8})
+  h_fc1 = relu(matmul(h_flat, W_fc1) + b_fc1)
+end)
+scope("fc2", function()
+  W_fc2 = weight({16, 10}); b_fc2 = bias(10)
+  y_conv = matmul(h_fc1, W_fc2) + b_fc2
+end)
+cross_entropy = mean(sparse_softmax_cross_entropy(y_, y_conv))
+train_step = adam(1e-3):minimize(cross_entropy)
+accuracy = mean(cast(equal(argmax(y_conv, 1), cast(y_, int64)), float32))
+loss_summary = summary("loss", cross_entropy)
+acc_summary = summary("accuracy", accuracy)
+run(init())
+bx = run(random_uniform({16, 8, 8, 1}))
+by = tensor({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 3, 4, 5})
+for i = 1, 6 do run({train_step, loss_summary, acc_summary}, {[x] = bx, [y_] = by}, {trace = true}) end
+`;
 
 export const CHROMIUM = process.env.TIDE_CHROMIUM || '/usr/bin/chromium';
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

@@ -380,6 +380,15 @@ static void test_timeline(void)
                        "r[\"lanes\"][t[\"send_lane\"]][\"device\"] != r[\"lanes\"][t[\"recv_lane\"]][\"device\"] "
                        "for t in r[\"transfers\"]) for r in d[\"runs\"]) and "
                        "d[\"runs\"][0][\"id\"] + 1 == d[\"runs\"][1][\"id\"]"));
+    /* A _Recv is asynchronous and waits within its span, until its _Send ended; nothing else waits. */
+    CU_ASSERT(py_check(json, false,
+                       "all((e[\"op\"] == \"_Recv\") == e[\"async\"] and 0 <= e[\"wait_us\"] <= "
+                       "e[\"end_us\"] - e[\"start_us\"] + 1e-6 and (e[\"async\"] or e[\"wait_us\"] == 0) "
+                       "for r in d[\"runs\"] for e in r[\"events\"]) and "
+                       "all(abs(r[\"events\"][[i for i, e in enumerate(r[\"events\"]) if e[\"node\"].startswith(t[\"tensor\"] + "
+                       "\"/_recv_on_\")][0]][\"wait_us\"] - max(0, min(t[\"send_end_us\"], t[\"recv_end_us\"]) - "
+                       "[e for e in r[\"events\"] if e[\"node\"].startswith(t[\"tensor\"] + \"/_recv_on_\")][0][\"start_us\"])) < 0.01 "
+                       "for r in d[\"runs\"] for t in r[\"transfers\"])"));
     free(json);
 }
 

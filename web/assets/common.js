@@ -214,6 +214,32 @@ const tide = (() => {
         return h('td', {class: c.num ? 'num' : null}, v instanceof Node ? v : (v === null || v === undefined ? '–' : String(v)));
       })))));
   }
+  /* A table sorted by a column on a click of its header (again: the other way): columns [{label, key,
+   * get(row) -> string|Node, num, value(row) -> what sorts}], rows; starts sorted by sort = {key, desc}.
+   * The header of the sorted column carries data-sort="asc"|"desc". */
+  function sortableTable(columns, rows, sort, cls) {
+    const body = h('tbody');
+    const heads = columns.map((c) => h('th', {class: c.num ? 'num sortable' : 'sortable', text: c.label, 'data-key': c.key,
+      onclick: () => { sort = {key: c.key, desc: sort.key === c.key ? !sort.desc : !!c.num}; render(); }}));
+    function render() {
+      const col = columns.find((c) => c.key === sort.key) || columns[0];
+      const value = col.value || col.get;
+      const sorted = rows.slice().sort((a, b) => {
+        const x = value(a), y = value(b);
+        const d = typeof x === 'number' && typeof y === 'number' ? x - y : String(x).localeCompare(String(y));
+        return sort.desc ? -d : d;
+      });
+      heads.forEach((th, i) => { if (columns[i].key === col.key) th.dataset.sort = sort.desc ? 'desc' : 'asc'; else delete th.dataset.sort; });
+      clear(body);
+      for (const r of sorted)
+        body.appendChild(h('tr', null, columns.map((c) => {
+          const v = c.get(r);
+          return h('td', {class: c.num ? 'num' : null}, v instanceof Node ? v : (v === null || v === undefined ? '–' : String(v)));
+        })));
+    }
+    render();
+    return h('table', {class: cls || 'grid'}, h('thead', null, h('tr', null, heads)), body);
+  }
   function option(value, label, selected) {
     return h('option', {value: String(value), text: label, selected: !!selected});
   }
@@ -341,6 +367,6 @@ const tide = (() => {
   }
 
   return {h, append, clear, $, api, url, message, params, setParams, topbar, onStatus, shortDevice,
-          devices, colorOf, fmtNum, fmtUs, fmtBytes, inputNode, table, option, num, lineChart, ticks, ema,
+          devices, colorOf, fmtNum, fmtUs, fmtBytes, inputNode, table, sortableTable, option, num, lineChart, ticks, ema,
           latest, STALE, UNPLACED, status: () => lastStatus};
 })();

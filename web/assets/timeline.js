@@ -1,8 +1,12 @@
 /* timeline.js — the timeline page (/timeline?run=N or ?runs=A,B,C): one lane per device and thread
- * (labels on the left), one bar per node execution coloured by device, a tooltip (node, op, start,
- * duration, output shapes and bytes), arrows from each _Send to its _Recv, zoom (wheel) and pan (drag) on a canvas, a run
- * picker with previous/next, a side-by-side mode that stacks several runs on one time axis (each from
- * its own start), and the "Export Chrome trace" link. Follows the latest traced run when none is chosen. */
+ * (labels on the left), one bar per node execution coloured by its device (the server's colour), a
+ * tooltip (node, op, start, duration, output shapes and bytes), arrows from each _Send to its _Recv,
+ * zoom (wheel) and pan (drag) on a canvas, a run picker with previous/next, a side-by-side mode that
+ * stacks several runs on one time axis (each from its own start), and the "Export Chrome trace" link.
+ * An asynchronous _Recv waiting for its value holds no thread: that part of its bar is drawn as
+ * waiting (a faint dashed band), not as work. Under the timeline, a "top ops" table per run: busy
+ * time (waiting left out) per op type and per node, total and mean, sortable by any column. Follows the
+ * latest traced run when none is chosen; a slower earlier answer never replaces a newer one. */
 'use strict';
 (() => {
   const {h, api, clear, option, params, setParams, append, fmtUs} = tide;
@@ -28,11 +32,15 @@
   const canvas = h('canvas', {id: 't-canvas'});
   const tip = h('div', {class: 'tip', hidden: true});
   const wrap = h('div', {class: 'tl-wrap'}, canvas, tip);
+  const opsBox = h('div', {id: 't-ops'});
+  const timelineGuard = tide.latest();
   append(page, [
     h('div', {class: 'toolbar'}, h('label', null, 'run', runSel), prevBtn, nextBtn,
       h('label', null, 'runs', multi), sbsBtn, resetBtn, exportBox, info),
     wrap,
-    h('p', {class: 'hint', text: 'wheel: zoom · drag: pan · double-click: reset · arrows: _Send → _Recv transfers'}),
+    h('p', {class: 'hint', text: 'wheel: zoom · drag: pan · double-click: reset · arrows: _Send → _Recv transfers · ' +
+      'faint dashed bars: a _Recv waiting for its value (no thread held)'}),
+    opsBox,
   ]);
 
   function sideBySide() {
@@ -72,8 +80,8 @@
       ids = [traced[traced.length - 1].id];
       runSel.value = String(ids[0]);
     }
-    const d = await api('/api/timeline', ids.length > 1 ? {runs: ids.join(',')} : {run: ids[0]});
-    if (!d) return;
+    const d = await timelineGuard(() => api('/api/timeline', ids.length > 1 ? {runs: ids.join(',')} : {run: ids[0]}));
+    if (d === tide.STALE || !d) return;
     data = d;
     multi.value = ids.join(',');
     clear(exportBox);
@@ -85,6 +93,51 @@
     const ev = d.runs.reduce((a, r) => a + r.events.length, 0);
     info.textContent = d.runs.length + (d.runs.length > 1 ? ' runs · ' : ' run · ') + ev + ' events';
     draw();
+    topOps();
+  }
+
+  /* ------------------------------------------------------------------ top ops */
+  /* Busy time of an event: its span less the time it waited (an asynchronous _Recv). */
+  const busy = (e) => Math.max(0, (e.end_us - e.start_us) - (e.wait_us || 0));
+  function totals(events, keyOf) {
+    const by = new Map();
+    for (const e of events) {
+      const k = keyOf(e);
+      const t = by.get(k) || {key: k, op: e.op, count: 0, total: 0, waited: 0, max: 0};
+      t.count++; t.total += busy(e); t.waited += e.wait_us || 0; t.max = Math.max(t.max, busy(e));
+      by.set(k, t);
+    }
+    return [...by.values()];
+  }
+  function topOps() {
+    clear(opsBox);
+    for (const r of data.runs) {
+      if (!r.events.length) continue;
+      const all = r.events.reduce((a, e) => a + busy(e), 0) || 1;
+      const pct = (x) => (100 * x.total / all).toFixed(1) + ' %';
+      const us = (k) => (x) => tide.fmtUs(x[k]);
+      const ops = totals(r.events, (e) => e.op), nodes = totals(r.events, (e) => e.node);
+      opsBox.appendChild(h('div', {class: 'panel', id: 't-ops-' + r.id},
+        h('h2', null, 'top ops', h('span', {class: 'h2-note', text: 'run ' + r.id + ' · busy ' + tide.fmtUs(all) +
+          ' in all lanes (waiting left out) · click a column to sort'})),
+        h('div', {class: 'ops-grid'},
+          h('div', {class: 'scroll'}, tide.sortableTable([
+            {label: 'op type', key: 'op', get: (x) => x.key},
+            {label: 'count', key: 'count', get: (x) => x.count, value: (x) => x.count, num: true},
+            {label: 'total', key: 'total', get: us('total'), value: (x) => x.total, num: true},
+            {label: 'mean', key: 'mean', get: (x) => tide.fmtUs(x.total / x.count), value: (x) => x.total / x.count, num: true},
+            {label: 'share', key: 'share', get: pct, value: (x) => x.total, num: true},
+            {label: 'waited', key: 'waited', get: us('waited'), value: (x) => x.waited, num: true},
+          ], ops, {key: 'total', desc: true}, 'grid ops-by-op')),
+          h('div', {class: 'scroll'}, tide.sortableTable([
+            {label: 'node', key: 'node', get: (x) => h('span', {class: 'mono', text: x.key}), value: (x) => x.key},
+            {label: 'op', key: 'op', get: (x) => x.op},
+            {label: 'count', key: 'count', get: (x) => x.count, value: (x) => x.count, num: true},
+            {label: 'total', key: 'total', get: us('total'), value: (x) => x.total, num: true},
+            {label: 'mean', key: 'mean', get: (x) => tide.fmtUs(x.total / x.count), value: (x) => x.total / x.count, num: true},
+            {label: 'max', key: 'max', get: us('max'), value: (x) => x.max, num: true},
+          ], nodes, {key: 'total', desc: true}, 'grid ops-by-node')))));
+    }
   }
 
   function layout() {
@@ -151,18 +204,29 @@
     }
     ctx.save();
     ctx.beginPath(); ctx.rect(LABEL_W, AXIS_H, W - LABEL_W, H - AXIS_H); ctx.clip();
+    const waits = [];   /* where waiting is drawn (CSS px), for tests that read the canvas back */
     for (const r of data.runs) {
       for (const e of r.events) {
-        const x0 = sx(e.start_us), x1 = sx(e.end_us);
+        const x0 = sx(e.start_us), x1 = sx(e.end_us), xw = sx(e.start_us + (e.wait_us || 0));
         if (x1 < LABEL_W || x0 > W) continue;
         const y = laneY(r, e.lane);
-        ctx.fillStyle = r.lanes[e.lane] ? r.lanes[e.lane].color : tide.UNPLACED;
+        const color = r.lanes[e.lane] ? r.lanes[e.lane].color : tide.UNPLACED;
         const by = y + 2 + e.row * SUB_H;
-        ctx.fillRect(x0, by, Math.max(1, x1 - x0), SUB_H - 2);
-        if (x1 - x0 > 30) {
-          const l = Math.max(x0, LABEL_W);
+        if (xw > x0) {   /* waiting: a faint dashed band, no work */
+          if (waits.length < 100) waits.push({x0: Math.max(x0, LABEL_W), x1: Math.min(xw, W), y: by + SUB_H / 2 - 1, node: e.node});
+          ctx.globalAlpha = 0.15; ctx.fillStyle = color; ctx.fillRect(x0, by + 3, xw - x0, SUB_H - 8); ctx.globalAlpha = 1;
+          ctx.strokeStyle = color; ctx.lineWidth = 1; ctx.setLineDash([3, 3]);
+          ctx.strokeRect(x0 + 0.5, by + 3.5, Math.max(1, xw - x0 - 1), SUB_H - 9); ctx.setLineDash([]);
+        }
+        ctx.fillStyle = color;
+        if (x1 > xw || xw <= x0) ctx.fillRect(Math.max(x0, xw), by, Math.max(1, x1 - Math.max(x0, xw)), SUB_H - 2);
+        const busyW = x1 - Math.max(x0, xw), l = Math.max(x0, LABEL_W);
+        if (busyW > 30) {
           ctx.fillStyle = '#fff';
-          ctx.fillText(fit(ctx, e.node, x1 - l - 6), l + 3, by + 11);
+          ctx.fillText(fit(ctx, e.node, x1 - Math.max(l, xw) - 6), Math.max(l, xw) + 3, by + 11);
+        } else if (xw - x0 > 60) {
+          ctx.fillStyle = '#555';
+          ctx.fillText(fit(ctx, e.node + ' (waiting)', xw - l - 6), l + 3, by + 11);
         }
       }
       ctx.strokeStyle = '#222'; ctx.fillStyle = '#222'; ctx.lineWidth = 1;
@@ -172,6 +236,7 @@
     /* Where the lanes are (CSS px, middle of each lane), for tests that read the canvas back. */
     canvas.dataset.lanes = JSON.stringify(rows.filter((r) => r.kind === 'lane').map((r) => r.y + 2 + SUB_H / 2));
     canvas.dataset.labelWidth = String(LABEL_W);
+    canvas.dataset.waits = JSON.stringify(waits);
   }
   /* text cut to fit width px (with an ellipsis), instead of fillText's squeezing. */
   function fit(ctx, text, width) {
@@ -220,6 +285,8 @@
     clear(tip);
     append(tip, [h('b', {text: ev.node}), h('div', {text: 'op ' + ev.op + ' · ' + tide.shortDevice(run.lanes[ev.lane].device)}),
       h('div', {text: 'start ' + fmtUs(ev.start_us) + ' · duration ' + fmtUs(ev.end_us - ev.start_us)}),
+      ev.wait_us > 0 ? h('div', {text: 'waited ' + fmtUs(ev.wait_us) + ' for its value (asynchronous: no thread held) · busy ' +
+                                       fmtUs(Math.max(0, ev.end_us - ev.start_us - ev.wait_us))}) : null,
       ev.scheduled_us !== undefined && ev.scheduled_us !== null ? h('div', {text: 'waited ' + fmtUs(ev.start_us - ev.scheduled_us) + ' after scheduling'}) : null,
       h('div', {text: 'output ' + (ev.shapes ? ev.shapes + ' · ' : '') + tide.fmtBytes(ev.bytes)})]);
     tip.hidden = false;
