@@ -248,6 +248,17 @@ static bool is_attrs_table(lua_State *L, int idx)
     return false;
 }
 
+static bool is_empty_table(lua_State *L, int idx)
+{
+    if (lua_type(L, idx) != LUA_TTABLE)
+        return false;
+    lua_pushnil(L);
+    if (!lua_next(L, idx))
+        return true;
+    lua_pop(L, 2);
+    return false;
+}
+
 typedef struct type_binding {
     const char *attr;
     tide_dtype dtype;
@@ -1021,6 +1032,10 @@ static int l_placeholder(lua_State *L)
     repl *r = repl_of(L);
     tide_shape shape = tide_shape_unknown();
     int opt = 2;
+    if (is_empty_table(L, 2))
+        return repl_raise(L, "placeholder: the shape {} is ambiguous: Lua reads {nil, nil} as {} (it drops "
+                             "nils at the end of a table). Write unknown dimensions as -1 or \"?\" ({-1, -1}, "
+                             "{\"?\", 784}, or the string \"[?, ?]\"), and a scalar as \"[]\"");
     if (!lua_isnoneornil(L, 2) && !is_attrs_table(L, 2)) {
         if (!repl_to_shape(L, 2, &shape, r->err))
             return repl_raise(L, "placeholder: %s", tide_error_message(r->err));

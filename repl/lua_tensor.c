@@ -181,6 +181,10 @@ static const char *value_str(lua_State *L, int idx, char *buf, size_t size)
 static bool shape_dim(lua_State *L, int idx, int i, int64_t *out, tide_error *err)
 {
     char v[64];
+    if (lua_type(L, idx) == LUA_TSTRING && strcmp(lua_tostring(L, idx), "?") == 0) {
+        *out = -1;
+        return true;
+    }
     if (!to_integer(L, idx, out)) {
         tide_error_set(err, TIDE_INVALID_ARGUMENT, "dimension %d is %s, not an integer", i,
                        value_str(L, idx, v, sizeof v));
@@ -188,7 +192,7 @@ static bool shape_dim(lua_State *L, int idx, int i, int64_t *out, tide_error *er
     }
     if (*out < -1) {
         tide_error_set(err, TIDE_INVALID_ARGUMENT,
-                       "dimension %d is %lld; a dimension is >= 0, or -1 (or nil) when unknown", i,
+                       "dimension %d is %lld; a dimension is >= 0, or -1 (or \"?\") when unknown", i,
                        (long long)*out);
         return false;
     }
@@ -255,6 +259,55 @@ static bool shape_from_tensor(const tide_tensor *t, tide_shape *out, tide_error 
     return true;
 }
 
+/* "[?, 784]" (as shapes print), "?, 784" or "[]": the dimensions, "?" or -1 when unknown. */
+static bool shape_from_string(const char *text, tide_shape *out, tide_error *err)
+{
+    const char *p = text;
+    while (*p == ' ')
+        p++;
+    bool bracket = *p == '[';
+    p += bracket;
+    tide_shape s = {.rank = 0};
+    for (;;) {
+        while (*p == ' ')
+            p++;
+        if (bracket && *p == ']' && s.rank == 0)
+            break;
+        if (s.rank == TIDE_MAX_RANK)
+            goto bad;
+        char *end = NULL;
+        if (*p == '?') {
+            s.dims[s.rank++] = -1;
+            end = (char *)p + 1;
+        } else {
+            long long d = strtoll(p, &end, 10);
+            if (end == p || d < -1)
+                goto bad;
+            s.dims[s.rank++] = d;
+        }
+        p = end;
+        while (*p == ' ')
+            p++;
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        break;
+    }
+    if (bracket && *p++ != ']')
+        goto bad;
+    while (*p == ' ')
+        p++;
+    if (*p)
+        goto bad;
+    *out = s;
+    return true;
+bad:
+    tide_error_set(err, TIDE_INVALID_ARGUMENT, "'%.60s' is not a shape: write it as shapes print, such as "
+                   "\"[?, 784]\" (\"?\" or -1: unknown) or \"[]\" for a scalar", text);
+    return false;
+}
+
 bool repl_to_shape(lua_State *L, int idx, tide_shape *out, tide_error *err)
 {
     idx = lua_absindex(L, idx);
@@ -271,12 +324,14 @@ bool repl_to_shape(lua_State *L, int idx, tide_shape *out, tide_error *err)
         *out = tide_shape_vector(n);
         return true;
     }
+    if (lua_type(L, idx) == LUA_TSTRING)
+        return shape_from_string(lua_tostring(L, idx), out, err);
     tide_tensor *t = repl_to_tensor(L, idx);
     if (t)
         return shape_from_tensor(t, out, err);
-    tide_error_set(err, TIDE_INVALID_ARGUMENT, "a shape is a table of dimensions such as {nil, 784} "
-                   "(nil or -1: unknown), an integer tensor, or one integer; got %s",
-                   lua_isnoneornil(L, idx) ? "nil" : type_name(L, idx));
+    tide_error_set(err, TIDE_INVALID_ARGUMENT, "a shape is a table of dimensions such as {-1, 784} "
+                   "(-1 or \"?\": unknown), a string such as \"[?, 784]\", an integer tensor, or one "
+                   "integer; got %s", lua_isnoneornil(L, idx) ? "nil" : type_name(L, idx));
     return false;
 }
 

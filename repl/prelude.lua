@@ -116,7 +116,9 @@ end
 help.stack = "stack(values [, axis=0])\n\nStacks a list of tensors of one shape along a new axis (Pack)."
 
 help.placeholder = "placeholder(dtype [, shape] [, {name=}])\n\n" ..
-  "A value fed at run time: run(y, {[x] = tensor}). shape may have unknown dimensions: {nil, 784} or {-1, 784}."
+  "A value fed at run time: run(y, {[x] = tensor}). Unknown dimensions are -1 or \"?\": {-1, 784}, " ..
+  "{\"?\", \"?\"}, or the string \"[?, 784]\"; \"[]\" is a scalar; no shape: any shape. ({nil, nil} is {} " ..
+  "to Lua, so an empty table is refused.)"
 help.constant = "constant(value [, dtype] [, {name=}])\n\nA Const node holding value (a number, nested tables, a tensor)."
 help.variable = "variable(initial_value [, {name=, trainable=true, dtype=}])\n\n" ..
   "A variable and its initializer (an Assign named NAME/init). run(init()) initialises every variable; " ..
