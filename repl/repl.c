@@ -197,6 +197,50 @@ static void set_env(lua_State *L)
         lua_pop(L, 1);
 }
 
+/* dofile, loadfile and load run chunks with the REPL's environment too (Lua's own use _G): a file
+ * run by dofile at the prompt sees and sets the same globals as the prompt, and its nodes are named
+ * after them, as `tide -i FILE` does. A chunk given an explicit env keeps it. */
+static int l_dofile(lua_State *L)
+{
+    const char *path = luaL_optstring(L, 1, NULL);
+    lua_settop(L, 1);
+    if (luaL_loadfile(L, path) != LUA_OK)
+        return lua_error(L);
+    set_env(L);
+    lua_call(L, 0, LUA_MULTRET);
+    return lua_gettop(L) - 1;
+}
+
+/* Lua's load or loadfile (upvalue 1), whose env is argument number upvalue 2. */
+static int load_with_env(lua_State *L)
+{
+    bool has_env = lua_gettop(L) >= (int)lua_tointeger(L, lua_upvalueindex(2));
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    if (!has_env && lua_type(L, 1) == LUA_TFUNCTION) {
+        lua_pushvalue(L, 1);
+        set_env(L);
+        lua_pop(L, 1);
+    }
+    return lua_gettop(L);
+}
+
+static void replace_loaders(lua_State *L)
+{
+    lua_pushglobaltable(L);
+    lua_pushcfunction(L, l_dofile);
+    lua_setfield(L, -2, "dofile");
+    static const struct { const char *name; int env_arg; } loaders[] = {{"loadfile", 3}, {"load", 4}};
+    for (int i = 0; i < 2; i++) {
+        lua_getfield(L, -1, loaders[i].name);
+        lua_pushinteger(L, loaders[i].env_arg);
+        lua_pushcclosure(L, load_with_env, 2);
+        lua_setfield(L, -2, loaders[i].name);
+    }
+    lua_pop(L, 1);
+}
+
 /* ---------------------------------------------------------------- the tide module */
 
 static int l_quit(lua_State *L)
@@ -256,6 +300,7 @@ static tide_status open_lua(repl *r, tide_error *err)
     }
     lua_pop(L, 2);
     make_env(L);
+    replace_loaders(L);
     return TIDE_OK;
 }
 

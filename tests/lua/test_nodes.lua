@@ -171,4 +171,19 @@ check(run(mean(constant({{1.0, 2.0}, {3.0, 4.0}}), 0, true)):shape()[1] == 1, "k
 check(tostring(cast(c, float64):dtype()) == "float64", "cast")
 check(run(one_hot(constant({0, 2}), 3))[2][3] == 1, "one_hot")
 
+-- dofile, loadfile and load run with the same globals as the script or prompt, and name nodes after
+-- them (they used _G: the file saw none of the prompt's globals and its nodes kept op names)
+local path = os.tmpname()
+local f = assert(io.open(path, "w"))
+f:write("file_w = variable(zeros{2})\nfile_y = relu(from_prompt + 1)\nfile_value = from_prompt_number + 1\n")
+f:close()
+from_prompt = constant({1.0, -3.0})
+from_prompt_number = 41
+dofile(path)
+check(file_value == 42, "dofile sees and sets the same globals")
+check(file_w:name() == "file_w" and file_y:name() == "file_y", "dofile names nodes after globals: " .. file_y:name())
+check(loadfile(path) ~= nil and load("return from_prompt_number")() == 41, "loadfile and load see them too")
+check(load("return from_prompt_number", "chunk", "t", {})() == nil, "an explicit env is kept")
+os.remove(path)
+
 T.done("test_nodes")
