@@ -85,39 +85,6 @@ static int l_save_npy(lua_State *L)
     return 0;
 }
 
-/* Raises when the options table at idx has a key not in names (NULL-terminated). */
-static void check_option_names(lua_State *L, int idx, const char *fn, const char *const *names)
-{
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        bool known = false;
-        for (int i = 0; names[i] && lua_type(L, -2) == LUA_TSTRING; i++)
-            known = known || strcmp(lua_tostring(L, -2), names[i]) == 0;
-        if (!known) {
-            char list[160] = "";
-            for (int i = 0; names[i]; i++)
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
-            if (lua_type(L, -2) == LUA_TSTRING)
-                repl_raise(L, "%s: unknown option '%s' (options: %s)", fn, lua_tostring(L, -2), list);
-            repl_raise(L, "%s: options are named fields (%s), got a %s key", fn, list,
-                       luaL_typename(L, -2));
-        }
-        lua_pop(L, 1);
-    }
-}
-
-/* The options table at idx (or none): raises unless it is a table. */
-static bool has_options(lua_State *L, int idx, const char *fn, const char *const *names)
-{
-    if (lua_isnoneornil(L, idx))
-        return false;
-    if (!lua_istable(L, idx))
-        repl_raise(L, "%s: options must be a table such as {%s = ...}, got %s", fn, names[0],
-                   luaL_typename(L, idx));
-    check_option_names(L, idx, fn, names);
-    return true;
-}
-
 static int64_t opt_integer(lua_State *L, int idx, const char *name, int64_t dflt, const char *fn)
 {
     lua_getfield(L, idx, name);
@@ -143,7 +110,7 @@ static void csv_options(lua_State *L, int idx, tide_csv_options *o)
 {
     static const char *const names[] = {"delimiter", "header", "dtype", NULL};
     tide_csv_options_init(o);
-    if (!has_options(L, idx, "load_csv", names))
+    if (!repl_check_options(L, idx, "load_csv", names))
         return;
     lua_getfield(L, idx, "delimiter");
     if (!lua_isnil(L, -1)) {
@@ -290,7 +257,7 @@ static batch_opts batches_options(lua_State *L, int idx, const char *fn)
 {
     static const char *const names[] = {"shuffle", "seed", "drop_remainder", NULL};
     batch_opts o = {false, false, 0};
-    if (has_options(L, idx, fn, names)) {
+    if (repl_check_options(L, idx, fn, names)) {
         o.shuffle = opt_boolean(L, idx, "shuffle", false, fn);
         o.seed = (uint64_t)opt_integer(L, idx, "seed", 0, fn);
         o.drop = opt_boolean(L, idx, "drop_remainder", false, fn);

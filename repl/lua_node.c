@@ -805,9 +805,13 @@ static int run_on(lua_State *L, tide_session *s, int base)
     int fidx = base, feed_idx = base + 1, opt_idx = base + 2;
     if (lua_isnoneornil(L, fidx))
         return repl_raise(L, "run needs something to run: a node, a list of nodes or a table of named nodes");
+    static const char *const options[] = {"trace", "timeout", NULL};
     tide_run_options ro = {0};
     if (lua_type(L, opt_idx) == LUA_TTABLE) {
+        repl_check_options(L, opt_idx, "run", options);
         lua_getfield(L, opt_idx, "trace");
+        if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
+            return repl_raise(L, "run: option trace must be true or false, not a %s", luaL_typename(L, -1));
         ro.trace = lua_toboolean(L, -1);
         lua_getfield(L, opt_idx, "timeout");
         double seconds = lua_isnil(L, -1) ? 0 : lua_tonumber(L, -1);
@@ -1022,9 +1026,35 @@ static int with_pushed(lua_State *L, bool is_device)
 static int l_scope(lua_State *L) { return with_pushed(L, false); }
 static int l_device(lua_State *L) { return with_pushed(L, true); }
 
+/* The string option `key` of the options table at opt (NULL when absent); raises when not a string. */
+static const char *string_option(lua_State *L, int opt, const char *key, const char *fn)
+{
+    if (lua_type(L, opt) != LUA_TTABLE)
+        return NULL;
+    lua_getfield(L, opt, key);
+    if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
+        repl_raise(L, "%s: option %s must be a string, not a %s", fn, key, luaL_typename(L, -1));
+    const char *v = lua_tostring(L, -1); /* the table keeps it alive */
+    lua_pop(L, 1);
+    return v;
+}
+
+/* A node of op with attrs `dtype` and, for a Const, `value` (consumed) or, for a Placeholder, `shape`. */
+static int finish_structural(lua_State *L, tide_node_builder *b, const char *device, bool auto_named)
+{
+    repl *r = repl_of(L);
+    if (device)
+        tide_node_builder_set_device(b, device);
+    tide_node *n = tide_node_builder_finish(b, r->err);
+    if (!n)
+        return repl_raise(L, "%s", tide_error_message(r->err));
+    return push_outputs(L, n, auto_named);
+}
+
 static int l_placeholder(lua_State *L)
 {
-    /* placeholder(dtype [, shape] [, {name=}]) */
+    /* placeholder(dtype [, shape] [, {name=, device=}]) */
+    static const char *const options[] = {"name", "device", NULL};
     tide_dtype dt = repl_to_dtype(L, 1);
     if (dt == TIDE_INVALID_DTYPE)
         return repl_raise(L, "placeholder(dtype [, shape] [, {name=...}]): the first argument must be a dtype "
@@ -1042,44 +1072,75 @@ static int l_placeholder(lua_State *L)
         opt = 3;
     } else if (lua_isnil(L, 2))
         opt = 3;
-    const char *name = NULL;
-    if (lua_type(L, opt) == LUA_TTABLE) {
-        lua_getfield(L, opt, "name");
-        name = lua_tostring(L, -1);
-    }
+    repl_check_options(L, opt, "placeholder", options);
+    const char *name = string_option(L, opt, "name", "placeholder");
+    const char *device = string_option(L, opt, "device", "placeholder");
     tide_node_builder *b = tide_node_builder_new(r->graph, "Placeholder", name);
     tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", dt);
     tide_attrs_set_shape(tide_node_builder_attrs(b), "shape", &shape);
-    tide_node *n = tide_node_builder_finish(b, r->err);
-    if (!n)
-        return repl_raise(L, "%s", tide_error_message(r->err));
-    return push_outputs(L, n, name == NULL);
+    return finish_structural(L, b, device, name == NULL);
+}
+
+/* The value of constant(value, dtype, {shape=}) given a shape, as TensorFlow's tf.constant fills it:
+ * one value is repeated over the shape, as many values as the shape holds are reshaped to it.
+ * Consumes t; NULL with err set otherwise. */
+static tide_tensor *shaped_constant(repl *r, tide_tensor *t, const tide_shape *shape, tide_error *err)
+{
+    char want[TIDE_SHAPE_STR_MAX];
+    tide_shape_format(shape, want, sizeof want);
+    int64_t n = tide_shape_num_elements(shape), have = tide_tensor_num_elements(t);
+    tide_tensor *out = NULL;
+    if (n < 0) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "option shape %s has unknown dimensions", want);
+    } else if (have == n) {
+        out = tide_tensor_reshape(t, shape, err);
+    } else if (have == 1) {
+        tide_tensor *scalar = tide_tensor_reshape(t, &(tide_shape){.rank = 0}, err);
+        tide_tensor *dims = scalar ? tide_tensor_new(TIDE_INT64, &(tide_shape){.rank = 1, .dims = {shape->rank}}, err)
+                                   : NULL;
+        int produced = 0;
+        if (dims) {
+            memcpy(tide_tensor_data(dims), shape->dims, (size_t)shape->rank * sizeof(int64_t));
+            tide_tensor *ins[2] = {dims, scalar};
+            tide_engine_run_op(r->engine, "Fill", ins, 2, NULL, &out, 1, &produced, err);
+        }
+        tide_tensor_release(dims);
+        tide_tensor_release(scalar);
+    } else {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "%lld values cannot fill shape %s: give one value (repeated) "
+                       "or %lld", (long long)have, want, (long long)n);
+    }
+    tide_tensor_release(t);
+    return out;
 }
 
 static int l_constant(lua_State *L)
 {
-    /* constant(value [, dtype] [, {name=}]) */
+    /* constant(value [, dtype] [, {name=, device=, shape=}]) */
+    static const char *const options[] = {"name", "device", "shape", NULL};
     repl *r = repl_of(L);
     tide_dtype dt = lua_isnoneornil(L, 2) || is_attrs_table(L, 2) ? TIDE_INVALID_DTYPE : repl_to_dtype(L, 2);
     if (!lua_isnoneornil(L, 2) && !is_attrs_table(L, 2) && dt == TIDE_INVALID_DTYPE)
-        return repl_raise(L, "constant(value [, dtype] [, {name=...}]): bad dtype");
+        return repl_raise(L, "constant(value [, dtype] [, {name=, shape=}]): the second argument must be a dtype "
+                             "such as float32, not a %s", luaL_typename(L, 2));
     int opt = is_attrs_table(L, 2) ? 2 : 3;
-    const char *name = NULL;
-    if (lua_type(L, opt) == LUA_TTABLE) {
-        lua_getfield(L, opt, "name");
-        name = lua_tostring(L, -1);
-    }
+    bool has_options = repl_check_options(L, opt, "constant", options);
+    const char *name = string_option(L, opt, "name", "constant");
+    const char *device = string_option(L, opt, "device", "constant");
+    tide_shape shape;
+    bool shaped = has_options && lua_getfield(L, opt, "shape") != LUA_TNIL;
+    if (shaped && !repl_to_shape(L, -1, &shape, r->err))
+        return repl_raise(L, "constant: option shape: %s", tide_error_message(r->err));
     tide_tensor *t = repl_tensor_from_lua(L, 1, dt, r->err);
+    if (t && shaped)
+        t = shaped_constant(r, t, &shape, r->err);
     if (!t)
         return repl_raise(L, "constant: %s", tide_error_message(r->err));
     tide_node_builder *b = tide_node_builder_new(r->graph, "Const", name);
     tide_attrs_set_tensor(tide_node_builder_attrs(b), "value", t);
     tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", tide_tensor_dtype(t));
     tide_tensor_release(t);
-    tide_node *n = tide_node_builder_finish(b, r->err);
-    if (!n)
-        return repl_raise(L, "%s", tide_error_message(r->err));
-    return push_outputs(L, n, name == NULL);
+    return finish_structural(L, b, device, name == NULL);
 }
 
 /* ---------------------------------------------------------------- registration */

@@ -76,11 +76,15 @@ static int l_variable(lua_State *L)
     repl *r = repl_of(L);
     if (lua_isnoneornil(L, 1))
         return repl_raise(L, "variable(initial_value [, {name=..., trainable=true}]): the initial value is missing");
+    static const char *const options[] = {"name", "trainable", "dtype", NULL};
     const char *name = NULL;
     bool trainable = true;
     tide_dtype dt = TIDE_INVALID_DTYPE;
     if (lua_type(L, 2) == LUA_TTABLE) {
+        repl_check_options(L, 2, "variable", options);
         lua_getfield(L, 2, "name");
+        if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
+            return repl_raise(L, "variable: option name must be a string, not a %s", luaL_typename(L, -1));
         name = lua_tostring(L, -1);
         lua_getfield(L, 2, "trainable");
         if (!lua_isnil(L, -1))
@@ -144,11 +148,20 @@ static double opt_number(lua_State *L, int idx, const char *key, double dflt)
         return dflt;
     lua_getfield(L, idx, key);
     double v = lua_isnil(L, -1) ? dflt : lua_tonumber(L, -1);
-    if (!lua_isnil(L, -1) && !lua_isnumber(L, -1))
-        repl_raise(L, "optimizer option '%s' must be a number", key);
+    if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TNUMBER)
+        repl_raise(L, "optimizer option '%s' must be a number, not a %s", key, luaL_typename(L, -1));
     lua_pop(L, 1);
     return v;
 }
+
+/* The options each optimizer knows (indexed by tide_optimizer_kind). */
+static const char *const optimizer_options[][4] = {
+    [TIDE_OPT_SGD] = {NULL},
+    [TIDE_OPT_MOMENTUM] = {"momentum", "nesterov", NULL},
+    [TIDE_OPT_ADAGRAD] = {"initial_accumulator", NULL},
+    [TIDE_OPT_RMSPROP] = {"decay", "momentum", "epsilon", NULL},
+    [TIDE_OPT_ADAM] = {"beta1", "beta2", "epsilon", NULL},
+};
 
 /* name(learning_rate [, opts]) for each optimizer kind. */
 static int new_optimizer(lua_State *L, tide_optimizer_kind kind, const char *fname)
@@ -158,8 +171,7 @@ static int new_optimizer(lua_State *L, tide_optimizer_kind kind, const char *fna
     int opts = 2;
     if (kind == TIDE_OPT_MOMENTUM && lua_type(L, 2) == LUA_TNUMBER)
         opts = 3; /* momentum(lr, 0.9 [, opts]) */
-    if (!lua_isnoneornil(L, opts) && lua_type(L, opts) != LUA_TTABLE)
-        return repl_raise(L, "%s: options must be a table", fname);
+    repl_check_options(L, opts, fname, optimizer_options[kind]);
     tide_optimizer *o = lua_newuserdatauv(L, sizeof *o, 0);
     tide_optimizer_init(o, kind, lua_tonumber(L, 1));
     if (opts == 3)
@@ -172,6 +184,8 @@ static int new_optimizer(lua_State *L, tide_optimizer_kind kind, const char *fna
     o->initial_accumulator = opt_number(L, opts, "initial_accumulator", o->initial_accumulator);
     if (lua_type(L, opts) == LUA_TTABLE) {
         lua_getfield(L, opts, "nesterov");
+        if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
+            return repl_raise(L, "%s: option nesterov must be true or false, not a %s", fname, luaL_typename(L, -1));
         o->nesterov = lua_toboolean(L, -1);
         lua_pop(L, 1);
     }
@@ -191,11 +205,16 @@ static int optimizer_minimize(lua_State *L)
     repl *r = repl_of(L);
     tide_optimizer *o = luaL_checkudata(L, 1, OPTIMIZER_MT);
     tide_output loss = repl_check_output(L, 2);
+    static const char *const options[] = {"var_list", "global_step", NULL};
     tide_node *vars[256], *gstep = NULL;
     int nvars = 0;
     bool have_list = false;
     if (lua_type(L, 3) == LUA_TTABLE) {
+        repl_check_options(L, 3, "minimize", options);
         lua_getfield(L, 3, "var_list");
+        if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TTABLE)
+            return repl_raise(L, "minimize: option var_list must be a list of variables, not a %s",
+                              luaL_typename(L, -1));
         if (lua_type(L, -1) == LUA_TTABLE) {
             have_list = true;
             nvars = (int)lua_rawlen(L, -1);

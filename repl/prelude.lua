@@ -4,6 +4,9 @@
 -- in tide.help, which :help prints. Errors raised by the ops name the user's line, not this file.
 local tide = tide
 local ops, help = tide.ops, tide.help
+-- check(fn, opts, {names}): an unknown key in an options table is an error naming fn (lua_options.c).
+local check = tide.check_options
+tide.check_options = nil
 
 local function is_options(v)
   return type(v) == "table" and next(v) ~= nil and type(next(v)) == "string"
@@ -16,19 +19,21 @@ local function merge(into, from)
   return t
 end
 
-local function fill_with(value, default_dtype)
+local function fill_with(value, default_dtype, fn)
   return function(shape, dtype, opts)
     if is_options(dtype) then dtype, opts = nil, dtype end
+    check(fn, opts, {"name", "device"})
     return ops.Fill(shape, tide.constant(value, dtype or default_dtype), opts or {})
   end
 end
-tide.zeros = fill_with(0, tide.float32)
-tide.ones = fill_with(1, tide.float32)
+tide.zeros = fill_with(0, tide.float32, "zeros")
+tide.ones = fill_with(1, tide.float32, "ones")
 help.zeros = "zeros(shape [, dtype=float32] [, {name=}])\n\nA tensor of zeros: Fill(shape, 0). zeros{784, 10}."
 help.ones = "ones(shape [, dtype=float32] [, {name=}])\n\nA tensor of ones: Fill(shape, 1)."
 
-local function random(op, doc)
+local function random(op, doc, fn, names)
   return function(shape, opts)
+    check(fn, opts, names)
     opts = opts or {}
     local attrs = {dtype = opts.dtype or tide.float32, seed = opts.seed, seed2 = opts.seed2, name = opts.name,
                    device = opts.device}
@@ -36,9 +41,12 @@ local function random(op, doc)
   end, doc
 end
 local uniform
+local uniform_options = {"minval", "maxval", "dtype", "seed", "seed2", "name", "device"}
+local normal_options = {"mean", "stddev", "dtype", "seed", "seed2", "name", "device"}
 uniform, help.random_uniform = random("RandomUniform",
   "random_uniform(shape [, {minval=0, maxval=1, dtype=float32, seed=0}])\n\n" ..
-  "Uniform random values in [minval, maxval), drawn anew at every run; seeded by the graph seed rule.")
+  "Uniform random values in [minval, maxval), drawn anew at every run; seeded by the graph seed rule.",
+  "random_uniform", uniform_options)
 tide.random_uniform = function(shape, opts)
   opts = opts or {}
   local u = uniform(shape, opts)
@@ -48,10 +56,11 @@ tide.random_uniform = function(shape, opts)
 end
 local normal, truncated
 normal, help.random_normal = random("RandomNormal",
-  "random_normal(shape [, {mean=0, stddev=1, dtype=float32, seed=0}])\n\nNormal random values.")
+  "random_normal(shape [, {mean=0, stddev=1, dtype=float32, seed=0}])\n\nNormal random values.",
+  "random_normal", normal_options)
 truncated, help.truncated_normal = random("TruncatedNormal",
   "truncated_normal(shape [, {mean=0, stddev=1, dtype=float32, seed=0}])\n\n" ..
-  "Normal random values, redrawn beyond two standard deviations.")
+  "Normal random values, redrawn beyond two standard deviations.", "truncated_normal", normal_options)
 local function scaled(base)
   return function(shape, opts)
     opts = opts or {}
@@ -69,6 +78,7 @@ for _, pair in ipairs{{"sum", "Sum"}, {"mean", "Mean"}, {"max", "Max"}, {"min", 
   local f = function(x, axis, opts)
     if is_options(axis) then axis, opts = nil, axis end
     if type(opts) == "boolean" then opts = {keep_dims = opts} end
+    check(name, opts, {"keep_dims", "name", "device"})
     if axis == nil then axis = ops.Range(0, ops.Rank(x), 1) end
     return ops[op](x, axis, opts or {})
   end
@@ -81,21 +91,24 @@ end
 
 tide.cast = function(x, dtype, opts)
   if is_options(dtype) then return ops.Cast(x, dtype) end
+  check("cast", opts, {"name", "device"})
   return ops.Cast(x, merge(opts, {DstT = dtype}))
 end
 help.cast = "cast(x, dtype [, {name=}])\n\nx converted to dtype (Cast)."
 
 tide.one_hot = function(indices, depth, opts)
+  check("one_hot", opts, {"on_value", "off_value", "dtype", "axis", "name", "device"})
   opts = opts or {}
   local dtype = opts.dtype or tide.float32
   return ops.OneHot(indices, depth, tide.constant(opts.on_value or 1, dtype), tide.constant(opts.off_value or 0, dtype),
-                    {axis = opts.axis, name = opts.name})
+                    {axis = opts.axis, name = opts.name, device = opts.device})
 end
 tide.onehot = tide.one_hot
 help.one_hot = "one_hot(indices, depth [, {on_value=1, off_value=0, dtype=float32, axis=-1}])\n\n" ..
   "A one-hot encoding of integer indices: one_hot(labels, 10)."
 
 tide.softmax_cross_entropy = function(labels, logits, opts)
+  check("softmax_cross_entropy", opts, {"name", "device"})
   local loss = ops.SoftmaxCrossEntropyWithLogits(logits, labels, opts or {})
   return loss
 end
@@ -103,6 +116,7 @@ help.softmax_cross_entropy = "softmax_cross_entropy(labels, logits [, {name=}])\
   "Per-example cross-entropy of softmax(logits) against label distributions (each row sums to 1). " ..
   "Average it with mean(...) for a loss."
 tide.sparse_softmax_cross_entropy = function(labels, logits, opts)
+  check("sparse_softmax_cross_entropy", opts, {"name", "device"})
   local loss = ops.SparseSoftmaxCrossEntropyWithLogits(logits, labels, opts or {})
   return loss
 end
@@ -111,7 +125,8 @@ help.sparse_softmax_cross_entropy = "sparse_softmax_cross_entropy(labels, logits
 
 tide.stack = function(values, axis, opts)
   if is_options(axis) then axis, opts = nil, axis end
-  return ops.Pack(values, merge(opts, {axis = axis or 0}))
+  check("stack", opts, {"axis", "name", "device"})
+  return ops.Pack(values, merge({axis = axis or 0}, opts))
 end
 help.stack = "stack(values [, axis=0])\n\nStacks a list of tensors of one shape along a new axis (Pack)."
 
@@ -119,7 +134,9 @@ help.placeholder = "placeholder(dtype [, shape] [, {name=}])\n\n" ..
   "A value fed at run time: run(y, {[x] = tensor}). Unknown dimensions are -1 or \"?\": {-1, 784}, " ..
   "{\"?\", \"?\"}, or the string \"[?, 784]\"; \"[]\" is a scalar; no shape: any shape. ({nil, nil} is {} " ..
   "to Lua, so an empty table is refused.)"
-help.constant = "constant(value [, dtype] [, {name=}])\n\nA Const node holding value (a number, nested tables, a tensor)."
+help.constant = "constant(value [, dtype] [, {name=, shape=}])\n\nA Const node holding value (a number, nested " ..
+  "tables, a tensor). With shape, one value fills it (constant(0.1, float32, {shape={3}})) and as many values as " ..
+  "it holds are reshaped to it, as TensorFlow's tf.constant does."
 help.variable = "variable(initial_value [, {name=, trainable=true, dtype=}])\n\n" ..
   "A variable and its initializer (an Assign named NAME/init). run(init()) initialises every variable; " ..
   "printing a variable at the prompt shows its current value."
@@ -148,6 +165,7 @@ help.adam = "adam(learning_rate [, {beta1=0.9, beta2=0.999, epsilon=1e-8}])\n\nA
 help.quit = "quit([status])\n\nLeaves tide (also :quit and Ctrl-D)."
 
 tide.summary = function(tag, value, opts)
+  check("summary", opts, {"name", "device"})
   return ops.ScalarSummary(value, merge(opts, {tag = tag}))
 end
 help.summary = "summary(tag, value [, {name=}])\n\n" ..

@@ -268,6 +268,7 @@ static tide_status open_lua(repl *r, tide_error *err)
     repl_open_data(L);
     repl_open_graphdef(L);
     repl_open_control_flow(L);
+    repl_open_options(L);
     lua_pushcfunction(L, l_quit);
     lua_setfield(L, module, "quit");
     lua_pushvalue(L, module);
@@ -485,7 +486,17 @@ static int compile(lua_State *L, const char *entry, const char *chunkname)
     lua_pushfstring(L, "return %s;", entry);
     int st = luaL_loadbuffer(L, lua_tostring(L, -1), lua_rawlen(L, -1), name);
     lua_remove(L, -2);
-    if (st != LUA_OK) {
+    if (st == LUA_OK) {
+        /* An expression: evaluated as the argument list of an identity function, so that a call in it
+         * is not a tail call: the entry's line stays on the stack for error locations (a tail call to
+         * a prelude function would leave no user line for repl_raise to name). */
+        lua_pushfstring(L, "return (function(...) return ... end)(%s\n);", entry);
+        if (luaL_loadbuffer(L, lua_tostring(L, -1), lua_rawlen(L, -1), name) == LUA_OK) {
+            lua_remove(L, -2);
+            lua_remove(L, -2);
+        } else
+            lua_pop(L, 2);
+    } else {
         lua_pop(L, 1);
         st = luaL_loadbuffer(L, entry, strlen(entry), name);
     }

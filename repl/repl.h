@@ -10,6 +10,7 @@
  *   lua_tensor.c  host tensors: built from Lua tables, printed NumPy-style, sliced without copying,
  *                 eager arithmetic; dtype values
  *   lua_data.c    NPY/IDX/CSV files, Fashion-MNIST, batches
+ *   lua_options.c the options tables of the Lua functions: unknown keys are errors
  *   prompt.c      the interactive prompt: libedit, ~/.tide_history, multi-line input, Ctrl-C
  *   complete.c    tab completion (ops, nodes, Lua globals, commands)
  *   commands.c    the ':' commands
@@ -189,6 +190,15 @@ void repl_push_dtype(lua_State *L, tide_dtype dt);
 /* A shape from the Lua value at idx: a table of integers where nil or -1 is an unknown dimension
  * ({nil, 784}), a host tensor of integers, or a single integer (a vector). False with err set. */
 bool repl_to_shape(lua_State *L, int idx, tide_shape *out, tide_error *err);
+
+/* ---------------------------------------------------------------- lua_options.c */
+
+/* The options table at idx of function fn: false when there is none (nil or none); raises when it
+ * is not a table or has a key not in names (NULL-terminated), naming fn and its options. */
+bool repl_check_options(lua_State *L, int idx, const char *fn, const char *const *names);
+/* Registers tide.check_options(fn, opts, {names...}) (the same check, for the prelude) into the table
+ * at the top; the prelude takes it out of the module again. */
+void repl_open_options(lua_State *L);
 
 /* ---------------------------------------------------------------- lua_data.c */
 

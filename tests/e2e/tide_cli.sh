@@ -22,6 +22,9 @@ expect_in "MatMul" "$out"
 out=$("$tide" -e 'y = matmull(1, 2)' 2>&1); [ $? -eq 1 ] || fail "unknown op should exit 1"
 expect_in "did you mean matmul?" "$out"
 out=$("$tide" -e 'constant(1):shap()' 2>&1); expect_in "did you mean shape?" "$out"
+# an expression that calls a function written in Lua (the prelude) still names the user's line
+out=$("$tide" -e 'zeros({2}, {bogus = 1})' 2>&1); [ $? -eq 1 ] || fail "an unknown option should exit 1"
+expect_in "(command line):1: zeros: unknown option 'bogus'" "$out"
 out=$("$tide" -e 'for i = 1, 2 do' 2>&1); [ $? -eq 1 ] || fail "unfinished -e should exit 1"
 expect_in "unfinished" "$out"
 

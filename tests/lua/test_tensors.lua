@@ -120,7 +120,9 @@ raises(function() return t:reshape{1.5} end, {"dimension 1 is 1.5, not an intege
 raises(function() return t:reshape{-2, 3} end, {"dimension 1 is -2"})
 raises(function() return t:reshape{x = 2} end, {"key 'x' is not a dimension index"})
 raises(function() return t:reshape{[9] = 1} end, {"at most 8 dimensions"})
-raises(function() return t:reshape("abc") end, {"a shape is a table of dimensions"})
+raises(function() return t:reshape("abc") end, {"'abc' is not a shape", "[?, 784]"})
+raises(function() return t:reshape(true) end, {"a shape is a table of dimensions"})
+check(t:reshape("[3, 2]"):shape()[1] == 3, "a shape written as shapes print")
 raises(function() return t:reshape(tensor{1.5, 2}) end, {"integer vector"})
 
 check(same_table(t:totable(), {{1, 2, 3}, {4, 5, 6}}), "totable")
