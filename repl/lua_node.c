@@ -425,10 +425,11 @@ static void describe_inputs(const tide_op_info *info, char *buf, size_t size)
                  info->inputs[i].number_attr ? "={...}" : "");
 }
 
-/* Collects the inputs of op `info` from the Lua values at first..first+n-1 into ins (flat) with group
- * sizes in counts. */
+/* Collects the inputs of op `info` from the Lua values at first..first+n-1 (flat, with group sizes in
+ * counts): into ins as node outputs (Lua values become Const nodes), or, for an eager call (ins NULL),
+ * into tensors as new references (*num of them made, also on failure: the caller releases them). */
 static bool collect_inputs(lua_State *L, const tide_op_info *info, int first, tide_attrs *attrs, tide_output *ins,
-                           int *counts, int *num, tide_error *err)
+                           tide_tensor **tensors, int *counts, int *num, tide_error *err)
 {
     type_binding types[2 * MAX_ARGS];
     int ntypes = 0;
@@ -465,7 +466,16 @@ static bool collect_inputs(lua_State *L, const tide_op_info *info, int first, ti
         for (int k = 0; k < n; k++) {
             if (list)
                 lua_rawgeti(L, idx, k + 1);
-            bool ok = to_input(L, list ? lua_gettop(L) : idx, want, &ins[*num], err);
+            int value = list ? lua_gettop(L) : idx;
+            bool ok;
+            tide_dtype got = TIDE_INVALID_DTYPE;
+            if (ins) {
+                ok = to_input(L, value, want, &ins[*num], err);
+                got = ok ? tide_node_output_dtype(ins[*num].node, ins[*num].index) : got;
+            } else {
+                ok = (tensors[*num] = repl_tensor_from_lua(L, value, want, err)) != NULL;
+                got = ok ? tide_tensor_dtype(tensors[*num]) : got;
+            }
             if (list)
                 lua_pop(L, 1);
             if (!ok) {
@@ -476,7 +486,7 @@ static bool collect_inputs(lua_State *L, const tide_op_info *info, int first, ti
                 return false;
             }
             if (want == TIDE_INVALID_DTYPE) { /* the first inferred value fixes T for the rest */
-                want = tide_node_output_dtype(ins[*num].node, ins[*num].index);
+                want = got;
                 bind_type(types, &ntypes, a->type_attr, want);
             }
             (*num)++;
@@ -485,8 +495,62 @@ static bool collect_inputs(lua_State *L, const tide_op_info *info, int first, ti
     return true;
 }
 
-/* Builds one node of op `op_name` from the Lua arguments first..first+nargs-1 and pushes its handles.
- * Raises a Lua error on failure (after releasing everything). */
+/* Whether an op function call runs eagerly: no input is a node and one at least is a host tensor
+ * (log(t), matmul(t, u), t + 1), as PyTorch computes at once. Numbers and tables alone make nodes
+ * (matmul({{1}}, {{2}}) is a graph), and so does any node among the inputs. */
+static bool is_eager_call(lua_State *L, const tide_op_info *info, int first)
+{
+    bool tensor = false;
+    for (int i = 0; i < info->num_inputs; i++) {
+        int idx = first + i;
+        bool list = info->inputs[i].number_attr && lua_type(L, idx) == LUA_TTABLE && !is_attrs_table(L, idx);
+        int n = list ? (int)lua_rawlen(L, idx) : 1;
+        for (int k = 1; k <= n; k++) {
+            if (list)
+                lua_rawgeti(L, idx, k);
+            int v = list ? lua_gettop(L) : idx;
+            bool node = test_handle(L, v) != NULL;
+            tensor = tensor || repl_to_tensor(L, v) != NULL;
+            if (list)
+                lua_pop(L, 1);
+            if (node)
+                return false;
+        }
+    }
+    return tensor;
+}
+
+/* Runs op `info` eagerly on the tensors and pushes its outputs as host tensors, or raises with err's
+ * message. Releases the tensors, frees attrs and err. (name and device have no meaning there: no node
+ * is made, and eager ops run on the engine's first CPU device.) */
+static int finish_eager(lua_State *L, const tide_op_info *info, tide_tensor **ins, int num, tide_attrs *attrs,
+                        bool ok, tide_error *err)
+{
+    tide_tensor *outs[MAX_ARGS] = {NULL};
+    int produced = 0;
+    if (ok)
+        ok = tide_engine_run_op(repl_of(L)->engine, info->name, ins, num, attrs, outs, MAX_ARGS, &produced, err) ==
+             TIDE_OK;
+    tide_attrs_free(attrs);
+    for (int i = 0; i < num; i++)
+        tide_tensor_release(ins[i]);
+    if (!ok) {
+        for (int i = 0; i < produced; i++)
+            tide_tensor_release(outs[i]);
+        lua_pushstring(L, tide_error_message(err));
+        tide_error_free(err);
+        return repl_raise(L, "%s", lua_tostring(L, -1));
+    }
+    tide_error_free(err);
+    luaL_checkstack(L, produced, "too many outputs");
+    for (int i = 0; i < produced; i++)
+        repl_push_tensor(L, outs[i]);
+    return produced;
+}
+
+/* Builds one node of op `op_name` from the Lua arguments first..first+nargs-1 and pushes its handles
+ * (or, for an eager call on host tensors, runs it and pushes the resulting tensors). Raises a Lua
+ * error on failure (after releasing everything). */
 static int build_op(lua_State *L, const char *op_name, int first, int nargs)
 {
     tide_op_info info;
@@ -509,8 +573,14 @@ static int build_op(lua_State *L, const char *op_name, int first, int nargs)
     const char *name = NULL, *device = NULL;
     tide_output ins[256];
     int counts[MAX_ARGS], num = 0;
+    if (is_eager_call(L, &info, first)) {
+        tide_tensor *tensors[256];
+        bool ok = (!attrs_idx || read_attrs(L, &info, attrs_idx, attrs, &name, &device, err)) &&
+                  collect_inputs(L, &info, first, attrs, NULL, tensors, counts, &num, err);
+        return finish_eager(L, &info, tensors, num, attrs, ok, err);
+    }
     bool ok = (!attrs_idx || read_attrs(L, &info, attrs_idx, attrs, &name, &device, err)) &&
-              collect_inputs(L, &info, first, attrs, ins, counts, &num, err);
+              collect_inputs(L, &info, first, attrs, ins, NULL, counts, &num, err);
     tide_node *n = NULL;
     if (ok) {
         tide_node_builder *b = tide_node_builder_new(r->graph, info.name, name);
@@ -544,30 +614,7 @@ static int op_function(lua_State *L)
 
 int repl_arith(lua_State *L, const char *op, int nargs)
 {
-    if (nargs == 2 && (repl_is_node(L, 1) || repl_is_node(L, 2)))
-        return build_op(L, op, 1, 2);
-    if (nargs == 1 && repl_is_node(L, 1))
-        return build_op(L, op, 1, 1);
-    /* Host values: run the op eagerly; the non-tensor operand takes the tensor's dtype. */
-    tide_error *err = tide_error_new();
-    tide_tensor *in[2] = {NULL, NULL}, *out = NULL;
-    tide_dtype dt = value_dtype(L, 1) != TIDE_INVALID_DTYPE ? value_dtype(L, 1) : value_dtype(L, 2);
-    bool ok = true;
-    for (int i = 0; i < nargs && ok; i++)
-        ok = (in[i] = repl_tensor_from_lua(L, i + 1, dt, err)) != NULL;
-    int produced = 0;
-    if (ok)
-        ok = tide_engine_run_op(repl_of(L)->engine, op, in, nargs, NULL, &out, 1, &produced, err) == TIDE_OK;
-    tide_tensor_release(in[0]);
-    tide_tensor_release(in[1]);
-    if (!ok) {
-        lua_pushstring(L, tide_error_message(err));
-        tide_error_free(err);
-        return repl_raise(L, "%s", lua_tostring(L, -1));
-    }
-    tide_error_free(err);
-    repl_push_tensor(L, out);
-    return 1;
+    return build_op(L, op, 1, nargs); /* a node among the operands: a node; host values: eager */
 }
 
 /* ---------------------------------------------------------------- node methods */

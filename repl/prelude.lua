@@ -100,12 +100,14 @@ tide.one_hot = function(indices, depth, opts)
   check("one_hot", opts, {"on_value", "off_value", "dtype", "axis", "name", "device"})
   opts = opts or {}
   local dtype = opts.dtype or tide.float32
-  return ops.OneHot(indices, depth, tide.constant(opts.on_value or 1, dtype), tide.constant(opts.off_value or 0, dtype),
+  -- host tensors: eager when indices is one too, Consts of the graph when it is a node
+  return ops.OneHot(indices, depth, tide.tensor(opts.on_value or 1, dtype), tide.tensor(opts.off_value or 0, dtype),
                     {axis = opts.axis, name = opts.name, device = opts.device})
 end
 tide.onehot = tide.one_hot
 help.one_hot = "one_hot(indices, depth [, {on_value=1, off_value=0, dtype=float32, axis=-1}])\n\n" ..
-  "A one-hot encoding of integer indices: one_hot(labels, 10)."
+  "A one-hot encoding of integer indices: one_hot(labels, 10). On a host tensor (a batch of labels) it runs " ..
+  "at once and returns a tensor, as every op function does on host tensors."
 
 tide.softmax_cross_entropy = function(labels, logits, opts)
   check("softmax_cross_entropy", opts, {"name", "device"})

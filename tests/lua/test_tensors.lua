@@ -173,4 +173,20 @@ check((-a):equal{-1, -2, -4} and (a ^ 2):equal{1, 4, 16} and (a % 3):equal{1, 2,
 check((tensor{-7.0, 7.0} % 2):equal{1, 1} and (tensor{7.0} % -2):equal{-1}, "% floors as Lua's does")
 check(is_tensor(a + a) and (a + a):dtype() == float32, "arithmetic on host tensors gives a host tensor")
 
+-- op functions on host tensors run at once, as arithmetic does: a tensor back, no node in the graph
+local ht = tensor({1.0, 2.0})
+local logged = log(ht)
+check(is_tensor(logged) and math.abs(logged[2] - math.log(2)) < 1e-6, "log of a host tensor is a tensor")
+check(is_tensor(exp(ht)) and is_tensor(matmul(tensor({{1, 2}}), tensor({{3}, {4}}))), "exp, matmul eager")
+check(sum(tensor({{1, 2}, {3, 4}})):item() == 10 and is_tensor(mean(ht)), "sum and mean over all axes eager")
+local oh = one_hot(tensor({0, 2}), 3)
+check(is_tensor(oh) and oh[2][3] == 1 and oh[1][1] == 1, "one_hot of host labels eager")
+local parts = {split(0, tensor({1, 2, 3, 4}), {num_split = 2})}
+check(#parts == 2 and is_tensor(parts[2]) and parts[2][1] == 3, "several outputs: several tensors")
+for _, name in ipairs({"log", "exp", "mat_mul", "sum", "one_hot", "split", "const"}) do
+  check(not pcall(node, name), "no node '" .. name .. "' was added")
+end
+check(not is_tensor(log(constant({1.0}))), "a node among the inputs: a node")
+check(not is_tensor(matmul(ht:reshape{1, 2}, constant({{1.0}, {2.0}}))), "host and node mixed: a node")
+
 T.done("test_tensors")
