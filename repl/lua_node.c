@@ -1,6 +1,6 @@
 /* lua_node.c — graph nodes in Lua: node handles, one Lua function per registered op (generated from
- * the registry's signatures), arithmetic metamethods, and the functions that run graphs (run, eval,
- * session) and build the structural parts (placeholder, constant, node, scope, device).
+ * the registry's signatures), arithmetic metamethods, and the functions that build the structural
+ * parts (placeholder, constant, node, scope, device). Running graphs is lua_run.c.
  *
  * A node handle is a userdata "tide.node" naming one output of a node (index >= 0), or the node
  * itself (index -1) for ops without outputs such as NoOp. Handles are unique per output (a weak
@@ -15,15 +15,12 @@
  * float32 when x is), else inferred from the value. The training API (gradients, variables,
  * optimizers) is in lua_train.c.
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "repl.h"
 
 #define NODE_MT "tide.node"
-#define SESSION_MT "tide.session"
 #define HANDLES_KEY "tide.handles"   /* registry: weak table of live handles */
 #define OPNAMES_KEY "tide.opnames"   /* registry: Lua function name -> op name */
 #define MAX_ARGS 12                  /* the size of tide_op_info's arrays */
@@ -35,12 +32,6 @@ typedef struct node_handle {
     int generation;       /* repl->graph_generation when made */
     bool auto_named;      /* the binding chose the name: it may follow a Lua variable */
 } node_handle;
-
-typedef struct session_handle {
-    tide_session *session; /* NULL once closed */
-    int slot;              /* index in repl->sessions */
-    int generation;
-} session_handle;
 
 /* ---------------------------------------------------------------- handles */
 
@@ -60,6 +51,17 @@ static node_handle *check_live(lua_State *L, int idx)
         repl_raise(L, "this node no longer exists (the entry that made it failed and was rolled back, "
                       "or :reset dropped the graph)");
     return h;
+}
+
+int repl_handle_output(lua_State *L, int idx, tide_output *out)
+{
+    node_handle *h = test_handle(L, idx);
+    if (!h)
+        return 0;
+    if (!h->node || h->generation != repl_of(L)->graph_generation)
+        return -1;
+    *out = (tide_output){h->node, h->index};
+    return 1;
 }
 
 tide_output repl_check_output(lua_State *L, int idx)
@@ -232,21 +234,6 @@ static tide_dtype value_dtype(lua_State *L, int idx)
     return t ? tide_tensor_dtype(t) : TIDE_INVALID_DTYPE;
 }
 
-static bool is_attrs_table(lua_State *L, int idx)
-{
-    if (lua_type(L, idx) != LUA_TTABLE)
-        return false;
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        bool str = lua_type(L, -2) == LUA_TSTRING;
-        lua_pop(L, 1);
-        if (str) {
-            lua_pop(L, 1);
-            return true;
-        }
-    }
-    return false;
-}
 
 static bool is_empty_table(lua_State *L, int idx)
 {
@@ -456,7 +443,7 @@ static bool collect_inputs(lua_State *L, const tide_op_info *info, int first, ti
         const tide_op_arg_info *a = &info->inputs[i];
         tide_dtype want = a->dtype != TIDE_INVALID_DTYPE ? a->dtype : bound_type(types, ntypes, a->type_attr);
         bool list = a->number_attr && lua_type(L, idx) == LUA_TTABLE && !test_handle(L, idx) && !repl_to_tensor(L, idx) &&
-                    !is_attrs_table(L, idx);
+                    !repl_is_options_table(L, idx);
         int n = list ? (int)lua_rawlen(L, idx) : 1;
         if (*num + n > 256) {
             tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s: more than 256 inputs", info->name);
@@ -503,7 +490,7 @@ static bool is_eager_call(lua_State *L, const tide_op_info *info, int first)
     bool tensor = false;
     for (int i = 0; i < info->num_inputs; i++) {
         int idx = first + i;
-        bool list = info->inputs[i].number_attr && lua_type(L, idx) == LUA_TTABLE && !is_attrs_table(L, idx);
+        bool list = info->inputs[i].number_attr && lua_type(L, idx) == LUA_TTABLE && !repl_is_options_table(L, idx);
         int n = list ? (int)lua_rawlen(L, idx) : 1;
         for (int k = 1; k <= n; k++) {
             if (list)
@@ -558,7 +545,7 @@ static int build_op(lua_State *L, const char *op_name, int first, int nargs)
         return repl_raise(L, "unknown op '%s'", op_name);
     repl *r = repl_of(L);
     int attrs_idx = 0;
-    if (nargs > 0 && is_attrs_table(L, first + nargs - 1))
+    if (nargs > 0 && repl_is_options_table(L, first + nargs - 1))
         attrs_idx = first + --nargs;
     else if (nargs == info.num_inputs + 1 && lua_type(L, first + nargs - 1) == LUA_TTABLE)
         attrs_idx = first + --nargs; /* an empty or positional table in the attrs position */
@@ -712,248 +699,10 @@ static int node_inputs(lua_State *L)
     return 1;
 }
 
-/* ---------------------------------------------------------------- running */
-
-static bool to_fetch(lua_State *L, int idx, tide_output *out, tide_error *err)
-{
-    if (lua_type(L, idx) == LUA_TSTRING)
-        return tide_graph_output(repl_of(L)->graph, lua_tostring(L, idx), out, err) == TIDE_OK;
-    node_handle *h = test_handle(L, idx);
-    if (!h) {
-        tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot fetch a %s: give nodes (or \"name:index\" strings)",
-                       luaL_typename(L, idx));
-        return false;
-    }
-    if (!h->node || h->generation != repl_of(L)->graph_generation) {
-        tide_error_set(err, TIDE_FAILED_PRECONDITION, "cannot fetch a node that no longer exists");
-        return false;
-    }
-    *out = (tide_output){h->node, h->index};
-    return true;
-}
-
-typedef struct run_call {
-    tide_output fetch[64];
-    tide_node *target[64];
-    int nfetch, ntarget;
-    int slot_of[64];       /* fetch position i -> fetch[] index, or -(target index) - 1 */
-    int nslots;
-    tide_feed feeds[64];
-    int nfeeds;
-    tide_tensor *values[64];
-} run_call;
-
-static bool add_fetch(lua_State *L, int idx, run_call *c, tide_error *err)
-{
-    if (c->nslots >= 64)
-        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "at most 64 fetches per run"), false;
-    tide_output o;
-    if (!to_fetch(L, idx, &o, err))
-        return false;
-    if (o.index < 0) {
-        c->target[c->ntarget] = o.node;
-        c->slot_of[c->nslots++] = -(c->ntarget++) - 1;
-    } else {
-        c->fetch[c->nfetch] = o;
-        c->slot_of[c->nslots++] = c->nfetch++;
-    }
-    return true;
-}
-
-static bool read_feeds(lua_State *L, int idx, run_call *c, tide_error *err)
-{
-    if (lua_isnoneornil(L, idx))
-        return true;
-    if (lua_type(L, idx) != LUA_TTABLE)
-        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "feeds must be a table {[node] = value}, not a %s",
-                              luaL_typename(L, idx)), false;
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        tide_output o;
-        bool ok = c->nfeeds < 64 && to_fetch(L, -2, &o, err);
-        if (c->nfeeds >= 64)
-            tide_error_set(err, TIDE_INVALID_ARGUMENT, "at most 64 feeds per run");
-        if (ok && o.index < 0) {
-            tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot feed node '%s': it has no outputs", tide_node_name(o.node));
-            ok = false;
-        }
-        tide_tensor *t = NULL;
-        if (ok) {
-            t = repl_tensor_from_lua(L, -1, tide_node_output_dtype(o.node, o.index), err);
-            if (!t) {
-                char msg[600];
-                snprintf(msg, sizeof msg, "%s", tide_error_message(err));
-                tide_error_set(err, TIDE_INVALID_ARGUMENT, "feed for '%s': %s", tide_node_name(o.node), msg);
-                ok = false;
-            }
-        }
-        lua_pop(L, 1);
-        if (!ok) {
-            lua_pop(L, 1);
-            return false;
-        }
-        c->feeds[c->nfeeds++] = (tide_feed){o, t};
-    }
-    return true;
-}
-
-static void release_call(run_call *c)
-{
-    for (int i = 0; i < c->nfeeds; i++)
-        tide_tensor_release(c->feeds[i].value);
-    for (int i = 0; i < c->nfetch; i++)
-        tide_tensor_release(c->values[i]);
-    c->nfeeds = c->nfetch = 0;
-}
-
-static int push_stats(lua_State *L, tide_step_stats *stats)
-{
-    int n = tide_step_stats_count(stats);
-    int64_t origin = 0; /* the earliest start: times below are relative to it */
-    for (int i = 0; i < n; i++) {
-        const tide_node_timing *t = tide_step_stats_at(stats, i);
-        if (i == 0 || t->start_ns < origin)
-            origin = t->start_ns;
-    }
-    lua_createtable(L, n, 1);
-    lua_pushnumber(L, tide_step_stats_simulated_s(stats) * 1e3);
-    lua_setfield(L, -2, "simulated_ms"); /* the step time placement predicted */
-    for (int i = 0; i < n; i++) {
-        const tide_node_timing *t = tide_step_stats_at(stats, i);
-        lua_createtable(L, 0, 9);
-        lua_pushnumber(L, (double)(t->start_ns - origin) / 1e3);
-        lua_setfield(L, -2, "start_us");
-        lua_pushnumber(L, (double)(t->end_ns - origin) / 1e3);
-        lua_setfield(L, -2, "end_us");
-        lua_pushstring(L, tide_node_name(t->node));
-        lua_setfield(L, -2, "node");
-        lua_pushstring(L, tide_node_op(t->node));
-        lua_setfield(L, -2, "op");
-        lua_pushstring(L, t->device ? t->device : "");
-        lua_setfield(L, -2, "device");
-        lua_pushinteger(L, t->thread);
-        lua_setfield(L, -2, "thread");
-        lua_pushnumber(L, (double)(t->end_ns - t->start_ns) / 1e3);
-        lua_setfield(L, -2, "us");
-        lua_pushinteger(L, (lua_Integer)t->output_bytes);
-        lua_setfield(L, -2, "bytes");
-        lua_pushstring(L, t->output_shapes);
-        lua_setfield(L, -2, "shapes");
-        lua_rawseti(L, -2, i + 1);
-    }
-    tide_step_stats_free(stats);
-    return 1;
-}
-
-/* run(fetches [, feeds [, opts]]) on session s. */
-static int run_on(lua_State *L, tide_session *s, int base)
-{
-    repl *r = repl_of(L);
-    int fidx = base, feed_idx = base + 1, opt_idx = base + 2;
-    if (lua_isnoneornil(L, fidx))
-        return repl_raise(L, "run needs something to run: a node, a list of nodes or a table of named nodes");
-    static const char *const options[] = {"trace", "timeout", NULL};
-    tide_run_options ro = {0};
-    if (lua_type(L, opt_idx) == LUA_TTABLE) {
-        repl_check_options(L, opt_idx, "run", options);
-        lua_getfield(L, opt_idx, "trace");
-        if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
-            return repl_raise(L, "run: option trace must be true or false, not a %s", luaL_typename(L, -1));
-        ro.trace = lua_toboolean(L, -1);
-        lua_getfield(L, opt_idx, "timeout");
-        double seconds = lua_isnil(L, -1) ? 0 : lua_tonumber(L, -1);
-        if (!lua_isnil(L, -1) && (!lua_isnumber(L, -1) || !(seconds >= 0) || seconds > 1e9))
-            return repl_raise(L, "run: timeout must be a number of seconds from 0 (none) to 1e9");
-        /* Whole milliseconds, rounded up: a positive timeout is never "none" (0). */
-        ro.timeout_ms = (int64_t)ceil(seconds * 1000);
-        lua_pop(L, 2);
-    } else if (!lua_isnoneornil(L, opt_idx))
-        return repl_raise(L, "run's third argument is an options table {trace=, timeout=}");
-    run_call *c = calloc(1, sizeof *c);
-    tide_error *err = tide_error_new();
-    if (!c || !err) {
-        free(c);
-        tide_error_free(err);
-        return repl_raise(L, "out of memory");
-    }
-    enum { ONE, LIST, MAP } form = ONE;
-    bool ok = true;
-    if (lua_type(L, fidx) == LUA_TTABLE) {
-        form = is_attrs_table(L, fidx) ? MAP : LIST;
-        lua_pushnil(L);
-        while (ok && lua_next(L, fidx)) {
-            ok = add_fetch(L, lua_gettop(L), c, err);
-            lua_pop(L, 1);
-        }
-        if (!ok)
-            lua_pop(L, 1);
-    } else
-        ok = add_fetch(L, fidx, c, err);
-    ok = ok && read_feeds(L, feed_idx, c, err);
-    tide_step_stats *stats = NULL;
-    if (ok && r->interrupted) { /* a Ctrl-C just before the run: it must not start */
-        tide_error_set(err, TIDE_CANCELLED, REPL_INTERRUPTED_MESSAGE);
-        ok = false;
-    }
-    if (ok) {
-        tide_status st = tide_session_run(s, &ro, c->feeds, c->nfeeds, c->fetch, c->nfetch, c->values, c->target,
-                                          c->ntarget, ro.trace ? &stats : NULL, err);
-        ok = st == TIDE_OK && !r->interrupted; /* a run that ended as the Ctrl-C came still stops the entry */
-        if (r->interrupted)
-            tide_error_set(err, TIDE_CANCELLED, "%s: the run was %s; the graph and the variables' values are kept",
-                           REPL_INTERRUPTED_MESSAGE, st == TIDE_OK ? "finished" : "cancelled");
-    }
-    if (!ok) {
-        tide_step_stats_free(stats); /* a failed traced run still hands back the stats it has */
-        release_call(c);
-        free(c);
-        lua_pushstring(L, tide_error_message(err));
-        tide_error_free(err);
-        return repl_raise(L, "%s", lua_tostring(L, -1));
-    }
-    tide_error_free(err);
-    /* Results, in the form asked for; targets give nil (true in tables, so that lists keep no holes). */
-    int slot = 0;
-    if (form == ONE) {
-        if (c->slot_of[0] < 0) { /* a target: nothing to return */
-            release_call(c);
-            free(c);
-            return stats ? push_stats(L, stats) : 0;
-        }
-        repl_push_tensor(L, c->values[c->slot_of[0]]);
-        c->values[c->slot_of[0]] = NULL;
-    } else {
-        lua_newtable(L);
-        int out = lua_gettop(L);
-        lua_pushnil(L);
-        while (lua_next(L, fidx)) {
-            lua_pop(L, 1);
-            lua_pushvalue(L, -1);
-            int k = c->slot_of[slot++];
-            if (k >= 0) {
-                repl_push_tensor(L, c->values[k]);
-                c->values[k] = NULL;
-            } else
-                lua_pushboolean(L, 1);
-            lua_settable(L, out);
-        }
-    }
-    release_call(c);
-    free(c);
-    if (stats)
-        return 1 + push_stats(L, stats);
-    return 1;
-}
-
-static int l_run(lua_State *L)
-{
-    return run_on(L, repl_of(L)->session, 1);
-}
-
 static int node_eval(lua_State *L)
 {
     check_live(L, 1);
-    return run_on(L, repl_of(L)->session, 1);
+    return repl_run(L, repl_of(L)->session, 1);
 }
 
 static int node_index_fn(lua_State *L)
@@ -961,63 +710,6 @@ static int node_index_fn(lua_State *L)
     luaL_getmetafield(L, 1, "methods");
     lua_pushvalue(L, 2);
     lua_rawget(L, -2);
-    return 1;
-}
-
-/* ---------------------------------------------------------------- sessions */
-
-static session_handle *check_session(lua_State *L, int idx)
-{
-    session_handle *h = luaL_checkudata(L, idx, SESSION_MT);
-    if (!h->session || h->generation != repl_of(L)->graph_generation)
-        repl_raise(L, "this session is closed");
-    return h;
-}
-
-static int l_session(lua_State *L)
-{
-    repl *r = repl_of(L);
-    int slot = 1;
-    while (slot < REPL_MAX_SESSIONS && r->sessions[slot])
-        slot++;
-    if (slot == REPL_MAX_SESSIONS)
-        return repl_raise(L, "too many sessions open (%d); close some with s:close()", REPL_MAX_SESSIONS - 1);
-    session_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
-    *h = (session_handle){NULL, slot, r->graph_generation};
-    luaL_setmetatable(L, SESSION_MT);
-    h->session = tide_session_new(r->engine, r->graph, NULL, r->err);
-    if (!h->session)
-        return repl_raise(L, "%s", tide_error_message(r->err));
-    r->sessions[slot] = h->session;
-    if (r->store)
-        tide_store_log_session(r->store, h->session, r->engine, "repl session()", NULL);
-    return 1;
-}
-
-static int session_close(lua_State *L)
-{
-    session_handle *h = luaL_checkudata(L, 1, SESSION_MT);
-    repl *r = repl_of(L);
-    if (h->session && h->generation == r->graph_generation) {
-        r->sessions[h->slot] = NULL;
-        tide_session_free(h->session);
-    }
-    h->session = NULL;
-    return 0;
-}
-
-static int session_run(lua_State *L)
-{
-    return run_on(L, check_session(L, 1)->session, 2);
-}
-
-static int session_tostring(lua_State *L)
-{
-    session_handle *h = luaL_checkudata(L, 1, SESSION_MT);
-    if (!h->session || h->generation != repl_of(L)->graph_generation)
-        lua_pushliteral(L, "session (closed)");
-    else
-        lua_pushfstring(L, "session (%d runs)", (int)tide_session_step(h->session));
     return 1;
 }
 
@@ -1113,7 +805,7 @@ static int l_placeholder(lua_State *L)
         return repl_raise(L, "placeholder: the shape {} is ambiguous: Lua reads {nil, nil} as {} (it drops "
                              "nils at the end of a table). Write unknown dimensions as -1 or \"?\" ({-1, -1}, "
                              "{\"?\", 784}, or the string \"[?, ?]\"), and a scalar as \"[]\"");
-    if (!lua_isnoneornil(L, 2) && !is_attrs_table(L, 2)) {
+    if (!lua_isnoneornil(L, 2) && !repl_is_options_table(L, 2)) {
         if (!repl_to_shape(L, 2, &shape, r->err))
             return repl_raise(L, "placeholder: %s", tide_error_message(r->err));
         opt = 3;
@@ -1166,11 +858,11 @@ static int l_constant(lua_State *L)
     /* constant(value [, dtype] [, {name=, device=, shape=}]) */
     static const char *const options[] = {"name", "device", "shape", NULL};
     repl *r = repl_of(L);
-    tide_dtype dt = lua_isnoneornil(L, 2) || is_attrs_table(L, 2) ? TIDE_INVALID_DTYPE : repl_to_dtype(L, 2);
-    if (!lua_isnoneornil(L, 2) && !is_attrs_table(L, 2) && dt == TIDE_INVALID_DTYPE)
+    tide_dtype dt = lua_isnoneornil(L, 2) || repl_is_options_table(L, 2) ? TIDE_INVALID_DTYPE : repl_to_dtype(L, 2);
+    if (!lua_isnoneornil(L, 2) && !repl_is_options_table(L, 2) && dt == TIDE_INVALID_DTYPE)
         return repl_raise(L, "constant(value [, dtype] [, {name=, shape=}]): the second argument must be a dtype "
                              "such as float32, not a %s", luaL_typename(L, 2));
-    int opt = is_attrs_table(L, 2) ? 2 : 3;
+    int opt = repl_is_options_table(L, 2) ? 2 : 3;
     bool has_options = repl_check_options(L, opt, "constant", options);
     const char *name = string_option(L, opt, "name", "constant");
     const char *device = string_option(L, opt, "device", "constant");
@@ -1286,21 +978,9 @@ static const luaL_Reg node_meta[] = {
     {"__unm", node_unm},           {NULL, NULL},
 };
 
-static const luaL_Reg session_methods[] = {{"run", session_run}, {"close", session_close}, {NULL, NULL}};
-
-/* tide.clock(): monotonic wall-clock seconds. */
-static int l_clock(lua_State *L)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    lua_pushnumber(L, (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
-    return 1;
-}
-
 static const luaL_Reg functions[] = {
-    {"run", l_run},       {"eval", l_run},       {"session", l_session},   {"node", l_node},
-    {"scope", l_scope},   {"device", l_device},  {"placeholder", l_placeholder}, {"constant", l_constant},
-    {"clock", l_clock},   {NULL, NULL},
+    {"node", l_node},     {"scope", l_scope},     {"device", l_device},  {"placeholder", l_placeholder},
+    {"constant", l_constant}, {NULL, NULL},
 };
 
 void repl_open_nodes(lua_State *L)
@@ -1323,30 +1003,10 @@ void repl_open_nodes(lua_State *L)
     lua_setfield(L, -2, "__name");
     lua_pop(L, 1);
 
-    luaL_newmetatable(L, SESSION_MT);
-    luaL_newlib(L, session_methods);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, session_close);
-    lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, session_tostring);
-    lua_setfield(L, -2, "__tostring");
-    lua_pop(L, 1);
-
     register_ops(L, module);
     lua_pushvalue(L, module);
     luaL_setfuncs(L, functions, 0);
     lua_pop(L, 1);
-}
-
-/* Closes the sessions made by session() (before :reset drops the graph they run). */
-void repl_close_sessions(repl *r)
-{
-    for (int i = 1; i < REPL_MAX_SESSIONS; i++)
-        if (r->sessions[i]) {
-            tide_session *s = r->sessions[i];
-            r->sessions[i] = NULL; /* first: the SIGINT handler reads the array */
-            tide_session_free(s);
-        }
 }
 
 /* ---------------------------------------------------------------- printing values */

@@ -7,6 +7,23 @@
 
 #include "repl.h"
 
+bool repl_is_options_table(lua_State *L, int idx)
+{
+    if (lua_type(L, idx) != LUA_TTABLE)
+        return false;
+    idx = lua_absindex(L, idx);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        bool str = lua_type(L, -2) == LUA_TSTRING;
+        lua_pop(L, 1);
+        if (str) {
+            lua_pop(L, 1);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* "a, b, c" into buf. */
 static const char *list_names(const char *const *names, char *buf, size_t size)
 {

@@ -264,6 +264,7 @@ static tide_status open_lua(repl *r, tide_error *err)
     lua_setfield(L, module, "help"); /* the open functions and the prelude add to it */
     repl_open_tensors(L);
     repl_open_nodes(L);
+    repl_open_run(L);
     repl_open_train(L);
     repl_open_data(L);
     repl_open_graphdef(L);

@@ -4,8 +4,9 @@
  *   main.c        options, modes (prompt, script, -e, stdin), exit status
  *   repl.c        the REPL state, evaluating an entry (expression printing, incomplete input,
  *                 atomic extension, naming nodes after Lua globals), scripts, history
- *   lua_node.c    node handles, op functions generated from the registry, run/session/eval,
- *                 scopes and devices, printing values
+ *   lua_node.c    node handles, op functions generated from the registry, scopes and devices,
+ *                 printing values
+ *   lua_run.c     run and eval, feeds and fetches, traced timings, session(), tide.clock()
  *   lua_train.c   gradients, variables, init, optimizers
  *   lua_tensor.c  host tensors: built from Lua tables, printed NumPy-style, sliced without copying,
  *                 eager arithmetic; dtype values
@@ -157,12 +158,23 @@ void repl_push_output(lua_State *L, tide_output out, bool auto_named);
 void repl_name_after_variable(lua_State *L, int idx, const char *name);
 /* Marks dead every handle whose node index is >= first (rolled back), or every handle (first < 0). */
 void repl_kill_handles(lua_State *L, int first);
+/* The output a node handle at idx names: 1 (out set), 0 when idx is not a handle, -1 when its node
+ * no longer exists (rolled back, or :reset). */
+int repl_handle_output(lua_State *L, int idx, tide_output *out);
 /* Arithmetic shared by nodes and host tensors: if either operand is a node the result is a new node
  * (the other converted to a Const of the node's dtype), else the op runs eagerly on host tensors.
  * op is a registered op name ("Add"); unary ops pass one operand. */
 int repl_arith(lua_State *L, const char *op, int nargs);
 /* Prints one value as the prompt does (a node: its description or, for a variable, its value). */
 void repl_print_value(lua_State *L, int idx, FILE *out);
+
+/* ---------------------------------------------------------------- lua_run.c */
+
+/* run(fetches [, feeds] [, opts]) with its arguments from index base on, on session s: pushes the
+ * results (a tensor, a list or a table; the timings with trace=true). Raises on failure. */
+int repl_run(lua_State *L, tide_session *s, int base);
+/* Registers run, eval, session and clock into the table at the top. */
+void repl_open_run(lua_State *L);
 /* Closes the sessions made by session() (before :reset drops the graph they run). */
 void repl_close_sessions(repl *r);
 
@@ -196,6 +208,8 @@ bool repl_to_shape(lua_State *L, int idx, tide_shape *out, tide_error *err);
 /* The options table at idx of function fn: false when there is none (nil or none); raises when it
  * is not a table or has a key not in names (NULL-terminated), naming fn and its options. */
 bool repl_check_options(lua_State *L, int idx, const char *fn, const char *const *names);
+/* Whether the value at idx is a table with a string key: an options (or attrs) table, not a list. */
+bool repl_is_options_table(lua_State *L, int idx);
 /* Registers tide.check_options(fn, opts, {names...}) (the same check, for the prelude) into the table
  * at the top; the prelude takes it out of the module again. */
 void repl_open_options(lua_State *L);

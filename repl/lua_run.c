@@ -1,0 +1,352 @@
+/* lua_run.c — running graphs from Lua: run(fetches [, feeds] [, {trace=, timeout=}]) and eval in
+ * their three fetch forms (one node, a list, a table of named nodes), feeds, traced runs' timings,
+ * other sessions (session(), s:run, s:close) and tide.clock().
+ *
+ * A run is where a Ctrl-C must not be lost (repl.c says how): one that lands just before a run keeps
+ * it from starting, one that lands as it finishes still stops the entry. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "repl.h"
+
+#define SESSION_MT "tide.session"
+
+typedef struct session_handle {
+    tide_session *session; /* NULL once closed */
+    int slot;              /* index in repl->sessions */
+    int generation;
+} session_handle;
+
+/* ---------------------------------------------------------------- run */
+
+
+static bool to_fetch(lua_State *L, int idx, tide_output *out, tide_error *err)
+{
+    if (lua_type(L, idx) == LUA_TSTRING)
+        return tide_graph_output(repl_of(L)->graph, lua_tostring(L, idx), out, err) == TIDE_OK;
+    int found = repl_handle_output(L, idx, out);
+    if (found == 0) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot fetch a %s: give nodes (or \"name:index\" strings)",
+                       luaL_typename(L, idx));
+        return false;
+    }
+    if (found < 0) {
+        tide_error_set(err, TIDE_FAILED_PRECONDITION, "cannot fetch a node that no longer exists");
+        return false;
+    }
+    return true;
+}
+
+typedef struct run_call {
+    tide_output fetch[64];
+    tide_node *target[64];
+    int nfetch, ntarget;
+    int slot_of[64];       /* fetch position i -> fetch[] index, or -(target index) - 1 */
+    int nslots;
+    tide_feed feeds[64];
+    int nfeeds;
+    tide_tensor *values[64];
+} run_call;
+
+static bool add_fetch(lua_State *L, int idx, run_call *c, tide_error *err)
+{
+    if (c->nslots >= 64)
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "at most 64 fetches per run"), false;
+    tide_output o;
+    if (!to_fetch(L, idx, &o, err))
+        return false;
+    if (o.index < 0) {
+        c->target[c->ntarget] = o.node;
+        c->slot_of[c->nslots++] = -(c->ntarget++) - 1;
+    } else {
+        c->fetch[c->nfetch] = o;
+        c->slot_of[c->nslots++] = c->nfetch++;
+    }
+    return true;
+}
+
+static bool read_feeds(lua_State *L, int idx, run_call *c, tide_error *err)
+{
+    if (lua_isnoneornil(L, idx))
+        return true;
+    if (lua_type(L, idx) != LUA_TTABLE)
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "feeds must be a table {[node] = value}, not a %s",
+                              luaL_typename(L, idx)), false;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        tide_output o;
+        bool ok = c->nfeeds < 64 && to_fetch(L, -2, &o, err);
+        if (c->nfeeds >= 64)
+            tide_error_set(err, TIDE_INVALID_ARGUMENT, "at most 64 feeds per run");
+        if (ok && o.index < 0) {
+            tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot feed node '%s': it has no outputs", tide_node_name(o.node));
+            ok = false;
+        }
+        tide_tensor *t = NULL;
+        if (ok) {
+            t = repl_tensor_from_lua(L, -1, tide_node_output_dtype(o.node, o.index), err);
+            if (!t) {
+                char msg[600];
+                snprintf(msg, sizeof msg, "%s", tide_error_message(err));
+                tide_error_set(err, TIDE_INVALID_ARGUMENT, "feed for '%s': %s", tide_node_name(o.node), msg);
+                ok = false;
+            }
+        }
+        lua_pop(L, 1);
+        if (!ok) {
+            lua_pop(L, 1);
+            return false;
+        }
+        c->feeds[c->nfeeds++] = (tide_feed){o, t};
+    }
+    return true;
+}
+
+static void release_call(run_call *c)
+{
+    for (int i = 0; i < c->nfeeds; i++)
+        tide_tensor_release(c->feeds[i].value);
+    for (int i = 0; i < c->nfetch; i++)
+        tide_tensor_release(c->values[i]);
+    c->nfeeds = c->nfetch = 0;
+}
+
+static int push_stats(lua_State *L, tide_step_stats *stats)
+{
+    int n = tide_step_stats_count(stats);
+    int64_t origin = 0; /* the earliest start: times below are relative to it */
+    for (int i = 0; i < n; i++) {
+        const tide_node_timing *t = tide_step_stats_at(stats, i);
+        if (i == 0 || t->start_ns < origin)
+            origin = t->start_ns;
+    }
+    lua_createtable(L, n, 1);
+    lua_pushnumber(L, tide_step_stats_simulated_s(stats) * 1e3);
+    lua_setfield(L, -2, "simulated_ms"); /* the step time placement predicted */
+    for (int i = 0; i < n; i++) {
+        const tide_node_timing *t = tide_step_stats_at(stats, i);
+        lua_createtable(L, 0, 9);
+        lua_pushnumber(L, (double)(t->start_ns - origin) / 1e3);
+        lua_setfield(L, -2, "start_us");
+        lua_pushnumber(L, (double)(t->end_ns - origin) / 1e3);
+        lua_setfield(L, -2, "end_us");
+        lua_pushstring(L, tide_node_name(t->node));
+        lua_setfield(L, -2, "node");
+        lua_pushstring(L, tide_node_op(t->node));
+        lua_setfield(L, -2, "op");
+        lua_pushstring(L, t->device ? t->device : "");
+        lua_setfield(L, -2, "device");
+        lua_pushinteger(L, t->thread);
+        lua_setfield(L, -2, "thread");
+        lua_pushnumber(L, (double)(t->end_ns - t->start_ns) / 1e3);
+        lua_setfield(L, -2, "us");
+        lua_pushinteger(L, (lua_Integer)t->output_bytes);
+        lua_setfield(L, -2, "bytes");
+        lua_pushstring(L, t->output_shapes);
+        lua_setfield(L, -2, "shapes");
+        lua_rawseti(L, -2, i + 1);
+    }
+    tide_step_stats_free(stats);
+    return 1;
+}
+
+/* run(fetches [, feeds [, opts]]) on session s. */
+int repl_run(lua_State *L, tide_session *s, int base)
+{
+    repl *r = repl_of(L);
+    int fidx = base, feed_idx = base + 1, opt_idx = base + 2;
+    if (lua_isnoneornil(L, fidx))
+        return repl_raise(L, "run needs something to run: a node, a list of nodes or a table of named nodes");
+    static const char *const options[] = {"trace", "timeout", NULL};
+    tide_run_options ro = {0};
+    if (lua_type(L, opt_idx) == LUA_TTABLE) {
+        repl_check_options(L, opt_idx, "run", options);
+        lua_getfield(L, opt_idx, "trace");
+        if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
+            return repl_raise(L, "run: option trace must be true or false, not a %s", luaL_typename(L, -1));
+        ro.trace = lua_toboolean(L, -1);
+        lua_getfield(L, opt_idx, "timeout");
+        double seconds = lua_isnil(L, -1) ? 0 : lua_tonumber(L, -1);
+        if (!lua_isnil(L, -1) && (!lua_isnumber(L, -1) || !(seconds >= 0) || seconds > 1e9))
+            return repl_raise(L, "run: timeout must be a number of seconds from 0 (none) to 1e9");
+        /* Whole milliseconds, rounded up: a positive timeout is never "none" (0). */
+        ro.timeout_ms = (int64_t)ceil(seconds * 1000);
+        lua_pop(L, 2);
+    } else if (!lua_isnoneornil(L, opt_idx))
+        return repl_raise(L, "run's third argument is an options table {trace=, timeout=}");
+    run_call *c = calloc(1, sizeof *c);
+    tide_error *err = tide_error_new();
+    if (!c || !err) {
+        free(c);
+        tide_error_free(err);
+        return repl_raise(L, "out of memory");
+    }
+    enum { ONE, LIST, MAP } form = ONE;
+    bool ok = true;
+    if (lua_type(L, fidx) == LUA_TTABLE) {
+        form = repl_is_options_table(L, fidx) ? MAP : LIST;
+        lua_pushnil(L);
+        while (ok && lua_next(L, fidx)) {
+            ok = add_fetch(L, lua_gettop(L), c, err);
+            lua_pop(L, 1);
+        }
+        if (!ok)
+            lua_pop(L, 1);
+    } else
+        ok = add_fetch(L, fidx, c, err);
+    ok = ok && read_feeds(L, feed_idx, c, err);
+    tide_step_stats *stats = NULL;
+    if (ok && r->interrupted) { /* a Ctrl-C just before the run: it must not start */
+        tide_error_set(err, TIDE_CANCELLED, REPL_INTERRUPTED_MESSAGE);
+        ok = false;
+    }
+    if (ok) {
+        tide_status st = tide_session_run(s, &ro, c->feeds, c->nfeeds, c->fetch, c->nfetch, c->values, c->target,
+                                          c->ntarget, ro.trace ? &stats : NULL, err);
+        ok = st == TIDE_OK && !r->interrupted; /* a run that ended as the Ctrl-C came still stops the entry */
+        if (r->interrupted)
+            tide_error_set(err, TIDE_CANCELLED, "%s: the run was %s; the graph and the variables' values are kept",
+                           REPL_INTERRUPTED_MESSAGE, st == TIDE_OK ? "finished" : "cancelled");
+    }
+    if (!ok) {
+        tide_step_stats_free(stats); /* a failed traced run still hands back the stats it has */
+        release_call(c);
+        free(c);
+        lua_pushstring(L, tide_error_message(err));
+        tide_error_free(err);
+        return repl_raise(L, "%s", lua_tostring(L, -1));
+    }
+    tide_error_free(err);
+    /* Results, in the form asked for; targets give nil (true in tables, so that lists keep no holes). */
+    int slot = 0;
+    if (form == ONE) {
+        if (c->slot_of[0] < 0) { /* a target: nothing to return */
+            release_call(c);
+            free(c);
+            return stats ? push_stats(L, stats) : 0;
+        }
+        repl_push_tensor(L, c->values[c->slot_of[0]]);
+        c->values[c->slot_of[0]] = NULL;
+    } else {
+        lua_newtable(L);
+        int out = lua_gettop(L);
+        lua_pushnil(L);
+        while (lua_next(L, fidx)) {
+            lua_pop(L, 1);
+            lua_pushvalue(L, -1);
+            int k = c->slot_of[slot++];
+            if (k >= 0) {
+                repl_push_tensor(L, c->values[k]);
+                c->values[k] = NULL;
+            } else
+                lua_pushboolean(L, 1);
+            lua_settable(L, out);
+        }
+    }
+    release_call(c);
+    free(c);
+    if (stats)
+        return 1 + push_stats(L, stats);
+    return 1;
+}
+
+static int l_run(lua_State *L)
+{
+    return repl_run(L, repl_of(L)->session, 1);
+}
+
+/* ---------------------------------------------------------------- sessions */
+
+static session_handle *check_session(lua_State *L, int idx)
+{
+    session_handle *h = luaL_checkudata(L, idx, SESSION_MT);
+    if (!h->session || h->generation != repl_of(L)->graph_generation)
+        repl_raise(L, "this session is closed");
+    return h;
+}
+
+static int l_session(lua_State *L)
+{
+    repl *r = repl_of(L);
+    int slot = 1;
+    while (slot < REPL_MAX_SESSIONS && r->sessions[slot])
+        slot++;
+    if (slot == REPL_MAX_SESSIONS)
+        return repl_raise(L, "too many sessions open (%d); close some with s:close()", REPL_MAX_SESSIONS - 1);
+    session_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
+    *h = (session_handle){NULL, slot, r->graph_generation};
+    luaL_setmetatable(L, SESSION_MT);
+    h->session = tide_session_new(r->engine, r->graph, NULL, r->err);
+    if (!h->session)
+        return repl_raise(L, "%s", tide_error_message(r->err));
+    r->sessions[slot] = h->session;
+    if (r->store)
+        tide_store_log_session(r->store, h->session, r->engine, "repl session()", NULL);
+    return 1;
+}
+
+static int session_close(lua_State *L)
+{
+    session_handle *h = luaL_checkudata(L, 1, SESSION_MT);
+    repl *r = repl_of(L);
+    if (h->session && h->generation == r->graph_generation) {
+        r->sessions[h->slot] = NULL;
+        tide_session_free(h->session);
+    }
+    h->session = NULL;
+    return 0;
+}
+
+static int session_run(lua_State *L)
+{
+    return repl_run(L, check_session(L, 1)->session, 2);
+}
+
+static int session_tostring(lua_State *L)
+{
+    session_handle *h = luaL_checkudata(L, 1, SESSION_MT);
+    if (!h->session || h->generation != repl_of(L)->graph_generation)
+        lua_pushliteral(L, "session (closed)");
+    else
+        lua_pushfstring(L, "session (%d runs)", (int)tide_session_step(h->session));
+    return 1;
+}
+
+/* tide.clock(): monotonic wall-clock seconds. */
+static int l_clock(lua_State *L)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    lua_pushnumber(L, (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+    return 1;
+}
+
+/* Closes the sessions made by session() (before :reset drops the graph they run). */
+void repl_close_sessions(repl *r)
+{
+    for (int i = 1; i < REPL_MAX_SESSIONS; i++)
+        if (r->sessions[i]) {
+            tide_session *s = r->sessions[i];
+            r->sessions[i] = NULL; /* first: the SIGINT handler reads the array */
+            tide_session_free(s);
+        }
+}
+
+void repl_open_run(lua_State *L)
+{
+    static const luaL_Reg session_methods[] = {{"run", session_run}, {"close", session_close}, {NULL, NULL}};
+    static const luaL_Reg functions[] = {
+        {"run", l_run}, {"eval", l_run}, {"session", l_session}, {"clock", l_clock}, {NULL, NULL},
+    };
+    luaL_newmetatable(L, SESSION_MT);
+    luaL_newlib(L, session_methods);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, session_close);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, session_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pop(L, 1);
+    luaL_setfuncs(L, functions, 0);
+}
