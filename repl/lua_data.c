@@ -1,12 +1,16 @@
 /* lua_data.c — data files and data sets for Lua: NPY, IDX and CSV files as host tensors,
  * Fashion-MNIST as two splits, and batches.
  *
- * A split (the train or test half of a data set) is a table {images = tensor, labels = tensor} with
- * the metatable "tide.split", whose methods are:
+ * A split (the train or test half of a data set, or dataset(images, labels) of any tensors) is a
+ * table {images = tensor, labels = tensor} with the metatable "tide.split", whose methods are:
  *   split:size()             number of examples
- *   split:batch(n)           the next n examples of a shuffled pass, as TensorFlow's next_batch
+ *   split:batch(n)           the next n examples of a shuffled pass, epoch after epoch, as
+ *                            TensorFlow's next_batch (also split:next_batch(n))
  *   split:shuffle(seed)      restarts batch() with another seed (the default is fixed: runs repeat)
- *   split:batches(n [, opts]) an iterator over the split in order (views, no copy)
+ *   split:batches(n [, opts]) an iterator over the split in order (views, no copy); {epochs = k}
+ *                            goes over it k times (math.huge: without end)
+ * fashion_mnist({one_hot = true}) gives labels as float32 one-hot rows, as TensorFlow's
+ * read_data_sets(..., one_hot=True).
  * batch() keeps a tide_batcher in a weak table keyed by the split (so the split stays a plain table).
  * Every batch batch() returns has n rows: the remainder of an epoch is dropped, and since each epoch
  * draws a new order, different rows are left out each time.
@@ -14,7 +18,9 @@
  * A batcher is a userdata "tide.batcher" (freed by __gc, or by __close when a generic for loop
  * ends); batches() returns it as the loop's closing value.
  */
+#include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +38,8 @@ typedef struct batcher_box {
     tide_batcher *b; /* NULL once closed */
     int num;         /* tensors per batch */
     int64_t batch_size;
-    bool done;       /* an iterator's pass is over */
+    int64_t epochs_left; /* an iterator's passes still to go, this one included */
+    bool done;       /* an iterator's passes are over */
 } batcher_box;
 
 
@@ -241,7 +248,9 @@ static int batches_iter(lua_State *L)
     batcher_box *box = lua_touserdata(L, lua_upvalueindex(1));
     if (!box->b || box->done)
         return 0;
-    if (!next_batch(L, box, "batches")) {
+    /* At the end of a pass the batcher has started the next one (a new order when shuffling). */
+    bool more = next_batch(L, box, "batches") || (--box->epochs_left > 0 && next_batch(L, box, "batches"));
+    if (!more) {
         box->done = true;
         return 0;
     }
@@ -251,16 +260,36 @@ static int batches_iter(lua_State *L)
 typedef struct batch_opts {
     bool shuffle, drop;
     uint64_t seed;
+    int64_t epochs;
 } batch_opts;
+
+/* The option epochs: a whole number >= 1, or math.huge for passes without end. */
+static int64_t opt_epochs(lua_State *L, int idx, const char *fn)
+{
+    lua_getfield(L, idx, "epochs");
+    int64_t epochs = 1;
+    if (lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) == HUGE_VAL)
+        epochs = INT64_MAX;
+    else if (!lua_isnil(L, -1)) {
+        int ok = 0;
+        epochs = lua_type(L, -1) == LUA_TNUMBER ? (int64_t)lua_tointegerx(L, -1, &ok) : 0;
+        if (!ok || epochs < 1)
+            repl_raise(L, "%s: option epochs must be a whole number >= 1 (math.huge: without end), got %s", fn,
+                       luaL_tolstring(L, -1, NULL));
+    }
+    lua_pop(L, 1);
+    return epochs;
+}
 
 static batch_opts batches_options(lua_State *L, int idx, const char *fn)
 {
-    static const char *const names[] = {"shuffle", "seed", "drop_remainder", NULL};
-    batch_opts o = {false, false, 0};
+    static const char *const names[] = {"shuffle", "seed", "drop_remainder", "epochs", NULL};
+    batch_opts o = {false, false, 0, 1};
     if (repl_check_options(L, idx, fn, names)) {
         o.shuffle = opt_boolean(L, idx, "shuffle", false, fn);
         o.seed = (uint64_t)opt_integer(L, idx, "seed", 0, fn);
         o.drop = opt_boolean(L, idx, "drop_remainder", false, fn);
+        o.epochs = opt_epochs(L, idx, fn);
     }
     return o;
 }
@@ -268,7 +297,8 @@ static batch_opts batches_options(lua_State *L, int idx, const char *fn)
 /* Pushes the generic-for values: iterator, nil, nil, the batcher (closed when the loop ends). */
 static int push_loop(lua_State *L, tide_tensor *const *ts, int num, int64_t n, batch_opts o, const char *fn)
 {
-    push_batcher(L, ts, num, n, o.shuffle, o.seed, o.drop, fn);
+    batcher_box *box = push_batcher(L, ts, num, n, o.shuffle, o.seed, o.drop, fn);
+    box->epochs_left = o.epochs;
     lua_pushvalue(L, -1);
     lua_pushcclosure(L, batches_iter, 1);
     lua_insert(L, -2);
@@ -433,8 +463,8 @@ static int split_tostring(lua_State *L)
 }
 
 static const luaL_Reg split_methods[] = {
-    {"size", split_size}, {"batch", split_batch}, {"shuffle", split_shuffle}, {"batches", split_batches},
-    {NULL, NULL},
+    {"size", split_size},         {"batch", split_batch},     {"next_batch", split_batch},
+    {"shuffle", split_shuffle},   {"batches", split_batches}, {NULL, NULL},
 };
 
 /* Replaces the tensors at images and labels (stack indices) by a split table holding them. */
@@ -456,10 +486,58 @@ static void make_split(lua_State *L, int images, int labels)
     lua_setmetatable(L, -2);
 }
 
-/* fashion_mnist([dir]) -> {train = split, test = split} */
+/* dataset(images, labels): a split over any two tensors of one first dimension, for batch(n),
+ * next_batch(n) and batches(n). */
+static int l_dataset(lua_State *L)
+{
+    tide_tensor *ts[2];
+    lua_settop(L, 2);
+    for (int i = 0; i < 2; i++) {
+        tide_error *err = repl_scratch_error(L);
+        ts[i] = repl_tensor_from_lua(L, i + 1, TIDE_INVALID_DTYPE, err);
+        if (!ts[i])
+            return repl_raise(L, "dataset(images, labels): %s: %s", i ? "labels" : "images", tide_error_message(err));
+        repl_push_tensor(L, ts[i]); /* Lua owns it now: 3, 4 */
+    }
+    check_batchable(L, ts, 2, 1, false, "dataset");
+    make_split(L, 3, 4);
+    return 1;
+}
+
+/* The labels at idx as float32 one-hot rows of `depth` classes (replaced in place on the stack). */
+static void one_hot_labels(lua_State *L, int idx, int depth)
+{
+    tide_tensor *labels = repl_to_tensor(L, idx);
+    tide_error *err = repl_scratch_error(L);
+    float on = 1, off = 0;
+    int32_t d = depth;
+    tide_tensor *in[4] = {labels, tide_tensor_new(TIDE_INT32, &(tide_shape){.rank = 0}, err),
+                          tide_tensor_new(TIDE_FLOAT32, &(tide_shape){.rank = 0}, err),
+                          tide_tensor_new(TIDE_FLOAT32, &(tide_shape){.rank = 0}, err)};
+    tide_tensor *out = NULL;
+    int produced = 0;
+    if (in[1] && in[2] && in[3]) {
+        memcpy(tide_tensor_data(in[1]), &d, sizeof d);
+        memcpy(tide_tensor_data(in[2]), &on, sizeof on);
+        memcpy(tide_tensor_data(in[3]), &off, sizeof off);
+        tide_engine_run_op(repl_of(L)->engine, "OneHot", in, 4, NULL, &out, 1, &produced, err);
+    }
+    for (int i = 1; i < 4; i++)
+        tide_tensor_release(in[i]);
+    if (!out)
+        repl_raise(L, "fashion_mnist: one-hot labels: %s", tide_error_message(err));
+    repl_push_tensor(L, out);
+    lua_replace(L, idx);
+}
+
+/* fashion_mnist([dir] [, {one_hot=false}]) -> {train = split, test = split} */
 static int l_fashion_mnist(lua_State *L)
 {
-    const char *dir = lua_isnoneornil(L, 1) ? NULL : check_path(L, 1, "fashion_mnist");
+    static const char *const names[] = {"one_hot", NULL};
+    int opts = lua_type(L, 1) == LUA_TTABLE ? 1 : 2;
+    const char *dir = opts == 1 || lua_isnoneornil(L, 1) ? NULL : check_path(L, 1, "fashion_mnist");
+    bool one_hot = repl_check_options(L, opts, "fashion_mnist", names) &&
+                   opt_boolean(L, opts, "one_hot", false, "fashion_mnist");
     tide_dataset d;
     tide_error *err = repl_scratch_error(L);
     if (tide_fashion_mnist_load(dir, &d, err) != TIDE_OK)
@@ -474,6 +552,10 @@ static int l_fashion_mnist(lua_State *L)
     repl_push_tensor(L, d.train_labels); /* 3 */
     repl_push_tensor(L, d.test_images);  /* 4 */
     repl_push_tensor(L, d.test_labels);  /* 5 */
+    if (one_hot) {
+        one_hot_labels(L, 3, 10);
+        one_hot_labels(L, 5, 10);
+    }
     lua_createtable(L, 0, 2);
     make_split(L, 2, 3);
     lua_setfield(L, -2, "train");
@@ -487,7 +569,7 @@ void repl_open_data(lua_State *L)
     static const luaL_Reg fns[] = {
         {"load_npy", l_load_npy}, {"save_npy", l_save_npy}, {"load_idx", l_load_idx},
         {"load_csv", l_load_csv}, {"fashion_mnist", l_fashion_mnist}, {"batches", l_batches},
-        {NULL, NULL},
+        {"dataset", l_dataset},   {NULL, NULL},
     };
     static const char *const help[][2] = {
         {"load_npy", "load_npy(path)\n\nA tensor from a NumPy .npy file."},
@@ -495,11 +577,15 @@ void repl_open_data(lua_State *L)
         {"load_idx", "load_idx(path)\n\nA tensor from an IDX file (MNIST's format), gzip-compressed or not."},
         {"load_csv", "load_csv(path [, {delimiter=\",\", header=-1, dtype=float32}])\n\nA [rows, columns] "
                      "tensor from a CSV file; header: lines to skip, -1 detects one header line."},
-        {"fashion_mnist", "fashion_mnist([dir])\n\n{train = split, test = split}: images float32 "
-                          "[N, 28, 28, 1] in [0, 1], labels int32 [N]. split:size(), split:batch(n) (next "
-                          "shuffled batch), split:shuffle(seed), split:batches(n [, opts]) (for loops)."},
-        {"batches", "batches({t1, t2, ...}, n [, {shuffle=false, seed=0, drop_remainder=false}])\n\nAn "
-                    "iterator over batches of n rows: for x, y in batches({images, labels}, 100) do ... end"},
+        {"fashion_mnist", "fashion_mnist([dir] [, {one_hot=false}])\n\n{train = split, test = split}: images "
+                          "float32 [N, 28, 28, 1] in [0, 1], labels int32 [N] (one_hot: float32 [N, 10]). "
+                          "split:size(), split:batch(n) or split:next_batch(n) (the next shuffled batch, epoch "
+                          "after epoch), split:shuffle(seed), split:batches(n [, opts]) (for loops)."},
+        {"batches", "batches({t1, t2, ...}, n [, {shuffle=false, seed=0, drop_remainder=false, epochs=1}])\n\n"
+                    "An iterator over batches of n rows: for x, y in batches({images, labels}, 100) do ... end. "
+                    "epochs: how many passes (math.huge: without end; a shuffled pass draws a new order)."},
+        {"dataset", "dataset(images, labels)\n\nA split over two tensors of one first dimension (rows): "
+                    "d:batch(n) / d:next_batch(n), d:batches(n [, opts]), d:size(), as fashion_mnist's splits."},
     };
     luaL_setfuncs(L, fns, 0);
     luaL_getsubtable(L, -1, "help");

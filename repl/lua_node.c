@@ -23,6 +23,8 @@
 #define NODE_MT "tide.node"
 #define HANDLES_KEY "tide.handles"   /* registry: weak table of live handles */
 #define OPNAMES_KEY "tide.opnames"   /* registry: Lua function name -> op name */
+#define REUSE_KEY "tide.reusable"    /* registry: fingerprint -> handle of a Const or summary to reuse */
+#define REUSE_MAX_ELEMENTS 64        /* larger constants are not fingerprinted */
 #define MAX_ARGS 12                  /* the size of tide_op_info's arrays */
 
 typedef struct node_handle {
@@ -111,6 +113,8 @@ void repl_kill_handles(lua_State *L, int first)
     if (first < 0) { /* a fresh table: the old keys are addresses that may be reused */
         lua_pop(L, 1);
         lua_newtable(L);
+        lua_setfield(L, LUA_REGISTRYINDEX, REUSE_KEY);
+        lua_newtable(L);
         lua_createtable(L, 0, 1);
         lua_pushliteral(L, "v");
         lua_setfield(L, -2, "__mode");
@@ -189,14 +193,107 @@ static int push_outputs(lua_State *L, tide_node *n, bool auto_named)
     return k;
 }
 
-/* A Const node holding t (consumed). NULL node with err set on failure. */
-static tide_node *make_const(repl *r, tide_tensor *t, tide_error *err)
+/* ---------------------------------------------------------------- reusing identical nodes
+ *
+ * A loop that writes x * 2 or run({train, summary("loss", loss)}) would add a Const or a summary
+ * node at every step. An unnamed Const (of at most REUSE_MAX_ELEMENTS elements) or summary that is
+ * identical to an earlier one (same op, value or input and tag, scope and default device) reuses it
+ * instead, as long as the earlier one is still unnamed (a node named after a global stays its own).
+ * The fingerprints map to handles in the registry table REUSE_KEY (emptied by :reset; a handle
+ * whose node was rolled back is dead and ignored).
+ */
+
+/* Adds the parts every fingerprint has: the op, the scope new nodes get, the default device. */
+static void fingerprint_start(lua_State *L, luaL_Buffer *b, const char *op)
 {
+    repl *r = repl_of(L);
+    char *probe = tide_graph_unique_name(r->graph, "x");
+    const char *slash = probe ? strrchr(probe, '/') : NULL;
+    luaL_buffinit(L, b);
+    luaL_addstring(b, op);
+    luaL_addchar(b, '\0');
+    if (slash)
+        luaL_addlstring(b, probe, (size_t)(slash - probe));
+    free(probe);
+    luaL_addchar(b, '\0');
+    luaL_addstring(b, r->default_device ? r->default_device : "");
+    luaL_addchar(b, '\0');
+}
+
+/* Pushes the fingerprint of a Const holding t, or returns false (not reused: too large, strings). */
+static bool push_const_fingerprint(lua_State *L, const tide_tensor *t)
+{
+    if (tide_tensor_num_elements(t) > REUSE_MAX_ELEMENTS || tide_tensor_dtype(t) == TIDE_STRING)
+        return false;
+    luaL_Buffer b;
+    char shape[TIDE_SHAPE_STR_MAX];
+    fingerprint_start(L, &b, "Const");
+    luaL_addstring(&b, tide_dtype_name(tide_tensor_dtype(t)));
+    luaL_addstring(&b, tide_shape_format(tide_tensor_shape(t), shape, sizeof shape));
+    luaL_addlstring(&b, tide_tensor_data(t), tide_tensor_byte_size(t));
+    luaL_pushresult(&b);
+    return true;
+}
+
+/* Pushes the fingerprint of summary op `op` of input `in` with attr tag (the only attr given). */
+static void push_summary_fingerprint(lua_State *L, const char *op, tide_output in, const char *tag)
+{
+    luaL_Buffer b;
+    fingerprint_start(L, &b, op);
+    lua_pushfstring(L, "%d:%d", tide_node_id(in.node), in.index);
+    luaL_addvalue(&b);
+    luaL_addchar(&b, '\0');
+    luaL_addstring(&b, tag);
+    luaL_pushresult(&b);
+}
+
+/* The live, still unnamed node remembered under the fingerprint at the top (popped), or NULL. */
+static tide_node *reusable_node(lua_State *L)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, REUSE_KEY);
+    lua_insert(L, -2);
+    lua_rawget(L, -2);
+    node_handle *h = test_handle(L, -1);
+    tide_node *n = h && h->node && h->generation == repl_of(L)->graph_generation && h->auto_named ? h->node : NULL;
+    lua_pop(L, 2);
+    return n;
+}
+
+/* Remembers n under the fingerprint at the top (popped). */
+static void remember_node(lua_State *L, tide_node *n)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, REUSE_KEY);
+    lua_insert(L, -2);
+    repl_push_output(L, (tide_output){n, tide_node_num_outputs(n) ? 0 : -1}, true);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+}
+
+/* A Const node holding t (consumed), or an identical unnamed one made earlier. NULL node with err set
+ * on failure. */
+static tide_node *make_const(lua_State *L, tide_tensor *t, tide_error *err)
+{
+    repl *r = repl_of(L);
+    bool keyed = push_const_fingerprint(L, t);
+    if (keyed) {
+        lua_pushvalue(L, -1);
+        tide_node *old = reusable_node(L);
+        if (old) {
+            lua_pop(L, 1);
+            tide_tensor_release(t);
+            return old;
+        }
+    }
     tide_node_builder *b = tide_node_builder_new(r->graph, "Const", NULL);
     tide_attrs_set_tensor(tide_node_builder_attrs(b), "value", t);
     tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", tide_tensor_dtype(t));
     tide_tensor_release(t);
-    return tide_node_builder_finish(b, err);
+    tide_node *n = tide_node_builder_finish(b, err);
+    if (keyed && n)
+        remember_node(L, n);
+    else if (keyed)
+        lua_pop(L, 1);
+    return n;
 }
 
 /* The Lua value at idx as one input: a handle's output, or a new Const of dtype dt (INVALID: inferred). */
@@ -219,7 +316,7 @@ static bool to_input(lua_State *L, int idx, tide_dtype dt, tide_output *out, tid
     tide_tensor *t = repl_tensor_from_lua(L, idx, dt, err);
     if (!t)
         return false;
-    tide_node *c = make_const(repl_of(L), t, err);
+    tide_node *c = make_const(L, t, err);
     *out = (tide_output){c, 0};
     return c != NULL;
 }
@@ -569,6 +666,22 @@ static int build_op(lua_State *L, const char *op_name, int first, int nargs)
     bool ok = (!attrs_idx || read_attrs(L, &info, attrs_idx, attrs, &name, &device, err)) &&
               collect_inputs(L, &info, first, attrs, ins, NULL, counts, &num, err);
     tide_node *n = NULL;
+    const char *tag = NULL;
+    size_t op_len = strlen(info.name);
+    bool summary = ok && !name && !device && num == 1 && op_len > 7 &&
+                   strcmp(info.name + op_len - 7, "Summary") == 0 && tide_attrs_count(attrs) == 1 &&
+                   tide_attrs_get_string(attrs, "tag", &tag);
+    if (summary) { /* summary("loss", loss) inside a loop: one node */
+        push_summary_fingerprint(L, info.name, ins[0], tag);
+        lua_pushvalue(L, -1);
+        tide_node *old = reusable_node(L);
+        if (old) {
+            lua_pop(L, 1);
+            tide_attrs_free(attrs);
+            tide_error_free(err);
+            return push_outputs(L, old, true);
+        }
+    }
     if (ok) {
         tide_node_builder *b = tide_node_builder_new(r->graph, info.name, name);
         int at = 0;
@@ -585,6 +698,10 @@ static int build_op(lua_State *L, const char *op_name, int first, int nargs)
         n = tide_node_builder_finish(b, err);
     }
     tide_attrs_free(attrs);
+    if (summary && n)
+        remember_node(L, n);
+    else if (summary)
+        lua_pop(L, 1);
     if (!n) {
         lua_pushstring(L, tide_error_message(err));
         tide_error_free(err);
@@ -751,7 +868,11 @@ static int with_pushed(lua_State *L, bool is_device)
     }
     lua_pushvalue(L, 2);
     r->scope_depth++;
+    const char *outer_device = r->default_device;
+    if (is_device)
+        r->default_device = what; /* the string stays on the stack until fn returns */
     int st = lua_pcall(L, 0, LUA_MULTRET, 0);
+    r->default_device = outer_device;
     r->scope_depth--;
     if (is_device)
         tide_graph_pop_device(r->graph);
@@ -875,6 +996,12 @@ static int l_constant(lua_State *L)
         t = shaped_constant(r, t, &shape, r->err);
     if (!t)
         return repl_raise(L, "constant: %s", tide_error_message(r->err));
+    if (!name && !device) { /* constant(0.5) in a loop: one node */
+        tide_node *n = make_const(L, t, r->err);
+        if (!n)
+            return repl_raise(L, "%s", tide_error_message(r->err));
+        return push_outputs(L, n, true);
+    }
     tide_node_builder *b = tide_node_builder_new(r->graph, "Const", name);
     tide_attrs_set_tensor(tide_node_builder_attrs(b), "value", t);
     tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", tide_tensor_dtype(t));
@@ -994,6 +1121,8 @@ void repl_open_nodes(lua_State *L)
     lua_setfield(L, LUA_REGISTRYINDEX, HANDLES_KEY);
     lua_newtable(L);
     lua_setfield(L, LUA_REGISTRYINDEX, OPNAMES_KEY);
+    lua_newtable(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, REUSE_KEY);
 
     luaL_newmetatable(L, NODE_MT);
     luaL_setfuncs(L, node_meta, 0);

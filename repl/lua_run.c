@@ -21,6 +21,36 @@ typedef struct session_handle {
 
 /* ---------------------------------------------------------------- run */
 
+/* How many runs in a row of one entry must find the graph grown before the warning. */
+#define GROWTH_WARN_RUNS 10
+
+/* A loop that builds nodes before every run (run(one_hot(labels, 10)) with labels a placeholder,
+ * x * y inside the loop) grows the graph without end, and every new node costs a plan: warns once
+ * per entry when GROWTH_WARN_RUNS runs in a row found new nodes, naming what the last step added. */
+static void watch_growth(repl *r)
+{
+    int n = tide_graph_num_nodes(r->graph);
+    int before = r->nodes_at_last_run;
+    r->growing_runs = before >= 0 && n > before ? r->growing_runs + 1 : 0;
+    r->nodes_at_last_run = n;
+    if (r->growing_runs < GROWTH_WARN_RUNS || r->growth_warned)
+        return;
+    r->growth_warned = true;
+    char ops[256] = "";
+    for (int i = before; i < n && strlen(ops) < 160; i++) {
+        const char *op = tide_node_op(tide_graph_node_at(r->graph, i));
+        char item[80];
+        snprintf(item, sizeof item, "%s%s", ops[0] ? ", " : "", op);
+        if (!strstr(ops, op))
+            strncat(ops, item, sizeof ops - strlen(ops) - 1);
+    }
+    fflush(stdout);
+    fprintf(stderr, "warning: the graph grew before each of the last %d runs (it has %d nodes; the last step "
+                    "added %d: %s): something in the loop builds nodes at every step. Build them once before "
+                    "the loop and run the same nodes (op functions on host tensors, such as one_hot(labels, 10) "
+                    "of a batch, add none).\n", GROWTH_WARN_RUNS, n, n - before, ops);
+}
+
 
 static bool to_fetch(lua_State *L, int idx, tide_output *out, tide_error *err)
 {
@@ -198,6 +228,8 @@ int repl_run(lua_State *L, tide_session *s, int base)
         ok = add_fetch(L, fidx, c, err);
     ok = ok && read_feeds(L, feed_idx, c, err);
     tide_step_stats *stats = NULL;
+    if (ok)
+        watch_growth(r);
     if (ok && r->interrupted) { /* a Ctrl-C just before the run: it must not start */
         tide_error_set(err, TIDE_CANCELLED, REPL_INTERRUPTED_MESSAGE);
         ok = false;

@@ -147,7 +147,7 @@ int main(int argc, char **argv)
         return serve(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "run-graph") == 0) /* a TensorFlow GraphDef: run_graph.c */
         return repl_run_graph_main(argc - 1, argv + 1);
-    repl_options o = {0};
+    repl_options o = {.exit_on_second_interrupt = true};
     const char *statements[64];
     int nstatements = 0;
     bool interactive_after = false, no_log = false, web = false;

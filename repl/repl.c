@@ -74,7 +74,8 @@ int repl_raise(lua_State *L, const char *fmt, ...)
  *     fails one that finished while the flag was set, so a short run that completes before its
  *     cancellation is polled does not lose the Ctrl-C.
  * A second Ctrl-C while the first is still pending (more than SECOND_PRESS_NS later: a stuck C
- * function, a kernel that does not poll) ends the process at once with status 130, saying so.
+ * function, a kernel that does not poll) ends the process at once with status 130, saying so (when
+ * repl_options.exit_on_second_interrupt: the tide program sets it, in-process drivers do not).
  * The handler always runs on the main thread (the one that runs Lua): a signal delivered to another
  * thread (the web server's) is forwarded there with pthread_kill.
  */
@@ -125,7 +126,8 @@ static void on_sigint(int sig)
         return;
     }
     int64_t now = monotonic_ns();
-    if (r->evaluating && r->interrupted && now - r->interrupted_at_ns > SECOND_PRESS_NS)
+    if (r->opts.exit_on_second_interrupt && r->evaluating && r->interrupted &&
+        now - r->interrupted_at_ns > SECOND_PRESS_NS)
         leave_now();
     if (!r->interrupted)
         r->interrupted_at_ns = now;
@@ -329,6 +331,7 @@ repl *repl_new(const repl_options *opts, tide_error *err)
         return NULL;
     }
     r->opts = *opts;
+    r->nodes_at_last_run = -1;
     tide_engine_options eo;
     tide_engine_options_init(&eo);
     eo.num_threads = opts->num_threads;
@@ -556,6 +559,9 @@ static void finish_entry(repl *r, bool ok, uint64_t version_before)
     r->first_node = tide_graph_num_nodes(r->graph);
     r->entry_interrupted = r->interrupted;
     r->interrupted = 0;
+    r->nodes_at_last_run = -1; /* the graph-growth watch is per entry (lua_run.c) */
+    r->growing_runs = 0;
+    r->growth_warned = false;
 }
 
 repl_result repl_eval(repl *r, const char *entry, const char *chunkname)

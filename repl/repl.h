@@ -47,6 +47,8 @@ typedef struct repl_options {
     const char *log_path;     /* the run log; NULL: none */
     bool interactive;         /* a terminal: prompts, completion, history file */
     bool quiet;               /* no banner */
+    bool exit_on_second_interrupt; /* a second Ctrl-C while the first is pending ends the process
+                                    * (the program; not drivers such as the statement fuzzer) */
 } repl_options;
 
 typedef struct repl {
@@ -74,6 +76,12 @@ typedef struct repl {
     int first_node;
     int graph_generation;       /* bumped by :reset; node handles of older generations are dead */
     int scope_depth;            /* scope()/device() calls in progress (bounded: REPL_MAX_SCOPE_DEPTH) */
+    const char *default_device; /* the innermost device() in progress (a Lua string), or NULL */
+    /* A loop that builds nodes before every run: the graph's size at the entry's last run (-1: none
+     * yet), how many runs in a row found it grown, and whether the entry was warned (lua_run.c). */
+    int nodes_at_last_run;
+    int growing_runs;
+    bool growth_warned;
 
     char **history;             /* entries of this session, oldest first */
     int num_history, cap_history;

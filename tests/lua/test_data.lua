@@ -169,4 +169,41 @@ raises(function() return rows.batch({}, 1) end, {"images and labels must be tens
 local x, y = data.train:batch(100)
 check(#x == 100 and #y == 100 and x:dtype() == float32 and y:dtype() == int32, "Fashion-MNIST batch")
 
+-- the helpers a training loop wants: next_batch (TensorFlow's name), passes that restart, one-hot
+-- labels, and a split over any tensors
+local nx, ny = data.train:next_batch(100)
+check(#nx == 100 and #ny == 100, "next_batch is batch")
+local dset = dataset(ids, ids:cast(float32))
+check(dset:size() == 100 and tostring(dset):find("100 examples", 1, true), "dataset(images, labels) is a split")
+local seen = {}
+for _ = 1, 6 do
+  local bx = dset:next_batch(40) -- 2 batches an epoch (the remainder is dropped), epoch after epoch
+  check(#bx == 40, "next_batch keeps giving full batches across epochs")
+  for i = 1, 40 do seen[bx[i]] = true end
+end
+local count = 0
+for i = 1, 100 do count = count + (seen[i] and 1 or 0) end
+check(count > 80, "later epochs reach rows earlier ones left out (" .. count .. " of 100 seen)")
+raises(dataset, {"share their first dimension"}, ids, tensor{1, 2})
+local batches_seen, rows_seen = 0, 0
+for bx in batches({ids}, 30, {epochs = 3}) do
+  batches_seen = batches_seen + 1
+  rows_seen = rows_seen + #bx
+end
+check(batches_seen == 12 and rows_seen == 300, "epochs = 3: three passes of 4 batches")
+local endless = 0
+for _ in dset:batches(50, {epochs = math.huge, shuffle = true}) do
+  endless = endless + 1
+  if endless == 25 then break end
+end
+check(endless == 25, "epochs = math.huge: passes without end")
+raises(batches, {"option epochs must be a whole number >= 1"}, {ids}, 10, {epochs = 0})
+raises(batches, {"option epochs must be a whole number >= 1"}, {ids}, 10, {epochs = 1.5})
+local hot = fashion_mnist({one_hot = true})
+local hs = hot.test.labels:shape()
+check(hot.test.labels:dtype() == float32 and hs[1] == 10000 and hs[2] == 10, "one_hot labels: float32 [N, 10]")
+check(hot.test.labels[1][data.test.labels[1] + 1] == 1 and sum(hot.test.labels[1]):item() == 1,
+      "one_hot labels: a 1 at the class")
+raises(fashion_mnist, {"unknown option 'onehot'"}, {onehot = true})
+
 T.done("test_data")
