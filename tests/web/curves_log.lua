@@ -2,13 +2,13 @@
 -- a summary and a watched scalar fed finite and non-finite values, and a long curve
 -- of 3,000 steps with a spike at step 1233 and a NaN at step 2221 (the downsampling must keep both),
 -- paced so that the log's writer keeps up.
-s = placeholder(float32, {}, {name = "s"})
+s = placeholder(float32, "[]", {name = "s"})
 v = identity(s, {name = "v"})
 summ = summary("v_tag", v)
 for _, x in ipairs({1.5, math.huge, -math.huge, 0 / 0, 2.5}) do
   run({summ, v}, {[s] = tensor(x)})
 end
-l = placeholder(float32, {}, {name = "l"})
+l = placeholder(float32, "[]", {name = "l"})
 long = summary("long", l)
 for i = 1, 3000 do
   local x = math.sin(i / 100)
