@@ -198,7 +198,8 @@ static int push_outputs(lua_State *L, tide_node *n, bool auto_named)
  * A loop that writes x * 2 or run({train, summary("loss", loss)}) would add a Const or a summary
  * node at every step. An unnamed Const (of at most REUSE_MAX_ELEMENTS elements) or summary that is
  * identical to an earlier one (same op, value or input and tag, scope and default device) reuses it
- * instead, as long as the earlier one is still unnamed (a node named after a global stays its own).
+ * instead, as long as the earlier one is still unnamed (a node named after a global stays its own) and
+ * was not built inside a cond or a loop (tied to its branch or iteration: remember_node).
  * The fingerprints map to handles in the registry table REUSE_KEY (emptied by :reset; a handle
  * whose node was rolled back is dead and ignored).
  */
@@ -259,9 +260,17 @@ static tide_node *reusable_node(lua_State *L)
     return n;
 }
 
-/* Remembers n under the fingerprint at the top (popped). */
-static void remember_node(lua_State *L, tide_node *n)
+/* Remembers n under the fingerprint at the top (popped) when n is what the fingerprint says: a node
+ * built inside a cond or loop is tied to its branch or iteration by a control input (a constant) or
+ * reads its input through a Switch or Enter (in: the input asked for), so it is never reused. */
+static void remember_node(lua_State *L, tide_node *n, const tide_output *in)
 {
+    bool rewired = in && (tide_node_num_inputs(n) != 1 || tide_node_input(n, 0).node != in->node ||
+                          tide_node_input(n, 0).index != in->index);
+    if (tide_node_num_control_inputs(n) > 0 || rewired) {
+        lua_pop(L, 1);
+        return;
+    }
     lua_getfield(L, LUA_REGISTRYINDEX, REUSE_KEY);
     lua_insert(L, -2);
     repl_push_output(L, (tide_output){n, tide_node_num_outputs(n) ? 0 : -1}, true);
@@ -290,7 +299,7 @@ static tide_node *make_const(lua_State *L, tide_tensor *t, tide_error *err)
     tide_tensor_release(t);
     tide_node *n = tide_node_builder_finish(b, err);
     if (keyed && n)
-        remember_node(L, n);
+        remember_node(L, n, NULL);
     else if (keyed)
         lua_pop(L, 1);
     return n;
@@ -699,7 +708,7 @@ static int build_op(lua_State *L, const char *op_name, int first, int nargs)
     }
     tide_attrs_free(attrs);
     if (summary && n)
-        remember_node(L, n);
+        remember_node(L, n, &ins[0]);
     else if (summary)
         lua_pop(L, 1);
     if (!n) {

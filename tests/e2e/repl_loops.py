@@ -66,6 +66,11 @@ def main():
     st, out, err = tide(setup + "for i = 1, 12 do run(x * 2, {[x] = {{1, 2, 3}}}) end\n:nodes const*\n")
     check("x * 2 in a loop makes one float32 Const", len(re.findall(r"Const\s+float32", out)) == 1, out)
     has("the Mul it makes at every step is warned about", r"added 1: Mul\)", err)
+    # Constants made inside a cond's branches are tied to their branch: never shared between branches.
+    st, out, err = tide("v = placeholder(float32, {-1})\nsafe = cond(greater(size(v), 3), function() return "
+                        "sum(reshape(v, {2, 2})) end, function() return sum(v) end)\n"
+                        "print(run(safe, {[v] = {1, 2}}):item(), run(safe, {[v] = {1, 2, 3, 4}}):item())\n")
+    has("constants of a cond's branches stay in their branch", r"^3\.0\s+10\.0$", out)
     # A constant named after a global stays its own node.
     st, out, err = tide("a = constant(5)\nb = constant(5)\nprint(a:name(), b:name())\n")
     has("constants named after globals are distinct", r"^a\tb$", out)

@@ -7,7 +7,7 @@ local check, raises = T.check, T.raises
 local function value(node, feeds) return run(node, feeds):item() end
 
 -- cond: the branch taken, values read from outside, numbers as results
-local x = placeholder(float32, {})
+local x = placeholder(float32, "[]")
 local y = cond(greater(x, 0), function() return x * 2 end, function() return -x end)
 check(value(y, {[x] = 3}) == 6 and value(y, {[x] = -5}) == 5, "cond picks the branch")
 local a, b = cond(greater(x, 0), function() return x, 1 end, function() return 0.0, 2 end)
@@ -24,7 +24,7 @@ local li, ls = 0, 0
 while li < 10 do li, ls = li + 1, ls + li end
 check(value(i) == li and value(s) == ls, "counting loop")
 -- a single variable, a table of results, an outside value entering once
-local n = placeholder(int32, {})
+local n = placeholder(int32, "[]")
 local k = while_loop(function(k) return less(k, n) end, function(k) return {k + 3} end, 0)
 check(value(k, {[n] = 10}) == 12, "single variable, table of results")
 -- a growing vector with a shape invariant
