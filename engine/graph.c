@@ -141,7 +141,9 @@ void tide__graph_insert(tide_graph *g, tide_node *n)
         g->nodes = nodes;
         g->cap = cap;
     }
+    static _Atomic uint64_t last_serial;
     n->id = g->num_nodes;
+    n->serial = atomic_fetch_add(&last_serial, 1) + 1;
     n->graph = g;
     g->nodes[g->num_nodes++] = n;
     tide__names_put(g->names, n->name, n);
@@ -329,6 +331,7 @@ char *tide_graph_unique_name(tide_graph *g, const char *base)
 const char *tide_node_name(const tide_node *n) { return n->name; }
 const char *tide_node_op(const tide_node *n) { return n->op->name; }
 int tide_node_id(const tide_node *n) { return n->id; }
+uint64_t tide_node_serial(const tide_node *n) { return n->serial; }
 int tide_node_num_inputs(const tide_node *n) { return n->num_inputs; }
 int tide_node_num_control_inputs(const tide_node *n) { return n->num_control; }
 int tide_node_num_outputs(const tide_node *n) { return n->num_outputs; }

@@ -285,6 +285,17 @@ char *tide_graph_to_text(const tide_graph *g, tide_error *err)
     return b.s;
 }
 
+char *tide_node_to_text(const tide_node *n)
+{
+    sbuf b = {0};
+    write_node(&b, n);
+    if (b.oom) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
 /* ---------------------------------------------------------------- reading: generic values */
 
 typedef enum gv_kind { GV_NUMBER, GV_WORD, GV_STRING, GV_LIST, GV_STAR, GV_QMARK, GV_TENSOR } gv_kind;

@@ -204,6 +204,7 @@ tide_status tide__infer_shapes(const tide_op_def *def, const char *who, const ti
 
 struct tide_node {
     int id;
+    uint64_t serial;                 /* tide_node_serial: unique in the process, never reused */
     char *name;
     struct tide_graph *graph;
     const tide_op_def *op;

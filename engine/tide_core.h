@@ -409,6 +409,8 @@ char *tide_graph_unique_name(tide_graph *g, const char *base);
  *   name = Op(input, input:1, ^control, attr=value, ...) @"/device:spec"
  * to_text returns a malloc'd string. extend_text adds every node of text or none. */
 char *tide_graph_to_text(const tide_graph *g, tide_error *err);
+/* The line of one node in that format, with its '\n' (malloc'd; NULL when out of memory). */
+char *tide_node_to_text(const tide_node *n);
 tide_status tide_graph_extend_text(tide_graph *g, const char *text, tide_error *err);
 
 /* Building one node: new -> add inputs/attrs/device -> finish. finish consumes the builder (also on
@@ -431,6 +433,9 @@ void tide_node_builder_free(tide_node_builder *b); /* abandon without finishing 
 const char *tide_node_name(const tide_node *n);
 const char *tide_node_op(const tide_node *n);
 int tide_node_id(const tide_node *n);
+/* A number no other node of this process has had or will have (1, 2, ... in creation order): it tells
+ * a node from one built later at the same address, after a tide_graph_rollback freed the first. */
+uint64_t tide_node_serial(const tide_node *n);
 int tide_node_num_inputs(const tide_node *n);
 tide_output tide_node_input(const tide_node *n, int i);
 int tide_node_num_control_inputs(const tide_node *n);

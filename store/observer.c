@@ -1,7 +1,9 @@
 /* observer.c — the store's engine observers. Their callbacks run on the engine's threads (the
  * caller's for run_started/run_ended, executor threads for node_finished/tensor_produced), so they
  * only copy what they need into a record — computing a watched tensor's statistics on the way — and
- * push it on the store's bounded queue (st_push drops it when the queue is full). */
+ * push it on the store's bounded queue (st_push drops a data record when the queue is full, and lets a
+ * run record wait for room). Before a run starts, the session's graph is logged if it changed
+ * (graph_log.c). Every record that cannot be made (out of memory) is counted as lost. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,12 +20,21 @@ static bool wants_trace(void *user, const tide_run_info *run)
     return every > 0 && run->step % every == 0;
 }
 
+/* A record of kind `kind` that could not be made: counted, and said. */
+static void lost_for_memory(tide_store *s, st_kind kind)
+{
+    st_note_dropped(s, kind, 1, false);
+    st_note_error(s, false, "run log %s: out of memory making a record of %s", s->path,
+                  tide_store_record_kind_name((tide_store_record_kind)st_kind_counted_as(kind)));
+}
+
 static void run_started(void *user, const tide_run_info *run)
 {
     st_attachment *a = user;
+    st_graph_before_run(a->store, run);
     st_record *r = calloc(1, sizeof *r);
     if (!r) {
-        atomic_fetch_add(&a->store->dropped, 1);
+        lost_for_memory(a->store, ST_RUN_START);
         return;
     }
     r->kind = ST_RUN_START;
@@ -46,7 +57,7 @@ static void run_ended(void *user, const tide_run_info *run, tide_status status, 
     st_attachment *a = user;
     st_record *r = calloc(1, sizeof *r);
     if (!r) {
-        atomic_fetch_add(&a->store->dropped, 1);
+        lost_for_memory(a->store, ST_RUN_END);
         return;
     }
     r->kind = ST_RUN_END;
@@ -69,7 +80,7 @@ static void node_finished(void *user, const tide_run_info *run, const tide_node_
     st_attachment *a = user;
     st_record *r = calloc(1, sizeof *r);
     if (!r) {
-        atomic_fetch_add(&a->store->dropped, 1);
+        lost_for_memory(a->store, ST_TIMING);
         return;
     }
     r->kind = ST_TIMING;
@@ -153,7 +164,7 @@ static void log_tensor(tide_store *s, const tide_run_info *run, const char *node
 {
     st_record *r = calloc(1, sizeof *r);
     if (!r) {
-        atomic_fetch_add(&s->dropped, 1);
+        lost_for_memory(s, ST_TENSOR);
         return;
     }
     r->kind = ST_TENSOR;
@@ -182,7 +193,7 @@ static void log_tensor(tide_store *s, const tide_run_info *run, const char *node
     }
     if (!ok) {
         st_record_free(r);
-        atomic_fetch_add(&s->dropped, 1);
+        lost_for_memory(s, ST_TENSOR);
         return;
     }
     st_push(s, r);
@@ -195,7 +206,7 @@ static void log_summary(tide_store *s, const tide_run_info *run, const tide_node
     if (!r || !tide_attrs_get_string(tide_node_attrs(node), "tag", &tag) || tide_tensor_num_elements(value) != 1 ||
         !(r->u.summary.tag = st_strdup(tag))) {
         free(r);
-        atomic_fetch_add(&s->dropped, 1);
+        lost_for_memory(s, ST_SUMMARY);
         return;
     }
     r->kind = ST_SUMMARY;

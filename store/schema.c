@@ -3,6 +3,7 @@
  * that two processes opening a new file at once do not both migrate it. docs/run-log.md documents
  * every table and column: change both together, and only ever by appending a migration. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store_internal.h"
@@ -62,7 +63,52 @@ static const char migrate_1_to_2[] =
 /* Version 2 -> 3: each timed node execution records the shapes of the outputs it produced. */
 static const char migrate_2_to_3[] = "ALTER TABLE node_timings ADD COLUMN shapes TEXT;\n";
 
-static const char *const migrations[TIDE_STORE_SCHEMA_VERSION] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3};
+/* Version 3 -> 4: graph versions as differences. A node row (graph_nodes) belongs to a lineage (the
+ * graph versions of one session, named by the graphs.id of its first) and holds one node as it is from
+ * version added_in until removed_in (exclusive; NULL while current). graphs.lineage is that first
+ * version's id (NULL: the version is the first of its lineage). The view `nodes` gives every version
+ * whole, with the columns the table had (its rowid: the node's index in the graph), and inserting into
+ * it still works (a version written whole, as before); `graph_texts` gives each version's text (the
+ * rows of earlier files keep theirs in graphs.text; versions logged from now on have '' there). The
+ * rows of earlier files are moved over, each version its own lineage. */
+static const char migrate_3_to_4[] =
+    "CREATE TABLE graph_nodes(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  lineage INTEGER NOT NULL REFERENCES graphs(id),\n"
+    "  added_in INTEGER NOT NULL REFERENCES graphs(id),\n"
+    "  removed_in INTEGER REFERENCES graphs(id),\n"
+    "  position INTEGER NOT NULL,\n"
+    "  name TEXT NOT NULL, op TEXT NOT NULL, inputs TEXT, control_inputs TEXT, attrs TEXT,\n"
+    "  requested_device TEXT, assigned_device TEXT, line TEXT);\n"
+    "INSERT INTO graph_nodes(lineage, added_in, position, name, op, inputs, control_inputs, attrs,\n"
+    "  requested_device, assigned_device)\n"
+    "  SELECT graph_id, graph_id, rowid, name, op, inputs, control_inputs, attrs, requested_device,\n"
+    "  assigned_device FROM nodes ORDER BY rowid;\n"
+    "DROP TABLE nodes;\n"
+    "CREATE INDEX graph_nodes_by_lineage ON graph_nodes(lineage, added_in);\n"
+    "CREATE INDEX graph_nodes_by_name ON graph_nodes(lineage, name);\n"
+    "CREATE INDEX graph_nodes_current ON graph_nodes(lineage, position) WHERE removed_in IS NULL;\n"
+    "ALTER TABLE graphs ADD COLUMN lineage INTEGER REFERENCES graphs(id);\n"
+    "CREATE VIEW nodes(graph_id, name, op, inputs, control_inputs, attrs, requested_device, assigned_device,\n"
+    "  rowid) AS\n"
+    "  SELECT g.id, n.name, n.op, n.inputs, n.control_inputs, n.attrs, n.requested_device, n.assigned_device,\n"
+    "  n.position FROM graphs g JOIN graph_nodes n ON n.lineage = ifnull(g.lineage, g.id)\n"
+    "  AND n.added_in <= g.id AND (n.removed_in IS NULL OR n.removed_in > g.id);\n"
+    "CREATE TRIGGER nodes_insert INSTEAD OF INSERT ON nodes BEGIN\n"
+    "  INSERT INTO graph_nodes(lineage, added_in, position, name, op, inputs, control_inputs, attrs,\n"
+    "  requested_device, assigned_device) VALUES (NEW.graph_id, NEW.graph_id,\n"
+    "  (SELECT count(*) FROM graph_nodes WHERE lineage = NEW.graph_id), NEW.name, NEW.op, NEW.inputs,\n"
+    "  NEW.control_inputs, NEW.attrs, NEW.requested_device, NEW.assigned_device);\n"
+    "END;\n"
+    "CREATE VIEW graph_texts(graph_id, text) AS\n"
+    "  SELECT g.id, CASE WHEN g.text <> '' THEN g.text ELSE\n"
+    "  (SELECT '# tide graph v1: ' || count(*) || ' nodes' || char(10) || ifnull(group_concat(line, ''), '')\n"
+    "  FROM (SELECT n.line FROM graph_nodes n WHERE n.lineage = ifnull(g.lineage, g.id) AND n.added_in <= g.id\n"
+    "  AND (n.removed_in IS NULL OR n.removed_in > g.id) ORDER BY n.position)) END\n"
+    "  FROM graphs g;\n";
+
+static const char *const migrations[TIDE_STORE_SCHEMA_VERSION] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3,
+                                                                   migrate_3_to_4};
 
 static tide_status sql_fail(sqlite3 *db, const char *path, const char *what, tide_error *err)
 {
@@ -84,6 +130,66 @@ static int read_user_version(sqlite3 *db, int *version)
     return rc;
 }
 
+/* The names of the tables of a file whose user_version is 0 (malloc'd, ", "-separated; "" when it
+ * has none: a new file), NULL when out of memory or unreadable. */
+static char *table_names(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    st_buf b = {0};
+    if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY name", -1,
+                           &st, NULL) != SQLITE_OK)
+        return NULL;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (b.len)
+            st_buf_puts(&b, ", ");
+        st_buf_puts(&b, (const char *)sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+    char *names = st_buf_take(&b);
+    if (rc != SQLITE_DONE) {
+        free(names);
+        return NULL;
+    }
+    return names;
+}
+
+/* Whether a file with a schema version is a tide run log (its meta table says so). */
+static bool is_tide_log(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    bool yes = sqlite3_prepare_v2(db, "SELECT 1 FROM meta WHERE key = 'schema' AND value = 'tide run log'", -1, &st,
+                                  NULL) == SQLITE_OK &&
+               sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return yes;
+}
+
+/* Refuses a database that is not a tide run log: one without a schema version that has tables, or one
+ * with a version whose meta table does not name tide. Its tables are not touched. */
+static tide_status check_is_run_log(sqlite3 *db, const char *path, int version, tide_error *err)
+{
+    if (version > 0) {
+        if (is_tide_log(db))
+            return TIDE_OK;
+        return tide_error_set(err, TIDE_FAILED_PRECONDITION,
+                              "%s is an SQLite database but not a tide run log (it has schema version %d and no "
+                              "tide meta table); give --log another file",
+                              path, version);
+    }
+    char *names = table_names(db);
+    if (!names)
+        return sql_fail(db, path, "not a readable SQLite database", err);
+    tide_status st = TIDE_OK;
+    if (names[0])
+        st = tide_error_set(err, TIDE_FAILED_PRECONDITION,
+                            "%s is an SQLite database but not a tide run log (its tables: %.200s); tide leaves it "
+                            "as it is: give --log another file",
+                            path, names);
+    free(names);
+    return st;
+}
+
 tide_status st_schema_migrate(sqlite3 *db, const char *path, tide_error *err)
 {
     if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
@@ -100,6 +206,8 @@ tide_status st_schema_migrate(sqlite3 *db, const char *path, tide_error *err)
     } else if (version < 0) {
         st = tide_error_set(err, TIDE_FAILED_PRECONDITION,
                             "run log %s has an invalid schema version %d", path, version);
+    } else {
+        st = check_is_run_log(db, path, version, err);
     }
     for (; st == TIDE_OK && version < TIDE_STORE_SCHEMA_VERSION; version++) {
         char *msg = NULL;

@@ -1,7 +1,8 @@
 /* store.c — the run log's public face: opening (connection, pragmas, schema, writer thread), closing,
  * the bounded queue between the engine's threads and the writer, synchronous requests (sessions,
- * graph versions, flush), attaching to engines and the watched set. The writer is in writer.c, the
- * observer callbacks in observer.c, the schema in schema.c. */
+ * flush, pruning), attaching to engines and the watched set. The writer is in writer.c, the observer
+ * callbacks in observer.c, the schema in schema.c, graph versions in graph_log.c, the account of what
+ * could not be recorded in health.c. */
 #include <ctype.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,10 +12,12 @@
 
 #include "store_internal.h"
 
-#define DEFAULT_QUEUE_CAPACITY 4096
+#define DEFAULT_QUEUE_CAPACITY 65536
+#define DEFAULT_QUEUE_BYTES ((size_t)256 << 20)
+#define DEFAULT_RUN_WAIT_MS 30000
 #define DEFAULT_VALUE_CAP (1u << 20)
 #define DEFAULT_TRACE_EVERY 100
-#define BUSY_TIMEOUT_MS 5000
+#define BUSY_TIMEOUT_MS ST_BUSY_TIMEOUT_MS
 
 /* ---------------------------------------------------------------- small helpers */
 
@@ -36,14 +39,7 @@ int64_t st_realtime_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* A growable string; on out of memory it stays failed and str_take returns NULL. */
-typedef struct strbuf {
-    char *p;
-    size_t len, cap;
-    bool failed;
-} strbuf;
-
-static void sb_add(strbuf *b, const char *s, size_t n)
+void st_buf_add(st_buf *b, const char *s, size_t n)
 {
     if (b->failed)
         return;
@@ -64,9 +60,9 @@ static void sb_add(strbuf *b, const char *s, size_t n)
     b->p[b->len] = '\0';
 }
 
-static void sb_puts(strbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
+void st_buf_puts(st_buf *b, const char *s) { st_buf_add(b, s, strlen(s)); }
 
-static char *sb_take(strbuf *b)
+char *st_buf_take(st_buf *b)
 {
     if (b->failed) {
         free(b->p);
@@ -77,36 +73,36 @@ static char *sb_take(strbuf *b)
     return b->p;
 }
 
-static void sb_json_string(strbuf *b, const char *s)
+void st_buf_json_string(st_buf *b, const char *s)
 {
-    sb_puts(b, "\"");
+    st_buf_puts(b, "\"");
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\') {
             char esc[2] = {'\\', (char)c};
-            sb_add(b, esc, 2);
+            st_buf_add(b, esc, 2);
         } else if (c < 0x20) {
             char esc[8];
             snprintf(esc, sizeof esc, "\\u%04x", c);
-            sb_puts(b, esc);
+            st_buf_puts(b, esc);
         } else {
-            sb_add(b, (const char *)&c, 1);
+            st_buf_add(b, (const char *)&c, 1);
         }
     }
-    sb_puts(b, "\"");
+    st_buf_puts(b, "\"");
 }
 
 char *st_json_strings(const char *const *v, int n)
 {
-    strbuf b = {0};
-    sb_puts(&b, "[");
+    st_buf b = {0};
+    st_buf_puts(&b, "[");
     for (int i = 0; i < n; i++) {
         if (i)
-            sb_puts(&b, ",");
-        sb_json_string(&b, v[i] ? v[i] : "");
+            st_buf_puts(&b, ",");
+        st_buf_json_string(&b, v[i] ? v[i] : "");
     }
-    sb_puts(&b, "]");
-    return sb_take(&b);
+    st_buf_puts(&b, "]");
+    return st_buf_take(&b);
 }
 
 /* ---------------------------------------------------------------- records and the queue */
@@ -144,17 +140,8 @@ void st_record_free(st_record *r)
         free(r->u.session.devices);
         break;
     case ST_GRAPH:
-        free(r->u.graph.text);
-        for (int i = 0; i < r->u.graph.num_nodes; i++) {
-            st_node_rec *n = &r->u.graph.nodes[i];
-            free(n->name);
-            free(n->op);
-            free(n->inputs);
-            free(n->control_inputs);
-            free(n->attrs);
-            free(n->requested_device);
-            free(n->assigned_device);
-        }
+        for (int i = 0; i < r->u.graph.num_changed; i++)
+            st_node_rec_clear(&r->u.graph.nodes[i]);
         free(r->u.graph.nodes);
         break;
     case ST_FLUSH:
@@ -175,35 +162,117 @@ static void enqueue_locked(tide_store *s, st_record *r)
     pthread_cond_signal(&s->nonempty);
 }
 
+st_lost_end st_lost_end_of(const st_record *r)
+{
+    return (st_lost_end){.run_id = r->run_id, .session = r->session, .step = r->step,
+                         .started_at_ns = r->u.run.started_at_ns, .wall_ns = r->u.run.wall_ns,
+                         .status = r->u.run.status, .traced = r->u.run.traced};
+}
+
+static bool is_run_record(const st_record *r) { return r->kind == ST_RUN_START || r->kind == ST_RUN_END; }
+
+size_t st_record_bytes(const st_record *r)
+{
+    size_t n = sizeof *r;
+    if (r->kind == ST_TENSOR)
+        n += r->u.tensor.value_len + 256;
+    else if (r->kind == ST_TIMING)
+        n += 128;
+    return n;
+}
+
+/* Waits (lock held) until a run record fits, the store stops, or run_wait_ms passes; false when it
+ * does not fit. After one wait in vain the next run records do not wait until the queue has room. */
+static bool wait_for_run_room(tide_store *s)
+{
+    int cap = s->opts.queue_capacity;
+    if (s->queued_runs < cap)
+        return true;
+    if (s->runs_behind || s->opts.run_wait_ms <= 0 || s->stop)
+        return false;
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    int64_t ns = deadline.tv_nsec + (s->opts.run_wait_ms % 1000) * 1000000LL;
+    deadline.tv_sec += (time_t)(s->opts.run_wait_ms / 1000 + ns / 1000000000LL);
+    deadline.tv_nsec = (long)(ns % 1000000000LL);
+    s->waiting_runs++;
+    while (s->queued_runs >= cap && !s->stop)
+        if (pthread_cond_timedwait(&s->room, &s->lock, &deadline) != 0)
+            break;
+    s->waiting_runs--;
+    if (s->queued_runs < cap && !s->stop)
+        return true;
+    s->runs_behind = true;
+    return false;
+}
+
 void st_push(tide_store *s, st_record *r)
 {
     pthread_mutex_lock(&s->lock);
-    if (s->queued >= s->opts.queue_capacity || s->stop) {
+    bool fits;
+    if (r->kind == ST_GRAPH)
+        fits = !s->stop; /* rare, and the runs that follow refer to it */
+    else if (is_run_record(r))
+        fits = wait_for_run_room(s);
+    else
+        fits = !s->stop && s->queued < s->opts.queue_capacity &&
+               s->queued_bytes + st_record_bytes(r) <= s->opts.queue_bytes;
+    if (!fits) {
+        bool stopping = s->stop;
+        if (r->kind == ST_RUN_END && !stopping && s->num_lost_ends < ST_LOST_ENDS_MAX)
+            s->lost_ends[s->num_lost_ends++] = st_lost_end_of(r);
         pthread_mutex_unlock(&s->lock);
-        atomic_fetch_add(&s->dropped, 1);
+        st_note_dropped(s, r->kind, 1, !stopping);
+        if (stopping)
+            st_note_error(s, false, "run log %s: a record arrived while the log was closing (a run in flight?)",
+                          s->path);
         st_record_free(r);
         return;
     }
-    s->queued++;
+    if (is_run_record(r))
+        s->queued_runs++;
+    else if (r->kind != ST_GRAPH) {
+        s->queued++;
+        s->queued_bytes += st_record_bytes(r);
+    }
     enqueue_locked(s, r);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Queues a synchronous record (never dropped: its caller waits) without waiting for it. */
+static void push_sync_locked(tide_store *s, st_record *r, st_sync *sync)
+{
+    *sync = (st_sync){.done = false, .id = -1, .status = TIDE_OK};
+    r->sync = sync;
+    s->syncs_queued++;
+    enqueue_locked(s, r);
+}
+
+int64_t st_wait_sync(tide_store *s, st_sync *sync, tide_error *err)
+{
+    pthread_mutex_lock(&s->lock);
+    while (!sync->done)
+        pthread_cond_wait(&s->done, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    if (sync->status != TIDE_OK) {
+        tide_error_set(err, sync->status, "%s", sync->message);
+        return -1;
+    }
+    return sync->id;
+}
+
+void st_push_sync(tide_store *s, st_record *r, st_sync *sync)
+{
+    pthread_mutex_lock(&s->lock);
+    push_sync_locked(s, r, sync);
     pthread_mutex_unlock(&s->lock);
 }
 
 int64_t st_push_wait(tide_store *s, st_record *r, tide_error *err)
 {
-    st_sync sync = {.done = false, .id = -1, .status = TIDE_OK};
-    r->sync = &sync;
-    pthread_mutex_lock(&s->lock);
-    s->syncs_queued++;
-    enqueue_locked(s, r); /* synchronous records are never dropped: their callers may wait */
-    while (!sync.done)
-        pthread_cond_wait(&s->done, &s->lock);
-    pthread_mutex_unlock(&s->lock);
-    if (sync.status != TIDE_OK) {
-        tide_error_set(err, sync.status, "%s", sync.message);
-        return -1;
-    }
-    return sync.id;
+    st_sync sync;
+    st_push_sync(s, r, &sync);
+    return st_wait_sync(s, &sync, err);
 }
 
 void tide__store_pause_writer(tide_store *s, bool paused)
@@ -219,8 +288,29 @@ void tide__store_pause_writer(tide_store *s, bool paused)
 void tide_store_options_init(tide_store_options *opts)
 {
     opts->queue_capacity = DEFAULT_QUEUE_CAPACITY;
+    opts->queue_bytes = DEFAULT_QUEUE_BYTES;
+    opts->run_wait_ms = DEFAULT_RUN_WAIT_MS;
     opts->value_cap_bytes = DEFAULT_VALUE_CAP;
     opts->trace_every = DEFAULT_TRACE_EVERY;
+}
+
+/* The busy handler of the store's connection: while another connection holds the write lock, retry
+ * after short naps that double from 50 us to 2 ms, each shortened by a random part so that several
+ * writers do not retry in step, for BUSY_TIMEOUT_MS in all. SQLite's own handler naps up to 100 ms,
+ * which lets a writer lose the lock to others many times in a row while its queue fills. */
+static int busy_backoff(void *arg, int attempt)
+{
+    unsigned *seed = arg;
+    int64_t slept_us = 0, nap_us = 50;
+    for (int i = 0; i < attempt && slept_us <= BUSY_TIMEOUT_MS * 1000LL; i++) {
+        slept_us += nap_us;
+        nap_us = nap_us < 2000 ? nap_us * 2 : 2000;
+    }
+    if (slept_us > BUSY_TIMEOUT_MS * 1000LL)
+        return 0;
+    int64_t us = nap_us / 2 + rand_r(seed) % (nap_us / 2 + 1);
+    nanosleep(&(struct timespec){0, (long)(us * 1000)}, NULL);
+    return 1;
 }
 
 static tide_status open_db(tide_store *s, tide_error *err)
@@ -229,7 +319,8 @@ static tide_status open_db(tide_store *s, tide_error *err)
     if (rc != SQLITE_OK)
         return tide_error_set(err, TIDE_UNAVAILABLE, "cannot open run log %s: %s", s->path,
                               s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
-    sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
+    s->busy_seed = (unsigned)st_realtime_ns() ^ (unsigned)(uintptr_t)s;
+    sqlite3_busy_handler(s->db, busy_backoff, &s->busy_seed);
     /* Two connections switching a new file to WAL at once: the loser gets "locked" at once, without
      * the busy handler, so retry for as long as the busy timeout. */
     bool wal = false;
@@ -263,11 +354,16 @@ static void store_free(tide_store *s)
         s->attachments = a->next;
         free(a);
     }
+    st_lineages_free(s);
+    free(s->lost_ends);
     pthread_mutex_destroy(&s->lock);
     pthread_mutex_destroy(&s->watch_lock);
     pthread_mutex_destroy(&s->attach_lock);
+    pthread_mutex_destroy(&s->graphs_lock);
     pthread_cond_destroy(&s->nonempty);
     pthread_cond_destroy(&s->done);
+    pthread_cond_destroy(&s->room);
+    st_health_destroy(&s->health);
     free(s->path);
     free(s);
 }
@@ -288,15 +384,26 @@ tide_store *tide_store_open(const char *path, const tide_store_options *opts, ti
     if (opts) {
         if (opts->queue_capacity > 0)
             s->opts.queue_capacity = opts->queue_capacity;
+        if (opts->queue_bytes > 0)
+            s->opts.queue_bytes = opts->queue_bytes;
+        s->opts.run_wait_ms = opts->run_wait_ms > 0 ? opts->run_wait_ms : 0;
         s->opts.value_cap_bytes = opts->value_cap_bytes;
         s->opts.trace_every = opts->trace_every > 0 ? opts->trace_every : 0;
     }
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->watch_lock, NULL);
     pthread_mutex_init(&s->attach_lock, NULL);
+    pthread_mutex_init(&s->graphs_lock, NULL);
     pthread_cond_init(&s->nonempty, NULL);
     pthread_cond_init(&s->done, NULL);
-    atomic_init(&s->dropped, 0);
+    pthread_cond_init(&s->room, NULL);
+    st_health_init(&s->health);
+    s->lost_ends = calloc(ST_LOST_ENDS_MAX, sizeof *s->lost_ends);
+    if (!s->lost_ends) {
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory opening run log %s", path);
+        store_free(s);
+        return NULL;
+    }
     if (open_db(s, err) != TIDE_OK) {
         store_free(s);
         return NULL;
@@ -332,6 +439,7 @@ void tide_store_close(tide_store *s)
         s->stop = true;
         s->paused = false;
         pthread_cond_broadcast(&s->nonempty);
+        pthread_cond_broadcast(&s->room);
         pthread_mutex_unlock(&s->lock);
         pthread_join(s->writer, NULL);
     }
@@ -377,11 +485,6 @@ tide_status tide_store_prune_values(tide_store *s, int64_t keep_last_runs, int64
     if (n >= 0 && pruned)
         *pruned = n;
     return n < 0 && st == TIDE_OK ? TIDE_INTERNAL : st;
-}
-
-int64_t tide_store_dropped(const tide_store *s)
-{
-    return s ? atomic_load(&((tide_store *)s)->dropped) : 0;
 }
 
 /* The policy may change while engines run: the observers read these two fields at every run (the
@@ -433,160 +536,12 @@ int64_t tide_store_log_session(tide_store *s, const tide_session *session, const
     free(names);
     if (!r || !r->u.session.devices || (label && !r->u.session.label)) {
         st_record_free(r);
+        st_note_dropped(s, ST_SESSION, 1, false);
+        st_note_error(s, false, "run log %s: out of memory logging a session", s->path);
         tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory logging a session");
         return -1;
     }
-    return st_push_wait(s, r, err);
-}
-
-/* The attrs of one line of graph text ("name = Op(in, ^ctl, a=1, b=[1, 2]) @dev"): the top-level
- * items of the parenthesis that are `identifier=value`, joined by ", ". Malloc'd. */
-static char *attrs_of_line(const char *line, size_t len)
-{
-    strbuf b = {0};
-    const char *p = memchr(line, '(', len), *end = line + len;
-    int depth = 0;
-    bool quoted = false;
-    const char *item = p ? p + 1 : end;
-    for (const char *q = item; p && q < end; q++) {
-        if (quoted) {
-            if (*q == '\\' && q + 1 < end)
-                q++;
-            else if (*q == '"')
-                quoted = false;
-            continue;
-        }
-        if (*q == '"') {
-            quoted = true;
-        } else if (*q == '(' || *q == '[') {
-            depth++;
-        } else if ((*q == ',' && depth == 0) || (*q == ')' && depth == 0)) {
-            while (item < q && isspace((unsigned char)*item))
-                item++;
-            const char *id = item;
-            while (id < q && (isalnum((unsigned char)*id) || *id == '_'))
-                id++;
-            if (id > item && id < q && *id == '=') {
-                if (b.len)
-                    sb_puts(&b, ", ");
-                sb_add(&b, item, (size_t)(q - item));
-            }
-            item = q + 1;
-            if (*q == ')')
-                break;
-        } else if (*q == ')' || *q == ']') {
-            depth--;
-        }
-    }
-    return sb_take(&b);
-}
-
-static char *json_inputs(const tide_node *n)
-{
-    int k = tide_node_num_inputs(n);
-    strbuf b = {0};
-    sb_puts(&b, "[");
-    for (int i = 0; i < k; i++) {
-        tide_output in = tide_node_input(n, i);
-        char buf[32];
-        snprintf(buf, sizeof buf, ":%d", in.index);
-        strbuf one = {0};
-        sb_puts(&one, tide_node_name(in.node));
-        sb_puts(&one, buf);
-        char *s = sb_take(&one);
-        if (i)
-            sb_puts(&b, ",");
-        if (s)
-            sb_json_string(&b, s);
-        else
-            b.failed = true;
-        free(s);
-    }
-    sb_puts(&b, "]");
-    return sb_take(&b);
-}
-
-static char *json_control_inputs(const tide_node *n)
-{
-    int k = tide_node_num_control_inputs(n);
-    const char **names = calloc((size_t)(k > 0 ? k : 1), sizeof *names);
-    if (!names)
-        return NULL;
-    for (int i = 0; i < k; i++)
-        names[i] = tide_node_name(tide_node_control_input(n, i));
-    char *s = st_json_strings(names, k);
-    free(names);
-    return s;
-}
-
-static bool fill_node(st_node_rec *nr, const tide_node *n, const char *line, size_t len)
-{
-    const char *assigned = tide_node_assigned_device(n);
-    nr->name = st_strdup(tide_node_name(n));
-    nr->op = st_strdup(tide_node_op(n));
-    nr->inputs = json_inputs(n);
-    nr->control_inputs = json_control_inputs(n);
-    nr->attrs = attrs_of_line(line, len);
-    nr->requested_device = st_strdup(tide_node_requested_device(n));
-    nr->assigned_device = assigned ? st_strdup(assigned) : NULL;
-    return nr->name && nr->op && nr->inputs && nr->control_inputs && nr->attrs && nr->requested_device &&
-           (!assigned || nr->assigned_device);
-}
-
-/* Fills r's nodes from the graph text, one line per node. */
-static bool fill_nodes(st_record *r, const tide_graph *g)
-{
-    int n = tide_graph_num_nodes(g);
-    r->u.graph.nodes = calloc((size_t)(n > 0 ? n : 1), sizeof *r->u.graph.nodes);
-    if (!r->u.graph.nodes)
-        return false;
-    for (const char *line = r->u.graph.text; *line && r->u.graph.num_nodes < n;) {
-        const char *nl = strchr(line, '\n');
-        size_t len = nl ? (size_t)(nl - line) : strlen(line);
-        const char *eq = memchr(line, '=', len);
-        if (eq && line[0] != '#') {
-            size_t name_len = (size_t)(eq - line);
-            while (name_len > 0 && isspace((unsigned char)line[name_len - 1]))
-                name_len--;
-            char name[512];
-            if (name_len < sizeof name) {
-                memcpy(name, line, name_len);
-                name[name_len] = '\0';
-                const tide_node *node = tide_graph_node(g, name);
-                if (node && !fill_node(&r->u.graph.nodes[r->u.graph.num_nodes++], node, line, len))
-                    return false;
-            }
-        }
-        line += len + (nl ? 1 : 0);
-    }
-    return true;
-}
-
-int64_t tide_store_log_graph(tide_store *s, const tide_session *session, tide_error *err)
-{
-    if (!s || !session) {
-        tide_error_set(err, TIDE_INVALID_ARGUMENT, "log_graph: store and session are required");
-        return -1;
-    }
-    const tide_graph *g = tide_session_graph(session);
-    st_record *r = calloc(1, sizeof *r);
-    if (!r) {
-        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory logging a graph");
-        return -1;
-    }
-    r->kind = ST_GRAPH;
-    r->session = session;
-    r->u.graph.version = (int64_t)tide_graph_version(g);
-    r->u.graph.text = tide_graph_to_text(g, err);
-    if (!r->u.graph.text) {
-        st_record_free(r);
-        return -1;
-    }
-    if (!fill_nodes(r, g)) {
-        st_record_free(r);
-        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory logging a graph");
-        return -1;
-    }
+    st_lineage_reset(s, session); /* its graph versions start afresh */
     return st_push_wait(s, r, err);
 }
 

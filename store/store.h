@@ -6,15 +6,28 @@
  *
  * How it works. tide_store_attach adds an observer to an engine. The observer's callbacks run on the
  * engine's threads: they copy what they need into a record (tensor statistics are computed there),
- * push it on a bounded queue and return; when the queue is full the record is dropped and counted
- * (tide_store_dropped) — the engine is never blocked and memory never grows without bound. One
- * background writer thread per store owns the SQLite connection and commits records in batched
- * transactions (up to 256 records or 50 ms each). A crash loses what was not yet committed: at most
+ * push it on a bounded queue and return. One background writer thread per store owns the SQLite
+ * connection and commits records in batched transactions (256 records or 50 ms each, up to 4,096 when
+ * it falls behind). A full queue never grows memory without bound: a run's start and end records wait
+ * for room (at most run_wait_ms: a run's row is not dropped because training is fast), the other
+ * records (timings, tensors, summaries) are dropped. A crash loses what was not yet committed: at most
  * the last batch and the runs in flight (a run in flight is a runs row whose status is NULL).
  *
- * The schema (version 1) is documented in docs/run-log.md. Several stores, in one process or many,
- * may write to one file at once (WAL mode, a 5 s busy timeout, retries), and any reader (sqlite3)
- * may read it while they write.
+ * Nothing is lost silently. Every record that does not reach the file (dropped from a full queue,
+ * lost with a transaction that failed: a full disk, a read-only file, a trigger that refuses it...)
+ * is counted by kind, with the first and the latest error message, in tide_store_health; its
+ * `events` counter grows at each problem, so that the owner can poll it after every run and tell the
+ * user at once. A run whose end record was lost gets status 2 (UNKNOWN, with an error saying so) as
+ * soon as no run is in flight, never a NULL status that would pass for "unfinished".
+ *
+ * Graph versions are stored as differences (schema 4): a node row is written once and shared by every
+ * version that has it unchanged; the view `nodes` still gives every version whole. A logged session's
+ * graph is logged again, when it changed, before the first run that uses it.
+ *
+ * The schema (version 4) is documented in docs/run-log.md. Several stores, in one process or many,
+ * may write to one file at once (WAL mode, a busy handler that retries with backoff for 5 s, then the
+ * transaction is retried): no run is lost to another writer's lock. Any reader (sqlite3) may read it
+ * while they write.
  *
  * Threads. A store may be used from any thread; tide_store_close must not race with other calls.
  * Lifetimes: detach a store from an engine (or close the store) before freeing that engine, and do
@@ -34,12 +47,17 @@ extern "C" {
 #endif
 
 /* The schema version this build writes (PRAGMA user_version). Files with a newer one are refused. */
-#define TIDE_STORE_SCHEMA_VERSION 3
+#define TIDE_STORE_SCHEMA_VERSION 4
 
 typedef struct tide_store tide_store;
 
 typedef struct tide_store_options {
-    int queue_capacity;     /* records waiting for the writer; 0: 4096 */
+    int queue_capacity;     /* data records (timings, tensors, summaries) waiting for the writer, and as
+                               many run records; 0: 65536 */
+    size_t queue_bytes;     /* the most bytes the waiting data records may hold (tensor values...);
+                               0: 256 MiB */
+    int64_t run_wait_ms;    /* how long a run's start or end record waits for room in a full queue
+                               before it is dropped (and reported); default 30000; 0: never waits */
     size_t value_cap_bytes; /* a watched tensor's value is stored when its byte size <= this;
                                default 1 MiB; 0: never (statistics only) */
     int64_t trace_every;    /* the logging policy for per-node timings: trace the runs whose session
@@ -47,22 +65,27 @@ typedef struct tide_store_options {
                                caller traces itself; default 100; 0: only the caller's */
 } tide_store_options;
 
-/* Fills the defaults (queue_capacity 4096, value_cap_bytes 1 MiB, trace_every 100). The default
+/* Fills the defaults (queue_capacity 65536, queue_bytes 256 MiB, run_wait_ms 30 s, value_cap_bytes
+ * 1 MiB, trace_every 100). The default
  * policy keeps the log small during long training: every run's row, the watched tensors'
  * statistics (and small values) every step, per-node timings every 100th step. */
 void tide_store_options_init(tide_store_options *opts);
 
 /* Opens the run log at path, creating the file if needed, in WAL mode; creates the schema or
- * migrates an older one to TIDE_STORE_SCHEMA_VERSION; refuses a file written by a newer tide. Starts
- * the writer thread. opts may be NULL (defaults). Returns NULL with err set on failure. */
+ * migrates an older one to TIDE_STORE_SCHEMA_VERSION; refuses a file written by a newer tide, and an
+ * SQLite database that is not a tide run log (TIDE_FAILED_PRECONDITION: its tables are not touched).
+ * Starts the writer thread. opts may be NULL (defaults). Returns NULL with err set on failure. */
 tide_store *tide_store_open(const char *path, const tide_store_options *opts, tide_error *err);
 
-/* Removes the store's observers from every engine still attached, commits everything queued, stops
- * the writer and closes the file. NULL is allowed. */
+/* Removes the store's observers from every engine still attached, commits everything queued, marks
+ * the runs whose end was lost (status UNKNOWN), stops the writer and closes the file. NULL is allowed.
+ * What was lost is in tide_store_health until the call: read it (after a flush) before closing. */
 void tide_store_close(tide_store *s);
 
-/* Blocks until every record queued before the call is committed (visible to other connections).
- * Fails if the writer could not write (the message says why). */
+/* Blocks until every record queued before the call is committed (visible to other connections); when
+ * no run is in flight, also marks the runs whose end record was lost (status UNKNOWN). Fails if the
+ * writer could not write (the message says why); records lost before are reported by
+ * tide_store_health, not here. */
 tide_status tide_store_flush(tide_store *s, tide_error *err);
 
 /* Adds a sessions row for session (label may be NULL) with the engine's configuration (threads,
@@ -72,10 +95,14 @@ tide_status tide_store_flush(tide_store *s, tide_error *err);
 int64_t tide_store_log_session(tide_store *s, const tide_session *session, const tide_engine *engine,
                                const char *label, tide_error *err);
 
-/* Adds a graphs row for the session's graph as it is now (its version number and text) and a nodes
- * row per node (op, inputs, control inputs, attrs, requested and assigned device). Call it from the
- * thread that drives the graph, e.g. after each Extend. Returns the graph's row id or -1 with err
- * set. Synchronous. */
+/* Logs the session's graph as it is now, as a graph version (a graphs row) that differs from the
+ * previous version of this session in the node rows (graph_nodes: op, inputs, control inputs, attrs,
+ * requested and assigned device, its text line) that are new or changed; when nothing changed since the
+ * previous version (nodes, names, assigned devices) no row is added and that version's id returned.
+ * Call it from the thread that drives the graph, e.g. after each Extend. A logged session's graph is
+ * also logged automatically before the first run after it changed (and after a new plan placed its
+ * nodes), so calling this is needed only for graphs that are not run. Returns the graph's row id or
+ * -1 with err set. Synchronous. */
 int64_t tide_store_log_graph(tide_store *s, const tide_session *session, tide_error *err);
 
 /* Subscribes the store to engine's runs: every run (steps, names, status, error, times), the node
@@ -101,8 +128,45 @@ void tide_store_unwatch(tide_store *s, const char *node_name);
  * TIDE_INVALID_ARGUMENT. */
 tide_status tide_store_prune_values(tide_store *s, int64_t keep_last_runs, int64_t *pruned, tide_error *err);
 
-/* Records dropped so far: queued when the queue was full, or whose run was itself dropped, or lost
- * to a write that failed. */
+/* ---------------------------------------------------------------- what could not be recorded */
+
+/* The kinds of records that tide_store_health counts. Values are explicit and only appended. */
+typedef enum tide_store_record_kind {
+    TIDE_STORE_RUNS = 0,      /* a run's start or end record (its row) */
+    TIDE_STORE_TIMINGS = 1,   /* a node timing of a traced run */
+    TIDE_STORE_TENSORS = 2,   /* a watched or fetched tensor */
+    TIDE_STORE_SUMMARIES = 3, /* a ScalarSummary value */
+    TIDE_STORE_GRAPHS = 4,    /* a graph version */
+    TIDE_STORE_SESSIONS = 5,  /* a sessions row */
+} tide_store_record_kind;
+#define TIDE_STORE_NUM_RECORD_KINDS 6
+#define TIDE_STORE_MESSAGE_MAX 320
+
+/* What a store could not record since it was opened. */
+typedef struct tide_store_health {
+    uint64_t events;        /* grows with every problem: a new value means something new went wrong */
+    int64_t dropped;        /* records that are not in the file, all kinds */
+    int64_t dropped_by_kind[TIDE_STORE_NUM_RECORD_KINDS];
+    int64_t queue_full;     /* of them, dropped because the queue was full (the writer fell behind) */
+    int64_t failed_writes;  /* transactions or statements that failed (their records are counted above) */
+    int64_t runs_unknown;   /* runs whose end was lost: logged with status 2 (UNKNOWN) */
+    char first_error[TIDE_STORE_MESSAGE_MAX];  /* the first problem's message; "" when none */
+    char latest_error[TIDE_STORE_MESSAGE_MAX]; /* the latest problem's message */
+} tide_store_health;
+
+/* Copies what the store could not record so far into *out (all zero for NULL). Any thread. */
+void tide_store_health_get(const tide_store *s, tide_store_health *out);
+/* tide_store_health.events alone: one atomic load, for polling after every run. */
+uint64_t tide_store_events(const tide_store *s);
+/* True when nothing was lost and no write failed. */
+bool tide_store_health_ok(const tide_store_health *h);
+/* "12 records lost (node timings 10, tensors 2), 1 failed write": a malloc'd line without the
+ * messages (the caller frees; NULL when out of memory). */
+char *tide_store_health_format(const tide_store_health *h);
+/* "runs", "node timings", "tensors"... (static). */
+const char *tide_store_record_kind_name(tide_store_record_kind kind);
+
+/* Records lost so far, all kinds (tide_store_health.dropped). */
 int64_t tide_store_dropped(const tide_store *s);
 
 /* ---------------------------------------------------------------- the policy, changed while running */

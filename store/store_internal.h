@@ -12,8 +12,10 @@
 #include "store.h"
 
 #define ST_HIST_BINS 30
-#define ST_BATCH_MAX 256
+#define ST_BATCH_MIN 256            /* records per transaction while the writer keeps up */
+#define ST_BATCH_MAX 4096           /* ... and when it falls behind (fewer lock round trips) */
 #define ST_BATCH_LINGER_NS (50 * 1000000LL)
+#define ST_BUSY_TIMEOUT_MS 5000     /* how long a statement waits for another connection's lock */
 
 typedef enum st_kind {
     ST_RUN_START = 1,
@@ -27,6 +29,9 @@ typedef enum st_kind {
     ST_SUMMARY = 9, /* a ScalarSummary's value */
 } st_kind;
 
+/* What st_kind a record kind of tide_store_health counts under (-1: not a record of the log). */
+int st_kind_counted_as(st_kind kind);
+
 /* A synchronous request: the caller waits on the store's done condition until done is set. */
 typedef struct st_sync {
     bool done;
@@ -35,14 +40,17 @@ typedef struct st_sync {
     char message[256];
 } st_sync;
 
+/* One node of a graph version: its row of graph_nodes, at its index in the graph. */
 typedef struct st_node_rec {
-    char *name, *op, *inputs, *control_inputs, *attrs, *requested_device, *assigned_device;
+    int position;
+    char *name, *op, *inputs, *control_inputs, *attrs, *requested_device, *assigned_device, *line;
 } st_node_rec;
 
 /* One unit of work for the writer. Strings are owned (malloc'd) unless NULL. */
 typedef struct st_record {
     struct st_record *next;
     st_kind kind;
+    unsigned char outcome;         /* the writer's: written, skipped or failed (writer.c) */
     st_sync *sync;                 /* synchronous kinds only */
     uint64_t run_id;               /* the engine's run id */
     const void *session;           /* the tide_session pointer, a key only */
@@ -78,10 +86,13 @@ typedef struct st_record {
             char *label, *devices;
             int threads;
         } session;
-        struct { /* ST_GRAPH */
-            int64_t version;
-            char *text;
-            int num_nodes;
+        struct { /* ST_GRAPH: a version as the difference from the previous one (graph_log.c) */
+            int64_t version;   /* tide_graph_version */
+            uint64_t seq;      /* this version's number in its lineage (1, 2, ...) */
+            bool whole;        /* every node is in nodes: the version does not depend on earlier ones */
+            bool unchanged;    /* nothing changed since version seq: the writer answers its id */
+            int num_nodes;     /* the graph's nodes; positions >= num_nodes are gone */
+            int num_changed;   /* nodes new or changed since version seq - 1 */
             st_node_rec *nodes;
         } graph;
         struct { /* ST_PRUNE */
@@ -99,21 +110,54 @@ typedef struct st_attachment {
     int run_observer, tensor_observer;
 } st_attachment;
 
+/* What the store could not record (health.c): counters, and the first and latest problem. */
+typedef struct st_health {
+    atomic_ullong events;
+    atomic_llong dropped[TIDE_STORE_NUM_RECORD_KINDS];
+    atomic_llong queue_full, failed_writes, runs_unknown;
+    pthread_mutex_t lock; /* a leaf: guards the messages */
+    char first_error[TIDE_STORE_MESSAGE_MAX], latest_error[TIDE_STORE_MESSAGE_MAX];
+    bool latest_is_queue_full; /* the latest message is the queue's (not rewritten per drop) */
+} st_health;
+
+typedef struct st_lineage st_lineage;
+
+#define ST_LOST_ENDS_MAX 4096
+typedef struct st_lost_end {
+    uint64_t run_id;
+    const void *session;
+    int64_t step, started_at_ns, wall_ns;
+    int status;
+    bool traced;
+} st_lost_end;
+
 struct tide_store {
     char *path;
     sqlite3 *db; /* used only by the writer thread once it has started */
     tide_store_options opts;
 
-    pthread_mutex_t lock; /* guards the queue, paused, stop, and every st_sync */
-    pthread_cond_t nonempty, done;
+    pthread_mutex_t lock; /* guards the queue, paused, stop, runs_behind, and every st_sync */
+    pthread_cond_t nonempty, done, room;
     st_record *head, *tail;
-    int queued;           /* asynchronous records in the queue (synchronous ones don't count) */
+    int queued;           /* data records in the queue (timings, tensors, summaries) */
+    int queued_runs;      /* run records in the queue (starts and ends) */
+    size_t queued_bytes;  /* the data records' approximate size */
     int syncs_queued;     /* synchronous records in the queue (the writer stops lingering) */
+    int waiting_runs;     /* run records waiting for room (st_push) */
+    bool runs_behind;     /* a run record waited run_wait_ms in vain: the next ones do not wait */
     bool stop, paused;
     pthread_t writer;
     bool writer_started;
-    atomic_llong dropped;
-    char last_error[256]; /* the writer's last failure, under lock */
+    unsigned busy_seed;   /* the busy handler's random naps */
+    st_health health;
+    /* Run ends that found no room in the queue, kept small (no strings) for the writer, which writes
+     * their status late; beyond ST_LOST_ENDS_MAX the runs get status UNKNOWN at close. Under lock. */
+    st_lost_end *lost_ends;
+    int num_lost_ends;
+
+    /* Graph versions logged per session (graph_log.c), guarded by graphs_lock (taken before lock). */
+    pthread_mutex_t graphs_lock;
+    struct st_lineage *lineages;
 
     /* Lock order: attach_lock, then the engine's observer lock (it calls wants_tensors), then
      * watch_lock. watch_lock is a leaf: nothing is called while holding it. */
@@ -126,10 +170,31 @@ struct tide_store {
 
 /* store.c */
 void st_record_free(st_record *r);
-/* Queues r. Asynchronous records are dropped (freed and counted) when the queue is full. */
+/* Queues r. A data record (timing, tensor, summary) is dropped (freed, counted and reported) when the
+ * queue is full; a run record waits up to opts.run_wait_ms for room first; a graph record is never
+ * dropped (it is rare, and the runs that follow refer to it). */
 void st_push(tide_store *s, st_record *r);
-/* Queues a synchronous record and waits for the writer to process it; returns sync->id. */
+/* Queues a synchronous record and waits for the writer to process it; returns sync->id (-1 with err
+ * set on failure). st_push_sync queues without waiting; st_wait_sync waits. */
 int64_t st_push_wait(tide_store *s, st_record *r, tide_error *err);
+void st_push_sync(tide_store *s, st_record *r, st_sync *sync);
+int64_t st_wait_sync(tide_store *s, st_sync *sync, tide_error *err);
+/* The compact note kept of a run end record that is dropped (its status survives). */
+st_lost_end st_lost_end_of(const st_record *r);
+/* The approximate bytes a queued record holds (for queue_bytes). */
+size_t st_record_bytes(const st_record *r);
+void st_node_rec_clear(st_node_rec *n);
+
+/* A growable string; on out of memory it stays failed and st_buf_take returns NULL. */
+typedef struct st_buf {
+    char *p;
+    size_t len, cap;
+    bool failed;
+} st_buf;
+void st_buf_add(st_buf *b, const char *s, size_t n);
+void st_buf_puts(st_buf *b, const char *s);
+void st_buf_json_string(st_buf *b, const char *s); /* s as a JSON string, quoted and escaped */
+char *st_buf_take(st_buf *b); /* the string (malloc'd; "" when empty), NULL when out of memory */
 char *st_strdup(const char *s);
 /* A JSON array of the strings (escaped); malloc'd, NULL on out of memory. */
 char *st_json_strings(const char *const *v, int n);
@@ -140,6 +205,38 @@ tide_status st_schema_migrate(sqlite3 *db, const char *path, tide_error *err);
 
 /* writer.c */
 void *st_writer_main(void *arg);
+
+/* health.c: counting what is lost and saying why. Any thread; the messages are copied. */
+void st_health_init(st_health *h);
+void st_health_destroy(st_health *h);
+/* n records of kind `kind` were lost; queue_full says it was for want of room in the queue. */
+void st_note_dropped(tide_store *s, st_kind kind, int64_t n, bool queue_full);
+/* A failure (a write, a transaction) with its message; counted as a failed write when failed_write. */
+void st_note_error(tide_store *s, bool failed_write, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void st_note_runs_unknown(tide_store *s, int64_t n);
+
+/* graph_log.c: graph versions as differences. The caller's side builds records (under graphs_lock);
+ * the writer's side writes them. */
+void st_lineages_free(tide_store *s);
+/* Forgets what was logged for session (a new session at that address starts a new lineage). */
+void st_lineage_reset(tide_store *s, const void *session);
+/* Called by the run observer before a run starts: logs the session's graph when the session was
+ * logged and its graph changed (or a new plan placed nodes) since the last version logged. */
+void st_graph_before_run(tide_store *s, const tide_run_info *run);
+typedef struct st_graph_writer st_graph_writer;
+st_graph_writer *st_graph_writer_new(sqlite3 *db);
+void st_graph_writer_free(st_graph_writer *gw);
+/* Writes one ST_GRAPH record in the current transaction, under a savepoint; session_id is its
+ * sessions.id (0: none). Returns the graphs.id (> 0), 0 when the record was skipped (its lineage lost
+ * an earlier version: a whole version follows), -1 on an SQL failure (*what says which statement;
+ * the connection's error is SQLite's): read it, then call st_graph_write_undo. */
+int64_t st_graph_write(st_graph_writer *gw, tide_store *s, st_record *r, int64_t session_id, const char **what);
+void st_graph_write_undo(st_graph_writer *gw, tide_store *s, const st_record *r);
+/* The transaction with graph records was rolled back: the writer forgets what it wrote in it; when
+ * lost (it will not be retried), their lineages send a whole version next. */
+void st_graph_writer_rollback(st_graph_writer *gw, tide_store *s, bool lost);
+/* The transaction committed. */
+void st_graph_writer_commit(st_graph_writer *gw);
 
 /* observer.c */
 tide_observer st_run_observer(st_attachment *a);

@@ -211,7 +211,7 @@ def test_session(tmp):
     has(":sql: SQLite's message", r"^sql: no such column: nope$", err("sql_bad"))
     has(":sql without a query: usage", r"^usage: :sql QUERY", err("sql_empty"))
     check("the refused writes changed nothing", not os.path.exists(os.path.join(tmp, "other.db")) and
-          db_rows(log, "PRAGMA user_version")[0][0] == 3, "")  # schema version 3 (store/store.h)
+          db_rows(log, "PRAGMA user_version")[0][0] == 4, "")  # schema version 4 (store/store.h)
 
     # :watch, :unwatch
     has(":watch W", r"^watching W: ", out("watch_list"))

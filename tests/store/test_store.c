@@ -161,12 +161,15 @@ static void test_open_creates_schema(void)
     CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), TIDE_STORE_SCHEMA_VERSION);
     ASSERT_TEXT(db, "PRAGMA journal_mode", "wal");
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
-                              "('meta', 'sessions', 'graphs', 'nodes', 'runs', 'node_timings', 'tensors', "
+                              "('meta', 'sessions', 'graphs', 'graph_nodes', 'runs', 'node_timings', 'tensors', "
                               "'summaries')"),
                     8);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'view' AND name IN "
+                              "('nodes', 'graph_texts')"),
+                    2);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name NOT LIKE "
                               "'sqlite_%'"),
-                    6);
+                    9);
     ASSERT_TEXT(db, "SELECT value FROM meta WHERE key = 'schema'", "tide run log");
     CU_ASSERT_EQUAL(tide_store_dropped(s), 0);
     sqlite3_close(db);
@@ -295,8 +298,9 @@ static void test_version0_migrates(void)
     make_file("CREATE TABLE runs(x);");
     tide_error *err = tide_error_new();
     CU_ASSERT_PTR_NULL(tide_store_open(db_path, NULL, err));
-    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "migrating the schema from version 0 to 1"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "already exists"));
+    CU_ASSERT_EQUAL(tide_error_code(err), TIDE_FAILED_PRECONDITION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "is an SQLite database but not a tide run log (its "
+                                                           "tables: runs)"));
     db = reader();
     CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), 0);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM sqlite_master"), 1);
@@ -346,25 +350,47 @@ static void test_runs_logged(void)
                     4);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(DISTINCT run_id) FROM runs"), 4);
 
-    /* the graph version */
+    /* the graph version logged by the caller, before any run */
     char *text = tide_graph_to_text(f.g, NULL);
-    ASSERT_TEXT(db, "SELECT text FROM graphs", text);
+    ASSERT_TEXT(db, "SELECT text FROM graph_texts WHERE graph_id = 1", text);
     free(text);
-    CU_ASSERT_EQUAL(q_int(db, "SELECT version FROM graphs"), (int64_t)tide_graph_version(f.g));
-    CU_ASSERT_EQUAL(q_int(db, "SELECT session_id FROM graphs"), sid);
-    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM nodes"), tide_graph_num_nodes(f.g));
-    ASSERT_TEXT(db, "SELECT op || ' ' || inputs || ' ' || control_inputs FROM nodes WHERE name = 'm'",
+    CU_ASSERT_EQUAL(gid, 1);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT version FROM graphs WHERE id = 1"), (int64_t)tide_graph_version(f.g));
+    CU_ASSERT_EQUAL(q_int(db, "SELECT session_id FROM graphs WHERE id = 1"), sid);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(DISTINCT session_id) FROM graphs"), 1);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM nodes WHERE graph_id = 1"), tide_graph_num_nodes(f.g));
+    ASSERT_TEXT(db, "SELECT op || ' ' || inputs || ' ' || control_inputs FROM nodes WHERE name = 'm' AND graph_id = 1",
                 "MatMul [\"a:0\",\"a:0\"] []");
-    ASSERT_TEXT(db, "SELECT attrs FROM nodes WHERE name = 'm'", "transpose_a=false, transpose_b=false, T=float32");
-    ASSERT_TEXT(db, "SELECT attrs FROM nodes WHERE name = 'x'", "dtype=float32, shape=[2, 2]");
-    ASSERT_TEXT(db, "SELECT requested_device || '|' || ifnull(assigned_device, 'none') FROM nodes WHERE name = 'y'",
+    ASSERT_TEXT(db, "SELECT attrs FROM nodes WHERE name = 'm' AND graph_id = 1",
+                "transpose_a=false, transpose_b=false, T=float32");
+    ASSERT_TEXT(db, "SELECT attrs FROM nodes WHERE name = 'x' AND graph_id = 1", "dtype=float32, shape=[2, 2]");
+    ASSERT_TEXT(db, "SELECT requested_device || '|' || ifnull(assigned_device, 'none') FROM nodes WHERE name = 'y' "
+                    "AND graph_id = 1",
                 "|none");
+    ASSERT_TEXT(db, "SELECT group_concat(name, ',') FROM (SELECT name FROM nodes WHERE graph_id = 1 ORDER BY rowid)",
+                "x,a,m,y,z");
 
-    /* after a run, a new graph version records the assigned devices */
-    CU_ASSERT(tide_store_log_graph(s, f.session, NULL) > gid);
-    flush(s);
-    ASSERT_TEXT(db, "SELECT assigned_device FROM nodes WHERE name = 'y' AND graph_id > 1",
+    /* each first run of a new plan logged a version with the devices it placed, before the run: the rows
+     * of the nodes it did not change are shared */
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM graphs"), 3);
+    ASSERT_TEXT(db, "SELECT assigned_device FROM nodes WHERE name = 'y' AND graph_id = 2",
                 tide_node_assigned_device(f.y));
+    ASSERT_TEXT(db, "SELECT ifnull(assigned_device, 'none') FROM nodes WHERE name = 'z' AND graph_id = 2", "none");
+    ASSERT_TEXT(db, "SELECT assigned_device FROM nodes WHERE name = 'z' AND graph_id = 3",
+                tide_node_assigned_device(f.z));
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM nodes"), 15);
+    CU_ASSERT(q_int(db, "SELECT count(*) FROM graph_nodes") < 15);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM graphs g JOIN runs r ON r.step = 0 WHERE g.id = 2 AND "
+                              "g.created_at <= strftime('%Y-%m-%d %H:%M:%f', r.started_at_ns / 1e9, 'unixepoch')"),
+                    1);
+    text = tide_graph_to_text(f.g, NULL);
+    ASSERT_TEXT(db, "SELECT text FROM graph_texts WHERE graph_id = 3", text);
+    free(text);
+
+    /* nothing changed since: the caller's call returns the latest version */
+    CU_ASSERT_EQUAL(tide_store_log_graph(s, f.session, NULL), 3);
+    flush(s);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM graphs"), 3);
 
     /* detached: no more runs */
     tide_store_detach(s, f.engine, att);
@@ -728,20 +754,28 @@ static void test_back_pressure(void)
     tide_store_options opts;
     tide_store_options_init(&opts);
     opts.queue_capacity = 4;
+    opts.run_wait_ms = 0; /* run records do not wait for room either */
     tide_store *s = open_store(&opts);
     CU_ASSERT(tide_store_attach(s, f.engine, NULL) > 0);
     CU_ASSERT_EQUAL(tide_store_watch(s, "y", NULL), TIDE_OK);
     tide__store_pause_writer(s, true);
     for (int i = 0; i < 50; i++)
         CU_ASSERT_EQUAL(run_fetch(&f, f.y, true, NULL, NULL), TIDE_OK);
-    int64_t dropped = tide_store_dropped(s);
-    CU_ASSERT(dropped > 0);
-    CU_ASSERT(dropped <= 50 * 7); /* per run: start, 3 timings, a tensor, end */
+    tide_store_health h;
+    tide_store_health_get(s, &h);
+    CU_ASSERT(h.dropped > 0);
+    CU_ASSERT(h.dropped <= 50 * 8); /* per run: start, 3 timings, 2 tensors (watched, fetched), end */
+    CU_ASSERT_EQUAL(h.dropped, h.queue_full);
+    CU_ASSERT(h.dropped_by_kind[TIDE_STORE_TIMINGS] > 0 && h.dropped_by_kind[TIDE_STORE_RUNS] > 0);
+    CU_ASSERT(h.events > 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h.first_error, "the writer fell behind and its queue (4 records) was full"));
     tide__store_pause_writer(s, false);
     flush(s);
     sqlite3 *db = reader();
+    /* every run has its row and its status: the ends that found no room were noted and written late */
     int64_t runs = q_int(db, "SELECT count(*) FROM runs");
-    CU_ASSERT(runs >= 1 && runs <= 4);
+    CU_ASSERT_EQUAL(runs, 50);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE status = 0"), 50);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM node_timings WHERE run_id NOT IN (SELECT id FROM runs)"), 0);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM tensors WHERE run_id NOT IN (SELECT id FROM runs)"), 0);
     /* the queue drains: new runs are logged again */
