@@ -1,13 +1,19 @@
 /* log_commands.c — the ':' commands over the run log (docs/run-log.md): :runs, :run, :tensor, :sql
  * (read-only queries through store/query.c), and the logging policy: :trace, :watch, :unwatch, :prune,
  * :log. commands.c holds their table entries (names, usage, help) and dispatches to the handlers
- * declared in commands.h. Every one fails with a clear message when the REPL runs without a log. */
+ * declared in commands.h. Every one fails with a clear message when the REPL runs without a log.
+ *
+ * It also tells the user what the log could not record (tide_store_health): a warning on stderr as
+ * soon as a run ends after a loss (then at most every LOG_WARN_EVERY_NS while losses go on), after
+ * every entry (at the prompt, after committing the log: before the next prompt), a summary at the end
+ * (main.c then makes a script's exit status 3 unless --log-best-effort), and the counts in :log. */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "commands.h"
 #include "repl.h"
@@ -18,24 +24,100 @@
 #define DEFAULT_RUNS 20      /* :runs lists this many runs */
 #define SLOWEST_NODES 10     /* :run lists this many of a traced run's nodes */
 #define DEFAULT_KEEP_RUNS 100 /* :prune keeps the values of this many runs */
+#define LOG_WARN_EVERY_NS (10 * 1000000000LL) /* while losses go on, a warning at most this often */
 
 /* ---------------------------------------------------------------- the run log: shared helpers */
 
-/* The run log's path; NULL (after saying so) when the REPL runs without one. */
+/* The run log's path; NULL (after saying so, and why) when the REPL runs without one. */
 static const char *log_path(repl *r)
 {
     if (r->store && r->opts.log_path)
         return r->opts.log_path;
-    fputs("the run log is off (started with --no-log); restart with --log FILE\n", stderr);
+    fprintf(stderr, "the run log is off (%s); restart with --log FILE\n",
+            r->opts.log_off_reason ? r->opts.log_off_reason : "started with --no-log");
     return NULL;
+}
+
+/* ---------------------------------------------------------------- what the log lost */
+
+static int64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Tells the user, in one line on stderr, of what the log lost when something new was lost since the
+ * last time; right_now ignores the rate limit (LOG_WARN_EVERY_NS) of repeated warnings. */
+static void tell_losses(repl *r, bool right_now)
+{
+    uint64_t events = tide_store_events(r->store);
+    if (events == r->log_events_told)
+        return;
+    int64_t now = monotonic_ns();
+    if (!right_now && r->log_events_told != 0 && now - r->log_told_at_ns < LOG_WARN_EVERY_NS)
+        return;
+    tide_store_health h;
+    tide_store_health_get(r->store, &h);
+    char *counts = tide_store_health_format(&h);
+    fflush(stdout);
+    fprintf(stderr, "warning: %s — so far %s (:log shows the counts)\n", h.latest_error,
+            counts ? counts : "records lost");
+    free(counts);
+    r->log_events_told = h.events;
+    r->log_told_at_ns = now;
 }
 
 void repl_log_flush(repl *r)
 {
     tide_error_clear(r->err);
-    if (tide_store_flush(r->store, r->err) != TIDE_OK)
-        fprintf(stderr, "warning: the run log could not commit the latest records: %s\n", tide_error_message(r->err));
+    tide_store_flush(r->store, r->err); /* a failure is in the log's health: told below */
     tide_error_clear(r->err);
+    tell_losses(r, true);
+}
+
+static void run_ended(void *user, const tide_run_info *run, tide_status status, const char *message,
+                      int64_t wall_ns)
+{
+    (void)run, (void)status, (void)message, (void)wall_ns;
+    tell_losses(user, false);
+}
+
+tide_status repl_log_watch_start(repl *r, tide_error *err)
+{
+    tide_observer watcher = {.user = r, .run_ended = run_ended};
+    r->log_watcher = tide_engine_add_observer(r->engine, &watcher, err);
+    return r->log_watcher > 0 ? TIDE_OK : tide_error_code(err);
+}
+
+void repl_log_after_entry(repl *r)
+{
+    if (!r->store)
+        return;
+    if (r->opts.interactive)
+        repl_log_flush(r);
+    else
+        tell_losses(r, true);
+}
+
+bool repl_log_finish(repl *r)
+{
+    if (!r->store)
+        return false;
+    tide_error_clear(r->err);
+    tide_store_flush(r->store, r->err);
+    tide_error_clear(r->err);
+    tide_store_health h;
+    tide_store_health_get(r->store, &h);
+    if (tide_store_health_ok(&h))
+        return false;
+    char *counts = tide_store_health_format(&h);
+    fflush(stdout);
+    fprintf(stderr, "tide: the run log %s is incomplete: %s; the first problem: %s\n", r->opts.log_path,
+            counts ? counts : "records lost", h.first_error);
+    free(counts);
+    r->log_events_told = h.events;
+    return true;
 }
 
 /* The path of a log to query, after committing what the store has queued, so that a query sees this
@@ -472,6 +554,24 @@ static void print_log_policy(repl *r)
     print_watched(r, stdout);
 }
 
+/* What the log lost, with the first and latest problems. */
+static void print_log_health(repl *r)
+{
+    tide_store_health h;
+    tide_store_health_get(r->store, &h);
+    if (tide_store_health_ok(&h)) {
+        puts("  lost: nothing (every record so far is in the file)");
+        return;
+    }
+    char *counts = tide_store_health_format(&h);
+    printf("  lost: %s\n", counts ? counts : "(out of memory)");
+    free(counts);
+    printf("  first problem: %s\n", h.first_error);
+    if (strcmp(h.first_error, h.latest_error) != 0)
+        printf("  latest problem: %s\n", h.latest_error);
+    r->log_events_told = h.events;
+}
+
 repl_result repl_cmd_log(repl *r, int argc, char **argv)
 {
     const char *path = log_for_query(r);
@@ -507,7 +607,7 @@ repl_result repl_cmd_log(repl *r, int argc, char **argv)
     printf("  tensors %s (%s values stored, %s), summaries %s\n", cell(t, "tensors"), cell(t, "stored_values"), values,
            cell(t, "summaries"));
     print_log_policy(r);
-    printf("  dropped records: %" PRId64 "\n", tide_store_dropped(r->store));
+    print_log_health(r);
     free(real);
     tide_store_table_free(t);
     return REPL_DONE;

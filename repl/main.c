@@ -3,7 +3,8 @@
  * is a terminal, or entries read from a pipe; or, as `tide serve FILE.db`, only the web views of a run
  * log (web/web.h) until SIGINT or SIGTERM. `--web` starts the same server on the REPL's own log (the
  * `:web` command). The exit status is 0, or 1 when a statement failed (or the server could not start),
- * 2 for bad options, 130 when Ctrl-C stopped a script or -e statements. */
+ * 2 for bad options, 3 when a script (or -e, or piped statements) ran but its run log lost records
+ * (told on stderr; --log-best-effort makes that 0), 130 when Ctrl-C stopped a script or -e statements. */
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -35,6 +36,10 @@ static void usage(FILE *out)
             "  --log FILE        record sessions, graphs and runs in the run log FILE (SQLite,\n"
             "                    docs/run-log.md); default ./tide-runs.db, or $TIDE_LOG\n"
             "  --no-log          no run log (also TIDE_LOG=\"\")\n"
+            "  --log-best-effort a script whose run log cannot open, or loses records (a full\n"
+            "                    disk, a failed write), runs on and exits 0; without it such a\n"
+            "                    script does not start, or exits with status 3. Losses are\n"
+            "                    reported on stderr either way (docs/run-log.md)\n"
             "  --web             serve the run log's browser views while tide runs (:web; docs/web.md)\n"
             "  --port N          the port of --web (default 6006; 0: any free port)\n"
             "  -q, --quiet       no banner\n"
@@ -45,6 +50,10 @@ static void usage(FILE *out)
             "timeline, tensors) at http://127.0.0.1:6006/ until Ctrl-C: --port N (0: any free\n"
             "port), --bind ADDR to listen on another address than 127.0.0.1. Limits (docs/web.md):\n"
             "--max-connections N (1000), --max-per-address N (64), --header-timeout SECONDS (10).\n"
+            "\n"
+            "Exit status: 0; 1 when a statement failed; 2 for bad options; 3 when the run log lost\n"
+            "records and --log-best-effort was not given (scripts, -e and piped statements only);\n"
+            "130 when Ctrl-C stopped a script or -e statements.\n"
             "\n"
             "At the prompt, :help lists the commands and docs/repl.md is the tutorial.\n");
 }
@@ -155,13 +164,14 @@ int main(int argc, char **argv)
     const char *log_path = getenv("TIDE_LOG");
     if (!log_path)
         log_path = "tide-runs.db";
-    enum { OPT_THREADS = 256, OPT_DEVICES, OPT_LOG, OPT_NO_LOG, OPT_VERSION, OPT_WEB, OPT_PORT };
+    enum { OPT_THREADS = 256, OPT_DEVICES, OPT_LOG, OPT_NO_LOG, OPT_VERSION, OPT_WEB, OPT_PORT, OPT_BEST_EFFORT };
     static const struct option longs[] = {
         {"threads", required_argument, 0, OPT_THREADS}, {"devices", required_argument, 0, OPT_DEVICES},
         {"log", required_argument, 0, OPT_LOG},         {"no-log", no_argument, 0, OPT_NO_LOG},
         {"quiet", no_argument, 0, 'q'},                 {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, OPT_VERSION},       {"web", no_argument, 0, OPT_WEB},
-        {"port", required_argument, 0, OPT_PORT},       {0, 0, 0, 0},
+        {"port", required_argument, 0, OPT_PORT},       {"log-best-effort", no_argument, 0, OPT_BEST_EFFORT},
+        {0, 0, 0, 0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "+e:iqh", longs, NULL)) != -1) {
@@ -187,6 +197,7 @@ int main(int argc, char **argv)
             break;
         case OPT_LOG: log_path = optarg; break;
         case OPT_NO_LOG: no_log = true; break;
+        case OPT_BEST_EFFORT: o.log_best_effort = true; break;
         case OPT_WEB: web = true; break;
         case OPT_PORT:
             if (parse_count("--port", optarg, 0, 65535, &web_port))
@@ -204,10 +215,24 @@ int main(int argc, char **argv)
     o.interactive = tty && ((!script && !nstatements) || interactive_after);
     o.log_path = no_log || !log_path[0] ? NULL : log_path;
 
+    if (!o.log_path)
+        o.log_off_reason = "started with --no-log";
     tide_error *err = tide_error_new();
     repl *r = repl_new(&o, err);
-    if (!r && o.log_path) { /* a run log that cannot open is not worth refusing to start */
-        fprintf(stderr, "tide: no run log (%s)\n", tide_error_message(err));
+    char reason[512];
+    if (!r && o.log_path) {
+        /* At the prompt a run log that cannot open is not worth refusing to start; a script asked for a
+         * log it would not get, so it does not start unless --log-best-effort says it may. */
+        if (!o.interactive && !o.log_best_effort) {
+            fprintf(stderr, "tide: %s\ntide: nothing was run: give another --log FILE, --no-log, or "
+                            "--log-best-effort to run without the log\n",
+                    tide_error_message(err));
+            tide_error_free(err);
+            return 1;
+        }
+        fprintf(stderr, "tide: no run log: %s\n", tide_error_message(err));
+        snprintf(reason, sizeof reason, "%s", tide_error_message(err));
+        o.log_off_reason = reason;
         o.log_path = NULL;
         tide_error_clear(err);
         r = repl_new(&o, err);
@@ -249,6 +274,11 @@ int main(int argc, char **argv)
             status = repl_run_prompt(r);
         } else
             status = repl_run_stream(r, stdin, "stdin");
+    }
+    bool scripted = !o.interactive && (script || nstatements || !tty);
+    if (repl_log_finish(r) && scripted && !o.log_best_effort && status == 0) {
+        fprintf(stderr, "tide: exit status 3: the run log is incomplete (--log-best-effort would exit 0)\n");
+        status = 3;
     }
     repl_free(r);
     return status;

@@ -342,7 +342,8 @@ repl *repl_new(const repl_options *opts, tide_error *err)
         goto fail;
     if (opts->log_path) {
         r->store = tide_store_open(opts->log_path, NULL, err);
-        if (!r->store || !(r->store_observer = tide_store_attach(r->store, r->engine, err)))
+        if (!r->store || !(r->store_observer = tide_store_attach(r->store, r->engine, err)) ||
+            repl_log_watch_start(r, err) != TIDE_OK)
             goto fail;
     }
     if (open_graph(r, err) != TIDE_OK || open_lua(r, err) != TIDE_OK)
@@ -562,6 +563,7 @@ static void finish_entry(repl *r, bool ok, uint64_t version_before)
     r->nodes_at_last_run = -1; /* the graph-growth watch is per entry (lua_run.c) */
     r->growing_runs = 0;
     r->growth_warned = false;
+    repl_log_after_entry(r); /* what the log lost, at once */
 }
 
 repl_result repl_eval(repl *r, const char *entry, const char *chunkname)

@@ -45,6 +45,8 @@ typedef struct repl_options {
     int num_threads;          /* 0: one per core */
     int num_cpu_devices;      /* 0: 1 (or $TIDE_CPU_DEVICES) */
     const char *log_path;     /* the run log; NULL: none */
+    const char *log_off_reason; /* why there is none ("started with --no-log", the open error) */
+    bool log_best_effort;     /* --log-best-effort: a log that loses records does not fail a script */
     bool interactive;         /* a terminal: prompts, completion, history file */
     bool quiet;               /* no banner */
     bool exit_on_second_interrupt; /* a second Ctrl-C while the first is pending ends the process
@@ -59,6 +61,9 @@ typedef struct repl {
     tide_error *err;            /* scratch error for calls made by the REPL itself */
     tide_store *store;          /* the run log, NULL when off */
     int store_observer;         /* tide_store_attach's id */
+    int log_watcher;            /* the observer that reports the log's losses after each run */
+    uint64_t log_events_told;   /* tide_store_events when the user was last told (log_commands.c) */
+    int64_t log_told_at_ns;     /* ... and when */
     repl_options opts;
 
     /* Every session alive (the default one first), so that Ctrl-C can cancel their runs. Written
@@ -237,6 +242,17 @@ int repl_run_prompt(repl *r);
 char **repl_complete(repl *r, const char *line, int end, int *count);
 
 /* ---------------------------------------------------------------- commands.c */
+
+/* ---------------------------------------------------------------- log_commands.c: what the log lost */
+
+/* Starts telling the user what the run log loses: after every run, and after every entry (at the
+ * prompt the log is committed first, so that a failure shows before the next prompt). */
+tide_status repl_log_watch_start(repl *r, tide_error *err);
+/* After an entry: tells the user at once of anything new the log lost. */
+void repl_log_after_entry(repl *r);
+/* At the end: commits the log and, when it lost records, says so in one summary line. Returns true
+ * when records were lost (a script then exits with status 3 unless --log-best-effort). */
+bool repl_log_finish(repl *r);
 
 /* Runs a ':' command line (with the ':'). Unknown commands suggest the nearest. */
 repl_result repl_command(repl *r, const char *line);

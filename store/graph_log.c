@@ -335,6 +335,7 @@ static bool build_version(st_lineage *l, const tide_graph *g, const void *sessio
         rec->kind = ST_GRAPH;
         rec->session = session;
         rec->u.graph.version = (int64_t)tide_graph_version(g);
+        rec->u.graph.made_at_ns = st_realtime_ns(); /* before the run that follows starts */
         rec->u.graph.whole = whole;
         rec->u.graph.num_nodes = n;
         rec->u.graph.nodes = calloc((size_t)(count > 0 ? count : 1), sizeof *rec->u.graph.nodes);
@@ -423,7 +424,8 @@ int64_t tide_store_log_graph(tide_store *s, const tide_session *session, tide_er
 enum { G_INSERT, G_CLOSE_ALL, G_CLOSE_AT, G_CLOSE_FROM, G_NODE, G_COUNT };
 
 static const char *const graph_sql[G_COUNT] = {
-    [G_INSERT] = "INSERT INTO graphs(session_id, version, text, lineage) VALUES (?, ?, '', ?)",
+    [G_INSERT] = "INSERT INTO graphs(session_id, version, text, lineage, created_at) VALUES (?, ?, '', ?, "
+                 "strftime('%Y-%m-%d %H:%M:%f', ?4 / 1e9, 'unixepoch'))",
     [G_CLOSE_ALL] = "UPDATE graph_nodes SET removed_in = ?1 WHERE lineage = ?2 AND removed_in IS NULL",
     [G_CLOSE_AT] = "UPDATE graph_nodes SET removed_in = ?1 WHERE lineage = ?2 AND position = ?3 AND removed_in IS NULL",
     [G_CLOSE_FROM] = "UPDATE graph_nodes SET removed_in = ?1 WHERE lineage = ?2 AND position >= ?3 "
@@ -537,6 +539,7 @@ static int64_t write_version(st_graph_writer *gw, const st_record *r, int64_t se
     sqlite3_bind_int64(st, 2, r->u.graph.version);
     if (!new_root)
         sqlite3_bind_int64(st, 3, e->root);
+    sqlite3_bind_int64(st, 4, r->u.graph.made_at_ns);
     *what = "inserting a graph version";
     if (!step_done(st))
         return -1;

@@ -88,6 +88,7 @@ typedef struct st_record {
         } session;
         struct { /* ST_GRAPH: a version as the difference from the previous one (graph_log.c) */
             int64_t version;   /* tide_graph_version */
+            int64_t made_at_ns; /* CLOCK_REALTIME when the version was taken: its created_at */
             uint64_t seq;      /* this version's number in its lineage (1, 2, ...) */
             bool whole;        /* every node is in nodes: the version does not depend on earlier ones */
             bool unchanged;    /* nothing changed since version seq: the writer answers its id */

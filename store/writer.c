@@ -47,7 +47,7 @@ static const char *const sql[Q_COUNT] = {
 
 #define MAX_RUNS_KNOWN 65536  /* runs in flight or with an end to write; the oldest are forgotten beyond */
 #define BEGIN_ATTEMPTS 6      /* each waits up to the busy timeout */
-#define RETRY_DELAY_NS (50 * 1000000L)
+#define RETRY_DELAY_NS (10 * 1000000L)
 
 #define STATUS_UNKNOWN 2 /* TensorFlow's UNKNOWN: what tide_status_name calls a code it lacks */
 #define ERROR_LOST_END "UNKNOWN: the run log lost the end of this run (see the log's warnings)"

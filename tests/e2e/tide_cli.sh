@@ -50,9 +50,14 @@ out=$(printf 'for i = 1, 2 do\n  print(i * 10)\nend\nnot valid lua\nprint("still
 expect_in "10" "$out"; expect_in "20" "$out"; expect_in "still here" "$out"
 out=$(printf 'x = 1 +\n' | "$tide" 2>&1); expect_in "unfinished statement" "$out"
 
-# the run log: --log writes the runs; a log that cannot open is a warning, not a failure
+# the run log: --log writes the runs; a script whose log cannot open does not run (exit 1), unless
+# --log-best-effort makes that a warning
 out=$("$tide" --log "$tmp/runs.db" -e 'run(constant(1) + 1)' 2>&1) || fail "--log: $out"
 [ -s "$tmp/runs.db" ] || fail "--log wrote no file"
-out=$("$tide" --log /nonexistent/dir/runs.db -e 'print("ran")' 2>&1) || fail "unopenable log: $out"
+if out=$("$tide" --log /nonexistent/dir/runs.db -e 'print("ran")' 2>&1); then fail "unopenable log ran: $out"; fi
+expect_in "cannot open run log /nonexistent/dir/runs.db" "$out"; expect_in "nothing was run" "$out"
+! printf '%s\n' "$out" | grep -qx ran || fail "unopenable log: the statement ran: $out"
+out=$("$tide" --log /nonexistent/dir/runs.db --log-best-effort -e 'print("ran")' 2>&1) ||
+  fail "unopenable log with --log-best-effort: $out"
 expect_in "no run log" "$out"; expect_in "ran" "$out"
 echo "e2e tide_cli: ok"

@@ -744,6 +744,225 @@ static void test_prune_values(void)
     temp_db_remove();
 }
 
+/* ---------------------------------------------------------------- graph versions as differences */
+
+/* The node names of version `graph` in graph order, comma-separated (malloc'd). */
+static char *version_names(sqlite3 *db, int64_t graph)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT group_concat(name, ',') FROM (SELECT name FROM nodes WHERE graph_id = %lld "
+                              "ORDER BY rowid)", (long long)graph);
+    return q_text(db, sql);
+}
+
+static void assert_version_is(sqlite3 *db, int64_t graph, const tide_graph *g, int line)
+{
+    st_buf want = {0};
+    for (int i = 0; i < tide_graph_num_nodes(g); i++) {
+        if (i)
+            st_buf_puts(&want, ",");
+        st_buf_puts(&want, tide_node_name(tide_graph_node_at(g, i)));
+    }
+    char *w = st_buf_take(&want), *got = version_names(db, graph);
+    if (strcmp(got, w) != 0)
+        fprintf(stderr, "\n%s:%d: version %lld\n  got  %s\n  want %s\n", __FILE__, line, (long long)graph, got, w);
+    CU_ASSERT_STRING_EQUAL(got, w);
+    free(got);
+    free(w);
+    char sql[96], *text = tide_graph_to_text(g, NULL);
+    snprintf(sql, sizeof sql, "SELECT text FROM graph_texts WHERE graph_id = %lld", (long long)graph);
+    assert_text_impl(db, sql, text, line);
+    free(text);
+}
+#define ASSERT_VERSION_IS(db, graph, g) assert_version_is(db, graph, g, __LINE__)
+
+/* A large graph extended by one node 21 times (the issue's repro, smaller): each version is whole in
+ * the view, and the rows stored grow by one per version, not by the graph's size. */
+static void test_graph_versions_share_rows(void)
+{
+    enum { NODES = 20000, EXTENSIONS = 21 };
+    temp_db_new("tide-store");
+    fixture f;
+    fixture_new(&f, 1);
+    tide_node *last = f.a;
+    for (int i = 0; i < NODES - 5; i++)
+        last = gu_op(f.g, "Identity", NULL, 1, (tide_node *[]){last});
+    tide_store *s = open_store(NULL);
+    CU_ASSERT(tide_store_log_session(s, f.session, f.engine, "big", NULL) > 0);
+    int64_t first = tide_store_log_graph(s, f.session, NULL);
+    for (int i = 0; i < EXTENSIONS; i++) {
+        last = gu_op(f.g, "Identity", NULL, 1, (tide_node *[]){last});
+        CU_ASSERT(tide_store_log_graph(s, f.session, NULL) > first);
+    }
+    tide_store_health h;
+    tide_store_health_get(s, &h);
+    CU_ASSERT(tide_store_health_ok(&h));
+    sqlite3 *db = reader();
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM graphs"), EXTENSIONS + 1);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM graph_nodes"), NODES + EXTENSIONS);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM nodes WHERE graph_id = (SELECT max(id) FROM graphs)"),
+                    NODES + EXTENSIONS);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM nodes WHERE graph_id = 1"), NODES);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM nodes"),
+                    (int64_t)NODES * (EXTENSIONS + 1) + EXTENSIONS * (EXTENSIONS + 1) / 2);
+    ASSERT_VERSION_IS(db, EXTENSIONS + 1, f.g);
+    /* a reader's lookup of one node by name stays an index search */
+    ASSERT_TEXT(db, "SELECT op FROM nodes WHERE graph_id = 3 AND name = 'm'", "MatMul");
+    sqlite3_close(db);
+    tide_store_close(s);
+    fixture_free(&f);
+    temp_db_remove();
+}
+
+/* Renamed nodes (and the inputs of their consumers), rolled-back nodes rebuilt at the same index, and a
+ * new session at a freed session's address: every version reads back as the graph was. */
+static void test_graph_versions_follow_changes(void)
+{
+    temp_db_new("tide-store");
+    fixture f;
+    fixture_new(&f, 1);
+    tide_store *s = open_store(NULL);
+    CU_ASSERT(tide_store_log_session(s, f.session, f.engine, "changes", NULL) > 0);
+    tide_node *t = gu_op(f.g, "Neg", "t", 1, (tide_node *[]){f.y});
+    tide_node *u = gu_op(f.g, "Neg", "u", 1, (tide_node *[]){t});
+    int64_t v1 = tide_store_log_graph(s, f.session, NULL);
+    CU_ASSERT_EQUAL(tide_graph_rename_node(f.g, t, "renamed_t", NULL), TIDE_OK);
+    int64_t v2 = tide_store_log_graph(s, f.session, NULL);
+    int n = tide_graph_num_nodes(f.g);
+    CU_ASSERT_EQUAL(tide_graph_rollback(f.g, n - 1, NULL), TIDE_OK); /* u goes */
+    (void)u;
+    tide_node *w = gu_op(f.g, "Abs", "u", 1, (tide_node *[]){t}); /* another node where u was, same name */
+    int64_t v3 = tide_store_log_graph(s, f.session, NULL);
+    CU_ASSERT_EQUAL(tide_graph_rollback(f.g, n - 2, NULL), TIDE_OK); /* the graph shrinks */
+    int64_t v4 = tide_store_log_graph(s, f.session, NULL);
+    CU_ASSERT(v1 > 0 && v2 > v1 && v3 > v2 && v4 > v3);
+    flush(s);
+    sqlite3 *db = reader();
+    ASSERT_TEXT(db, "SELECT group_concat(name, ',') FROM (SELECT name FROM nodes WHERE graph_id = 1 ORDER BY rowid)",
+                "x,a,m,y,z,t,u");
+    ASSERT_TEXT(db, "SELECT group_concat(name, ',') FROM (SELECT name FROM nodes WHERE graph_id = 2 ORDER BY rowid)",
+                "x,a,m,y,z,renamed_t,u");
+    ASSERT_TEXT(db, "SELECT inputs FROM nodes WHERE graph_id = 2 AND name = 'u'", "[\"renamed_t:0\"]");
+    ASSERT_TEXT(db, "SELECT op || ' ' || inputs FROM nodes WHERE graph_id = 3 AND name = 'u'", "Abs [\"renamed_t:0\"]");
+    ASSERT_TEXT(db, "SELECT op FROM nodes WHERE graph_id = 2 AND name = 'u'", "Neg");
+    ASSERT_VERSION_IS(db, 4, f.g);
+    (void)w;
+    /* the rows: 7 whole, 2 for the rename (t and its consumer u), 1 for the rebuilt u, none to shrink */
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM graph_nodes"), 10);
+
+    /* a new session at the address of a freed one starts a new lineage */
+    tide_session_free(f.session);
+    f.session = tide_session_new(f.engine, f.g, NULL, NULL);
+    CU_ASSERT(tide_store_log_session(s, f.session, f.engine, "again", NULL) > 0);
+    int64_t v5 = tide_store_log_graph(s, f.session, NULL);
+    flush(s);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM graphs WHERE lineage IS NULL"), 2);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT session_id FROM graphs WHERE id = (SELECT max(id) FROM graphs)"), 2);
+    ASSERT_VERSION_IS(db, v5, f.g);
+    /* rows written whole by hand (as before schema 4) still read back through the view */
+    CU_ASSERT_EQUAL(sqlite3_exec(db, "INSERT INTO graphs(session_id, version, text) VALUES (NULL, 1, '');"
+                                     "INSERT INTO nodes(graph_id, name, op, inputs, control_inputs, attrs) VALUES "
+                                     "((SELECT max(id) FROM graphs), 'p', 'Const', '[]', '[]', ''),"
+                                     "((SELECT max(id) FROM graphs), 'q', 'Neg', '[\"p:0\"]', '[]', '');",
+                                 NULL, NULL, NULL),
+                    SQLITE_OK);
+    ASSERT_TEXT(db, "SELECT group_concat(name, ',') FROM (SELECT name FROM nodes WHERE graph_id = "
+                    "(SELECT max(id) FROM graphs) ORDER BY rowid)",
+                "p,q");
+    ASSERT_TEXT(db, "PRAGMA integrity_check", "ok");
+    sqlite3_close(db);
+    tide_store_close(s);
+    fixture_free(&f);
+    temp_db_remove();
+}
+
+/* A version-3 file's graph versions (whole rows in the nodes table, the text in graphs.text) migrate:
+ * the view gives them as they were, and new versions are logged as differences beside them. */
+static void test_version3_graphs_migrate(void)
+{
+    temp_db_new("tide-store");
+    make_file(schema_v1_file);
+    tide_store_close(open_store(NULL)); /* to version 4 through 2 and 3... */
+    temp_db_remove();
+    temp_db_new("tide-store");
+    make_file(schema_v1_file);
+    make_file("INSERT INTO graphs(session_id, version, text) VALUES (1, 3, '# tide graph v1: 2 nodes\nb = Const()\n"
+              "a = Neg(b)\n');"
+              "INSERT INTO nodes(graph_id, name, op, inputs, control_inputs, attrs) VALUES "
+              "(1, 'b', 'Const', '[]', '[]', ''), (1, 'a', 'Neg', '[\"b:0\"]', '[]', '');"
+              "ALTER TABLE tensors ADD COLUMN kind TEXT NOT NULL DEFAULT 'watched';"
+              "CREATE TABLE summaries(run_id INTEGER NOT NULL REFERENCES runs(id), step INTEGER NOT NULL, tag TEXT "
+              "NOT NULL, value REAL);"
+              "CREATE INDEX summaries_by_tag_step ON summaries(tag, step);"
+              "CREATE INDEX summaries_by_run ON summaries(run_id);"
+              "ALTER TABLE node_timings ADD COLUMN shapes TEXT;"
+              "PRAGMA user_version = 3;");
+    fixture f;
+    fixture_new(&f, 1);
+    tide_store *s = open_store(NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT(tide_store_log_session(s, f.session, f.engine, "new", NULL) > 0);
+    CU_ASSERT_EQUAL(tide_store_log_graph(s, f.session, NULL), 2);
+    tide_store_close(s);
+    sqlite3 *db = reader();
+    CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), 4);
+    ASSERT_TEXT(db, "SELECT group_concat(name || ' ' || op || ' ' || inputs, ',') FROM (SELECT * FROM nodes WHERE "
+                    "graph_id = 1 ORDER BY rowid)",
+                "b Const [],a Neg [\"b:0\"]");
+    ASSERT_TEXT(db, "SELECT text FROM graph_texts WHERE graph_id = 1", "# tide graph v1: 2 nodes\nb = Const()\na = Neg(b)\n");
+    ASSERT_VERSION_IS(db, 2, f.g);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'nodes' AND type = 'view'"), 1);
+    ASSERT_TEXT(db, "PRAGMA integrity_check", "ok");
+    sqlite3_close(db);
+    fixture_free(&f);
+    temp_db_remove();
+}
+
+/* ---------------------------------------------------------------- what the log could not record */
+
+/* A trigger that refuses runs: every run record is lost and counted, with the trigger's message; the
+ * timings and tensors of those runs are counted too (their run is not in the file). */
+static void test_trigger_refusing_runs_is_told(void)
+{
+    temp_db_new("tide-store");
+    fixture f;
+    fixture_new(&f, 2);
+    tide_store *s = open_store(NULL);
+    make_file("CREATE TRIGGER no_runs BEFORE INSERT ON runs BEGIN SELECT RAISE(ABORT, 'runs are not welcome'); END;");
+    CU_ASSERT(tide_store_attach(s, f.engine, NULL) > 0);
+    CU_ASSERT_EQUAL(tide_store_events(s), 0);
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_EQUAL(run_fetch(&f, f.y, true, NULL, NULL), TIDE_OK);
+    flush(s);
+    tide_store_health h;
+    tide_store_health_get(s, &h);
+    CU_ASSERT(h.events > 0);
+    CU_ASSERT_EQUAL(h.dropped_by_kind[TIDE_STORE_RUNS], 10); /* the starts and the ends */
+    CU_ASSERT_EQUAL(h.dropped_by_kind[TIDE_STORE_TENSORS], 5);
+    CU_ASSERT_EQUAL(h.dropped_by_kind[TIDE_STORE_TIMINGS], 15);
+    CU_ASSERT_EQUAL(h.queue_full, 0);
+    CU_ASSERT(h.failed_writes > 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h.first_error, "inserting a run: runs are not welcome"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(h.first_error, db_path));
+    char *line = tide_store_health_format(&h);
+    CU_ASSERT_STRING_EQUAL(line, "30 records lost (runs 10, node timings 15, tensors 5), 1 failed write");
+    free(line);
+    sqlite3 *db = reader();
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs"), 0);
+    CU_ASSERT_EQUAL(sqlite3_exec(db, "DROP TRIGGER no_runs", NULL, NULL, NULL), SQLITE_OK);
+    /* the log works again, and the counts stay */
+    uint64_t events = tide_store_events(s);
+    CU_ASSERT_EQUAL(run_fetch(&f, f.y, false, NULL, NULL), TIDE_OK);
+    flush(s);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE status = 0"), 1);
+    CU_ASSERT_EQUAL(tide_store_events(s), events);
+    CU_ASSERT_EQUAL(tide_store_dropped(s), 30);
+    sqlite3_close(db);
+    tide_store_close(s);
+    fixture_free(&f);
+    temp_db_remove();
+}
+
 /* ---------------------------------------------------------------- back-pressure and concurrency */
 
 static void test_back_pressure(void)
@@ -922,6 +1141,10 @@ int main(void)
         TH_TEST(test_watched_tensors),
         TH_TEST(test_integer_tensor_stats),
         TH_TEST(test_prune_values),
+        TH_TEST(test_graph_versions_share_rows),
+        TH_TEST(test_graph_versions_follow_changes),
+        TH_TEST(test_version3_graphs_migrate),
+        TH_TEST(test_trigger_refusing_runs_is_told),
         TH_TEST(test_back_pressure),
         TH_TEST(test_reader_while_writing),
         TH_TEST(test_two_stores_one_file),
