@@ -430,6 +430,20 @@ static void bench(trainer *t, const tide_dataset *ds, const options *o)
     tide_batcher_free(b);
 }
 
+/* Commits the run log and says on stderr what it could not record, if anything. */
+static void report_log(tide_store *log)
+{
+    if (!log)
+        return;
+    tide_store_flush(log, NULL);
+    tide_store_health h;
+    tide_store_health_get(log, &h);
+    char *lost = tide_store_health_ok(&h) ? NULL : tide_store_health_format(&h);
+    if (lost)
+        fprintf(stderr, "run log: %s; the first problem: %s\n", lost, h.first_error);
+    free(lost);
+}
+
 int fashion_main(const fashion_config *cfg, int argc, char **argv)
 {
     options o;
@@ -449,7 +463,8 @@ int fashion_main(const fashion_config *cfg, int argc, char **argv)
             bench(&t, &ds, &o);
         else
             profile(&t, &ds, &o);
-        tide_store_close(t.log); /* commits what is queued */
+        report_log(t.log);
+        tide_store_close(t.log);
         return 0;
     }
     tide_tensor *pair[2] = {ds.train_images, ds.train_labels};
@@ -496,9 +511,7 @@ int fashion_main(const fashion_config *cfg, int argc, char **argv)
     tide_batcher_free(b);
     tide_tensor_release(t.rate_train);
     tide_tensor_release(t.rate_test);
-    if (t.log && tide_store_dropped(t.log) > 0)
-        fprintf(stderr, "run log: %lld records dropped (the writer fell behind)\n",
-                (long long)tide_store_dropped(t.log));
+    report_log(t.log);
     tide_store_close(t.log);
     tide_session_free(t.s);
     tide_graph_free(t.m.g);

@@ -61,6 +61,7 @@ typedef struct st_record {
             int64_t wall_ns;
             int status;
             bool traced;
+            bool written_with_start; /* ST_RUN_END: the writer wrote it with its start's row */
             char *error, *feeds, *fetches, *targets; /* names as JSON arrays */
         } run;
         struct { /* ST_TIMING */

@@ -253,9 +253,28 @@ static run_fields fields_of(const st_record *r, bool ended)
                         .targets = r->u.run.targets};
 }
 
+#define END_LOOKAHEAD 32 /* records searched after a run's start for its end, to write the row once */
+
+/* The end record of r's run among the next few records of the batch, or NULL. */
+static st_record *end_in_batch(st_record *r)
+{
+    st_record *next = r->next;
+    for (int k = 0; next && k < END_LOOKAHEAD; next = next->next, k++)
+        if (next->kind == ST_RUN_END && next->run_id == r->run_id)
+            return next;
+    return NULL;
+}
+
+/* A run's start: its row, with its end's fields at once when the end is in the same batch (one
+ * INSERT instead of an INSERT and an UPDATE; the end record then only forgets the run). */
 static bool write_run_start(writer *w, st_record *r)
 {
-    run_fields f = fields_of(r, false);
+    st_record *end = end_in_batch(r);
+    run_fields f = end ? fields_of(end, true) : fields_of(r, false);
+    if (end) {
+        f.started_at_ns = r->u.run.started_at_ns;
+        end->u.run.written_with_start = true;
+    }
     if (!insert_run(w, &f))
         return false;
     run_put(&w->runs, (run_entry){.run_id = r->run_id, .row = sqlite3_last_insert_rowid(w->db)});
@@ -265,6 +284,10 @@ static bool write_run_start(writer *w, st_record *r)
 static bool write_run_end(writer *w, st_record *r)
 {
     int i = run_find(&w->runs, r->run_id);
+    if (r->u.run.written_with_start && i >= 0 && w->runs.v[i].row) {
+        run_remove(&w->runs, i);
+        return true;
+    }
     if (i < 0 || !w->runs.v[i].row) { /* its start was dropped: the end makes the whole row */
         run_fields f = fields_of(r, true);
         return insert_run(w, &f);
@@ -496,8 +519,11 @@ static bool try_batch(writer *w, st_record *batch)
 {
     w->error[0] = '\0';
     w->error_code = SQLITE_OK;
-    for (st_record *r = batch; r; r = r->next)
+    for (st_record *r = batch; r; r = r->next) {
         r->outcome = OUT_WRITTEN;
+        if (r->kind == ST_RUN_END)
+            r->u.run.written_with_start = false;
+    }
     if (!step_retrying(w, Q_BEGIN, true, "starting a transaction"))
         return false;
     if (!write_late_ends(w)) {
