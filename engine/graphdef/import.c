@@ -28,7 +28,6 @@ static const struct {
     const char *tf, *tide;
 } import_aliases[] = {
     {"VariableV2", "Variable"},             /* TensorFlow's Variable and VariableV2 differ only in name */
-    {"AddV2", "Add"},                       /* AddV2 is Add without string concatenation */
     {"RandomStandardNormal", "RandomNormal"}, /* tf.random.normal's op: mean 0, stddev 1 */
 };
 

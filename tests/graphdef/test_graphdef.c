@@ -367,6 +367,94 @@ static void test_input_map_errors(void)
 }
 
 
+/* ---------------------------------------------------------------- a TensorFlow-written CNN */
+
+/* data/cnn.pbtxt's network, computed here in plain C: reshape to [1, 4, 4, 1], a 2x2 convolution with
+ * TensorFlow's SAME padding (the extra row and column after), bias, relu, 2x2 max pooling, flatten,
+ * the flat vector concatenated with itself, a [16, 3] dense layer, softmax. */
+static void reference_cnn(const float *x, float *probs, float *relu)
+{
+    const float kernel[2][2][2] = {{{0.5f, -1.0f}, {0.25f, 0.0f}}, {{-0.5f, 1.0f}, {1.0f, 0.5f}}};
+    const float bias[2] = {0.1f, -0.2f};
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 4; c++)
+            for (int o = 0; o < 2; o++) {
+                float sum = bias[o];
+                for (int i = 0; i < 2; i++)
+                    for (int j = 0; j < 2; j++)
+                        if (r + i < 4 && c + j < 4)
+                            sum += x[(r + i) * 4 + c + j] * kernel[i][j][o];
+                relu[(r * 4 + c) * 2 + o] = sum > 0 ? sum : 0;
+            }
+    float flat[16];
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 2; c++)
+            for (int o = 0; o < 2; o++) {
+                float m = relu[((2 * r) * 4 + 2 * c) * 2 + o];
+                for (int i = 0; i < 2; i++)
+                    for (int j = 0; j < 2; j++)
+                        if (relu[((2 * r + i) * 4 + 2 * c + j) * 2 + o] > m)
+                            m = relu[((2 * r + i) * 4 + 2 * c + j) * 2 + o];
+                flat[(r * 2 + c) * 2 + o] = flat[8 + (r * 2 + c) * 2 + o] = m;
+            }
+    double logits[3], total = 0;
+    for (int k = 0; k < 3; k++) {
+        logits[k] = 0;
+        for (int i = 0; i < 16; i++)
+            logits[k] += flat[i] * ((((i * 3 + k) * 7) % 5 - 2) * 0.25); /* the dense kernel, as the data writes it */
+    }
+    for (int k = 0; k < 3; k++)
+        total += exp(logits[k]);
+    for (int k = 0; k < 3; k++)
+        probs[k] = (float)(exp(logits[k]) / total);
+}
+
+static void check_tf_cnn(const char *file)
+{
+    tide_graph *g = tide_graph_new();
+    import_ok(g, file, NULL);
+    CU_ASSERT_STRING_EQUAL(tide_node_op(tide_graph_node(g, "conv/kernel")), "Variable");
+    const float x[16] = {1, 2, 0, -1, 0, 1, 3, 2, -2, 0, 1, 1, 4, -1, 0, 2};
+    float probs[3], relu[32];
+    reference_cnn(x, probs, relu);
+    tide_tensor *xt = th_f32(2, TH_DIMS(1, 16), x);
+    tide_tensor *got = run_fetch(g, "init", "x", xt, "probs"), *want = th_f32(2, TH_DIMS(1, 3), probs);
+    if (got)
+        TH_ASSERT_CLOSE(got, want, 1e-5, 1e-6);
+    tide_tensor_release(got);
+    tide_tensor_release(want);
+    got = run_fetch(g, NULL, "x", xt, "conv/Relu");
+    want = th_f32(4, TH_DIMS(1, 4, 4, 2), relu);
+    if (got)
+        TH_ASSERT_CLOSE(got, want, 1e-6, 1e-6);
+    tide_tensor_release(got);
+    tide_tensor_release(want);
+    int best = probs[0] > probs[1] ? (probs[0] > probs[2] ? 0 : 2) : (probs[1] > probs[2] ? 1 : 2);
+    got = run_fetch(g, NULL, "x", xt, "ArgMax");
+    if (got) {
+        CU_ASSERT_EQUAL(tide_tensor_dtype(got), TIDE_INT64);
+        CU_ASSERT_EQUAL(((const int64_t *)tide_tensor_data(got))[0], best);
+    }
+    tide_tensor_release(got);
+    got = run_fetch(g, NULL, "x", xt, "Mean"); /* keep_dims: [1, 1], a third */
+    if (got) {
+        TH_ASSERT_SHAPE(got, 2, TH_DIMS(1, 1));
+        CU_ASSERT_DOUBLE_EQUAL(tide_tensor_get_f64(got, 0), 1.0 / 3, 1e-6);
+    }
+    tide_tensor_release(got);
+    got = run_fetch(g, NULL, "x", xt, "strided_slice"); /* tf.shape(x)[0]: the batch size */
+    if (got) {
+        CU_ASSERT_EQUAL(tide_tensor_rank(got), 0);
+        CU_ASSERT_EQUAL(tide_tensor_get_f64(got, 0), 1);
+    }
+    tide_tensor_release(got);
+    tide_tensor_release(xt);
+    tide_graph_free(g);
+}
+
+static void test_tf_cnn_text(void) { check_tf_cnn("cnn.pbtxt"); }
+static void test_tf_cnn_binary(void) { check_tf_cnn("cnn.pb"); }
+
 /* ---------------------------------------------------------------- tensor encodings and attr kinds */
 
 static tide_tensor *fetch(tide_graph *g, const char *name)
@@ -751,6 +839,8 @@ int main(void)
         TH_TEST(test_export_conventions),
         TH_TEST(test_import_tf_text),
         TH_TEST(test_import_tf_binary),
+        TH_TEST(test_tf_cnn_text),
+        TH_TEST(test_tf_cnn_binary),
         TH_TEST(test_import_scope_and_input_map),
         TH_TEST(test_input_map_errors),
         TH_TEST(test_tensor_encodings_text),
