@@ -108,6 +108,25 @@ static tide_status squared_difference_grad(tide_grad_ctx *ctx)
     return tide_grad_status(ctx);
 }
 
+/* ClipByValue(t, lo, hi): t gets dy where lo <= t <= hi, lo where t < lo, hi where t > hi (each
+ * bound summed back to its shape: a scalar bound sums over t), TensorFlow's rule. */
+static tide_status clip_by_value_grad(tide_grad_ctx *ctx)
+{
+    tide_output t = X(0), dy = DY(0), zero = scalar_like(ctx, DY(0), 0);
+    tide_output below = tide_grad_op2(ctx, "Less", t, X(1)), above = tide_grad_op2(ctx, "Greater", t, X(2));
+    if (tide_grad_wants(ctx, 0)) {
+        tide_output outside = tide_grad_op2(ctx, "LogicalOr", below, above);
+        tide_grad_set_dx(ctx, 0, tide_grad_op(ctx, "SelectV2", (tide_output[]){outside, zero, dy}, 3, NULL));
+    }
+    tide_output masks[2] = {below, above};
+    for (int i = 1; i <= 2; i++)
+        if (tide_grad_wants(ctx, i)) {
+            tide_output g = tide_grad_op(ctx, "SelectV2", (tide_output[]){masks[i - 1], dy, zero}, 3, NULL);
+            tide_grad_set_dx(ctx, i, tide_grad_unbroadcast(ctx, g, X(i), t));
+        }
+    return tide_grad_status(ctx);
+}
+
 /* Maximum (Minimum): the gradient goes to x where x >= y (x <= y), else to y; ties go to x. */
 static tide_status extremum_grad(tide_grad_ctx *ctx, const char *compare)
 {
@@ -279,6 +298,7 @@ static void register_math_gradients(void)
         {"Mod", truncate_mod_grad}, {"TruncateMod", truncate_mod_grad},
         {"SquaredDifference", squared_difference_grad},
         {"Reciprocal", reciprocal_grad}, {"Inv", reciprocal_grad},
+        {"ClipByValue", clip_by_value_grad},
     };
     register_gradients(table, COUNT_OF(table));
 

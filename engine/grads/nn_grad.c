@@ -1,7 +1,9 @@
 /* nn_grad.c — gradient functions of the neural-network ops (engine/ops/nn_ops.c) and of Sigmoid and
  * Tanh (math_ops.c), with TensorFlow's math:
  *   Relu, Relu6, Elu   ReluGrad / Relu6Grad / EluGrad of dy and the op's output
- *   Softplus           SoftplusGrad(dy, x)
+ *   Selu               SeluGrad(dy, y)
+ *   Softplus, Softsign SoftplusGrad(dy, x), SoftsignGrad(dy, x)
+ *   LeakyRelu          LeakyReluGrad(dy, x) with the forward node's alpha
  *   Sigmoid, Tanh      SigmoidGrad(y, dy), TanhGrad(y, dy)
  *   Softmax            (dy - sum(dy * y, -1, keep_dims)) * y
  *   LogSoftmax         dy - exp(y) * sum(dy, -1, keep_dims)
@@ -15,14 +17,15 @@
  *                      respect to the mean and variance inputs.
  * Second order, the gradient ops of these (g their incoming gradient, dz the gradient flowing into
  * their output); each is linear in g, so d/dg is the same op applied to dz:
- *   ReluGrad(g, x), Relu6Grad(g, x)   dg = ReluGrad(dz, x) / Relu6Grad(dz, x); dx = 0
+ *   ReluGrad(g, x), Relu6Grad(g, x), LeakyReluGrad(g, x)
+ *                                     dg = the same op of (dz, x) (and alpha); dx = 0
  *   EluGrad(g, out)                   dg = EluGrad(dz, out); dout = dz * g where out < 0, else 0
  *   SoftplusGrad(g, x)                dg = SoftplusGrad(dz, x); dx = SigmoidGrad(sigmoid(x), dz * g)
  *   SigmoidGrad(y, g)                 dy = dz * g * (1 - 2y); dg = SigmoidGrad(y, dz)
  *   TanhGrad(y, g)                    dy = -2 * dz * g * y; dg = TanhGrad(y, dz)
  *   BiasAddGrad(g)                    dg = dz broadcast back to g's shape (channels last)
- * FusedBatchNormGrad has no gradient function: second derivatives of FusedBatchNorm are not
- * supported. */
+ * FusedBatchNormGrad, SeluGrad and SoftsignGrad have no gradient function: second derivatives of
+ * FusedBatchNorm, Selu and Softsign are not supported (differentiating through them fails by name). */
 #include <stdio.h>
 #include <string.h>
 
@@ -50,6 +53,30 @@ static tide_status sigmoid_grad(tide_grad_ctx *ctx)
     return input0_gets(ctx, "SigmoidGrad", Y(0), DY(0));
 }
 static tide_status tanh_grad(tide_grad_ctx *ctx) { return input0_gets(ctx, "TanhGrad", Y(0), DY(0)); }
+static tide_status selu_grad(tide_grad_ctx *ctx) { return input0_gets(ctx, "SeluGrad", DY(0), Y(0)); }
+static tide_status softsign_grad(tide_grad_ctx *ctx)
+{
+    return input0_gets(ctx, "SoftsignGrad", DY(0), X(0));
+}
+
+/* op(a, b) with the forward node's alpha attr (LeakyRelu's). */
+static tide_output with_alpha(tide_grad_ctx *ctx, const char *op, tide_output a, tide_output b)
+{
+    tide_attrs *attrs = tide_attrs_new();
+    double alpha;
+    if (tide_attrs_get_float(tide_grad_attrs(ctx), "alpha", &alpha))
+        tide_attrs_set_float(attrs, "alpha", alpha);
+    tide_output out = tide_grad_op(ctx, op, (tide_output[]){a, b}, 2, attrs);
+    tide_attrs_free(attrs);
+    return out;
+}
+
+static tide_status leaky_relu_grad(tide_grad_ctx *ctx)
+{
+    if (tide_grad_wants(ctx, 0))
+        tide_grad_set_dx(ctx, 0, with_alpha(ctx, "LeakyReluGrad", DY(0), X(0)));
+    return tide_grad_status(ctx);
+}
 
 /* ---------------------------------------------------------------- softmax family */
 
@@ -177,12 +204,14 @@ static tide_status fused_batch_norm_grad(tide_grad_ctx *ctx)
 
 /* ---------------------------------------------------------------- second order: the gradient ops */
 
-/* ReluGrad(g, x) and Relu6Grad(g, x) pass g where x is inside the open interval and 0 elsewhere:
- * piecewise constant in x (its gradient is zero, as TensorFlow's, kinks included). */
+/* ReluGrad(g, x), Relu6Grad(g, x) and LeakyReluGrad(g, x) scale g by a factor that depends on
+ * which side of the kinks x is: piecewise constant in x (its gradient is zero, as TensorFlow's,
+ * kinks included). */
 static tide_status piecewise_linear_grad_grad(tide_grad_ctx *ctx)
 {
     tide_output x = X(1);
-    input0_gets(ctx, tide_node_op(tide_grad_node(ctx)), DY(0), x);
+    if (tide_grad_wants(ctx, 0))
+        tide_grad_set_dx(ctx, 0, with_alpha(ctx, tide_node_op(tide_grad_node(ctx)), DY(0), x));
     if (tide_grad_wants(ctx, 1))
         tide_grad_set_dx(ctx, 1, tide_grad_op1(ctx, "ZerosLike", x));
     return tide_grad_status(ctx);
@@ -264,6 +293,9 @@ static void register_nn_gradients(void)
         {"Relu6", relu6_grad},
         {"Elu", elu_grad},
         {"Softplus", softplus_grad},
+        {"Selu", selu_grad},
+        {"Softsign", softsign_grad},
+        {"LeakyRelu", leaky_relu_grad},
         {"Sigmoid", sigmoid_grad},
         {"Tanh", tanh_grad},
         {"Softmax", softmax_grad},
@@ -277,6 +309,7 @@ static void register_nn_gradients(void)
         {"FusedBatchNormV3", fused_batch_norm_grad},
         {"ReluGrad", piecewise_linear_grad_grad},
         {"Relu6Grad", piecewise_linear_grad_grad},
+        {"LeakyReluGrad", piecewise_linear_grad_grad},
         {"EluGrad", elu_grad_grad},
         {"SoftplusGrad", softplus_grad_grad},
         {"SigmoidGrad", sigmoid_grad_grad},

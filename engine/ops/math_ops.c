@@ -1,8 +1,8 @@
 /* math_ops.c — definitions of the element-wise math ops: the binary arithmetic ops with NumPy
  * broadcasting (Add/AddV2, Sub, Mul, the divisions Div, RealDiv, FloorDiv, TruncateDiv, the
  * remainders Mod, TruncateMod, FloorMod, Pow, Maximum, Minimum, SquaredDifference), the unary ops
- * (Neg, Abs, Sign, Square, Reciprocal, the roundings and the float-only transcendental functions)
- * and AddN. Names, attrs and semantics are TensorFlow 1.x's (Mod truncates like C, FloorMod floors
+ * (Neg, Abs, Sign, Square, Reciprocal, the roundings and the float-only transcendental functions),
+ * ClipByValue and AddN. Names, attrs and semantics are TensorFlow 1.x's (Mod truncates like C, FloorMod floors
  * like Python); the docs state the integer behaviour (wrapping, rounding, division by zero) the CPU
  * kernels (kernels/cpu/math.c) implement and what differs from TensorFlow. */
 #include "../tide_op.h"
@@ -69,6 +69,24 @@ static tide_status addn_shape(tide_shape_ctx *ctx)
 }
 
 /* A binary op: differences from TensorFlow's op of the same name (NULL: none). */
+/* ClipByValue: t's shape; each bound a scalar or t's shape (TensorFlow's rule). */
+static tide_status clip_shape(tide_shape_ctx *ctx)
+{
+    tide_shape t = tide_shape_input(ctx, 0);
+    static const char *const names[] = {"clip_value_min", "clip_value_max"};
+    for (int i = 1; i <= 2; i++) {
+        tide_shape b = tide_shape_input(ctx, i);
+        if (b.rank <= 0 || tide_shape_compatible(&t, &b))
+            continue;
+        char a[TIDE_SHAPE_STR_MAX], c[TIDE_SHAPE_STR_MAX];
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s of shape %s must be a scalar or have t's "
+                                "shape %s", names[i - 1], tide_shape_format(&b, a, sizeof a),
+                                tide_shape_format(&t, c, sizeof c));
+    }
+    tide_shape_set_output(ctx, 0, &t);
+    return TIDE_OK;
+}
+
 static void binary(const char *name, const char *type_attr, unsigned flags, const char *doc,
                    const char *tf_differences)
 {
@@ -238,6 +256,17 @@ static void register_unary_ops(void)
     unary("Sigmoid", T_FLOAT,
           "Returns 1 / (1 + e^-x) element-wise; floats only. Computed without overflow for any x."
           HALF_DOC, NO_COMPLEX_UNARY);
+    tide_op_register(&(tide_op_spec){
+        .name = "ClipByValue",
+        .inputs = {"t: T", "clip_value_min: T", "clip_value_max: T"},
+        .outputs = {"output: T"},
+        .attrs = {T_REAL},
+        .shape_fn = clip_shape,
+        .doc = "Returns max(min(t, clip_value_max), clip_value_min) element-wise, TensorFlow's order: "
+               "where min > max the result is min. Each bound is a scalar or has t's shape "
+               "(INVALID_ARGUMENT naming both shapes otherwise); a nan in t stays nan." HALF_DOC,
+        .tf_differences = NO_COMPLEX,
+    });
     tide_op_register(&(tide_op_spec){
         .name = "AddN",
         .inputs = {"inputs: N * T"},

@@ -1,7 +1,8 @@
 /* nn_ops.c — definitions of the neural-network ops (TensorFlow 1.x names and semantics), convolution
  * and pooling aside (conv_ops.c):
- *   activations     Relu, Relu6, Elu, Softplus and their gradient ops ReluGrad, Relu6Grad, EluGrad,
- *                   SoftplusGrad, plus SigmoidGrad and TanhGrad for math_ops.c's Sigmoid and Tanh;
+ *   activations     Relu, Relu6, Elu, Selu, Softplus, Softsign, LeakyRelu and their gradient ops
+ *                   ReluGrad, ..., LeakyReluGrad, plus SigmoidGrad and TanhGrad for math_ops.c's
+ *                   Sigmoid and Tanh;
  *   softmax family  Softmax, LogSoftmax, SoftmaxCrossEntropyWithLogits and its sparse variant;
  *   layers          BiasAdd, BiasAddGrad, L2Loss, Dropout, FusedBatchNorm(V2, V3),
  *                   FusedBatchNormGrad(V2, V3).
@@ -353,54 +354,82 @@ static tide_status batch_norm_grad_shape(tide_shape_ctx *ctx)
 
 /* ---------------------------------------------------------------- activations */
 
-static void activation(const char *name, const char *doc)
-{
-    tide_op_register(&(tide_op_spec){
-        .name = name,
-        .inputs = {"features: T"},
-        .outputs = {"activations: T"},
-        .attrs = {T_FLOAT},
-        .shape_fn = tide_shape_fn_unchanged,
-        .doc = doc,
-    });
-}
+/* An activation, or (grad_in1 set) its gradient op taking gradients and grad_in1 ("features" or
+ * "outputs"); alpha: the op has TensorFlow's float attr alpha with this default (LeakyRelu). */
+typedef struct activation_def {
+    const char *name, *grad_in0, *grad_in1;
+    tide_shape_fn grad_shape;
+    const char *alpha;
+    const char *doc, *tf_differences;
+} activation_def;
 
-static void activation_grad(const char *name, const char *in0, const char *in1, tide_shape_fn fn,
-                            const char *doc)
+static void activation(const activation_def *d)
 {
     tide_op_register(&(tide_op_spec){
-        .name = name,
-        .inputs = {in0, in1},
-        .outputs = {"backprops: T"},
-        .attrs = {T_FLOAT},
-        .shape_fn = fn,
-        .doc = doc,
+        .name = d->name,
+        .inputs = {d->grad_in1 ? d->grad_in0 : "features: T", d->grad_in1},
+        .outputs = {d->grad_in1 ? "backprops: T" : "activations: T"},
+        .attrs = {T_FLOAT, d->alpha},
+        .shape_fn = d->grad_in1 ? d->grad_shape : tide_shape_fn_unchanged,
+        .doc = d->doc,
+        .tf_differences = d->tf_differences,
     });
 }
 
 #define SAME_SHAPE_DOC " Both inputs must have the same shape (INVALID_ARGUMENT otherwise)."
+#define NO_HALF "float16 and bfloat16 are not supported."
+#define REAL_TF "float32 and float64 only (TensorFlow: every real type)."
+#define GRAD(in1, shape) "gradients: T", in1, shape
+#define SELU_DOC "scale = 1.0507009873554805, alpha = 1.6732632423543772 (Klambauer et al.)"
+
+static const activation_def ACTIVATIONS[] = {
+    {"Relu", .doc = "Returns max(features, 0) element-wise. NaN propagates.", .tf_differences = REAL_TF},
+    {"Relu6", .doc = "Returns min(max(features, 0), 6) element-wise. NaN propagates.", .tf_differences = REAL_TF},
+    {"Elu", .doc = "Exponential linear unit: features where features >= 0, else exp(features) - 1 "
+                   "(computed with expm1), element-wise.", .tf_differences = NO_HALF},
+    {"Selu", .doc = "Scaled exponential linear unit: scale * features where features > 0, else "
+                    "scale * alpha * (exp(features) - 1), element-wise, with " SELU_DOC ".",
+     .tf_differences = NO_HALF},
+    {"Softplus", .doc = "Returns log(1 + exp(features)) element-wise, computed without overflow as "
+                        "max(features, 0) + log1p(exp(-|features|)).", .tf_differences = NO_HALF},
+    {"Softsign", .doc = "Returns features / (1 + |features|) element-wise (an infinite feature gives nan, "
+                        "as TensorFlow's).", .tf_differences = NO_HALF},
+    {"LeakyRelu", .alpha = "alpha: float = 0.2",
+     .doc = "Returns features where features > 0, else alpha * features, element-wise (alpha is an "
+            "attr, 0.2 by default).", .tf_differences = NO_HALF},
+    {"ReluGrad", GRAD("features: T", features_grad_shape),
+     .doc = "The gradient of Relu: gradients where features > 0, else 0." SAME_SHAPE_DOC,
+     .tf_differences = REAL_TF},
+    {"Relu6Grad", GRAD("features: T", features_grad_shape),
+     .doc = "The gradient of Relu6: gradients where 0 < features < 6, else 0." SAME_SHAPE_DOC,
+     .tf_differences = REAL_TF},
+    {"EluGrad", GRAD("outputs: T", outputs_grad_shape),
+     .doc = "The gradient of Elu from its outputs: gradients where outputs >= 0, else gradients * "
+            "(outputs + 1)." SAME_SHAPE_DOC, .tf_differences = NO_HALF},
+    {"SeluGrad", GRAD("outputs: T", outputs_grad_shape),
+     .doc = "The gradient of Selu from its outputs: gradients * scale where outputs > 0, else "
+            "gradients * (outputs + scale * alpha)." SAME_SHAPE_DOC, .tf_differences = NO_HALF},
+    {"SoftplusGrad", GRAD("features: T", features_grad_shape),
+     .doc = "The gradient of Softplus: gradients * sigmoid(features)." SAME_SHAPE_DOC,
+     .tf_differences = NO_HALF},
+    {"SoftsignGrad", GRAD("features: T", features_grad_shape),
+     .doc = "The gradient of Softsign: gradients / (1 + |features|)^2." SAME_SHAPE_DOC,
+     .tf_differences = NO_HALF},
+    {"LeakyReluGrad", GRAD("features: T", features_grad_shape), .alpha = "alpha: float = 0.2",
+     .doc = "The gradient of LeakyRelu: gradients where features > 0, else gradients * alpha."
+            SAME_SHAPE_DOC, .tf_differences = NO_HALF},
+    {"SigmoidGrad", "y: T", "dy: T", y_dy_shape,
+     .doc = "The gradient of Sigmoid from its output y: dy * y * (1 - y)." SAME_SHAPE_DOC,
+     .tf_differences = "complex64 and complex128 are not supported."},
+    {"TanhGrad", "y: T", "dy: T", y_dy_shape,
+     .doc = "The gradient of Tanh from its output y: dy * (1 - y * y)." SAME_SHAPE_DOC,
+     .tf_differences = "complex64 and complex128 are not supported."},
+};
 
 static void register_activation_ops(void)
 {
-    activation("Relu", "Returns max(features, 0) element-wise. NaN propagates.");
-    activation("Relu6", "Returns min(max(features, 0), 6) element-wise. NaN propagates.");
-    activation("Elu", "Exponential linear unit: features where features >= 0, else "
-                      "exp(features) - 1 (computed with expm1), element-wise.");
-    activation("Softplus", "Returns log(1 + exp(features)) element-wise, computed without overflow "
-                           "as max(features, 0) + log1p(exp(-|features|)).");
-    activation_grad("ReluGrad", "gradients: T", "features: T", features_grad_shape,
-                    "The gradient of Relu: gradients where features > 0, else 0." SAME_SHAPE_DOC);
-    activation_grad("Relu6Grad", "gradients: T", "features: T", features_grad_shape,
-                    "The gradient of Relu6: gradients where 0 < features < 6, else 0." SAME_SHAPE_DOC);
-    activation_grad("EluGrad", "gradients: T", "outputs: T", outputs_grad_shape,
-                    "The gradient of Elu from its outputs: gradients where outputs >= 0, else "
-                    "gradients * (outputs + 1)." SAME_SHAPE_DOC);
-    activation_grad("SoftplusGrad", "gradients: T", "features: T", features_grad_shape,
-                    "The gradient of Softplus: gradients * sigmoid(features)." SAME_SHAPE_DOC);
-    activation_grad("SigmoidGrad", "y: T", "dy: T", y_dy_shape,
-                    "The gradient of Sigmoid from its output y: dy * y * (1 - y)." SAME_SHAPE_DOC);
-    activation_grad("TanhGrad", "y: T", "dy: T", y_dy_shape,
-                    "The gradient of Tanh from its output y: dy * (1 - y * y)." SAME_SHAPE_DOC);
+    for (size_t i = 0; i < sizeof ACTIVATIONS / sizeof ACTIVATIONS[0]; i++)
+        activation(&ACTIVATIONS[i]);
 }
 TIDE_REGISTER(register_activation_ops)
 

@@ -1,6 +1,7 @@
-/* activation.c — CPU kernels of the activations (engine/ops/nn_ops.c): Relu, Relu6, Elu, Softplus
- * and the element-wise gradient ops ReluGrad, Relu6Grad, EluGrad, SoftplusGrad, SigmoidGrad,
- * TanhGrad, for float32 and float64.
+/* activation.c — CPU kernels of the activations (engine/ops/nn_ops.c): Relu, Relu6, Elu, Selu,
+ * Softplus, Softsign, LeakyRelu and the element-wise gradient ops ReluGrad, Relu6Grad, EluGrad,
+ * SeluGrad, SoftplusGrad, SoftsignGrad, LeakyReluGrad, SigmoidGrad, TanhGrad, for float32 and
+ * float64. LeakyRelu's alpha attr reaches its loops as their parameter p.
  *
  * Each (op, dtype) is one flat loop stamped out by a macro; a kernel picks its loop in init, writes
  * over an input's buffer when the executor allows it (forward_or_alloc), and splits large tensors
@@ -27,56 +28,49 @@
 /* Below this many nanoseconds of work a kernel runs inline (parallel_for would too). */
 #define INLINE_NS 50000.0
 
-typedef void (*unary_loop)(const void *x, void *y, int64_t n);
-typedef void (*binary_loop)(const void *a, const void *b, void *out, int64_t n);
+typedef void (*unary_loop)(const void *x, void *y, int64_t n, double p);
+typedef void (*binary_loop)(const void *a, const void *b, void *out, int64_t n, double p);
 
-/* name_f32 and name_f64 computing EXPR of x. */
-#define UNARY(name, EXPR)                                                                    \
-    static void name##_f32(const void *px, void *py, int64_t n)                              \
+/* name_f32 and name_f64 computing EXPR of x (and of the parameter p, as T). */
+#define UNARY_T(name, SFX, T, EXPR)                                                          \
+    static void name##_##SFX(const void *px, void *py, int64_t n, double param)              \
     {                                                                                        \
-        const float *xs = px;                                                                \
-        float *ys = py;                                                                      \
+        const T *xs = px, p = (T)param;                                                      \
+        T *ys = py;                                                                          \
+        (void)p;                                                                             \
         IVDEP for (int64_t i = 0; i < n; i++) {                                              \
-            const float x = xs[i];                                                           \
-            ys[i] = (EXPR);                                                                  \
-        }                                                                                    \
-    }                                                                                        \
-    static void name##_f64(const void *px, void *py, int64_t n)                              \
-    {                                                                                        \
-        const double *xs = px;                                                               \
-        double *ys = py;                                                                     \
-        IVDEP for (int64_t i = 0; i < n; i++) {                                              \
-            const double x = xs[i];                                                          \
+            const T x = xs[i];                                                               \
             ys[i] = (EXPR);                                                                  \
         }                                                                                    \
     }
+#define UNARY(name, EXPR) UNARY_T(name, f32, float, EXPR) UNARY_T(name, f64, double, EXPR)
 
-/* name_f32 and name_f64 computing EXPR of a and b (the op's two inputs, in order). */
-#define BINARY(name, EXPR)                                                                   \
-    static void name##_f32(const void *pa, const void *pb, void *po, int64_t n)              \
+/* name_f32 and name_f64 computing EXPR of a and b (the op's two inputs, in order) and p. */
+#define BINARY_T(name, SFX, T, EXPR)                                                         \
+    static void name##_##SFX(const void *pa, const void *pb, void *po, int64_t n, double param) \
     {                                                                                        \
-        const float *as = pa, *bs = pb;                                                      \
-        float *os = po;                                                                      \
+        const T *as = pa, *bs = pb, p = (T)param;                                            \
+        T *os = po;                                                                          \
+        (void)p;                                                                             \
         IVDEP for (int64_t i = 0; i < n; i++) {                                              \
-            const float a = as[i], b = bs[i];                                                \
-            os[i] = (EXPR);                                                                  \
-        }                                                                                    \
-    }                                                                                        \
-    static void name##_f64(const void *pa, const void *pb, void *po, int64_t n)              \
-    {                                                                                        \
-        const double *as = pa, *bs = pb;                                                     \
-        double *os = po;                                                                     \
-        IVDEP for (int64_t i = 0; i < n; i++) {                                              \
-            const double a = as[i], b = bs[i];                                               \
+            const T a = as[i], b = bs[i];                                                    \
             os[i] = (EXPR);                                                                  \
         }                                                                                    \
     }
+#define BINARY(name, EXPR) BINARY_T(name, f32, float, EXPR) BINARY_T(name, f64, double, EXPR)
+
+/* Selu's constants (TensorFlow's, from Klambauer et al.). */
+#define SELU_SCALE 1.0507009873554804934193349852946
+#define SELU_ALPHA 1.6732632423543772848170429916717
 
 /* `x < 0 ? 0 : x` rather than `x > 0 ? x : 0`: a NaN fails the comparison and passes through. */
 UNARY(relu, x < 0 ? 0 : x)
 UNARY(relu6, x < 0 ? 0 : x > 6 ? 6 : x)
 UNARY(elu, x < 0 ? expm1(x) : x)
+UNARY(selu, x > 0 ? SELU_SCALE * x : SELU_SCALE * SELU_ALPHA * expm1(x))
 UNARY(softplus, (x > 0 ? x : 0) + log1p(exp(-fabs(x))))
+UNARY(softsign, x / (1 + fabs(x)))
+UNARY(leaky_relu, x > 0 ? x : x * p)
 
 /* sigmoid(x) from e = exp(-|x|) <= 1, which cannot overflow. */
 static inline double stable_sigmoid(double x)
@@ -89,7 +83,10 @@ static inline double stable_sigmoid(double x)
 BINARY(relu_grad, b > 0 ? a : 0)
 BINARY(relu6_grad, b > 0 && b < 6 ? a : 0)
 BINARY(elu_grad, b < 0 ? a * (b + 1) : a)
+BINARY(selu_grad, b > 0 ? a * SELU_SCALE : a * (b + SELU_SCALE * SELU_ALPHA))
 BINARY(softplus_grad, a * stable_sigmoid(b))
+BINARY(softsign_grad, a / ((1 + fabs(b)) * (1 + fabs(b))))
+BINARY(leaky_relu_grad, b > 0 ? a : a * p)
 BINARY(sigmoid_grad, b * a * (1 - a))
 BINARY(tanh_grad, b * (1 - a * a))
 
@@ -110,11 +107,17 @@ static const elementwise_op ops[] = {
     UNARY_OP("Relu", relu, 0.3),
     UNARY_OP("Relu6", relu6, 0.3),
     UNARY_OP("Elu", elu, 8.0),
+    UNARY_OP("Selu", selu, 8.0),
     UNARY_OP("Softplus", softplus, 20.0),
+    UNARY_OP("Softsign", softsign, 1.0),
+    UNARY_OP("LeakyRelu", leaky_relu, 0.3),
     BINARY_OP("ReluGrad", "gradients", "features", relu_grad, 0.5),
     BINARY_OP("Relu6Grad", "gradients", "features", relu6_grad, 0.5),
     BINARY_OP("EluGrad", "gradients", "outputs", elu_grad, 0.5),
+    BINARY_OP("SeluGrad", "gradients", "outputs", selu_grad, 0.5),
     BINARY_OP("SoftplusGrad", "gradients", "features", softplus_grad, 10.0),
+    BINARY_OP("SoftsignGrad", "gradients", "features", softsign_grad, 1.0),
+    BINARY_OP("LeakyReluGrad", "gradients", "features", leaky_relu_grad, 0.5),
     BINARY_OP("SigmoidGrad", "y", "dy", sigmoid_grad, 0.5),
     BINARY_OP("TanhGrad", "y", "dy", tanh_grad, 0.5),
 };
@@ -129,6 +132,7 @@ typedef struct elementwise_job {
     const char *a, *b;
     char *out;
     int64_t size; /* bytes per element */
+    double param; /* the alpha attr (LeakyRelu), else 0 */
 } elementwise_job;
 
 static void elementwise_range(int64_t begin, int64_t end, void *arg)
@@ -136,9 +140,9 @@ static void elementwise_range(int64_t begin, int64_t end, void *arg)
     const elementwise_job *j = arg;
     int64_t at = begin * j->size;
     if (j->unary)
-        j->unary(j->a + at, j->out + at, end - begin);
+        j->unary(j->a + at, j->out + at, end - begin, j->param);
     else
-        j->binary(j->a + at, j->b + at, j->out + at, end - begin);
+        j->binary(j->a + at, j->b + at, j->out + at, end - begin, j->param);
 }
 
 static tide_status elementwise_init(tide_kernel_ctx *ctx, void **state)
@@ -175,7 +179,9 @@ static tide_status elementwise_compute(tide_kernel_ctx *ctx)
         return tide_kernel_status(ctx);
     elementwise_job j = {op->unary[d], op->binary[d], tide_tensor_data(a),
                          b ? tide_tensor_data(b) : NULL, tide_tensor_data(out),
-                         (int64_t)tide_dtype_size(tide_tensor_dtype(a))};
+                         (int64_t)tide_dtype_size(tide_tensor_dtype(a)), 0};
+    if (tide_attrs_get_float(tide_kernel_attrs(ctx), "alpha", &j.param))
+        j.param = (float)j.param; /* a float attr, as TensorFlow stores it, also for float64 */
     int64_t n = tide_tensor_num_elements(a);
     if ((double)n * op->cost < INLINE_NS)
         elementwise_range(0, n, &j);

@@ -1,7 +1,7 @@
 /* math.c — CPU kernels of the element-wise math ops (engine/ops/math_ops.c): the binary ops with
  * NumPy broadcasting (the divisions and remainders with TensorFlow's rounding: Div, TruncateDiv, Mod
- * and TruncateMod toward zero, FloorDiv and FloorMod toward negative infinity), the unary ops and
- * AddN, for every dtype their ops declare.
+ * and TruncateMod toward zero, FloorDiv and FloorMod toward negative infinity), the unary ops,
+ * ClipByValue and AddN, for every dtype their ops declare.
  *
  * Layout. Each (op, dtype) gets tight loops stamped out by macros: a binary op has three, vv (x and
  * y both advance), sv (x is one value) and vs (y is one value); a unary op has one. They sit in
@@ -766,6 +766,80 @@ static tide_status addn_compute(tide_kernel_ctx *ctx)
     return TIDE_OK;
 }
 
+/* ---------------------------------------------------------------- ClipByValue */
+
+/* y[i] = max(min(t[i], hi), lo) with TensorFlow's order (lo wins when lo > hi; nan stays): the
+ * bounds advance by lo_step / hi_step (0: a scalar, 1: t's shape). */
+#define CLIP_LOOP(name, T)                                                                   \
+    static void name(const void *pt, const void *plo, const void *phi, void *py, int64_t n,  \
+                     int64_t lo_step, int64_t hi_step)                                        \
+    {                                                                                        \
+        const T *t = pt, *lo = plo, *hi = phi;                                               \
+        T *y = py;                                                                           \
+        for (int64_t i = 0; i < n; i++) {                                                    \
+            const T h = hi[i * hi_step], l = lo[i * lo_step];                                \
+            T v = h < t[i] ? h : t[i];                                                       \
+            y[i] = v < l ? l : v;                                                            \
+        }                                                                                    \
+    }
+typedef void (*clip_loop)(const void *, const void *, const void *, void *, int64_t, int64_t, int64_t);
+CLIP_LOOP(clip_i8, int8_t)
+CLIP_LOOP(clip_i16, int16_t)
+CLIP_LOOP(clip_i32, int32_t)
+CLIP_LOOP(clip_i64, int64_t)
+CLIP_LOOP(clip_u8, uint8_t)
+CLIP_LOOP(clip_u16, uint16_t)
+CLIP_LOOP(clip_f32, float)
+CLIP_LOOP(clip_f64, double)
+
+/* float16 / bfloat16: each element through float32 (exact: the clip only picks one of three). */
+static void clip_half(bool bf16, const uint16_t *t, const uint16_t *lo, const uint16_t *hi, uint16_t *y,
+                      int64_t n, int64_t lo_step, int64_t hi_step)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float a[3];
+        half_to_f32(bf16, &t[i], &a[0], 1);
+        half_to_f32(bf16, &lo[i * lo_step], &a[1], 1);
+        half_to_f32(bf16, &hi[i * hi_step], &a[2], 1);
+        float v = a[2] < a[0] ? a[2] : a[0];
+        v = v < a[1] ? a[1] : v;
+        f32_to_half(bf16, &v, &y[i], 1);
+    }
+}
+
+static tide_status clip_compute(tide_kernel_ctx *ctx)
+{
+    tide_tensor *t = tide_kernel_input(ctx, 0), *bound[2] = {tide_kernel_input(ctx, 1), tide_kernel_input(ctx, 2)};
+    static const char *const names[] = {"clip_value_min", "clip_value_max"};
+    int64_t n = tide_tensor_num_elements(t), step[2];
+    for (int i = 0; i < 2; i++) {
+        const tide_shape *b = tide_tensor_shape(bound[i]);
+        step[i] = b->rank == 0 ? 0 : 1;
+        if (b->rank != 0 && !tide_shape_equal(b, tide_tensor_shape(t))) {
+            char a[TIDE_SHAPE_STR_MAX], c[TIDE_SHAPE_STR_MAX];
+            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s of shape %s must be a scalar or have "
+                                     "t's shape %s", names[i], tide_shape_format(b, a, sizeof a),
+                                     tide_shape_format(tide_tensor_shape(t), c, sizeof c));
+        }
+    }
+    tide_tensor *y = tide_kernel_forward_or_alloc(ctx, 0, 0, tide_tensor_shape(t));
+    if (!y)
+        return tide_kernel_status(ctx);
+    const void *pt = tide_tensor_data(t), *lo = tide_tensor_data(bound[0]), *hi = tide_tensor_data(bound[1]);
+    void *py = tide_tensor_data(y);
+    static const clip_loop loops[TIDE_NUM_DTYPES] = {
+        [TIDE_INT8] = clip_i8,   [TIDE_INT16] = clip_i16,  [TIDE_INT32] = clip_i32,   [TIDE_INT64] = clip_i64,
+        [TIDE_UINT8] = clip_u8,  [TIDE_UINT16] = clip_u16, [TIDE_FLOAT32] = clip_f32, [TIDE_FLOAT64] = clip_f64};
+    tide_dtype dt = tide_tensor_dtype(t);
+    if (dt == TIDE_FLOAT16 || dt == TIDE_BFLOAT16)
+        clip_half(dt == TIDE_BFLOAT16, pt, lo, hi, py, n, step[0], step[1]);
+    else if (dt > TIDE_INVALID_DTYPE && dt < TIDE_NUM_DTYPES && loops[dt])
+        loops[dt](pt, lo, hi, py, n, step[0], step[1]);
+    else
+        return tide_kernel_error(ctx, TIDE_UNIMPLEMENTED, "no cpu kernel for dtype %s", tide_dtype_name(dt));
+    return TIDE_OK;
+}
+
 /* ---------------------------------------------------------------- registration */
 
 static void register_math_kernels(void)
@@ -780,5 +854,7 @@ static void register_math_kernels(void)
                                                   .compute = unary_compute});
     tide_kernel_register(&(tide_kernel_spec){.op = "AddN", .device_type = "cpu", .init = addn_init,
                                               .compute = addn_compute});
+    tide_kernel_register(&(tide_kernel_spec){.op = "ClipByValue", .device_type = "cpu",
+                                              .compute = clip_compute});
 }
 TIDE_REGISTER(register_math_kernels)

@@ -175,6 +175,11 @@ static const gc_case math_cases[] = {
      "y = SquaredDifference(x0, x1)"},
     {"Reciprocal", "away from 0", {AWAY("[2, 3]")}, "y = Reciprocal(x0)"},
     {"Inv", "away from 0", {AWAY("[3]")}, "y = Inv(x0)"},
+    /* t on both sides of the bounds and inside, away from them; scalar and tensor bounds */
+    {"ClipByValue", "scalar bounds", {VALS("[2, 3]", -1.5, -0.2, 0.3, 0.9, 1.7, -0.8), VALS("[]", -0.5),
+                                      VALS("[]", 1.0)}, "y = ClipByValue(x0, x1, x2)"},
+    {"ClipByValue", "tensor bounds", {VALS("[4]", -1.5, 0.2, 2.5, 0.7), VALS("[4]", -1, -1, 0, 1),
+                                      VALS("[4]", 1, 1, 2, 2)}, "y = ClipByValue(x0, x1, x2)"},
 };
 
 /* ---------------------------------------------------------------- array and shape ops */
@@ -354,6 +359,9 @@ static const gc_case nn_cases[] = {
     {"Relu6", "away from 0 and 6", {DISTR("[3, 4]", -3, 9)}, "y = Relu6(x0)"},
     {"Elu", "both sides", {RANGE("[2, 4]", -2, 2)}, "y = Elu(x0)"},
     {"Softplus", "both sides", {RANGE("[2, 4]", -3, 3)}, "y = Softplus(x0)"},
+    {"Selu", "away from the kink", {AWAY("[2, 4]")}, "y = Selu(x0)"},
+    {"Softsign", "away from the kink", {AWAY("[2, 4]")}, "y = Softsign(x0)"},
+    {"LeakyRelu", "away from the kink, alpha 0.3", {AWAY("[2, 4]")}, "y = LeakyRelu(x0, alpha=0.3)"},
     {"Sigmoid", "matrix", {RANGE("[2, 3]", -3, 3)}, "y = Sigmoid(x0)"},
     {"Sigmoid", "unknown batch", {RANGEQ("[3, 2]", "[?, 2]", -3, 3)}, "y = Sigmoid(x0)"},
     {"Tanh", "matrix", {RANGE("[2, 3]", -2, 2)}, "y = Tanh(x0)"},
@@ -389,6 +397,8 @@ static const gc_case nn_cases[] = {
     {"ReluGrad", "features away from 0", {U("[2, 4]"), AWAY("[2, 4]")}, "y = ReluGrad(x0, x1)"},
     {"ReluGrad", "unknown batch",
      {UQ("[3, 2]", "[?, 2]"), {.dims = "[3, 2]", .declared = "[?, 2]", .gen = GEN_AWAY}}, "y = ReluGrad(x0, x1)"},
+    {"LeakyReluGrad", "features away from 0", {U("[2, 4]"), AWAY("[2, 4]")},
+     "y = LeakyReluGrad(x0, x1, alpha=0.1)"},
     {"Relu6Grad", "features on the three sides of 0 and 6",
      {U("[2, 4]"), VALS("[2, 4]", -2.5, 0.3, 6.4, 3.2, -0.4, 5.5, 8.1, 1.7)}, "y = Relu6Grad(x0, x1)"},
     {"EluGrad", "outputs on both sides of 0",

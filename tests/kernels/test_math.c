@@ -975,6 +975,77 @@ static void test_unary_int(void)
     release_all(all, 3);
 }
 
+/* ---------------------------------------------------------------- ClipByValue */
+
+static tide_tensor *run_graph_text(const char *text, const char *const *feed_names, tide_tensor **feed_values,
+                                   int num_feeds, const char *fetch, tide_error *err);
+
+/* TensorFlow's order, written out: min with the upper bound first, then max with the lower one. */
+static double clip_ref(double t, double lo, double hi)
+{
+    double v = isnan(t) ? t : t > hi ? hi : t;
+    return isnan(v) ? v : v < lo ? lo : v;
+}
+
+static void test_clip_by_value(void)
+{
+    const tide_dtype dts[] = {TIDE_FLOAT32, TIDE_FLOAT64, TIDE_FLOAT16, TIDE_INT32, TIDE_INT64, TIDE_UINT8};
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        tide_dtype dt = dts[d];
+        bool flt = tide_dtype_is_float(dt);
+        double tv[12], lov[12], hiv[12], w1[12], w2[12];
+        for (int i = 0; i < 12; i++) {
+            tv[i] = flt ? th_rand(-10, 10) : floor(th_rand(0, 100));
+            lov[i] = flt ? th_rand(-5, 0) : floor(th_rand(0, 40));
+            hiv[i] = i == 3 ? lov[i] - 2 : lov[i] + (flt ? th_rand(0, 6) : floor(th_rand(0, 40)));
+            if (!flt && hiv[i] < 0)
+                hiv[i] = 0; /* uint8 */
+        }
+        if (flt)
+            tv[0] = NAN;
+        tide_tensor *t = th_from_doubles(dt, 2, TH_DIMS(3, 4), tv, 0);
+        tide_tensor *lo = th_from_doubles(dt, 2, TH_DIMS(3, 4), lov, 0);
+        tide_tensor *hi = th_from_doubles(dt, 2, TH_DIMS(3, 4), hiv, 0);
+        tide_tensor *lo_s = th_from_doubles(dt, 0, NULL, &lov[1], 0), *hi_s = th_from_doubles(dt, 0, NULL, &hiv[1], 0);
+        for (int i = 0; i < 12; i++) { /* the values as the dtype holds them */
+            double ti = tide_tensor_get_f64(t, i);
+            w1[i] = clip_ref(ti, tide_tensor_get_f64(lo, i), tide_tensor_get_f64(hi, i));
+            w2[i] = clip_ref(ti, tide_tensor_get_f64(lo_s, 0), tide_tensor_get_f64(hi, i));
+        }
+        tide_tensor *want1 = th_from_doubles(dt, 2, TH_DIMS(3, 4), w1, 0);
+        tide_tensor *want2 = th_from_doubles(dt, 2, TH_DIMS(3, 4), w2, 0);
+        tide_tensor *got1 = th_run1("ClipByValue", (tide_tensor *[]){t, lo, hi}, 3, NULL);
+        tide_tensor *got2 = th_run1("ClipByValue", (tide_tensor *[]){t, lo_s, hi}, 3, NULL);
+        TH_ASSERT_CLOSE(got1, want1, 0, 0);
+        TH_ASSERT_CLOSE(got2, want2, 0, 0);
+        if (flt)
+            CU_ASSERT(got1 && isnan(tide_tensor_get_f64(got1, 0)));
+        /* element 3's bounds are crossed (lo > hi): the result is lo */
+        CU_ASSERT(got1 && tide_tensor_get_f64(got1, 3) == tide_tensor_get_f64(lo, 3));
+        tide_tensor *all[] = {t, lo, hi, lo_s, hi_s, want1, want2, got1, got2};
+        release_all(all, 9);
+    }
+    /* bounds of another shape are refused, at graph time and by the kernel */
+    tide_tensor *t = th_f32(2, TH_DIMS(2, 3), NULL), *b3 = th_f32(1, TH_DIMS(3), NULL), *s0 = th_f32(0, NULL, NULL);
+    TH_ASSERT_FAILS("ClipByValue", ((tide_tensor *[]){t, b3, s0}), 3, NULL, TIDE_INVALID_ARGUMENT,
+                    "clip_value_min of shape [3] must be a scalar or have t's shape [2, 3]");
+    TH_ASSERT_FAILS("ClipByValue", ((tide_tensor *[]){t, s0, b3}), 3, NULL, TIDE_INVALID_ARGUMENT,
+                    "clip_value_max of shape [3] must be a scalar");
+    tide_error *err = tide_error_new();
+    const char *text = "t = Placeholder(dtype=float32)\n l = Placeholder(dtype=float32)\n"
+                       "h = Placeholder(dtype=float32)\n c = ClipByValue(t, l, h)\n";
+    tide_tensor *out = run_graph_text(text, (const char *[]){"t", "l", "h"}, (tide_tensor *[]){t, s0, b3}, 3,
+                                      "c", err);
+    CU_ASSERT_PTR_NULL(out);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "clip_value_max of shape [3] must be a scalar or "
+                                                           "have t's shape [2, 3]"));
+    tide_error_free(err);
+    tide_tensor *c = th_tensor(TIDE_COMPLEX64, 0, NULL, NULL);
+    TH_ASSERT_FAILS("ClipByValue", ((tide_tensor *[]){c, c, c}), 3, NULL, TIDE_INVALID_ARGUMENT, "complex64");
+    tide_tensor *all[] = {t, b3, s0, c};
+    release_all(all, 4);
+}
+
 /* ---------------------------------------------------------------- AddN */
 
 static void check_addn_f(tide_dtype dt, int n, int rank, const int64_t *dims)
@@ -1291,6 +1362,7 @@ int main(void)
         TH_TEST(test_unary_large),
         TH_TEST(test_unary_special),
         TH_TEST(test_rounding),
+        TH_TEST(test_clip_by_value),
         TH_TEST(test_unary_f32_sweep),
         TH_TEST(test_unary_int),
         TH_TEST(test_addn),

@@ -110,6 +110,16 @@ static double ref_relu(double x) { return isnan(x) ? x : x > 0 ? x : 0; }
 static double ref_relu6(double x) { return isnan(x) ? x : x < 0 ? 0 : x > 6 ? 6 : x; }
 static double ref_elu(double x) { return x >= 0 ? x : (double)(expl(x) - 1); }
 static double ref_softplus(double x) { return (double)logl(1 + expl(x)); }
+/* Selu's constants as Klambauer et al. give them (and TensorFlow uses). */
+#define SELU_SCALE_REF 1.0507009873554804934193349852946L
+#define SELU_ALPHA_REF 1.6732632423543772848170429916717L
+static double ref_selu(double x)
+{
+    return (double)(x > 0 ? SELU_SCALE_REF * x : SELU_SCALE_REF * SELU_ALPHA_REF * (expl(x) - 1));
+}
+static double ref_softsign(double x) { return x / (1 + fabs(x)); }
+/* LeakyRelu with its default alpha 0.2, which TensorFlow stores as a float. */
+static double ref_leaky_relu(double x) { return x > 0 ? x : x * (double)0.2f; }
 
 typedef double (*ref_fn)(double);
 
@@ -131,7 +141,9 @@ static void test_activations(void)
     static const struct {
         const char *op;
         ref_fn ref;
-    } ops[] = {{"Relu", ref_relu}, {"Relu6", ref_relu6}, {"Elu", ref_elu}, {"Softplus", ref_softplus}};
+    } ops[] = {{"Relu", ref_relu},         {"Relu6", ref_relu6},       {"Elu", ref_elu},
+               {"Softplus", ref_softplus}, {"Selu", ref_selu},         {"Softsign", ref_softsign},
+               {"LeakyRelu", ref_leaky_relu}};
     enum { N = 64 };
     double xv[N] = {0, -0.0, 6, 6.5, -1e-30, 1e-30, 5.999, -20, 20, 80, -80, 1, -1};
     for (int i = 13; i < N; i++)
@@ -153,6 +165,22 @@ static void test_activations(void)
         tide_tensor *all[] = {x, r, r6, sp};
         release_all(all, 4);
     }
+    /* LeakyRelu's alpha attr; Softsign at the infinities is inf / inf: nan, as TensorFlow's */
+    tide_attrs *a = tide_attrs_new();
+    tide_attrs_set_float(a, "alpha", 0.01);
+    double lv[] = {-3, 2, -0.5, 0, INFINITY, -INFINITY};
+    for (size_t d = 0; d < 2; d++) {
+        tide_tensor *x = make(FLOATS[d], 1, TH_DIMS(6), lv), *y = th_run1("LeakyRelu", &x, 1, a);
+        double w[6];
+        for (int i = 0; i < 6; i++)
+            w[i] = lv[i] > 0 ? lv[i] : lv[i] * (double)0.01f;
+        EXPECT(y, FLOATS[d], 1, TH_DIMS(6), w, 1);
+        tide_tensor *ss = th_run1("Softsign", &x, 1, NULL);
+        CU_ASSERT(isnan(val(ss, 4)) && isnan(val(ss, 5)) && val(ss, 3) == 0 && fabs(val(ss, 1) - 2.0 / 3) < 1e-7);
+        tide_tensor *all[] = {x, y, ss};
+        release_all(all, 3);
+    }
+    tide_attrs_free(a);
 }
 
 /* Large tensors go through parallel_for: the same values as the reference everywhere. */
@@ -165,6 +193,8 @@ static void test_activations_large(void)
     check_unary("Relu", ref_relu, TIDE_FLOAT32, xv, N);
     check_unary("Elu", ref_elu, TIDE_FLOAT32, xv, N);
     check_unary("Softplus", ref_softplus, TIDE_FLOAT64, xv, 20000);
+    check_unary("Selu", ref_selu, TIDE_FLOAT64, xv, N);
+    check_unary("LeakyRelu", ref_leaky_relu, TIDE_FLOAT32, xv, N);
     free(xv);
 }
 
@@ -176,6 +206,12 @@ static double ref_elu_grad(double g, double out) { return out < 0 ? g * (out + 1
 static double ref_softplus_grad(double g, double f) { return (double)(g / (1 + expl(-f))); }
 static double ref_sigmoid_grad(double y, double dy) { return dy * y * (1 - y); }
 static double ref_tanh_grad(double y, double dy) { return dy * (1 - y * y); }
+static double ref_selu_grad(double g, double out)
+{
+    return (double)(out > 0 ? g * SELU_SCALE_REF : g * (out + SELU_SCALE_REF * SELU_ALPHA_REF));
+}
+static double ref_softsign_grad(double g, double f) { return g / ((1 + fabs(f)) * (1 + fabs(f))); }
+static double ref_leaky_relu_grad(double g, double f) { return f > 0 ? g : g * (double)0.2f; }
 
 static void test_activation_grads(void)
 {
@@ -187,6 +223,8 @@ static void test_activation_grads(void)
         {"ReluGrad", ref_relu_grad, -3, 3},       {"Relu6Grad", ref_relu6_grad, -2, 8},
         {"EluGrad", ref_elu_grad, -1, 3},         {"SoftplusGrad", ref_softplus_grad, -30, 30},
         {"SigmoidGrad", ref_sigmoid_grad, 0, 1},  {"TanhGrad", ref_tanh_grad, -1, 1},
+        {"SeluGrad", ref_selu_grad, -1.7, 3},     {"SoftsignGrad", ref_softsign_grad, -30, 30},
+        {"LeakyReluGrad", ref_leaky_relu_grad, -3, 3},
     };
     enum { N = 40 };
     for (size_t d = 0; d < 2; d++)
@@ -208,7 +246,7 @@ static void test_activation_grads(void)
                 want[i] = ops[k].ref(val(in[0], i), val(in[1], i));
             tide_tensor *out = th_run1(ops[k].op, in, 2, NULL);
             EXPECT(out, FLOATS[d], 2, TH_DIMS(5, 8), want, 1);
-            if (strncmp(ops[k].op, "Relu", 4) == 0) {
+            if (strncmp(ops[k].op, "Relu", 4) == 0) { /* the kink itself gets 0 */
                 CU_ASSERT_EQUAL(val(out, 0), 0);
                 CU_ASSERT_EQUAL(val(out, 2), 0);
             }
