@@ -175,8 +175,9 @@ static tide_status concat_v2_grad(tide_grad_ctx *ctx)
 
 static tide_status concat_grad(tide_grad_ctx *ctx) { return concat_values_grad(ctx, 1, 0); }
 
-/* Split(axis, value): the pieces' gradients (zeros where none flows) concatenated back. */
-static tide_status split_grad(tide_grad_ctx *ctx)
+/* Split(axis, value) and SplitV(value, size_splits, axis): the pieces' gradients (zeros where none
+ * flows) concatenated back along the axis, to input `value`. */
+static tide_status split_pieces_grad(tide_grad_ctx *ctx, int value, tide_output axis)
 {
     int n = tide_node_num_outputs(tide_grad_node(ctx));
     tide_output *in = calloc((size_t)n + 1, sizeof *in);
@@ -184,11 +185,14 @@ static tide_status split_grad(tide_grad_ctx *ctx)
         return tide_grad_error(ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory");
     for (int i = 0; i < n; i++)
         in[i] = tide_grad_dy_or_zeros(ctx, i);
-    in[n] = X(0);
-    tide_grad_set_dx(ctx, 1, n == 1 ? in[0] : tide_grad_op(ctx, "ConcatV2", in, n + 1, NULL));
+    in[n] = axis;
+    tide_grad_set_dx(ctx, value, n == 1 ? in[0] : tide_grad_op(ctx, "ConcatV2", in, n + 1, NULL));
     free(in);
     return tide_grad_status(ctx);
 }
+
+static tide_status split_grad(tide_grad_ctx *ctx) { return split_pieces_grad(ctx, 1, X(0)); }
+static tide_status split_v_grad(tide_grad_ctx *ctx) { return split_pieces_grad(ctx, 0, X(2)); }
 
 /* ---------------------------------------------------------------- Pack, Unpack */
 
@@ -436,7 +440,7 @@ static void register_array_gradients(void)
         {"Reshape", reshape_grad},       {"ExpandDims", reshape_grad},
         {"Squeeze", reshape_grad},       {"Transpose", transpose_grad},
         {"ConcatV2", concat_v2_grad},    {"Concat", concat_grad},
-        {"Split", split_grad},
+        {"Split", split_grad},           {"SplitV", split_v_grad},
         {"Pack", pack_grad},             {"Unpack", unpack_grad},
         {"Slice", slice_grad},           {"Pad", pad_grad},
         {"PadV2", pad_grad},             {"StridedSlice", strided_slice_grad},

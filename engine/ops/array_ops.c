@@ -13,6 +13,7 @@
  * function and the kernel can never disagree. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../tide_op.h"
@@ -364,6 +365,80 @@ static tide_status split_shape(tide_shape_ctx *ctx)
     }
     out.dims[axis] = d >= 0 ? d / num : -1;
     return set_all_outputs(ctx, &out);
+}
+
+bool tide_array_split_sizes(const int64_t *sizes, int n, int64_t dim, int64_t *out, char *msg, size_t size)
+{
+    char buf[TIDE_OP_MSG_MAX / 2];
+    int inferred = -1;
+    int64_t sum = 0;
+    for (int i = 0; i < n; i++) {
+        out[i] = sizes[i];
+        if (sizes[i] == -1 && inferred < 0) {
+            inferred = i;
+            continue;
+        }
+        if (sizes[i] < 0)
+            return snprintf(msg, size, "size_splits %s may hold one -1 (a size inferred from the others) and "
+                            "sizes >= 0 otherwise", tide_op_format_values(sizes, n, buf, sizeof buf)), false;
+        if (__builtin_add_overflow(sum, sizes[i], &sum))
+            return snprintf(msg, size, "size_splits %s add up to more than int64 holds",
+                            tide_op_format_values(sizes, n, buf, sizeof buf)), false;
+    }
+    if (dim < 0)
+        return true;
+    if (inferred >= 0 && sum <= dim)
+        out[inferred] = dim - sum;
+    else if (sum != dim || inferred >= 0)
+        return snprintf(msg, size, "size_splits %s %s the split dimension's size %lld",
+                        tide_op_format_values(sizes, n, buf, sizeof buf),
+                        inferred >= 0 ? "leave nothing to infer from" : "do not add up to", (long long)dim), false;
+    return true;
+}
+
+/* SplitV(value, size_splits, split_dim): pieces of the given sizes along the axis. */
+static tide_status split_v_shape(tide_shape_ctx *ctx)
+{
+    tide_status st = expect_rank(ctx, 2, 0, "split_dim");
+    if (st == TIDE_OK)
+        st = expect_rank(ctx, 1, 1, "size_splits");
+    if (st != TIDE_OK)
+        return st;
+    tide_shape value = tide_shape_input(ctx, 0);
+    const tide_tensor *axis_v = tide_shape_input_value(ctx, 2), *sizes_v = tide_shape_input_value(ctx, 1);
+    int n = tide_shape_num_outputs(ctx);
+    int64_t axis = 0;
+    if (sizes_v && tide_tensor_num_elements(sizes_v) != n)
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "size_splits has %lld entries but num_split is %d",
+                                (long long)tide_tensor_num_elements(sizes_v), n);
+    if (value.rank < 0 || !axis_v) {
+        tide_shape out = unknown_dims(value.rank);
+        return set_all_outputs(ctx, &out);
+    }
+    tide_op_index_values(axis_v, &axis, 1);
+    if (!tide_array_normalize_axis(axis, value.rank, &axis))
+        return axis_error(ctx, axis, value.rank, &value, "value");
+    if (!sizes_v) {
+        tide_shape out = value;
+        out.dims[axis] = -1;
+        return set_all_outputs(ctx, &out);
+    }
+    int64_t *sizes = malloc(2 * (size_t)n * sizeof *sizes), *resolved = sizes + n;
+    if (!sizes)
+        return tide_shape_error(ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    tide_op_index_values(sizes_v, sizes, n);
+    char msg[TIDE_OP_MSG_MAX], a[TIDE_SHAPE_STR_MAX];
+    tide_status st2 = TIDE_OK;
+    if (!tide_array_split_sizes(sizes, n, value.dims[axis], resolved, msg, sizeof msg))
+        st2 = tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s (value %s, split along dimension %lld)", msg,
+                               SHAPE_STR(value, a), (long long)axis);
+    for (int i = 0; i < n && st2 == TIDE_OK; i++) {
+        tide_shape out = value;
+        out.dims[axis] = resolved[i];
+        tide_shape_set_output(ctx, i, &out);
+    }
+    free(sizes);
+    return st2;
 }
 
 static tide_status unpack_shape(tide_shape_ctx *ctx)
@@ -764,6 +839,7 @@ static tide_status pad_shape(tide_shape_ctx *ctx)
 /* ---------------------------------------------------------------- registration */
 
 #define INDEX_TYPES "{int32, int64} = int32"
+#define INDEX_TYPES64 "{int32, int64} = int64"
 #define MOVE_DOC                                                                           \
     " Every dtype is supported and values are moved bit for bit (integers and NaNs unchanged, "  \
     "strings copied deeply)."
@@ -828,6 +904,19 @@ static const tide_op_spec array_ops[] = {
                "in [-rank, rank), else OutOfRange). The dimension's size must be a multiple of "
                "num_split (else InvalidArgument). Pieces of a split along the outermost "
                "dimension (or after leading size-1 dimensions) are views." MOVE_DOC,
+    },
+    {
+        .name = "SplitV",
+        .inputs = {"value: T", "size_splits: Tlen", "split_dim: int32"},
+        .outputs = {"output: num_split * T"},
+        .attrs = {"num_split: int >= 1", "T: alltypes", "Tlen: " INDEX_TYPES64},
+        .shape_fn = split_v_shape,
+        .doc = "Splits value along dimension split_dim (an int32 scalar in [-rank, rank), else "
+               "OutOfRange) into num_split pieces of the sizes size_splits gives (a vector of "
+               "num_split entries). One size may be -1: it is what the others leave. The sizes must "
+               "add up to the dimension's size; a second -1, another negative size or sizes that do "
+               "not add up are InvalidArgument naming the sizes and the shape. Pieces of a split "
+               "along the outermost dimension (or after leading size-1 dimensions) are views." MOVE_DOC,
     },
     {
         .name = "Slice",

@@ -1,6 +1,6 @@
 /* array_ops.h — what the array family's op definitions (engine/ops/array_ops.c) share with their
- * kernels (kernels/cpu/array.c): StridedSlice's spec resolution and its masks, and axis
- * normalisation with its message, defined once in array_ops.c so that the shape functions and the
+ * kernels (kernels/cpu/array.c): StridedSlice's spec resolution and its masks, SplitV's sizes, and
+ * axis normalisation with its message, defined once in array_ops.c so that the shape functions and the
  * kernels can never disagree. Engine-private. */
 #ifndef TIDE_ARRAY_OPS_H
 #define TIDE_ARRAY_OPS_H
@@ -30,6 +30,12 @@ tide_status tide_array_strided_slice(const tide_shape *in, int64_t n, const int6
                                      const int64_t masks[TIDE_SS_NUM_MASKS], int64_t *dense_begin,
                                      int64_t *dense_stride, tide_shape *processing,
                                      tide_shape *final, char *msg, size_t msg_size);
+
+/* SplitV's size_splits: n sizes, each >= 0 but for at most one -1, which takes what the others
+ * leave of the split dimension's size dim; all of them must add up to dim. Writes the resolved
+ * sizes to out. dim -1 (unknown at graph time): only the sizes themselves are checked, and an
+ * inferred size stays -1. False with msg written otherwise. */
+bool tide_array_split_sizes(const int64_t *sizes, int n, int64_t dim, int64_t *out, char *msg, size_t size);
 
 /* Normalises axis into [0, rank); false if outside [-rank, rank). */
 bool tide_array_normalize_axis(int64_t axis, int rank, int64_t *out);

@@ -726,18 +726,36 @@ static tide_status join_inputs(tide_kernel_ctx *ctx, int first, int n, int axis,
     return deepen_strings(ctx, o);
 }
 
-/* Splits input `in` into outputs [0, n) of shape `piece`, each taking `piece_elems` elements per
- * row of `outer` rows: views when outer == 1. */
-static tide_status split_input(tide_kernel_ctx *ctx, tide_tensor *in, int n, int64_t outer,
-                               int64_t piece_elems, const tide_shape *piece)
+/* Piece `size` long along `axis` of shape s; unpack: the axis (of size 1) dropped. */
+static tide_shape piece_shape(const tide_shape *s, int axis, int64_t size, bool unpack)
 {
+    tide_shape piece = *s;
+    piece.dims[axis] = size;
+    if (unpack) {
+        piece.rank--;
+        for (int d = axis; d < piece.rank; d++)
+            piece.dims[d] = s->dims[d + 1];
+    }
+    return piece;
+}
+
+/* Splits input `in` along dimension `axis` into outputs [0, n), piece i `sizes[i]` long on the axis
+ * (Split: all equal; SplitV: as given; Unpack: all 1 and the axis dropped): views when the rows
+ * before the axis are one (outer == 1). */
+static tide_status split_input(tide_kernel_ctx *ctx, tide_tensor *in, int n, int axis, const int64_t *sizes,
+                               bool unpack)
+{
+    const tide_shape *s = tide_tensor_shape(in);
+    int64_t outer = prod(s->dims, 0, axis), inner = prod(s->dims, axis + 1, s->rank), off = 0;
     tide_status st = TIDE_OK;
-    if (outer == 1 || piece_elems == 0) {
-        for (int i = 0; i < n && st == TIDE_OK; i++)
-            if (piece_elems)
-                st = set_view(ctx, i, in, i * piece_elems, piece);
-            else if (!alloc_output(ctx, i, piece))
+    if (outer == 1 || tide_shape_num_elements(s) == 0) {
+        for (int i = 0; i < n && st == TIDE_OK; off += sizes[i] * inner, i++) {
+            tide_shape piece = piece_shape(s, axis, sizes[i], unpack);
+            if (tide_shape_num_elements(&piece) && outer == 1)
+                st = set_view(ctx, i, in, off, &piece);
+            else if (!alloc_output(ctx, i, &piece))
                 st = tide_kernel_status(ctx);
+        }
         return st;
     }
     piece_arrays pa;
@@ -747,12 +765,13 @@ static tide_status split_input(tide_kernel_ctx *ctx, tide_tensor *in, int n, int
     }
     size_t esize = tide_dtype_size(tide_tensor_dtype(in));
     for (int i = 0; i < n && st == TIDE_OK; i++) {
-        pa.tensors[i] = alloc_output(ctx, i, piece);
+        tide_shape piece = piece_shape(s, axis, sizes[i], unpack);
+        pa.tensors[i] = alloc_output(ctx, i, &piece);
         if (!pa.tensors[i])
             st = tide_kernel_status(ctx);
         else
             pa.ptrs[i] = tide_tensor_data(pa.tensors[i]);
-        pa.bytes[i] = (size_t)piece_elems * esize;
+        pa.bytes[i] = (size_t)(sizes[i] * inner) * esize;
     }
     if (st == TIDE_OK) {
         piece_job j = {.n = n, .pieces = pa.ptrs, .bytes = pa.bytes, .whole = tide_tensor_data(in)};
@@ -890,11 +909,46 @@ static tide_status split_compute(tide_kernel_ctx *ctx)
         tide_kernel_set_output(ctx, 0, value);
         return TIDE_OK;
     }
-    tide_shape piece = *s;
-    piece.dims[axis] /= n;
-    int64_t count = tide_shape_num_elements(&piece);
-    int64_t outer = count ? prod(s->dims, 0, (int)axis) : 0;
-    return split_input(ctx, value, n, outer, count ? count / outer : 0, &piece);
+    int64_t *sizes = malloc((size_t)n * sizeof *sizes);
+    if (!sizes)
+        return tide_kernel_error(ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    for (int i = 0; i < n; i++)
+        sizes[i] = s->dims[axis] / n;
+    st = split_input(ctx, value, n, (int)axis, sizes, false);
+    free(sizes);
+    return st;
+}
+
+/* SplitV(value, size_splits, split_dim). */
+static tide_status split_v_compute(tide_kernel_ctx *ctx)
+{
+    tide_tensor *value = tide_kernel_input(ctx, 0);
+    const tide_tensor *size_splits = tide_kernel_input(ctx, 1);
+    const tide_shape *s = tide_tensor_shape(value);
+    int n = tide_kernel_num_outputs(ctx);
+    int64_t given, axis;
+    char a[TIDE_SHAPE_STR_MAX], msg[TIDE_OP_MSG_MAX];
+    tide_status st = index_scalar(ctx, 2, "split_dim", &given);
+    if (st != TIDE_OK)
+        return st;
+    if (tide_tensor_rank(size_splits) != 1 || tide_tensor_num_elements(size_splits) != n)
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "size_splits must be a vector of num_split = %d "
+                                 "sizes, got shape %s", n, SHAPE_STR(tide_tensor_shape(size_splits), a));
+    if (!tide_array_normalize_axis(given, s->rank, &axis))
+        return axis_error(ctx, given, s->rank, s, "value");
+    int64_t *sizes = malloc(2 * (size_t)n * sizeof *sizes);
+    if (!sizes)
+        return tide_kernel_error(ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    tide_op_index_values(size_splits, sizes, n);
+    if (!tide_array_split_sizes(sizes, n, s->dims[axis], sizes + n, msg, sizeof msg))
+        st = tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s (value %s, split along dimension %lld)", msg,
+                               SHAPE_STR(s, a), (long long)axis);
+    else if (n == 1)
+        tide_kernel_set_output(ctx, 0, value);
+    else
+        st = split_input(ctx, value, n, (int)axis, sizes + n, false);
+    free(sizes);
+    return st;
 }
 
 static tide_status unpack_compute(tide_kernel_ctx *ctx)
@@ -912,13 +966,14 @@ static tide_status unpack_compute(tide_kernel_ctx *ctx)
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
                                  "num=%d but dimension %lld of value (shape %s) has size %lld", n,
                                  (long long)axis, SHAPE_STR(s, a), (long long)s->dims[axis]);
-    tide_shape piece = *s;
-    piece.rank--;
-    for (int d = (int)axis; d < piece.rank; d++)
-        piece.dims[d] = s->dims[d + 1];
-    int64_t count = tide_shape_num_elements(&piece);
-    int64_t outer = count ? prod(s->dims, 0, (int)axis) : 0;
-    return split_input(ctx, value, n, outer, count ? count / outer : 0, &piece);
+    int64_t *ones = malloc((size_t)(n ? n : 1) * sizeof *ones);
+    if (!ones)
+        return tide_kernel_error(ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    for (int i = 0; i < n; i++)
+        ones[i] = 1;
+    tide_status st = split_input(ctx, value, n, (int)axis, ones, true);
+    free(ones);
+    return st;
 }
 
 /* ---------------------------------------------------------------- Tile */
@@ -1184,6 +1239,7 @@ static void register_array_kernels(void)
         {"ConcatV2", concat_v2_compute, NULL, 0},
         {"Concat", concat_compute, NULL, 0},
         {"Split", split_compute, NULL, 0},
+        {"SplitV", split_v_compute, NULL, 0},
         {"Slice", slice_compute, NULL, 0},
         {"StridedSlice", strided_slice_compute, strided_slice_init, 0},
         {"Pack", pack_compute, axis_init, 0},

@@ -748,6 +748,85 @@ static void test_split_errors(void)
     tide_tensor_release(x);
 }
 
+/* SplitV of x along axis by size_splits given (dtype sdt; one may be -1), checked against the
+ * sizes resolved here (`sizes`); if views, that each non-empty piece is a view of x. */
+static void check_split_v(tide_tensor *x, int64_t axis, int num, const int64_t *given, const int64_t *sizes,
+                          tide_dtype sdt, bool views)
+{
+    int rank = tide_tensor_rank(x);
+    const int64_t *xd = tide_tensor_shape(x)->dims;
+    int64_t ax = axis < 0 ? axis + rank : axis, pd[MAXR] = {0}, pi[MAXR] = {0}, at = 0;
+    tide_tensor *in[3] = {x, ivec(sdt, num, given), iscalar(TIDE_INT32, axis)};
+    tide_tensor **out = calloc((size_t)num, sizeof *out);
+    tide_attrs *a = attr1("num_split", num);
+    CU_ASSERT_FATAL(th_run("SplitV", in, 3, a, out, num, NULL) == TIDE_OK);
+    for (int j = 0; j < num; at += sizes[j], j++) {
+        memcpy(pd, xd, sizeof pd);
+        pd[ax] = sizes[j];
+        int64_t n = numel(rank, pd), *idx = alloc_idx(n);
+        for (int64_t k = 0; k < n; k++) {
+            unravel(k, rank, pd, pi);
+            pi[ax] += at;
+            idx[k] = ravel(pi, rank, xd);
+        }
+        tide_tensor *want = expect(rank, pd, &x, NULL, idx, NULL);
+        TH_ASSERT_CLOSE(out[j], want, 0, 0);
+        if (views && n > 0)
+            CU_ASSERT(is_view_of(out[j], x, idx[0]));
+        tide_tensor_release(want);
+        free(idx);
+    }
+    release_all(out, num);
+    free(out);
+    tide_attrs_free(a);
+    release_all((tide_tensor *[]){in[1], in[2]}, 2);
+}
+
+static void test_split_v(void)
+{
+    for (int d = 0; d < NUM_DTYPES; d++) {
+        tide_tensor *x = seq(DTYPES[d], 2, TH_DIMS(6, 5));
+        check_split_v(x, 0, 3, TH_DIMS(1, 2, 3), TH_DIMS(1, 2, 3), TIDE_INT64, true);
+        check_split_v(x, 1, 3, TH_DIMS(2, -1, 1), TH_DIMS(2, 2, 1), TIDE_INT32, false);
+        check_split_v(x, -1, 2, TH_DIMS(-1, 5), TH_DIMS(0, 5), idx_dtype(d), false); /* an empty piece */
+        check_split_v(x, 0, 1, TH_DIMS(-1), TH_DIMS(6), TIDE_INT64, true);
+        release_all((tide_tensor *[]){x}, 1);
+    }
+    tide_tensor *big = seq(TIDE_FLOAT64, 3, TH_DIMS(2, 700, 9));
+    check_split_v(big, 1, 4, TH_DIMS(100, 300, -1, 1), TH_DIMS(100, 300, 299, 1), TIDE_INT32, false);
+    check_split_v(big, 2, 3, TH_DIMS(1, 7, 1), TH_DIMS(1, 7, 1), TIDE_INT64, false);
+    release_all((tide_tensor *[]){big}, 1);
+}
+
+static void test_split_v_errors(void)
+{
+    tide_tensor *x = seq(TIDE_FLOAT32, 2, TH_DIMS(5, 4));
+    tide_attrs *a = attr1("num_split", 2);
+    const struct {
+        int64_t sizes[2];
+        const char *needle;
+    } cases[] = {
+        {{2, 2}, "size_splits [2, 2] do not add up to the split dimension's size 5 (value [5, 4], split along "
+                 "dimension 0)"},
+        {{-1, -1}, "size_splits [-1, -1] may hold one -1 (a size inferred from the others) and sizes >= 0"},
+        {{-2, 7}, "may hold one -1"},
+        {{-1, 6}, "size_splits [-1, 6] leave nothing to infer from the split dimension's size 5"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tide_tensor *in[3] = {x, ivec(TIDE_INT64, 2, cases[i].sizes), iscalar(TIDE_INT32, 0)};
+        FAILS_BOTH("SplitV", in, 3, -1, 0, a, TIDE_INVALID_ARGUMENT, cases[i].needle);
+        release_all((tide_tensor *[]){in[1], in[2]}, 2);
+    }
+    tide_tensor *in[3] = {x, ivec(TIDE_INT32, 3, TH_DIMS(1, 1, 3)), iscalar(TIDE_INT32, 0)};
+    FAILS_BOTH("SplitV", in, 3, -1, 0, a, TIDE_INVALID_ARGUMENT, "size_splits");
+    release_all((tide_tensor *[]){in[1], in[2]}, 2);
+    in[1] = ivec(TIDE_INT32, 2, TH_DIMS(1, -1));
+    in[2] = iscalar(TIDE_INT32, -3);
+    FAILS_BOTH("SplitV", in, 3, -1, 0, a, TIDE_OUT_OF_RANGE, "axis -3 is out of range [-2, 2)");
+    release_all((tide_tensor *[]){in[1], in[2], x}, 3);
+    tide_attrs_free(a);
+}
+
 /* ---------------------------------------------------------------- Slice */
 
 /* view_off >= 0: the result must be a view of x from that element. */
@@ -1627,6 +1706,18 @@ static void test_shape_inference(void)
     NODE_SHAPE(n, 2, 2, -1, 2);
     n = op_node(g, "Split", (tide_node *[]){vi, p6}, 2, -1, 0, a);
     NODE_SHAPE(n, 1, 2, -1, -1);
+    /* SplitV: known sizes, one inferred from a known dimension; unknown dimension, unknown sizes */
+    tide_node *sizes = constant(g, ivec(TIDE_INT64, 3, TH_DIMS(1, -1, 2)));
+    n = op_node(g, "SplitV", (tide_node *[]){p6, sizes, constant(g, iscalar(TIDE_INT32, -1))}, 3, -1, 0, a);
+    NODE_SHAPE(n, 0, 2, -1, 1);
+    NODE_SHAPE(n, 1, 2, -1, 3);
+    NODE_SHAPE(n, 2, 2, -1, 2);
+    n = op_node(g, "SplitV", (tide_node *[]){p6, sizes, constant(g, iscalar(TIDE_INT32, 0))}, 3, -1, 0, a);
+    NODE_SHAPE(n, 0, 2, 1, 6);
+    NODE_SHAPE(n, 1, 2, -1, 6);
+    tide_node *vs = placeholder(g, TIDE_INT32, NULL);
+    n = op_node(g, "SplitV", (tide_node *[]){p6, vs, constant(g, iscalar(TIDE_INT32, 1))}, 3, -1, 0, a);
+    NODE_SHAPE(n, 2, 2, -1, -1);
     tide_attrs_free(a);
     tide_graph_free(g);
 }
@@ -1745,6 +1836,8 @@ int main(void)
         TH_TEST(test_concat_large),
         TH_TEST(test_concat_errors),
         TH_TEST(test_concat_legacy_errors),
+        TH_TEST(test_split_v),
+        TH_TEST(test_split_v_errors),
         TH_TEST(test_split),
         TH_TEST(test_split_errors),
         TH_TEST(test_slice),
