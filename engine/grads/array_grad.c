@@ -432,6 +432,32 @@ static tide_status segment_sum_grad(tide_grad_ctx *ctx)
     return tide_grad_status(ctx);
 }
 
+/* ---------------------------------------------------------------- ReverseV2, MirrorPad */
+
+static tide_status reverse_grad(tide_grad_ctx *ctx)
+{
+    if (tide_grad_wants(ctx, 0))
+        tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "ReverseV2", DY(0), X(1)));
+    return tide_grad_status(ctx);
+}
+
+/* MirrorPad's gradient sums the reflections back (MirrorPadGrad); MirrorPadGrad is linear, and its
+ * gradient pads dy the same way (MirrorPad). Both keep the forward node's mode. */
+static tide_status mirror_grad(tide_grad_ctx *ctx)
+{
+    if (!tide_grad_wants(ctx, 0))
+        return TIDE_OK;
+    const char *mode = "REFLECT";
+    tide_attrs_get_string(tide_grad_attrs(ctx), "mode", &mode);
+    tide_attrs *a = tide_attrs_new();
+    tide_attrs_set_string(a, "mode", mode);
+    bool forward = strcmp(tide_node_op(tide_grad_node(ctx)), "MirrorPad") == 0;
+    tide_grad_set_dx(ctx, 0, tide_grad_op(ctx, forward ? "MirrorPadGrad" : "MirrorPad",
+                                          (tide_output[]){DY(0), X(1)}, 2, a));
+    tide_attrs_free(a);
+    return tide_grad_status(ctx);
+}
+
 /* ---------------------------------------------------------------- registration */
 
 static void register_array_gradients(void)
@@ -448,6 +474,8 @@ static void register_array_gradients(void)
         {"Tile", tile_grad},             {"BroadcastTo", broadcast_to_grad},
         {"Gather", gather_grad},         {"GatherV2", gather_grad},
         {"UnsortedSegmentSum", segment_sum_grad},
+        {"ReverseV2", reverse_grad},     {"MirrorPad", mirror_grad},
+        {"MirrorPadGrad", mirror_grad},
     };
     register_gradients(table, COUNT_OF(table));
 
