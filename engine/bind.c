@@ -38,24 +38,27 @@ static tide_status group_inputs(const tide_op_def *def, const char *who, int num
         }
         return TIDE_OK;
     }
-    int lists = 0, list_at = -1;
+    int lists = 0;
+    bool same_length = true; /* every list has the same number attr (DynamicStitch's N) */
+    const char *number = NULL;
     for (int i = 0; i < def->num_inputs; i++)
         if (def->inputs[i].number_attr) {
+            same_length = same_length && (!number || strcmp(number, def->inputs[i].number_attr) == 0);
+            number = def->inputs[i].number_attr;
             lists++;
-            list_at = i;
         }
     int fixed = def->num_inputs - lists;
-    if (lists > 1)
+    if (lists > 1 && (!same_length || num_inputs < fixed || (num_inputs - fixed) % lists != 0))
         return tide_error_set(err, TIDE_INVALID_ARGUMENT,
                               "%s has several list inputs: give the inputs grouped", who);
-    if ((lists == 0 && num_inputs != fixed) || (lists == 1 && num_inputs < fixed))
+    if ((lists == 0 && num_inputs != fixed) || (lists > 0 && num_inputs < fixed))
         return tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s expects %s%d input%s (%s), got %d",
                               who, lists ? "at least " : "", fixed, fixed == 1 ? "" : "s", names,
                               num_inputs);
-    int at = 0;
+    int at = 0, list_length = lists ? (num_inputs - fixed) / lists : 0;
     for (int i = 0; i < def->num_inputs; i++) {
         start[i] = at;
-        at += i == list_at ? num_inputs - fixed : 1;
+        at += def->inputs[i].number_attr ? list_length : 1;
     }
     start[def->num_inputs] = at;
     TIDE_UNUSED(attrs);

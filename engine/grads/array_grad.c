@@ -432,6 +432,17 @@ static tide_status segment_sum_grad(tide_grad_ctx *ctx)
     return tide_grad_status(ctx);
 }
 
+/* DynamicStitch(indices..., data...): data[m] gets the rows of dy its indices name (Gather), as
+ * TensorFlow's gradient: where an index is given twice, every data row it names gets dy's row. */
+static tide_status dynamic_stitch_grad(tide_grad_ctx *ctx)
+{
+    int n = tide_node_num_inputs(tide_grad_node(ctx)) / 2;
+    for (int m = 0; m < n; m++)
+        if (tide_grad_wants(ctx, n + m))
+            tide_grad_set_dx(ctx, n + m, tide_grad_op2(ctx, "Gather", DY(0), X(m)));
+    return tide_grad_status(ctx);
+}
+
 /* ---------------------------------------------------------------- ReverseV2, MirrorPad */
 
 static tide_status reverse_grad(tide_grad_ctx *ctx)
@@ -475,13 +486,14 @@ static void register_array_gradients(void)
         {"Gather", gather_grad},         {"GatherV2", gather_grad},
         {"UnsortedSegmentSum", segment_sum_grad},
         {"ReverseV2", reverse_grad},     {"MirrorPad", mirror_grad},
+        {"DynamicStitch", dynamic_stitch_grad},
         {"MirrorPadGrad", mirror_grad},
     };
     register_gradients(table, COUNT_OF(table));
 
     /* Shapes, counts, fills and indices: no gradient flows through them. */
     static const char *const not_differentiable[] = {
-        "Shape", "Rank", "Size", "Fill", "ZerosLike", "OnesLike", "OneHot", "Range",
+        "Shape", "ShapeN", "Rank", "Size", "Fill", "ZerosLike", "OnesLike", "OneHot", "Range",
         "ReducedShape", "ConcatOffset", "InvertPermutation",
     };
     register_no_gradients(not_differentiable, COUNT_OF(not_differentiable));

@@ -165,6 +165,15 @@ static tide_status identity_grad(tide_grad_ctx *ctx)
     return TIDE_OK;
 }
 
+/* PreventGradient: a gradient must not flow here; the error carries the node's message. */
+static tide_status prevent_gradient_grad(tide_grad_ctx *ctx)
+{
+    const char *message = "";
+    tide_attrs_get_string(tide_grad_attrs(ctx), "message", &message);
+    return tide_grad_error(ctx, TIDE_UNIMPLEMENTED, "a gradient flows through PreventGradient%s%s",
+                           message[0] ? ": " : "", message);
+}
+
 static tide_status neg_grad(tide_grad_ctx *ctx)
 {
     tide_grad_set_dx(ctx, 0, tide_grad_op1(ctx, "Neg", DY(0)));
@@ -288,7 +297,8 @@ static void register_math_gradients(void)
         {"Add", add_grad},         {"Sub", sub_grad},         {"Mul", mul_grad},
         {"Div", div_grad},         {"Pow", pow_grad},         {"Maximum", maximum_grad},
         {"Minimum", minimum_grad}, {"AddN", add_n_grad},      {"Identity", identity_grad},
-        {"PlaceholderWithDefault", identity_grad},
+        {"PlaceholderWithDefault", identity_grad}, {"Snapshot", identity_grad},
+        {"PreventGradient", prevent_gradient_grad},
         {"Neg", neg_grad},         {"Abs", abs_grad},         {"Sign", sign_grad},
         {"Square", square_grad},   {"Sqrt", sqrt_grad},       {"Rsqrt", rsqrt_grad},
         {"Exp", exp_grad},         {"Log", log_grad},         {"Log1p", log1p_grad},

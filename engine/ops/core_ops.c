@@ -1,5 +1,6 @@
 /* core_ops.c — definitions of the ops every graph needs: Const, Placeholder, PlaceholderWithDefault,
- * Identity, StopGradient, NoOp, and ScalarSummary (a value the run log records under a tag). */
+ * Identity, Snapshot, StopGradient, PreventGradient, NoOp, and ScalarSummary (a value the run log
+ * records under a tag). */
 #include "../internal.h"
 
 static tide_status const_shape(tide_shape_ctx *ctx)
@@ -86,6 +87,26 @@ static void register_core_ops(void)
         .attrs = {"T: alltypes"},
         .shape_fn = tide_shape_fn_unchanged,
         .doc = "Returns its input (the same tensor, no copy).",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "Snapshot",
+        .inputs = {"input: T"},
+        .outputs = {"output: T"},
+        .attrs = {"T: alltypes"},
+        .shape_fn = tide_shape_fn_unchanged,
+        .doc = "Returns its input: TensorFlow's copy of a value that a later update must not change. "
+               "tide's tensors are never changed once read (an update of a variable that is still read "
+               "writes a new tensor), so no copy is needed.",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "PreventGradient",
+        .inputs = {"input: T"},
+        .outputs = {"output: T"},
+        .attrs = {"T: alltypes", "message: string = ''"},
+        .shape_fn = tide_shape_fn_unchanged,
+        .doc = "Returns its input (no copy); differentiating through it fails with an UNIMPLEMENTED "
+               "error carrying message (TensorFlow puts it on the second output of "
+               "SparseSoftmaxCrossEntropyWithLogits, whose gradient is not defined).",
     });
     tide_op_register(&(tide_op_spec){
         .name = "StopGradient",

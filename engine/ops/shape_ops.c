@@ -1,6 +1,6 @@
-/* shape_ops.c — definitions of the array ops about shapes, indices and fills: Gather, GatherV2, Fill,
- * ZerosLike, OnesLike, Shape, Rank, Size, ExpandDims, Squeeze, OneHot and Range (TensorFlow 1.x
- * semantics; the CPU kernels are in kernels/cpu/shape.c).
+/* shape_ops.c — definitions of the array ops about shapes, indices and fills: Gather, GatherV2,
+ * DynamicStitch, Fill, ZerosLike, OnesLike, Shape, ShapeN, Rank, Size, ExpandDims, Squeeze, OneHot
+ * and Range (TensorFlow 1.x semantics; the CPU kernels are in kernels/cpu/shape.c).
  *
  * The shape functions give exact output shapes when the inputs that decide them are graph-time
  * constants (Fill's dims, ExpandDims' dim, OneHot's depth, Range's bounds), partial shapes otherwise,
@@ -149,10 +149,72 @@ static tide_status fill_shape(tide_shape_ctx *ctx)
 
 /* ---------------------------------------------------------------- Shape, Rank, Size */
 
+/* Shape and ShapeN: output i is the vector of input i's rank. */
 static tide_status shape_shape(tide_shape_ctx *ctx)
 {
-    tide_shape in = tide_shape_input(ctx, 0);
-    tide_shape out = tide_shape_vector(in.rank >= 0 ? in.rank : -1);
+    for (int i = 0; i < tide_shape_num_inputs(ctx); i++) {
+        tide_shape in = tide_shape_input(ctx, i);
+        tide_shape out = tide_shape_vector(in.rank >= 0 ? in.rank : -1);
+        tide_shape_set_output(ctx, i, &out);
+    }
+    return TIDE_OK;
+}
+
+/* ---------------------------------------------------------------- DynamicStitch */
+
+bool tide_shape_ops_stitch_inner(const tide_shape *indices, const tide_shape *data, const tide_shape *first_inner,
+                                 int m, tide_shape *inner, char *msg, size_t size)
+{
+    char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX], c[TIDE_SHAPE_STR_MAX];
+    *inner = tide_shape_unknown();
+    if (indices->rank < 0 || data->rank < 0)
+        return true;
+    bool prefix = data->rank >= indices->rank;
+    for (int d = 0; prefix && d < indices->rank; d++)
+        prefix = indices->dims[d] < 0 || data->dims[d] < 0 || indices->dims[d] == data->dims[d];
+    if (!prefix)
+        return snprintf(msg, size, "data[%d] of shape %s must start with the shape of indices[%d], %s", m,
+                        tide_shape_format(data, a, sizeof a), m, tide_shape_format(indices, b, sizeof b)), false;
+    inner->rank = data->rank - indices->rank;
+    for (int d = 0; d < inner->rank; d++)
+        inner->dims[d] = data->dims[indices->rank + d];
+    if (first_inner && first_inner->rank >= 0 && !tide_shape_compatible(first_inner, inner))
+        return snprintf(msg, size, "data[%d] of shape %s holds slices of shape %s, but data[0]'s are %s", m,
+                        tide_shape_format(data, a, sizeof a), tide_shape_format(inner, b, sizeof b),
+                        tide_shape_format(first_inner, c, sizeof c)), false;
+    return true;
+}
+
+/* [max index + 1] + the slices' shape: the first dim is known when every indices input is a Const. */
+static tide_status dynamic_stitch_shape(tide_shape_ctx *ctx)
+{
+    int n = tide_shape_num_inputs(ctx) / 2;
+    tide_shape inner = tide_shape_unknown(), s;
+    int64_t rows = 0;
+    char msg[TIDE_OP_MSG_MAX];
+    for (int m = 0; m < n; m++) {
+        tide_shape ind = tide_shape_input(ctx, m), data = tide_shape_input(ctx, n + m);
+        if (!tide_shape_ops_stitch_inner(&ind, &data, &inner, m, &s, msg, sizeof msg))
+            return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+        if (inner.rank < 0)
+            inner = s;
+        for (int d = 0; d < inner.rank && s.rank == inner.rank; d++)
+            if (inner.dims[d] < 0)
+                inner.dims[d] = s.dims[d];
+        const tide_tensor *v = tide_shape_input_value(ctx, m);
+        for (int64_t i = 0; v && rows >= 0 && i < tide_tensor_num_elements(v); i++)
+            if (tide_op_int_at(v, i) >= rows)
+                rows = tide_op_int_at(v, i) + 1;
+        if (!v)
+            rows = -1;
+    }
+    tide_shape out = tide_shape_unknown();
+    if (inner.rank >= 0 && inner.rank < TIDE_MAX_RANK) {
+        out.rank = inner.rank + 1;
+        out.dims[0] = rows;
+        for (int d = 0; d < inner.rank; d++)
+            out.dims[d + 1] = inner.dims[d];
+    }
     tide_shape_set_output(ctx, 0, &out);
     return TIDE_OK;
 }
@@ -443,6 +505,29 @@ static void register_shape_query_ops(void)
         .shape_fn = shape_shape,
         .doc = "The shape of input as a vector of rank(input) sizes. With out_type int32 a dimension "
                "larger than 2^31-1 is INVALID_ARGUMENT (use out_type=int64).",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "ShapeN",
+        .inputs = {"input: N * T"},
+        .outputs = {"output: N * out_type"},
+        .attrs = {"N: int >= 1", "T: alltypes", "out_type: {int32, int64} = int32"},
+        .shape_fn = shape_shape,
+        .doc = "The shapes of N tensors of one dtype, as Shape gives each (what TensorFlow's ConcatV2 "
+               "gradient builds).",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "DynamicStitch",
+        .inputs = {"indices: N * int32", "data: N * T"},
+        .outputs = {"merged: T"},
+        .attrs = {"N: int >= 1", "T: alltypes"},
+        .shape_fn = dynamic_stitch_shape,
+        .doc = "Interleaves the slices of the data tensors by their indices: merged[indices[m][i], ...] = "
+               "data[m][i, ...], taken in order of m and then i, so a later value of an index wins. "
+               "data[m]'s shape must start with indices[m]'s, and the slices (the rest) must have one shape "
+               "for every m; merged is [max index + 1] + that shape, and rows no index names are zero. A "
+               "negative index is INVALID_ARGUMENT naming it. Every dtype, strings included.",
+        .tf_differences = "TensorFlow leaves the rows no index names as they happen to be; tide fills them "
+                          "with zeros.",
     });
     tide_op_register(&(tide_op_spec){
         .name = "Rank",

@@ -23,4 +23,10 @@ bool tide_shape_ops_range_count(const tide_tensor *const v[3], int64_t *n, char 
 bool tide_shape_ops_gather_axes(int p_rank, int i_rank, int64_t axis, int64_t batch_dims, int *ax,
                                 int *bd, char *msg, size_t size);
 
+/* DynamicStitch's pair m: data of shape indices + slice, *inner gets the slice's shape (unknown when
+ * a rank is); first_inner (data[0]'s slice, or NULL) must be compatible with it. Partial shapes (-1)
+ * fit anything. False with msg written otherwise. */
+bool tide_shape_ops_stitch_inner(const tide_shape *indices, const tide_shape *data, const tide_shape *first_inner,
+                                 int m, tide_shape *inner, char *msg, size_t size);
+
 #endif

@@ -1,5 +1,5 @@
 /* core.c — CPU kernels of the core ops: Const, Placeholder, PlaceholderWithDefault, Identity,
- * StopGradient, ScalarSummary, NoOp. */
+ * Snapshot, StopGradient, PreventGradient, ScalarSummary, NoOp. */
 #include "../../engine/tide_op.h"
 
 static tide_status const_init(tide_kernel_ctx *ctx, void **state)
@@ -52,6 +52,10 @@ static void register_core_kernels(void)
     tide_kernel_register(&(tide_kernel_spec){.op = "PlaceholderWithDefault", .device_type = "cpu",
                                               .compute = identity_compute});
     tide_kernel_register(&(tide_kernel_spec){.op = "StopGradient", .device_type = "cpu",
+                                              .compute = identity_compute});
+    tide_kernel_register(&(tide_kernel_spec){.op = "PreventGradient", .device_type = "cpu",
+                                              .compute = identity_compute});
+    tide_kernel_register(&(tide_kernel_spec){.op = "Snapshot", .device_type = "cpu",
                                               .compute = identity_compute});
     tide_kernel_register(&(tide_kernel_spec){.op = "ScalarSummary", .device_type = "cpu",
                                               .compute = identity_compute});

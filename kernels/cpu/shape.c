@@ -386,27 +386,95 @@ static tide_status ones_like_compute(tide_kernel_ctx *ctx)
 
 /* ---------------------------------------------------------------- Shape, Rank, Size */
 
+/* Shape and ShapeN: output k is the shape of input k. */
 static tide_status shape_compute(tide_kernel_ctx *ctx)
 {
-    const tide_shape *s = tide_tensor_shape(tide_kernel_input(ctx, 0));
-    bool i32 = tide_kernel_output_dtype(ctx, 0) == TIDE_INT32;
-    for (int i = 0; i < s->rank && i32; i++)
-        if (s->dims[i] > INT32_MAX) {
-            char buf[TIDE_SHAPE_STR_MAX];
-            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
-                                     "dimension %d of shape %s does not fit in int32: use out_type=int64", i,
-                                     SHAPE_STR(s, buf));
+    for (int k = 0; k < tide_kernel_num_inputs(ctx); k++) {
+        const tide_shape *s = tide_tensor_shape(tide_kernel_input(ctx, k));
+        bool i32 = tide_kernel_output_dtype(ctx, k) == TIDE_INT32;
+        for (int i = 0; i < s->rank && i32; i++)
+            if (s->dims[i] > INT32_MAX) {
+                char buf[TIDE_SHAPE_STR_MAX];
+                return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
+                                         "dimension %d of shape %s does not fit in int32: use out_type=int64", i,
+                                         SHAPE_STR(s, buf));
+            }
+        tide_shape os = tide_shape_vector(s->rank);
+        tide_tensor *out = tide_kernel_alloc_output(ctx, k, &os, false);
+        if (!out)
+            return tide_kernel_status(ctx);
+        void *d = tide_tensor_data(out);
+        for (int i = 0; i < s->rank; i++) {
+            if (i32)
+                ((int32_t *)d)[i] = (int32_t)s->dims[i];
+            else
+                ((int64_t *)d)[i] = s->dims[i];
         }
-    tide_shape os = tide_shape_vector(s->rank);
-    tide_tensor *out = tide_kernel_alloc_output(ctx, 0, &os, false);
+    }
+    return TIDE_OK;
+}
+
+/* ---------------------------------------------------------------- DynamicStitch */
+
+/* Checks the pairs, returns the merged shape in *out (rows: max index + 1). */
+static tide_status stitch_shape(tide_kernel_ctx *ctx, int n, tide_shape *out)
+{
+    tide_shape inner = tide_shape_unknown(), s;
+    int64_t rows = 0;
+    char msg[TIDE_OP_MSG_MAX];
+    for (int m = 0; m < n; m++) {
+        const tide_tensor *ind = tide_kernel_input(ctx, m);
+        if (!tide_shape_ops_stitch_inner(tide_tensor_shape(ind), tide_tensor_shape(tide_kernel_input(ctx, n + m)),
+                                         m ? &inner : NULL, m, &s, msg, sizeof msg))
+            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+        if (m == 0)
+            inner = s;
+        const int32_t *v = tide_tensor_data(ind);
+        for (int64_t i = 0; i < tide_tensor_num_elements(ind); i++) {
+            if (v[i] < 0)
+                return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "indices[%d] holds %d at position %lld: "
+                                         "indices must not be negative", m, v[i], (long long)i);
+            if (v[i] >= rows)
+                rows = (int64_t)v[i] + 1;
+        }
+    }
+    if (inner.rank >= TIDE_MAX_RANK)
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "the merged result would have rank %d, more than %d",
+                                 inner.rank + 1, TIDE_MAX_RANK);
+    out->rank = inner.rank + 1;
+    out->dims[0] = rows;
+    for (int d = 0; d < inner.rank; d++)
+        out->dims[d + 1] = inner.dims[d];
+    return TIDE_OK;
+}
+
+static tide_status dynamic_stitch_compute(tide_kernel_ctx *ctx)
+{
+    int n = tide_kernel_num_inputs(ctx) / 2;
+    tide_shape os;
+    tide_status st = stitch_shape(ctx, n, &os);
+    if (st != TIDE_OK)
+        return st;
+    tide_tensor *out = tide_kernel_alloc_output(ctx, 0, &os, true);
     if (!out)
         return tide_kernel_status(ctx);
-    void *d = tide_tensor_data(out);
-    for (int i = 0; i < s->rank; i++) {
-        if (i32)
-            ((int32_t *)d)[i] = (int32_t)s->dims[i];
-        else
-            ((int64_t *)d)[i] = s->dims[i];
+    int64_t slice = os.dims[0] ? tide_shape_num_elements(&os) / os.dims[0] : 0;
+    tide_dtype dt = tide_tensor_dtype(out);
+    size_t bytes = (size_t)slice * tide_dtype_size(dt);
+    for (int m = 0; m < n; m++) {
+        const tide_tensor *ind = tide_kernel_input(ctx, m), *data = tide_kernel_input(ctx, n + m);
+        const int32_t *v = tide_tensor_data(ind);
+        for (int64_t i = 0; i < tide_tensor_num_elements(ind); i++) {
+            if (dt != TIDE_STRING) {
+                memcpy((char *)tide_tensor_data(out) + (size_t)v[i] * bytes,
+                       (const char *)tide_tensor_data(data) + (size_t)i * bytes, bytes);
+                continue;
+            }
+            const tide_tstring *from = (const tide_tstring *)tide_tensor_data(data) + i * slice;
+            for (int64_t e = 0; e < slice; e++)
+                if (set_string(ctx, out, (int64_t)v[i] * slice + e, &from[e]) != TIDE_OK)
+                    return tide_kernel_status(ctx);
+        }
     }
     return TIDE_OK;
 }
@@ -744,6 +812,8 @@ static void register_shape_kernels(void)
         {"ZerosLike", zeros_like_compute, NULL, 0},
         {"OnesLike", ones_like_compute, NULL, 0},
         {"Shape", shape_compute, NULL, 0},
+        {"ShapeN", shape_compute, NULL, 0},
+        {"DynamicStitch", dynamic_stitch_compute, NULL, 0},
         {"Rank", rank_compute, NULL, 0},
         {"BroadcastGradientArgs", broadcast_gradient_args_compute, NULL, 0},
         {"Size", size_compute, NULL, 0},

@@ -287,6 +287,9 @@ static const gc_case array_cases[] = {
      I64("p", "[2, 2]", "[2, 1, 3, 0]") "y = MirrorPad(x0, p, mode=\"SYMMETRIC\")"},
     {"MirrorPadGrad", "linear in its input", {U("[5, 6]")},
      I32("p", "[2, 2]", "[1, 1, 2, 1]") "y = MirrorPadGrad(x0, p, mode=\"REFLECT\")"},
+    {"DynamicStitch", "two lists, a gap", {U("[2, 3]"), U("[1, 3]")},
+     I32("i0", "[2]", "[4, 0]") I32("i1", "[1]", "[2]") "y = DynamicStitch([i0, i1], [x0, x1])"},
+    {"Snapshot", "matrix", {U("[2, 3]")}, "y = Snapshot(x0)"},
     {"BroadcastTo", "vector to matrix", {U("[3]")}, I32("s", "[2]", "[2, 3]") "y = BroadcastTo(x0, s)"},
     {"BroadcastTo", "column", {U("[2, 1]")}, I64("s", "[3]", "[2, 2, 3]") "y = BroadcastTo(x0, s)"},
     {"BroadcastTo", "shape fed at run time", {U("[1, 3]"), IDX("[2]", 2, 3)}, "y = BroadcastTo(x0, x1)"},
@@ -503,6 +506,7 @@ static const struct {
 } unchecked_ops[] = {
     {"Dropout", "random: each run draws a new mask, so finite differences see a different function; "
                 "tests/kernels/test_nn.c checks its gradient against the mask fetched in the same run"},
+    {"PreventGradient", "its gradient function refuses, by design; test_gradient_errors checks the message"},
 };
 
 #define TABLE(t) {t, sizeof t / sizeof t[0]}
@@ -1173,6 +1177,13 @@ static void test_gradient_errors(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "needs its axis as a constant"));
     CU_ASSERT_EQUAL(tide_gradients(g, &g2, 1, &p, 1, NULL, &d, err), TIDE_UNIMPLEMENTED);
     CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "batch_dims 1 is not implemented"));
+    /* PreventGradient refuses, with its message */
+    CU_ASSERT_EQUAL_FATAL(tide_graph_extend_text(g, "pg = PreventGradient(p, message=\"no second derivative\")\n"
+                                                 "pgs = Square(pg)", err), TIDE_OK);
+    tide_output pgs = {tide_graph_node(g, "pgs"), 0};
+    CU_ASSERT_EQUAL(tide_gradients(g, &pgs, 1, &p, 1, NULL, &d, err), TIDE_UNIMPLEMENTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "a gradient flows through PreventGradient: no "
+                                                           "second derivative"));
     tide_graph_free(g);
     tide_error_free(err);
 }

@@ -14,9 +14,12 @@ static void test_identity_all_dtypes(void)
             tide_tensor_string_set(t, 4, "four", 4, NULL);
         else
             memset(tide_tensor_data(t), 0x11, tide_tensor_byte_size(t));
-        tide_tensor *out = th_run1("Identity", &t, 1, NULL);
-        CU_ASSERT_PTR_EQUAL(out, t); /* Identity hands over the same tensor: no copy */
-        tide_tensor_release(out);
+        const char *ops[] = {"Identity", "Snapshot", "PreventGradient", "StopGradient"};
+        for (int k = 0; k < 4; k++) {
+            tide_tensor *out = th_run1(ops[k], &t, 1, NULL);
+            CU_ASSERT_PTR_EQUAL(out, t); /* they hand over the same tensor: no copy */
+            tide_tensor_release(out);
+        }
         tide_tensor_release(t);
     }
 }

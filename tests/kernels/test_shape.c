@@ -138,8 +138,10 @@ static tide_node *build_node(tide_graph *g, const char *op, const gin *ins, int 
             return NULL;
     }
     tide_node_builder *b = tide_node_builder_new(g, op, NULL);
+    tide_output outs[8];
     for (int i = 0; i < n; i++)
-        tide_node_builder_add_input(b, (tide_output){inputs[i], 0});
+        outs[i] = (tide_output){inputs[i], 0};
+    tide_node_builder_add_inputs_flat(b, outs, n); /* grouped by the op's signature */
     copy_attrs(tide_node_builder_attrs(b), attrs);
     return tide_node_builder_finish(b, err);
 }
@@ -696,6 +698,79 @@ static void test_shape_rank_size(void)
     release(xs, NELEM(xs));
 }
 
+/* ShapeN: the shapes of N tensors of one dtype, each as Shape gives it. */
+static void test_shape_n(void)
+{
+    tide_tensor *xs[3] = {th_f64(2, TH_DIMS(2, 3), NULL), th_f64(0, NULL, (double[]){1}), th_f64(3, TH_DIMS(4, 0, 1), NULL)};
+    for (int k = 0; k < 2; k++) {
+        tide_attrs *a = k ? attr_type("out_type", TIDE_INT64) : NULL;
+        tide_tensor *out[3] = {0};
+        CU_ASSERT_EQUAL_FATAL(th_run("ShapeN", xs, 3, a, out, 3, NULL), TIDE_OK);
+        const int64_t want[3][3] = {{2, 3}, {0}, {4, 0, 1}};
+        const int ranks[3] = {2, 0, 3};
+        for (int i = 0; i < 3; i++) {
+            tide_tensor *w = index_tensor(k ? TIDE_INT64 : TIDE_INT32, 1, (int64_t[]){ranks[i]}, want[i]);
+            TH_ASSERT_CLOSE(out[i], w, 0, 0);
+            tide_tensor_release(w);
+        }
+        release(out, 3);
+        tide_attrs_free(a);
+    }
+    release(xs, 3);
+}
+
+/* DynamicStitch: each data row goes where its index says, later ones winning; the result has
+ * max index + 1 rows, zeros where no index points. */
+static void test_dynamic_stitch(void)
+{
+    /* TensorFlow's documented example: indices [6], [4, 1], [[5, 2], [0, 3]] */
+    tide_tensor *in[6] = {th_i32(0, NULL, (int32_t[]){6}), th_i32(1, TH_DIMS(2), (int32_t[]){4, 1}),
+                          th_i32(2, TH_DIMS(2, 2), (int32_t[]){5, 2, 0, 3}),
+                          th_f32(1, TH_DIMS(2), (float[]){61, 62}), th_f32(2, TH_DIMS(2, 2), (float[]){41, 42, 11, 12}),
+                          th_f32(3, TH_DIMS(2, 2, 2), (float[]){51, 52, 21, 22, 1, 2, 31, 32})};
+    tide_tensor *got = th_run1("DynamicStitch", in, 6, NULL);
+    tide_tensor *want = th_f32(2, TH_DIMS(7, 2), (float[]){1, 2, 11, 12, 21, 22, 31, 32, 41, 42, 51, 52, 61, 62});
+    TH_ASSERT_CLOSE(got, want, 0, 0);
+    release((tide_tensor *[]){got, want}, 2);
+    release(in, 6);
+    /* a repeated index: the later value wins; a gap (row 1) is zero; strings deep-copied */
+    const char *w1[] = {"a", "b", "c"}, *w2[] = {"d"};
+    tide_tensor *s_in[4] = {th_i32(1, TH_DIMS(3), (int32_t[]){0, 2, 3}), th_i32(1, TH_DIMS(1), (int32_t[]){2}),
+                            strings_of(1, TH_DIMS(3), w1), strings_of(1, TH_DIMS(1), w2)};
+    const char *ws[] = {"a", "", "d", "c"};
+    tide_tensor *sw = strings_of(1, TH_DIMS(4), ws), *sg = th_run1("DynamicStitch", s_in, 4, NULL);
+    TH_ASSERT_CLOSE(sg, sw, 0, 0);
+    release((tide_tensor *[]){sw, sg}, 2);
+    release(s_in, 4);
+    /* errors: a negative index, data that does not start with the indices' shape, slices that differ */
+    tide_tensor *e_in[4] = {th_i32(1, TH_DIMS(2), (int32_t[]){0, -1}), th_i32(1, TH_DIMS(1), (int32_t[]){1}),
+                            th_f32(2, TH_DIMS(2, 3), NULL), th_f32(2, TH_DIMS(1, 3), NULL)};
+    TH_ASSERT_FAILS("DynamicStitch", e_in, 4, NULL, TIDE_INVALID_ARGUMENT,
+                    "indices[0] holds -1 at position 1: indices must not be negative");
+    tide_tensor_release(e_in[0]);
+    e_in[0] = th_i32(1, TH_DIMS(3), (int32_t[]){0, 1, 2});
+    TH_ASSERT_FAILS("DynamicStitch", e_in, 4, NULL, TIDE_INVALID_ARGUMENT,
+                    "data[0] of shape [2, 3] must start with the shape of indices[0], [3]");
+    tide_tensor_release(e_in[0]);
+    e_in[0] = th_i32(1, TH_DIMS(2), (int32_t[]){0, 1});
+    tide_tensor_release(e_in[3]);
+    e_in[3] = th_f32(2, TH_DIMS(1, 4), NULL);
+    TH_ASSERT_FAILS("DynamicStitch", e_in, 4, NULL, TIDE_INVALID_ARGUMENT,
+                    "data[1] of shape [1, 4] holds slices of shape [4], but data[0]'s are [3]");
+    /* given flat, the inputs split evenly between the two lists; an odd count cannot */
+    TH_ASSERT_FAILS("DynamicStitch", e_in, 3, NULL, TIDE_INVALID_ARGUMENT,
+                    "has several list inputs: give the inputs grouped");
+    release(e_in, 4);
+    /* inference: the rows known from Const indices, the slices from the data */
+    tide_tensor *idx = th_i32(1, TH_DIMS(2), (int32_t[]){3, 1});
+    gin g[4] = {cst(idx), ph(TIDE_INT32, 1, TH_DIMS(-1)), ph(TIDE_FLOAT32, 2, TH_DIMS(2, -1)),
+                ph(TIDE_FLOAT32, 2, TH_DIMS(-1, 5))};
+    ASSERT_INFER("DynamicStitch", g, NULL, 2, TH_DIMS(-1, 5));
+    gin c[2] = {cst(idx), ph(TIDE_FLOAT32, 3, TH_DIMS(2, 4, 1))};
+    ASSERT_INFER("DynamicStitch", c, NULL, 3, TH_DIMS(4, 4, 1));
+    tide_tensor_release(idx);
+}
+
 static void noop_free(void *data, size_t bytes, void *arg) { (void)data, (void)bytes, (void)arg; }
 
 static void test_shape_size_int32_overflow(void)
@@ -1195,6 +1270,8 @@ int main(void)
         TH_TEST(test_gather_batch_dims_errors),
         TH_TEST(test_gather_errors),
         TH_TEST(test_gather_infer),
+        TH_TEST(test_shape_n),
+        TH_TEST(test_dynamic_stitch),
         TH_TEST(test_fill_dtypes),
         TH_TEST(test_fill_shapes),
         TH_TEST(test_fill_large),
