@@ -223,21 +223,22 @@ static const named_query queries[] = {
 
     [TIDE_STORE_Q_SCALAR_POINTS] =
         {"SCALAR_POINTS", 3, /* one point per run */
-         "WITH s AS (SELECT 'summary' AS kind, s.step, s.run_id AS run, s.value FROM summaries s "
+         "WITH s AS (SELECT 'summary' AS kind, s.step, s.run_id AS run, s.value, r.started_at_ns AS time FROM summaries s "
          "JOIN runs r ON r.id = s.run_id WHERE r.session_id = ?1 AND s.tag = ?2 AND (?3 IS NULL OR ?3 = 'summary') "
          "GROUP BY s.run_id), "
-         "w AS (SELECT 'watched' AS kind, t.step, t.run_id AS run, " SCALAR_VALUE " AS value FROM tensors t "
+         "w AS (SELECT 'watched' AS kind, t.step, t.run_id AS run, " SCALAR_VALUE " AS value, r.started_at_ns AS time "
+         "FROM tensors t "
          "JOIN runs r ON r.id = t.run_id WHERE r.session_id = ?1 AND t.shape = '[]' AND " NOT_SUMMARY
          " AND " SCALAR_TAG " = CAST(?2 AS TEXT) AND (?3 IS NULL OR ?3 = 'watched') GROUP BY t.run_id), "
          "c AS (SELECT * FROM s UNION ALL SELECT * FROM w WHERE NOT EXISTS (SELECT 1 FROM s)) "
-         "SELECT kind, step, run, value FROM c ORDER BY step, run",
+         "SELECT kind, step, run, value, time FROM c ORDER BY step, run",
          0, NULL},
     [TIDE_STORE_Q_TENSOR_HISTORY] =
         {"TENSOR_HISTORY", 4,
          "WITH s AS (SELECT CASE WHEN ?3 > 0 THEN ?3 ELSE (SELECT r.session_id FROM tensors t JOIN runs r "
          "ON r.id = t.run_id WHERE t.node = ?1 AND t.output = ?2 ORDER BY t.run_id DESC LIMIT 1) END AS id) "
-         "SELECT (SELECT id FROM s) AS session, t.step, t.run_id AS run, " STAT_VALUE " AS value "
-         "FROM tensors t JOIN runs r ON r.id = t.run_id "
+         "SELECT (SELECT id FROM s) AS session, t.step, t.run_id AS run, " STAT_VALUE " AS value, "
+         "r.started_at_ns AS time FROM tensors t JOIN runs r ON r.id = t.run_id "
          "WHERE t.node = ?1 AND t.output = ?2 AND r.session_id = (SELECT id FROM s) GROUP BY t.run_id "
          "ORDER BY t.step, t.run_id",
          0, NULL},

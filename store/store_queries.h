@@ -84,13 +84,14 @@ typedef enum tide_store_query_id {
     TIDE_STORE_Q_SCALARS_JSON = 22,
 
     /* ------------------------------------------------ curves (rows; the web server downsamples them) */
-    /* (session, tag, kind: summary/watched or NULL): kind, step, run, value, one row per run in step
-     * order: the summary tagged tag when there is one (and kind is not watched), else the scalar
+    /* (session, tag, kind: summary/watched or NULL): kind, step, run, value, time (the run's start, ns
+     * since the epoch), one row per run in step order: the summary tagged tag when there is one (and kind is not watched), else the scalar
      * tensor named tag (a node's name, "name:N" for output N > 0). value is a number, "Inf", "-Inf" or
      * "NaN" (see TIDE_STORE_Q_TENSOR_HISTORY for a tensor's), NULL when unknown. */
     TIDE_STORE_Q_SCALAR_POINTS = 23,
     /* (node, output, session or 0: the latest that logged it, stat: min/max/mean/std/nan_count/inf_count):
-     * session, step, run, value, one row per run in step order. min, max, mean and std are over the
+     * session, step, run, value, time (the run's start, ns since the epoch), one row per run in step
+     * order. min, max, mean and std are over the
      * finite elements (NULL when there is none) except for a scalar tensor, whose value they are
      * ("NaN", "Inf", "-Inf" from its NaN/Inf counts and stored value; NULL when an infinity's value
      * was pruned and its sign is unknown). */

@@ -22,7 +22,7 @@
 #define CURVE_MAX_ROWS (1 << 24) /* rows read from the log for one curve */
 
 typedef struct curve_point {
-    const char *step, *run; /* the table's text of integers; NULL for SQL NULL */
+    const char *step, *run, *time; /* the table's text of integers; NULL for SQL NULL */
     double value;
     bool known; /* false: NULL in the log */
 } curve_point;
@@ -94,8 +94,9 @@ static void write_value(tide_json *j, const curve_point *p)
 }
 
 /* Writes "points" (downsampled to max), "total" and "downsampled" from the table's columns step, run,
- * value. False when out of memory (j is then failed). */
-static bool write_points(tide_json *j, const tide_store_table *t, int step_col, int64_t max)
+ * value and, with times, time (ns since the epoch, written as seconds). False when out of memory (j is
+ * then failed). */
+static bool write_points(tide_json *j, const tide_store_table *t, int step_col, int64_t max, bool times)
 {
     int64_t n = tide_store_table_num_rows(t);
     curve_point *p = calloc((size_t)(n ? n : 1), sizeof *p);
@@ -110,6 +111,8 @@ static bool write_points(tide_json *j, const tide_store_table *t, int step_col, 
         p[i].run = tide_store_table_is_null(t, (int)i, step_col + 1) ? NULL
                                                                      : tide_store_table_cell(t, (int)i, step_col + 1);
         p[i].known = cell_value(t, (int)i, step_col + 2, &p[i].value);
+        p[i].time = tide_store_table_is_null(t, (int)i, step_col + 3) ? NULL
+                                                                      : tide_store_table_cell(t, (int)i, step_col + 3);
     }
     int64_t kept = downsample(p, n, max, keep);
     tide_json_key(j, "points");
@@ -124,6 +127,13 @@ static bool write_points(tide_json *j, const tide_store_table *t, int step_col, 
         write_integer(j, p[i].run);
         tide_json_key(j, "value");
         write_value(j, &p[i]);
+        if (times) {
+            tide_json_key(j, "time");
+            if (p[i].time)
+                tide_json_double(j, (double)strtoll(p[i].time, NULL, 10) / 1e9);
+            else
+                tide_json_null(j);
+        }
         tide_json_end_object(j);
     }
     tide_json_end_array(j);
@@ -147,9 +157,15 @@ static void reply_curve(web_reply *out, tide_json *j, bool ok)
     web_reply_error(out, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 }
 
-static bool max_points_arg(web_request *rq, web_reply *out, int64_t *max)
+/* max_points, and time=1: each point also says when its run started (for an x axis by wall time). */
+static bool curve_args(web_request *rq, web_reply *out, int64_t *max, bool *times)
 {
-    return web_arg_int(rq, out, "max_points", CURVE_DEFAULT_POINTS, 4, CURVE_MAX_POINTS, max);
+    int64_t t;
+    if (!web_arg_int(rq, out, "max_points", CURVE_DEFAULT_POINTS, 4, CURVE_MAX_POINTS, max) ||
+        !web_arg_int(rq, out, "time", 0, 0, 1, &t))
+        return false;
+    *times = t == 1;
+    return true;
 }
 
 void web_api_scalars(web_request *rq, web_reply *out)
@@ -167,8 +183,9 @@ void web_api_scalar(web_request *rq, web_reply *out)
     static const char *const kinds[] = {"summary", "watched", NULL};
     const char *tag, *kind;
     int64_t session, max;
+    bool times;
     if (!web_arg_required(rq, out, "tag", &tag) || !web_arg_choice(rq, out, "kind", kinds, &kind) ||
-        !web_arg_session(rq, out, &session) || !max_points_arg(rq, out, &max))
+        !web_arg_session(rq, out, &session) || !curve_args(rq, out, &max, &times))
         return;
     char b[24];
     const char *p[] = {web_itoa(b, session), tag, kind};
@@ -187,7 +204,7 @@ void web_api_scalar(web_request *rq, web_reply *out)
     tide_json_string(&j, tag);
     tide_json_key(&j, "kind");
     tide_json_string(&j, tide_store_table_cell(t, 0, 0));
-    bool ok = write_points(&j, t, 1, max);
+    bool ok = write_points(&j, t, 1, max, times);
     tide_json_end_object(&j);
     tide_store_table_free(t);
     reply_curve(out, &j, ok);
@@ -198,9 +215,10 @@ void web_api_tensor_history(web_request *rq, web_reply *out)
     static const char *const stats[] = {"min", "max", "mean", "std", "nan_count", "inf_count", NULL};
     const char *node, *stat;
     int64_t output, session, max;
+    bool times;
     if (!web_arg_required(rq, out, "node", &node) || !web_arg_int(rq, out, "output", 0, 0, 1 << 20, &output) ||
         !web_arg_int(rq, out, "session", 0, 0, INT64_MAX, &session) ||
-        !web_arg_choice(rq, out, "stat", stats, &stat) || !max_points_arg(rq, out, &max))
+        !web_arg_choice(rq, out, "stat", stats, &stat) || !curve_args(rq, out, &max, &times))
         return;
     if (!stat)
         stat = "mean";
@@ -226,7 +244,7 @@ void web_api_tensor_history(web_request *rq, web_reply *out)
     write_integer(&j, tide_store_table_is_null(t, 0, 0) ? NULL : tide_store_table_cell(t, 0, 0));
     tide_json_key(&j, "stat");
     tide_json_string(&j, stat);
-    bool ok = write_points(&j, t, 1, max);
+    bool ok = write_points(&j, t, 1, max, times);
     tide_json_end_object(&j);
     tide_store_table_free(t);
     reply_curve(out, &j, ok);

@@ -269,7 +269,8 @@ static void test_non_finite_curves(void)
     tide_store_table_free(u);
     const char *summary[] = {"1", "s_tag", NULL}, *watched[] = {"1", "d", NULL}, *as_watched[] = {"1", "d", "watched"};
     tide_store_table *t = named(TIDE_STORE_Q_SCALAR_POINTS, summary, 3);
-    CU_ASSERT_EQUAL(tide_store_table_num_columns(t), 4);
+    CU_ASSERT_EQUAL(tide_store_table_num_columns(t), 5); /* kind, step, run, value, time */
+    CU_ASSERT(strtoll(tide_store_table_cell(t, 0, 4), NULL, 10) > 1500000000LL * 1000000000LL); /* ns since the epoch */
     CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 0), "summary");
     check_fed_values(t, 3);
     tide_store_table_free(t);

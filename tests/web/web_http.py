@@ -250,6 +250,11 @@ def test_endpoints(c, db):
     check("scalars: raw text has no unescaped quote break", json.loads(raw) == sc)
     s = c.json("/api/scalar?tag=" + urlquote(TAG))
     check("scalar: the summary curve", s and s["tag"] == TAG and len(s["points"]) == 3 and s["kind"] == "summary", s)
+    st_ = c.json("/api/scalar?time=1&tag=" + urlquote(TAG))
+    check("scalar?time=1: each point says when its run started (seconds since the epoch)", st_ and all(
+        isinstance(p["time"], float) and p["time"] > 1.5e9 for p in st_["points"]) and
+        [p["time"] for p in st_["points"]] == sorted(p["time"] for p in st_["points"]) and
+        all("time" not in p for p in s["points"]), st_)
     s = c.json("/api/scalar?tag=loss")
     check("scalar: a watched scalar", s and s["kind"] == "watched" and len(s["points"]) == 3, s)
     cmp = c.json("/api/compare?a=2&b=4")

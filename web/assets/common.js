@@ -2,8 +2,8 @@
  * API goes in as text), the JSON API client with a visible message bar for its errors, the top bar
  * (links, the log path, the live indicator), the /api/status poll that tells pages when the log grew
  * (polls never overlap), a guard that drops stale answers, device names and the server's device
- * colours (same device same colour on every page), number formats, and a small canvas line chart with
- * hover values used by the runs and tensor pages. */
+ * colours (same device same colour on every page), number formats and axis ticks. The charts are in
+ * charts.js. */
 'use strict';
 
 const tide = (() => {
@@ -251,100 +251,7 @@ const tide = (() => {
     return typeof v === 'number' ? v : Number(v);
   }
 
-  /* ------------------------------------------------------------------ canvas line chart */
-  /* Draws series [{label, color, points: [{x, y}], faint}] into canvas (CSS size from its box) with
-   * axes; hovering shows the nearest x's values in tip (an element). A y of null is a gap; a non-finite
-   * y breaks the line and is marked in red: +Infinity by a triangle at the top edge, -Infinity at the
-   * bottom, NaN by a dashed vertical line. Returns nothing. */
-  function lineChart(canvas, series, opts) {
-    opts = opts || {};
-    const dpr = window.devicePixelRatio || 1;
-    const W = canvas.clientWidth || 400, H = canvas.clientHeight || 200;
-    canvas.width = Math.round(W * dpr); canvas.height = Math.round(H * dpr);
-    const ctx = canvas.getContext('2d');
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, W, H);
-    const placed = series.flatMap((s) => s.points).filter((p) => isFinite(p.x) && p.y !== null);
-    const all = placed.filter((p) => isFinite(p.y));
-    const L = 52, R = 10, T = 8, B = 22;
-    ctx.font = '11px system-ui, sans-serif';
-    if (!placed.length) {
-      ctx.fillStyle = '#888'; ctx.fillText('no points', W / 2 - 20, H / 2);
-      canvas._chart = null;
-      return;
-    }
-    let x0 = Math.min(...placed.map((p) => p.x)), x1 = Math.max(...placed.map((p) => p.x));
-    let y0 = all.length ? Math.min(...all.map((p) => p.y)) : 0, y1 = all.length ? Math.max(...all.map((p) => p.y)) : 0;
-    if (x0 === x1) { x0 -= 1; x1 += 1; }
-    if (y1 - y0 <= Math.abs(y0) * 1e-9) { y0 -= Math.abs(y0) * 0.1 || 1; y1 += Math.abs(y1) * 0.1 || 1; } /* flat, or flat but for rounding */
-    const pad = (y1 - y0) * 0.05; y0 -= pad; y1 += pad;
-    const sx = (x) => L + (x - x0) / (x1 - x0) * (W - L - R);
-    const sy = (y) => T + (1 - (y - y0) / (y1 - y0)) * (H - T - B);
-    ctx.strokeStyle = '#e3e3e3'; ctx.fillStyle = '#666'; ctx.lineWidth = 1;
-    for (const t of ticks(y0, y1, 5)) {
-      ctx.beginPath(); ctx.moveTo(L, sy(t) + 0.5); ctx.lineTo(W - R, sy(t) + 0.5); ctx.stroke();
-      ctx.fillText(fmtNum(t, 3), 2, sy(t) + 4);
-    }
-    for (const t of ticks(x0, x1, 6)) ctx.fillText(fmtNum(t, 4), sx(t) - 8, H - 6);
-    for (const s of series) {
-      ctx.strokeStyle = s.color; ctx.globalAlpha = s.faint ? 0.25 : 1; ctx.lineWidth = s.faint ? 1 : 1.6;
-      ctx.beginPath();
-      let pen = false;
-      for (const p of s.points) {
-        const ok = p.y !== null && isFinite(p.y) && isFinite(p.x);
-        if (ok) (pen ? ctx.lineTo(sx(p.x), sy(p.y)) : ctx.moveTo(sx(p.x), sy(p.y)));
-        pen = ok;
-      }
-      ctx.stroke();
-      if (s.points.length === 1 && isFinite(s.points[0].y)) { ctx.fillStyle = s.color; ctx.fillRect(sx(s.points[0].x) - 2, sy(s.points[0].y) - 2, 4, 4); }
-      if (!s.faint) nonFiniteMarks(ctx, s.points, sx, T, H - B);
-    }
-    ctx.globalAlpha = 1;
-    canvas._chart = {series, sx, sy, x0, x1, L, R, W, tip: opts.tip, xlabel: opts.xlabel || 'step'};
-    if (!canvas._hover) {
-      canvas._hover = true;
-      canvas.addEventListener('mousemove', (ev) => chartHover(canvas, ev));
-      canvas.addEventListener('mouseleave', () => { if (canvas._chart && canvas._chart.tip) canvas._chart.tip.hidden = true; });
-    }
-  }
-  function nonFiniteMarks(ctx, points, sx, top, bottom) {
-    ctx.save();
-    ctx.fillStyle = ctx.strokeStyle = '#e15759';
-    ctx.lineWidth = 1;
-    for (const p of points) {
-      if (p.y === null || isFinite(p.y) || !isFinite(p.x)) continue;
-      const x = sx(p.x);
-      if (Number.isNaN(p.y)) {
-        ctx.setLineDash([3, 3]);
-        ctx.beginPath(); ctx.moveTo(x + 0.5, top); ctx.lineTo(x + 0.5, bottom); ctx.stroke();
-        ctx.setLineDash([]);
-      } else {
-        const y = p.y > 0 ? top : bottom, d = p.y > 0 ? 6 : -6;
-        ctx.beginPath(); ctx.moveTo(x, y); ctx.lineTo(x - 4, y + d); ctx.lineTo(x + 4, y + d); ctx.closePath(); ctx.fill();
-      }
-    }
-    ctx.restore();
-  }
-  function chartHover(canvas, ev) {
-    const c = canvas._chart;
-    if (!c || !c.tip) return;
-    const x = c.x0 + (ev.offsetX - c.L) / (c.W - c.L - c.R) * (c.x1 - c.x0);
-    const lines = [];
-    let best = null;
-    for (const s of c.series) {
-      if (s.faint || !s.points.length) continue;
-      let p = s.points[0];
-      for (const q of s.points) if (Math.abs(q.x - x) < Math.abs(p.x - x)) p = q;
-      best = best === null ? p.x : best;
-      lines.push(s.label + ': ' + fmtNum(p.y, 6) + (p.raw !== undefined && !Object.is(p.raw, p.y) ? ' (raw ' + fmtNum(p.raw, 6) + ')' : ''));
-    }
-    if (best === null) return;
-    clear(c.tip);
-    append(c.tip, [h('b', {text: c.xlabel + ' ' + fmtNum(best)}), lines.map((l) => h('div', {text: l}))]);
-    c.tip.hidden = false;
-    c.tip.style.left = Math.min(ev.offsetX + 12, c.W - 160) + 'px';
-    c.tip.style.top = ev.offsetY + 12 + 'px';
-  }
+  /* About n round values (steps of 1, 2 or 5 times a power of ten) from a to b. */
   function ticks(a, b, n) {
     const step0 = (b - a) / n, mag = Math.pow(10, Math.floor(Math.log10(step0)));
     const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= step0) || step0;
@@ -356,17 +263,7 @@ const tide = (() => {
     }
     return out;
   }
-  /* Exponential moving average (TensorBoard's, debiased): weight in [0, 1). */
-  function ema(values, weight) {
-    let last = 0, n = 0;
-    return values.map((v) => {
-      if (v === null || !isFinite(v)) return v;
-      last = last * weight + (1 - weight) * v; n++;
-      return weight ? last / (1 - Math.pow(weight, n)) : v;
-    });
-  }
-
   return {h, append, clear, $, api, url, message, params, setParams, topbar, onStatus, shortDevice,
-          devices, colorOf, fmtNum, fmtUs, fmtBytes, inputNode, table, sortableTable, option, num, lineChart, ticks, ema,
+          devices, colorOf, fmtNum, fmtUs, fmtBytes, inputNode, table, sortableTable, option, num, ticks,
           latest, STALE, UNPLACED, status: () => lastStatus};
 })();

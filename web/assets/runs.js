@@ -1,16 +1,20 @@
 /* runs.js — the start page (/): the sessions of the run log, its runs with filters (session, status,
  * traced) and links to each run's timeline and graph, two ticked runs -> compare, and the scalar curves
- * (summaries and watched scalars) with exponential-moving-average smoothing and hover values. Refreshes
- * when the log grows (tide.onStatus). */
+ * (summaries and watched scalars): the curves of several sessions overlaid (TensorBoard's runs), the x
+ * axis by step, run or wall time, a log y axis, exponential-moving-average smoothing and hover values.
+ * Refreshes when the log grows (tide.onStatus). */
 'use strict';
 (() => {
-  const {h, api, clear, table, option, params, setParams} = tide;
+  const {h, api, append, clear, table, option, params, setParams} = tide;
   const page = document.getElementById('page');
   const ticked = new Set();
-  const state = {session: params().get('session') || '', status: params().get('status') || '',
-                 traced: params().get('traced') || '', smooth: Number(params().get('smooth') || 0.6)};
+  const q = params();
+  const state = {session: q.get('session') || '', status: q.get('status') || '', traced: q.get('traced') || '',
+                 smooth: Number(q.get('smooth') || 0.6), x: q.get('x') || 'step', logY: q.get('log') === '1',
+                 curves: q.get('curves') ? new Set(q.get('curves').split(',').map(Number).filter((n) => n > 0)) : null};
   let sessions = [];
-  const charts = new Map();   /* tag|kind -> {canvas, tip, points} */
+  const charts = new Map();   /* kind|tag -> {canvas, tip, legend, curve} */
+  const scalarsGuard = tide.latest();
 
   const sessionSel = h('select', {id: 'f-session', onchange: () => { state.session = sessionSel.value; filtersChanged(); }});
   const statusSel = h('select', {id: 'f-status', onchange: () => { state.status = statusSel.value; filtersChanged(); }},
@@ -26,6 +30,17 @@
     oninput: () => { state.smooth = Number(smoothIn.value); smoothOut.textContent = smoothIn.value; redrawCharts(); },
     onchange: () => setParams({smooth: state.smooth})});
   const smoothOut = h('span', {class: 'mono', text: String(state.smooth)});
+  const xSel = h('select', {id: 'curve-x', onchange: () => {
+    const had = state.x === 'time';
+    state.x = xSel.value;
+    setParams({x: state.x === 'step' ? '' : state.x});
+    if ((state.x === 'time') !== had) loadScalars(false); else redrawCharts();   /* times are asked for only when shown */
+  }},
+    option('step', 'step'), option('run', 'run'), option('time', 'wall time'));
+  xSel.value = state.x;
+  const logBox = h('input', {id: 'curve-log', type: 'checkbox', checked: state.logY,
+    onchange: () => { state.logY = logBox.checked; setParams({log: state.logY ? 1 : ''}); redrawCharts(); }});
+  const sessionPicker = h('div', {class: 'toolbar', id: 'curve-sessions'});
   const sessionsBox = h('div', {class: 'scroll', id: 'sessions'});
   const runsBox = h('div', {class: 'scroll', id: 'runs'});
   const runsInfo = h('span', {class: 'muted'});
@@ -38,11 +53,13 @@
         h('label', null, 'traced', tracedSel), compareBtn, runsInfo),
       runsBox),
     h('div', {class: 'panel'}, h('h2', {text: 'Scalars'}),
-      h('div', {class: 'toolbar'}, h('label', null, 'smoothing', smoothIn, smoothOut)), chartsBox),
+      h('div', {class: 'toolbar'}, h('label', null, 'smoothing', smoothIn, smoothOut), h('label', null, 'x axis', xSel),
+        h('label', null, logBox, 'log scale')), sessionPicker, chartsBox),
   ]);
 
   function filtersChanged() {
     setParams({session: state.session, status: state.status, traced: state.traced});
+    drawSessionPicker();
     loadRuns();
     loadScalars(true);
   }
@@ -66,6 +83,7 @@
     clear(sessionSel).appendChild(option('', 'all'));
     for (const x of sessions.slice().reverse()) sessionSel.appendChild(option(x.id, x.id + (x.label ? ' · ' + x.label : ''), String(x.id) === cur));
     sessionSel.value = cur;
+    drawSessionPicker();
   }
 
   async function loadRuns() {
@@ -105,46 +123,112 @@
   }
 
   /* ------------------------------------------------------------------ scalar curves */
+  /* One card per tag; in it one curve per session shown (TensorBoard's runs overlaid), in the session's
+   * colour; the x axis by step, by run (the log's run counter) or by wall time since the session's first
+   * point; a linear or log y axis; smoothing. */
+  const SESSION_COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f'];
+  const sessionColor = (id) => SESSION_COLORS[(Number(id) - 1) % SESSION_COLORS.length];
+  const xFormats = {
+    step: {label: 'step', of: (p) => p.step},
+    run: {label: 'run', of: (p) => p.run},
+    time: {label: 'time', of: (p, t0) => (p.time === null ? NaN : p.time - t0), format: fmtSeconds},
+  };
+  function fmtSeconds(s) {
+    const a = Math.abs(s);
+    if (a < 1) return tide.fmtUs(s * 1e6);
+    if (a >= 3600) return (s / 3600).toFixed(a >= 36000 ? 0 : 1) + ' h';
+    if (a >= 60) return (s / 60).toFixed(a >= 600 ? 0 : 1) + ' min';
+    return (a >= 10 ? s.toFixed(0) : s.toFixed(a >= 1 ? 1 : 2)) + ' s';
+  }
+  /* The sessions whose curves are shown: the chosen session, else those ticked (default: the latest 4). */
+  function shownSessions() {
+    if (state.session) return [Number(state.session)];
+    if (state.curves !== null) return [...state.curves].filter((id) => sessions.some((x) => x.id === id));
+    return sessions.slice(-4).map((x) => x.id);
+  }
+  function drawSessionPicker() {
+    clear(sessionPicker);
+    if (state.session) { sessionPicker.hidden = true; return; }
+    sessionPicker.hidden = false;
+    const shown = new Set(shownSessions());
+    sessionPicker.appendChild(h('span', {class: 'muted', text: 'sessions: '}));
+    for (const x of sessions.slice().reverse().slice(0, 24))
+      sessionPicker.appendChild(h('label', {class: 'entry'}, h('input', {type: 'checkbox', class: 'curve-session', 'data-session': x.id,
+        checked: shown.has(x.id), onchange: (e) => {
+          const set = new Set(shownSessions());
+          if (e.target.checked) set.add(x.id); else set.delete(x.id);
+          state.curves = set;
+          setParams({curves: [...set].sort((a, b) => a - b)});
+          loadScalars(true);
+        }}), h('span', {class: 'swatch', style: {background: sessionColor(x.id)}}), String(x.id)));
+  }
+
   async function loadScalars(reset) {
-    const s = await api('/api/scalars', {session: state.session});
-    if (!s) return;
+    const ids = shownSessions();
+    const answer = await scalarsGuard(async () => {
+      const lists = await Promise.all(ids.map((id) => api('/api/scalars', {session: id}, {quiet: true})));
+      const tags = new Map();   /* kind|tag -> {tag, kind, sessions: [{id, points}]} */
+      lists.forEach((l, i) => {
+        for (const t of l ? l.tags : []) {
+          const key = t.kind + '|' + t.tag;
+          if (!tags.has(key)) tags.set(key, {tag: t.tag, kind: t.kind, sessions: []});
+          tags.get(key).sessions.push({id: ids[i], count: t.points});
+        }
+      });
+      await Promise.all([...tags.values()].flatMap((t) => t.sessions.map(async (x) => {
+        const p = await api('/api/scalar', {tag: t.tag, session: x.id, kind: t.kind, time: state.x === 'time' ? 1 : null}, {quiet: true});
+        x.points = p ? p.points : [];
+      })));
+      return tags;
+    });
+    if (answer === tide.STALE) return;
     if (reset) { charts.clear(); clear(chartsBox); }
-    if (!s.tags.length) {
+    if (!answer.size) {
       clear(chartsBox).appendChild(h('p', {class: 'muted',
         text: 'No scalars yet: summary("loss", loss) in a run, or :watch a scalar node.'}));
+      charts.clear();
       return;
     }
     if (!charts.size) clear(chartsBox);
-    for (const t of s.tags) {
-      const key = t.kind + '|' + t.tag;
+    for (const [key, t] of answer) {
       let c = charts.get(key);
       if (!c) {
         const canvas = h('canvas', {class: 'chart', 'data-tag': t.tag});
         const tip = h('div', {class: 'tip', hidden: true});
-        chartsBox.appendChild(h('div', {class: 'card'}, h('h3', null, t.tag, h('span', {class: 'kind', text: t.kind + ' · ' + t.points + ' points'})),
+        const legend = h('span', {class: 'kind'});
+        chartsBox.appendChild(h('div', {class: 'card'}, h('h3', null, t.tag, legend),
           h('div', {style: {position: 'relative'}}, canvas, tip)));
-        c = {canvas, tip, points: []};
+        c = {canvas, tip, legend};
         charts.set(key, c);
       }
-      const p = await api('/api/scalar', {tag: t.tag, session: state.session, kind: t.kind});
-      if (p) { c.points = p.points; draw(c); }
+      c.curve = t;
+      clear(c.legend).appendChild(document.createTextNode(t.kind + ' · '));
+      for (const x of t.sessions)
+        append(c.legend, [h('span', {class: 'swatch', style: {background: sessionColor(x.id)}}), 'session ' + x.id + ' (' + x.count + ') ']);
+      draw(c);
     }
   }
   function draw(c) {
-    const raw = c.points.map((p) => tide.num(p.value));
-    const smooth = tide.ema(raw, state.smooth);
-    const pts = (ys) => c.points.map((p, i) => ({x: p.step, y: ys[i], raw: raw[i]}));
-    tide.lineChart(c.canvas, [
-      {label: 'raw', color: '#4e79a7', points: pts(raw), faint: state.smooth > 0},
-      {label: state.smooth > 0 ? 'smoothed' : 'value', color: '#4e79a7', points: pts(smooth)},
-    ], {tip: c.tip});
+    const fmt = xFormats[state.x] || xFormats.step;
+    const series = [];
+    for (const x of c.curve.sessions) {
+      const pts = x.points || [];
+      const t0 = pts.length && pts[0].time !== null ? Math.min(...pts.filter((p) => p.time !== null).map((p) => p.time)) : 0;
+      const raw = pts.map((p) => tide.num(p.value));
+      const smooth = tide.charts.ema(raw, state.smooth);
+      const at = (ys) => pts.map((p, i) => ({x: fmt.of(p, t0), y: ys[i], raw: raw[i]}));
+      const color = sessionColor(x.id);
+      if (state.smooth > 0) series.push({label: 'session ' + x.id + ' raw', color, points: at(raw), faint: true});
+      series.push({label: 'session ' + x.id, color, points: at(state.smooth > 0 ? smooth : raw)});
+    }
+    tide.charts.line(c.canvas, series, {tip: c.tip, xlabel: fmt.label, xFormat: fmt.format, logY: state.logY});
   }
-  function redrawCharts() { for (const c of charts.values()) draw(c); }
+  function redrawCharts() { for (const c of charts.values()) if (c.curve) draw(c); }
   window.addEventListener('resize', redrawCharts);
 
   tide.topbar('runs');
-  tide.onStatus((s, changed) => {
-    if (changed.sessions) loadSessions();
-    if (changed.run || changed.first) { loadRuns(); loadScalars(false); }
+  tide.onStatus(async (s, changed) => {
+    if (changed.sessions) await loadSessions();
+    if (changed.run || changed.first) await Promise.all([loadRuns(), loadScalars(false)]);
   });
 })();

@@ -223,7 +223,7 @@
     if (!state.node) return;
     const r = await api('/api/tensor/history', {node: state.node, output: state.output, session: state.session, stat: state.stat});
     if (!r) return;
-    tide.lineChart(histCanvas2, [{label: state.stat, color: '#f28e2b',
+    tide.charts.line(histCanvas2, [{label: state.stat, color: '#f28e2b',
       points: r.points.map((p) => ({x: p.step, y: tide.num(p.value)}))}], {tip: historyTip});
   }
 
