@@ -155,21 +155,11 @@ static tide_output capture(tide_graph *g, tide_cf_context *c, tide_output in, ti
     /* In a gradient loop, a node the gradient added to the forward side counts as outside, however
      * late it was made (grads/while_grad.c). */
     int side = c->grad ? tide__grad_loop_side(c, in) : GRAD_NOT_FORWARD;
-    if (side == GRAD_NOT_FORWARD && in.node->id >= c->first_id)
+    if (side == GRAD_NOT_FORWARD && in.node->id >= c->first_id && !in.node->cf_hoisted)
         return in;
     for (int i = 0; i < c->num_captures; i++)
         if (c->captures[i].outside.node == in.node && c->captures[i].outside.index == in.index)
             return c->captures[i].inside;
-    if (c->num_captures == c->cap_captures) {
-        int cap = c->cap_captures ? 2 * c->cap_captures : 8;
-        tide_cf_capture *grown = realloc(c->captures, sizeof *grown * (size_t)cap);
-        if (!grown) {
-            tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
-            return (tide_output){NULL, 0};
-        }
-        c->captures = grown;
-        c->cap_captures = cap;
-    }
     tide_output inside;
     if (side == GRAD_FORWARD_HERE) { /* a value of the loop this gradient undoes: from its stack */
         inside = tide__grad_loop_pop(g, c, in, err);
@@ -183,6 +173,16 @@ static tide_output capture(tide_graph *g, tide_cf_context *c, tide_output in, ti
     }
     if (!inside.node)
         return (tide_output){NULL, 0};
+    if (c->num_captures == c->cap_captures) { /* grown here: the work above may have captured more */
+        int cap = c->cap_captures ? 2 * c->cap_captures : 8;
+        tide_cf_capture *grown = realloc(c->captures, sizeof *grown * (size_t)cap);
+        if (!grown) {
+            tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+            return (tide_output){NULL, 0};
+        }
+        c->captures = grown;
+        c->cap_captures = cap;
+    }
     c->captures[c->num_captures++] = (tide_cf_capture){in, inside};
     return inside;
 }

@@ -221,6 +221,8 @@ struct tide_node {
     _Atomic(const char *) assigned_device;
     atomic_bool used_by_plan;
     atomic_bool placement_fixed;     /* a Variable read by a placed plan keeps its device (placement.c) */
+    bool cf_hoisted;                 /* a Const built while a cond or loop was being built, but outside it:
+                                        readers inside bring it in like any outside value (control_flow.c) */
 };
 
 struct tide_graph {

@@ -292,6 +292,12 @@ tide_node *tide_node_builder_finish(tide_node_builder *b, tide_error *err)
         st = tide_error_set(err, TIDE_ALREADY_EXISTS, "node name '%s' is already used (by a %s node)", name,
                             other->op->name);
     }
+    /* A constant built inside a cond or loop is made outside it: a loop then enters it once instead of
+     * running it in every iteration, and a branch switches it in only where it is read. */
+    bool hoist = b->graph->cf_context && b->num_inputs == 0 && b->num_control == 0 && strcmp(def->name, "Const") == 0;
+    struct tide_cf_context *context = b->graph->cf_context;
+    if (hoist)
+        b->graph->cf_context = NULL;
     if (st == TIDE_OK && b->graph->cf_context) {
         char who[600];
         snprintf(who, sizeof who, "node '%s' (%s)", name, def->name);
@@ -299,8 +305,11 @@ tide_node *tide_node_builder_finish(tide_node_builder *b, tide_error *err)
     }
     if (st == TIDE_OK)
         st = build(b, def, name, &node, err);
-    if (st == TIDE_OK)
+    b->graph->cf_context = context;
+    if (st == TIDE_OK) {
+        node->cf_hoisted = hoist;
         tide__graph_insert(b->graph, node);
+    }
     free(name);
     tide_node_builder_free(b);
     return st == TIDE_OK ? node : NULL;

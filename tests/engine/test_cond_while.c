@@ -160,8 +160,9 @@ static void test_while_builder(void)
     if (st != TIDE_OK)
         fprintf(stderr, "while: %s\n", tide_error_message(err));
     CU_ASSERT_EQUAL(st, TIDE_OK);
-    /* Enters: 2 loop variables + limit + scale + the constant 1? (no: made inside) = 4. */
-    CU_ASSERT_EQUAL(count_op(g, "Enter"), 4);
+    /* Enters: 2 loop variables + limit + scale (read twice, entered once) + the constant 1 (made outside the
+     * loop by the builder, entered once rather than run in every iteration) = 5. */
+    CU_ASSERT_EQUAL(count_op(g, "Enter"), 5);
     CU_ASSERT_EQUAL(count_op(g, "Exit"), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(tide_node_name(r[1].node), "while/"));
     for (int32_t lim = 0; lim <= 30 && st == TIDE_OK; lim += 10) {
