@@ -7,7 +7,9 @@
  *    whatever the device count): 5-60 stateless float32 nodes (Const, Placeholder, Add/Sub/Mul with
  *    a scalar broadcast, MatMul, Relu, Tanh, Sigmoid, Neg, Square, Exp of bounded values, Sum/Mean
  *    over an axis, ConcatV2, Transpose, Reshape, AddN, Identity) whose shapes and magnitudes it tracks,
- *    fan-out, control edges, device requests (/cpu:K, /device:cpu:*, none) and a NoOp target.
+ *    fan-out, control edges, device requests (/cpu:K, /device:cpu:*, none) and a NoOp target; and
+ *    conds (a branch taken by the data's sign) and while loops (0-4 iterations, parallel_iterations
+ *    1-4) whose branches and bodies are random chains reading outside tensors, on any device.
  *    Some unary nodes get a twin (same op, input and request) for the plan's CSE pass to merge.
  *  - Each graph is run on one CPU device (the reference) and on 2, 3 and 4 devices under the greedy,
  *    naive and round-robin strategies (1 or 2 threads per device; some engines without CSE or without
@@ -102,7 +104,7 @@ static float rnd_value(uint64_t *s) { return (float)(rnd(s, 257) - 128) / 128.0f
 
 /* ---------------------------------------------------------------- the generator */
 
-#define MAX_NODES 160
+#define MAX_NODES 1024
 #define MAX_FETCHES 6
 
 typedef struct gtensor {
@@ -128,6 +130,8 @@ typedef struct gen {
     int request[MAX_NODES];     /* per node id: the device index requested exactly, or -1 */
     int last_request;           /* the last request drawn */
     bool repeat;                /* making a twin: the last request again, no control input */
+    int in_loop;                /* building a loop's condition or body: no control inputs from outside */
+    int conds, loops;           /* made so far (totals in the summary) */
 } gen;
 
 /* Draws a device request (the same draws whatever ndev; the last one again when G->repeat) and sets
@@ -161,10 +165,11 @@ static tide_node_builder *builder(gen *G, const char *op)
     return tide_node_builder_new(G->g, op, name);
 }
 
-/* A random earlier node for a control input (a fed Placeholder too: the edge is met at once). */
+/* A random earlier tensor's node for a control input (a fed Placeholder too: the edge is met at once;
+ * never a node inside a cond or loop, which would mix frames). */
 static tide_node *control_source(gen *G)
 {
-    return tide_graph_node_at(G->g, rnd(&G->rng, G->nodes));
+    return G->t[rnd(&G->rng, G->nt)].node;
 }
 
 /* Finishes b with a random device request, and sometimes a control input on an earlier node. */
@@ -172,12 +177,15 @@ static tide_node *finish(gen *G, tide_node_builder *b)
 {
     int exact;
     request_device(G, b, &exact);
-    tide_node *c = !G->repeat && G->nodes > 0 && rnd(&G->rng, 100) < 15 ? control_source(G) : NULL;
-    if (c)
+    tide_node *c = !G->repeat && G->nt > 0 && rnd(&G->rng, 100) < 15 ? control_source(G) : NULL;
+    if (c && !G->in_loop)
         tide_node_builder_add_control_input(b, c);
     tide_node *n = gu_finish(b);
-    CU_ASSERT_FATAL(n != NULL && tide_node_id(n) == G->nodes && G->nodes < MAX_NODES);
-    G->request[G->nodes++] = exact;
+    CU_ASSERT_FATAL(n != NULL && tide_node_id(n) >= G->nodes && tide_node_id(n) < MAX_NODES);
+    for (int id = G->nodes; id < tide_node_id(n); id++) /* made by a cond or loop builder: no request */
+        G->request[id] = -1;
+    G->request[tide_node_id(n)] = exact;
+    G->nodes = tide_node_id(n) + 1;
     return n;
 }
 
@@ -439,6 +447,146 @@ static gtensor *make_addn(gen *G)
     return push(G, finish(G, b), a->rank, a->dims, mag);
 }
 
+/* ---------------------------------------------------------------- conds and loops */
+
+/* A short random chain from x inside a branch or a loop body: element-wise ops with other tensors of
+ * x's shape (those from outside come in through the cond's or loop's context), ending in Tanh so the
+ * result stays bounded. The tensors made inside are forgotten afterwards (they are not for outside). */
+static tide_node *inner_chain(gen *G, gtensor *x)
+{
+    int nt = G->nt;
+    gtensor *cur = x;
+    for (int k = 1 + rnd(&G->rng, 3); k > 0; k--) {
+        static const char *ops[] = {"Add", "Sub", "Mul"};
+        if (rnd(&G->rng, 3) == 0) {
+            cur = unary(G, rnd(&G->rng, 2) ? "Sigmoid" : "Neg", cur, cur->mag);
+            continue;
+        }
+        gtensor *o = pick_like(G, cur);
+        tide_node_builder *b = builder(G, ops[rnd(&G->rng, 3)]);
+        tide_node_builder_add_input(b, (tide_output){cur->node, 0});
+        tide_node_builder_add_input(b, (tide_output){o->node, 0});
+        cur = push(G, finish(G, b), cur->rank, cur->dims, cur->mag * (o->mag + 1));
+    }
+    tide_node *out = unary(G, "Tanh", cur, 1)->node;
+    G->nt = nt;
+    return out;
+}
+
+typedef struct branch_arg {
+    gen *G;
+    gtensor *x;
+} branch_arg;
+
+static tide_status gen_branch(tide_graph *g, void *user, tide_output *outs, int max, int *n, tide_error *err)
+{
+    (void)g;
+    (void)max;
+    (void)err;
+    branch_arg *a = user;
+    outs[0] = (tide_output){inner_chain(a->G, a->x), 0};
+    *n = 1;
+    return TIDE_OK;
+}
+
+/* cond(sum(x) > 0, chain(x), chain(x)): only one branch runs; its nodes may sit on any device. */
+static gtensor *make_cond(gen *G)
+{
+    gtensor *x = pick(G);
+    int32_t axes[2] = {0, 1};
+    tide_node *ax = int_const(G, axes, x->rank);
+    tide_node_builder *b = builder(G, "Sum");
+    tide_node_builder_add_input(b, (tide_output){x->node, 0});
+    tide_node_builder_add_input(b, (tide_output){ax, 0});
+    tide_node *sum = finish(G, b);
+    b = builder(G, "Greater");
+    tide_node_builder_add_input(b, (tide_output){sum, 0});
+    tide_node_builder_add_input(b, (tide_output){make_const(G, 0, NULL)->node, 0});
+    G->nt--; /* that zero is not worth picking */
+    tide_node *pred = finish(G, b);
+    branch_arg a = {G, x};
+    tide_output r;
+    int n = 0;
+    tide_error *err = tide_error_new();
+    tide_status st = tide_cond(G->g, (tide_output){pred, 0}, gen_branch, gen_branch, &a, &r, 1, &n, err);
+    if (st != TIDE_OK)
+        fprintf(stderr, "generator: cond: %s\n", tide_error_message(err));
+    CU_ASSERT_FATAL(st == TIDE_OK && n == 1);
+    tide_error_free(err);
+    for (int id = G->nodes; id < tide_graph_num_nodes(G->g); id++) /* the Merges: no request */
+        G->request[id] = -1;
+    G->nodes = tide_graph_num_nodes(G->g);
+    G->conds++;
+    return push(G, r.node, x->rank, x->dims, 1);
+}
+
+typedef struct loop_arg {
+    gen *G;
+    gtensor *x;
+    int32_t steps;
+} loop_arg;
+
+static tide_status gen_loop_cond(tide_graph *g, void *user, const tide_output *v, int n, tide_output *pred,
+                                 tide_error *err)
+{
+    (void)g;
+    (void)n;
+    (void)err;
+    loop_arg *a = user;
+    tide_node_builder *b = builder(a->G, "Less");
+    tide_node_builder_add_input(b, v[0]);
+    tide_node_builder_add_input(b, (tide_output){int_const(a->G, &a->steps, -1), 0});
+    *pred = (tide_output){finish(a->G, b), 0};
+    return TIDE_OK;
+}
+
+static tide_status gen_loop_body(tide_graph *g, void *user, const tide_output *v, int n, tide_output *next,
+                                 tide_error *err)
+{
+    (void)g;
+    (void)n;
+    (void)err;
+    loop_arg *a = user;
+    gen *G = a->G;
+    int32_t one = 1;
+    tide_node_builder *b = builder(G, "Add");
+    tide_node_builder_add_input(b, v[0]);
+    tide_node_builder_add_input(b, (tide_output){int_const(G, &one, -1), 0});
+    next[0] = (tide_output){finish(G, b), 0};
+    int nt = G->nt;
+    gtensor *cur = push(G, v[1].node, a->x->rank, a->x->dims, 1); /* the variable's value in this iteration */
+    next[1] = (tide_output){inner_chain(G, cur), 0};
+    G->nt = nt;
+    return TIDE_OK;
+}
+
+/* for i < steps: v = chain(v), chain reading tensors from outside (loop invariants); 0-4 iterations. */
+static gtensor *make_while(gen *G)
+{
+    gtensor *x = pick(G);
+    if (x->mag > 1)
+        x = unary(G, "Tanh", x, 1);
+    int32_t zero = 0;
+    loop_arg a = {G, x, rnd(&G->rng, 5)};
+    tide_output init[2] = {{int_const(G, &zero, -1), 0}, {x->node, 0}}, r[2];
+    tide_while_options o;
+    tide_while_options_init(&o);
+    o.parallel_iterations = 1 + rnd(&G->rng, 4);
+    tide_error *err = tide_error_new();
+    G->in_loop++;
+    tide_status st = tide_while_loop(G->g, gen_loop_cond, gen_loop_body, &a, init, 2, &o, r, err);
+    G->in_loop--;
+    if (st != TIDE_OK)
+        fprintf(stderr, "generator: while_loop: %s\n", tide_error_message(err));
+    CU_ASSERT_FATAL(st == TIDE_OK);
+    tide_error_free(err);
+    for (int id = G->nodes; id < tide_graph_num_nodes(G->g); id++) /* the Exits: no request */
+        G->request[id] = -1;
+    G->nodes = tide_graph_num_nodes(G->g);
+    G->loops++;
+    return push(G, r[1].node, x->rank, x->dims, 1);
+}
+
 /* One random step of the generator. */
 static void grow(gen *G)
 {
@@ -463,8 +611,12 @@ static void grow(gen *G)
         t = make_concat(G);
     } else if (r < 92) {
         t = make_shape_op(G);
-    } else {
+    } else if (r < 96) {
         t = make_addn(G);
+    } else if (r < 98) {
+        t = make_cond(G);
+    } else {
+        t = make_while(G);
     }
     if (t->mag > 1e4) /* keep values finite: the big one may be fetched, but is used no further */
         unary(G, "Tanh", t, 1);
@@ -526,28 +678,39 @@ static void gen_clear(gen *G)
 
 typedef struct stats {
     long graphs, plans, crossing_edges, transfers, alap_edges, cross_control, merged, runs, aborted_runs;
+    long conds, loops, loop_transfers;  /* conds and loops generated; transfers inside a loop's frame */
 } stats;
 
 static stats totals;
 
-/* A plan seen from its inputs: which item and output feeds each slot. */
+/* A plan seen from its inputs: which item and output feeds each slot (slots are numbered per frame:
+ * SLOT(v, item, i) is input i of that item in one numbering over every frame). */
 typedef struct plan_view {
     const tide_engine *e;
     const tide_plan *p;
     const tide_graph *g;
     int *node_item;             /* graph node id -> item, -1 */
     int *slot_item, *slot_output;
+    int *slot_base;             /* per frame */
 } plan_view;
+
+#define SLOT(v, it, i) ((v)->slot_base[(it)->frame] + (it)->input_base + (i))
 
 static void view_init(plan_view *v, const tide_engine *e, const tide_plan *p, const tide_graph *g)
 {
-    int n = tide_graph_num_nodes(g);
-    *v = (plan_view){e, p, g, malloc(sizeof(int) * ((size_t)n + 1)), malloc(sizeof(int) * ((size_t)p->num_slots + 1)),
-                     malloc(sizeof(int) * ((size_t)p->num_slots + 1))};
+    int n = tide_graph_num_nodes(g), total = 0;
+    int *base = malloc(sizeof(int) * ((size_t)p->num_frames + 1));
+    CU_ASSERT_FATAL(base != NULL);
+    for (int f = 0; f < p->num_frames; f++) {
+        base[f] = total;
+        total += p->frames[f].num_slots;
+    }
+    *v = (plan_view){e, p, g, malloc(sizeof(int) * ((size_t)n + 1)), malloc(sizeof(int) * ((size_t)total + 1)),
+                     malloc(sizeof(int) * ((size_t)total + 1)), base};
     CU_ASSERT_FATAL(v->node_item && v->slot_item && v->slot_output);
     for (int i = 0; i < n; i++)
         v->node_item[i] = -1;
-    for (int s = 0; s < p->num_slots; s++)
+    for (int s = 0; s < total; s++)
         v->slot_item[s] = v->slot_output[s] = -1;
     for (int k = 0; k < p->num_items; k++) {
         const tide_exec_item *it = &p->items[k];
@@ -557,9 +720,10 @@ static void view_init(plan_view *v, const tide_engine *e, const tide_plan *p, co
             v->node_item[it->twins[t]->id] = k;
         for (int e = 0; e < it->num_edges; e++)
             if (it->edges[e].slot >= 0) {
-                CHECK(v->slot_item[it->edges[e].slot] < 0); /* one edge per slot */
-                v->slot_item[it->edges[e].slot] = k;
-                v->slot_output[it->edges[e].slot] = it->edges[e].output;
+                int slot = v->slot_base[p->items[it->edges[e].dst].frame] + it->edges[e].slot;
+                CHECK(v->slot_item[slot] < 0); /* one edge per slot */
+                v->slot_item[slot] = k;
+                v->slot_output[slot] = it->edges[e].output;
             }
     }
 }
@@ -569,6 +733,7 @@ static void view_clear(plan_view *v)
     free(v->node_item);
     free(v->slot_item);
     free(v->slot_output);
+    free(v->slot_base);
 }
 
 static const char *attr_string(const tide_node *n, const char *name)
@@ -593,18 +758,24 @@ static int find_send(const tide_plan *p, const char *tensor, const tide_device *
 }
 
 /* The incoming edges of _Recv item r: only control edges (its value comes by the rendezvous), from
- * node items of its own device (pass 6b's as-late-as-possible edges). Returns how many. */
-static int recv_incoming(const tide_plan *p, int r)
+ * node items of its own device (pass 6b's as-late-as-possible edges), and inside a loop one from the
+ * tensor's producer (it starts the _Recv in each iteration). Returns how many are pass 6b's. */
+static int recv_incoming(const tide_plan *p, int r, int producer)
 {
-    int n = 0;
+    int n = 0, started = 0;
     for (int k = 0; k < p->num_items; k++)
         for (int e = 0; e < p->items[k].num_edges; e++)
             if (p->items[k].edges[e].dst == r) {
                 CHECK(p->items[k].edges[e].slot < 0 && p->items[k].edges[e].output < 0);
+                if (k == producer && p->items[r].frame != 0) {
+                    started++;
+                    continue;
+                }
                 CHECK(p->items[k].kind == ITEM_NODE && p->items[k].device == p->items[r].device);
                 n++;
             }
-    CHECK(n == p->items[r].initial_pending);
+    CHECK(started == (p->items[r].frame != 0));
+    CHECK(n + started == p->items[r].initial_pending);
     return n;
 }
 
@@ -636,7 +807,8 @@ static void check_transfer(const plan_view *v, int k, int slot, int producer, in
     CHECK(send->device == from && strcmp(send->node->name, name) == 0);
     CHECK(strcmp(attr_string(send->node, "send_device"), from->name) == 0);
     CHECK(send->num_inputs == 1 && send->num_edges == 0);
-    CHECK(v->slot_item[send->input_base] == producer && v->slot_output[send->input_base] == output);
+    CHECK(v->slot_item[SLOT(v, send, 0)] == producer && v->slot_output[SLOT(v, send, 0)] == output);
+    CHECK(send->frame == recv->frame); /* both where the tensor lands (inside a loop: once per iteration) */
 }
 
 /* A (tensor, destination device) pair found from the original graph: the producer's item (CSE may
@@ -665,7 +837,7 @@ static int check_data_edges(const plan_view *v, const gen *G, pair *pairs, int c
             continue;
         for (int i = 0; i < it->node->num_inputs; i++) {
             tide_output in = it->node->inputs[i];
-            int slot = it->input_base + i;
+            int slot = SLOT(v, it, i);
             if (is_fed(G, in.node, in.index)) {
                 CHECK(v->slot_item[slot] >= 0 && p->items[v->slot_item[slot]].kind == ITEM_FEED);
                 continue;
@@ -722,10 +894,13 @@ static void check_pairs(const plan_view *v, const pair *pairs, int np)
                     strcmp(attr_string(p->items[j].node, "recv_device"), attr_string(it->node, "recv_device")) == 0));
         CHECK(for_a_pair(v, it, pairs, np));
         if (recv) {
-            CHECK(it->num_edges > 0 && find_send(p, attr_string(it->node, "tensor_name"), it->device) >= 0);
-            alap += recv_incoming(p, k);
+            int s = find_send(p, attr_string(it->node, "tensor_name"), it->device);
+            CHECK(it->num_edges > 0 && s >= 0);
+            alap += recv_incoming(p, k, s >= 0 ? v->slot_item[SLOT(v, &p->items[s], 0)] : -1);
         }
     }
+    for (int k = 0; k < p->num_items; k++)
+        totals.loop_transfers += is_op(&p->items[k], "_Recv") && p->items[k].frame != 0;
     CHECK(recvs == np && sends == np);
     CHECK(p->num_transfers == np && p->num_synthetic == 2 * np);
     CHECK(p->uses_rendezvous == (np > 0));
@@ -791,11 +966,11 @@ static void check_devices_and_fetches(const plan_view *v, const gen *G)
             continue;
         fetches++;
         tide_output o = G->fetches[it->index];
-        int src = v->slot_item[it->input_base];
+        int src = v->slot_item[SLOT(v, it, 0)];
         if (is_fed(G, o.node, o.index))
             CHECK(src >= 0 && p->items[src].kind == ITEM_FEED);
         else
-            CHECK(src == v->node_item[o.node->id] && v->slot_output[it->input_base] == o.index);
+            CHECK(src == v->node_item[o.node->id] && v->slot_output[SLOT(v, it, 0)] == o.index);
     }
     CHECK(fetches == G->nf && p->num_fetches == G->nf);
 }
@@ -899,6 +1074,8 @@ static void check_graph(uint64_t seed, tide_engine *ref, tide_engine *const *eng
     CU_ASSERT_PTR_NOT_NULL_FATAL(G);
     tide_tensor *want[MAX_FETCHES] = {0};
     generate(G, seed, 1);
+    totals.conds += G->conds;
+    totals.loops += G->loops;
     snprintf(context, sizeof context, "graph %llu (%d nodes) on 1 device", (unsigned long long)seed, G->nodes);
     bool ok = run_graph(ref, G, want);
     gen_clear(G);
@@ -945,12 +1122,14 @@ static void test_random_graphs(void)
     for (int i = 0; i < n; i++)
         check_graph((uint64_t)i + 1, ref, engines);
     fprintf(stderr, "\n  %ld graphs, %ld plans: %ld data edges crossing devices, %ld transfers, %ld ALAP edges, %ld "
-            "cross-device control edges, %ld nodes merged by CSE, %ld runs ", totals.graphs, totals.plans,
-            totals.crossing_edges, totals.transfers, totals.alap_edges, totals.cross_control, totals.merged,
-            totals.runs);
+            "cross-device control edges, %ld nodes merged by CSE, %ld runs; %ld conds and %ld while loops, %ld "
+            "transfers inside loops ", totals.graphs, totals.plans, totals.crossing_edges, totals.transfers,
+            totals.alap_edges, totals.cross_control, totals.merged, totals.runs, totals.conds, totals.loops,
+            totals.loop_transfers);
     CU_ASSERT_EQUAL(totals.graphs, n);
     CU_ASSERT(totals.transfers - transfers0 >= n); /* round robin alone crosses in most graphs */
     CU_ASSERT(totals.cross_control > 0 && totals.alap_edges > 0 && totals.merged > 0);
+    CU_ASSERT(totals.conds > 0 && totals.loops > 0 && totals.loop_transfers > 0);
     CU_ASSERT_EQUAL(failures, failures0);
     for (int i = 0; i < 9; i++)
         tide_engine_free(engines[i]);
@@ -958,19 +1137,20 @@ static void test_random_graphs(void)
 }
 
 /* The generator itself: the same seed gives the same graph text whatever the device count (but for
- * the requests), valid graphs of 5-60 nodes with every op kind, and a 1-device plan has no pair. */
+ * the requests), valid graphs of 5-60 nodes (a cond or loop adds its own builders' nodes, up to 30 each)
+ * with every op kind, and a 1-device plan has no pair. */
 static void test_generator(void)
 {
     int seen_ops = 0;
     static const char *ops[] = {"MatMul", "ConcatV2", "Transpose", "Reshape", "Sum", "Mean", "AddN", "Exp",
-                                "Placeholder", "NoOp"};
+                                "Placeholder", "NoOp", "Switch", "NextIteration"};
     tide_engine *one = make_engine(1, 1, TIDE_PLACEMENT_GREEDY, 0);
     for (uint64_t seed = 1; seed <= 60; seed++) {
         gen *a = malloc(sizeof *a), *b = malloc(sizeof *b);
         CU_ASSERT_FATAL(a && b);
         generate(a, seed, 1);
         generate(b, seed, 4);
-        CU_ASSERT(a->nodes >= 5 && a->nodes <= 60);
+        CU_ASSERT(a->nodes >= 5 && a->nodes <= 60 + 30 * (a->conds + a->loops));
         CU_ASSERT_EQUAL(a->nodes, b->nodes);
         CU_ASSERT_EQUAL(a->nf, b->nf);
         for (int i = 0; i < a->nodes; i++) {
@@ -978,7 +1158,7 @@ static void test_generator(void)
             CU_ASSERT_STRING_EQUAL(tide_node_name(x), tide_node_name(y));
             CU_ASSERT_EQUAL(tide_node_num_inputs(x), tide_node_num_inputs(y));
             CU_ASSERT_EQUAL(tide_node_num_control_inputs(x), tide_node_num_control_inputs(y));
-            for (int k = 0; k < 10; k++)
+            for (int k = 0; k < 12; k++)
                 if (strcmp(tide_node_op(x), ops[k]) == 0)
                     seen_ops |= 1 << k;
         }
@@ -995,7 +1175,7 @@ static void test_generator(void)
         free(a);
         free(b);
     }
-    CU_ASSERT_EQUAL(seen_ops, (1 << 10) - 1);
+    CU_ASSERT_EQUAL(seen_ops, (1 << 12) - 1);
     tide_engine_free(one);
 }
 
