@@ -138,8 +138,10 @@ static int l_cond(lua_State *L)
     tide_output res[MAX_RESULTS];
     int n = 0;
     tide_error *err = tide_error_new();
+    int before = tide_graph_num_nodes(r->graph);
     tide_status st = tide_cond(r->graph, pred, true_branch, false_branch, &a, res, MAX_RESULTS, &n, err);
     if (st != TIDE_OK) {
+        repl_kill_handles(L, before); /* tide_cond removed what the branches built */
         lua_pushstring(L, tide_error_message(err));
         tide_error_free(err);
         return repl_raise(L, "cond: %s", lua_tostring(L, -1));
@@ -249,8 +251,10 @@ static int l_while_loop(lua_State *L)
     loop_args a = {L, 1, 2, dtypes};
     tide_output res[MAX_RESULTS];
     tide_error *err = tide_error_new();
+    int before = tide_graph_num_nodes(r->graph);
     tide_status st = tide_while_loop(r->graph, loop_cond, loop_body, &a, vars, n, &o, res, err);
     if (st != TIDE_OK) {
+        repl_kill_handles(L, before); /* tide_while_loop removed what the condition and body built */
         lua_pushstring(L, tide_error_message(err));
         tide_error_free(err);
         return repl_raise(L, "%s", lua_tostring(L, -1));
