@@ -631,7 +631,8 @@ static void test_attr_kinds_binary(void) { check_attr_kinds("attrs.pb"); }
 /* ---------------------------------------------------------------- control flow */
 
 /* A TensorFlow 1.x while_loop (Enter, Merge with its back edge, LoopCond, Switch, NextIteration, Exit)
- * imports and runs; exported and imported again it is the same graph. */
+ * and a cond on its result (Switch, pivots, Merge) import and run; exported and imported again they are
+ * the same graph. */
 static void check_while_loop(const char *file)
 {
     tide_graph *g = tide_graph_new();
@@ -641,6 +642,7 @@ static void check_while_loop(const char *file)
     CU_ASSERT_STRING_EQUAL(tide_node_name(tide_node_input(merge, 1).node), "while/NextIteration");
     expect_values(g, "while/Exit", TIDE_INT32, 0, NULL, (double[]){10}, 0);
     expect_values(g, "while/Exit_1", TIDE_FLOAT32, 0, NULL, (double[]){1024}, 0);
+    expect_values(g, "cond/Merge", TIDE_FLOAT32, 0, NULL, (double[]){3072}, 0); /* the true branch */
     void *data = NULL;
     size_t size = 0;
     CU_ASSERT_EQUAL_FATAL(tide_graphdef_export(g, NULL, &data, &size, NULL), TIDE_OK);
