@@ -35,7 +35,7 @@ img = reshape(x, {-1, 2, 2, 1})
 s = summary("loss", loss)
 s2 = summary("${XSS_TAG}", loss * 2)
 train = sgd(0.5):minimize(loss)
-odd = placeholder(float32, {}, {name = "odd"})
+odd = placeholder(float32, "[]", {name = "odd"})
 s3 = summary("nonfinite", odd)
 odds = {1.5, math.huge, 0 / 0, -math.huge, 2}
 run(init())
