@@ -27,6 +27,12 @@ for i = 1, 60 do run({train, s}, {[x] = bx, [labels] = by}) end
 `;
 
 const chart = (page) => page.$eval('canvas[data-tag="loss"]', (c) => ({...c.dataset}));
+// Chooses an x axis and waits until the chart is drawn with it (to or from wall time, it asks again).
+async function xAxis(page, value) {
+  await page.selectOption('#curve-x', value);
+  await waitFor(page, `curves: redrawn by ${value}`, (v) => document.querySelector('canvas[data-tag="loss"]').dataset.xlabel === v, value);
+  return chart(page);
+}
 
 let browser = null;
 const servers = [];
@@ -49,16 +55,13 @@ try {
     .closest('.card').querySelector('h3').textContent)), 'curves: the legend names both sessions');
   check(await inkedPixels(p.page, 'canvas[data-tag="loss"]') > 300, 'curves: the curves are drawn');
   // x axis by run: the runs' ids
-  await p.page.selectOption('#curve-x', 'run');
-  let c = await chart(p.page);
+  let c = await xAxis(p.page, 'run');
   const lastRun = Math.max(...runs.map((r) => r.id));
   check(c.xlabel === 'run' && Number(c.x1) === lastRun && Number(c.x0) < 5, 'curves: the x axis by run counter', JSON.stringify(c));
   // x axis by wall time: seconds since each session's first point
-  await p.page.selectOption('#curve-x', 'time');
-  c = await chart(p.page);
+  c = await xAxis(p.page, 'time');
   check(c.xlabel === 'time' && Number(c.x0) === 0 && Number(c.x1) > 0 && Number(c.x1) < 60, 'curves: the x axis by wall time', JSON.stringify(c));
-  await p.page.selectOption('#curve-x', 'step');
-  c = await chart(p.page);
+  c = await xAxis(p.page, 'step');
   check(c.xlabel === 'step' && Number(c.x0) === 1 && Number(c.x1) === 60, 'curves: the x axis by step', JSON.stringify(c));
   // log scale
   await p.page.check('#curve-log');
