@@ -7,6 +7,7 @@
  * The data files are found in $TIDE_GRAPHDEF_DATA (the source folder) and $TIDE_GRAPHDEF_BUILT (the
  * encoded .pb files), set by tests/graphdef/meson.build. */
 #include <math.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -682,6 +683,42 @@ static void test_loop_errors(void)
     tide_graph_free(g);
 }
 
+/* A chain of 100,000 nodes listed consumers first: ordering it goes 100,000 deep, which the importer's
+ * explicit stack handles (a recursive one would exhaust the C stack); it imports in linear time. */
+static void test_long_chain_in_reverse(void)
+{
+    enum { N = 100000 };
+    size_t cap = (size_t)N * 110 + 512, len = 0;
+    char *text = malloc(cap);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    for (int i = N - 1; i > 0; i--)
+        len += (size_t)snprintf(text + len, cap - len,
+                                "node { name: \"n%d\" op: \"Identity\" input: \"n%d\" attr { key: \"T\" value { type: "
+                                "DT_FLOAT } } }\n", i, i - 1);
+    len += (size_t)snprintf(text + len, cap - len, CONST_F32("n0"));
+    tide_graph *g = tide_graph_new();
+    tide_error *err = tide_error_new();
+    tide_graphdef_import_options o;
+    tide_graphdef_import_options_init(&o);
+    o.format = TIDE_GRAPHDEF_TEXT;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    tide_status st = tide_graphdef_import(g, text, len, "chain.pbtxt", &o, err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (st != TIDE_OK)
+        fprintf(stderr, "chain: %s\n", tide_error_message(err));
+    CU_ASSERT_EQUAL(st, TIDE_OK);
+    CU_ASSERT_EQUAL(tide_graph_num_nodes(g), N);
+    /* Built inputs first: n0 is the first node, n99999 the last. */
+    CU_ASSERT_STRING_EQUAL(tide_node_name(tide_graph_node_at(g, 0)), "n0");
+    CU_ASSERT_STRING_EQUAL(tide_node_name(tide_graph_node_at(g, N - 1)), "n99999");
+    printf("\n  (importing a chain of %d nodes in reverse order: %.2f s)", N,
+           (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    free(text);
+    tide_error_free(err);
+    tide_graph_free(g);
+}
+
 /* ---------------------------------------------------------------- errors */
 
 
@@ -852,6 +889,7 @@ int main(void)
         TH_TEST(test_while_loop_text),
         TH_TEST(test_while_loop_binary),
         TH_TEST(test_loop_errors),
+        TH_TEST(test_long_chain_in_reverse),
         TH_TEST(test_unknown_ops_in_one_message),
         TH_TEST(test_structure_errors),
         TH_TEST(test_attr_errors),
