@@ -136,7 +136,7 @@ void tide_engine_free(tide_engine *e)
     tide__cost_table_free(e->cost_table);
     tide__engine_free_containers(e);
     free(e->devices);
-    free(e->observers);
+    tide__observers_free(e);
     pthread_mutex_destroy(&e->containers_lock);
     pthread_mutex_destroy(&e->observers_lock);
     free(e);
@@ -165,39 +165,4 @@ int tide_engine_num_devices(const tide_engine *e) { return e->num_devices; }
 const char *tide_engine_device_name(const tide_engine *e, int i)
 {
     return i >= 0 && i < e->num_devices ? e->devices[i].name : NULL;
-}
-
-int tide_engine_add_observer(tide_engine *e, const tide_observer *obs, tide_error *err)
-{
-    if (!obs) {
-        tide_error_set(err, TIDE_INVALID_ARGUMENT, "observer is NULL");
-        return 0;
-    }
-    pthread_mutex_lock(&e->observers_lock);
-    tide_observer_slot *slots = realloc(e->observers, (size_t)(e->num_observers + 1) * sizeof *slots);
-    if (!slots) {
-        pthread_mutex_unlock(&e->observers_lock);
-        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
-        return 0;
-    }
-    e->observers = slots;
-    int id = e->next_observer_id++;
-    slots[e->num_observers++] = (tide_observer_slot){id, *obs};
-    atomic_fetch_add(&e->observers_version, 1);
-    pthread_mutex_unlock(&e->observers_lock);
-    return id;
-}
-
-void tide_engine_remove_observer(tide_engine *e, int id)
-{
-    pthread_mutex_lock(&e->observers_lock);
-    for (int i = 0; i < e->num_observers; i++)
-        if (e->observers[i].id == id) {
-            memmove(&e->observers[i], &e->observers[i + 1],
-                    (size_t)(e->num_observers - i - 1) * sizeof *e->observers);
-            e->num_observers--;
-            atomic_fetch_add(&e->observers_version, 1);
-            break;
-        }
-    pthread_mutex_unlock(&e->observers_lock);
 }

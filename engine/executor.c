@@ -278,13 +278,12 @@ static void observe(tide_step *step, const tide_exec_item *it, tide_iter *iter, 
         t->iteration = iter->n;
         format_shapes(t->output_shapes, sizeof t->output_shapes, outs, it->kn.num_outputs);
         for (int o = 0; o < a->num_observers; o++)
-            if (a->observers[o].obs.node_finished)
-                a->observers[o].obs.node_finished(a->observers[o].obs.user, &a->info, t);
+            TIDE__OBSERVE(&a->observers[o], node_finished, &a->info, t);
     }
     if (outs && atomic_load_explicit(&it->wants_tensors, memory_order_relaxed))
         for (int o = 0; o < a->num_observers; o++) {
             const tide_observer *obs = &a->observers[o].obs;
-            if (!obs->tensor_produced)
+            if (!obs->tensor_produced || !tide__observer_enter(&a->observers[o]))
                 continue;
             for (int i = 0; i < it->kn.num_outputs; i++)
                 if (outs[i] != tide__dead)
@@ -294,6 +293,7 @@ static void observe(tide_step *step, const tide_exec_item *it, tide_iter *iter, 
                     for (int i = 0; i < it->kn.num_outputs; i++)
                         if (outs[i] != tide__dead)
                             obs->tensor_produced(obs->user, &a->info, it->twins[t], i, outs[i]);
+            tide__observer_leave(&a->observers[o]);
         }
 }
 
@@ -461,8 +461,7 @@ static void run_virtual(tide_step *step, const tide_exec_item *it, tide_iter *it
         step->args->fetch_values[it->index] = *slot; /* NULL if the step failed */
         const tide_step_args *a = step->args;
         for (int o = 0; *slot && o < a->num_observers; o++)
-            if (a->observers[o].obs.tensor_fetched)
-                a->observers[o].obs.tensor_fetched(a->observers[o].obs.user, &a->info, it->index, *slot);
+            TIDE__OBSERVE(&a->observers[o], tensor_fetched, &a->info, it->index, *slot);
         *slot = NULL;
         tide__deliver(step, it, NULL, iter, true, rs);
     }

@@ -26,6 +26,7 @@ tide_graph *tide_graph_new(void)
     tide_graph *g = calloc(1, sizeof *g);
     if (!g)
         return NULL;
+    atomic_init(&g->refs, 1);
     pthread_mutex_init(&g->lock, NULL);
     g->names = tide__names_new();
     if (!g->names) {
@@ -56,9 +57,13 @@ static void free_stack(char **items, int n)
     free(items);
 }
 
-void tide_graph_free(tide_graph *g)
+void tide__graph_retain(tide_graph *g) { atomic_fetch_add(&g->refs, 1); }
+
+void tide_graph_free(tide_graph *g) { tide__graph_release(g); }
+
+void tide__graph_release(tide_graph *g)
 {
-    if (!g)
+    if (!g || atomic_fetch_sub(&g->refs, 1) != 1)
         return;
     for (int i = 0; i < g->num_nodes; i++)
         tide__node_free(g->nodes[i]);

@@ -1015,7 +1015,19 @@ static tide_status parse_all(reader *r, const char *text)
     return TIDE_OK;
 }
 
+static tide_status extend_with_error(tide_graph *g, const char *text, tide_error *err);
+
+/* err may be NULL: the reader reports through an error object of its own then (its steps pass a
+ * failure on by the error's code, which must not read as success). */
 tide_status tide_graph_extend_text(tide_graph *g, const char *text, tide_error *err)
+{
+    tide_error *own = err ? NULL : tide_error_new();
+    tide_status st = err || own ? extend_with_error(g, text, err ? err : own) : TIDE_RESOURCE_EXHAUSTED;
+    tide_error_free(own);
+    return st;
+}
+
+static tide_status extend_with_error(tide_graph *g, const char *text, tide_error *err)
 {
     if (!text)
         return tide_error_set(err, TIDE_INVALID_ARGUMENT, "graph text is NULL");

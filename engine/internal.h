@@ -9,7 +9,8 @@
  *   device.c engine.c variable.c            devices, the engine, containers of variables
  *   kernel_ctx.c eager.c                    the context kernels run in; running one op eagerly
  *   plan.c executor.c threadpool.c          pruned plans per signature; running them in parallel
- *   session.c                               sessions: plan cache, Run, cancellation, observers
+ *   session.c                               sessions: plan cache, Run, cancellation
+ *   observers.c                             observers: the runs' snapshots, removal that waits
  */
 #ifndef TIDE_INTERNAL_H
 #define TIDE_INTERNAL_H
@@ -226,6 +227,7 @@ struct tide_node {
 };
 
 struct tide_graph {
+    atomic_int refs;                 /* the creator's hold (tide_graph_free) and one per session */
     pthread_mutex_t lock;            /* guards growth against concurrent plan building */
     int num_nodes, cap;
     tide_node **nodes;
@@ -310,6 +312,10 @@ const char *tide__graph_default_device(const tide_graph *g);
 /* Adds a finished node (name checked free by caller); takes ownership. */
 void tide__graph_insert(tide_graph *g, tide_node *n);
 void tide__node_free(tide_node *n);
+/* A session's hold on its graph: retain when it is made, release when it is freed (the last release
+ * of the graph, its creator's tide_graph_free included, destroys it). */
+void tide__graph_retain(tide_graph *g);
+void tide__graph_release(tide_graph *g);
 /* The current scope prefix ("" or "a/b/"). malloc'd. */
 char *tide__graph_scope_prefix(const tide_graph *g);
 
@@ -403,10 +409,32 @@ tide_threadpool *tide__pool_current(void);
 void tide__pool_parallel_for(tide_threadpool *p, int64_t n, int64_t min_chunk,
                              void (*fn)(int64_t begin, int64_t end, void *arg), void *arg);
 
+/* An observer as the engine's list and the runs' snapshots hold it (observers.c). */
+typedef struct tide_observer_entry tide_observer_entry;
 typedef struct tide_observer_slot {
     int id;
     tide_observer obs;
+    tide_observer_entry *entry; /* shared, reference counted: counts the callbacks in flight */
 } tide_observer_slot;
+
+/* A run's copy of the engine's observers (*slots NULL, *num 0 when there are none); release it when
+ * the run ends. */
+void tide__observers_snapshot(tide_engine *e, tide_observer_slot **slots, int *num);
+void tide__observers_release(tide_observer_slot *slots, int num);
+/* Every callback of a snapshot's observer is made between enter and leave; enter returns false (make
+ * no call) once the observer was removed. TIDE__OBSERVE(slot, callback, args...) does both. */
+bool tide__observer_enter(const tide_observer_slot *slot);
+void tide__observer_leave(const tide_observer_slot *slot);
+#define TIDE__OBSERVE(slot, callback, ...)                                          \
+    do {                                                                             \
+        const tide_observer_slot *observe_slot_ = (slot);                            \
+        if (observe_slot_->obs.callback && tide__observer_enter(observe_slot_)) {    \
+            observe_slot_->obs.callback(observe_slot_->obs.user, __VA_ARGS__);      \
+            tide__observer_leave(observe_slot_);                                     \
+        }                                                                            \
+    } while (0)
+/* Drops the engine's observers (tide_engine_free). */
+void tide__observers_free(tide_engine *e);
 
 struct tide_engine {
     tide_threadpool *pool;

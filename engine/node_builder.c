@@ -214,10 +214,8 @@ static tide_status build(tide_node_builder *b, const tide_op_def *def, const cha
         st = tide__cf_capture_inputs(b->graph, def, bind.arg_start, who, b->inputs, n, err);
     const char *device = b->device ? b->device : tide__graph_default_device(b->graph);
     tide_device_spec spec;
-    if (st == TIDE_OK && tide_device_spec_parse(device, &spec, err) != TIDE_OK) {
+    if (st == TIDE_OK && (st = tide_device_spec_parse(device, &spec, err)) != TIDE_OK)
         tide__error_prefix(err, "%s", who);
-        st = tide_error_code(err);
-    }
     if (st == TIDE_OK) {
         node->out_shapes = calloc((size_t)bind.num_outputs + 1, sizeof *node->out_shapes);
         if (!node->out_shapes)

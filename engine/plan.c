@@ -115,7 +115,7 @@ static tide_status check_signature(builder *b, const tide_output *fetches, int n
     }
     for (int i = 0; i < nt; i++) {
         tide_status st = check_output(b->graph, (tide_output){targets[i], 0}, "target", i, b->err);
-        if (st != TIDE_OK && !(targets[i] && targets[i]->num_outputs == 0 && tide_error_code(b->err) == TIDE_OUT_OF_RANGE))
+        if (st != TIDE_OK && !(targets[i] && targets[i]->num_outputs == 0 && st == TIDE_OUT_OF_RANGE))
             return st;
         tide_error_clear(b->err);
     }

@@ -17,7 +17,12 @@ struct tide_session {
     int num_plans, cap_plans;
     atomic_llong step;
     atomic_int cancel_gen;
-    const char **warnings;       /* tide_session_warnings' view, rebuilt on each call (under lock) */
+    /* tide_session_warnings' view: rebuilt (under lock) when warnings were added since the last call;
+     * earlier views are kept until the session is freed, as the contract promises their callers. */
+    const char **warnings;
+    int num_warnings;
+    const char ***old_warnings;
+    int num_old_warnings;
 };
 
 static atomic_ullong next_run_id = 1;
@@ -37,6 +42,7 @@ tide_session *tide_session_new(tide_engine *engine, tide_graph *g, const tide_se
     }
     s->engine = engine;
     s->graph = g;
+    tide__graph_retain(g); /* freeing the graph first leaves it to the session (tide_graph_free) */
     pthread_mutex_init(&s->lock, NULL);
     atomic_init(&s->step, opts ? opts->first_step : 0);
     atomic_init(&s->cancel_gen, 0);
@@ -52,7 +58,11 @@ void tide_session_free(tide_session *s)
         tide__plan_free(s->plan_list[i]);
     free(s->plan_list);
     free(s->warnings);
+    for (int i = 0; i < s->num_old_warnings; i++)
+        free(s->old_warnings[i]);
+    free(s->old_warnings);
     tide__names_free(s->plans);
+    tide__graph_release(s->graph);
     pthread_mutex_destroy(&s->lock);
     atomic_fetch_sub(&s->engine->live_sessions, 1);
     free(s);
@@ -149,27 +159,30 @@ static tide_plan *get_plan(tide_session *s, const tide_feed *feeds, int nfeeds, 
     return p;
 }
 
-static void snapshot_observers(tide_engine *e, tide_step_args *a)
-{
-    a->observers = NULL;
-    a->num_observers = 0;
-    if (__atomic_load_n(&e->num_observers, __ATOMIC_ACQUIRE) == 0)
-        return;
-    pthread_mutex_lock(&e->observers_lock);
-    if (e->num_observers > 0) {
-        a->observers = malloc(sizeof *a->observers * (size_t)e->num_observers);
-        if (a->observers) {
-            memcpy(a->observers, e->observers, sizeof *a->observers * (size_t)e->num_observers);
-            a->num_observers = e->num_observers;
-        }
-    }
-    pthread_mutex_unlock(&e->observers_lock);
-}
+static tide_status run_with_error(tide_session *s, const tide_run_options *opts, const tide_feed *feeds,
+                                  int num_feeds, const tide_output *fetches, int num_fetches,
+                                  tide_tensor **fetch_values, tide_node *const *targets, int num_targets,
+                                  tide_step_stats **stats, tide_error *err);
 
+/* err may be NULL; the run's steps then still need an error object to report through (a failure
+ * reported into no object must not read as success), so they get one of their own. */
 tide_status tide_session_run(tide_session *s, const tide_run_options *opts, const tide_feed *feeds,
                              int num_feeds, const tide_output *fetches, int num_fetches,
                              tide_tensor **fetch_values, tide_node *const *targets, int num_targets,
                              tide_step_stats **stats, tide_error *err)
+{
+    tide_error *own = err ? NULL : tide_error_new();
+    tide_status st = err || own ? run_with_error(s, opts, feeds, num_feeds, fetches, num_fetches, fetch_values,
+                                                 targets, num_targets, stats, err ? err : own)
+                                : TIDE_RESOURCE_EXHAUSTED;
+    tide_error_free(own);
+    return st;
+}
+
+static tide_status run_with_error(tide_session *s, const tide_run_options *opts, const tide_feed *feeds,
+                                  int num_feeds, const tide_output *fetches, int num_fetches,
+                                  tide_tensor **fetch_values, tide_node *const *targets, int num_targets,
+                                  tide_step_stats **stats, tide_error *err)
 {
     if (stats)
         *stats = NULL;
@@ -193,22 +206,49 @@ tide_status tide_session_run(tide_session *s, const tide_run_options *opts, cons
                              .fetch_names = (const char *const *)p->fetch_names,
                              .target_names = (const char *const *)p->target_names,
                              .tracing = opts && opts->trace};
-    snapshot_observers(s->engine, &a);
+    tide__observers_snapshot(s->engine, &a.observers, &a.num_observers);
     for (int o = 0; o < a.num_observers && !a.info.tracing; o++)
-        if (a.observers[o].obs.wants_trace)
+        if (a.observers[o].obs.wants_trace && tide__observer_enter(&a.observers[o])) {
             a.info.tracing = a.observers[o].obs.wants_trace(a.observers[o].obs.user, &a.info);
+            tide__observer_leave(&a.observers[o]);
+        }
     int64_t t0 = a.num_observers ? tide__now_ns() : 0;
     for (int o = 0; o < a.num_observers; o++)
-        if (a.observers[o].obs.run_started)
-            a.observers[o].obs.run_started(a.observers[o].obs.user, &a.info);
+        TIDE__OBSERVE(&a.observers[o], run_started, &a.info);
     tide_status st = tide__step_run(&a, stats, err);
     int64_t wall = a.num_observers ? tide__now_ns() - t0 : 0;
     for (int o = 0; o < a.num_observers; o++)
-        if (a.observers[o].obs.run_ended)
-            a.observers[o].obs.run_ended(a.observers[o].obs.user, &a.info, st,
-                                         st == TIDE_OK ? "" : tide_error_message(err), wall);
-    free(a.observers);
+        TIDE__OBSERVE(&a.observers[o], run_ended, &a.info, st, st == TIDE_OK ? "" : tide_error_message(err), wall);
+    tide__observers_release(a.observers, a.num_observers);
     return st;
+}
+
+/* A new view of every plan's warnings when some were added since the last one; the last view stays
+ * valid (kept in old_warnings). Under s->lock. On failure (out of memory) the last view stays. */
+static void refresh_warnings(tide_session *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->num_plans; i++)
+        n += s->plan_list[i]->num_warnings;
+    if (s->warnings && n == s->num_warnings)
+        return;
+    const char **view = malloc(sizeof *view * ((size_t)n + 1));
+    const char ***old = s->warnings ? realloc(s->old_warnings, sizeof *old * ((size_t)s->num_old_warnings + 1)) : NULL;
+    if (!view || (s->warnings && !old)) {
+        free(view);
+        return;
+    }
+    int k = 0;
+    for (int i = 0; i < s->num_plans; i++)
+        for (int w = 0; w < s->plan_list[i]->num_warnings; w++)
+            view[k++] = s->plan_list[i]->warnings[w];
+    view[n] = NULL;
+    if (s->warnings) {
+        s->old_warnings = old;
+        s->old_warnings[s->num_old_warnings++] = s->warnings;
+    }
+    s->warnings = view;
+    s->num_warnings = n;
 }
 
 int tide_session_warnings(tide_session *s, const char *const **out)
@@ -219,20 +259,11 @@ int tide_session_warnings(tide_session *s, const char *const **out)
         return 0;
     }
     pthread_mutex_lock(&s->lock);
-    int n = 0;
-    for (int i = 0; i < s->num_plans; i++)
-        n += s->plan_list[i]->num_warnings;
-    const char **view = realloc(s->warnings, sizeof *view * ((size_t)n + 1));
-    if (view) {
-        s->warnings = view;
-        int k = 0;
-        for (int i = 0; i < s->num_plans; i++)
-            for (int w = 0; w < s->plan_list[i]->num_warnings; w++)
-                view[k++] = s->plan_list[i]->warnings[w];
-    } else
-        n = 0;
+    refresh_warnings(s);
+    const char *const *view = s->warnings;
+    int n = view ? s->num_warnings : 0;
     pthread_mutex_unlock(&s->lock);
     if (out)
-        *out = s->warnings;
+        *out = view;
     return n;
 }

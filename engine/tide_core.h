@@ -362,6 +362,10 @@ typedef struct tide_observer {
 
 /* Returns an id for removal (> 0) or 0 with err set. The observer struct is copied. */
 int tide_engine_add_observer(tide_engine *engine, const tide_observer *obs, tide_error *err);
+/* Removes an observer and waits for its callbacks in flight: once it returns, none of them runs and
+ * none will be called (runs that started before the removal included), so its user data may be
+ * freed. It may be called from one of the observer's own callbacks (it does not wait for that one).
+ * An unknown id does nothing. */
 void tide_engine_remove_observer(tide_engine *engine, int id);
 
 /* ---------------------------------------------------------------- graphs and nodes */
@@ -373,7 +377,8 @@ typedef struct tide_output {
 } tide_output;
 
 tide_graph *tide_graph_new(void);
-/* Sessions over the graph must be freed first. */
+/* Drops the caller's hold on g. Sessions hold their graph too: a graph freed while sessions use it
+ * lives on (its nodes stay valid) until the last of them is freed. */
 void tide_graph_free(tide_graph *g);
 int tide_graph_num_nodes(const tide_graph *g);
 tide_node *tide_graph_node_at(const tide_graph *g, int i);          /* borrowed, creation order */
@@ -454,8 +459,9 @@ typedef struct tide_session_options {
     int64_t first_step; /* reserved; 0 */
 } tide_session_options;
 
-/* A session runs subgraphs of g on engine. g is borrowed and must outlive the session; several
- * sessions may share a graph. opts may be NULL. */
+/* A session runs subgraphs of g on engine. The session holds g: the caller may tide_graph_free it
+ * before the session (the graph then goes with the last session that holds it). Several sessions may
+ * share a graph, and run on it at once. opts may be NULL. */
 tide_session *tide_session_new(tide_engine *engine, tide_graph *g, const tide_session_options *opts,
                                tide_error *err);
 void tide_session_free(tide_session *s);
@@ -488,8 +494,9 @@ tide_status tide_session_run(tide_session *s, const tide_run_options *opts, cons
 void tide_session_cancel(tide_session *s);
 int64_t tide_session_step(const tide_session *s); /* runs started so far */
 /* The soft-placement warnings of the plans this session has built (a node that asked for a device type
- * without a kernel for it, and where it went instead), oldest first. Borrowed: valid until the session
- * is freed. */
+ * without a kernel for it, and where it went instead), oldest first, NULL-terminated. Borrowed: the
+ * array and its strings stay valid, unchanged, until the session is freed (a later call that finds
+ * new warnings returns a new array). */
 int tide_session_warnings(tide_session *s, const char *const **warnings);
 /* Number of prepared plans cached (for tests and :info). */
 int tide_session_num_plans(const tide_session *s);

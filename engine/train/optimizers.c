@@ -133,8 +133,9 @@ static tide_status check_arguments(tide_graph *g, const tide_optimizer *opt, tid
 {
     if (!g || !opt)
         return tide_error_set(err, TIDE_INVALID_ARGUMENT, "minimize: %s is NULL", g ? "the optimizer" : "the graph");
-    if (check_optimizer(opt, err) != TIDE_OK)
-        return tide_error_code(err);
+    tide_status st = check_optimizer(opt, err);
+    if (st != TIDE_OK)
+        return st;
     if (!loss.node || loss.index < 0 || loss.index >= tide_node_num_outputs(loss.node))
         return tide_error_set(err, TIDE_INVALID_ARGUMENT, "minimize: the loss is %s",
                               loss.node ? "an output its node does not have" : "NULL");

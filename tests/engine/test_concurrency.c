@@ -1,9 +1,12 @@
 /* test_concurrency.c — four sessions over one engine, each on its own thread and graph, all updating
  * one variable in a shared container while also running wide graphs on the pool; plus two threads
- * running one session (one plan cache). Run under the sanitizer build too. */
+ * running one session (one plan cache); removing an observer while runs call it from the executor's
+ * threads (it waits for the callbacks in flight; none comes after). Run under the sanitizer builds
+ * too, ThreadSanitizer included. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "graph_util.h"
 
@@ -119,8 +122,113 @@ static void test_four_sessions_share_a_container(void)
     tide_engine_reset_container(e, "concurrency", NULL);
 }
 
+/* An observer whose node_finished takes a while, and notes any call that begins or ends after
+ * tide_engine_remove_observer returned. */
+typedef struct slow_observer {
+    tide_engine *engine;
+    int id;
+    atomic_int calls, late_calls, ended;
+    atomic_bool removal_returned;
+    bool remove_itself_at_run_end;
+} slow_observer;
+
+static void slow_node_finished(void *user, const tide_run_info *run, const tide_node_timing *timing)
+{
+    (void)run, (void)timing;
+    slow_observer *k = user;
+    if (atomic_load(&k->removal_returned))
+        atomic_fetch_add(&k->late_calls, 1);
+    atomic_fetch_add(&k->calls, 1);
+    nanosleep(&(struct timespec){0, 200000}, NULL);
+    if (atomic_load(&k->removal_returned))
+        atomic_fetch_add(&k->late_calls, 1);
+}
+
+static void slow_run_ended(void *user, const tide_run_info *run, tide_status st, const char *m, int64_t w)
+{
+    (void)run, (void)st, (void)m, (void)w;
+    slow_observer *k = user;
+    atomic_fetch_add(&k->ended, 1);
+    if (k->remove_itself_at_run_end) /* from inside its own callback: must not wait for itself */
+        tide_engine_remove_observer(k->engine, k->id);
+}
+
+typedef struct traced_runner {
+    tide_session *session;
+    tide_node *last;
+    int runs, failures;
+} traced_runner;
+
+static void *run_traced(void *arg)
+{
+    traced_runner *r = arg;
+    tide_run_options opts = {.trace = true};
+    for (int i = 0; i < r->runs; i++) {
+        tide_tensor *out = NULL;
+        tide_output fetch = {r->last, 0};
+        if (tide_session_run(r->session, &opts, NULL, 0, &fetch, 1, &out, NULL, 0, NULL, NULL) != TIDE_OK)
+            r->failures++;
+        tide_tensor_release(out);
+    }
+    return NULL;
+}
+
+/* A chain of n Identity nodes after a constant (distinct nodes: CSE merges none). */
+static tide_node *identity_chain(tide_graph *g, int n)
+{
+    tide_node *last = gu_scalar_f32(g, "start", 1);
+    for (int i = 0; i < n; i++)
+        last = gu_op(g, "Identity", NULL, 1, &last);
+    return last;
+}
+
+static void test_remove_observer_waits_for_callbacks(void)
+{
+    tide_engine *e = th_engine();
+    tide_graph *g = tide_graph_new();
+    traced_runner runners[2];
+    tide_node *last = identity_chain(g, 200);
+    slow_observer k = {.engine = e};
+    tide_observer obs = {.user = &k, .node_finished = slow_node_finished};
+    k.id = tide_engine_add_observer(e, &obs, NULL);
+    CU_ASSERT(k.id > 0);
+    pthread_t threads[2];
+    for (int t = 0; t < 2; t++) {
+        runners[t] = (traced_runner){tide_session_new(e, g, NULL, NULL), last, 4, 0};
+        pthread_create(&threads[t], NULL, run_traced, &runners[t]);
+    }
+    while (atomic_load(&k.calls) < 50) /* the runs are calling it now */
+        nanosleep(&(struct timespec){0, 100000}, NULL);
+    tide_engine_remove_observer(e, k.id);
+    atomic_store(&k.removal_returned, true);
+    int calls_at_removal = atomic_load(&k.calls);
+    for (int t = 0; t < 2; t++)
+        pthread_join(threads[t], NULL);
+    CU_ASSERT_EQUAL(atomic_load(&k.late_calls), 0);
+    CU_ASSERT_EQUAL(atomic_load(&k.calls), calls_at_removal);
+    CU_ASSERT(calls_at_removal < 2 * 4 * 200); /* removed while the runs were going on */
+    for (int t = 0; t < 2; t++) {
+        CU_ASSERT_EQUAL(runners[t].failures, 0);
+        tide_session_free(runners[t].session);
+    }
+    tide_engine_remove_observer(e, k.id); /* a second removal does nothing */
+
+    /* An observer that removes itself from its own run_ended callback. */
+    slow_observer self = {.engine = e, .remove_itself_at_run_end = true};
+    tide_observer self_obs = {.user = &self, .node_finished = slow_node_finished, .run_ended = slow_run_ended};
+    self.id = tide_engine_add_observer(e, &self_obs, NULL);
+    traced_runner once = {tide_session_new(e, g, NULL, NULL), last, 2, 0};
+    run_traced(&once);
+    CU_ASSERT_EQUAL(once.failures, 0);
+    CU_ASSERT_EQUAL(atomic_load(&self.ended), 1);       /* the second run no longer saw it */
+    CU_ASSERT_EQUAL(atomic_load(&self.calls), 200 + 1); /* the chain and its constant, once */
+    tide_session_free(once.session);
+    tide_graph_free(g);
+}
+
 int main(void)
 {
-    static const th_test tests[] = {TH_TEST(test_four_sessions_share_a_container), TH_END};
+    static const th_test tests[] = {TH_TEST(test_four_sessions_share_a_container),
+                                    TH_TEST(test_remove_observer_waits_for_callbacks), TH_END};
     return th_main("concurrency", tests);
 }

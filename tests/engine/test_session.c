@@ -414,6 +414,72 @@ static void test_kernel_return_value_checked(void)
     tide_graph_free(g);
 }
 
+/* A session holds its graph: the graph may be freed first and is destroyed with the last session
+ * that uses it; two sessions may share it, and extend it, in any order of freeing. */
+static void test_session_holds_its_graph(void)
+{
+    tide_graph *g = tide_graph_new();
+    tide_node *c = gu_scalar_f32(g, "c", 2);
+    tide_node *id = gu_op(g, "Identity", "id", 1, &c);
+    tide_session *first = tide_session_new(th_engine(), g, NULL, NULL);
+    tide_session *second = tide_session_new(th_engine(), g, NULL, NULL);
+    tide_graph_free(g); /* the creator lets go first */
+    tide_tensor *out = gu_fetch(first, id);
+    CU_ASSERT(out && *(float *)tide_tensor_data(out) == 2.0f);
+    tide_tensor_release(out);
+    CU_ASSERT_PTR_EQUAL(tide_session_graph(second), g);
+    CU_ASSERT_EQUAL(tide_session_extend(second, "doubled = Add(id, id)\n", NULL), TIDE_OK);
+    tide_session_free(first);
+    tide_node *doubled = tide_graph_node(tide_session_graph(second), "doubled");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doubled);
+    out = gu_fetch(second, doubled);
+    CU_ASSERT(out && *(float *)tide_tensor_data(out) == 4.0f);
+    tide_tensor_release(out);
+    CU_ASSERT_STRING_EQUAL(tide_node_name(c), "c"); /* the nodes live while a session does */
+    tide_session_free(second); /* the graph goes now (the sanitizer build checks that nothing leaks) */
+    /* The usual order too: sessions first, then the graph. */
+    g = tide_graph_new();
+    c = gu_scalar_f32(g, "c", 3);
+    first = tide_session_new(th_engine(), g, NULL, NULL);
+    out = gu_fetch(first, c);
+    tide_tensor_release(out);
+    tide_session_free(first);
+    CU_ASSERT_EQUAL(tide_graph_num_nodes(g), 1);
+    tide_graph_free(g);
+}
+
+/* Without an error object (err NULL, which every call allows) a run still succeeds or fails as with
+ * one: a NoOp target ran nothing and returned OK, and a run whose plan failed returned OK. */
+static void test_runs_without_error_object(void)
+{
+    tide_graph *g = tide_graph_new(), *other = tide_graph_new();
+    tide_node *v = gu_variable(g, "v", TIDE_FLOAT32, 0, NULL, "no_error_object");
+    tide_node *c = gu_scalar_f32(g, "c", 5);
+    tide_node *assign = gu_op(g, "Assign", "assign", 2, (tide_node *[]){v, c});
+    tide_node_builder *b = tide_node_builder_new(g, "NoOp", "init");
+    tide_node_builder_add_control_input(b, assign);
+    tide_node *init = gu_finish(b);
+    tide_session *s = tide_session_new(th_engine(), g, NULL, NULL);
+    CU_ASSERT_EQUAL(tide_session_run(s, NULL, NULL, 0, NULL, 0, NULL, &init, 1, NULL, NULL), TIDE_OK);
+    tide_tensor *out = gu_fetch(s, v); /* the NoOp's control input ran */
+    CU_ASSERT(out && *(float *)tide_tensor_data(out) == 5.0f);
+    tide_tensor_release(out);
+    tide_output foreign = {gu_scalar_f32(other, "c", 1), 0};
+    CU_ASSERT_EQUAL(tide_session_run(s, NULL, NULL, 0, &foreign, 1, &out, NULL, 0, NULL, NULL), TIDE_NOT_FOUND);
+    CU_ASSERT_PTR_NULL(out);
+    CU_ASSERT_NOT_EQUAL(tide_graph_extend_text(g, "a = Identity(nope)\n", NULL), TIDE_OK);
+    CU_ASSERT_NOT_EQUAL(tide_graph_extend_text(g, "a = Identity(c) @\"/tpu:0\"\n", NULL), TIDE_OK);
+    b = tide_node_builder_new(g, "Identity", "on_tpu"); /* a malformed device */
+    tide_node_builder_add_input(b, (tide_output){c, 0});
+    tide_node_builder_set_device(b, "/tpu:0");
+    CU_ASSERT_PTR_NULL(tide_node_builder_finish(b, NULL));
+    CU_ASSERT_PTR_NULL(tide_graph_node(g, "on_tpu"));
+    tide_session_free(s);
+    tide_graph_free(g);
+    tide_graph_free(other);
+    tide_engine_reset_container(th_engine(), "no_error_object", NULL);
+}
+
 typedef struct counts {
     atomic_int started, ended, nodes, tensors, fetched;
     _Atomic double fetched_value;
@@ -566,7 +632,7 @@ int main(void)
         TH_TEST(test_variables_persist_and_share), TH_TEST(test_variable_redeclared_with_another_shape),
         TH_TEST(test_snapshot_semantics),
         TH_TEST(test_control_dependencies), TH_TEST(test_assign_errors), TH_TEST(test_run_errors),
-        TH_TEST(test_kernel_return_value_checked),
+        TH_TEST(test_kernel_return_value_checked), TH_TEST(test_session_holds_its_graph), TH_TEST(test_runs_without_error_object),
         TH_TEST(test_observers), TH_TEST(test_devices_memory_and_options), TH_TEST(test_control_from_fed_node),
         TH_END};
     return th_main("session", tests);
