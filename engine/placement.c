@@ -5,9 +5,9 @@
  *
  * Members. The nodes of the plan (positions 0..n-1 of `order`) and, after them, the Variables that
  * their Ref inputs name when those are not in the plan themselves (an Assign run alone still lands
- * where its variable lives). A Variable that an earlier plan placed keeps its device: its group is
- * pinned there when that device is still a candidate, so the ops of different plans that read or
- * update one variable in place agree. The placer writes a member Variable's assigned device too.
+ * where its variable lives). A Variable's device is chosen once, by a placement of the whole graph the
+ * first time a plan needs it (place_variables), and kept: its group is pinned there when that device
+ * is still a candidate, so every plan that reads, updates or initialises it agrees.
  *
  * Cost. Linear in nodes · devices · inputs: arrays indexed by graph node id and by member replace
  * every search; device sets are bit masks (words per mask: devices / 64 rounded up).
@@ -263,9 +263,10 @@ static tide_status request_mask(placer *p, int j, const char **last, int *last_j
         return TIDE_OK;
     }
     tide_device_spec spec;
-    if (tide_device_spec_parse(r, &spec, p->err) != TIDE_OK) {
+    tide_status st = tide_device_spec_parse(r, &spec, p->err);
+    if (st != TIDE_OK) {
         tide__error_prefix(p->err, "node '%s' (%s)", node->name, node->op->name);
-        return tide_error_code(p->err);
+        return st;
     }
     for (int d = 0; d < p->e->num_devices; d++)
         if (tide_device_spec_matches(&spec, &p->e->devices[d].spec))
@@ -719,15 +720,66 @@ static void record_assignments(const placer *p)
     for (int j = 0; j < p->m; j++) {
         int d = p->group_dev[p->group_of[j]];
         atomic_store(&((tide_node *)p->member[j])->assigned_device, (const char *)p->e->devices[d].name);
+        if (is_variable(p->member[j])) /* placed once for good: every later plan agrees (bug 7) */
+            atomic_store(&((tide_node *)p->member[j])->placement_fixed, true);
     }
-    /* A Variable that this plan reads (not only assigns, as an initialisation does) keeps its device
-     * from now on: later plans place its readers and updates around it. */
-    for (int k = 0; k < p->n; k++) {
-        const tide_node *node = p->member[k];
-        for (int i = 0; i < node->num_inputs; i++)
-            if (!tide__input_is_ref(node, i) && is_variable(node->inputs[i].node))
-                atomic_store(&node->inputs[i].node->placement_fixed, true);
+}
+
+/* ---------------------------------------------------------------- variables: one device for good */
+
+static bool is_initializer(const tide_node *n)
+{
+    bool on = false;
+    return tide_attrs_get_bool(n->attrs, "_initializer", &on) && on;
+}
+
+static bool has_unplaced_variable(const placer *p)
+{
+    for (int j = 0; j < p->m; j++)
+        if (is_variable(p->member[j]) && !atomic_load(&((tide_node *)p->member[j])->placement_fixed))
+            return true;
+    return false;
+}
+
+/* The device of a Variable is chosen once, and every plan then places the ops that read or update it
+ * around it: the initialisation plan, the training plan and any other agree (bug 7: a variable was
+ * initialised on /cpu:1 and read on /cpu:0). An initialisation plan alone cannot choose well (it only
+ * assigns: nothing in it says where the variable is used), so the first plan that meets a Variable
+ * without a device places the whole graph but its initializers, as the white paper's placer places
+ * the graph: each Variable goes where its readers and updates go. Only the Variables' devices are
+ * kept. When the whole graph cannot be placed (a node elsewhere that no device runs), the plan at
+ * hand decides (record_assignments keeps what it chose). */
+static void place_variables(tide_engine *e, const tide_graph *g, const sim_args *a)
+{
+    int *order = malloc(sizeof *order * ((size_t)g->num_nodes + 1));
+    if (!order)
+        return;
+    int n = 0;
+    for (int id = 0; id < g->num_nodes; id++)
+        if (!is_initializer(g->nodes[id]))
+            order[n++] = id;
+    placer q = {.e = e, .g = g, .order = order, .n = n};
+    double makespan = 0;
+    tide_status st = init_devices(&q) ? TIDE_OK : TIDE_RESOURCE_EXHAUSTED;
+    if (st == TIDE_OK)
+        st = collect_members(&q);
+    if (st == TIDE_OK)
+        st = member_masks(&q);
+    if (st == TIDE_OK)
+        st = make_groups(&q);
+    if (st == TIDE_OK)
+        st = candidates(&q);
+    if (st == TIDE_OK)
+        st = simulate(&q, a, &makespan);
+    for (int j = 0; st == TIDE_OK && j < q.m; j++) {
+        tide_node *v = (tide_node *)q.member[j];
+        if (is_variable(v) && !atomic_load(&v->placement_fixed)) {
+            atomic_store(&v->assigned_device, (const char *)e->devices[q.group_dev[q.group_of[j]]].name);
+            atomic_store(&v->placement_fixed, true);
+        }
     }
+    placer_free(&q);
+    free(order);
 }
 
 static tide_status check_args(tide_engine *e, const tide_graph *g, const int *order, int n,
@@ -762,6 +814,8 @@ tide_status tide__place(tide_engine *e, const tide_graph *g, const int *order, i
     st = init_devices(&p) ? TIDE_OK : tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory placing nodes");
     if (st == TIDE_OK)
         st = collect_members(&p);
+    if (st == TIDE_OK && e->num_devices > 1 && has_unplaced_variable(&p))
+        place_variables(e, g, &a);
     if (st == TIDE_OK)
         st = member_masks(&p);
     if (st == TIDE_OK)

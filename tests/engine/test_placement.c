@@ -328,23 +328,100 @@ static void test_variable_keeps_device(void)
     tide_node *assign = op_on(g, "Assign", "assign", NULL, 2, (tide_node *[]){v, c});
     tide_node *read = op_on(g, "Identity", "read", NULL, 1, (tide_node *[]){v});
     tide_placement p;
-    /* Only assigned (an initialisation): not kept, the next plan places v afresh. */
+    /* The first plan that needs v places it (by a placement of the whole graph: round robin deals
+     * c, v's group and read's group to cpu:0, cpu:1, cpu:0); every later plan keeps it there. */
     if (place_ok(e, g, (tide_node *[]){c, assign}, 2, TIDE_PLACEMENT_ROUND_ROBIN, &p))
-        CU_ASSERT_EQUAL(dev(&p, 1), 1); /* group 1 */
+        CU_ASSERT_EQUAL(dev(&p, 1), 1);
     tide__placement_clear(&p);
-    if (place_ok(e, g, (tide_node *[]){c, assign}, 2, TIDE_PLACEMENT_NAIVE, &p))
-        CU_ASSERT_EQUAL(dev(&p, 1), 0);
-    tide__placement_clear(&p);
-    /* Read by a plan: kept from then on. */
-    if (place_ok(e, g, (tide_node *[]){c, v, read}, 3, TIDE_PLACEMENT_ROUND_ROBIN, &p))
-        CU_ASSERT_EQUAL(dev(&p, 1), 1); /* group 1 */
-    tide__placement_clear(&p);
+    CU_ASSERT_STRING_EQUAL(tide_node_assigned_device(v), CPU1);
     /* Naive alone would put the Assign on cpu:0; its variable is on cpu:1. */
     if (place_ok(e, g, (tide_node *[]){c, assign}, 2, TIDE_PLACEMENT_NAIVE, &p)) {
         CU_ASSERT_EQUAL(dev(&p, 0), 0);
         CU_ASSERT_EQUAL(dev(&p, 1), 1);
     }
     tide__placement_clear(&p);
+    if (place_ok(e, g, (tide_node *[]){c, v, read}, 3, TIDE_PLACEMENT_NAIVE, &p))
+        CU_ASSERT_EQUAL(dev(&p, 1), 1);
+    tide__placement_clear(&p);
+    tide_graph_free(g);
+    tide_engine_free(e);
+}
+
+/* Bug 7: with two devices, examples/two_towers.lua initialised a variable on one device and read it
+ * on the other. Two towers of variables (with their initializers) under greedy placement: the init
+ * plan, the training plan and a second init must all put each Variable and its Assign ops on one
+ * device, the same in every plan. */
+static tide_node *tower(tide_graph *g, const char *name, tide_node *x, tide_node **vars)
+{
+    tide_graph_push_scope(g, name);
+    tide_node *h = x;
+    for (int i = 0; i < 3; i++) {
+        tide_initializer init;
+        tide_initializer_init(&init, TIDE_INIT_NORMAL);
+        init.seed = 10 * i + 1;
+        tide_shape shape = tide_shape_matrix(256, 256);
+        tide_output value = tide_initializer_build(g, &init, TIDE_FLOAT32, &shape, NULL);
+        char var_name[8];
+        snprintf(var_name, sizeof var_name, "W%d", i + 1);
+        vars[i] = tide_variable_new(g, var_name, value, true, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(vars[i]);
+        h = op_on(g, "MatMul", NULL, NULL, 2, (tide_node *[]){h, vars[i]});
+        h = op_on(g, "Relu", NULL, NULL, 1, &h);
+    }
+    tide_graph_pop_scope(g);
+    return h;
+}
+
+/* Every Variable of vars is where its initializer is and where it was before (*where, NULL: unset). */
+static void check_colocated(tide_graph *g, tide_node *const *vars, int n, const char **where)
+{
+    for (int i = 0; i < n; i++) {
+        char init_name[64];
+        snprintf(init_name, sizeof init_name, "%s/init", tide_node_name(vars[i]));
+        tide_node *init = tide_graph_node(g, init_name);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(init);
+        const char *var_device = tide_node_assigned_device(vars[i]), *init_device = tide_node_assigned_device(init);
+        if (!var_device || !init_device || strcmp(var_device, init_device) != 0 ||
+            (where[i] && strcmp(where[i], var_device) != 0))
+            fprintf(stderr, "\n%s on %s (before: %s), its initializer on %s ", tide_node_name(vars[i]),
+                    var_device ? var_device : "-", where[i] ? where[i] : "-", init_device ? init_device : "-");
+        CU_ASSERT(var_device && init_device && strcmp(var_device, init_device) == 0);
+        CU_ASSERT(!where[i] || (var_device && strcmp(where[i], var_device) == 0));
+        where[i] = var_device;
+    }
+}
+
+static void test_variables_stay_with_their_initializers(void)
+{
+    tide_engine *e = engine_with(2, false);
+    tide_graph *g = tide_graph_new();
+    tide_node *x = matrix(g, "x", 64, 256);
+    tide_node *vars[6];
+    tide_node *left = tower(g, "left", x, vars), *right = tower(g, "right", x, vars + 3);
+    tide_node *sum = op_on(g, "Add", "sum", NULL, 2, (tide_node *[]){left, right});
+    tide_node *init = tide_global_variables_initializer(g, NULL);
+    CU_ASSERT_EQUAL_FATAL(tide_node_num_control_inputs(init), 6);
+    tide_session *s = tide_session_new(e, g, NULL, NULL);
+    tide_run_options opts = {.trace = false};
+    tide_error *err = tide_error_new();
+    CU_ASSERT_EQUAL(tide_session_run(s, &opts, NULL, 0, NULL, 0, NULL, &init, 1, NULL, err), TIDE_OK);
+    if (tide_error_code(err) != TIDE_OK)
+        fprintf(stderr, "\ninit: %s ", tide_error_message(err));
+    tide_error_free(err);
+    const char *where[6] = {0};
+    check_colocated(g, vars, 6, where);
+    tide_tensor *out = gu_fetch(s, sum);
+    CU_ASSERT_PTR_NOT_NULL(out);
+    tide_tensor_release(out);
+    check_colocated(g, vars, 6, where); /* the training plan read each where the init plan put it */
+    CU_ASSERT_EQUAL(tide_session_run(s, &opts, NULL, 0, NULL, 0, NULL, &init, 1, NULL, NULL), TIDE_OK);
+    check_colocated(g, vars, 6, where);
+    /* Greedy spreads the towers: both devices hold variables. */
+    bool on_second = false;
+    for (int i = 0; i < 6; i++)
+        on_second |= strcmp(where[i], CPU1) == 0;
+    CU_ASSERT(on_second);
+    tide_session_free(s);
     tide_graph_free(g);
     tide_engine_free(e);
 }
@@ -510,6 +587,41 @@ static void test_soft_placement(void)
     tide_node *g_only = on_device(b, NULL);
     place_fails(e, g, (tide_node *[]){x, xi, ti, g_only}, 4, TIDE_UNIMPLEMENTED,
                 (const char *[]){"must be on one device", "has kernels for both", "(cpu, gpu)", NULL});
+    tide_graph_free(g);
+    tide_engine_free(e);
+}
+
+/* tide_session_warnings: each plan's soft-placement warnings, oldest first; an array handed out stays
+ * valid and unchanged until the session is freed, also after later calls found more warnings. */
+static void test_session_warnings_stay_valid(void)
+{
+    tide_engine *e = engine_with(1, true);
+    tide_graph *g = tide_graph_new();
+    tide_node *x = matrix(g, "x", 2, 2);
+    int32_t iv = 1;
+    tide_node *xi = gu_const(g, "xi", th_i32(0, NULL, &iv));
+    tide_node *mm = op_on(g, "MatMul", "mm", "/gpu:0", 2, (tide_node *[]){x, x});
+    tide_node *ti = test_op(g, "PlacementTest", "ti", "/gpu:0", xi); /* the gpu kernel is float32 only */
+    tide_session *s = tide_session_new(e, g, NULL, NULL);
+    const char *const *first = NULL, *const *second = NULL;
+    CU_ASSERT_EQUAL(tide_session_warnings(s, &first), 0);
+    tide_tensor *out = gu_fetch(s, mm);
+    tide_tensor_release(out);
+    CU_ASSERT_EQUAL_FATAL(tide_session_warnings(s, &first), 1);
+    const char *first_text = first[0];
+    CU_ASSERT(contains(first_text, "node 'mm' (MatMul) requested '/gpu:0'"));
+    CU_ASSERT_PTR_NULL(first[1]);
+    out = gu_fetch(s, ti);
+    tide_tensor_release(out);
+    CU_ASSERT_EQUAL_FATAL(tide_session_warnings(s, &second), 2);
+    CU_ASSERT(contains(second[1], "node 'ti' (PlacementTest) requested '/gpu:0'"));
+    CU_ASSERT_PTR_EQUAL(first[0], first_text); /* the first array is unchanged */
+    CU_ASSERT_PTR_NULL(first[1]);
+    CU_ASSERT(contains(first[0], "node 'mm' (MatMul)"));
+    const char *const *again = NULL;
+    CU_ASSERT_EQUAL(tide_session_warnings(s, &again), 2);
+    CU_ASSERT_PTR_EQUAL(again, second); /* nothing new: the same array */
+    tide_session_free(s);
     tide_graph_free(g);
     tide_engine_free(e);
 }
@@ -847,10 +959,10 @@ int main(void)
         TH_TEST(test_scope_default_device),
         TH_TEST(test_bad_requests),
         TH_TEST(test_ref_colocation),
-        TH_TEST(test_variable_keeps_device),
+        TH_TEST(test_variable_keeps_device), TH_TEST(test_variables_stay_with_their_initializers),
         TH_TEST(test_colocate_with),
         TH_TEST(test_conflicts),
-        TH_TEST(test_soft_placement),
+        TH_TEST(test_soft_placement), TH_TEST(test_session_warnings_stay_valid),
         TH_TEST(test_many_devices),
         TH_TEST(test_strategies),
         TH_TEST(test_greedy_chain),
