@@ -47,6 +47,7 @@ void tide__node_free(tide_node *n)
     free(n->out_dtypes);
     free(n->out_shapes);
     free(n->requested_device);
+    tide_tensor_release(n->folded_value);
     free(n);
 }
 

@@ -6,6 +6,7 @@
  *   op_spec.c registry.c                    op definitions parsed from spec strings; kernels
  *   bind.c                                  checking a node's inputs/attrs against its op
  *   graph.c node_builder.c graph_text.c     the graph, building nodes, the text format
+ *   shape_fold.c                            values known at graph time (Rank, Shape, Range) for shapes
  *   device.c engine.c variable.c            devices, the engine, containers of variables
  *   kernel_ctx.c eager.c                    the context kernels run in; running one op eagerly
  *   plan.c executor.c threadpool.c          pruned plans per signature; running them in parallel
@@ -221,9 +222,10 @@ struct tide_node {
     char *requested_device;          /* "" if none */
     _Atomic(const char *) assigned_device;
     atomic_bool used_by_plan;
-    atomic_bool placement_fixed;     /* a Variable read by a placed plan keeps its device (placement.c) */
+    atomic_bool placement_fixed;     /* a Variable's device, chosen once, is kept (placement.c) */
     bool cf_hoisted;                 /* a Const built while a cond or loop was being built, but outside it:
                                         readers inside bring it in like any outside value (control_flow.c) */
+    tide_tensor *folded_value;       /* output 0's value known at graph time, or NULL (shape_fold.c) */
 };
 
 struct tide_graph {
@@ -305,7 +307,13 @@ bool tide__input_is_ref(const tide_node *n, int i);
 /* Is name a valid node name (letters, digits, _ - . and / between scopes)? */
 tide_status tide__check_node_name(const char *name, tide_error *err);
 /* The value of a Const node (borrowed from its attrs), else NULL: what shape functions may read. */
+/* The value of n's output 0 known at graph time: a Const's, or one shape_fold.c computed (borrowed;
+ * NULL when unknown). Shape functions see it through tide_shape_input_value. */
 const tide_tensor *tide__node_const_value(const tide_node *n);
+/* The value of a new node's output 0 when graph time can know it (shape_fold.c: Rank, Shape, Size of
+ * known shapes, Range of known scalars); a new tensor, or NULL. */
+tide_tensor *tide__fold_value(const tide_op_def *op, const tide_attrs *attrs, const tide_shape *in_shapes,
+                              const tide_tensor *const *in_values, int num_inputs, const tide_shape *out_shape);
 /* Makes room for one more node (so that insertion cannot fail). */
 bool tide__graph_reserve(tide_graph *g);
 const char *tide__graph_default_device(const tide_graph *g);

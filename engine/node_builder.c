@@ -180,7 +180,7 @@ const tide_tensor *tide__node_const_value(const tide_node *n)
     tide_tensor *t = NULL;
     if (strcmp(n->op->name, "Const") == 0)
         tide_attrs_get_tensor(n->attrs, "value", &t);
-    return t;
+    return t ? t : n->folded_value;
 }
 
 /* Everything that can fail, before anything is added. On success *out is the new node. */
@@ -224,6 +224,8 @@ static tide_status build(tide_node_builder *b, const tide_op_def *def, const cha
     if (st == TIDE_OK)
         st = tide__infer_shapes(def, who, b->attrs, shapes, dts, values, n, bind.num_outputs,
                                 node->out_shapes, err);
+    if (st == TIDE_OK && bind.num_outputs == 1)
+        node->folded_value = tide__fold_value(def, b->attrs, shapes, values, n, &node->out_shapes[0]);
     if (st == TIDE_OK) {
         node->name = tide__strdup(name);
         node->op = def;

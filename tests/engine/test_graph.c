@@ -261,6 +261,49 @@ static void expect_text_error(const char *text, tide_status code, const char *ne
     tide_graph_free(g);
 }
 
+/* Bug 8: a reduction over all axes (axes = Range(0, Rank(x), 1), as sum() and mean() build them)
+ * inferred <unknown>; values known at graph time (Rank, Shape, Size of known shapes, Range of known
+ * scalars) are folded so that their consumers' shape functions see them. */
+static void test_shape_values_folded(void)
+{
+#define I32(name, value) name " = Const(value=tensor(int32, [], [" value "]), dtype=int32)\n"
+    tide_graph *g = th_graph_of(
+        "x = Placeholder(dtype=float32, shape=[?, 3])\n"
+        "w = Placeholder(dtype=float32, shape=[4, 3])\n"
+        "sq = Mul(w, w)\n"
+        "r = Rank(sq)\n" I32("zero", "0") I32("one", "1")
+        "axes = Range(zero, r, one)\n"
+        "total = Sum(sq, axes)\n"
+        "x_rank = Rank(x)\n"
+        "x_axes = Range(zero, x_rank, one)\n"
+        "average = Mean(x, x_axes)\n"
+        "kept = Sum(w, axes, keep_dims=true)\n"
+        "dims = Shape(w)\n"
+        "filled = Fill(dims, one)\n"
+        "n = Size(w)\n"
+        "unknown_dims = Shape(x)\n"
+        "x_size = Size(x)\n"
+        "first = Range(zero, x_size, one)\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    th_assert_output_shape(g, "r", 0, 0, NULL);
+    th_assert_output_shape(g, "axes", 0, 1, TH_DIMS(2));
+    th_assert_output_shape(g, "total", 0, 0, NULL);
+    tide_node *average = tide_graph_node(g, "average");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(average);
+    tide_shape s = tide_node_output_shape(average, 0);
+    CU_ASSERT_EQUAL(s.rank, 0); /* x's first dimension is unknown, its rank is not */
+    th_assert_output_shape(g, "kept", 0, 2, TH_DIMS(1, 1));
+    th_assert_output_shape(g, "filled", 0, 2, TH_DIMS(4, 3));
+    th_assert_output_shape(g, "n", 0, 0, NULL);
+    th_assert_output_shape(g, "unknown_dims", 0, 1, TH_DIMS(2)); /* [?, 3]: not folded, length known */
+    tide_node *first = tide_graph_node(g, "first");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(first);
+    s = tide_node_output_shape(first, 0); /* Size of [?, 3] is unknown: so is the Range */
+    CU_ASSERT(s.rank == 1 && s.dims[0] == -1);
+    tide_graph_free(g);
+#undef I32
+}
+
 static void test_text_errors(void)
 {
     expect_text_error("a = Identity(keep)\nb = Identity(nope)\n", TIDE_NOT_FOUND, "'nope', which is not defined");
@@ -403,7 +446,7 @@ int main(void)
         TH_TEST(test_builder_errors_leave_graph_unchanged), TH_TEST(test_names_and_scopes),
         TH_TEST(test_shape_inference_at_build), TH_TEST(test_rollback), TH_TEST(test_text_round_trip),
         TH_TEST(test_text_annotations_of_every_kind), TH_TEST(test_text_float_values_round_trip),
-        TH_TEST(test_text_errors), TH_TEST(test_device_specs), TH_TEST(test_rename_node),
+        TH_TEST(test_shape_values_folded), TH_TEST(test_text_errors), TH_TEST(test_device_specs), TH_TEST(test_rename_node),
         TH_TEST(test_op_info), TH_END};
     return th_main("graph", tests);
 }
