@@ -90,11 +90,15 @@ static double time_op(tide_engine *e, const char *op, tide_tensor *const *inputs
     return median;
 }
 
-static void emit(const char *name, double flops, double seconds, double best, const char *what)
+/* One JSON line, saying what was measured: the op, its input and filter sizes. */
+static void emit(const char *name, double flops, double seconds, double best, const char *what, const layer *l)
 {
-    char extra[200];
-    snprintf(extra, sizeof extra, "\"ms\": %.3f, \"best_gflops\": %.1f, \"op\": \"%s\", \"batch\": %lld",
-             seconds * 1e3, flops / best * 1e-9, what, (long long)BATCH);
+    char extra[300];
+    snprintf(extra, sizeof extra,
+             "\"ms\": %.3f, \"best_gflops\": %.1f, \"op\": \"%s\", \"batch\": %lld, \"input\": [%lld, %lld, %lld, %lld], "
+             "\"filter\": [%lld, %lld, %lld, %lld]",
+             seconds * 1e3, flops / best * 1e-9, what, (long long)BATCH, (long long)BATCH, (long long)l->h,
+             (long long)l->w, (long long)l->cin, (long long)l->k, (long long)l->k, (long long)l->cin, (long long)l->cout);
     bench_emit(name, flops / seconds * 1e-9, "GFLOP/s", extra);
 }
 
@@ -111,15 +115,15 @@ static int bench_layer(tide_engine *e, const layer *l, int reps, tide_error *err
     double t = time_op(e, "Conv2D", (tide_tensor *[]){x, f}, 2, false, reps, &best, err);
     snprintf(name, sizeof name, "%s.gflops", l->name);
     if (t > 0)
-        emit(name, flops, t, best, "Conv2D");
+        emit(name, flops, t, best, "Conv2D", l);
     double ti = time_op(e, "Conv2DBackpropInput", (tide_tensor *[]){xs, f, dy}, 3, false, reps, &best, err);
     snprintf(name, sizeof name, "%s.backprop_input.gflops", l->name);
     if (ti > 0)
-        emit(name, flops, ti, best, "Conv2DBackpropInput");
+        emit(name, flops, ti, best, "Conv2DBackpropInput", l);
     double tf = time_op(e, "Conv2DBackpropFilter", (tide_tensor *[]){x, fs, dy}, 3, false, reps, &best, err);
     snprintf(name, sizeof name, "%s.backprop_filter.gflops", l->name);
     if (tf > 0)
-        emit(name, flops, tf, best, "Conv2DBackpropFilter");
+        emit(name, flops, tf, best, "Conv2DBackpropFilter", l);
     tide_tensor *all[] = {x, f, dy, xs, fs};
     for (int i = 0; i < 5; i++)
         tide_tensor_release(all[i]);
@@ -135,11 +139,13 @@ static int bench_pool(tide_engine *e, int reps, tide_error *err)
     double best;
     double t = time_op(e, "MaxPool", &x, 1, true, reps, &best, err);
     double tg = time_op(e, "MaxPoolGrad", (tide_tensor *[]){x, y, dy}, 3, true, reps, &best, err);
-    char extra[96];
-    snprintf(extra, sizeof extra, "\"ms\": %.3f, \"batch\": %lld", t * 1e3, (long long)BATCH);
+    char extra[160];
+    snprintf(extra, sizeof extra, "\"ms\": %.3f, \"batch\": %lld, \"input\": [%lld, 28, 28, 32], \"window\": \"2x2/2\"",
+             t * 1e3, (long long)BATCH, (long long)BATCH);
     if (t > 0)
         bench_emit("maxpool.gbytes_per_s", (xb + yb) / t * 1e-9, "GB/s", extra);
-    snprintf(extra, sizeof extra, "\"ms\": %.3f, \"batch\": %lld", tg * 1e3, (long long)BATCH);
+    snprintf(extra, sizeof extra, "\"ms\": %.3f, \"batch\": %lld, \"input\": [%lld, 28, 28, 32], \"window\": \"2x2/2\"",
+             tg * 1e3, (long long)BATCH, (long long)BATCH);
     if (tg > 0)
         bench_emit("maxpool_grad.gbytes_per_s", (2 * xb + 2 * yb) / tg * 1e-9, "GB/s", extra);
     tide_tensor_release(x);

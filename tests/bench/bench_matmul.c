@@ -79,8 +79,8 @@ static int bench_size(tide_engine *e, int n, int reps, tide_error *err)
     double flops = 2.0 * n * n * (double)n;
     char name[64], extra[200];
     snprintf(name, sizeof name, "matmul.%d.ratio_vs_cblas", n);
-    snprintf(extra, sizeof extra, "\"tide_gflops\": %.1f, \"cblas_gflops\": %.1f, \"reps\": %d", flops / mt * 1e-9,
-             flops / mb * 1e-9, reps);
+    snprintf(extra, sizeof extra, "\"tide_gflops\": %.1f, \"cblas_gflops\": %.1f, \"reps\": %d, \"a\": [%d, %d], \"b\": [%d, %d]",
+             flops / mt * 1e-9, flops / mb * 1e-9, reps, n, n, n, n);
     bench_emit(name, mt / mb, "ratio", extra);
     free(t_blas);
     free(t_tide);
