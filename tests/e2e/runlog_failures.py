@@ -74,6 +74,39 @@ def trigger_refuses_runs(tmp):
     lacks("... and no warning", r"warning", p.stderr)
 
 
+def at_the_prompt(tmp):
+    """At the prompt (a pseudo-terminal), the warning comes before the next prompt."""
+    from pty_repl import PROMPT, Session, Timeout
+    log = os.path.join(tmp, "prompt.db")
+    tide(["--log", log, "-e", "1"], tmp)
+    db = sqlite3.connect(log)
+    db.execute("CREATE TRIGGER no_runs BEFORE INSERT ON runs BEGIN SELECT RAISE(ABORT, 'runs are not welcome'); END")
+    db.commit()
+    db.close()
+    s = Session([TIDE, "--quiet", "--log", log], tmp)
+    try:
+        s.expect(PROMPT)
+        s.type("x = constant(1) + 1\n")
+        s.expect(PROMPT)
+        mark = s.pos
+        s.type("run(x)\n")
+        warning = s.expect(r"^warning: run log .*runs are not welcome.*$")
+        s.expect(PROMPT)
+        check("at the prompt: the warning comes before the next prompt", "tide> " not in s.out[mark:warning.start()],
+              s.out[mark:s.pos])
+        s.type(":log\n")
+        s.expect(r"^  lost: \d+ records lost \(runs \d+")
+        s.expect(PROMPT)
+        check("at the prompt: :log shows what was lost", True)
+        s.type("\x04")
+        status = s.wait_exit()
+        check("at the prompt: leaving exits 0 (the user was told)", status == 0, "status %s" % status)
+    except Timeout as e:
+        check("at the prompt: the warning comes before the next prompt", False, str(e))
+    finally:
+        s.close()
+
+
 def unrelated_database(tmp):
     other = os.path.join(tmp, "contacts.db")
     db = sqlite3.connect(other)
@@ -194,6 +227,7 @@ def main():
     has("--help gives the exit statuses", r"3 when the run log lost", p.stdout)
     with tempfile.TemporaryDirectory(prefix="tide-runlog-failures-") as tmp:
         trigger_refuses_runs(tmp)
+        at_the_prompt(tmp)
         unrelated_database(tmp)
         graph_before_first_run(tmp)
         three_writers(tmp)
