@@ -5,8 +5,9 @@
  * is missing from it (runs with their status, tensors, timings, the session, the latest graph
  * version) without the store's health counting at least as many lost records of that kind and giving
  * the reason. Plus the full disk (a 512 KiB tmpfs when the test may mount one, else the shim's disk
- * budget: the output says which), a run whose end was in a failed transaction (written later with
- * its status), and a run whose end is lost beyond recall (status UNKNOWN at close, never NULL). */
+ * budget: the output says which), a file that turns read-only in the middle of a session and back,
+ * a run whose end was in a failed transaction (written later with its status), and a run whose end is
+ * lost beyond recall (status UNKNOWN at close, never NULL). */
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -311,6 +312,58 @@ static void test_full_disk(void)
     temp_db_remove();
 }
 
+/* ---------------------------------------------------------------- a file that turns read-only */
+
+/* The file stops taking writes in the middle of a session (every write fails from then on, as on a
+ * disk remounted read-only: EROFS is SQLite's I/O error too), then takes them again: every run of the
+ * read-only stretch is counted as lost with the reason, the runs before and after land, the file is
+ * intact. */
+static void test_read_only_mid_run(void)
+{
+    enum { BEFORE = 100, DURING = 100, AFTER = 50 };
+    fault_vfs_install();
+    fault_vfs_disarm();
+    temp_db_new_in_memory_fs("tide-faults");
+    tide_store *s = tide_store_open(db_path, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    tide_graph *g = tide_graph_new();
+    tide_node *x = gu_const(g, "x", th_f32(1, TH_DIMS(2), (float[]){1, 2}));
+    tide_session *session = tide_session_new(engine(), g, NULL, NULL);
+    int att = tide_store_attach(s, engine(), NULL);
+    for (int i = 0; i < BEFORE; i++)
+        CU_ASSERT_EQUAL(run_fetch(session, x, NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_store_flush(s, NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_store_events(s), 0);
+    fault_vfs_arm(FAULT_WRITE, 1, true); /* read-only from now on */
+    for (int i = 0; i < DURING; i++)
+        CU_ASSERT_EQUAL(run_fetch(session, x, NULL), TIDE_OK);
+    CU_ASSERT_NOT_EQUAL(tide_store_flush(s, NULL), TIDE_OK);
+    tide_store_health h;
+    tide_store_health_get(s, &h);
+    CU_ASSERT(h.events > 0 && h.failed_writes > 0);
+    CU_ASSERT_EQUAL(h.dropped_by_kind[TIDE_STORE_RUNS], 2 * DURING); /* each run's start and end */
+    CU_ASSERT_EQUAL(h.dropped_by_kind[TIDE_STORE_TENSORS], DURING);  /* each fetched value */
+    CU_ASSERT_PTR_NOT_NULL(strstr(h.first_error, "disk I/O error"));
+    fault_vfs_disarm(); /* writable again */
+    for (int i = 0; i < AFTER; i++)
+        CU_ASSERT_EQUAL(run_fetch(session, x, NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_store_flush(s, NULL), TIDE_OK);
+    tide_store_health h2;
+    tide_store_health_get(s, &h2);
+    CU_ASSERT_EQUAL(h2.dropped, h.dropped); /* nothing more lost */
+    tide_store_detach(s, engine(), att);
+    tide_store_close(s);
+    outcome o;
+    memset(&o, 0, sizeof o);
+    read_file(&o);
+    CU_ASSERT(o.intact);
+    CU_ASSERT_EQUAL(o.runs_ok, BEFORE + AFTER);
+    CU_ASSERT_EQUAL(o.runs_not_ok, 0);
+    tide_session_free(session);
+    tide_graph_free(g);
+    temp_db_remove();
+}
+
 /* ---------------------------------------------------------------- ends written late, or UNKNOWN */
 
 /* A run whose start is committed and whose end is in a transaction that fails for good (a full disk)
@@ -408,6 +461,7 @@ int main(void)
         TH_TEST(test_end_written_late),
         TH_TEST(test_lost_end_unknown),
         TH_TEST(test_full_disk),
+        TH_TEST(test_read_only_mid_run),
         TH_TEST(test_write_faults),
         TH_TEST(test_sync_faults),
         TH_TEST(test_lock_faults),
