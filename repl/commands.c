@@ -143,9 +143,10 @@ static const command commands[] = {
      "shape, dtype, min, max, mean, std, NaN and Inf counts and a histogram of its finite elements.\n"
      "`NODE:1` is output 1. The session is the one that logged the node last.",
      repl_cmd_tensor},
-    {"sql", NULL, 1, 1, "QUERY", "a read-only SQL query of the run log, printed as a table",
+    {"sql", NULL, 1, 1, "[-w N] QUERY", "a read-only SQL query of the run log, printed as a table",
      "Runs one SQL statement on the run log (the rest of the line, as typed) through a read-only\n"
-     "connection and prints the result as a table: cells clipped at 40 characters, at most 100 rows.\n"
+     "connection and prints the result as a table: cells clipped at 40 characters (-w N: at N, -w 0:\n"
+     "never), at most 100 rows.\n"
      "Only reading statements run (SELECT, WITH, VALUES, PRAGMA, EXPLAIN); the log's tables and columns\n"
      "are in docs/run-log.md. status_name(status) gives a status's name; Ctrl-C stops a long query.\n"
      "Example:\n"
@@ -161,11 +162,12 @@ static const command commands[] = {
      "Logs every output of the node NODE at every run that computes it, from the next run on: its\n"
      "statistics (min, max, mean, std, NaN and Inf counts, histogram) and its value when within the\n"
      "value cap (`:log cap`). `:tensor NODE [STEP]` reads them back. A name with no node yet is watched\n"
-     "anyway (with a warning). Without NODE: the watched nodes.",
+     "anyway (with a warning). NODE may be a shell glob matched against whole names: `:watch layer1/*`,\n"
+     "`:watch *loss*` (also nodes added later). Without NODE: the watched nodes.",
      repl_cmd_watch},
     {"unwatch", NULL, 0, 1, "[NODE]", "stop logging a node's values (or list the watched nodes)",
-     "Stops logging the node NODE from the next run on; what was logged stays. Without NODE: the\n"
-     "watched nodes.",
+     "Stops logging the node NODE (or the glob, as it was watched) from the next run on; what was\n"
+     "logged stays. Without NODE: the watched nodes.",
      repl_cmd_unwatch},
     {"prune", NULL, 0, 1, "[KEEP]", "clear the stored values of all but the last KEEP runs (100)",
      "Retention: clears the stored tensor values of every run of the log except the KEEP most recent\n"
@@ -238,10 +240,19 @@ static void suggest_consider(suggestions *s, const char *candidate)
 {
     if (!candidate || !candidate[0] || strlen(candidate) >= sizeof s->name[0])
         return;
-    int d = repl_edit_distance(s->word, candidate);
-    if (d > s->limit && strlen(s->word) >= 3 && strstr(candidate, s->word))
+    if (strcmp(candidate, s->word) == 0)
+        return;
+    char a[72], b[72]; /* case does not count: Matmul suggests matmul */
+    snprintf(a, sizeof a, "%s", s->word);
+    snprintf(b, sizeof b, "%s", candidate);
+    for (char *c = a; *c; c++)
+        *c = (char)tolower((unsigned char)*c);
+    for (char *c = b; *c; c++)
+        *c = (char)tolower((unsigned char)*c);
+    int d = repl_edit_distance(a, b);
+    if (d > s->limit && strlen(a) >= 3 && strstr(b, a))
         d = s->limit;
-    if (d > s->limit || d == 0)
+    if (d > s->limit)
         return;
     for (int i = 0; i < s->count; i++)
         if (strcmp(s->name[i], candidate) == 0)
@@ -464,9 +475,11 @@ static void push_tide_help(lua_State *L)
     raw_subtable(L, "help");
 }
 
-/* Protected: resolves q->name to an op and to the shortest name under which tide holds that op's
- * function itself (not a prelude wrapper of the same name, such as sum), else "tide.ops.Op"; returns
- * tide.help[name] (a string, or nil). */
+/* Protected: resolves q->name to an op and to the Lua name its call form shows: the name typed when
+ * tide holds the op's function under it (`:help mat_mul` shows mat_mul(a, b...)), else the op
+ * function's preferred name (`:help MatMul`: matmul), else the shortest name under which tide holds
+ * the function itself (not a prelude wrapper of the same name, such as sum), else "tide.ops.Op".
+ * Returns tide.help[name] (a string, or nil). */
 static int help_lookup(lua_State *L)
 {
     help_query *q = lua_touserdata(L, 1);
@@ -487,8 +500,17 @@ static int help_lookup(lua_State *L)
         int fn = lua_gettop(L);
         if (lua_isfunction(L, fn))
             snprintf(q->lua_name, sizeof q->lua_name, "tide.ops.%s", q->op);
+        const char *names[2] = {q->name, repl_preferred_name(L, fn)};
+        for (int i = 0; i < 2 && lua_isfunction(L, fn) && strncmp(q->lua_name, "tide.", 5) == 0; i++) {
+            if (!names[i])
+                continue;
+            lua_pushstring(L, names[i]);
+            if (lua_rawget(L, tide) != LUA_TNIL && lua_rawequal(L, -1, fn))
+                snprintf(q->lua_name, sizeof q->lua_name, "%s", names[i]);
+            lua_pop(L, 1);
+        }
         lua_pushnil(L);
-        while (lua_isfunction(L, fn) && lua_next(L, tide)) {
+        while (lua_isfunction(L, fn) && strncmp(q->lua_name, "tide.", 5) == 0 && lua_next(L, tide)) {
             if (lua_type(L, -2) == LUA_TSTRING && lua_rawequal(L, -1, fn)) {
                 const char *key = lua_tostring(L, -2);
                 if (strlen(key) < strlen(q->lua_name))
@@ -518,8 +540,10 @@ static int help_suggest(lua_State *L)
             continue;
         lua_pushnil(L);
         while (lua_next(L, t - 1)) {
+            /* a function once, under its preferred name (matmul, not mat_mul too) */
+            const char *preferred = t == -2 ? repl_preferred_name(L, -1) : NULL;
             if (lua_type(L, -2) == LUA_TSTRING && (t == -1 || lua_type(L, -1) == LUA_TFUNCTION))
-                suggest_consider(q->suggest, lua_tostring(L, -2));
+                suggest_consider(q->suggest, preferred ? preferred : lua_tostring(L, -2));
             lua_pop(L, 1);
         }
     }

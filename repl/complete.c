@@ -8,10 +8,12 @@
  *   ":info d|", ":nodes"   node names (with their scopes: "dense/MatMul")
  *   "tide.ma|", "t:re|"    the fields of the table (or the methods of the userdata's metatable) that
  *                          the text before the last '.' or ':' names; ':' lists functions only
- *   anything else          Lua keywords, the user's globals, _G, and the graph's node names that are
- *                          identifiers
+ *   anything else          Lua keywords, the user's globals and _G
  *
- * Candidates are whole words that replace the word ("tide.matmul"), sorted and unique. Completion
+ * Only names that evaluate are offered: a node is reached by the global it was assigned to (or
+ * node("name")), so node names are offered only to the commands that take them. Candidates are
+ * whole words that replace the word ("tide.matmul"), sorted and unique, one name per function
+ * (matmul, not mat_mul too; sum, not reduce_sum too: repl_preferred_name). Completion
  * must never disturb the session: it reads Lua tables with raw accesses and lua_next only (no
  * metamethod, no Lua code), under lua_pcall in case memory runs out, and leaves the Lua stack as it
  * found it.
@@ -243,16 +245,15 @@ static void add_globals(lua_State *L, const char *prefix, cands *c)
     lua_pop(L, 2);
 }
 
-/* The graph's node names starting with prefix; identifiers_only drops scoped and odd names (they
- * cannot be typed as Lua). */
-static void add_nodes(repl *r, const char *prefix, size_t len, bool identifiers_only, cands *c)
+/* The graph's node names starting with prefix (the arguments of :info, :nodes, :watch...). */
+static void add_nodes(repl *r, const char *prefix, size_t len, cands *c)
 {
     if (!r->graph)
         return;
     int n = tide_graph_num_nodes(r->graph);
     for (int i = 0; i < n; i++) {
         const char *name = tide_node_name(tide_graph_node_at(r->graph, i));
-        if (name && starts_with(name, prefix, len) && (!identifiers_only || is_identifier(name)))
+        if (name && starts_with(name, prefix, len))
             cands_add(c, "", 0, name);
     }
 }
@@ -271,19 +272,65 @@ static size_t command_word(const char *line, int end, bool *cursor_inside)
 
 /* What to look up in Lua tables, run under lua_pcall so that running out of memory there (the only
  * error raw accesses can raise) cannot escape: the candidates found until then are kept. */
-typedef enum lookup { LOOKUP_GLOBALS, LOOKUP_HELP, LOOKUP_FIELDS } lookup;
+typedef enum lookup { LOOKUP_GLOBALS, LOOKUP_HELP, LOOKUP_FIELDS, LOOKUP_ALIASES } lookup;
 
 typedef struct query {
     lookup what;
     const char *prefix;
     size_t len;
     cands *c;
+    bool *drop; /* LOOKUP_ALIASES: which candidates to drop */
 } query;
+
+/* Pushes the value a candidate word names ("matmul", "tide.mat_mul", "t:reshape"), read raw. */
+static void push_word_value(lua_State *L, const char *word)
+{
+    size_t i = strcspn(word, ".:");
+    push_global(L, word, i);
+    while (word[i] && !lua_isnil(L, -1)) {
+        size_t start = ++i;
+        i += strcspn(word + i, ".:");
+        push_field(L, -1, word + start, i - start);
+        lua_remove(L, -2);
+    }
+}
+
+static int compare_keys(const void *key, const void *elem)
+{
+    return strcmp(key, *(char *const *)elem);
+}
+
+/* Marks in drop the candidates that are aliases of another candidate (mat_mul when matmul is listed
+ * too, and reduce_sum next to sum): a function's preferred name (repl_preferred_name) stays. The
+ * candidates are sorted and unique. */
+static void drop_aliases(lua_State *L, const cands *c, bool *drop)
+{
+    for (int k = 0; k < c->n; k++) {
+        const char *word = c->v[k];
+        push_word_value(L, word);
+        const char *preferred = repl_preferred_name(L, -1);
+        lua_pop(L, 1);
+        size_t head = strlen(word);
+        while (head > 0 && word[head - 1] != '.' && word[head - 1] != ':')
+            head--;
+        if (!preferred || strcmp(word + head, preferred) == 0)
+            continue;
+        char other[256];
+        if (head + strlen(preferred) >= sizeof other)
+            continue;
+        memcpy(other, word, head);
+        strcpy(other + head, preferred);
+        drop[k] = bsearch(other, c->v, (size_t)c->n, sizeof *c->v, compare_keys) != NULL;
+    }
+}
 
 static int lookup_protected(lua_State *L)
 {
     query *q = lua_touserdata(L, 1);
     switch (q->what) {
+    case LOOKUP_ALIASES:
+        drop_aliases(L, q->c, q->drop);
+        break;
     case LOOKUP_FIELDS:
         add_field_words(L, q->prefix, q->len, q->c);
         break;
@@ -301,9 +348,9 @@ static int lookup_protected(lua_State *L)
     return 0;
 }
 
-static void lookup_lua(lua_State *L, lookup what, const char *prefix, size_t len, cands *c)
+static void lookup_lua(lua_State *L, lookup what, const char *prefix, size_t len, cands *c, bool *drop)
 {
-    query q = {what, prefix, len, c};
+    query q = {what, prefix, len, c, drop};
     int top = lua_gettop(L);
     if (!lua_checkstack(L, 2))
         return;
@@ -344,16 +391,34 @@ char **repl_complete(repl *r, const char *line, int end, int *count)
     prefix[len] = '\0';
 
     if (node_arg) {
-        add_nodes(r, prefix, len, false, &c);
-    } else if (strpbrk(prefix, ".:")) {
-        lookup_lua(r->L, LOOKUP_FIELDS, prefix, len, &c);
+        add_nodes(r, prefix, len, &c);
+        return cands_finish(&c, count);
+    }
+    /* Lua: only names that evaluate (globals, fields, keywords), not node names that are no global
+     * (node("name") reaches those), and one name per function. */
+    if (strpbrk(prefix, ".:")) {
+        lookup_lua(r->L, LOOKUP_FIELDS, prefix, len, &c, NULL);
     } else if (help_arg) {
-        lookup_lua(r->L, LOOKUP_HELP, prefix, len, &c);
+        lookup_lua(r->L, LOOKUP_HELP, prefix, len, &c, NULL);
         add_list(repl_command_names(), prefix, len, &c, "");
     } else {
-        lookup_lua(r->L, LOOKUP_GLOBALS, prefix, len, &c);
+        lookup_lua(r->L, LOOKUP_GLOBALS, prefix, len, &c, NULL);
         add_list(keywords, prefix, len, &c, "");
-        add_nodes(r, prefix, len, true, &c);
     }
-    return cands_finish(&c, count);
+    char **words = cands_finish(&c, count);
+    bool *drop = *count ? calloc((size_t)*count, sizeof *drop) : NULL;
+    if (!drop) /* none, or out of memory: aliases stay listed */
+        return words;
+    c = (cands){words, *count, *count};
+    lookup_lua(r->L, LOOKUP_ALIASES, NULL, 0, &c, drop);
+    int kept = 0;
+    for (int i = 0; i < c.n; i++) {
+        if (!drop[i])
+            c.v[kept++] = c.v[i];
+        else
+            free(c.v[i]);
+    }
+    free(drop);
+    *count = kept; /* at least the preferred name of each dropped alias is kept */
+    return c.v;
 }

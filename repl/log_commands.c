@@ -9,7 +9,9 @@
  * (main.c then makes a script's exit status 3 unless --log-best-effort), and the counts in :log. */
 #include <ctype.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -130,13 +132,20 @@ static const char *log_for_query(repl *r)
     return path;
 }
 
-/* Whether the store watches node `name`. */
-static bool is_watched(repl *r, const char *name)
+static bool is_glob(const char *name)
+{
+    return strpbrk(name, "*?[") != NULL;
+}
+
+/* Whether `name` is an entry of the watched set (as_node: whether an entry, a name or a glob, matches
+ * the node called name). */
+static bool is_watched(repl *r, const char *name, bool as_node)
 {
     char **watched = tide_store_watched(r->store, NULL);
     bool found = false;
     for (int i = 0; watched && watched[i]; i++)
-        found = found || strcmp(watched[i], name) == 0;
+        found = found || strcmp(watched[i], name) == 0 ||
+                (as_node && is_glob(watched[i]) && fnmatch(watched[i], name, 0) == 0);
     tide_store_names_free(watched);
     return found;
 }
@@ -178,11 +187,11 @@ static void format_bytes(double bytes, char *buf, size_t size)
     snprintf(buf, size, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
 }
 
-/* Prints a query's table (cells clipped at LOG_CELL_CHARS) with its "(N rows)" line replaced by
- * `footer` when footer is not NULL (by nothing when it is ""). */
-static void print_table(const tide_store_table *t, const char *footer)
+/* Prints a query's table (cells clipped at cell_chars characters) with its "(N rows)" line replaced
+ * by `footer` when footer is not NULL (by nothing when it is ""). */
+static void print_table_clipped(const tide_store_table *t, const char *footer, int cell_chars)
 {
-    char *text = tide_store_table_format(t, LOG_CELL_CHARS, footer == NULL);
+    char *text = tide_store_table_format(t, cell_chars, footer == NULL);
     if (!text) {
         fputs("out of memory formatting the table\n", stderr);
         return;
@@ -191,6 +200,11 @@ static void print_table(const tide_store_table *t, const char *footer)
     if (footer && footer[0])
         puts(footer);
     free(text);
+}
+
+static void print_table(const tide_store_table *t, const char *footer)
+{
+    print_table_clipped(t, footer, LOG_CELL_CHARS);
 }
 
 /* The cell of column `name` in row 0 ("" when absent). */
@@ -290,19 +304,46 @@ repl_result repl_cmd_run(repl *r, int argc, char **argv)
     return ok ? REPL_DONE : REPL_FAILED;
 }
 
+/* ":sql -w N QUERY" (or --width N): the cell width, and *query after the option; LOG_CELL_CHARS
+ * without it, INT_MAX for 0 (cells whole). -1 for a bad option. */
+static int sql_cell_width(const char *line, const char **query)
+{
+    *query = line;
+    size_t opt = strncmp(line, "--width", 7) == 0 && isspace((unsigned char)line[7]) ? 7
+                 : strncmp(line, "-w", 2) == 0 && (isspace((unsigned char)line[2]) || isdigit((unsigned char)line[2])) ? 2
+                                                                                                                   : 0;
+    if (!opt)
+        return LOG_CELL_CHARS;
+    char *end = NULL;
+    errno = 0;
+    long width = strtol(line + opt, &end, 10);
+    if (end == line + opt || errno || width < 0 || width > 100000 || !isspace((unsigned char)*end))
+        return -1;
+    while (isspace((unsigned char)*end))
+        end++;
+    *query = end;
+    return width == 0 ? INT_MAX : (int)width;
+}
+
 repl_result repl_cmd_sql(repl *r, int argc, char **argv)
 {
     (void)argc;
+    const char *query;
+    int width = sql_cell_width(argv[1], &query);
+    if (width < 0 || !*query) {
+        fputs("usage: :sql [-w N] QUERY (-w N: cells up to N characters, 0: whole; the default is 40)\n", stderr);
+        return REPL_FAILED;
+    }
     const char *path = log_for_query(r);
     if (!path)
         return REPL_FAILED;
     tide_error_clear(r->err);
-    tide_store_table *t = tide_store_query_cancellable(path, argv[1], SQL_MAX_ROWS, &r->interrupted, r->err);
+    tide_store_table *t = tide_store_query_cancellable(path, query, SQL_MAX_ROWS, &r->interrupted, r->err);
     if (!t) {
         fprintf(stderr, "%s\n", tide_error_message(r->err));
         return REPL_FAILED;
     }
-    print_table(t, NULL);
+    print_table_clipped(t, NULL, width);
     tide_store_table_free(t);
     return REPL_DONE;
 }
@@ -390,7 +431,7 @@ repl_result repl_cmd_tensor(repl *r, int argc, char **argv)
         print_logged_tensor(t, step);
     } else {
         fprintf(stderr, ":tensor: %s", tide_error_message(r->err));
-        if (tide_error_code(r->err) == TIDE_NOT_FOUND && !is_watched(r, name))
+        if (tide_error_code(r->err) == TIDE_NOT_FOUND && !is_watched(r, name, true))
             fprintf(stderr, "; :watch %s logs it from the next run on", name);
         fputc('\n', stderr);
     }
@@ -473,7 +514,17 @@ repl_result repl_cmd_watch(repl *r, int argc, char **argv)
         return REPL_FAILED;
     }
     const tide_node *n = tide_graph_node(r->graph, name);
-    if (!n)
+    if (is_glob(name)) {
+        int matched = 0, total = tide_graph_num_nodes(r->graph);
+        for (int i = 0; i < total; i++)
+            matched += fnmatch(name, tide_node_name(tide_graph_node_at(r->graph, i)), 0) == 0;
+        if (matched == 0)
+            fprintf(stderr, "warning: no node matches '%s' yet; nodes that match it are logged once they run\n",
+                    name);
+        else
+            printf("'%s' matches %d node%s now (and nodes added later that match it)\n", name, matched,
+                   matched == 1 ? "" : "s");
+    } else if (!n)
         fprintf(stderr, "warning: there is no node '%s' yet; it is watched anyway and logged once a node of "
                         "that name runs\n", name);
     else if (strcmp(tide_node_op(n), "Placeholder") == 0)
@@ -492,7 +543,7 @@ repl_result repl_cmd_unwatch(repl *r, int argc, char **argv)
         print_watched(r, stdout);
         return REPL_DONE;
     }
-    if (!is_watched(r, argv[1])) {
+    if (!is_watched(r, argv[1], false)) {
         fprintf(stderr, "'%s' is not watched; ", argv[1]);
         print_watched(r, stderr);
         return REPL_FAILED;

@@ -586,6 +586,10 @@ void repl_open_data(lua_State *L)
                     "epochs: how many passes (math.huge: without end; a shuffled pass draws a new order)."},
         {"dataset", "dataset(images, labels)\n\nA split over two tensors of one first dimension (rows): "
                     "d:batch(n) / d:next_batch(n), d:batches(n [, opts]), d:size(), as fashion_mnist's splits."},
+        {"next_batch", "split:next_batch(n), also split:batch(n)\n\nThe next n examples (images, labels) of a "
+                       "shuffled pass over a split (fashion_mnist's train or test, or dataset(x, y)), epoch after "
+                       "epoch: a new order each epoch, and every batch has n rows (an epoch's remainder is left "
+                       "out, other rows each time). split:shuffle(seed) restarts with another order."},
     };
     luaL_setfuncs(L, fns, 0);
     luaL_getsubtable(L, -1, "help");

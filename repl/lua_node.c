@@ -24,6 +24,7 @@
 #define HANDLES_KEY "tide.handles"   /* registry: weak table of live handles */
 #define OPNAMES_KEY "tide.opnames"   /* registry: Lua function name -> op name */
 #define REUSE_KEY "tide.reusable"    /* registry: fingerprint -> handle of a Const or summary to reuse */
+#define PREFERRED_KEY "tide.preferred" /* registry: function -> the one of its names listings show */
 #define REUSE_MAX_ELEMENTS 64        /* larger constants are not fingerprinted */
 #define MAX_ARGS 12                  /* the size of tide_op_info's arrays */
 
@@ -1050,6 +1051,58 @@ static void snake_case(const char *op, char *out, size_t size)
     out[k] = 0;
 }
 
+/* The name listings show for each op function (completion, :help's suggestions), among its aliases:
+ * the op's declared alias, else TensorFlow's spelling (matmul, argmax), else the snake-case one. */
+static void prefer_op_names(lua_State *L, int ops, const char *const *names, int n)
+{
+    static const char *const joined[] = {"matmul", "argmax", "argmin", NULL};
+    lua_getfield(L, LUA_REGISTRYINDEX, PREFERRED_KEY);
+    for (int i = 0; i < n; i++) {
+        tide_op_info info;
+        if (names[i][0] == '_' || !tide_registry_op_info(names[i], &info))
+            continue;
+        char lower[128], snake[160];
+        snprintf(lower, sizeof lower, "%s", names[i]);
+        for (char *c = lower; *c; c++)
+            if (*c >= 'A' && *c <= 'Z')
+                *c = (char)(*c - 'A' + 'a');
+        snake_case(names[i], snake, sizeof snake);
+        const char *name = info.alias ? info.alias : snake;
+        for (int k = 0; !info.alias && joined[k]; k++)
+            if (strcmp(lower, joined[k]) == 0)
+                name = lower;
+        lua_getfield(L, ops, names[i]);
+        lua_pushstring(L, name);
+        lua_rawset(L, -3);
+    }
+    lua_pop(L, 1);
+}
+
+const char *repl_preferred_name(lua_State *L, int idx)
+{
+    if (lua_type(L, idx) != LUA_TFUNCTION)
+        return NULL;
+    idx = lua_absindex(L, idx);
+    lua_getfield(L, LUA_REGISTRYINDEX, PREFERRED_KEY);
+    lua_pushvalue(L, idx);
+    lua_rawget(L, -2);
+    const char *name = lua_tostring(L, -1); /* the registry table keeps the string */
+    lua_pop(L, 2);
+    return name;
+}
+
+/* tide.prefer_name(fn, name): the prelude's aliases (sum and reduce_sum) list as name. */
+static int l_prefer_name(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    luaL_checkstring(L, 2);
+    lua_getfield(L, LUA_REGISTRYINDEX, PREFERRED_KEY);
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, 2);
+    lua_rawset(L, -3);
+    return 0;
+}
+
 static void register_ops(lua_State *L, int module)
 {
     const char *const *names;
@@ -1089,6 +1142,7 @@ static void register_ops(lua_State *L, int module)
         lua_pushstring(L, names[i]);
         lua_setfield(L, opnames, info.alias);
     }
+    prefer_op_names(L, ops, names, n);
     lua_pop(L, 1);
     lua_setfield(L, module, "ops");
 }
@@ -1116,7 +1170,7 @@ static const luaL_Reg node_meta[] = {
 
 static const luaL_Reg functions[] = {
     {"node", l_node},     {"scope", l_scope},     {"device", l_device},  {"placeholder", l_placeholder},
-    {"constant", l_constant}, {NULL, NULL},
+    {"constant", l_constant}, {"prefer_name", l_prefer_name}, {NULL, NULL},
 };
 
 void repl_open_nodes(lua_State *L)
@@ -1132,6 +1186,8 @@ void repl_open_nodes(lua_State *L)
     lua_setfield(L, LUA_REGISTRYINDEX, OPNAMES_KEY);
     lua_newtable(L);
     lua_setfield(L, LUA_REGISTRYINDEX, REUSE_KEY);
+    lua_newtable(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, PREFERRED_KEY);
 
     luaL_newmetatable(L, NODE_MT);
     luaL_setfuncs(L, node_meta, 0);

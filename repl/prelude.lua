@@ -7,6 +7,9 @@ local ops, help = tide.ops, tide.help
 -- check(fn, opts, {names}): an unknown key in an options table is an error naming fn (lua_options.c).
 local check = tide.check_options
 tide.check_options = nil
+-- prefer(fn, name): listings (completion, :help's suggestions) show fn under name, not its aliases.
+local prefer = tide.prefer_name
+tide.prefer_name = nil
 
 local function is_options(v)
   return type(v) == "table" and next(v) ~= nil and type(next(v)) == "string"
@@ -83,6 +86,7 @@ for _, pair in ipairs{{"sum", "Sum"}, {"mean", "Mean"}, {"max", "Max"}, {"min", 
     return ops[op](x, axis, opts or {})
   end
   tide[name], tide["reduce_" .. name] = f, f
+  prefer(f, name)
   help[name] = name .. "(x [, axis] [, keep_dims | {keep_dims=false, name=}])\n\n" ..
     "The " .. name .. " of x's elements along axis (a number or a list), or over all of them when axis is " ..
     "omitted (TensorFlow's reduce_" .. name .. "). Also reduce_" .. name .. "."
@@ -105,6 +109,8 @@ tide.one_hot = function(indices, depth, opts)
                     {axis = opts.axis, name = opts.name, device = opts.device})
 end
 tide.onehot = tide.one_hot
+prefer(tide.one_hot, "one_hot")
+prefer(tide.run, "run") -- also tide.eval
 help.one_hot = "one_hot(indices, depth [, {on_value=1, off_value=0, dtype=float32, axis=-1}])\n\n" ..
   "A one-hot encoding of integer indices: one_hot(labels, 10). On a host tensor (a batch of labels) it runs " ..
   "at once and returns a tensor, as every op function does on host tensors."

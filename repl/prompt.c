@@ -127,26 +127,34 @@ static bool is_blank(const char *s)
     return true;
 }
 
-static int terminal_columns(void)
+static struct winsize terminal_size(void)
 {
     struct winsize ws;
-    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-        return ws.ws_col;
-    return 80;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0 || ws.ws_row == 0)
+        ws = (struct winsize){.ws_row = 24, .ws_col = 80};
+    return ws;
+}
+
+/* The rows a listing of the candidates takes, and the column width. */
+static int listing_rows(char *const *words, int n, size_t *width)
+{
+    *width = 0;
+    for (int i = 0; i < n; i++)
+        if (strlen(words[i]) > *width)
+            *width = strlen(words[i]);
+    *width += 2;
+    int cols = (int)((size_t)terminal_size().ws_col / *width);
+    if (cols < 1)
+        cols = 1;
+    return (n + cols - 1) / cols;
 }
 
 /* The candidates below the line, in columns filled top to bottom (as ls does). */
 static void print_columns(FILE *out, char *const *words, int n)
 {
-    size_t width = 0;
-    for (int i = 0; i < n; i++)
-        if (strlen(words[i]) > width)
-            width = strlen(words[i]);
-    width += 2;
-    int cols = (int)((size_t)terminal_columns() / width);
-    if (cols < 1)
-        cols = 1;
-    int rows = (n + cols - 1) / cols;
+    size_t width;
+    int rows = listing_rows(words, n, &width);
+    int cols = (n + rows - 1) / rows;
     fputc('\n', out);
     for (int row = 0; row < rows; row++) {
         for (int col = 0; col < cols; col++) {
@@ -171,6 +179,22 @@ static size_t replaced_length(const char *text, size_t end, const char *common, 
         if (memcmp(text + end - k, common, k) == 0)
             return k;
     return 0;
+}
+
+/* A listing longer than the screen first asks, as bash and readline do: "Display all 131
+ * possibilities? (y or n)". True to list them (y, Y or space). */
+static bool confirm_listing(EditLine *el, FILE *out, char *const *words, int n)
+{
+    size_t width;
+    if (listing_rows(words, n, &width) < terminal_size().ws_row - 1)
+        return true;
+    fprintf(out, "\nDisplay all %d possibilities? (y or n)", n);
+    fflush(out);
+    wchar_t answer = 0;
+    bool yes = el_wgetc(el, &answer) == 1 && (answer == L'y' || answer == L'Y' || answer == L' ');
+    if (!yes)
+        fputc('\n', out);
+    return yes;
 }
 
 static unsigned char complete_key(EditLine *el, int ch)
@@ -205,7 +229,8 @@ static unsigned char complete_key(EditLine *el, int ch)
         } else if (n > 1) {
             FILE *out = stdout;
             el_get(el, EL_GETFP, 1, &out);
-            print_columns(out, words, n);
+            if (confirm_listing(el, out, words, n))
+                print_columns(out, words, n);
             result = CC_REDISPLAY;
         }
     }

@@ -156,8 +156,14 @@ void repl_push_globals(lua_State *L);
  * (function name -> text: a usage line, then a paragraph). */
 const char *repl_op_of_function(lua_State *L, const char *name);
 
+/* The one of its names that listings (completion, :help's suggestions) show for the function at idx
+ * (matmul for matmul and mat_mul, sum for sum and reduce_sum), or NULL when it has no aliases known.
+ * The string lives in a registry table. */
+const char *repl_preferred_name(lua_State *L, int idx);
+
 /* Registers the node functions, one function per registered op, and the training API into the table
- * at the top of the stack (the module `tide`). */
+ * at the top of the stack (the module `tide`); also tide.prefer_name(fn, name), which the prelude
+ * uses for its own aliases and then removes. */
 void repl_open_nodes(lua_State *L);
 /* A node handle (one output of a node, or the node itself for ops without outputs: index -1). */
 bool repl_is_node(lua_State *L, int idx);

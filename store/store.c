@@ -4,6 +4,7 @@
  * callbacks in observer.c, the schema in schema.c, graph versions in graph_log.c, the account of what
  * could not be recorded in health.c. */
 #include <ctype.h>
+#include <fnmatch.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -616,12 +617,26 @@ static void reregister(tide_store *s)
     pthread_mutex_unlock(&s->attach_lock);
 }
 
+/* A watched entry is a node name or a shell glob ("*loss*"): a node is watched when an entry matches
+ * its whole name. */
 bool st_is_watched(tide_store *s, const char *name)
 {
     bool found = false;
     pthread_mutex_lock(&s->watch_lock);
     for (int i = 0; i < s->num_watched && !found; i++)
-        found = strcmp(s->watched[i], name) == 0;
+        found = strpbrk(s->watched[i], "*?[") ? fnmatch(s->watched[i], name, 0) == 0
+                                              : strcmp(s->watched[i], name) == 0;
+    pthread_mutex_unlock(&s->watch_lock);
+    return found;
+}
+
+/* Whether the entry itself (a name or a glob, as given) is in the watched set. */
+static bool is_watch_entry(tide_store *s, const char *entry)
+{
+    bool found = false;
+    pthread_mutex_lock(&s->watch_lock);
+    for (int i = 0; i < s->num_watched && !found; i++)
+        found = strcmp(s->watched[i], entry) == 0;
     pthread_mutex_unlock(&s->watch_lock);
     return found;
 }
@@ -630,7 +645,7 @@ tide_status tide_store_watch(tide_store *s, const char *node_name, tide_error *e
 {
     if (!s || !node_name || !*node_name)
         return tide_error_set(err, TIDE_INVALID_ARGUMENT, "watch: a node name is required");
-    if (st_is_watched(s, node_name))
+    if (is_watch_entry(s, node_name))
         return TIDE_OK;
     char *copy = st_strdup(node_name);
     pthread_mutex_lock(&s->watch_lock);

@@ -113,9 +113,11 @@ int tide_store_attach(tide_store *s, tide_engine *engine, tide_error *err);
 void tide_store_detach(tide_store *s, tide_engine *engine, int id);
 
 /* Adds/removes a node name to/from the watched set: every output of a watched node is logged (its
- * statistics, and its value up to value_cap_bytes) at every run that computes it. Takes effect for
- * runs that start after the call returns, cached plans included. Watching a name twice is allowed;
- * names of nodes that do not exist (yet) are allowed too. */
+ * statistics, and its value up to value_cap_bytes) at every run that computes it. A name with *, ?
+ * or [...] is a shell glob matched against whole node names ("*loss*"; a scope's nodes: its name, a
+ * slash and a star). Takes effect for runs that start after the call returns, cached plans included. Watching a name twice is allowed; names of
+ * nodes that do not exist (yet) are allowed too. unwatch removes the entry given (a glob, or a name),
+ * not the nodes another entry matches. */
 tide_status tide_store_watch(tide_store *s, const char *node_name, tide_error *err);
 void tide_store_unwatch(tide_store *s, const char *node_name);
 

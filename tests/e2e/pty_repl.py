@@ -247,6 +247,48 @@ class Checks:
         finally:
             s.close()
 
+    def completion_lists(self):
+        """One name per function (matmul, not mat_mul too), only names that evaluate (a node never
+        assigned to a global is not offered), and a listing longer than the screen asks first."""
+        s = self.start()
+        try:
+            s.type("mat\t")  # several candidates and nothing to add: listed at once
+            listing = s.expect(r"matmul(?:.|\n)*\n.*tide> mat$").group(0)
+            assert "mat_mul" not in listing, f"an alias is listed next to matmul: {listing!r}"
+            assert "matrix_inverse" in listing, f"matrix_inverse not listed: {listing!r}"
+            s.type("_\t")  # typed past the alias's fork: the alias itself still completes
+            s.expect(r"mul$")
+            s.type("\x15\r")
+            s.expect(PROMPT)
+            s.type("placeholder(float32, {2}, {name = 'zzz_unbound'})\r")
+            s.expect(PROMPT)
+            start = s.pos
+            s.type("zzz_\t")
+            time.sleep(0.3)
+            s.type("\x15\r")
+            s.expect(PROMPT)
+            assert "zzz_unbound" not in s.since(start), f"a node that is no global was offered: {s.since(start)!r}"
+            s.type(":info zzz_\t")  # node names stay offered where a command takes them
+            s.expect(r":info zzz_unbound$")
+            s.type("\x15\r")
+            s.expect(PROMPT)
+            # Everything (an empty word): hundreds of names, more than the 30-line screen.
+            s.type("x = \t")
+            s.expect(r"Display all \d+ possibilities\? \(y or n\)$")
+            s.type("n")
+            s.expect(r"tide> x = $")
+            start = s.pos
+            s.type("\t")
+            s.expect(r"Display all \d+ possibilities\? \(y or n\)$")
+            s.type("y")
+            s.expect(r"tide> x = $")
+            assert "while" in s.since(start) and "matmul" in s.since(start), \
+                f"y did not list the candidates: {s.since(start)[-300:]!r}"
+            s.type("\x15\r")
+            s.expect(PROMPT)
+        finally:
+            s.close()
+
     def multi_line(self):
         s = self.start()
         try:
@@ -429,6 +471,8 @@ class Checks:
         self.run("banner and prompt; 1+2 prints 3; UTF-8 input", self.prompt_and_expression)
         self.run("Tab completes op functions, commands, node names; lists several candidates",
                  self.completion)
+        self.run("completion lists one name per function, only names that evaluate, asks past a screenful",
+                 self.completion_lists)
         self.run("an incomplete statement continues on a '...>' line", self.multi_line)
         self.run("history is kept across sessions in ~/.tide_history", self.history)
         self.run("Ctrl-C at the prompt discards the line (and a pending entry)",

@@ -104,6 +104,23 @@ def test_help():
     has("help with nothing near: no suggestion", r"^no help for 'zzzzqqqq'$", err)
 
 
+def test_help_names():
+    """:help suggests near names once per function, whatever the case, and shows the call form under
+    the name typed."""
+    st, out, err = tide(":help matmull\n")
+    has(":help of a misspelt function suggests the nearest", r"no help for 'matmull'; did you mean matmul\?$", err)
+    st, out, err = tide(":help Matmul\n")
+    has(":help suggests regardless of case", r"did you mean matmul", err)
+    st, out, err = tide(":help mat_mul\n")
+    has(":help shows the call form under the name typed", r"^  mat_mul\(a, b\[", out)
+    st, out, err = tide(":help MatMul\n")
+    has(":help of an op name shows its preferred Lua name", r"^  matmul\(a, b\[", out)
+    st, out, err = tide(":help sparse_softmax_cross_entropy_with_logits\n")
+    has(":help of a long snake-case name keeps it", r"^  sparse_softmax_cross_entropy_with_logits\(", out)
+    st, out, err = tide(":help next_batch\n")
+    has(":help next_batch explains the split method", r"^split:next_batch\(n\)", out)
+
+
 def test_unknown_and_usage():
     st, out, err = tide(":hlep\n")
     check("unknown command: status 1", st == 1)
@@ -311,6 +328,7 @@ def main():
         test_help()
         test_unknown_and_usage()
         test_nodes_info_graph()
+        test_help_names()
         test_history_reset_quit()
         test_save_load(tmp)
         check("no run log written (TIDE_LOG=\"\")", os.listdir(scratch) == [], os.listdir(scratch))

@@ -118,6 +118,9 @@ def test_session(tmp):
         ("sql_two", ":sql SELECT 1; SELECT 2\n"),
         ("sql_bad", ":sql SELECT nope FROM runs\n"),
         ("sql_empty", ":sql\n"),
+        ("sql_wide", ":sql -w 0 SELECT 'a long text, more than forty characters in one cell' AS t\n"),
+        ("sql_narrow", ":sql -w 8 SELECT 'a long text' AS t, 7 AS n\n"),
+        ("sql_bad_width", ":sql -w many SELECT 1\n"),
         ("watch_list", ":watch W\n:watch\n"),
         ("watch_missing", ":watch nosuch\n"),
         ("watch_output", ":watch loss:0\n"),
@@ -209,7 +212,10 @@ def test_session(tmp):
     has(":sql refuses ATTACH", r"^sql: ATTACH is not allowed", err("sql_attach"))
     has(":sql refuses two statements", r"^sql: one statement at a time", err("sql_two"))
     has(":sql: SQLite's message", r"^sql: no such column: nope$", err("sql_bad"))
-    has(":sql without a query: usage", r"^usage: :sql QUERY", err("sql_empty"))
+    has(":sql without a query: usage", r"^usage: :sql \[-w N\] QUERY", err("sql_empty"))
+    has(":sql -w 0: whole cells", r"^a long text, more than forty characters in one cell$", out("sql_wide"))
+    has(":sql -w 8: cells clipped at 8", r"^a lon\.\.\.  7$", out("sql_narrow"))
+    has(":sql -w with a bad width: usage", r"^usage: :sql \[-w N\] QUERY", err("sql_bad_width"))
     check("the refused writes changed nothing", not os.path.exists(os.path.join(tmp, "other.db")) and
           db_rows(log, "PRAGMA user_version")[0][0] == 4, "")  # schema version 4 (store/store.h)
 
@@ -276,8 +282,31 @@ def test_session(tmp):
     # :help
     for name in ["runs", "run", "tensor", "sql", "trace", "watch", "unwatch", "prune", "log"]:
         has(":help lists :%s" % name, r"^\s+:%s\b.*\S" % name, out("help"))
-    has(":help sql: the long help", r"^:sql QUERY — .*\n\n  Runs one SQL statement", out("help_sql"))
+    has(":help sql: the long help", r"^:sql \[-w N\] QUERY — .*\n\n  Runs one SQL statement", out("help_sql"))
     return log
+
+
+def test_watch_globs(tmp):
+    """:watch takes a shell glob: every node it matches is logged, until :unwatch of the same glob."""
+    log = os.path.join(tmp, "globs.db")
+    parts = [
+        ("setup", TRAIN),
+        ("watch", ":watch gradients/*\n:watch\n"),
+        ("train", LOOP % (2, 0)),
+        ("unwatch", ":unwatch gradients/*\n"),
+        ("train_after", LOOP % (1, 2)),
+        ("watch_none", ":watch nothing*\n"),
+    ]
+    res, status, all_err = sections(parts, log, tmp)
+    sane(":watch GLOB", status, all_err)
+    has(":watch GLOB says how many nodes match now", r"^'gradients/\*' matches \d+ nodes now", res["watch"][0])
+    has(":watch lists the glob", r"^watched \(1\): gradients/\*$", res["watch"][0])
+    has(":unwatch GLOB", r"^stopped watching gradients/\*", res["unwatch"][0])
+    has(":watch GLOB that matches nothing warns", r"^warning: no node matches 'nothing\*' yet", res["watch_none"][1])
+    logged = dict(db_rows(log, "SELECT step, count(DISTINCT node) FROM tensors WHERE kind = 'watched' AND "
+                               "node LIKE 'gradients/%' GROUP BY step"))
+    check(":watch GLOB logs the nodes it matches (steps 1, 2)", logged.get(1, 0) > 1 and logged.get(2, 0) > 1, logged)
+    check(":unwatch GLOB stops them (step 3)", 3 not in logged, logged)
 
 
 # ---------------------------------------------------------------------------- two processes
@@ -373,7 +402,7 @@ def main():
         return 2
     TIDE = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory(prefix="tide-runlog-") as tmp:
-        for test in (test_session, test_second_process, test_cancel, test_no_log):
+        for test in (test_session, test_watch_globs, test_second_process, test_cancel, test_no_log):
             sub = os.path.join(tmp, test.__name__)
             os.mkdir(sub)
             test(sub)

@@ -611,6 +611,44 @@ static void test_watched_tensors(void)
     temp_db_remove();
 }
 
+/* A watched name may be a glob (fnmatch): "*" watches every node of the fixture's run; a name
+ * watched by itself and by a glob stays watched when the glob is unwatched. */
+static void test_watched_globs(void)
+{
+    temp_db_new("tide-store");
+    fixture f;
+    fixture_new(&f, 1);
+    tide_store *s = open_store(NULL);
+    CU_ASSERT(tide_store_attach(s, f.engine, NULL) > 0);
+    tide_tensor *x = th_f32(2, TH_DIMS(2, 2), (float[]){1, 2, 3, 4});
+    tide_feed feed = {{f.x, 0}, x};
+    tide_output out = {f.y, 0};
+    tide_tensor *v = NULL;
+    CU_ASSERT_EQUAL(tide_store_watch(s, "[my]", NULL), TIDE_OK); /* m and y, not a */
+    CU_ASSERT_EQUAL(tide_session_run(f.session, NULL, &feed, 1, &out, 1, &v, NULL, 0, NULL, NULL), TIDE_OK);
+    tide_tensor_release(v);
+    flush(s);
+    sqlite3 *db = reader();
+    ASSERT_TEXT(db, "SELECT group_concat(node, ' ') FROM (SELECT node FROM tensors WHERE kind = 'watched' "
+                    "ORDER BY node)", "m y");
+    sqlite3_close(db);
+    CU_ASSERT_EQUAL(tide_store_watch(s, "a", NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_store_watch(s, "*", NULL), TIDE_OK);
+    tide_store_unwatch(s, "*");
+    tide_store_unwatch(s, "[my]");
+    CU_ASSERT_EQUAL(tide_session_run(f.session, NULL, &feed, 1, &out, 1, &v, NULL, 0, NULL, NULL), TIDE_OK);
+    tide_tensor_release(v);
+    flush(s);
+    db = reader();
+    ASSERT_TEXT(db, "SELECT group_concat(node, ' ') FROM (SELECT node FROM tensors WHERE kind = 'watched' "
+                    "AND step = 1 ORDER BY node)", "a");
+    sqlite3_close(db);
+    tide_store_close(s);
+    tide_tensor_release(x);
+    fixture_free(&f);
+    temp_db_remove();
+}
+
 /* Integer tensors get statistics too (through tide_tensor_get_f64). */
 static void test_integer_tensor_stats(void)
 {
@@ -1138,7 +1176,7 @@ int main(void)
         TH_TEST(test_runs_logged),
         TH_TEST(test_traced_timings),
         TH_TEST(test_trace_policy),
-        TH_TEST(test_watched_tensors),
+        TH_TEST(test_watched_tensors), TH_TEST(test_watched_globs),
         TH_TEST(test_integer_tensor_stats),
         TH_TEST(test_prune_values),
         TH_TEST(test_graph_versions_share_rows),
