@@ -148,13 +148,7 @@ void repl_open_graphdef(lua_State *L)
                          "TensorFlow GraphDef (binary unless path ends in .pbtxt or format says text) that "
                          "TensorFlow, TensorBoard and Netron read; returns the number of nodes written."},
     };
-    luaL_setfuncs(L, fns, 0);
-    luaL_getsubtable(L, -1, "help");
-    for (size_t i = 0; i < sizeof help / sizeof help[0]; i++) {
-        lua_pushstring(L, help[i][1]);
-        lua_setfield(L, -2, help[i][0]);
-    }
-    lua_pop(L, 1);
+    repl_register(L, fns, help, sizeof help / sizeof help[0]);
 }
 
 /* ---------------------------------------------------------------- commands */

@@ -279,14 +279,8 @@ void repl_open_control_flow(lua_State *L)
                        "is true, vars = body_fn(vars); returns the final values. loop_vars is a value or a table of "
                        "values; cond_fn and body_fn take them as arguments, body_fn returns one new value per "
                        "variable (or a table), of the same dtype and shape unless shape_invariants allows otherwise "
-                       "({nil} for a vector that grows). Values from outside enter the loop once; gradients flow through the loop (docs/control-flow.md). i, s = while_loop(function(i, s) return i < 10 end, function(i, s) return i + 1, "
+                       "({-1} for a vector that grows). Values from outside enter the loop once; gradients flow through the loop (docs/control-flow.md). i, s = while_loop(function(i, s) return i < 10 end, function(i, s) return i + 1, "
                        "s + i end, {0, 0})"},
     };
-    luaL_setfuncs(L, fns, 0);
-    luaL_getsubtable(L, -1, "help");
-    for (size_t i = 0; i < sizeof help / sizeof help[0]; i++) {
-        lua_pushstring(L, help[i][1]);
-        lua_setfield(L, -2, help[i][0]);
-    }
-    lua_pop(L, 1);
+    repl_register(L, fns, help, sizeof help / sizeof help[0]);
 }

@@ -591,11 +591,5 @@ void repl_open_data(lua_State *L)
                        "epoch: a new order each epoch, and every batch has n rows (an epoch's remainder is left "
                        "out, other rows each time). split:shuffle(seed) restarts with another order."},
     };
-    luaL_setfuncs(L, fns, 0);
-    luaL_getsubtable(L, -1, "help");
-    for (size_t i = 0; i < sizeof help / sizeof help[0]; i++) {
-        lua_pushstring(L, help[i][1]);
-        lua_setfield(L, -2, help[i][0]);
-    }
-    lua_pop(L, 1);
+    repl_register(L, fns, help, sizeof help / sizeof help[0]);
 }

@@ -157,7 +157,7 @@ help.run = "run(fetches [, feeds] [, {trace=false, timeout=seconds}])\n\n" ..
   "(-> a table); feeds is {[placeholder] = value}. Nodes without outputs (a training step) run as targets. " ..
   "With trace=true a second result lists each node that ran: {node, op, device, thread, start_us, end_us, " ..
   "us, bytes, shapes} (times from the step's first start), and its field simulated_ms is the step time placement " ..
-  "predicted. Ctrl-C cancels the run."
+  "predicted. Ctrl-C stops the entry (a run in flight is cancelled; pcall does not catch it)."
 help.clock = "tide.clock()\n\nSeconds on a monotonic wall clock (for timing steps: t = tide.clock(); ...; tide.clock() - t)."
 help.eval = help.run
 help.session = "session()\n\nAnother session over the same graph and engine: s:run(fetches, feeds), s:close()."

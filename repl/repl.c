@@ -245,6 +245,17 @@ static void replace_loaders(lua_State *L)
 
 /* ---------------------------------------------------------------- the tide module */
 
+void repl_register(lua_State *L, const luaL_Reg *fns, const char *const (*help)[2], size_t num_help)
+{
+    luaL_setfuncs(L, fns, 0);
+    luaL_getsubtable(L, -1, "help");
+    for (size_t i = 0; i < num_help; i++) {
+        lua_pushstring(L, help[i][1]);
+        lua_setfield(L, -2, help[i][0]);
+    }
+    lua_pop(L, 1);
+}
+
 static int l_quit(lua_State *L)
 {
     repl *r = repl_of(L);

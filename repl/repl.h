@@ -144,6 +144,10 @@ int repl_raise(lua_State *L, const char *fmt, ...) __attribute__((format(printf,
  * run, call it first and after: a Ctrl-C that lands just before or after a run stops the entry). */
 void repl_check_interrupt(lua_State *L);
 
+/* Registers the functions fns (NULL-terminated) into the table at the top (the module tide) and their
+ * help texts, help[i] = {name, text}, into its table `help` (what :help NAME prints). */
+void repl_register(lua_State *L, const luaL_Reg *fns, const char *const (*help)[2], size_t num_help);
+
 /* Pushes the table that holds the user's globals. Entries run with an environment whose reads fall
  * back to _G (Lua's library and the tide functions) and whose writes land in this table, so that
  * every assignment to a global is seen (it names nodes). Completion lists both tables. */
