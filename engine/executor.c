@@ -280,21 +280,23 @@ static void observe(tide_step *step, const tide_exec_item *it, tide_iter *iter, 
         for (int o = 0; o < a->num_observers; o++)
             TIDE__OBSERVE(&a->observers[o], node_finished, &a->info, t);
     }
-    if (outs && atomic_load_explicit(&it->wants_tensors, memory_order_relaxed))
+    if (outs && atomic_load_explicit(&it->wants_tensors, memory_order_relaxed)) {
+        tide_exec_point at = {iter->frame ? tide__frame_path(iter->frame) : "", iter->n};
         for (int o = 0; o < a->num_observers; o++) {
             const tide_observer *obs = &a->observers[o].obs;
             if (!obs->tensor_produced || !tide__observer_enter(&a->observers[o]))
                 continue;
             for (int i = 0; i < it->kn.num_outputs; i++)
                 if (outs[i] != tide__dead)
-                    obs->tensor_produced(obs->user, &a->info, it->node, i, outs[i]);
+                    obs->tensor_produced(obs->user, &a->info, it->node, i, outs[i], &at);
             for (int t = 0; t < it->num_twins; t++) /* the same tensors under the merged nodes' names */
                 if (!obs->wants_tensors || obs->wants_tensors(obs->user, it->twins[t]))
                     for (int i = 0; i < it->kn.num_outputs; i++)
                         if (outs[i] != tide__dead)
-                            obs->tensor_produced(obs->user, &a->info, it->twins[t], i, outs[i]);
+                            obs->tensor_produced(obs->user, &a->info, it->twins[t], i, outs[i], &at);
             tide__observer_leave(&a->observers[o]);
         }
+    }
 }
 
 static void release_inputs(tide_iter *iter, const tide_exec_item *it)

@@ -341,6 +341,13 @@ typedef struct tide_node_timing {
     int64_t iteration;
 } tide_node_timing;
 
+/* Where one execution of a node happened (control flow): inside loops the frame instance ("while",
+ * "outer:3/inner") and its iteration; "" and 0 outside loops. Borrowed for the callback. */
+typedef struct tide_exec_point {
+    const char *frame;
+    int64_t iteration;
+} tide_exec_point;
+
 /* Callbacks come from executor threads concurrently: they must be thread-safe and quick. Any may be
  * NULL. tensor_produced is asked for only for nodes wants_tensors accepted when the plan was made.
  * wants_trace is asked before each run starts (run->tracing says whether the caller asked): when any
@@ -352,8 +359,9 @@ typedef struct tide_observer {
     void (*run_started)(void *user, const tide_run_info *run);
     void (*node_finished)(void *user, const tide_run_info *run, const tide_node_timing *timing);
     bool (*wants_tensors)(void *user, const tide_node *node);
+    /* Once per execution: a node inside a loop produces its tensors in every iteration (at). */
     void (*tensor_produced)(void *user, const tide_run_info *run, const tide_node *node, int output,
-                            const tide_tensor *value);
+                            const tide_tensor *value, const tide_exec_point *at);
     void (*run_ended)(void *user, const tide_run_info *run, tide_status status, const char *message,
                       int64_t wall_ns);
     /* A fetched tensor, as it is handed to the caller (fetch is its index in the run's fetches). */

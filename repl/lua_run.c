@@ -157,7 +157,7 @@ static int push_stats(lua_State *L, tide_step_stats *stats)
     lua_setfield(L, -2, "simulated_ms"); /* the step time placement predicted */
     for (int i = 0; i < n; i++) {
         const tide_node_timing *t = tide_step_stats_at(stats, i);
-        lua_createtable(L, 0, 9);
+        lua_createtable(L, 0, 11);
         lua_pushnumber(L, (double)(t->start_ns - origin) / 1e3);
         lua_setfield(L, -2, "start_us");
         lua_pushnumber(L, (double)(t->end_ns - origin) / 1e3);
@@ -176,6 +176,12 @@ static int push_stats(lua_State *L, tide_step_stats *stats)
         lua_setfield(L, -2, "bytes");
         lua_pushstring(L, t->output_shapes);
         lua_setfield(L, -2, "shapes");
+        if (t->frame && t->frame[0]) { /* inside a loop: one entry per iteration */
+            lua_pushstring(L, t->frame);
+            lua_setfield(L, -2, "frame");
+            lua_pushinteger(L, (lua_Integer)t->iteration);
+            lua_setfield(L, -2, "iteration");
+        }
         lua_rawseti(L, -2, i + 1);
     }
     tide_step_stats_free(stats);

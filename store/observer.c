@@ -218,8 +218,9 @@ static void log_summary(tide_store *s, const tide_run_info *run, const tide_node
 }
 
 static void tensor_produced(void *user, const tide_run_info *run, const tide_node *node, int output,
-                            const tide_tensor *value)
+                            const tide_tensor *value, const tide_exec_point *at)
 {
+    (void)at;
     st_attachment *a = user;
     if (is_summary(node))
         log_summary(a->store, run, node, value);

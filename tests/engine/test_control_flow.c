@@ -553,6 +553,74 @@ static void test_loop_placement_keeps_variables_together(void)
     tide_engine_free(e2);
 }
 
+/* An observer sees a loop body's tensor once per iteration, with the frame and iteration; node timings
+ * carry them too. */
+typedef struct seen {
+    pthread_mutex_t lock;
+    const tide_node *watched;
+    int count;
+    int64_t iterations[64];
+    char frame[64];
+    int timed;
+} seen;
+
+static bool wants_watched(void *user, const tide_node *n) { return n == ((seen *)user)->watched; }
+
+static void on_tensor(void *user, const tide_run_info *run, const tide_node *n, int output, const tide_tensor *v,
+                      const tide_exec_point *at)
+{
+    (void)run, (void)n, (void)output, (void)v;
+    seen *s = user;
+    pthread_mutex_lock(&s->lock);
+    if (s->count < 64)
+        s->iterations[s->count] = at->iteration;
+    s->count++;
+    snprintf(s->frame, sizeof s->frame, "%s", at->frame);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void on_timing(void *user, const tide_run_info *run, const tide_node_timing *t)
+{
+    (void)run;
+    seen *s = user;
+    pthread_mutex_lock(&s->lock);
+    s->timed += t->node == s->watched && strcmp(t->frame, "observed") == 0;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void test_observers_see_iterations(void)
+{
+    tide_graph *g = tide_graph_new();
+    loop_var i = var_open(g, "observed", O(i32(g, 0)), 10);
+    tide_node *n = enter(g, "observed", O(i32(g, 7)), true, 10), *one = enter(g, "observed", O(i32(g, 1)), true, 10);
+    var_switch(g, &i, op1(g, "LoopCond", O(op2(g, "Less", O(i.merge), O(n)))));
+    tide_node *next = op2(g, "Add", O(i.body), O(one));
+    tide_node *e = var_close(g, &i, O(next));
+    seen s = {.lock = PTHREAD_MUTEX_INITIALIZER, .watched = next};
+    tide_observer obs = {.user = &s, .wants_tensors = wants_watched, .tensor_produced = on_tensor,
+                         .node_finished = on_timing};
+    int id = tide_engine_add_observer(th_engine(), &obs, NULL);
+    CU_ASSERT(id > 0);
+    tide_session *ses = tide_session_new(th_engine(), g, NULL, NULL);
+    tide_run_options opts = {.trace = true};
+    tide_output o = O(e);
+    tide_tensor *out = NULL;
+    CU_ASSERT_EQUAL(tide_session_run(ses, &opts, NULL, 0, &o, 1, &out, NULL, 0, NULL, NULL), TIDE_OK);
+    tide_engine_remove_observer(th_engine(), id);
+    CU_ASSERT_EQUAL(s.count, 7);
+    CU_ASSERT_EQUAL(s.timed, 7);
+    CU_ASSERT_STRING_EQUAL(s.frame, "observed");
+    bool each[7] = {0};
+    for (int k = 0; k < s.count && k < 7; k++)
+        if (s.iterations[k] >= 0 && s.iterations[k] < 7)
+            each[s.iterations[k]] = true;
+    for (int k = 0; k < 7; k++)
+        CU_ASSERT_TRUE(each[k]);
+    tide_tensor_release(out);
+    tide_session_free(ses);
+    tide_graph_free(g);
+}
+
 int main(void)
 {
     static const th_test tests[] = {TH_TEST(test_cond_untaken_branch_does_not_run), TH_TEST(test_counting_loops),
@@ -561,6 +629,7 @@ int main(void)
                                     TH_TEST(test_nested_loops), TH_TEST(test_error_inside_loop),
                                     TH_TEST(test_endless_loop_is_stopped), TH_TEST(test_refused_plans),
                                     TH_TEST(test_loops_across_devices),
-                                    TH_TEST(test_loop_placement_keeps_variables_together), TH_END};
+                                    TH_TEST(test_loop_placement_keeps_variables_together),
+                                    TH_TEST(test_observers_see_iterations), TH_END};
     return th_main("control_flow", tests);
 }

@@ -497,9 +497,10 @@ static void on_node(void *u, const tide_run_info *r, const tide_node_timing *t)
     atomic_fetch_add(&((counts *)u)->nodes, 1);
 }
 static bool wants(void *u, const tide_node *n) { (void)u; return strcmp(tide_node_name(n), "b") == 0; }
-static void on_tensor(void *u, const tide_run_info *r, const tide_node *n, int i, const tide_tensor *t)
+static void on_tensor(void *u, const tide_run_info *r, const tide_node *n, int i, const tide_tensor *t,
+                      const tide_exec_point *at)
 {
-    (void)r, (void)n, (void)i, (void)t;
+    (void)r, (void)n, (void)i, (void)t, (void)at;
     atomic_fetch_add(&((counts *)u)->tensors, 1);
 }
 

@@ -123,8 +123,9 @@ static bool wants_b(void *user, const tide_node *n)
 }
 
 static void record_tensor(void *user, const tide_run_info *run, const tide_node *node, int output,
-                          const tide_tensor *value)
+                          const tide_tensor *value, const tide_exec_point *at)
 {
+    (void)at;
     (void)run;
     (void)output;
     (void)value;

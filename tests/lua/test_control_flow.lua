@@ -46,6 +46,17 @@ local lt = 0
 for o = 0, 3 do for j = 0, o do lt = lt + (j % 2 == 0 and j or 10 * j) end end
 check(value(total) == lt, "a cond in a loop in a loop")
 
+-- traces: one entry per iteration for a node inside the loop, with its frame and iteration
+local c0 = constant(0)
+local cnt = while_loop(function(c) return less(c, 5) end, function(c) return c + 2 end, {c0}, {name = "traced"})
+local _, trace = run(cnt, nil, {trace = true})
+local iterations, frame = {}, nil
+for _, t in ipairs(trace) do
+  if t.op == "Add" and t.frame then iterations[#iterations + 1] = t.iteration; frame = t.frame end
+end
+table.sort(iterations)
+check(#iterations == 3 and iterations[1] == 0 and iterations[3] == 2 and frame == "traced", "iterations in traces")
+
 -- errors
 raises(while_loop, {"boom"}, function(i) return less(i, 3) end, function(i) error("boom") end, {0})
 raises(while_loop, {"unknown option 'bogus'"}, function(i) return less(i, 3) end, function(i) return i + 1 end,
