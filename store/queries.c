@@ -243,6 +243,15 @@ static const named_query queries[] = {
          "ORDER BY t.step, t.run_id",
          0, NULL},
     [TIDE_STORE_Q_SESSION_IDS] = {"SESSION_IDS", 0, "SELECT id FROM sessions ORDER BY id", 0, NULL},
+    [TIDE_STORE_Q_TENSOR_HISTOGRAMS] =
+        {"TENSOR_HISTOGRAMS", 3,
+         "WITH s AS (SELECT CASE WHEN ?3 > 0 THEN ?3 ELSE (SELECT r.session_id FROM tensors t JOIN runs r "
+         "ON r.id = t.run_id WHERE t.node = ?1 AND t.output = ?2 ORDER BY t.run_id DESC LIMIT 1) END AS id) "
+         "SELECT (SELECT id FROM s) AS session, t.step, t.run_id AS run, t.min, t.max, t.mean, t.nan_count, "
+         "t.inf_count, t.histogram FROM tensors t JOIN runs r ON r.id = t.run_id "
+         "WHERE t.node = ?1 AND t.output = ?2 AND r.session_id = (SELECT id FROM s) GROUP BY t.run_id "
+         "ORDER BY t.step, t.run_id",
+         0, NULL},
 };
 
 const char *tide_store_query_name(tide_store_query_id id)

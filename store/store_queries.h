@@ -100,6 +100,12 @@ typedef enum tide_store_query_id {
     /* ------------------------------------------------ the views' device colours (viz/palette.c) */
     /* (): id of every session, in order. */
     TIDE_STORE_Q_SESSION_IDS = 25,
+
+    /* ------------------------------------------------ histograms over steps (the tensor page) */
+    /* (node, output, session or 0: the latest that logged it): session, step, run, min, max, mean,
+     * nan_count, inf_count, histogram (the JSON array of counts in equal bins from min to max over the
+     * finite elements; NULL when none), one row per run in step order. */
+    TIDE_STORE_Q_TENSOR_HISTOGRAMS = 26,
 } tide_store_query_id;
 
 /* Runs query id on the log at path with params (num_params of them, the query's) and keeps up to

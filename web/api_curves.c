@@ -224,24 +224,12 @@ void web_api_tensor_history(web_request *rq, web_reply *out)
         stat = "mean";
     char b[2][24];
     const char *p[] = {node, web_itoa(b[0], output), web_itoa(b[1], session), stat};
-    tide_store_table *t = web_query(rq, out, TIDE_STORE_Q_TENSOR_HISTORY, p, 4, CURVE_MAX_ROWS);
+    tide_store_table *t = web_tensor_rows(rq, out, TIDE_STORE_Q_TENSOR_HISTORY, p, 4, node, output, session);
     if (!t)
         return;
-    if (tide_store_table_num_rows(t) == 0) {
-        web_reply_error(out, MHD_HTTP_NOT_FOUND, "no logged values of %.100s:%" PRId64 "%s", node, output,
-                        session ? " in that session" : " in the run log");
-        tide_store_table_free(t);
-        return;
-    }
     tide_json j;
     tide_json_init(&j);
-    tide_json_begin_object(&j);
-    tide_json_key(&j, "node");
-    tide_json_string(&j, node);
-    tide_json_key(&j, "output");
-    tide_json_int(&j, output);
-    tide_json_key(&j, "session");
-    write_integer(&j, tide_store_table_is_null(t, 0, 0) ? NULL : tide_store_table_cell(t, 0, 0));
+    web_tensor_doc_begin(&j, node, output, t);
     tide_json_key(&j, "stat");
     tide_json_string(&j, stat);
     bool ok = write_points(&j, t, 1, max, times);

@@ -1,5 +1,6 @@
 /* api_tensor.c — the endpoints about logged tensors: /api/tensors (what a session logged),
- * /api/tensor (one output's statistics at a step) and /api/tensor/values (its stored value, paged);
+ * /api/tensor (one output's statistics at a step), /api/tensor/values (its stored value, paged) and
+ * /api/tensor/histograms (its histograms over steps, for TensorBoard's distributions and histograms);
  * api_curves.c has /api/tensor/history. docs/web.md has the JSON shapes.
  *
  * /api/tensor and /api/tensor/values decode the logged record with tide_store_query_tensor (the value
@@ -199,6 +200,107 @@ void web_api_tensor_values(web_request *rq, web_reply *out)
     tide_json_end_array(&j);
     tide_json_end_object(&j);
     tide_store_tensor_free(t);
+    web_reply_builder(out, &j);
+}
+
+/* ---------------------------------------------------------------- histograms over steps */
+
+tide_store_table *web_tensor_rows(web_request *rq, web_reply *out, tide_store_query_id q, const char *const *params,
+                                  int n, const char *node, int64_t output, int64_t session)
+{
+    tide_store_table *t = web_query(rq, out, q, params, n, 1 << 24);
+    if (t && tide_store_table_num_rows(t) == 0) {
+        web_reply_error(out, MHD_HTTP_NOT_FOUND, "no logged values of %.100s:%" PRId64 "%s", node, output,
+                        session ? " in that session" : " in the run log");
+        tide_store_table_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void web_tensor_doc_begin(tide_json *j, const char *node, int64_t output, const tide_store_table *t)
+{
+    tide_json_begin_object(j);
+    tide_json_key(j, "node");
+    tide_json_string(j, node);
+    tide_json_key(j, "output");
+    tide_json_int(j, output);
+    tide_json_key(j, "session");
+    if (tide_store_table_is_null(t, 0, 0))
+        tide_json_null(j);
+    else
+        tide_json_int(j, strtoll(tide_store_table_cell(t, 0, 0), NULL, 10));
+}
+
+#define HISTOGRAM_STEPS_DEFAULT 100
+#define HISTOGRAM_STEPS_MAX 1000
+
+/* A REAL cell as a number, or null. */
+static void write_real(tide_json *j, const tide_store_table *t, int row, int col)
+{
+    if (tide_store_table_is_null(t, row, col))
+        tide_json_null(j);
+    else
+        tide_json_double(j, strtod(tide_store_table_cell(t, row, col), NULL));
+}
+
+/* A logged histogram (JSON written by the store: "[3,0,12]") as an array of counts; a damaged one as null. */
+static void write_counts(tide_json *j, const char *text)
+{
+    size_t n = text ? strlen(text) : 0;
+    if (n < 2 || text[0] != '[' || text[n - 1] != ']' || strspn(text + 1, "0123456789,") != n - 2)
+        tide_json_null(j);
+    else
+        tide_json_raw(j, text);
+}
+
+/* One step's histogram: {"step","run","min","max","mean","nan_count","inf_count","counts"}. */
+static void write_histogram_step(tide_json *j, const tide_store_table *t, int row)
+{
+    static const char *const keys[] = {"step", "run", "min", "max", "mean", "nan_count", "inf_count"};
+    tide_json_begin_object(j);
+    for (int k = 0; k < 7; k++) {
+        tide_json_key(j, keys[k]);
+        if (k < 2 || k > 4)
+            tide_json_int(j, strtoll(tide_store_table_cell(t, row, k + 1), NULL, 10));
+        else
+            write_real(j, t, row, k + 1);
+    }
+    tide_json_key(j, "counts");
+    write_counts(j, tide_store_table_is_null(t, row, 8) ? NULL : tide_store_table_cell(t, row, 8));
+    tide_json_end_object(j);
+}
+
+/* /api/tensor/histograms: a logged tensor's histograms over its steps, at most max_steps of them
+ * (evenly spaced, the first and the last kept), for the distributions and histograms charts. */
+void web_api_tensor_histograms(web_request *rq, web_reply *out)
+{
+    const char *node;
+    int64_t output, session, max;
+    if (!web_arg_required(rq, out, "node", &node) || !web_arg_int(rq, out, "output", 0, 0, 1 << 20, &output) ||
+        !web_arg_int(rq, out, "session", 0, 0, INT64_MAX, &session) ||
+        !web_arg_int(rq, out, "max_steps", HISTOGRAM_STEPS_DEFAULT, 2, HISTOGRAM_STEPS_MAX, &max))
+        return;
+    char b[2][24];
+    const char *p[] = {node, web_itoa(b[0], output), web_itoa(b[1], session)};
+    tide_store_table *t = web_tensor_rows(rq, out, TIDE_STORE_Q_TENSOR_HISTOGRAMS, p, 3, node, output, session);
+    if (!t)
+        return;
+    int n = tide_store_table_num_rows(t), kept = n < max ? n : (int)max;
+    tide_json j;
+    tide_json_init(&j);
+    web_tensor_doc_begin(&j, node, output, t);
+    tide_json_key(&j, "steps");
+    tide_json_begin_array(&j);
+    for (int k = 0; k < kept; k++) /* evenly spaced rows, the first and the last among them */
+        write_histogram_step(&j, t, kept == 1 ? 0 : (int)((int64_t)k * (n - 1) / (kept - 1)));
+    tide_json_end_array(&j);
+    tide_json_key(&j, "total");
+    tide_json_int(&j, n);
+    tide_json_key(&j, "sampled");
+    tide_json_bool(&j, kept < n);
+    tide_json_end_object(&j);
+    tide_store_table_free(t);
     web_reply_builder(out, &j);
 }
 

@@ -194,7 +194,15 @@ void web_api_tensors(web_request *rq, web_reply *out);
 void web_api_tensor(web_request *rq, web_reply *out);
 void web_api_tensor_values(web_request *rq, web_reply *out);
 void web_api_tensor_history(web_request *rq, web_reply *out);
+void web_api_tensor_histograms(web_request *rq, web_reply *out);
 void web_api_compare(web_request *rq, web_reply *out);
+
+/* A tensor's rows over steps (query q with its params; column 0 the session), or NULL with the reply
+ * set: 404 naming node:output when there is none (api_tensor.c). */
+tide_store_table *web_tensor_rows(web_request *rq, web_reply *out, tide_store_query_id q, const char *const *params,
+                                  int n, const char *node, int64_t output, int64_t session);
+/* Opens the document of a tensor over steps: {"node","output","session" (row 0's column 0), ... */
+void web_tensor_doc_begin(tide_json *j, const char *node, int64_t output, const tide_store_table *t);
 
 /* The JSON of /api/tensor for a logged tensor, appended to j as one object (api_tensor.c). */
 void web_tensor_json(tide_json *j, const tide_store_tensor *t);

@@ -290,6 +290,13 @@ static void test_non_finite_curves(void)
     CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 3, 3), "1");
     CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 1, 3), "0");
     tide_store_table_free(t);
+    const char *hists[] = {"d", "0", "1"};
+    t = named(TIDE_STORE_Q_TENSOR_HISTOGRAMS, hists, 3); /* session, step, run, min, max, mean, nans, infs, counts */
+    CU_ASSERT_EQUAL(tide_store_table_num_columns(t), 9);
+    CU_ASSERT_EQUAL(tide_store_table_num_rows(t), 5);
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 0), "1");
+    CU_ASSERT(tide_store_table_cell(t, 0, 8)[0] == '[');
+    tide_store_table_free(t);
     t = named(TIDE_STORE_Q_TENSOR_HISTORY, std, 4); /* over finite elements: none in an infinite scalar */
     CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 3), "0.0");
     CU_ASSERT(tide_store_table_is_null(t, 1, 3));

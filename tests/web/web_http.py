@@ -239,6 +239,9 @@ def test_endpoints(c, db):
     v = c.json("/api/tensor/values?node=loss")
     check("tensor/values: the value", v and v["total"] == 1 and len(v["values"]) == 1 and
           abs(v["values"][0] - t["mean"]) <= 1e-6 * max(1, abs(t["mean"])), (v, t))
+    hs = c.json("/api/tensor/histograms?node=loss")
+    check("tensor/histograms: one per step", hs and [x["step"] for x in hs["steps"]] == [1, 2, 3] and hs["total"] == 3 and
+          all(len(x["counts"]) == 30 and sum(x["counts"]) == 1 for x in hs["steps"]) and hs["sampled"] is False, hs)
     h = c.json("/api/tensor/history?node=loss&stat=max")
     check("tensor/history: three points", h and h["stat"] == "max" and [p["step"] for p in h["points"]] == [1, 2, 3], h)
     sc = c.json("/api/scalars")
@@ -283,6 +286,8 @@ BAD = [  # (path, status, a word the message must contain)
     ("/api/run?id=999", 404, "999"), ("/api/nope", 404, "nope"), ("/nope", 404, "nope"),
     ("/api/tensor?node=nope", 404, "nope"), ("/api/tensor/values?node=nope", 404, "nope"),
     ("/api/tensor/history?node=nope", 404, "nope"), ("/api/node?name=nope", 404, "nope"),
+    ("/api/tensor/histograms?node=nope", 404, "nope"), ("/api/tensor/histograms", 400, "node"),
+    ("/api/tensor/histograms?node=loss&max_steps=1", 400, "max_steps"),
     ("/api/graph?session=99", 404, "99"), ("/api/graphs?session=99", 404, "99"), ("/api/timeline?run=999", 404, "999"),
     ("/api/trace.json?run=999", 404, "999"), ("/api/trace.json?run=5", 404, "trace"),
     ("/api/compare?a=1&b=999", 404, "999"), ("/api/scalar?tag=nope", 404, "nope"),

@@ -1,8 +1,7 @@
 /* charts.js — the canvas charts of the pages (on tide.charts): line charts of curves (several series
  * overlaid, a linear or log y axis, any x: steps, runs, seconds; hover values; non-finite values marked
- * in red), TensorBoard's distributions (percentile bands of a tensor's histograms over steps) and
- * histograms (one outline per step, offset back in time), and the colour ramps of heat maps with their
- * scale bars. Needs common.js. */
+ * in red), and TensorBoard's distributions (percentile bands of a tensor's histograms over steps) and
+ * histograms (one outline per step, offset back in time). Needs common.js. */
 'use strict';
 tide.charts = (() => {
   const {h, append, clear, fmtNum, ticks} = tide;
@@ -148,5 +147,109 @@ tide.charts = (() => {
     });
   }
 
-  return {setup, line, ema, logTicks};
+  /* ------------------------------------------------------------------ distributions and histograms */
+  /* TensorBoard's percentiles (in %): the bands of a normal distribution at 0, 1, 1.5, 2 and 3 sigmas. */
+  const PERCENTILES = [0, 6.68, 15.87, 30.85, 50, 69.15, 84.13, 93.32, 100];
+
+  /* The values at PERCENTILES of one step's histogram ({min, max, counts}: equal bins from min to max),
+   * interpolated within bins; null when it has no finite value. */
+  function percentiles(step) {
+    const c = step.counts, total = c ? c.reduce((a, x) => a + x, 0) : 0;
+    if (!total || step.min === null || step.max === null) return null;
+    const w = (step.max - step.min) / c.length;
+    return PERCENTILES.map((q) => {
+      const target = q / 100 * total;
+      let cum = 0;
+      for (let b = 0; b < c.length; b++) {
+        if (cum + c[b] >= target && c[b] > 0) return step.min + (b + (target - cum) / c[b]) * w;
+        cum += c[b];
+      }
+      return step.max;
+    });
+  }
+
+  /* Distributions: for each step, bands between the percentiles (darker toward the median), the median
+   * as a line. steps: [{step, min, max, counts}] in step order. */
+  function distributions(canvas, steps, opts) {
+    opts = opts || {};
+    const {ctx, W, H} = setup(canvas);
+    const pts = steps.map((s) => ({x: s.step, p: percentiles(s)})).filter((s) => s.p);
+    canvas.dataset.steps = String(pts.length);
+    const L = 52, R = 10, T = 8, B = 22;
+    if (!pts.length) { ctx.fillStyle = '#888'; ctx.fillText('no finite values', W / 2 - 40, H / 2); return; }
+    let x0 = pts[0].x, x1 = pts[pts.length - 1].x;
+    let y0 = Math.min(...pts.map((s) => s.p[0])), y1 = Math.max(...pts.map((s) => s.p[8]));
+    if (x0 === x1) { x0 -= 1; x1 += 1; }
+    if (y0 === y1) { y0 -= 1; y1 += 1; }
+    const sx = (x) => L + (x - x0) / (x1 - x0) * (W - L - R), sy = (y) => T + (1 - (y - y0) / (y1 - y0)) * (H - T - B);
+    axes(ctx, sx, sy, x0, x1, y0, y1, W, H, L, R);
+    const color = opts.color || '#ff7f0e';
+    for (let band = 0; band < 4; band++) {
+      ctx.globalAlpha = 0.18 + band * 0.12;
+      ctx.fillStyle = color;
+      ctx.beginPath();
+      pts.forEach((s, i) => (i ? ctx.lineTo(sx(s.x), sy(s.p[8 - band])) : ctx.moveTo(sx(s.x), sy(s.p[8 - band]))));
+      for (let i = pts.length - 1; i >= 0; i--) ctx.lineTo(sx(pts[i].x), sy(pts[i].p[band]));
+      ctx.closePath(); ctx.fill();
+    }
+    ctx.globalAlpha = 1; ctx.strokeStyle = color; ctx.lineWidth = 1.5;
+    ctx.beginPath();
+    pts.forEach((s, i) => (i ? ctx.lineTo(sx(s.x), sy(s.p[4])) : ctx.moveTo(sx(s.x), sy(s.p[4]))));
+    ctx.stroke();
+    canvas.onmousemove = (e) => {
+      if (!opts.tip) return;
+      const x = x0 + (e.offsetX - L) / (W - L - R) * (x1 - x0);
+      const s = pts.reduce((a, b) => (Math.abs(b.x - x) < Math.abs(a.x - x) ? b : a));
+      opts.tip.textContent = 'step ' + s.x + ' · median ' + fmtNum(s.p[4], 4) + ' · 16–84 % ' + fmtNum(s.p[2], 3) + ' … ' +
+        fmtNum(s.p[6], 3) + ' · min ' + fmtNum(s.p[0], 3) + ' · max ' + fmtNum(s.p[8], 3);
+      opts.tip.hidden = false; opts.tip.style.left = Math.min(e.offsetX + 12, W - 320) + 'px'; opts.tip.style.top = e.offsetY + 12 + 'px';
+    };
+    canvas.onmouseleave = () => { if (opts.tip) opts.tip.hidden = true; };
+  }
+  function axes(ctx, sx, sy, x0, x1, y0, y1, W, H, L, R) {
+    ctx.strokeStyle = '#e3e3e3'; ctx.fillStyle = '#666'; ctx.lineWidth = 1;
+    for (const t of ticks(y0, y1, 5)) {
+      ctx.beginPath(); ctx.moveTo(L, sy(t) + 0.5); ctx.lineTo(W - R, sy(t) + 0.5); ctx.stroke();
+      ctx.fillText(fmtNum(t, 3), 2, sy(t) + 4);
+    }
+    for (const t of ticks(x0, x1, 6)) ctx.fillText(fmtNum(t, 4), sx(t) - 8, H - 6);
+  }
+
+  /* Histograms over time: one outline per step (at most 30, evenly chosen), the oldest at the back (top),
+   * the newest in front (bottom), each the density of its values (counts over bin width) on a common
+   * value axis, darker when newer. */
+  function histograms(canvas, steps, opts) {
+    opts = opts || {};
+    const {ctx, W, H} = setup(canvas);
+    const usable = steps.filter((s) => s.counts && s.min !== null && s.max !== null && s.counts.some((c) => c > 0));
+    const pick = usable.length <= 30 ? usable : Array.from({length: 30}, (_, i) => usable[Math.round(i * (usable.length - 1) / 29)]);
+    canvas.dataset.steps = String(pick.length);
+    if (!pick.length) { ctx.fillStyle = '#888'; ctx.fillText('no finite values', W / 2 - 40, H / 2); return; }
+    let v0 = Math.min(...pick.map((s) => s.min)), v1 = Math.max(...pick.map((s) => s.max));
+    if (v0 === v1) { v0 -= 0.5; v1 += 0.5; }
+    const L = 10, R = 60, T = 10, B = 22;
+    const rowH = (H - T - B) / (pick.length + 2), peak = rowH * 3;
+    const density = (s) => {
+      const w = (s.max - s.min) / s.counts.length || (v1 - v0) / 100;
+      return s.counts.map((c) => c / w);
+    };
+    const top = Math.max(...pick.flatMap(density)) || 1;
+    const sx = (v) => L + (v - v0) / (v1 - v0) * (W - L - R);
+    const color = opts.color || [255, 127, 14];
+    pick.forEach((s, i) => {
+      const base = T + (i + 3) * rowH, d = density(s), n = s.counts.length, w = (s.max - s.min) / n;
+      const shade = 0.35 + 0.65 * (pick.length > 1 ? i / (pick.length - 1) : 1);
+      ctx.beginPath(); ctx.moveTo(sx(s.min), base);
+      d.forEach((y, b) => ctx.lineTo(sx(s.min + (b + 0.5) * w), base - y / top * peak));
+      ctx.lineTo(sx(s.max), base); ctx.closePath();
+      ctx.fillStyle = 'rgba(' + color.join(',') + ',' + (0.12 + 0.3 * shade).toFixed(2) + ')'; ctx.fill();
+      ctx.strokeStyle = 'rgba(' + color.map((c) => Math.round(c * (1.1 - 0.5 * shade))).join(',') + ',' + shade.toFixed(2) + ')';
+      ctx.lineWidth = 1; ctx.stroke();
+      if (i === 0 || i === pick.length - 1 || i % 6 === 0) { ctx.fillStyle = '#666'; ctx.fillText('step ' + s.step, W - R + 4, base); }
+    });
+    ctx.fillStyle = '#666';
+    for (const t of ticks(v0, v1, 6)) ctx.fillText(fmtNum(t, 3), sx(t) - 8, H - 6);
+  }
+
+  return {setup, line, ema, logTicks, percentiles, distributions, histograms};
 })();

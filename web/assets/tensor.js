@@ -1,7 +1,9 @@
 /* tensor.js — the tensor page (/tensor?node=&output=&session=&step=): a picker of the logged tensors,
- * the statistics at a step, the histogram, the values paged in a table, a heat map of 2-D tensors, an
- * image grid of NHWC tensors with 1 or 3 channels (each image min-max scaled), and a chosen statistic
- * across steps. Follows the latest step while none is chosen. */
+ * the statistics at a step, the histogram, the values paged in a table, a picture (pictures.js: a heat
+ * map of 2-D tensors with its colour scale, the filters of convolution weights, an image grid of NHWC
+ * tensors), a chosen statistic across steps, and TensorBoard's distributions and histograms over the
+ * steps (charts.js). Follows the latest step while none is chosen; a slower earlier answer never
+ * replaces a newer one. */
 'use strict';
 (() => {
   const {h, api, clear, option, params, setParams, append, fmtNum} = tide;
@@ -12,6 +14,7 @@
                  step: q.has('step') ? Number(q.get('step')) : -1, offset: 0, stat: q.get('stat') || 'mean'};
   let tensors = [];
   let current = null;
+  const tensorGuard = tide.latest();
 
   const pick = h('select', {id: 'x-tensor', onchange: () => {
     const t = tensors[Number(pick.value)];
@@ -29,6 +32,10 @@
   const pictureBox = h('div', {id: 'x-picture'});
   const histCanvas2 = h('canvas', {class: 'chart', id: 'x-history'});
   const historyTip = h('div', {class: 'tip', hidden: true});
+  const distCanvas = h('canvas', {class: 'chart', id: 'x-distributions'});
+  const distTip = h('div', {class: 'tip', hidden: true});
+  const ridgeCanvas = h('canvas', {class: 'chart tall', id: 'x-histograms'});
+  const overStepsNote = h('span', {class: 'muted'});
   const title = h('h1', {id: 'x-title'});
 
   append(page, [
@@ -43,7 +50,12 @@
       h('div', null, h('div', {class: 'panel'}, h('h2', {text: 'picture'}), pictureBox),
         h('div', {class: 'panel'}, h('h2', {text: 'values'}), valuesBox),
         h('div', {class: 'panel'}, h('div', {class: 'toolbar'}, h('h2', {text: 'across steps', style: {margin: 0}}), statSel),
-          h('div', {style: {position: 'relative'}}, histCanvas2, historyTip)))),
+          h('div', {style: {position: 'relative'}}, histCanvas2, historyTip)),
+        h('div', {class: 'panel'}, h('div', {class: 'toolbar'}, h('h2', {text: 'distributions', style: {margin: 0}}), overStepsNote),
+          h('p', {class: 'hint', text: 'bands from the darkest out: 31–69 %, 16–84 %, 7–93 %, min–max of the values; the line is the median'}),
+          h('div', {style: {position: 'relative'}}, distCanvas, distTip),
+          h('h2', {text: 'histograms', style: {marginTop: '10px'}}),
+          h('p', {class: 'hint', text: 'one outline per step, the oldest at the back'}), ridgeCanvas))),
   ]);
 
   async function loadPicker() {
@@ -80,13 +92,18 @@
   async function load() {
     if (!state.node) return;
     setParams({node: state.node, output: state.output, session: state.session, step: state.step >= 0 ? state.step : ''});
-    const t = await api('/api/tensor', {node: state.node, output: state.output, session: state.session, step: state.step});
+    const answer = await tensorGuard(() => Promise.all([
+      api('/api/tensor', {node: state.node, output: state.output, session: state.session, step: state.step}),
+      api('/api/node', {name: state.node, session: state.session}, {quiet: true})]));
+    if (answer === tide.STALE) return;
+    const [t, node] = answer;
     if (!t) return;
     current = t;
+    current.op = node ? node.op : null;
     title.textContent = t.node + ':' + t.output + ' at step ' + t.step;
     showStats(t);
     drawHistogram(t.histogram);
-    await Promise.all([loadValues(), loadPicture(t), loadHistory()]);
+    await Promise.all([loadValues(), loadPicture(t), loadHistory(), loadOverSteps()]);
   }
 
   function showStats(t) {
@@ -150,73 +167,32 @@
     ]);
   }
 
-  /* ------------------------------------------------------------------ heat map and images */
+  /* ------------------------------------------------------------------ pictures (pictures.js) */
+  /* A 2-D tensor as a heat map; a 4-D Variable (a convolution's weights, HWIO) as its filters; other
+   * 4-D tensors with 1, 3 or 4 channels as NHWC images. */
   async function loadPicture(t) {
     clear(pictureBox);
     const shape = t.shape || [];
-    const isImage = shape.length === 4 && (shape[3] === 1 || shape[3] === 3);
-    if (!(shape.length === 2 || isImage)) { pictureBox.appendChild(h('p', {class: 'muted', text: 'A heat map is drawn for 2-D tensors, an image grid for NHWC tensors with 1 or 3 channels.'})); return; }
+    const kind = shape.length === 2 ? 'heat' : shape.length === 4 && current.op === 'Variable' ? 'filters'
+               : shape.length === 4 && [1, 3, 4].includes(shape[3]) ? 'images' : null;
+    if (!kind) { pictureBox.appendChild(h('p', {class: 'muted', text: 'A heat map is drawn for 2-D tensors, the filters of 4-D weights, an image grid for NHWC tensors with 1, 3 or 4 channels.'})); return; }
     if (!t.has_value) { pictureBox.appendChild(h('p', {class: 'muted', text: 'No stored value at this step.'})); return; }
     if (t.num_elements > MAX_DRAW) { pictureBox.appendChild(h('p', {class: 'muted', text: 'Too large to draw (' + t.num_elements + ' elements).'})); return; }
     const v = await api('/api/tensor/values', vparams(0, MAX_DRAW));
     if (!v) return;
-    const vals = v.values.map((x) => (typeof x === 'number' ? x : Number(x)));
-    if (isImage) drawImages(shape, vals); else drawHeat(shape, vals);
+    const vals = v.values.map((x) => tide.num(x));
+    if (kind === 'heat') tide.pictures.heat(pictureBox, shape, vals);
+    else if (kind === 'filters') tide.pictures.filters(pictureBox, shape, vals);
+    else tide.pictures.images(pictureBox, shape, vals, t.dtype === 'uint8');
   }
-  function viridis(f) {   /* a short viridis-like ramp: dark blue -> green -> yellow */
-    const stops = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
-    f = Math.max(0, Math.min(1, isFinite(f) ? f : 0)) * (stops.length - 1);
-    const i = Math.min(Math.floor(f), stops.length - 2), u = f - i;
-    return stops[i].map((c, k) => Math.round(c + (stops[i + 1][k] - c) * u));
-  }
-  function drawHeat(shape, vals) {
-    const [R, C] = shape;
-    const fin = vals.filter(isFinite);
-    const lo = fin.length ? Math.min(...fin) : 0, hi = fin.length ? Math.max(...fin) : 1;
-    const cell = Math.max(2, Math.min(24, Math.floor(600 / Math.max(R, C))));
-    const cv = h('canvas', {class: 'heat', id: 'x-heat', width: C * cell, height: R * cell});
-    const ctx = cv.getContext('2d');
-    for (let r = 0; r < R; r++) for (let c = 0; c < C; c++) {
-      const x = vals[r * C + c];
-      const [cr, cg, cb] = isFinite(x) ? viridis(hi > lo ? (x - lo) / (hi - lo) : 0.5) : [255, 0, 255];
-      ctx.fillStyle = 'rgb(' + cr + ',' + cg + ',' + cb + ')';
-      ctx.fillRect(c * cell, r * cell, cell, cell);
-    }
-    const tip = h('div', {class: 'tip', hidden: true});
-    cv.addEventListener('mousemove', (e) => {
-      const c = Math.floor(e.offsetX / cell), r = Math.floor(e.offsetY / cell);
-      if (r >= R || c >= C) { tip.hidden = true; return; }
-      tip.textContent = '[' + r + ', ' + c + '] = ' + fmtNum(vals[r * C + c], 6);
-      tip.hidden = false; tip.style.left = e.offsetX + 12 + 'px'; tip.style.top = e.offsetY + 12 + 'px';
-    });
-    cv.addEventListener('mouseleave', () => { tip.hidden = true; });
-    append(pictureBox, [h('div', {class: 'muted', text: 'heat map ' + R + ' × ' + C + ' · ' + fmtNum(lo, 4) + ' … ' + fmtNum(hi, 4)}),
-      h('div', {style: {position: 'relative', display: 'inline-block'}}, cv, tip)]);
-  }
-  function drawImages(shape, vals) {
-    const [N, H, W, C] = shape;
-    const scale = Math.max(1, Math.min(32, Math.floor(96 / Math.max(H, W))));
-    const cols = Math.max(1, Math.min(N, Math.floor(640 / (W * scale + 4))));
-    const rowsN = Math.ceil(N / cols);
-    const cv = h('canvas', {class: 'images', id: 'x-images', width: cols * (W * scale + 4), height: rowsN * (H * scale + 4)});
-    const ctx = cv.getContext('2d');
-    ctx.imageSmoothingEnabled = false;
-    const tmp = document.createElement('canvas'); tmp.width = W; tmp.height = H;
-    const tctx = tmp.getContext('2d');
-    for (let n = 0; n < N; n++) {
-      const img = vals.slice(n * H * W * C, (n + 1) * H * W * C);
-      const fin = img.filter(isFinite);
-      const lo = fin.length ? Math.min(...fin) : 0, hi = fin.length ? Math.max(...fin) : 1;
-      const data = tctx.createImageData(W, H);
-      for (let p = 0; p < H * W; p++) for (let k = 0; k < 3; k++) {
-        const x = img[p * C + (C === 3 ? k : 0)];
-        data.data[p * 4 + k] = isFinite(x) ? Math.round(hi > lo ? (x - lo) / (hi - lo) * 255 : 128) : 0;
-        data.data[p * 4 + 3] = 255;
-      }
-      tctx.putImageData(data, 0, 0);
-      ctx.drawImage(tmp, (n % cols) * (W * scale + 4) + 2, Math.floor(n / cols) * (H * scale + 4) + 2, W * scale, H * scale);
-    }
-    append(pictureBox, [h('div', {class: 'muted', text: N + ' image' + (N === 1 ? '' : 's') + ' ' + H + ' × ' + W + ' × ' + C + ', each min-max scaled'}), cv]);
+
+  /* ------------------------------------------------------------------ over steps */
+  async function loadOverSteps() {
+    const r = await api('/api/tensor/histograms', {node: state.node, output: state.output, session: state.session}, {quiet: true});
+    if (!r) return;
+    overStepsNote.textContent = r.steps.length + ' of ' + r.total + ' steps' + (r.sampled ? ' (evenly chosen)' : '');
+    tide.charts.distributions(distCanvas, r.steps, {tip: distTip});
+    tide.charts.histograms(ridgeCanvas, r.steps);
   }
 
   async function loadHistory() {
