@@ -846,6 +846,16 @@ static void test_graph_versions_share_rows(void)
     ASSERT_VERSION_IS(db, EXTENSIONS + 1, f.g);
     /* a reader's lookup of one node by name stays an index search */
     ASSERT_TEXT(db, "SELECT op FROM nodes WHERE graph_id = 3 AND name = 'm'", "MatMul");
+    sqlite3_stmt *st = NULL;
+    CU_ASSERT_EQUAL(sqlite3_prepare_v2(db, "EXPLAIN QUERY PLAN SELECT op FROM nodes WHERE graph_id = 3 AND name = 'm'",
+                                       -1, &st, NULL),
+                    SQLITE_OK);
+    bool by_name = false;
+    while (st && sqlite3_step(st) == SQLITE_ROW)
+        by_name = by_name || strstr((const char *)sqlite3_column_text(st, 3), "graph_nodes_by_name (lineage=? AND "
+                                                                             "name=? AND added_in<?)");
+    sqlite3_finalize(st);
+    CU_ASSERT(by_name);
     sqlite3_close(db);
     tide_store_close(s);
     fixture_free(&f);
@@ -943,7 +953,7 @@ static void test_version3_graphs_migrate(void)
     CU_ASSERT_EQUAL(tide_store_log_graph(s, f.session, NULL), 2);
     tide_store_close(s);
     sqlite3 *db = reader();
-    CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), 4);
+    CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), TIDE_STORE_SCHEMA_VERSION);
     ASSERT_TEXT(db, "SELECT group_concat(name || ' ' || op || ' ' || inputs, ',') FROM (SELECT * FROM nodes WHERE "
                     "graph_id = 1 ORDER BY rowid)",
                 "b Const [],a Neg [\"b:0\"]");
