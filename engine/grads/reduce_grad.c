@@ -1,5 +1,5 @@
-/* reduce_grad.c — gradient functions of the reductions Sum, Mean, Max, Min and Prod (ArgMax and
- * ArgMin are declared not differentiable).
+/* reduce_grad.c — gradient functions of the reductions Sum, Mean, Max, Min and Prod and of the scans
+ * Cumsum and Cumprod (ArgMax and ArgMin are declared not differentiable).
  *
  * Each starts from dy in the "kept" shape: x's shape with the reduced axes set to 1, which is the
  * output's shape under keep_dims. That shape is a Const when x's shape and the axes are known at
@@ -126,6 +126,36 @@ static tide_status prod_grad(tide_grad_ctx *ctx)
     return tide_grad_status(ctx);
 }
 
+/* Cumsum(t) with the forward node's exclusive and the scan direction given. */
+static tide_output cumsum(tide_grad_ctx *ctx, tide_output t, bool reverse)
+{
+    tide_attrs *a = tide_attrs_new();
+    tide_attrs_set_bool(a, "exclusive", attr_bool(ctx, "exclusive", false));
+    tide_attrs_set_bool(a, "reverse", reverse);
+    tide_output out = tide_grad_op(ctx, "Cumsum", (tide_output[]){t, X(1)}, 2, a);
+    tide_attrs_free(a);
+    return out;
+}
+
+/* Cumsum: each x[i] enters the results from i on (or up to i, reversed): dx is dy summed the other
+ * way. Cumprod: TensorFlow's formula, Cumsum(y * dy) the other way divided by x, which needs x != 0
+ * (a zero gives inf or nan, as in TensorFlow). */
+static tide_status cumsum_grad(tide_grad_ctx *ctx)
+{
+    if (tide_grad_wants(ctx, 0))
+        tide_grad_set_dx(ctx, 0, cumsum(ctx, DY(0), !attr_bool(ctx, "reverse", false)));
+    return tide_grad_status(ctx);
+}
+
+static tide_status cumprod_grad(tide_grad_ctx *ctx)
+{
+    if (!tide_grad_wants(ctx, 0))
+        return TIDE_OK;
+    tide_output summed = cumsum(ctx, tide_grad_op2(ctx, "Mul", Y(0), DY(0)), !attr_bool(ctx, "reverse", false));
+    tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "RealDiv", summed, X(0)));
+    return tide_grad_status(ctx);
+}
+
 static void register_reduce_gradients(void)
 {
     tide_gradient_register("Sum", sum_grad);
@@ -133,6 +163,8 @@ static void register_reduce_gradients(void)
     tide_gradient_register("Max", extremum_grad);
     tide_gradient_register("Min", extremum_grad);
     tide_gradient_register("Prod", prod_grad);
+    tide_gradient_register("Cumsum", cumsum_grad);
+    tide_gradient_register("Cumprod", cumprod_grad);
     tide_gradient_register("ArgMax", NULL);
     tide_gradient_register("ArgMin", NULL);
 }

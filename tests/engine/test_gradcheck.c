@@ -328,6 +328,12 @@ static const gc_case reduce_cases[] = {
     {"Min", "rows", {DIST("[2, 3]")}, I32("a", "[1]", "[1]") "y = Min(x0, a)"},
     {"Min", "columns, keep_dims", {DIST("[3, 2]")}, I32("a", "[1]", "[0]") "y = Min(x0, a, keep_dims=true)"},
     {"Min", "unknown batch", {DISTQ("[3, 2]", "[?, 2]")}, I32("a", "[1]", "[-1]") "y = Min(x0, a)"},
+    {"Cumsum", "rows", {U("[2, 4]")}, I32("a", "[]", "[1]") "y = Cumsum(x0, a)"},
+    {"Cumsum", "exclusive, reversed, axis 0", {U("[3, 2]")}, I64("a", "[]", "[0]")
+     "y = Cumsum(x0, a, exclusive=true, reverse=true)"},
+    {"Cumprod", "away from 0", {AWAY("[2, 4]")}, I32("a", "[]", "[-1]") "y = Cumprod(x0, a)"},
+    {"Cumprod", "exclusive, reversed", {AWAY("[3, 2]")}, I32("a", "[]", "[0]")
+     "y = Cumprod(x0, a, exclusive=true, reverse=true)"},
     {"Prod", "rows", {RANGE("[2, 3]", -2, 2)}, I32("a", "[1]", "[1]") "y = Prod(x0, a)"},
     {"Prod", "a zero in a group", {VALS("[2, 3]", 1.5, 0, -2, 0.5, 3, -1)}, I32("a", "[1]", "[1]")
      "y = Prod(x0, a)"},
