@@ -12,6 +12,7 @@
  *   BiasAdd            dvalue = dy, dbias = BiasAddGrad(dy)
  *   L2Loss             x * dy
  *   Dropout            dy * mask (rate gets none)
+ *   TopKV2             dy scattered back to the entries the values came from (UnsortedSegmentSum)
  *   FusedBatchNorm     FusedBatchNormGrad from the saved statistics; gradients flowing into the
  *                      statistics outputs are refused, and so, in inference, are gradients with
  *                      respect to the mean and variance inputs.
@@ -202,6 +203,28 @@ static tide_status fused_batch_norm_grad(tide_grad_ctx *ctx)
     return tide_grad_status(ctx);
 }
 
+/* TopKV2: each value's gradient goes back to the input entry it came from, zeros elsewhere (the
+ * indices output gets none). Built on the flattened input: the entry of row r, column c is r * n + c
+ * with n = size(x) / rows and rows = size(indices) / k, all at run time. */
+static tide_status top_k_grad(tide_grad_ctx *ctx)
+{
+    if (!tide_grad_wants(ctx, 0) || !DY(0).node)
+        return TIDE_OK;
+    tide_output x = X(0), one = tide_grad_scalar(ctx, TIDE_INT32, 1), flat = tide_grad_ints(ctx, (int32_t[]){-1}, 1);
+    tide_output k = tide_grad_op2(ctx, "Maximum", X(1), one);
+    tide_output count = tide_grad_op1(ctx, "Size", Y(1)), size = tide_grad_op1(ctx, "Size", x);
+    tide_output rows = tide_grad_op2(ctx, "Maximum", tide_grad_op2(ctx, "FloorDiv", count, k), one);
+    tide_output n = tide_grad_op2(ctx, "FloorDiv", size, rows);
+    tide_output at = tide_grad_op(ctx, "Range", (tide_output[]){tide_grad_scalar(ctx, TIDE_INT32, 0), count, one},
+                                  3, NULL);
+    tide_output target = tide_grad_op2(ctx, "Add", tide_grad_op2(ctx, "Mul", tide_grad_op2(ctx, "FloorDiv", at, k), n),
+                                       tide_grad_op2(ctx, "Reshape", Y(1), flat));
+    tide_output sums = tide_grad_op(ctx, "UnsortedSegmentSum",
+                                    (tide_output[]){tide_grad_op2(ctx, "Reshape", DY(0), flat), target, size}, 3, NULL);
+    tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "Reshape", sums, tide_grad_op1(ctx, "Shape", x)));
+    return tide_grad_status(ctx);
+}
+
 /* ---------------------------------------------------------------- second order: the gradient ops */
 
 /* ReluGrad(g, x), Relu6Grad(g, x) and LeakyReluGrad(g, x) scale g by a factor that depends on
@@ -305,6 +328,7 @@ static void register_nn_gradients(void)
         {"BiasAdd", bias_add_grad},
         {"L2Loss", l2_loss_grad},
         {"Dropout", dropout_grad},
+        {"TopKV2", top_k_grad},
         {"FusedBatchNorm", fused_batch_norm_grad}, {"FusedBatchNormV2", fused_batch_norm_grad},
         {"FusedBatchNormV3", fused_batch_norm_grad},
         {"ReluGrad", piecewise_linear_grad_grad},
@@ -317,5 +341,7 @@ static void register_nn_gradients(void)
         {"BiasAddGrad", bias_add_grad_grad},
     };
     register_gradients(table, COUNT_OF(table));
+    static const char *const not_differentiable[] = {"InTopK", "InTopKV2"}; /* bool results */
+    register_no_gradients(not_differentiable, COUNT_OF(not_differentiable));
 }
 TIDE_REGISTER(register_nn_gradients)
