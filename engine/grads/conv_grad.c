@@ -7,6 +7,7 @@
  *                                      dd = Conv2D(dy, f)
  *   Conv2DBackpropFilter(x, s, d) = y  dx = Conv2DBackpropInput(shape(x), dy, d)
  *                                      dd = Conv2D(x, dy)
+ *   DepthwiseConv2dNative and its two backprops: the same, with the depthwise ops
  *   MaxPool(x) = y                     dx = MaxPoolGrad(x, y, dy)
  *   AvgPool(x)                         dx = AvgPoolGrad(shape(x), dy)
  *   AvgPoolGrad(s, g)                  dg = AvgPool(dy) (AvgPoolGrad is linear in g)
@@ -14,6 +15,8 @@
  * Conv2D). shape(t) is an int32 constant when t's shape is fully known at graph time, else a Shape
  * node. The size inputs get no gradient (integers). MaxPoolGrad has no gradient function
  * (TensorFlow's MaxPoolGradGrad is not implemented): differentiating through it fails by name. */
+
+#include <string.h>
 
 #include "grad_util.h"
 
@@ -53,28 +56,46 @@ static void gets(tide_grad_ctx *ctx, int i, const char *op, const tide_output *i
     tide_attrs_free(a);
 }
 
+/* The three ops of a convolution family: Conv2D's or DepthwiseConv2dNative's, which have the same
+ * bilinear structure, so their gradients are built the same way. */
+typedef struct conv_family {
+    const char *forward, *input, *filter;
+} conv_family;
+
+static const conv_family CONV2D = {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"};
+static const conv_family DEPTHWISE = {"DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
+                                      "DepthwiseConv2dNativeBackpropFilter"};
+
+static const conv_family *family_of(tide_grad_ctx *ctx)
+{
+    return strncmp(tide_node_op(tide_grad_node(ctx)), "Depthwise", 9) == 0 ? &DEPTHWISE : &CONV2D;
+}
+
 static tide_status conv2d_grad(tide_grad_ctx *ctx)
 {
+    const conv_family *f = family_of(ctx);
     if (tide_grad_wants(ctx, 0))
-        gets(ctx, 0, "Conv2DBackpropInput", (tide_output[]){shape_i32(ctx, X(0)), X(1), DY(0)}, 3, false);
+        gets(ctx, 0, f->input, (tide_output[]){shape_i32(ctx, X(0)), X(1), DY(0)}, 3, false);
     if (tide_grad_wants(ctx, 1))
-        gets(ctx, 1, "Conv2DBackpropFilter", (tide_output[]){X(0), shape_i32(ctx, X(1)), DY(0)}, 3, false);
+        gets(ctx, 1, f->filter, (tide_output[]){X(0), shape_i32(ctx, X(1)), DY(0)}, 3, false);
     return tide_grad_status(ctx);
 }
 
 static tide_status conv2d_backprop_input_grad(tide_grad_ctx *ctx)
 {
+    const conv_family *f = family_of(ctx);
     if (tide_grad_wants(ctx, 1))
-        gets(ctx, 1, "Conv2DBackpropFilter", (tide_output[]){DY(0), shape_i32(ctx, X(1)), X(2)}, 3, false);
-    gets(ctx, 2, "Conv2D", (tide_output[]){DY(0), X(1)}, 2, false);
+        gets(ctx, 1, f->filter, (tide_output[]){DY(0), shape_i32(ctx, X(1)), X(2)}, 3, false);
+    gets(ctx, 2, f->forward, (tide_output[]){DY(0), X(1)}, 2, false);
     return tide_grad_status(ctx);
 }
 
 static tide_status conv2d_backprop_filter_grad(tide_grad_ctx *ctx)
 {
+    const conv_family *f = family_of(ctx);
     if (tide_grad_wants(ctx, 0))
-        gets(ctx, 0, "Conv2DBackpropInput", (tide_output[]){shape_i32(ctx, X(0)), DY(0), X(2)}, 3, false);
-    gets(ctx, 2, "Conv2D", (tide_output[]){X(0), DY(0)}, 2, false);
+        gets(ctx, 0, f->input, (tide_output[]){shape_i32(ctx, X(0)), DY(0), X(2)}, 3, false);
+    gets(ctx, 2, f->forward, (tide_output[]){X(0), DY(0)}, 2, false);
     return tide_grad_status(ctx);
 }
 
@@ -102,6 +123,9 @@ static void register_conv_grads(void)
     tide_gradient_register("Conv2D", conv2d_grad);
     tide_gradient_register("Conv2DBackpropInput", conv2d_backprop_input_grad);
     tide_gradient_register("Conv2DBackpropFilter", conv2d_backprop_filter_grad);
+    tide_gradient_register("DepthwiseConv2dNative", conv2d_grad);
+    tide_gradient_register("DepthwiseConv2dNativeBackpropInput", conv2d_backprop_input_grad);
+    tide_gradient_register("DepthwiseConv2dNativeBackpropFilter", conv2d_backprop_filter_grad);
     tide_gradient_register("MaxPool", max_pool_grad);
     tide_gradient_register("AvgPool", avg_pool_grad);
     tide_gradient_register("AvgPoolGrad", avg_pool_grad_grad);

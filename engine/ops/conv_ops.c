@@ -1,5 +1,6 @@
 /* conv_ops.c — definitions of the 2-D convolution and pooling ops, TensorFlow's names and semantics
- * on NHWC data with HWIO filters: Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter, MaxPool,
+ * on NHWC data with HWIO filters: Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter,
+ * DepthwiseConv2dNative and its two backprops, MaxPool,
  * MaxPoolGrad, AvgPool, AvgPoolGrad; and the geometry helpers of conv_ops.h that their shape
  * functions and kernels (kernels/cpu/conv.c, kernels/cpu/pool.c) share.
  *
@@ -222,6 +223,39 @@ bool tide_conv_backprop_geometry(const tide_conv_window *w, const int64_t input[
     return true;
 }
 
+bool tide_depthwise_geometry(const tide_conv_window *w, const int64_t input[4], const int64_t filter[4],
+                             const int64_t *out_backprop, tide_conv_geometry *g, char *msg, size_t size)
+{
+    char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX], c[TIDE_SHAPE_STR_MAX], d[TIDE_SHAPE_STR_MAX];
+    tide_shape si = tide_shape_make(4, input), sf = tide_shape_make(4, filter);
+    if (!agree(input[3], filter[2]))
+        return snprintf(msg, size, "the input's depth %lld differs from the filter's %lld: input %s (NHWC), "
+                        "filter %s ([height, width, in, multiplier])", (long long)input[3], (long long)filter[2],
+                        SHAPE_STR(si, a), SHAPE_STR(sf, b)), false;
+    if (filter[0] == 0 || filter[1] == 0)
+        return snprintf(msg, size, "the filter's height and width must be at least 1, got filter %s",
+                        SHAPE_STR(sf, b)), false;
+    tide_conv_window fw = *w;
+    fw.size_h = filter[0];
+    fw.size_w = filter[1];
+    int64_t depth = input[3] >= 0 ? input[3] : filter[2];
+    int64_t out_c = depth < 0 || filter[3] < 0 ? -1 : depth * filter[3];
+    if (!spatial(&fw, input, out_c, g, msg, size)) {
+        size_t used = strlen(msg);
+        snprintf(msg + used, size - used, ": input %s, filter %s", SHAPE_STR(si, a), SHAPE_STR(sf, b));
+        return false;
+    }
+    const int64_t want[4] = {g->batch, g->out_h, g->out_w, g->out_c};
+    for (int i = 0; out_backprop && i < 4; i++)
+        if (!agree(want[i], out_backprop[i])) {
+            tide_shape sd = tide_shape_make(4, out_backprop), sw = tide_shape_make(4, want);
+            return snprintf(msg, size, "out_backprop has shape %s, but the depthwise convolution of input %s "
+                            "with filter %s gives %s", SHAPE_STR(sd, a), SHAPE_STR(si, b), SHAPE_STR(sf, c),
+                            SHAPE_STR(sw, d)), false;
+        }
+    return true;
+}
+
 bool tide_pool_geometry(const tide_conv_window *w, const int64_t input[4], const int64_t *pooled,
                         const char *pooled_name, tide_conv_geometry *g, char *msg, size_t size)
 {
@@ -417,6 +451,41 @@ static tide_status conv_backprop_shape(tide_shape_ctx *ctx, int sizes_index)
 static tide_status conv2d_backprop_input_shape(tide_shape_ctx *ctx) { return conv_backprop_shape(ctx, 0); }
 static tide_status conv2d_backprop_filter_shape(tide_shape_ctx *ctx) { return conv_backprop_shape(ctx, 1); }
 
+/* DepthwiseConv2dNative (sizes_index -1) and its BackpropInput (0) and BackpropFilter (1). */
+static tide_status depthwise_shape(tide_shape_ctx *ctx, int sizes_index)
+{
+    tide_conv_window w;
+    int64_t in[4], f[4], dy[4];
+    tide_status st = window_attrs(ctx, false, &w);
+    if (st == TIDE_OK)
+        st = sizes_index == 0 ? size_input(ctx, 0, "input_sizes", in) : rank4(ctx, 0, "input", in);
+    if (st == TIDE_OK)
+        st = sizes_index == 1 ? size_input(ctx, 1, "filter_sizes", f) : rank4(ctx, 1, "filter", f);
+    if (st == TIDE_OK && sizes_index >= 0)
+        st = rank4(ctx, 2, "out_backprop", dy);
+    if (st != TIDE_OK)
+        return st;
+    tide_conv_geometry g;
+    char msg[TIDE_OP_MSG_MAX];
+    if (!tide_depthwise_geometry(&w, in, f, sizes_index >= 0 ? dy : NULL, &g, msg, sizeof msg))
+        return shape_fail(ctx, msg);
+    if (sizes_index < 0) {
+        set_output4(ctx, (const int64_t[4]){g.batch, g.out_h, g.out_w, g.out_c});
+    } else if (sizes_index == 0) {
+        in[0] = in[0] >= 0 ? in[0] : dy[0];
+        in[3] = in[3] >= 0 ? in[3] : f[2];
+        set_output4(ctx, in);
+    } else {
+        f[2] = f[2] >= 0 ? f[2] : in[3];
+        set_output4(ctx, f);
+    }
+    return TIDE_OK;
+}
+
+static tide_status depthwise_forward_shape(tide_shape_ctx *ctx) { return depthwise_shape(ctx, -1); }
+static tide_status depthwise_input_shape(tide_shape_ctx *ctx) { return depthwise_shape(ctx, 0); }
+static tide_status depthwise_filter_shape(tide_shape_ctx *ctx) { return depthwise_shape(ctx, 1); }
+
 /* MaxPoolGrad (orig_input, orig_output, grad) and AvgPoolGrad (orig_input_shape, grad): the output
  * has the original input's shape. */
 static tide_status pool_grad_shape(tide_shape_ctx *ctx, bool max)
@@ -463,6 +532,12 @@ static tide_status avg_pool_grad_shape(tide_shape_ctx *ctx) { return pool_grad_s
     "zeros added evenly, the extra one after) or 'EXPLICIT' (explicit_paddings [0, 0, top, "      \
     "bottom, left, right, 0, 0] zeros); data_format must be 'NHWC'; use_cudnn_on_gpu is "         \
     "accepted and ignored (there is no cuDNN on a CPU). "
+#define DEPTHWISE_ATTRS                                                                           \
+    "T: {float32, float64}", "strides: list(int)", "padding: string",                             \
+        "data_format: string = 'NHWC'", "dilations: list(int) = [1, 1, 1, 1]"
+#define DEPTHWISE_ATTR_DOC                                                                        \
+    "strides, dilations and padding ('SAME' or 'VALID') as Conv2D's; data_format must be 'NHWC'; " \
+    "shapes that do not fit are INVALID_ARGUMENT naming them."
 #define CONV_TF_DIFFERENCES                                                                       \
     "float16 and bfloat16 are not supported; data_format 'NCHW' is refused at graph time (tide's " \
     "convolutions take NHWC only)."
@@ -514,6 +589,40 @@ static void register_conv_ops(void)
                "[N, OH, OW, Cout] of Conv2D's output, returns the [KH, KW, Cin, Cout] gradient, "
                "summed over the batch. Attrs as Conv2D's; out_backprop must have the shape Conv2D "
                "would give, else INVALID_ARGUMENT naming the shapes.",
+        .tf_differences = CONV_TF_DIFFERENCES,
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "DepthwiseConv2dNative",
+        .inputs = {"input: T", "filter: T"},
+        .outputs = {"output: T"},
+        .attrs = {DEPTHWISE_ATTRS},
+        .shape_fn = depthwise_forward_shape,
+        .doc = "Depthwise 2-D convolution: each input channel c is convolved with its own filters "
+               "filter[:, :, c, m] (m < M, the channel multiplier), giving [N, OH, OW, C * M]: "
+               "output[n, i, j, c * M + m] = sum over kh, kw of input[n, i*sh + kh*dh - pad_top, "
+               "j*sw + kw*dw - pad_left, c] * filter[kh, kw, c, m]. " DEPTHWISE_ATTR_DOC,
+        .tf_differences = CONV_TF_DIFFERENCES,
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "DepthwiseConv2dNativeBackpropInput",
+        .inputs = {"input_sizes: int32", "filter: T", "out_backprop: T"},
+        .outputs = {"output: T"},
+        .attrs = {DEPTHWISE_ATTRS},
+        .shape_fn = depthwise_input_shape,
+        .doc = "The gradient of DepthwiseConv2dNative with respect to its input [N, H, W, C] "
+               "(input_sizes), from the filter and out_backprop [N, OH, OW, C * M]. "
+               DEPTHWISE_ATTR_DOC,
+        .tf_differences = CONV_TF_DIFFERENCES,
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "DepthwiseConv2dNativeBackpropFilter",
+        .inputs = {"input: T", "filter_sizes: int32", "out_backprop: T"},
+        .outputs = {"output: T"},
+        .attrs = {DEPTHWISE_ATTRS},
+        .shape_fn = depthwise_filter_shape,
+        .doc = "The gradient of DepthwiseConv2dNative with respect to its filter [KH, KW, C, M] "
+               "(filter_sizes), from the input and out_backprop, summed over the batch. "
+               DEPTHWISE_ATTR_DOC,
         .tf_differences = CONV_TF_DIFFERENCES,
     });
     tide_op_register(&(tide_op_spec){

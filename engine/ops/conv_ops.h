@@ -72,6 +72,12 @@ bool tide_conv_backprop_geometry(const tide_conv_window *w, const int64_t input[
                                  const int64_t filter[4], const int64_t out_backprop[4],
                                  tide_conv_geometry *g, char *msg, size_t size);
 
+/* DepthwiseConv2dNative: the geometry of filter [KH, KW, C, M] over input [N, H, W, C] (out_c =
+ * C * M); when out_backprop is not NULL, also checks that it has the output's shape [N, OH, OW,
+ * C * M] (the gradient ops). False with a message naming the shapes otherwise. */
+bool tide_depthwise_geometry(const tide_conv_window *w, const int64_t input[4], const int64_t filter[4],
+                             const int64_t *out_backprop, tide_conv_geometry *g, char *msg, size_t size);
+
 /* Pooling: the geometry of window w over input [N, H, W, C]. When pooled is not NULL, also checks
  * that it has the pooled shape [N, OH, OW, C] (the grad or orig_output of MaxPoolGrad and
  * AvgPoolGrad; pooled_name names it in the message). */

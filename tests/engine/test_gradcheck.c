@@ -458,6 +458,16 @@ static const gc_case conv_cases[] = {
     {"Conv2D", "EXPLICIT padding, stride 2", {U("[1, 4, 5, 2]"), U("[3, 2, 2, 2]")},
      "y = Conv2D(x0, x1, strides=[1, 2, 1, 1], padding=\"EXPLICIT\", "
      "explicit_paddings=[0, 0, 2, 1, 0, 3, 0, 0], use_cudnn_on_gpu=false)"},
+    {"DepthwiseConv2dNative", "SAME, multiplier 2", {U("[2, 4, 4, 2]"), U("[3, 3, 2, 2]")},
+     "y = DepthwiseConv2dNative(x0, x1, strides=[1, 1, 1, 1], padding=\"SAME\")"},
+    {"DepthwiseConv2dNative", "VALID, stride 2, dilation", {U("[1, 6, 5, 3]"), U("[2, 2, 3, 1]")},
+     "y = DepthwiseConv2dNative(x0, x1, strides=[1, 2, 1, 1], padding=\"VALID\", dilations=[1, 1, 2, 1])"},
+    {"DepthwiseConv2dNativeBackpropInput", "linear in filter and dy", {U("[3, 3, 2, 2]"), U("[1, 4, 4, 4]")},
+     I32("s", "[4]", "[1, 4, 4, 2]")
+     "y = DepthwiseConv2dNativeBackpropInput(s, x0, x1, strides=[1, 1, 1, 1], padding=\"SAME\")"},
+    {"DepthwiseConv2dNativeBackpropFilter", "linear in input and dy", {U("[1, 4, 4, 2]"), U("[1, 2, 2, 4]")},
+     I32("s", "[4]", "[2, 2, 2, 2]")
+     "y = DepthwiseConv2dNativeBackpropFilter(x0, s, x1, strides=[1, 2, 2, 1], padding=\"SAME\")"},
     {"Conv2DBackpropInput", "SAME, stride 1", {U("[3, 3, 2, 2]"), U("[1, 4, 4, 2]")},
      I32("s", "[4]", "[1, 4, 4, 2]")
      "y = Conv2DBackpropInput(s, x0, x1, strides=[1, 1, 1, 1], padding=\"SAME\")"},

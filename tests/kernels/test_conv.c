@@ -332,6 +332,95 @@ static void test_conv_portable_kernels(void)
     unsetenv("TIDE_CONV_PORTABLE");
 }
 
+/* ---------------------------------------------------------------- DepthwiseConv2dNative */
+
+/* A depthwise case: input [n, h, w, c], filter [kh, kw, c, mult] (the conv_case fields, cout being
+ * the multiplier). The reference visits every (input, filter, output) product as the 7 loops do,
+ * channel c of the input meeting only filters [.., c, m] and writing output channel c * mult + m. */
+static void check_depthwise(const conv_case *c, tide_dtype dt)
+{
+    double *x, *f, *dy;
+    int64_t pad_h, pad_w, mult = c->cout;
+    int64_t oh = tf_out(c->h, c->kh, c->sh, c->dh, c->same, NULL, &pad_h);
+    int64_t ow = tf_out(c->w, c->kw, c->sw, c->dw, c->same, NULL, &pad_w);
+    const int64_t xd[4] = {c->n, c->h, c->w, c->cin}, fd[4] = {c->kh, c->kw, c->cin, mult};
+    const int64_t yd[4] = {c->n, oh, ow, c->cin * mult};
+    tide_tensor *tx = random4(dt, xd, &x), *tf = random4(dt, fd, &f), *tdy = random4(dt, yd, &dy);
+    double *y = calloc((size_t)count4(yd) + 1, sizeof *y), *dx = calloc((size_t)count4(xd) + 1, sizeof *dx);
+    double *df = calloc((size_t)count4(fd) + 1, sizeof *df);
+    for (int64_t n = 0; n < c->n; n++)
+        for (int64_t i = 0; i < oh; i++)
+            for (int64_t j = 0; j < ow; j++)
+                for (int64_t ch = 0; ch < c->cin; ch++)
+                    for (int64_t m = 0; m < mult; m++)
+                        for (int64_t kh = 0; kh < c->kh; kh++)
+                            for (int64_t kw = 0; kw < c->kw; kw++) {
+                                int64_t ih = i * c->sh + kh * c->dh - pad_h, iw = j * c->sw + kw * c->dw - pad_w;
+                                if (ih < 0 || ih >= c->h || iw < 0 || iw >= c->w)
+                                    continue;
+                                int64_t xi = ((n * c->h + ih) * c->w + iw) * c->cin + ch;
+                                int64_t fi = ((kh * c->kw + kw) * c->cin + ch) * mult + m;
+                                int64_t yi = ((n * oh + i) * ow + j) * c->cin * mult + ch * mult + m;
+                                y[yi] += x[xi] * f[fi];
+                                dx[xi] += dy[yi] * f[fi];
+                                df[fi] += x[xi] * dy[yi];
+                            }
+    tide_attrs *a = conv_attrs(c->sh, c->sw, c->dh, c->dw, c->same ? "SAME" : "VALID");
+    tide_tensor *txs = sizes4(xd), *tfs = sizes4(fd);
+    tide_tensor *got_y = th_run1("DepthwiseConv2dNative", (tide_tensor *[]){tx, tf}, 2, a);
+    assert_close(got_y, dt, yd, y, c->kh * c->kw);
+    tide_tensor *got_dx = th_run1("DepthwiseConv2dNativeBackpropInput", (tide_tensor *[]){txs, tf, tdy}, 3, a);
+    assert_close(got_dx, dt, xd, dx, c->kh * c->kw * mult);
+    tide_tensor *got_df = th_run1("DepthwiseConv2dNativeBackpropFilter", (tide_tensor *[]){tx, tfs, tdy}, 3, a);
+    assert_close(got_df, dt, fd, df, c->n * oh * ow);
+    tide_tensor *all[] = {tx, tf, tdy, txs, tfs, got_y, got_dx, got_df};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tide_tensor_release(all[i]);
+    tide_attrs_free(a);
+    void *blocks[] = {x, f, dy, y, dx, df};
+    for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++)
+        free(blocks[i]);
+}
+
+static void test_depthwise(void)
+{
+    static const conv_case cases[] = {
+        {2, 6, 5, 3, 3, 3, 1, 1, 1, 1, 1, true},   /* multiplier 1 */
+        {2, 6, 5, 3, 3, 3, 2, 1, 1, 1, 1, false},  /* multiplier 2 */
+        {1, 7, 8, 2, 2, 3, 3, 2, 2, 1, 1, true},   /* strides, an even filter */
+        {2, 9, 8, 2, 3, 3, 1, 1, 2, 2, 2, true},   /* dilations */
+        {1, 3, 3, 1, 3, 3, 4, 1, 1, 1, 1, false},  /* one output pixel */
+        {0, 4, 4, 2, 2, 2, 2, 1, 1, 1, 1, true},   /* an empty batch */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        check_depthwise(&cases[i], TIDE_FLOAT32);
+        check_depthwise(&cases[i], TIDE_FLOAT64);
+    }
+    /* literal: a 1x1 filter scales each channel by its own factors: [1, 2] -> [1*3, 1*4, 2*5, 2*6] */
+    tide_tensor *x = th_f64(4, TH_DIMS(1, 1, 1, 2), (double[]){1, 2});
+    tide_tensor *f = th_f64(4, TH_DIMS(1, 1, 2, 2), (double[]){3, 4, 5, 6});
+    tide_attrs *a = conv_attrs(1, 1, 1, 1, "VALID");
+    tide_tensor *y = th_run1("DepthwiseConv2dNative", (tide_tensor *[]){x, f}, 2, a);
+    tide_tensor *want = th_f64(4, TH_DIMS(1, 1, 1, 4), (double[]){3, 4, 10, 12});
+    TH_ASSERT_CLOSE(y, want, 0, 0);
+    /* errors: depths that differ, NCHW, out_backprop of the wrong shape */
+    tide_tensor *f3 = th_f64(4, TH_DIMS(1, 1, 3, 2), NULL);
+    TH_ASSERT_FAILS("DepthwiseConv2dNative", ((tide_tensor *[]){x, f3}), 2, a, TIDE_INVALID_ARGUMENT,
+                    "the input's depth 2 differs from the filter's 3: input [1, 1, 1, 2] (NHWC), filter [1, 1, 3, 2] "
+                    "([height, width, in, multiplier])");
+    tide_tensor *xs = sizes4((const int64_t[4]){1, 1, 1, 2}), *dy = th_f64(4, TH_DIMS(1, 1, 1, 3), NULL);
+    TH_ASSERT_FAILS("DepthwiseConv2dNativeBackpropInput", ((tide_tensor *[]){xs, f, dy}), 3, a, TIDE_INVALID_ARGUMENT,
+                    "out_backprop has shape [1, 1, 1, 3], but the depthwise convolution of input [1, 1, 1, 2] with "
+                    "filter [1, 1, 2, 2] gives [1, 1, 1, 4]");
+    tide_attrs_set_string(a, "data_format", "NCHW");
+    TH_ASSERT_FAILS("DepthwiseConv2dNative", ((tide_tensor *[]){x, f}), 2, a, TIDE_INVALID_ARGUMENT,
+                    "data_format 'NCHW' is not supported");
+    tide_tensor *all[] = {x, f, y, want, f3, xs, dy};
+    for (int i = 0; i < 7; i++)
+        tide_tensor_release(all[i]);
+    tide_attrs_free(a);
+}
+
 /* Empty batches, zero channels and an output channel count of 0 give empty or zero results. */
 static void test_conv_empty(void)
 {
@@ -1068,6 +1157,7 @@ int main(void)
         TH_TEST(test_conv_single_input_channel),
         TH_TEST(test_conv_large),
         TH_TEST(test_conv_empty),
+        TH_TEST(test_depthwise),
         TH_TEST(test_conv_portable_kernels),
         TH_TEST(test_conv_bad_attrs),
         TH_TEST(test_conv_bad_shapes),
