@@ -11,6 +11,7 @@
  *   MaxPool(x) = y                     dx = MaxPoolGrad(x, y, dy)
  *   AvgPool(x)                         dx = AvgPoolGrad(shape(x), dy)
  *   AvgPoolGrad(s, g)                  dg = AvgPool(dy) (AvgPoolGrad is linear in g)
+ *   ResizeBilinear(x, size)            dx = ResizeBilinearGrad(dy, x)
  * (the two backprop ops are linear in each of their tensor inputs, hence second derivatives of
  * Conv2D). shape(t) is an int32 constant when t's shape is fully known at graph time, else a Shape
  * node. The size inputs get no gradient (integers). MaxPoolGrad has no gradient function
@@ -118,6 +119,19 @@ static tide_status avg_pool_grad_grad(tide_grad_ctx *ctx)
     return tide_grad_status(ctx);
 }
 
+/* ResizeBilinear: ResizeBilinearGrad of dy onto the images' shape and dtype, same attrs. */
+static tide_status resize_bilinear_grad(tide_grad_ctx *ctx)
+{
+    if (!tide_grad_wants(ctx, 0))
+        return TIDE_OK;
+    tide_attrs *a = tide_attrs_new();
+    tide_attrs_set_bool(a, "align_corners", attr_bool(ctx, "align_corners", false));
+    tide_attrs_set_bool(a, "half_pixel_centers", attr_bool(ctx, "half_pixel_centers", false));
+    tide_grad_set_dx(ctx, 0, tide_grad_op(ctx, "ResizeBilinearGrad", (tide_output[]){DY(0), X(0)}, 2, a));
+    tide_attrs_free(a);
+    return tide_grad_status(ctx);
+}
+
 static void register_conv_grads(void)
 {
     tide_gradient_register("Conv2D", conv2d_grad);
@@ -129,5 +143,6 @@ static void register_conv_grads(void)
     tide_gradient_register("MaxPool", max_pool_grad);
     tide_gradient_register("AvgPool", avg_pool_grad);
     tide_gradient_register("AvgPoolGrad", avg_pool_grad_grad);
+    tide_gradient_register("ResizeBilinear", resize_bilinear_grad);
 }
 TIDE_REGISTER(register_conv_grads)

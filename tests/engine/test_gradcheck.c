@@ -458,6 +458,14 @@ static const gc_case conv_cases[] = {
     {"Conv2D", "EXPLICIT padding, stride 2", {U("[1, 4, 5, 2]"), U("[3, 2, 2, 2]")},
      "y = Conv2D(x0, x1, strides=[1, 2, 1, 1], padding=\"EXPLICIT\", "
      "explicit_paddings=[0, 0, 2, 1, 0, 3, 0, 0], use_cudnn_on_gpu=false)"},
+    /* ResizeBilinear's output is float32 for every input dtype, so the loss is float32: a large
+     * step (the op is linear in the image) keeps the rounding out of the differences */
+    {"ResizeBilinear", "up and down, legacy", {U("[2, 3, 4, 2]")}, I32("s", "[2]", "[5, 3]") "y = ResizeBilinear(x0, s)",
+     .h = 1e-1, .tol = 1e-4},
+    {"ResizeBilinear", "align_corners", {U("[1, 4, 3, 1]")}, I32("s", "[2]", "[2, 5]")
+     "y = ResizeBilinear(x0, s, align_corners=true)", .h = 1e-1, .tol = 1e-4},
+    {"ResizeBilinear", "half_pixel_centers", {U("[1, 3, 3, 2]")}, I32("s", "[2]", "[4, 2]")
+     "y = ResizeBilinear(x0, s, half_pixel_centers=true)", .h = 1e-1, .tol = 1e-4},
     {"DepthwiseConv2dNative", "SAME, multiplier 2", {U("[2, 4, 4, 2]"), U("[3, 3, 2, 2]")},
      "y = DepthwiseConv2dNative(x0, x1, strides=[1, 1, 1, 1], padding=\"SAME\")"},
     {"DepthwiseConv2dNative", "VALID, stride 2, dilation", {U("[1, 6, 5, 3]"), U("[2, 2, 3, 1]")},
@@ -743,9 +751,13 @@ static bool build_loss(gc_run *r)
     for (int k = 0; k < n; k++) {
         int64_t m = tide_tensor_num_elements(vals[k]);
         int rank = tide_tensor_rank(vals[k]);
-        tide_tensor *w = th_tensor(TIDE_FLOAT64, rank, tide_tensor_shape(vals[k])->dims, NULL);
-        for (int64_t i = 0; i < m; i++)
-            ((double *)tide_tensor_data(w))[i] = th_rand(-1, 1);
+        /* in the output's dtype: float64 but for ops whose output is float32 whatever the input */
+        double *wv = malloc((size_t)(m ? m : 1) * sizeof *wv);
+        for (int64_t i = 0; wv && i < m; i++)
+            wv[i] = th_rand(-1, 1);
+        tide_tensor *w = wv ? th_from_doubles(tide_tensor_dtype(vals[k]), rank, tide_tensor_shape(vals[k])->dims, wv, 0)
+                            : NULL;
+        free(wv);
         int32_t axes[TIDE_MAX_RANK];
         for (int d = 0; d < rank; d++)
             axes[d] = d;
