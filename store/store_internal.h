@@ -77,7 +77,7 @@ typedef struct st_record {
             int64_t nan_count, inf_count;
             void *value; /* NULL: not stored */
             size_t value_len;
-            bool fetched; /* a fetched tensor (else a watched node's output) */
+            const char *kind; /* tensors.kind: "watched", "fetched" or "image" (static text) */
         } tensor;
         struct { /* ST_SUMMARY */
             char *tag;

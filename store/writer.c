@@ -409,7 +409,7 @@ static bool write_tensor(writer *w, st_record *r, int64_t run)
     bind_text(st, 13, r->u.tensor.histogram);
     if (r->u.tensor.value)
         sqlite3_bind_blob64(st, 14, r->u.tensor.value, r->u.tensor.value_len, SQLITE_STATIC);
-    bind_text(st, 15, r->u.tensor.fetched ? "fetched" : "watched");
+    bind_text(st, 15, r->u.tensor.kind);
     return done(w, st, "inserting a tensor");
 }
 

@@ -320,7 +320,7 @@ static void register_math_gradients(void)
         "LogicalAnd", "LogicalOr", "LogicalNot", "FloorDiv", "TruncateDiv",
         "Floor", "Ceil", "Round", "Rint",
         "RandomUniform", "RandomNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle",
-        "Const", "Placeholder", "Variable", "Assign", "AssignAdd", "AssignSub", "NoOp", "ScalarSummary",
+        "Const", "Placeholder", "Variable", "Assign", "AssignAdd", "AssignSub", "NoOp", "ScalarSummary", "ImageSummary",
         "ApplyGradientDescent", "ApplyMomentum", "ApplyAdagrad", "ApplyRMSProp", "ApplyAdam",
     };
     register_no_gradients(not_differentiable, COUNT_OF(not_differentiable));

@@ -1,8 +1,8 @@
 /* runs.js — the start page (/): the sessions of the run log, its runs with filters (session, status,
  * traced) and links to each run's timeline and graph, two ticked runs -> compare, and the scalar curves
  * (summaries and watched scalars): the curves of several sessions overlaid (TensorBoard's runs), the x
- * axis by step, run or wall time, a log y axis, exponential-moving-average smoothing and hover values.
- * Refreshes when the log grows (tide.onStatus). */
+ * axis by step, run or wall time, a log y axis, exponential-moving-average smoothing and hover values;
+ * and the image summaries of the same sessions (images.js). Refreshes when the log grows. */
 'use strict';
 (() => {
   const {h, api, append, clear, table, option, params, setParams} = tide;
@@ -45,6 +45,8 @@
   const runsBox = h('div', {class: 'scroll', id: 'runs'});
   const runsInfo = h('span', {class: 'muted'});
   const chartsBox = h('div', {class: 'cards', id: 'charts'});
+  const imagesBox = h('div', {class: 'cards', id: 'images'});
+  const images = tide.imagesPanel(imagesBox);
 
   tide.append(page, [
     h('div', {class: 'panel'}, h('h2', {text: 'Sessions'}), sessionsBox),
@@ -55,6 +57,7 @@
     h('div', {class: 'panel'}, h('h2', {text: 'Scalars'}),
       h('div', {class: 'toolbar'}, h('label', null, 'smoothing', smoothIn, smoothOut), h('label', null, 'x axis', xSel),
         h('label', null, logBox, 'log scale')), sessionPicker, chartsBox),
+    h('div', {class: 'panel', hidden: true}, h('h2', {text: 'Images'}), imagesBox),
   ]);
 
   function filtersChanged() {
@@ -62,6 +65,7 @@
     drawSessionPicker();
     loadRuns();
     loadScalars(true);
+    images.load(shownSessions());
   }
 
   async function loadSessions() {
@@ -160,6 +164,7 @@
           state.curves = set;
           setParams({curves: [...set].sort((a, b) => a - b)});
           loadScalars(true);
+          images.load(shownSessions());
         }}), h('span', {class: 'swatch', style: {background: sessionColor(x.id)}}), String(x.id)));
   }
 
@@ -229,6 +234,6 @@
   tide.topbar('runs');
   tide.onStatus(async (s, changed) => {
     if (changed.sessions) await loadSessions();
-    if (changed.run || changed.first) await Promise.all([loadRuns(), loadScalars(false)]);
+    if (changed.run || changed.first) await Promise.all([loadRuns(), loadScalars(false), images.load(shownSessions())]);
   });
 })();
