@@ -2,7 +2,8 @@
  * traced) and links to each run's timeline and graph, two ticked runs -> compare, and the scalar curves
  * (summaries and watched scalars): the curves of several sessions overlaid (TensorBoard's runs), the x
  * axis by step, run or wall time, a log y axis, exponential-moving-average smoothing and hover values;
- * and the image summaries of the same sessions (images.js). Refreshes when the log grows. */
+ * and the image summaries of the same sessions (images.js). Refreshes when the log grows; a slower
+ * earlier answer (runs, curves, images) never replaces a newer one. */
 'use strict';
 (() => {
   const {h, api, append, clear, table, option, params, setParams} = tide;
@@ -14,7 +15,7 @@
                  curves: q.get('curves') ? new Set(q.get('curves').split(',').map(Number).filter((n) => n > 0)) : null};
   let sessions = [];
   const charts = new Map();   /* kind|tag -> {canvas, tip, legend, curve} */
-  const scalarsGuard = tide.latest();
+  const scalarsGuard = tide.latest(), runsGuard = tide.latest();
 
   const sessionSel = h('select', {id: 'f-session', onchange: () => { state.session = sessionSel.value; filtersChanged(); }});
   const statusSel = h('select', {id: 'f-status', onchange: () => { state.status = statusSel.value; filtersChanged(); }},
@@ -90,9 +91,10 @@
     drawSessionPicker();
   }
 
+  /* The runs of the filters; an answer for filters changed since is dropped. */
   async function loadRuns() {
-    const r = await api('/api/runs', {session: state.session, status: state.status, traced: state.traced, limit: 500});
-    if (!r) return;
+    const r = await runsGuard(() => api('/api/runs', {session: state.session, status: state.status, traced: state.traced, limit: 500}));
+    if (!r || r === tide.STALE) return;
     const runs = r.runs.slice().reverse();
     runsInfo.textContent = runs.length + ' runs' + (r.truncated ? ' (the latest 500)' : '');
     for (const id of [...ticked]) if (!runs.some((x) => x.id === id)) ticked.delete(id);
