@@ -1,8 +1,8 @@
 /* observer.c — the store's engine observers. Their callbacks run on the engine's threads (the
  * caller's for run_started/run_ended, executor threads for node_finished/tensor_produced), so they
  * only copy what they need into a record — computing a watched tensor's statistics on the way — and
- * push it on the store's bounded queue (st_push drops a data record when the queue is full, and lets a
- * run record wait for room). Before a run starts, the session's graph is logged if it changed
+ * push it on the store's bounded queue (st_push lets a record wait for room when the queue is full, and
+ * drops it, counted, when the writer made none in time). Before a run starts, the session's graph is logged if it changed
  * (graph_log.c). Every record that cannot be made (out of memory) is counted as lost. */
 #include <math.h>
 #include <stdio.h>
