@@ -139,9 +139,11 @@
     run: {label: 'run', of: (p) => p.run},
     time: {label: 'time', of: (p, t0) => (p.time === null ? NaN : p.time - t0), format: fmtSeconds},
   };
+  /* Seconds on the wall-time axis: 0 s, 250 ms, 1.5 s, 2.0 min, 1.5 h. */
   function fmtSeconds(s) {
     const a = Math.abs(s);
-    if (a < 1) return tide.fmtUs(s * 1e6);
+    if (a === 0) return '0 s';
+    if (a < 1) return tide.fmtNum(s * 1e3, 3) + ' ms';
     if (a >= 3600) return (s / 3600).toFixed(a >= 36000 ? 0 : 1) + ' h';
     if (a >= 60) return (s / 60).toFixed(a >= 600 ? 0 : 1) + ' min';
     return (a >= 10 ? s.toFixed(0) : s.toFixed(a >= 1 ? 1 : 2)) + ' s';
