@@ -61,6 +61,7 @@ typedef struct tide_exec_item {
     tide_edge *edges;
     bool expensive, async;
     atomic_bool wants_tensors; /* an observer asked for this node's tensors (refreshed when observers change) */
+    atomic_bool debug_watched; /* the debugger's `watches` accepted it (refreshed when the debugger changes) */
     tide_device *device;
     const tide_node **twins;   /* nodes merged into this one by CSE (observers see their tensors too) */
     int num_twins;
@@ -107,6 +108,7 @@ typedef struct tide_plan {
     tide_shape *feed_shapes;   /* declared shape of each fed output */
     char **feed_names, **fetch_names, **target_names;
     int observers_version;     /* wants_tensors computed for this version */
+    int debugger_version;      /* debug_watched computed for this version */
     int num_transfers;         /* _Send/_Recv pairs made by partitioning (cross-device tensors) */
     bool uses_rendezvous;      /* has _Send/_Recv items (made or user-built): aborts and end_step needed */
     tide_node **synthetic;     /* the _Send/_Recv nodes the plan made (owned) */
@@ -128,6 +130,8 @@ tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feed
 void tide__plan_free(tide_plan *p);
 /* Asks the engine's observers which nodes' tensors they want. */
 void tide__plan_update_observers(tide_plan *p, tide_engine *e);
+/* Asks a run's debugger (its snapshot) which nodes it watches, when its version changed. */
+void tide__plan_update_debugger(tide_plan *p, tide_engine *e, const tide_debugger_slot *d);
 
 /* Everything one Run needs beyond the plan. */
 typedef struct tide_step_args {
@@ -142,6 +146,7 @@ typedef struct tide_step_args {
     tide_run_info info;
     tide_observer_slot *observers; /* snapshot, may be NULL */
     int num_observers;
+    tide_debugger_slot debugger;   /* snapshot; entry NULL: no debugger */
 } tide_step_args;
 
 /* Runs one step to completion on the caller's thread and the pool. */

@@ -53,7 +53,11 @@ bool tide__rs_push(ready_stack *rs, int item, tide_iter *iter)
     return true;
 }
 
-static bool should_skip(tide_step *step);
+/* The per-node path stays in one function (the compiler stopped inlining these when the debugger's
+ * branches were added: ~20 more instructions per node in bench_executor's chain). */
+#define HOT static inline __attribute__((always_inline))
+
+HOT bool should_skip(tide_step *step);
 
 /* For kernels that poll (long loops, asynchronous waits): true once the step failed, was cancelled
  * or ran out of time — recording the reason as the step's error. */
@@ -114,6 +118,8 @@ static tide_threadpool *pool_of(const tide_step *step, int item)
     const tide_device *d = step->plan->items[item].device;
     return d && d->pool ? d->pool : step->pool;
 }
+
+tide_threadpool *tide__step_pool_of(const tide_step *step, int item) { return pool_of(step, item); }
 
 /* With several devices an item runs only on its device's threads: a thread of another pool (or the
  * caller's thread) hands it over. */
@@ -197,6 +203,8 @@ void tide__deliver(tide_step *step, const tide_exec_item *it, tide_tensor **outs
             continue;
         if (step->tracing)
             to->timings[edge->dst_local].scheduled_ns = tide__now_ns();
+        if (__builtin_expect(step->debugging, 0))
+            tide__debug_state(step, edge->dst, TIDE_DEBUG_READY);
         if (elsewhere(step, edge->dst)) {
             submit(step, &(ready_item){edge->dst, to}, 1);
             continue;
@@ -299,7 +307,7 @@ static void observe(tide_step *step, const tide_exec_item *it, tide_iter *iter, 
     }
 }
 
-static void release_inputs(tide_iter *iter, const tide_exec_item *it)
+HOT void release_inputs(tide_iter *iter, const tide_exec_item *it)
 {
     tide_tensor **inputs = iter->slots + it->input_base;
     for (int i = 0; i < it->num_inputs; i++) {
@@ -309,15 +317,14 @@ static void release_inputs(tide_iter *iter, const tide_exec_item *it)
 }
 
 /* After a node's kernel ran (sync or async): bookkeeping, propagation, release. */
-static void complete_node(tide_step *step, const tide_exec_item *it, tide_iter *iter, tide_kernel_ctx *ctx,
-                          ready_stack *rs)
+/* The rest of complete_node, also for an execution the debugger parked after its kernel. */
+HOT void deliver_outputs(tide_step *step, const tide_exec_item *it, int k, tide_iter *iter, tide_kernel_ctx *ctx,
+                            tide_status st, ready_stack *rs)
 {
-    tide_status st = tide__kernel_ctx_finish(ctx);
-    if (st != TIDE_OK) {
-        tide_error *err = tide_error_new();
-        tide__kernel_ctx_take_error(ctx, err);
-        fail(step, st, err, NULL);
-        tide_error_free(err);
+    if (__builtin_expect(step->debugging, 0)) {
+        if (st == TIDE_OK)
+            tide__debug_record(step, it, k, iter, ctx->outputs);
+        tide__debug_state(step, k, st == TIDE_OK ? TIDE_DEBUG_DONE : TIDE_DEBUG_SKIPPED);
     }
     release_inputs(iter, it);
     if (step->observing && st == TIDE_OK) {
@@ -332,6 +339,24 @@ static void complete_node(tide_step *step, const tide_exec_item *it, tide_iter *
         tide_tensor_release(ctx->outputs[i]);
 }
 
+/* After a node's kernel ran (sync or async): bookkeeping, propagation, release. False when the debugger
+ * parked the execution there (it completes when resumed: tide__finish_resumed). */
+HOT bool complete_node(tide_step *step, const tide_exec_item *it, int k, tide_iter *iter, tide_kernel_ctx *ctx,
+                          ready_stack *rs)
+{
+    tide_status st = tide__kernel_ctx_finish(ctx);
+    if (st != TIDE_OK) {
+        tide_error *err = tide_error_new();
+        tide__kernel_ctx_take_error(ctx, err);
+        fail(step, st, err, NULL);
+        tide_error_free(err);
+    } else if (__builtin_expect(step->debugging, 0) && tide__debug_after(step, it, k, iter, ctx, ctx->outputs)) {
+        return false;
+    }
+    deliver_outputs(step, it, k, iter, ctx, st, rs);
+    return true;
+}
+
 typedef struct async_call {
     tide_kernel_ctx ctx;
     int item;
@@ -339,7 +364,7 @@ typedef struct async_call {
     tide_tensor *outs[];
 } async_call;
 
-static bool should_skip(tide_step *step)
+HOT bool should_skip(tide_step *step)
 {
     if (atomic_load_explicit(&step->failed, memory_order_relaxed))
         return true;
@@ -347,7 +372,8 @@ static bool should_skip(tide_step *step)
         fail(step, TIDE_CANCELLED, NULL, "the run was cancelled");
         return true;
     }
-    if (step->deadline_ns && tide__now_ns() > step->deadline_ns) {
+    int64_t deadline = atomic_load_explicit(&step->deadline_ns, memory_order_relaxed);
+    if (deadline && tide__now_ns() > deadline) {
         fail(step, TIDE_DEADLINE_EXCEEDED, NULL, "the run exceeded its timeout");
         return true;
     }
@@ -393,9 +419,9 @@ static void async_resume(void *arg)
     const tide_exec_item *it = &step->plan->items[call->item];
     ready_stack rs;
     rs_init(&rs);
-    complete_node(step, it, iter, &call->ctx, &rs);
+    if (complete_node(step, it, call->item, iter, &call->ctx, &rs)) /* else the debugger parked it: kept */
+        tide__iter_item_done(step, iter, &rs);
     free(call);
-    tide__iter_item_done(step, iter, &rs);
     run_loop(step, &rs);
     rs_free(&rs);
 }
@@ -415,15 +441,20 @@ void tide__exec_async_done(struct tide_exec_item *item, struct tide_step *step, 
         tide__pool_submit(pool_of(step, call->item), async_resume, call);
 }
 
-static void run_node(tide_step *step, const tide_exec_item *it, int k, tide_iter *iter, ready_stack *rs)
+/* checked: the debugger's before-check was made already (a resumed execution). */
+static void run_node(tide_step *step, const tide_exec_item *it, int k, tide_iter *iter, ready_stack *rs, bool checked)
 {
     if (step->tracing)
         iter->timings[it->local].start_ns = tide__now_ns();
     if (should_skip(step) ||
         (step->control_flow && !it->sees_dead && atomic_load_explicit(&iter->dead[it->local], memory_order_relaxed))) {
+        if (__builtin_expect(step->debugging, 0))
+            tide__debug_state(step, k, TIDE_DEBUG_SKIPPED);
         skip_item(step, it, iter, rs);
         return;
     }
+    if (__builtin_expect(step->debugging, 0) && !checked && tide__debug_before(step, it, k, iter))
+        return; /* parked: resumed by tide__run_resumed */
     if (it->async) {
         start_async(step, it, k, iter);
         return;
@@ -439,10 +470,20 @@ static void run_node(tide_step *step, const tide_exec_item *it, int k, tide_iter
     tide_kernel_ctx ctx = {.kn = &it->kn, .inputs = iter->slots + it->input_base, .outputs = outs,
                            .step = step, .iter = iter};
     tide__kernel_ctx_returned(&ctx, it->device->ops->compute(it->device, &it->kn.kernel->spec, &ctx));
-    complete_node(step, it, iter, &ctx, rs);
+    bool completed = complete_node(step, it, k, iter, &ctx, rs); /* parked: debug_step.c copied outs */
     if (outs != local)
         free(outs);
-    tide__iter_item_done(step, iter, rs);
+    if (completed)
+        tide__iter_item_done(step, iter, rs);
+}
+
+void tide__run_resumed(tide_step *step, int k, tide_iter *iter)
+{
+    ready_stack rs;
+    rs_init(&rs);
+    run_node(step, &step->plan->items[k], k, iter, &rs, true);
+    run_loop(step, &rs);
+    rs_free(&rs);
 }
 
 static void run_virtual(tide_step *step, const tide_exec_item *it, tide_iter *iter, ready_stack *rs)
@@ -470,13 +511,25 @@ static void run_virtual(tide_step *step, const tide_exec_item *it, tide_iter *it
     tide__iter_item_done(step, iter, rs);
 }
 
+void tide__finish_resumed(tide_step *step, parked *p)
+{
+    const tide_exec_item *it = &step->plan->items[p->item];
+    ready_stack rs;
+    rs_init(&rs);
+    p->ctx.outputs = p->outs;
+    deliver_outputs(step, it, p->item, p->iter, &p->ctx, TIDE_OK, &rs);
+    tide__iter_item_done(step, p->iter, &rs);
+    run_loop(step, &rs);
+    rs_free(&rs);
+}
+
 static void run_loop(tide_step *step, ready_stack *rs)
 {
     while (rs->n > 0) {
         ready_item r = rs->items[--rs->n];
         const tide_exec_item *it = &step->plan->items[r.item];
         if (it->kind == ITEM_NODE)
-            run_node(step, it, r.item, r.iter, rs);
+            run_node(step, it, r.item, r.iter, rs, false);
         else
             run_virtual(step, it, r.iter, rs);
     }
@@ -621,11 +674,20 @@ static void run_roots(tide_step *step)
     rs_free(&rs);
     /* Then it helps with queued work rather than sleep while pool threads may be descheduled
      * (with one device only: several keep their work on their own threads). */
-    while (!step->multi_device && !atomic_load(&step->finished_all) && tide__pool_run_pending(step->pool))
+    while (!step->multi_device && !atomic_load(&step->finished_all) &&
+           !(step->debugging && __atomic_load_n(&step->parked_head, __ATOMIC_ACQUIRE)) &&
+           tide__pool_run_pending(step->pool))
         ;
     pthread_mutex_lock(&step->lock);
-    while (!step->done)
+    while (!step->done) {
+        if (step->parked_head) { /* the debugger stopped the step: the user's turn, on this thread */
+            pthread_mutex_unlock(&step->lock);
+            tide__debug_present(step);
+            pthread_mutex_lock(&step->lock);
+            continue;
+        }
         pthread_cond_wait(&step->cond, &step->lock);
+    }
     pthread_mutex_unlock(&step->lock);
 }
 
@@ -638,13 +700,16 @@ tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tid
     tide_step step = {.args = a, .plan = p, .pool = a->engine->pool, .control_flow = p->control_flow};
     step.tracing = a->info.tracing; /* the caller's opts->trace, or an observer's wants_trace */
     step.observing = step.tracing || a->num_observers > 0;
+    atomic_init(&step.deadline_ns, 0);
     if (a->opts && a->opts->timeout_ms > 0)
-        step.deadline_ns = a->opts->timeout_ms > (INT64_MAX - tide__now_ns()) / 1000000LL
-                               ? INT64_MAX /* a timeout of centuries: none */
-                               : tide__now_ns() + a->opts->timeout_ms * 1000000LL;
+        atomic_store(&step.deadline_ns, a->opts->timeout_ms > (INT64_MAX - tide__now_ns()) / 1000000LL
+                                            ? INT64_MAX /* a timeout of centuries: none */
+                                            : tide__now_ns() + a->opts->timeout_ms * 1000000LL);
     step.err = tide_error_new();
-    if (!root_init(&step) || !step.err) {
+    step.debugging = a->debugger.entry != NULL;
+    if (!root_init(&step) || !step.err || (step.debugging && !tide__debug_init(&step))) {
         root_free(&step);
+        tide__debug_free(&step);
         tide_error_free(step.err);
         return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory starting a run");
     }
@@ -671,6 +736,7 @@ tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tid
     if (stats)
         *stats = step.tracing ? collect_stats(&step) : NULL;
     tide__frames_step_end(&step);
+    tide__debug_free(&step);
     root_free(&step);
     pthread_mutex_destroy(&step.lock);
     pthread_cond_destroy(&step.cond);

@@ -21,6 +21,7 @@
 #include <stdatomic.h>
 
 #include "tide.h"
+#include "tide_debug.h"
 #include "tide_op.h"
 
 #define TIDE_UNUSED(x) ((void)(x))
@@ -443,6 +444,27 @@ void tide__observer_leave(const tide_observer_slot *slot);
     } while (0)
 /* Drops the engine's observers (tide_engine_free). */
 void tide__observers_free(tide_engine *e);
+/* The entries themselves (observers.c), which the debugger shares: new (refcount 1), retain, release;
+ * retire marks one removed and waits until no call of it runs but the caller's own; enter/leave
+ * bracket one call (enter false: removed, make no call). */
+tide_observer_entry *tide__entry_new(void);
+void tide__entry_retain(tide_observer_entry *entry);
+void tide__entry_release(tide_observer_entry *entry);
+void tide__entry_retire(tide_observer_entry *entry);
+bool tide__entry_enter(tide_observer_entry *entry);
+void tide__entry_leave(tide_observer_entry *entry);
+
+/* The debugger attached to an engine, as the engine holds it and each run's snapshot copies it
+ * (debug.c; entry NULL: none). */
+typedef struct tide_debugger_slot {
+    int id;
+    tide_debugger d;
+    tide_observer_entry *entry;
+} tide_debugger_slot;
+
+/* A run's copy of the engine's debugger (slot->entry NULL when none); release it when the run ends. */
+void tide__debugger_snapshot(tide_engine *e, tide_debugger_slot *slot);
+void tide__debugger_release(tide_debugger_slot *slot);
 
 struct tide_engine {
     tide_threadpool *pool;
@@ -454,6 +476,9 @@ struct tide_engine {
     tide_observer_slot *observers;   /* copy-on-write array, readers take a snapshot */
     int num_observers, next_observer_id;
     atomic_int observers_version;
+    tide_debugger_slot debugger;     /* under observers_lock; entry NULL when none attached */
+    int next_debugger_id;
+    atomic_int debugger_version;     /* bumped when it changes: plans ask `watches` again */
     atomic_int live_sessions;
     struct tide_rendezvous *rendezvous; /* where _Send and _Recv of cross-device edges meet (rendezvous.h) */
     struct tide_cost_table *cost_table; /* measured node times for placement (placement.h) */

@@ -67,6 +67,58 @@ static int own_calls(const tide_observer_entry *entry)
     return n;
 }
 
+/* ---------------------------------------------------------------- entries, also the debugger's */
+
+tide_observer_entry *tide__entry_new(void)
+{
+    tide_observer_entry *entry = calloc(1, sizeof *entry);
+    if (entry)
+        atomic_init(&entry->refs, 1);
+    return entry;
+}
+
+void tide__entry_retain(tide_observer_entry *entry)
+{
+    if (entry)
+        atomic_fetch_add(&entry->refs, 1);
+}
+
+void tide__entry_release(tide_observer_entry *entry) { entry_release(entry); }
+
+/* Marks the entry removed and waits until no call of it runs (but this thread's own). */
+void tide__entry_retire(tide_observer_entry *entry)
+{
+    atomic_store(&entry->removed, true);
+    int own = own_calls(entry);
+    for (int spins = 0; atomic_load(&entry->calls) > own; spins++) {
+        if (spins < 100)
+            sched_yield();
+        else
+            nanosleep(&(struct timespec){0, 50000}, NULL);
+    }
+}
+
+bool tide__entry_enter(tide_observer_entry *entry)
+{
+    atomic_fetch_add(&entry->calls, 1);
+    if (atomic_load(&entry->removed)) {
+        atomic_fetch_sub(&entry->calls, 1);
+        return false;
+    }
+    if (num_calling < MAX_NESTED_CALLS)
+        calling[num_calling] = entry;
+    num_calling++;
+    return true;
+}
+
+void tide__entry_leave(tide_observer_entry *entry)
+{
+    num_calling--;
+    atomic_fetch_sub(&entry->calls, 1);
+}
+
+/* ---------------------------------------------------------------- observers */
+
 void tide_engine_remove_observer(tide_engine *e, int id)
 {
     tide_observer_entry *entry = NULL;
@@ -83,14 +135,7 @@ void tide_engine_remove_observer(tide_engine *e, int id)
     pthread_mutex_unlock(&e->observers_lock);
     if (!entry)
         return;
-    atomic_store(&entry->removed, true);
-    int own = own_calls(entry);
-    for (int spins = 0; atomic_load(&entry->calls) > own; spins++) {
-        if (spins < 100)
-            sched_yield();
-        else
-            nanosleep(&(struct timespec){0, 50000}, NULL);
-    }
+    tide__entry_retire(entry);
     entry_release(entry);
 }
 
@@ -129,22 +174,5 @@ void tide__observers_release(tide_observer_slot *slots, int num)
     free(slots);
 }
 
-bool tide__observer_enter(const tide_observer_slot *slot)
-{
-    tide_observer_entry *entry = slot->entry;
-    atomic_fetch_add(&entry->calls, 1);
-    if (atomic_load(&entry->removed)) {
-        atomic_fetch_sub(&entry->calls, 1);
-        return false;
-    }
-    if (num_calling < MAX_NESTED_CALLS)
-        calling[num_calling] = entry;
-    num_calling++;
-    return true;
-}
-
-void tide__observer_leave(const tide_observer_slot *slot)
-{
-    num_calling--;
-    atomic_fetch_sub(&slot->entry->calls, 1);
-}
+bool tide__observer_enter(const tide_observer_slot *slot) { return tide__entry_enter(slot->entry); }
+void tide__observer_leave(const tide_observer_slot *slot) { tide__entry_leave(slot->entry); }

@@ -1013,6 +1013,7 @@ tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feed
         }
         pthread_mutex_unlock(&g->lock);
         b.plan->observers_version = -1;
+        b.plan->debugger_version = -1;
     }
     free(b.node_item);
     free(b.order);
@@ -1069,6 +1070,22 @@ void tide__plan_free(tide_plan *p)
     free_names(p->target_names, p->num_targets);
     free(p->key);
     free(p);
+}
+
+void tide__plan_update_debugger(tide_plan *p, tide_engine *e, const tide_debugger_slot *d)
+{
+    int version = atomic_load(&e->debugger_version);
+    if (__atomic_load_n(&p->debugger_version, __ATOMIC_ACQUIRE) == version || !tide__entry_enter(d->entry))
+        return;
+    pthread_mutex_lock(&e->observers_lock); /* one refresh at a time (the plan is shared by steps) */
+    for (int k = 0; p->debugger_version != version && k < p->num_items; k++) {
+        tide_exec_item *it = &p->items[k];
+        bool watched = it->kind == ITEM_NODE && (!d->d.watches || d->d.watches(d->d.user, it->node));
+        atomic_store_explicit(&it->debug_watched, watched, memory_order_relaxed);
+    }
+    __atomic_store_n(&p->debugger_version, version, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&e->observers_lock);
+    tide__entry_leave(d->entry);
 }
 
 void tide__plan_update_observers(tide_plan *p, tide_engine *e)

@@ -207,6 +207,9 @@ static tide_status run_with_error(tide_session *s, const tide_run_options *opts,
                              .target_names = (const char *const *)p->target_names,
                              .tracing = opts && opts->trace};
     tide__observers_snapshot(s->engine, &a.observers, &a.num_observers);
+    tide__debugger_snapshot(s->engine, &a.debugger);
+    if (a.debugger.entry)
+        tide__plan_update_debugger(p, s->engine, &a.debugger);
     for (int o = 0; o < a.num_observers && !a.info.tracing; o++)
         if (a.observers[o].obs.wants_trace && tide__observer_enter(&a.observers[o])) {
             a.info.tracing = a.observers[o].obs.wants_trace(a.observers[o].obs.user, &a.info);
@@ -220,6 +223,7 @@ static tide_status run_with_error(tide_session *s, const tide_run_options *opts,
     for (int o = 0; o < a.num_observers; o++)
         TIDE__OBSERVE(&a.observers[o], run_ended, &a.info, st, st == TIDE_OK ? "" : tide_error_message(err), wall);
     tide__observers_release(a.observers, a.num_observers);
+    tide__debugger_release(&a.debugger);
     return st;
 }
 

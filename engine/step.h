@@ -58,6 +58,19 @@ typedef struct ready_stack {
     ready_item local[64];
 } ready_stack;
 
+/* An execution the debugger parked (tide_debug.h): before its kernel ran, or after (its outputs made,
+ * its inputs still in their slots). The caller's thread presents it, then resumes it (debug_step.c). */
+typedef struct parked {
+    struct parked *next;
+    int item;
+    tide_iter *iter;
+    bool after;
+    tide_kernel_ctx ctx;           /* after: the kernel's context; outputs in outs */
+    tide_tensor **outs;
+    int64_t seq;
+    int64_t since_ns;              /* when it was parked (the deadline stands still meanwhile) */
+} parked;
+
 struct tide_step {
     const tide_step_args *args;
     const tide_plan *plan;
@@ -72,13 +85,22 @@ struct tide_step {
     tide_error *err;
     bool tracing, observing;
     bool multi_device;             /* items run on their devices' own threads (engine with several devices) */
-    int64_t deadline_ns;
+    atomic_llong deadline_ns;      /* 0: none; pushed back by the time spent stopped in the debugger */
     /* Frames (frames.c), under `lock`: timings of finished iterations, frame paths kept for them. */
     tide_node_timing *loop_timings;
     int num_loop_timings, cap_loop_timings;
     char **paths;
     int num_paths, cap_paths;
     atomic_int live_frames;        /* frame instances not yet freed (for the end-of-step check) */
+    /* The debugger (debug_step.c), when the run has one: one branch per node otherwise. */
+    bool debugging;
+    atomic_bool stepping;          /* stop before the next execution */
+    atomic_llong executions;       /* started so far (the events' seq) */
+    parked *parked_head, *parked_tail; /* waiting to be presented, under lock */
+    _Atomic unsigned char *states; /* per item: its tide_debug_node_state (latest execution) */
+    tide_tensor **latest;          /* per item output (latest_base[item] + i): the latest value, retained, under lock */
+    tide_exec_point *latest_at;    /* per item */
+    int *latest_base;
 };
 
 /* executor.c */
@@ -92,6 +114,29 @@ void tide__deliver(tide_step *step, const tide_exec_item *it, tide_tensor **outs
 /* One item of `iter` is finished. */
 void tide__iter_item_done(tide_step *step, tide_iter *iter, ready_stack *rs);
 void tide__step_fail(tide_step *step, tide_status code, const tide_error *err, const char *msg);
+
+/* debug_step.c: the debugger's side of a step. init/free: the state and value tables (false: out of
+ * memory). before: asked before an execution (true: parked; the caller stops there); after: asked after
+ * the kernel, before inputs are released and outputs delivered (true: parked with ctx's outputs).
+ * record: an execution ended (its outputs kept as the latest values). present: on the caller's
+ * thread, each parked execution in turn (false when none waited). */
+bool tide__debug_init(tide_step *step);
+void tide__debug_free(tide_step *step);
+bool tide__debug_before(tide_step *step, const tide_exec_item *it, int k, tide_iter *iter);
+bool tide__debug_after(tide_step *step, const tide_exec_item *it, int k, tide_iter *iter, tide_kernel_ctx *ctx,
+                       tide_tensor **outs);
+void tide__debug_record(tide_step *step, const tide_exec_item *it, int k, tide_iter *iter, tide_tensor **outs);
+bool tide__debug_present(tide_step *step);
+static inline void tide__debug_state(tide_step *step, int k, tide_debug_node_state s)
+{
+    atomic_store_explicit(&step->states[k], (unsigned char)s, memory_order_relaxed);
+}
+/* executor.c, for resuming parked executions: run item k (its before-check already made), or finish
+ * one parked after its kernel. */
+void tide__run_resumed(tide_step *step, int k, tide_iter *iter);
+/* The pool item k runs on (its device's threads with several devices). */
+tide_threadpool *tide__step_pool_of(const tide_step *step, int item);
+void tide__finish_resumed(tide_step *step, parked *p);
 
 /* frames.c: the frame instance's path ("while", "outer:3/inner"), kept until the step's stats go. */
 const char *tide__frame_path(const tide_frame *f);

@@ -6,6 +6,7 @@
  *   tide_data.h      file readers (IDX, NPY, CSV, Fashion-MNIST) and batching
  *   tide_registry.h  the registered ops' names, help and signatures (for bindings and docs)
  *   tide_control_flow.h  conditionals and loops in a graph: cond, while_loop, closing a loop
+ *   tide_debug.h     the step debugger's hook, the stopped step's view, tensor health summaries
  *
  * Writing ops and kernels is tide_op.h (it includes this header). Link with `pkg-config --libs tide`.
  */
@@ -14,6 +15,7 @@
 
 #include "tide_control_flow.h"
 #include "tide_core.h"
+#include "tide_debug.h"
 #include "tide_data.h"
 #include "tide_registry.h"
 #include "tide_train.h"

@@ -1,0 +1,147 @@
+/* debug.c — the debugger an engine holds (tide_debug.h): attaching and detaching it (detaching waits
+ * for its callbacks in flight, with the observers' entries: observers.c), the copy each run takes, and
+ * health summaries of tensors (DebugNumericSummary), computed on the caller's thread in one pass. */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+int tide_engine_attach_debugger(tide_engine *e, const tide_debugger *d, tide_error *err)
+{
+    if (!e || !d || !d->check || !d->paused) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "attach_debugger: the engine, the debugger, its check and "
+                       "its paused callbacks must be given");
+        return 0;
+    }
+    tide_observer_entry *entry = tide__entry_new();
+    if (!entry) {
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+        return 0;
+    }
+    pthread_mutex_lock(&e->observers_lock);
+    tide_debugger_slot old = e->debugger;
+    int id = ++e->next_debugger_id;
+    e->debugger = (tide_debugger_slot){id, *d, entry};
+    atomic_fetch_add(&e->debugger_version, 1);
+    pthread_mutex_unlock(&e->observers_lock);
+    if (old.entry) { /* replaced: as if detached */
+        tide__entry_retire(old.entry);
+        tide__entry_release(old.entry);
+    }
+    return id;
+}
+
+void tide_engine_detach_debugger(tide_engine *e, int id)
+{
+    if (!e)
+        return;
+    pthread_mutex_lock(&e->observers_lock);
+    tide_debugger_slot old = {0};
+    if (e->debugger.entry && e->debugger.id == id) {
+        old = e->debugger;
+        e->debugger = (tide_debugger_slot){0};
+        atomic_fetch_add(&e->debugger_version, 1);
+    }
+    pthread_mutex_unlock(&e->observers_lock);
+    if (old.entry) {
+        tide__entry_retire(old.entry);
+        tide__entry_release(old.entry);
+    }
+}
+
+void tide_engine_debugger_changed(tide_engine *e)
+{
+    if (e)
+        atomic_fetch_add(&e->debugger_version, 1);
+}
+
+void tide__debugger_snapshot(tide_engine *e, tide_debugger_slot *slot)
+{
+    *slot = (tide_debugger_slot){0};
+    if (!__atomic_load_n(&e->debugger.entry, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&e->observers_lock);
+    *slot = e->debugger;
+    tide__entry_retain(slot->entry);
+    pthread_mutex_unlock(&e->observers_lock);
+}
+
+void tide__debugger_release(tide_debugger_slot *slot)
+{
+    tide__entry_release(slot->entry);
+    *slot = (tide_debugger_slot){0};
+}
+
+const char *tide_debug_node_state_name(tide_debug_node_state s)
+{
+    static const char *const names[] = {"not in this step", "waiting", "ready", "running", "done", "stopped here",
+                                        "skipped"};
+    return (int)s >= 0 && (size_t)s < sizeof names / sizeof names[0] ? names[s] : "?";
+}
+
+/* ---------------------------------------------------------------- health summaries */
+
+typedef struct health_acc {
+    int64_t nan, neg_inf, pos_inf, negative, zero, positive, finite;
+    double min, max, sum, sumsq;
+} health_acc;
+
+/* One pass over n values of type T (float or double): the counts without branches on the common path,
+ * min, max and sums over the finite values. */
+#define HEALTH_LOOP(T, data, n, acc)                                                              \
+    do {                                                                                          \
+        const T *v_ = (const T *)(data);                                                          \
+        for (int64_t i_ = 0; i_ < (n); i_++) {                                                    \
+            double x_ = (double)v_[i_];                                                           \
+            if (isfinite(x_)) {                                                                   \
+                (acc)->negative += x_ < 0;                                                        \
+                (acc)->zero += x_ == 0;                                                           \
+                (acc)->positive += x_ > 0;                                                        \
+                (acc)->min = x_ < (acc)->min ? x_ : (acc)->min;                                   \
+                (acc)->max = x_ > (acc)->max ? x_ : (acc)->max;                                   \
+                (acc)->sum += x_;                                                                 \
+                (acc)->sumsq += x_ * x_;                                                          \
+                (acc)->finite++;                                                                  \
+            } else if (isnan(x_)) {                                                               \
+                (acc)->nan++;                                                                     \
+            } else if (x_ < 0) {                                                                  \
+                (acc)->neg_inf++;                                                                 \
+            } else {                                                                              \
+                (acc)->pos_inf++;                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+    } while (0)
+
+bool tide_tensor_health(const tide_tensor *t, tide_health *h)
+{
+    memset(h, 0, sizeof *h);
+    if (!t || t == tide__dead || t->dtype == TIDE_STRING || t->dtype == TIDE_INVALID_DTYPE)
+        return false;
+    int64_t n = t->num_elements;
+    health_acc a = {.min = INFINITY, .max = -INFINITY};
+    const void *data = n ? tide_tensor_data(t) : NULL;
+    if (t->dtype == TIDE_FLOAT32)
+        HEALTH_LOOP(float, data, n, &a);
+    else if (t->dtype == TIDE_FLOAT64)
+        HEALTH_LOOP(double, data, n, &a);
+    else /* the others through a conversion per element: float16, bfloat16, integers, bool, complex (real part) */
+        for (int64_t i = 0; i < n; i++) {
+            double x = tide_tensor_get_f64(t, i);
+            HEALTH_LOOP(double, &x, 1, &a);
+        }
+    h->elements = n;
+    h->nan = a.nan;
+    h->neg_inf = a.neg_inf;
+    h->pos_inf = a.pos_inf;
+    h->negative = a.negative;
+    h->zero = a.zero;
+    h->positive = a.positive;
+    if (a.finite > 0) {
+        h->min = a.min;
+        h->max = a.max;
+        h->mean = a.sum / (double)a.finite;
+        double var = a.sumsq / (double)a.finite - h->mean * h->mean;
+        h->std = var > 0 ? sqrt(var) : 0;
+    }
+    return true;
+}

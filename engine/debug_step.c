@@ -1,0 +1,324 @@
+/* debug_step.c — the debugger's side of a running step (tide_debug.h; the executor calls in from
+ * executor.c): the checks before and after an execution, parking an execution, presenting a stop to
+ * the debugger on the caller's thread and resuming, each node's state, the latest value of every output
+ * produced so far, and overriding a value at a stop.
+ *
+ *   check says PAUSE -> parked (queued under the step's lock, state "stopped here")
+ *     -> the caller's thread (waiting in run_roots) takes it: paused() -> resume / step / abort
+ *     -> the execution goes on on its device's threads: its kernel (parked before) or the delivery of
+ *        its outputs (parked after); the deadline is pushed back by the time spent stopped.
+ *
+ * Only steps run with a debugger attached come here (step->debugging): the rest of the executor pays
+ * one branch per node for it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "step.h"
+
+struct tide_debug_step {
+    tide_step *step;
+    parked *at;
+};
+
+bool tide__debug_init(tide_step *step)
+{
+    const tide_plan *p = step->plan;
+    step->states = calloc((size_t)p->num_items + 1, sizeof *step->states);
+    step->latest_base = malloc(sizeof(int) * ((size_t)p->num_items + 1));
+    step->latest_at = calloc((size_t)p->num_items + 1, sizeof *step->latest_at);
+    if (!step->states || !step->latest_base || !step->latest_at)
+        return false;
+    int total = 0;
+    for (int k = 0; k < p->num_items; k++) {
+        step->latest_base[k] = total;
+        total += p->items[k].kind == ITEM_NODE ? p->items[k].kn.num_outputs : 0;
+        atomic_init(&step->states[k], (unsigned char)(p->items[k].initial_pending == 0 && p->items[k].frame == 0
+                                                          ? TIDE_DEBUG_READY : TIDE_DEBUG_WAITING));
+    }
+    step->latest = calloc((size_t)total + 1, sizeof *step->latest);
+    atomic_init(&step->stepping, false);
+    atomic_init(&step->executions, 0);
+    return step->latest != NULL;
+}
+
+void tide__debug_free(tide_step *step)
+{
+    if (step->latest) {
+        const tide_plan *p = step->plan;
+        for (int k = 0; k < p->num_items; k++)
+            for (int i = 0; p->items[k].kind == ITEM_NODE && i < p->items[k].kn.num_outputs; i++)
+                tide_tensor_release(step->latest[step->latest_base[k] + i]);
+    }
+    free(step->states);
+    free(step->latest);
+    free(step->latest_base);
+    free(step->latest_at);
+    step->states = NULL;
+    step->latest = NULL;
+    step->latest_base = NULL;
+    step->latest_at = NULL;
+}
+
+static tide_exec_point point_of(const tide_iter *iter)
+{
+    return (tide_exec_point){iter->frame ? tide__frame_path(iter->frame) : "", iter->n};
+}
+
+/* The event of an execution; inputs and outputs into the arrays given (dead ones NULL). */
+static tide_debug_event event_of(const tide_step *step, const tide_exec_item *it, const tide_iter *iter, bool after,
+                                 int64_t seq, tide_tensor **outs, const tide_tensor **in, const tide_tensor **out)
+{
+    for (int i = 0; i < it->num_inputs; i++) {
+        tide_tensor *t = iter->slots[it->input_base + i];
+        in[i] = t == tide__dead ? NULL : t;
+    }
+    for (int i = 0; after && i < it->kn.num_outputs; i++)
+        out[i] = outs[i] == tide__dead ? NULL : outs[i];
+    return (tide_debug_event){&step->args->info, it->node, it->device->name, point_of(iter), after, seq,
+                              it->num_inputs, in, after ? it->kn.num_outputs : 0, after ? out : NULL};
+}
+
+static tide_debug_action ask(tide_step *step, const tide_exec_item *it, const tide_iter *iter, bool after,
+                             int64_t seq, tide_tensor **outs)
+{
+    const tide_debugger_slot *d = &step->args->debugger;
+    int ni = it->num_inputs, no = after ? it->kn.num_outputs : 0;
+    const tide_tensor *local[16], **in = ni + no <= 16 ? local : malloc(sizeof *in * (size_t)(ni + no + 1));
+    if (!in || !tide__entry_enter(d->entry)) {
+        if (in != local)
+            free(in);
+        return TIDE_DEBUG_CONTINUE;
+    }
+    tide_debug_event ev = event_of(step, it, iter, after, seq, outs, in, in + ni);
+    tide_debug_action a = d->d.check(d->d.user, &ev);
+    tide__entry_leave(d->entry);
+    if (in != local)
+        free(in);
+    return a;
+}
+
+static void park(tide_step *step, parked *p)
+{
+    p->since_ns = tide__now_ns();
+    tide__debug_state(step, p->item, TIDE_DEBUG_STOPPED);
+    pthread_mutex_lock(&step->lock);
+    if (step->parked_tail)
+        step->parked_tail->next = p;
+    else
+        __atomic_store_n(&step->parked_head, p, __ATOMIC_RELEASE);
+    step->parked_tail = p;
+    pthread_cond_signal(&step->cond); /* the caller's thread presents it */
+    pthread_mutex_unlock(&step->lock);
+}
+
+static bool act(tide_step *step, tide_debug_action a, parked *p)
+{
+    if (a == TIDE_DEBUG_ABORT)
+        tide__step_fail(step, TIDE_CANCELLED, NULL, "aborted in the debugger");
+    if (a != TIDE_DEBUG_PAUSE)
+        return false;
+    park(step, p);
+    return true;
+}
+
+bool tide__debug_before(tide_step *step, const tide_exec_item *it, int k, tide_iter *iter)
+{
+    int64_t seq = atomic_fetch_add_explicit(&step->executions, 1, memory_order_relaxed) + 1;
+    tide__debug_state(step, k, TIDE_DEBUG_RUNNING);
+    bool stepped = atomic_load_explicit(&step->stepping, memory_order_relaxed) &&
+                   atomic_exchange(&step->stepping, false);
+    if (!stepped && !atomic_load_explicit(&it->debug_watched, memory_order_relaxed))
+        return false;
+    tide_debug_action a = stepped ? TIDE_DEBUG_PAUSE : ask(step, it, iter, false, seq, NULL);
+    if (a != TIDE_DEBUG_PAUSE)
+        return act(step, a, NULL);
+    parked *p = calloc(1, sizeof *p);
+    if (!p)
+        return false; /* out of memory: no stop, the run goes on */
+    *p = (parked){.item = k, .iter = iter, .seq = seq};
+    return act(step, a, p);
+}
+
+bool tide__debug_after(tide_step *step, const tide_exec_item *it, int k, tide_iter *iter, tide_kernel_ctx *ctx,
+                       tide_tensor **outs)
+{
+    if (!atomic_load_explicit(&it->debug_watched, memory_order_relaxed))
+        return false;
+    int64_t seq = atomic_load_explicit(&step->executions, memory_order_relaxed);
+    tide_debug_action a = ask(step, it, iter, true, seq, outs);
+    if (a != TIDE_DEBUG_PAUSE)
+        return act(step, a, NULL);
+    parked *p = calloc(1, sizeof *p);
+    tide_tensor **copy = p ? malloc(sizeof *copy * ((size_t)it->kn.num_outputs + 1)) : NULL;
+    if (!copy) {
+        free(p);
+        return false;
+    }
+    memcpy(copy, outs, sizeof *copy * (size_t)it->kn.num_outputs); /* the parked execution owns them now */
+    *p = (parked){.item = k, .iter = iter, .after = true, .ctx = *ctx, .outs = copy, .seq = seq};
+    p->ctx.outputs = copy;
+    return act(step, a, p);
+}
+
+void tide__debug_record(tide_step *step, const tide_exec_item *it, int k, tide_iter *iter, tide_tensor **outs)
+{
+    pthread_mutex_lock(&step->lock);
+    for (int i = 0; i < it->kn.num_outputs; i++) {
+        tide_tensor **slot = &step->latest[step->latest_base[k] + i];
+        tide_tensor_release(*slot);
+        *slot = tide_tensor_retain(outs[i]);
+    }
+    step->latest_at[k] = point_of(iter);
+    pthread_mutex_unlock(&step->lock);
+}
+
+/* ---------------------------------------------------------------- presenting a stop */
+
+static void resume_task(void *arg)
+{
+    parked *p = arg;
+    tide_step *step = (tide_step *)p->ctx.step; /* set for every parked execution (present) */
+    if (p->after)
+        tide__finish_resumed(step, p);
+    else
+        tide__run_resumed(step, p->item, p->iter);
+    free(p->outs);
+    free(p);
+}
+
+bool tide__debug_present(tide_step *step)
+{
+    pthread_mutex_lock(&step->lock);
+    parked *p = step->parked_head;
+    if (p) {
+        __atomic_store_n(&step->parked_head, p->next, __ATOMIC_RELEASE);
+        if (!p->next)
+            step->parked_tail = NULL;
+    }
+    pthread_mutex_unlock(&step->lock);
+    if (!p)
+        return false;
+    const tide_exec_item *it = &step->plan->items[p->item];
+    const tide_debugger_slot *d = &step->args->debugger;
+    tide_debug_command cmd = TIDE_DEBUG_RESUME;
+    if (tide__entry_enter(d->entry)) {
+        int ni = it->num_inputs, no = p->after ? it->kn.num_outputs : 0;
+        const tide_tensor **in = malloc(sizeof *in * (size_t)(ni + no + 1));
+        if (in) {
+            tide_debug_event ev = event_of(step, it, p->iter, p->after, p->seq, p->outs, in, in + ni);
+            tide_debug_step view = {step, p};
+            cmd = d->d.paused(d->d.user, &view, &ev);
+            free(in);
+        }
+        tide__entry_leave(d->entry);
+    }
+    int64_t deadline = atomic_load(&step->deadline_ns); /* the clock stood still while stopped */
+    if (deadline && deadline < INT64_MAX - (tide__now_ns() - p->since_ns))
+        atomic_store(&step->deadline_ns, deadline + (tide__now_ns() - p->since_ns));
+    if (cmd == TIDE_DEBUG_ABORT_RUN)
+        tide__step_fail(step, TIDE_CANCELLED, NULL, "aborted in the debugger");
+    else if (cmd == TIDE_DEBUG_STEP)
+        atomic_store(&step->stepping, true);
+    tide__debug_state(step, p->item, p->after ? TIDE_DEBUG_RUNNING : TIDE_DEBUG_READY);
+    p->ctx.step = step;
+    tide__pool_submit(tide__step_pool_of(step, p->item), resume_task, p);
+    return true;
+}
+
+/* ---------------------------------------------------------------- the stopped step, for the debugger */
+
+static int item_of(const tide_step *step, const tide_node *node)
+{
+    const tide_plan *p = step->plan;
+    for (int k = 0; node && k < p->num_items; k++) {
+        const tide_exec_item *it = &p->items[k];
+        if (it->kind != ITEM_NODE)
+            continue;
+        if (it->node == node)
+            return k;
+        for (int t = 0; t < it->num_twins; t++) /* merged into it by CSE: its values are this item's */
+            if (it->twins[t] == node)
+                return k;
+    }
+    return -1;
+}
+
+const tide_run_info *tide_debug_step_run(const tide_debug_step *s) { return &s->step->args->info; }
+int64_t tide_debug_step_executions(const tide_debug_step *s) { return atomic_load(&s->step->executions); }
+
+tide_debug_node_state tide_debug_step_node_state(const tide_debug_step *s, const tide_node *node)
+{
+    int k = item_of(s->step, node);
+    return k < 0 ? TIDE_DEBUG_NOT_IN_STEP : (tide_debug_node_state)atomic_load(&s->step->states[k]);
+}
+
+tide_status tide_debug_step_value(const tide_debug_step *s, const tide_node *node, int output, tide_tensor **value,
+                                  tide_exec_point *at, tide_error *err)
+{
+    *value = NULL;
+    tide_step *step = s->step;
+    int k = item_of(step, node);
+    if (!node || k < 0)
+        return tide_error_set(err, TIDE_NOT_FOUND, "'%s' does not run in this step", node ? node->name : "(null)");
+    if (output < 0 || output >= step->plan->items[k].kn.num_outputs)
+        return tide_error_set(err, TIDE_OUT_OF_RANGE, "'%s' has %d outputs, not an output %d", node->name,
+                              step->plan->items[k].kn.num_outputs, output);
+    tide_tensor *v = NULL;
+    if (s->at && s->at->after && s->at->item == k) { /* stopped right after it: its fresh outputs */
+        v = s->at->outs[output];
+        if (at)
+            *at = point_of(s->at->iter);
+        v = tide_tensor_retain(v);
+    } else {
+        pthread_mutex_lock(&step->lock);
+        v = tide_tensor_retain(step->latest[step->latest_base[k] + output]);
+        if (at)
+            *at = step->latest_at[k];
+        pthread_mutex_unlock(&step->lock);
+    }
+    if (!v)
+        return tide_error_set(err, TIDE_NOT_FOUND, "'%s:%d' has not been computed yet in this step (%s)", node->name,
+                              output, tide_debug_node_state_name(tide_debug_step_node_state(s, node)));
+    if (v == tide__dead)
+        return tide_error_set(err, TIDE_FAILED_PRECONDITION, "'%s:%d' is dead in this step (a branch not taken)",
+                              node->name, output);
+    *value = v;
+    return TIDE_OK;
+}
+
+tide_status tide_debug_step_set_value(tide_debug_step *s, const tide_node *node, int output, tide_tensor *value,
+                                      tide_error *err)
+{
+    parked *p = s->at;
+    tide_step *step = s->step;
+    if (!p || !node || !value)
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "set_value: no stop, node or value");
+    const tide_exec_item *it = &step->plan->items[p->item];
+    tide_tensor **slot = NULL;
+    if (p->after && item_of(step, node) == p->item) { /* an output of the node stopped after */
+        if (output >= 0 && output < it->kn.num_outputs)
+            slot = &p->outs[output];
+    } else if (!p->after) { /* an input of the node stopped before, named by its producer */
+        for (int i = 0; i < it->num_inputs && !slot; i++)
+            if (it->node->inputs[i].node == node && it->node->inputs[i].index == output)
+                slot = &p->iter->slots[it->input_base + i];
+    }
+    if (!slot)
+        return tide_error_set(err, TIDE_FAILED_PRECONDITION, "cannot set '%s:%d' here: only an output of the node the "
+                              "step stopped after, or a value the node it stopped before reads ('%s', stopped %s)",
+                              node->name, output, it->node->name, p->after ? "after it ran" : "before it runs");
+    if (*slot && *slot != tide__dead && tide_tensor_dtype(*slot) != tide_tensor_dtype(value))
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "'%s:%d' is %s; the value given is %s", node->name, output,
+                              tide_dtype_name(tide_tensor_dtype(*slot)), tide_dtype_name(tide_tensor_dtype(value)));
+    tide_tensor_release(*slot);
+    *slot = tide_tensor_retain(value);
+    if (p->after) { /* what :print shows from now on */
+        pthread_mutex_lock(&step->lock);
+        tide_tensor **latest = &step->latest[step->latest_base[p->item] + output];
+        tide_tensor_release(*latest);
+        *latest = tide_tensor_retain(value);
+        pthread_mutex_unlock(&step->lock);
+    }
+    return TIDE_OK;
+}

@@ -1,0 +1,441 @@
+/* test_debugger.c — the engine side of the step debugger (tide_debug.h): stopping after a node, the
+ * states of the other nodes at the stop, reading and overriding values (the fetched result reflects
+ * the override), stepping node by node, aborting, the deadline standing still while stopped, other
+ * branches running on while one is stopped, two devices (no deadlock with _Send/_Recv), a stop at one
+ * iteration of a loop, detaching while callbacks run, and health summaries against counts made here. */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/graph_util.h"
+
+static tide_output O(tide_node *n) { return (tide_output){n, 0}; }
+
+static tide_node *op2(tide_graph *g, const char *op, const char *name, tide_output a, tide_output b)
+{
+    tide_node_builder *nb = tide_node_builder_new(g, op, name);
+    tide_node_builder_add_input(nb, a);
+    tide_node_builder_add_input(nb, b);
+    return gu_finish(nb);
+}
+
+static float item(const tide_tensor *t) { return t ? *(const float *)tide_tensor_data(t) : NAN; }
+
+static void sleep_ms(int ms) { nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL); }
+
+/* A scripted debugger: stop at `stop_at` (before or after, by name; "*" with stepping), and at the stop
+ * run `at_stop`, then answer `answer`. Records what it saw. */
+typedef struct script {
+    const char *stop_at;
+    bool after;
+    int64_t at_iteration;        /* -1: any */
+    tide_debug_command answer;
+    int steps_left;              /* answer STEP this many times, then `answer` */
+    void (*at_stop)(struct script *s, tide_debug_step *step, const tide_debug_event *ev);
+    tide_graph *g;
+    /* seen */
+    pthread_mutex_t lock;
+    int checks, stops;
+    char stopped_names[16][64];
+    int64_t stopped_iterations[16];
+    bool ok;
+    int delay_ms;                /* in check: stay a while (for detaching under way) */
+} script;
+
+static bool watches_all(void *user, const tide_node *n)
+{
+    (void)user;
+    (void)n;
+    return true;
+}
+
+static tide_debug_action check(void *user, const tide_debug_event *ev)
+{
+    script *s = user;
+    pthread_mutex_lock(&s->lock);
+    s->checks++;
+    pthread_mutex_unlock(&s->lock);
+    if (s->delay_ms)
+        sleep_ms(s->delay_ms);
+    bool hit = s->stop_at && strcmp(tide_node_name(ev->node), s->stop_at) == 0 && ev->after == s->after &&
+               (s->at_iteration < 0 || ev->at.iteration == s->at_iteration);
+    return hit ? TIDE_DEBUG_PAUSE : TIDE_DEBUG_CONTINUE;
+}
+
+static tide_debug_command paused(void *user, tide_debug_step *step, const tide_debug_event *ev)
+{
+    script *s = user;
+    if (s->stops < 16) {
+        snprintf(s->stopped_names[s->stops], 64, "%s%s", tide_node_name(ev->node), ev->after ? "+" : "");
+        s->stopped_iterations[s->stops] = ev->at.iteration;
+    }
+    s->stops++;
+    if (s->at_stop)
+        s->at_stop(s, step, ev);
+    if (s->steps_left > 0) {
+        s->steps_left--;
+        return TIDE_DEBUG_STEP;
+    }
+    return s->answer;
+}
+
+static int attach(script *s)
+{
+    pthread_mutex_init(&s->lock, NULL);
+    tide_debugger d = {.user = s, .watches = watches_all, .check = check, .paused = paused};
+    tide_error *err = tide_error_new();
+    int id = tide_engine_attach_debugger(th_engine(), &d, err);
+    CU_ASSERT(id > 0);
+    tide_error_free(err);
+    return id;
+}
+
+/* x = 2, h = x * 3 (6), y = h + 1 (7), z = y * y (49), w = x - 1 (1) (an independent branch) */
+typedef struct small {
+    tide_graph *g;
+    tide_node *x, *h, *y, *z, *w;
+} small;
+
+static small small_graph(void)
+{
+    small m = {tide_graph_new(), NULL, NULL, NULL, NULL, NULL};
+    m.x = gu_scalar_f32(m.g, "x", 2);
+    m.h = op2(m.g, "Mul", "h", O(m.x), O(gu_scalar_f32(m.g, "three", 3)));
+    m.y = op2(m.g, "Add", "y", O(m.h), O(gu_scalar_f32(m.g, "one", 1)));
+    m.z = op2(m.g, "Mul", "z", O(m.y), O(m.y));
+    m.w = op2(m.g, "Sub", "w", O(m.x), O(gu_scalar_f32(m.g, "one_w", 1)));
+    return m;
+}
+
+static small *current; /* the graph the at_stop functions look at */
+
+/* At the stop after h: h is stopped, its producers done, its consumers waiting; its value is 6; set
+ * it to 10. */
+static void inspect_and_override(script *s, tide_debug_step *step, const tide_debug_event *ev)
+{
+    s->ok = ev->after && ev->num_outputs == 1 && item(ev->outputs[0]) == 6.0f;
+    s->ok &= tide_debug_step_node_state(step, current->h) == TIDE_DEBUG_STOPPED;
+    s->ok &= tide_debug_step_node_state(step, current->x) == TIDE_DEBUG_DONE;
+    s->ok &= tide_debug_step_node_state(step, current->z) == TIDE_DEBUG_WAITING;
+    tide_tensor *v = NULL;
+    tide_exec_point at;
+    s->ok &= tide_debug_step_value(step, current->h, 0, &v, &at, NULL) == TIDE_OK && item(v) == 6.0f;
+    tide_tensor_release(v);
+    s->ok &= tide_debug_step_value(step, current->x, 0, &v, NULL, NULL) == TIDE_OK && item(v) == 2.0f;
+    tide_tensor_release(v);
+    tide_error *err = tide_error_new();
+    s->ok &= tide_debug_step_value(step, current->z, 0, &v, NULL, err) == TIDE_NOT_FOUND && !v;
+    s->ok &= strstr(tide_error_message(err), "not been computed yet") != NULL;
+    float ten = 10;
+    tide_tensor *t = th_f32(0, NULL, &ten);
+    s->ok &= tide_debug_step_set_value(step, current->h, 0, t, err) == TIDE_OK;
+    int32_t wrong = 1;
+    tide_tensor *i = th_i32(0, NULL, &wrong);
+    s->ok &= tide_debug_step_set_value(step, current->h, 0, i, err) == TIDE_INVALID_ARGUMENT; /* dtype */
+    s->ok &= tide_debug_step_set_value(step, current->z, 0, t, err) == TIDE_FAILED_PRECONDITION; /* not here */
+    s->ok &= tide_debug_step_value(step, current->h, 0, &v, NULL, NULL) == TIDE_OK && item(v) == 10.0f;
+    tide_tensor_release(v);
+    tide_tensor_release(t);
+    tide_tensor_release(i);
+    tide_error_free(err);
+}
+
+static void test_stop_inspect_override(void)
+{
+    small m = small_graph();
+    current = &m;
+    script s = {.stop_at = "h", .after = true, .at_iteration = -1, .at_stop = inspect_and_override};
+    int id = attach(&s);
+    tide_session *ses = tide_session_new(th_engine(), m.g, NULL, NULL);
+    tide_tensor *z = gu_fetch(ses, m.z);
+    CU_ASSERT_EQUAL(s.stops, 1);
+    CU_ASSERT_TRUE(s.ok);
+    CU_ASSERT_EQUAL(item(z), 121.0f); /* (10 + 1)^2: the override reached the consumers */
+    tide_tensor_release(z);
+    tide_engine_detach_debugger(th_engine(), id);
+    z = gu_fetch(ses, m.z); /* detached: no stop, the real value */
+    CU_ASSERT_EQUAL(item(z), 49.0f);
+    CU_ASSERT_EQUAL(s.stops, 1);
+    tide_tensor_release(z);
+    tide_session_free(ses);
+    tide_graph_free(m.g);
+}
+
+/* Stop before x, then step: every later execution stops once, in an order where a node comes after its
+ * inputs; overriding an input at a stop before its reader changes what the reader computes. */
+static void override_input(script *s, tide_debug_step *step, const tide_debug_event *ev)
+{
+    if (!ev->after && ev->node == current->y) {
+        float five = 5;
+        tide_tensor *t = th_f32(0, NULL, &five);
+        s->ok = tide_debug_step_set_value(step, current->h, 0, t, NULL) == TIDE_OK; /* what y reads */
+        tide_tensor_release(t);
+    }
+}
+
+static void test_stepping(void)
+{
+    small m = small_graph();
+    current = &m;
+    script s = {.stop_at = "h", .after = false, .at_iteration = -1, .steps_left = 100, .at_stop = override_input};
+    int id = attach(&s);
+    tide_session *ses = tide_session_new(th_engine(), m.g, NULL, NULL);
+    tide_output fetch[2] = {O(m.z), O(m.w)};
+    tide_tensor *out[2] = {0};
+    CU_ASSERT_EQUAL(tide_session_run(ses, NULL, NULL, 0, fetch, 2, out, NULL, 0, NULL, NULL), TIDE_OK);
+    CU_ASSERT_TRUE(s.ok);
+    CU_ASSERT_EQUAL(item(out[0]), 36.0f); /* y read 5 instead of 6: (5 + 1)^2 */
+    CU_ASSERT_EQUAL(item(out[1]), 1.0f);
+    /* The first stop is before h; then one stop per execution that starts after it. */
+    CU_ASSERT_STRING_EQUAL(s.stopped_names[0], "h");
+    int y_at = -1, z_at = -1;
+    for (int i = 0; i < s.stops && i < 16; i++) {
+        if (strcmp(s.stopped_names[i], "y") == 0)
+            y_at = i;
+        if (strcmp(s.stopped_names[i], "z") == 0)
+            z_at = i;
+    }
+    CU_ASSERT_TRUE(y_at > 0 && z_at > y_at);
+    tide_engine_detach_debugger(th_engine(), id);
+    for (int i = 0; i < 2; i++)
+        tide_tensor_release(out[i]);
+    tide_session_free(ses);
+    tide_graph_free(m.g);
+}
+
+static void test_abort(void)
+{
+    small m = small_graph();
+    script s = {.stop_at = "y", .after = true, .at_iteration = -1, .answer = TIDE_DEBUG_ABORT_RUN};
+    int id = attach(&s);
+    tide_session *ses = tide_session_new(th_engine(), m.g, NULL, NULL);
+    tide_error *err = tide_error_new();
+    tide_tensor *out = NULL;
+    tide_output o = O(m.z);
+    CU_ASSERT_EQUAL(tide_session_run(ses, NULL, NULL, 0, &o, 1, &out, NULL, 0, NULL, err), TIDE_CANCELLED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "aborted in the debugger"));
+    CU_ASSERT_PTR_NULL(out);
+    tide_engine_detach_debugger(th_engine(), id);
+    CU_ASSERT_EQUAL(tide_session_run(ses, NULL, NULL, 0, &o, 1, &out, NULL, 0, NULL, err), TIDE_OK);
+    tide_tensor_release(out);
+    tide_error_free(err);
+    tide_session_free(ses);
+    tide_graph_free(m.g);
+}
+
+/* A stop of 400 ms in a run with a 150 ms timeout: the clock stood still, the run succeeds. */
+static void linger(script *s, tide_debug_step *step, const tide_debug_event *ev)
+{
+    (void)s, (void)step, (void)ev;
+    sleep_ms(400);
+}
+
+/* While h is stopped, the independent branch w runs to the end. */
+static void wait_for_w(script *s, tide_debug_step *step, const tide_debug_event *ev)
+{
+    (void)ev;
+    for (int i = 0; i < 400 && tide_debug_step_node_state(step, current->w) != TIDE_DEBUG_DONE; i++)
+        sleep_ms(5);
+    s->ok = tide_debug_step_node_state(step, current->w) == TIDE_DEBUG_DONE;
+}
+
+static void test_deadline_and_other_branches(void)
+{
+    small m = small_graph();
+    current = &m;
+    script s = {.stop_at = "h", .after = true, .at_iteration = -1, .at_stop = linger};
+    int id = attach(&s);
+    tide_session *ses = tide_session_new(th_engine(), m.g, NULL, NULL);
+    tide_run_options opts = {.timeout_ms = 150};
+    tide_output fetch[2] = {O(m.z), O(m.w)};
+    tide_tensor *out[2] = {0};
+    tide_error *err = tide_error_new();
+    tide_status st = tide_session_run(ses, &opts, NULL, 0, fetch, 2, out, NULL, 0, NULL, err);
+    if (st != TIDE_OK)
+        fprintf(stderr, "deadline: %s\n", tide_error_message(err));
+    CU_ASSERT_EQUAL(st, TIDE_OK);
+    CU_ASSERT_EQUAL(item(out[0]), 49.0f);
+    for (int i = 0; i < 2; i++)
+        tide_tensor_release(out[i]);
+    s.at_stop = wait_for_w;
+    s.ok = false;
+    CU_ASSERT_EQUAL(tide_session_run(ses, NULL, NULL, 0, fetch, 2, out, NULL, 0, NULL, err), TIDE_OK);
+    CU_ASSERT_TRUE(s.ok);
+    for (int i = 0; i < 2; i++)
+        tide_tensor_release(out[i]);
+    tide_engine_detach_debugger(th_engine(), id);
+    tide_error_free(err);
+    tide_session_free(ses);
+    tide_graph_free(m.g);
+}
+
+/* Two devices: h on /cpu:1, its consumer y on /cpu:0 (a transfer waits for h while it is stopped). */
+static void test_two_devices(void)
+{
+    tide_engine_options o;
+    tide_engine_options_init(&o);
+    o.num_cpu_devices = 2;
+    tide_engine *e2 = tide_engine_new(&o, NULL);
+    tide_graph *g = tide_graph_new();
+    tide_node *x = gu_scalar_f32(g, "x", 2);
+    tide_graph_push_device(g, "/cpu:1");
+    tide_node *h = op2(g, "Mul", "h", O(x), O(gu_scalar_f32(g, "three", 3)));
+    tide_graph_pop_device(g);
+    tide_graph_push_device(g, "/cpu:0");
+    tide_node *y = op2(g, "Add", "y", O(h), O(gu_scalar_f32(g, "one", 1)));
+    tide_graph_pop_device(g);
+    script s = {.stop_at = "h", .after = true, .at_iteration = -1};
+    pthread_mutex_init(&s.lock, NULL);
+    tide_debugger d = {.user = &s, .watches = watches_all, .check = check, .paused = paused};
+    int id = tide_engine_attach_debugger(e2, &d, NULL);
+    tide_session *ses = tide_session_new(e2, g, NULL, NULL);
+    for (int run = 0; run < 3; run++) {
+        tide_tensor *v = gu_fetch(ses, y);
+        CU_ASSERT_EQUAL(item(v), 7.0f);
+        tide_tensor_release(v);
+    }
+    CU_ASSERT_EQUAL(s.stops, 3);
+    tide_engine_detach_debugger(e2, id);
+    tide_session_free(ses);
+    tide_graph_free(g);
+    tide_engine_free(e2);
+}
+
+/* A stop in the third iteration of a loop: the event and the value say iteration 2. */
+static tide_status lcond(tide_graph *g, void *user, const tide_output *v, int n, tide_output *pred, tide_error *err)
+{
+    (void)user, (void)n, (void)err;
+    *pred = O(op2(g, "Less", NULL, v[0], O(gu_scalar_f32(g, NULL, 5))));
+    return TIDE_OK;
+}
+
+static tide_status lbody(tide_graph *g, void *user, const tide_output *v, int n, tide_output *next, tide_error *err)
+{
+    (void)user, (void)n, (void)err;
+    next[0] = O(op2(g, "Add", "step", v[0], O(gu_scalar_f32(g, NULL, 1))));
+    return TIDE_OK;
+}
+
+static void value_in_loop(script *s, tide_debug_step *step, const tide_debug_event *ev)
+{
+    tide_tensor *v = NULL;
+    tide_exec_point at;
+    s->ok = tide_debug_step_value(step, ev->node, 0, &v, &at, NULL) == TIDE_OK && item(v) == 3.0f &&
+            at.iteration == 2 && strcmp(at.frame, "while") == 0;
+    tide_tensor_release(v);
+}
+
+static void test_stop_in_loop(void)
+{
+    tide_graph *g = tide_graph_new();
+    tide_output init = O(gu_scalar_f32(g, "zero", 0)), res;
+    CU_ASSERT_EQUAL(tide_while_loop(g, lcond, lbody, NULL, &init, 1, NULL, &res, NULL), TIDE_OK);
+    script s = {.stop_at = "while/step", .after = true, .at_iteration = 2, .at_stop = value_in_loop};
+    int id = attach(&s);
+    tide_session *ses = tide_session_new(th_engine(), g, NULL, NULL);
+    tide_tensor *v = gu_fetch(ses, res.node);
+    CU_ASSERT_EQUAL(item(v), 5.0f);
+    CU_ASSERT_EQUAL(s.stops, 1);
+    CU_ASSERT_EQUAL(s.stopped_iterations[0], 2);
+    CU_ASSERT_TRUE(s.ok);
+    tide_tensor_release(v);
+    tide_engine_detach_debugger(th_engine(), id);
+    tide_session_free(ses);
+    tide_graph_free(g);
+}
+
+/* Detaching while checks run: once detach returns, no check is running or will run. */
+typedef struct runner {
+    tide_session *s;
+    tide_node *fetch;
+    atomic_bool stop;
+} runner;
+
+static void *keep_running(void *arg)
+{
+    runner *r = arg;
+    while (!atomic_load(&r->stop)) {
+        tide_tensor *v = NULL;
+        tide_output o = O(r->fetch);
+        tide_session_run(r->s, NULL, NULL, 0, &o, 1, &v, NULL, 0, NULL, NULL);
+        tide_tensor_release(v);
+    }
+    return NULL;
+}
+
+static void test_detach_waits(void)
+{
+    small m = small_graph();
+    script s = {.at_iteration = -1, .delay_ms = 2};
+    int id = attach(&s);
+    runner r = {tide_session_new(th_engine(), m.g, NULL, NULL), m.z, false};
+    pthread_t t;
+    pthread_create(&t, NULL, keep_running, &r);
+    for (int seen = 0; seen < 5;) {
+        sleep_ms(1);
+        pthread_mutex_lock(&s.lock);
+        seen = s.checks;
+        pthread_mutex_unlock(&s.lock);
+    }
+    tide_engine_detach_debugger(th_engine(), id);
+    pthread_mutex_lock(&s.lock);
+    int after_detach = s.checks;
+    pthread_mutex_unlock(&s.lock);
+    sleep_ms(50);
+    pthread_mutex_lock(&s.lock);
+    CU_ASSERT_EQUAL(s.checks, after_detach);
+    pthread_mutex_unlock(&s.lock);
+    atomic_store(&r.stop, true);
+    pthread_join(t, NULL);
+    tide_session_free(r.s);
+    tide_graph_free(m.g);
+}
+
+static void test_health(void)
+{
+    float v[8] = {1, -2, 0, NAN, INFINITY, -INFINITY, 3, 0};
+    tide_tensor *t = th_f32(1, TH_DIMS(8), v);
+    tide_health h;
+    CU_ASSERT_TRUE(tide_tensor_health(t, &h));
+    CU_ASSERT_EQUAL(h.elements, 8);
+    CU_ASSERT_EQUAL(h.nan, 1);
+    CU_ASSERT_EQUAL(h.neg_inf, 1);
+    CU_ASSERT_EQUAL(h.pos_inf, 1);
+    CU_ASSERT_EQUAL(h.negative, 1);
+    CU_ASSERT_EQUAL(h.zero, 2);
+    CU_ASSERT_EQUAL(h.positive, 2);
+    CU_ASSERT_DOUBLE_EQUAL(h.min, -2, 0);
+    CU_ASSERT_DOUBLE_EQUAL(h.max, 3, 0);
+    double mean = (1 - 2 + 0 + 3 + 0) / 5.0, var = 0;
+    double finite[5] = {1, -2, 0, 3, 0};
+    for (int i = 0; i < 5; i++)
+        var += (finite[i] - mean) * (finite[i] - mean) / 5;
+    CU_ASSERT_DOUBLE_EQUAL(h.mean, mean, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(h.std, sqrt(var), 1e-9);
+    CU_ASSERT_TRUE(tide_health_bad(&h));
+    tide_tensor_release(t);
+    int32_t iv[3] = {-1, 0, 5};
+    t = th_i32(1, TH_DIMS(3), iv);
+    CU_ASSERT_TRUE(tide_tensor_health(t, &h));
+    CU_ASSERT_FALSE(tide_health_bad(&h));
+    CU_ASSERT_EQUAL(h.negative + h.zero + h.positive, 3);
+    tide_tensor_release(t);
+    double dv[2] = {NAN, 2};
+    t = th_f64(1, TH_DIMS(2), dv);
+    CU_ASSERT_TRUE(tide_tensor_health(t, &h) && h.nan == 1 && h.mean == 2);
+    tide_tensor_release(t);
+    CU_ASSERT_FALSE(tide_tensor_health(NULL, &h));
+}
+
+int main(void)
+{
+    static const th_test tests[] = {TH_TEST(test_stop_inspect_override), TH_TEST(test_stepping), TH_TEST(test_abort),
+                                    TH_TEST(test_deadline_and_other_branches), TH_TEST(test_two_devices),
+                                    TH_TEST(test_stop_in_loop), TH_TEST(test_detach_waits), TH_TEST(test_health),
+                                    TH_END};
+    return th_main("debugger", tests);
+}
