@@ -5,7 +5,7 @@
  *
  * FLOPs by op family (unknown dimensions and unknown ranks count as 1):
  *   MatMul                 2·m·n·k (k the inner dimension, after transpose_a)
- *   BatchMatMul            2·(output elements)·k
+ *   BatchMatMul(V2)        2·(output elements)·k
  *   Conv2D                 2·(output elements)·kh·kw·cin       (filter [kh, kw, cin, cout])
  *   Conv2DBackprop*        2·(out_backprop elements)·kh·kw·cin (the forward convolution's work)
  *   pooling (and grads)    (pooled elements)·kh·kw
@@ -130,6 +130,7 @@ static const kind_entry kinds[] = {
     {"AvgPool", KIND_POOL},
     {"AvgPoolGrad", KIND_POOL_GRAD},
     {"BatchMatMul", KIND_BATCH_MATMUL},
+    {"BatchMatMulV2", KIND_BATCH_MATMUL},
     {"BiasAddGrad", KIND_REDUCE},
     {"Const", KIND_FREE},
     {"Conv2D", KIND_CONV},

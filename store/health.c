@@ -71,11 +71,13 @@ void st_note_dropped(tide_store *s, st_kind kind, int64_t n, bool queue_full)
         atomic_fetch_add(&h->queue_full, n);
         pthread_mutex_lock(&h->lock);
         if (!h->latest_is_queue_full) {
-            char text[TIDE_STORE_MESSAGE_MAX];
+            char text[TIDE_STORE_MESSAGE_MAX], waited[64] = "";
+            if (s->opts.wait_ms > 0)
+                snprintf(waited, sizeof waited, " for %lld ms", (long long)s->opts.wait_ms);
             snprintf(text, sizeof text,
-                     "run log %s: the writer fell behind and its queue (%d records) was full: %s and other records "
+                     "run log %s: the writer fell behind and its queue (%d records) was full%s: %s and other records "
                      "were dropped",
-                     s->path, s->opts.queue_capacity, tide_store_record_kind_name((tide_store_record_kind)k));
+                     s->path, s->opts.queue_capacity, waited, tide_store_record_kind_name((tide_store_record_kind)k));
             set_message(h, text, true);
         }
         pthread_mutex_unlock(&h->lock);

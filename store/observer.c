@@ -1,8 +1,8 @@
 /* observer.c — the store's engine observers. Their callbacks run on the engine's threads (the
  * caller's for run_started/run_ended, executor threads for node_finished/tensor_produced), so they
  * only copy what they need into a record — computing a watched tensor's statistics on the way — and
- * push it on the store's bounded queue (st_push drops a data record when the queue is full, and lets a
- * run record wait for room). Before a run starts, the session's graph is logged if it changed
+ * push it on the store's bounded queue (st_push lets a record wait for room when the queue is full, and
+ * drops it, counted, when the writer made none in time). Before a run starts, the session's graph is logged if it changed
  * (graph_log.c). Every record that cannot be made (out of memory) is counted as lost. */
 #include <math.h>
 #include <stdio.h>
@@ -104,11 +104,17 @@ static bool is_summary(const tide_node *node)
     return strcmp(tide_node_op(node), "ScalarSummary") == 0;
 }
 
-/* Watched nodes, and every ScalarSummary (its value goes to the summaries table). */
+static bool is_image_summary(const tide_node *node)
+{
+    return strcmp(tide_node_op(node), "ImageSummary") == 0;
+}
+
+/* Watched nodes, every ScalarSummary (its value goes to the summaries table) and every ImageSummary
+ * (its images go to the tensors table, kind 'image'). */
 static bool wants_tensors(void *user, const tide_node *node)
 {
     st_attachment *a = user;
-    return is_summary(node) || st_is_watched(a->store, tide_node_name(node));
+    return is_summary(node) || is_image_summary(node) || st_is_watched(a->store, tide_node_name(node));
 }
 
 /* Statistics of the finite values (min, max, mean, population std, a histogram of ST_HIST_BINS
@@ -157,10 +163,10 @@ static char *tensor_stats(const tide_tensor *t, st_record *r)
     return json;
 }
 
-/* A tensors row: statistics, and the value when it fits under the cap. fetched: a fetched value
- * (kind 'fetched'), else a watched node's output. */
+/* A tensors row: statistics, and the value when it fits under the cap. kind: "watched" (a watched node's
+ * output), "fetched" (a fetched value) or "image" (an ImageSummary's images). */
 static void log_tensor(tide_store *s, const tide_run_info *run, const char *node, int output,
-                       const tide_tensor *value, bool fetched)
+                       const tide_tensor *value, const char *kind)
 {
     st_record *r = calloc(1, sizeof *r);
     if (!r) {
@@ -173,7 +179,7 @@ static void log_tensor(tide_store *s, const tide_run_info *run, const char *node
     r->step = run->step;
     r->u.tensor.node = st_strdup(node);
     r->u.tensor.output = output;
-    r->u.tensor.fetched = fetched;
+    r->u.tensor.kind = kind;
     tide_dtype dt = tide_tensor_dtype(value);
     r->u.tensor.dtype = st_strdup(tide_dtype_name(dt) ? tide_dtype_name(dt) : "invalid");
     char shape[TIDE_SHAPE_STR_MAX];
@@ -224,8 +230,10 @@ static void tensor_produced(void *user, const tide_run_info *run, const tide_nod
     st_attachment *a = user;
     if (is_summary(node))
         log_summary(a->store, run, node, value);
-    if (st_is_watched(a->store, tide_node_name(node)))
-        log_tensor(a->store, run, tide_node_name(node), output, value, false);
+    if (is_image_summary(node))
+        log_tensor(a->store, run, tide_node_name(node), output, value, "image");
+    else if (st_is_watched(a->store, tide_node_name(node)))
+        log_tensor(a->store, run, tide_node_name(node), output, value, "watched");
 }
 
 /* Every fetched value is logged (statistics; the value under the cap), named by its "node:index". */
@@ -242,7 +250,7 @@ static void tensor_fetched(void *user, const tide_run_info *run, int fetch, cons
         output = atoi(colon + 1);
         *colon = 0;
     }
-    log_tensor(a->store, run, node, output, value, true);
+    log_tensor(a->store, run, node, output, value, "fetched");
 }
 
 tide_observer st_run_observer(st_attachment *a)

@@ -243,6 +243,13 @@ static const named_query queries[] = {
          "ORDER BY t.step, t.run_id",
          0, NULL},
     [TIDE_STORE_Q_SESSION_IDS] = {"SESSION_IDS", 0, "SELECT id FROM sessions ORDER BY id", 0, NULL},
+    [TIDE_STORE_Q_IMAGE_SUMMARIES] =
+        {"IMAGE_SUMMARIES", 1, /* bare columns (shape, dtype) come from the row of max(run_id): the latest */
+         "SELECT t.node, (SELECT n.attrs FROM nodes n WHERE n.graph_id = (SELECT max(id) FROM graphs "
+         "WHERE session_id = ?1) AND n.name = t.node LIMIT 1) AS attrs, count(*) AS n, min(t.step), "
+         "max(t.step), max(t.run_id), t.shape, t.dtype FROM tensors t JOIN runs r ON r.id = t.run_id "
+         "WHERE r.session_id = ?1 AND t.kind = 'image' GROUP BY t.node ORDER BY t.node",
+         0, NULL},
     [TIDE_STORE_Q_TENSOR_HISTOGRAMS] =
         {"TENSOR_HISTOGRAMS", 3,
          "WITH s AS (SELECT CASE WHEN ?3 > 0 THEN ?3 ELSE (SELECT r.session_id FROM tensors t JOIN runs r "

@@ -15,7 +15,7 @@
 
 #define DEFAULT_QUEUE_CAPACITY 65536
 #define DEFAULT_QUEUE_BYTES ((size_t)256 << 20)
-#define DEFAULT_RUN_WAIT_MS 30000
+#define DEFAULT_WAIT_MS 30000
 #define DEFAULT_VALUE_CAP (1u << 20)
 #define DEFAULT_TRACE_EVERY 100
 #define BUSY_TIMEOUT_MS ST_BUSY_TIMEOUT_MS
@@ -182,42 +182,49 @@ size_t st_record_bytes(const st_record *r)
     return n;
 }
 
-/* Waits (lock held) until a run record fits, the store stops, or run_wait_ms passes; false when it
- * does not fit. After one wait in vain the next run records do not wait until the queue has room. */
-static bool wait_for_run_room(tide_store *s)
+/* Whether r fits in the queue now (lock held): run records and data records have room of their own. */
+static bool has_room(const tide_store *s, const st_record *r)
 {
-    int cap = s->opts.queue_capacity;
-    if (s->queued_runs < cap)
+    if (is_run_record(r))
+        return s->queued_runs < s->opts.queue_capacity;
+    return s->queued < s->opts.queue_capacity && s->queued_bytes + st_record_bytes(r) <= s->opts.queue_bytes;
+}
+
+/* Waits (lock held) until r fits, the store stops, or wait_ms passes; false when it does not fit. After
+ * one wait in vain, the next records of r's class (run or data) do not wait until the writer has
+ * emptied half of the queue (pop_batch), so a writer that is stuck costs one wait, not one per record.
+ * A data record bigger than the whole queue_bytes would never fit: it does not wait. */
+static bool wait_for_room(tide_store *s, const st_record *r)
+{
+    if (s->stop)
+        return false;
+    if (has_room(s, r))
         return true;
-    if (s->runs_behind || s->opts.run_wait_ms <= 0 || s->stop)
+    bool *behind = is_run_record(r) ? &s->runs_behind : &s->data_behind;
+    if (*behind || s->opts.wait_ms <= 0 || (!is_run_record(r) && st_record_bytes(r) > s->opts.queue_bytes))
         return false;
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
-    int64_t ns = deadline.tv_nsec + (s->opts.run_wait_ms % 1000) * 1000000LL;
-    deadline.tv_sec += (time_t)(s->opts.run_wait_ms / 1000 + ns / 1000000000LL);
+    int64_t ns = deadline.tv_nsec + (s->opts.wait_ms % 1000) * 1000000LL;
+    deadline.tv_sec += (time_t)(s->opts.wait_ms / 1000 + ns / 1000000000LL);
     deadline.tv_nsec = (long)(ns % 1000000000LL);
-    s->waiting_runs++;
-    while (s->queued_runs >= cap && !s->stop)
+    s->waiting++;
+    while (!has_room(s, r) && !s->stop)
         if (pthread_cond_timedwait(&s->room, &s->lock, &deadline) != 0)
             break;
-    s->waiting_runs--;
-    if (s->queued_runs < cap && !s->stop)
+    s->waiting--;
+    if (has_room(s, r) && !s->stop)
         return true;
-    s->runs_behind = true;
+    if (!s->stop)
+        *behind = true;
     return false;
 }
 
 void st_push(tide_store *s, st_record *r)
 {
     pthread_mutex_lock(&s->lock);
-    bool fits;
-    if (r->kind == ST_GRAPH)
-        fits = !s->stop; /* rare, and the runs that follow refer to it */
-    else if (is_run_record(r))
-        fits = wait_for_run_room(s);
-    else
-        fits = !s->stop && s->queued < s->opts.queue_capacity &&
-               s->queued_bytes + st_record_bytes(r) <= s->opts.queue_bytes;
+    bool fits = r->kind == ST_GRAPH ? !s->stop /* rare, and the runs that follow refer to it */
+                                    : wait_for_room(s, r);
     if (!fits) {
         bool stopping = s->stop;
         if (r->kind == ST_RUN_END && !stopping && s->num_lost_ends < ST_LOST_ENDS_MAX)
@@ -290,7 +297,7 @@ void tide_store_options_init(tide_store_options *opts)
 {
     opts->queue_capacity = DEFAULT_QUEUE_CAPACITY;
     opts->queue_bytes = DEFAULT_QUEUE_BYTES;
-    opts->run_wait_ms = DEFAULT_RUN_WAIT_MS;
+    opts->wait_ms = DEFAULT_WAIT_MS;
     opts->value_cap_bytes = DEFAULT_VALUE_CAP;
     opts->trace_every = DEFAULT_TRACE_EVERY;
 }
@@ -387,7 +394,7 @@ tide_store *tide_store_open(const char *path, const tide_store_options *opts, ti
             s->opts.queue_capacity = opts->queue_capacity;
         if (opts->queue_bytes > 0)
             s->opts.queue_bytes = opts->queue_bytes;
-        s->opts.run_wait_ms = opts->run_wait_ms > 0 ? opts->run_wait_ms : 0;
+        s->opts.wait_ms = opts->wait_ms > 0 ? opts->wait_ms : 0;
         s->opts.value_cap_bytes = opts->value_cap_bytes;
         s->opts.trace_every = opts->trace_every > 0 ? opts->trace_every : 0;
     }

@@ -8,10 +8,12 @@
  * engine's threads: they copy what they need into a record (tensor statistics are computed there),
  * push it on a bounded queue and return. One background writer thread per store owns the SQLite
  * connection and commits records in batched transactions (256 records or 50 ms each, up to 4,096 when
- * it falls behind). A full queue never grows memory without bound: a run's start and end records wait
- * for room (at most run_wait_ms: a run's row is not dropped because training is fast), the other
- * records (timings, tensors, summaries) are dropped. A crash loses what was not yet committed: at most
- * the last batch and the runs in flight (a run in flight is a runs row whose status is NULL).
+ * it falls behind). A full queue never grows memory without bound: a record that finds it full waits
+ * for room (at most wait_ms: nothing is dropped because training is fast or a traced run of a large
+ * graph has more timings than the queue holds; the engine slows down to the writer's pace), and is
+ * dropped (and reported) only when the writer made no room in that time. A crash loses what was not
+ * yet committed: at most the last batch and the runs in flight (a run in flight is a runs row whose
+ * status is NULL).
  *
  * Nothing is lost silently. Every record that does not reach the file (dropped from a full queue,
  * lost with a transaction that failed: a full disk, a read-only file, a trigger that refuses it...)
@@ -56,8 +58,10 @@ typedef struct tide_store_options {
                                many run records; 0: 65536 */
     size_t queue_bytes;     /* the most bytes the waiting data records may hold (tensor values...);
                                0: 256 MiB */
-    int64_t run_wait_ms;    /* how long a run's start or end record waits for room in a full queue
-                               before it is dropped (and reported); default 30000; 0: never waits */
+    int64_t wait_ms;        /* how long a record waits for room in a full queue before it is dropped
+                               (and reported); default 30000; 0: never waits. After a wait in vain
+                               the next records drop at once until the writer has emptied half the
+                               queue */
     size_t value_cap_bytes; /* a watched tensor's value is stored when its byte size <= this;
                                default 1 MiB; 0: never (statistics only) */
     int64_t trace_every;    /* the logging policy for per-node timings: trace the runs whose session
@@ -65,7 +69,7 @@ typedef struct tide_store_options {
                                caller traces itself; default 100; 0: only the caller's */
 } tide_store_options;
 
-/* Fills the defaults (queue_capacity 65536, queue_bytes 256 MiB, run_wait_ms 30 s, value_cap_bytes
+/* Fills the defaults (queue_capacity 65536, queue_bytes 256 MiB, wait_ms 30 s, value_cap_bytes
  * 1 MiB, trace_every 100). The default
  * policy keeps the log small during long training: every run's row, the watched tensors'
  * statistics (and small values) every step, per-node timings every 100th step. */

@@ -77,7 +77,7 @@ typedef struct st_record {
             int64_t nan_count, inf_count;
             void *value; /* NULL: not stored */
             size_t value_len;
-            bool fetched; /* a fetched tensor (else a watched node's output) */
+            const char *kind; /* tensors.kind: "watched", "fetched" or "image" (static text) */
         } tensor;
         struct { /* ST_SUMMARY */
             char *tag;
@@ -138,15 +138,16 @@ struct tide_store {
     sqlite3 *db; /* used only by the writer thread once it has started */
     tide_store_options opts;
 
-    pthread_mutex_t lock; /* guards the queue, paused, stop, runs_behind, and every st_sync */
+    pthread_mutex_t lock; /* guards the queue, paused, stop, the behind flags, and every st_sync */
     pthread_cond_t nonempty, done, room;
     st_record *head, *tail;
     int queued;           /* data records in the queue (timings, tensors, summaries) */
     int queued_runs;      /* run records in the queue (starts and ends) */
     size_t queued_bytes;  /* the data records' approximate size */
     int syncs_queued;     /* synchronous records in the queue (the writer stops lingering) */
-    int waiting_runs;     /* run records waiting for room (st_push) */
-    bool runs_behind;     /* a run record waited run_wait_ms in vain: the next ones do not wait */
+    int waiting;          /* records waiting for room (st_push) */
+    bool runs_behind;     /* a run record waited wait_ms in vain: the next ones do not wait */
+    bool data_behind;     /* a data record waited wait_ms in vain: the next ones do not wait */
     bool stop, paused;
     pthread_t writer;
     bool writer_started;
@@ -172,9 +173,9 @@ struct tide_store {
 
 /* store.c */
 void st_record_free(st_record *r);
-/* Queues r. A data record (timing, tensor, summary) is dropped (freed, counted and reported) when the
- * queue is full; a run record waits up to opts.run_wait_ms for room first; a graph record is never
- * dropped (it is rare, and the runs that follow refer to it). */
+/* Queues r. A run record (start, end) or data record (timing, tensor, summary) that finds the queue
+ * full waits up to opts.wait_ms for room, then is dropped (freed, counted and reported); a graph
+ * record is never dropped (it is rare, and the runs that follow refer to it). */
 void st_push(tide_store *s, st_record *r);
 /* Queues a synchronous record and waits for the writer to process it; returns sync->id (-1 with err
  * set on failure). st_push_sync queues without waiting; st_wait_sync waits. */

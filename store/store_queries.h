@@ -106,6 +106,10 @@ typedef enum tide_store_query_id {
      * nan_count, inf_count, histogram (the JSON array of counts in equal bins from min to max over the
      * finite elements; NULL when none), one row per run in step order. */
     TIDE_STORE_Q_TENSOR_HISTOGRAMS = 26,
+    /* (session): node, attrs (the ImageSummary node's, in the session's latest graph; NULL when not
+     * there), count, first_step, last_step, last_run, shape and dtype (of the latest): one row per
+     * ImageSummary node whose images the session logged (tensors of kind 'image'), by node name. */
+    TIDE_STORE_Q_IMAGE_SUMMARIES = 27,
 } tide_store_query_id;
 
 /* Runs query id on the log at path with params (num_params of them, the query's) and keeps up to

@@ -409,7 +409,7 @@ static bool write_tensor(writer *w, st_record *r, int64_t run)
     bind_text(st, 13, r->u.tensor.histogram);
     if (r->u.tensor.value)
         sqlite3_bind_blob64(st, 14, r->u.tensor.value, r->u.tensor.value_len, SQLITE_STATIC);
-    bind_text(st, 15, r->u.tensor.fetched ? "fetched" : "watched");
+    bind_text(st, 15, r->u.tensor.kind);
     return done(w, st, "inserting a tensor");
 }
 
@@ -645,7 +645,7 @@ static bool wants_batch_now(const tide_store *s)
 }
 
 /* Pops a batch (synchronous records included): ST_BATCH_MIN records, up to ST_BATCH_MAX when the writer
- * is behind. Called with the lock held; makes room for the run records that wait. */
+ * is behind. Called with the lock held; makes room for the records that wait. */
 static st_record *pop_batch(tide_store *s)
 {
     int limit = s->queued + s->queued_runs > ST_BATCH_MIN ? ST_BATCH_MAX : ST_BATCH_MIN;
@@ -668,7 +668,9 @@ static st_record *pop_batch(tide_store *s)
     last->next = NULL;
     if (s->runs_behind && s->queued_runs < s->opts.queue_capacity / 2)
         s->runs_behind = false;
-    if (s->waiting_runs)
+    if (s->data_behind && s->queued < s->opts.queue_capacity / 2 && s->queued_bytes < s->opts.queue_bytes / 2)
+        s->data_behind = false;
+    if (s->waiting)
         pthread_cond_broadcast(&s->room);
     return first;
 }

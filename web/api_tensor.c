@@ -1,7 +1,7 @@
 /* api_tensor.c — the endpoints about logged tensors: /api/tensors (what a session logged),
  * /api/tensor (one output's statistics at a step), /api/tensor/values (its stored value, paged) and
- * /api/tensor/histograms (its histograms over steps, for TensorBoard's distributions and histograms);
- * api_curves.c has /api/tensor/history. docs/web.md has the JSON shapes.
+ * /api/tensor/histograms (its histograms over steps, for TensorBoard's distributions and histograms)
+ * and /api/images (the image summaries a session logged); api_curves.c has /api/tensor/history. docs/web.md has the JSON shapes.
  *
  * /api/tensor and /api/tensor/values decode the logged record with tide_store_query_tensor (the value
  * bit-equal to what the run produced); elements are written row-major, non-finite numbers as the
@@ -299,6 +299,76 @@ void web_api_tensor_histograms(web_request *rq, web_reply *out)
     tide_json_int(&j, n);
     tide_json_key(&j, "sampled");
     tide_json_bool(&j, kept < n);
+    tide_json_end_object(&j);
+    tide_store_table_free(t);
+    web_reply_builder(out, &j);
+}
+
+/* ---------------------------------------------------------------- image summaries */
+
+/* The tag of an ImageSummary from its attrs text ('tag="in\"put", max_images=3'): unescaped into buf. */
+static const char *attr_tag(const char *attrs, char *buf, size_t size)
+{
+    const char *p = attrs ? strstr(attrs, "tag=\"") : NULL;
+    size_t n = 0;
+    for (p = p ? p + 5 : NULL; p && *p && *p != '"' && n + 1 < size; p++) {
+        if (*p == '\\' && p[1])
+            p++;
+        buf[n++] = *p;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+/* A shape column's text ("[2, 8, 8, 1]") as a JSON array (it is one). */
+static void write_shape_text(tide_json *j, const char *text)
+{
+    size_t n = text ? strlen(text) : 0;
+    if (n >= 2 && text[0] == '[' && text[n - 1] == ']' && strspn(text + 1, "0123456789, ") == n - 2)
+        tide_json_raw(j, text);
+    else
+        tide_json_null(j);
+}
+
+/* /api/images: the image summaries a session logged: {"session","images":[{"tag","node","count",
+ * "first_step","last_step","shape","dtype"}]}. */
+void web_api_images(web_request *rq, web_reply *out)
+{
+    int64_t session;
+    if (!web_arg_session(rq, out, &session))
+        return;
+    char b[24];
+    const char *p[] = {web_itoa(b, session)};
+    tide_store_table *t = web_query(rq, out, TIDE_STORE_Q_IMAGE_SUMMARIES, p, 1, 10000);
+    if (!t)
+        return;
+    static const char *const counts[] = {"count", "first_step", "last_step"};
+    char tag[512];
+    tide_json j;
+    tide_json_init(&j);
+    tide_json_begin_object(&j);
+    tide_json_key(&j, "session");
+    tide_json_int(&j, session);
+    tide_json_key(&j, "images");
+    tide_json_begin_array(&j);
+    for (int r = 0; r < tide_store_table_num_rows(t); r++) {
+        const char *node = tide_store_table_cell(t, r, 0);
+        tide_json_begin_object(&j);
+        tide_json_key(&j, "tag");
+        tide_json_string(&j, tide_store_table_is_null(t, r, 1) ? node : attr_tag(tide_store_table_cell(t, r, 1), tag, sizeof tag));
+        tide_json_key(&j, "node");
+        tide_json_string(&j, node);
+        for (int k = 0; k < 3; k++) {
+            tide_json_key(&j, counts[k]);
+            tide_json_int(&j, strtoll(tide_store_table_cell(t, r, 2 + k), NULL, 10));
+        }
+        tide_json_key(&j, "shape");
+        write_shape_text(&j, tide_store_table_cell(t, r, 6));
+        tide_json_key(&j, "dtype");
+        tide_json_string(&j, tide_store_table_cell(t, r, 7));
+        tide_json_end_object(&j);
+    }
+    tide_json_end_array(&j);
     tide_json_end_object(&j);
     tide_store_table_free(t);
     web_reply_builder(out, &j);

@@ -381,6 +381,7 @@ static const struct route {
     {"/api/tensor/values", web_api_tensor_values},
     {"/api/tensor/history", web_api_tensor_history},
     {"/api/tensor/histograms", web_api_tensor_histograms},
+    {"/api/images", web_api_images},
     {"/api/scalars", web_api_scalars},
     {"/api/scalar", web_api_scalar},
     {"/api/compare", web_api_compare},

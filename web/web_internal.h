@@ -195,6 +195,7 @@ void web_api_tensor(web_request *rq, web_reply *out);
 void web_api_tensor_values(web_request *rq, web_reply *out);
 void web_api_tensor_history(web_request *rq, web_reply *out);
 void web_api_tensor_histograms(web_request *rq, web_reply *out);
+void web_api_images(web_request *rq, web_reply *out);
 void web_api_compare(web_request *rq, web_reply *out);
 
 /* A tensor's rows over steps (query q with its params; column 0 the session), or NULL with the reply

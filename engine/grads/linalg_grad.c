@@ -1,6 +1,7 @@
-/* linalg_grad.c — gradient functions of MatMul (every transpose combination), BatchMatMul (batch
+/* linalg_grad.c — gradient functions of MatMul (every transpose combination), BatchMatMulV2 (batch
  * dimensions broadcast, so each gradient is summed back over the batch dimensions its operand was
- * stretched along), MatrixInverse and MatrixDeterminant, with TensorFlow's formulas:
+ * stretched along), BatchMatMul (equal batch dimensions: products of the same op), MatrixInverse
+ * and MatrixDeterminant, with TensorFlow's formulas:
  *   C = A B:         dA = dC B^T, dB = A^T dC (transposes folded into the MatMul attrs)
  *   Y = A^-1:        dA = -Y^T dY Y^T        (with adjoint: Y = A^-T, dA = -Y dY^T Y)
  *   d = det(A):      dA = dd * d * A^-T
@@ -8,13 +9,14 @@
  * conjugates). */
 #include "grad_util.h"
 
-/* Names of the transpose attrs of MatMul and BatchMatMul. */
+/* Names of the transpose attrs of MatMul and the batch products. */
 typedef struct product_op {
     const char *op, *ta, *tb;
 } product_op;
 
 static const product_op MATMUL = {"MatMul", "transpose_a", "transpose_b"};
-static const product_op BATCH_MATMUL = {"BatchMatMul", "adj_x", "adj_y"};
+static const product_op BATCH_MATMUL = {"BatchMatMulV2", "adj_x", "adj_y"};
+static const product_op BATCH_MATMUL_V1 = {"BatchMatMul", "adj_x", "adj_y"};
 
 static tide_output product(tide_grad_ctx *ctx, const product_op *p, tide_output a, bool ta, tide_output b,
                            bool tb)
@@ -48,12 +50,14 @@ static void product_grads(tide_grad_ctx *ctx, const product_op *p, tide_output *
     }
 }
 
-static tide_status matmul_grad(tide_grad_ctx *ctx)
+/* MatMul, and BatchMatMul (x, y and the output have the same batch dimensions, so the gradients
+ * are batch products of the same op, TensorFlow's gradient, with nothing to sum). */
+static tide_status same_op_product_grad(tide_grad_ctx *ctx, const product_op *p)
 {
     tide_output da = {0}, db = {0};
     if (!real_only(ctx))
         return tide_grad_status(ctx);
-    product_grads(ctx, &MATMUL, &da, &db);
+    product_grads(ctx, p, &da, &db);
     if (da.node)
         tide_grad_set_dx(ctx, 0, da);
     if (db.node)
@@ -61,10 +65,16 @@ static tide_status matmul_grad(tide_grad_ctx *ctx)
     return tide_grad_status(ctx);
 }
 
+static tide_status matmul_grad(tide_grad_ctx *ctx) { return same_op_product_grad(ctx, &MATMUL); }
+static tide_status batch_matmul_grad(tide_grad_ctx *ctx)
+{
+    return same_op_product_grad(ctx, &BATCH_MATMUL_V1);
+}
+
 /* As MatMul, then each gradient (of the broadcast batch shape) is summed back to its operand's
  * batch shape: the full gradient has the operand's last two dims, so unbroadcasting the operand
  * against the gradient itself picks exactly the stretched batch axes. */
-static tide_status batch_matmul_grad(tide_grad_ctx *ctx)
+static tide_status batch_matmul_v2_grad(tide_grad_ctx *ctx)
 {
     tide_output da = {0}, db = {0};
     if (!real_only(ctx))
@@ -107,6 +117,7 @@ static tide_status matrix_determinant_grad(tide_grad_ctx *ctx)
 static void register_linalg_gradients(void)
 {
     tide_gradient_register("MatMul", matmul_grad);
+    tide_gradient_register("BatchMatMulV2", batch_matmul_v2_grad);
     tide_gradient_register("BatchMatMul", batch_matmul_grad);
     tide_gradient_register("MatrixInverse", matrix_inverse_grad);
     tide_gradient_register("MatrixDeterminant", matrix_determinant_grad);

@@ -60,6 +60,20 @@ static tide_status div_grad(tide_grad_ctx *ctx)
     return set_binary(ctx, gx, gy);
 }
 
+/* z = DivNoNan(x, y) (TensorFlow's gradient): dx = DivNoNan(dz, y), dy = dz * DivNoNan(DivNoNan(-x, y),
+ * y); both 0 where y is 0. */
+static tide_status div_no_nan_grad(tide_grad_ctx *ctx)
+{
+    tide_output gx = NONE, gy = NONE;
+    if (tide_grad_wants(ctx, 0))
+        gx = tide_grad_op2(ctx, "DivNoNan", DY(0), X(1));
+    if (tide_grad_wants(ctx, 1)) {
+        tide_output q = tide_grad_op2(ctx, "DivNoNan", tide_grad_op1(ctx, "Neg", X(0)), X(1));
+        gy = tide_grad_op2(ctx, "Mul", DY(0), tide_grad_op2(ctx, "DivNoNan", q, X(1)));
+    }
+    return set_binary(ctx, gx, gy);
+}
+
 /* z = x^y: dx = dz * y * x^(y-1); dy = dz * z * log(x) where x > 0 and 0 elsewhere (TensorFlow's
  * convention). log is only taken of positive values, so no NaN is ever computed. */
 static tide_status pow_grad(tide_grad_ctx *ctx)
@@ -196,27 +210,58 @@ static tide_status square_grad(tide_grad_ctx *ctx)
     return set_scaled(ctx, tide_grad_op2(ctx, "Mul", X(0), scalar_like(ctx, X(0), 2)));
 }
 
-/* y = sqrt(x): dx = dy * 0.5 / y. */
-static tide_status sqrt_grad(tide_grad_ctx *ctx)
-{
-    tide_output half_dy = tide_grad_op2(ctx, "Mul", DY(0), scalar_like(ctx, X(0), 0.5));
-    tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "Div", half_dy, Y(0)));
-    return tide_grad_status(ctx);
-}
-
-/* y = x^-1/2: dx = dy * -0.5 * y^3. */
-static tide_status rsqrt_grad(tide_grad_ctx *ctx)
-{
-    tide_output y3 = tide_grad_op2(ctx, "Mul", tide_grad_op1(ctx, "Square", Y(0)), Y(0));
-    return set_scaled(ctx, tide_grad_op2(ctx, "Mul", y3, scalar_like(ctx, X(0), -0.5)));
-}
-
-/* y = 1 / x: dx = -dy * y^2. */
-static tide_status reciprocal_grad(tide_grad_ctx *ctx)
+/* Sqrt, Rsqrt, Reciprocal and Inv: dx = SqrtGrad(y, dy), RsqrtGrad(y, dy), ReciprocalGrad(y, dy),
+ * InvGrad(y, dy), the gradient ops TensorFlow's own gradients emit. */
+static tide_status output_gradient_op(tide_grad_ctx *ctx, const char *op)
 {
     if (!real_only(ctx))
         return tide_grad_status(ctx);
-    return set_scaled(ctx, tide_grad_op1(ctx, "Neg", tide_grad_op1(ctx, "Square", Y(0))));
+    tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, op, Y(0), DY(0)));
+    return tide_grad_status(ctx);
+}
+
+static tide_status sqrt_grad(tide_grad_ctx *ctx) { return output_gradient_op(ctx, "SqrtGrad"); }
+static tide_status rsqrt_grad(tide_grad_ctx *ctx) { return output_gradient_op(ctx, "RsqrtGrad"); }
+static tide_status reciprocal_grad(tide_grad_ctx *ctx) { return output_gradient_op(ctx, "ReciprocalGrad"); }
+static tide_status inv_grad(tide_grad_ctx *ctx) { return output_gradient_op(ctx, "InvGrad"); }
+
+/* Second order (TensorFlow's formulas), a = y the forward output, b = dy, dz the gradient into the
+ * op's output z:
+ *   SqrtGrad        z = 0.5 b / a:    da = -(dz / a) * z,      db = 0.5 * dz / a
+ *   RsqrtGrad       z = -0.5 b a^3:   da = -1.5 * dz * b * a^2, db = RsqrtGrad(a, dz)
+ *   ReciprocalGrad  z = -a^2 b:       da = -2 * dz * b * a,    db = ReciprocalGrad(a, dz) */
+static tide_status sqrt_grad_grad(tide_grad_ctx *ctx)
+{
+    tide_output ga = tide_grad_op2(ctx, "RealDiv", DY(0), X(0));
+    if (tide_grad_wants(ctx, 0))
+        tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "Mul", tide_grad_op1(ctx, "Neg", ga), Y(0)));
+    if (tide_grad_wants(ctx, 1))
+        tide_grad_set_dx(ctx, 1, tide_grad_op2(ctx, "Mul", scalar_like(ctx, ga, 0.5), ga));
+    return tide_grad_status(ctx);
+}
+
+static tide_status rsqrt_grad_grad(tide_grad_ctx *ctx)
+{
+    tide_output a = X(0), b = X(1), dz = DY(0);
+    if (tide_grad_wants(ctx, 0)) {
+        tide_output g = tide_grad_op2(ctx, "Mul", tide_grad_op2(ctx, "Mul", scalar_like(ctx, a, -1.5), dz), b);
+        tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "Mul", g, tide_grad_op1(ctx, "Square", a)));
+    }
+    if (tide_grad_wants(ctx, 1))
+        tide_grad_set_dx(ctx, 1, tide_grad_op2(ctx, "RsqrtGrad", a, dz));
+    return tide_grad_status(ctx);
+}
+
+static tide_status reciprocal_grad_grad(tide_grad_ctx *ctx)
+{
+    tide_output a = X(0), b = X(1), dz = DY(0);
+    if (tide_grad_wants(ctx, 0)) {
+        tide_output g = tide_grad_op2(ctx, "Mul", tide_grad_op2(ctx, "Mul", dz, scalar_like(ctx, a, -2)), b);
+        tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "Mul", g, a));
+    }
+    if (tide_grad_wants(ctx, 1))
+        tide_grad_set_dx(ctx, 1, tide_grad_op2(ctx, tide_node_op(tide_grad_node(ctx)), a, dz));
+    return tide_grad_status(ctx);
 }
 
 static tide_status exp_grad(tide_grad_ctx *ctx) { return set_scaled(ctx, Y(0)); }
@@ -307,7 +352,10 @@ static void register_math_gradients(void)
         {"AddV2", add_grad},       {"RealDiv", div_grad},     {"FloorMod", floor_mod_grad},
         {"Mod", truncate_mod_grad}, {"TruncateMod", truncate_mod_grad},
         {"SquaredDifference", squared_difference_grad},
-        {"Reciprocal", reciprocal_grad}, {"Inv", reciprocal_grad},
+        {"Reciprocal", reciprocal_grad}, {"Inv", inv_grad},
+        {"SqrtGrad", sqrt_grad_grad}, {"RsqrtGrad", rsqrt_grad_grad},
+        {"ReciprocalGrad", reciprocal_grad_grad}, {"InvGrad", reciprocal_grad_grad},
+        {"DivNoNan", div_no_nan_grad},
         {"ClipByValue", clip_by_value_grad},
     };
     register_gradients(table, COUNT_OF(table));
@@ -317,10 +365,10 @@ static void register_math_gradients(void)
      * (variables and their updates, the optimizers' fused updates included). */
     static const char *const not_differentiable[] = {
         "Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual",
-        "LogicalAnd", "LogicalOr", "LogicalNot", "FloorDiv", "TruncateDiv",
+        "LogicalAnd", "LogicalOr", "LogicalNot", "IsNan", "IsInf", "IsFinite", "FloorDiv", "TruncateDiv",
         "Floor", "Ceil", "Round", "Rint",
         "RandomUniform", "RandomNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle",
-        "Const", "Placeholder", "Variable", "Assign", "AssignAdd", "AssignSub", "NoOp", "ScalarSummary",
+        "Const", "Placeholder", "Variable", "Assign", "AssignAdd", "AssignSub", "NoOp", "ScalarSummary", "ImageSummary",
         "ApplyGradientDescent", "ApplyMomentum", "ApplyAdagrad", "ApplyRMSProp", "ApplyAdam",
     };
     register_no_gradients(not_differentiable, COUNT_OF(not_differentiable));

@@ -1,5 +1,5 @@
-/* linalg_ops.c — definitions of the matrix ops: MatMul, BatchMatMul (TensorFlow's BatchMatMulV2,
- * batch dimensions broadcast), MatrixInverse and MatrixDeterminant. Their shape functions work on
+/* linalg_ops.c — definitions of the matrix ops: MatMul, BatchMatMulV2 (batch dimensions broadcast),
+ * BatchMatMul (TensorFlow 1.x's first version: equal batch dimensions), MatrixInverse and MatrixDeterminant. Their shape functions work on
  * partial shapes: a known rank or dimension is checked (a mismatch fails with both shapes named),
  * an unknown one stays unknown in the output. Kernels: kernels/cpu/matmul.c, kernels/cpu/linalg.c. */
 #include <stdbool.h>
@@ -32,7 +32,7 @@ static tide_status matmul_shape(tide_shape_ctx *ctx)
     if ((a.rank >= 0 && a.rank != 2) || (b.rank >= 0 && b.rank != 2))
         return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
                                 "inputs must be matrices (rank 2): a has shape %s, b has shape %s "
-                                "(use BatchMatMul for batches)", sa, sb);
+                                "(use BatchMatMulV2 for batches)", sa, sb);
     int64_t m = a.rank == 2 ? a.dims[ta ? 1 : 0] : -1, ka = a.rank == 2 ? a.dims[ta ? 0 : 1] : -1;
     int64_t kb = b.rank == 2 ? b.dims[tb ? 1 : 0] : -1, n = b.rank == 2 ? b.dims[tb ? 0 : 1] : -1;
     if (ka >= 0 && kb >= 0 && ka != kb)
@@ -45,7 +45,8 @@ static tide_status matmul_shape(tide_shape_ctx *ctx)
     return TIDE_OK;
 }
 
-static tide_status batch_matmul_shape(tide_shape_ctx *ctx)
+/* BatchMatMulV2 (batch dimensions broadcast) and BatchMatMul (equal_batches: they must agree). */
+static tide_status batch_matmul_shape_of(tide_shape_ctx *ctx, bool equal_batches)
 {
     tide_shape x = tide_shape_input(ctx, 0), y = tide_shape_input(ctx, 1);
     bool ax = attr_flag(ctx, "adj_x"), ay = attr_flag(ctx, "adj_y");
@@ -69,7 +70,10 @@ static tide_status batch_matmul_shape(tide_shape_ctx *ctx)
                                 sy, yes_no(ay), (long long)ky);
     tide_shape bx = tide_shape_make(x.rank - 2, x.dims), by = tide_shape_make(y.rank - 2, y.dims);
     tide_shape out;
-    if (!tide_shape_broadcast(&bx, &by, &out))
+    if (equal_batches && !tide_linalg_same_batches(&bx, &by, &out))
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "batch dimensions differ: x %s, y %s (BatchMatMul "
+                                "does not broadcast them; BatchMatMulV2 does)", sx, sy);
+    if (!equal_batches && !tide_shape_broadcast(&bx, &by, &out))
         return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT,
                                 "batch dimensions do not broadcast: x %s, y %s", sx, sy);
     out.dims[out.rank] = m;
@@ -77,6 +81,23 @@ static tide_status batch_matmul_shape(tide_shape_ctx *ctx)
     out.rank += 2;
     tide_shape_set_output(ctx, 0, &out);
     return TIDE_OK;
+}
+
+static tide_status batch_matmul_v2_shape(tide_shape_ctx *ctx) { return batch_matmul_shape_of(ctx, false); }
+static tide_status batch_matmul_shape(tide_shape_ctx *ctx) { return batch_matmul_shape_of(ctx, true); }
+
+/* Shared with the kernel (kernels/cpu/matmul.c); see linalg_ops.h. */
+bool tide_linalg_same_batches(const tide_shape *bx, const tide_shape *by, tide_shape *merged)
+{
+    if (bx->rank != by->rank)
+        return false;
+    *merged = *bx;
+    for (int i = 0; i < bx->rank; i++) {
+        if (bx->dims[i] >= 0 && by->dims[i] >= 0 && bx->dims[i] != by->dims[i])
+            return false;
+        merged->dims[i] = bx->dims[i] >= 0 ? bx->dims[i] : by->dims[i];
+    }
+    return true;
 }
 
 /* Shared with the kernels (kernels/cpu/linalg.c), which check their input with it; see
@@ -153,18 +174,34 @@ static void register_linalg_ops(void)
                "2^32 or 2^64 on overflow (two's complement), without error.",
     });
     tide_op_register(&(tide_op_spec){
+        .name = "BatchMatMulV2",
+        .alias = "batch_matmul",
+        .inputs = {"x: T", "y: T"},
+        .outputs = {"output: T"},
+        .attrs = {"adj_x: bool = false", "adj_y: bool = false",
+                  "T: {float32, float64, int32, int64, complex64, complex128}"},
+        .shape_fn = batch_matmul_v2_shape,
+        .doc = "Multiplies batches of matrices: output[..., :, :] = x[..., :, :] @ y[..., :, :] over "
+               "the last two dimensions, with the leading (batch) dimensions broadcast NumPy-style "
+               "(what tf.matmul emits for batches in TensorFlow 1.15): x [..., M, K] and y [..., K, N] "
+               "give [..., M, N]. adj_x (adj_y) uses the adjoint of each x (y) matrix: its transpose, "
+               "conjugated for complex dtypes. Inputs of rank < 2, differing inner dimensions or "
+               "batch dimensions that do not broadcast are INVALID_ARGUMENT. int32 and int64 sums "
+               "wrap around on overflow.",
+        .tf_differences = "float16 and bfloat16 are not supported.",
+    });
+    tide_op_register(&(tide_op_spec){
         .name = "BatchMatMul",
         .inputs = {"x: T", "y: T"},
         .outputs = {"output: T"},
         .attrs = {"adj_x: bool = false", "adj_y: bool = false",
                   "T: {float32, float64, int32, int64, complex64, complex128}"},
         .shape_fn = batch_matmul_shape,
-        .doc = "Multiplies batches of matrices: output[..., :, :] = x[..., :, :] @ y[..., :, :] over "
-               "the last two dimensions, with the leading (batch) dimensions broadcast NumPy-style "
-               "(TensorFlow's BatchMatMulV2): x [..., M, K] and y [..., K, N] give [..., M, N]. adj_x "
-               "(adj_y) uses the adjoint of each x (y) matrix: its transpose, conjugated for complex "
-               "dtypes. Inputs of rank < 2, differing inner dimensions or batch dimensions that do not "
-               "broadcast are INVALID_ARGUMENT. int32 and int64 sums wrap around on overflow.",
+        .doc = "Multiplies batches of matrices as BatchMatMulV2, but x and y must have the same rank "
+               "and the same batch dimensions (TensorFlow 1.x's first version, which does not "
+               "broadcast them): x [..., M, K] and y [..., K, N] give [..., M, N]. Differing batch "
+               "dimensions are INVALID_ARGUMENT naming both shapes.",
+        .tf_differences = "float16 and bfloat16 are not supported.",
     });
     tide_op_register(&(tide_op_spec){
         .name = "MatrixInverse",

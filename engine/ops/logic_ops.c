@@ -1,6 +1,6 @@
 /* logic_ops.c — definitions of comparisons (Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual),
- * logical ops (LogicalAnd, LogicalOr, LogicalNot), Select, SelectV2 and Cast. Binary ops broadcast
- * NumPy-style; SelectV2 broadcasts all three operands, Select is TensorFlow 1.x's (one shape, or a
+ * logical ops (LogicalAnd, LogicalOr, LogicalNot), the float classifications IsNan, IsInf and
+ * IsFinite, Select, SelectV2 and Cast. Binary ops broadcast NumPy-style; SelectV2 broadcasts all three operands, Select is TensorFlow 1.x's (one shape, or a
  * vector condition picking whole rows). */
 #include <stdio.h>
 
@@ -167,6 +167,24 @@ static void register_logic_ops(void)
         .shape_fn = tide_shape_fn_unchanged,
         .doc = "Returns the truth value of (NOT x) element-wise (any non-zero byte counts as true).",
     });
+    static const struct {
+        const char *name, *doc;
+    } classifications[] = {
+        {"IsNan", "Returns which elements of x are nan, element-wise (either sign, any payload)."},
+        {"IsInf", "Returns which elements of x are inf or -inf, element-wise."},
+        {"IsFinite", "Returns which elements of x are finite (neither inf, -inf nor nan), "
+                     "element-wise: what tf.math.reduce_logsumexp and tf.debugging.check_numerics "
+                     "build on."},
+    };
+    for (size_t i = 0; i < sizeof classifications / sizeof classifications[0]; i++)
+        tide_op_register(&(tide_op_spec){
+            .name = classifications[i].name,
+            .inputs = {"x: T"},
+            .outputs = {"y: bool"},
+            .attrs = {"T: {float16, bfloat16, float32, float64}"},
+            .shape_fn = tide_shape_fn_unchanged,
+            .doc = classifications[i].doc,
+        });
     tide_op_register(&(tide_op_spec){
         .name = "Select",
         .inputs = {"condition: bool", "t: T", "e: T"},

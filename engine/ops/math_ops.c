@@ -2,7 +2,8 @@
  * broadcasting (Add/AddV2, Sub, Mul, the divisions Div, RealDiv, FloorDiv, TruncateDiv, the
  * remainders Mod, TruncateMod, FloorMod, Pow, Maximum, Minimum, SquaredDifference), the unary ops
  * (Neg, Abs, Sign, Square, Reciprocal, the roundings and the float-only transcendental functions),
- * ClipByValue and AddN. Names, attrs and semantics are TensorFlow 1.x's (Mod truncates like C, FloorMod floors
+ * ClipByValue, AddN, DivNoNan and the gradient ops SqrtGrad, RsqrtGrad, ReciprocalGrad and InvGrad.
+ * Names, attrs and semantics are TensorFlow 1.x's (Mod truncates like C, FloorMod floors
  * like Python); the docs state the integer behaviour (wrapping, rounding, division by zero) the CPU
  * kernels (kernels/cpu/math.c) implement and what differs from TensorFlow. */
 #include "../tide_op.h"
@@ -68,7 +69,25 @@ static tide_status addn_shape(tide_shape_ctx *ctx)
     return TIDE_OK;
 }
 
-/* A binary op: differences from TensorFlow's op of the same name (NULL: none). */
+/* The gradient ops SqrtGrad, RsqrtGrad, ReciprocalGrad, InvGrad: y and dy have one shape (no
+ * broadcasting, as TensorFlow's), the output has it too (the more specific of the two). */
+static tide_status y_dy_shape(tide_shape_ctx *ctx)
+{
+    tide_shape y = tide_shape_input(ctx, 0), dy = tide_shape_input(ctx, 1);
+    if (y.rank >= 0 && dy.rank >= 0 && !tide_shape_compatible(&y, &dy)) {
+        char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
+        return tide_shape_error(ctx, TIDE_INVALID_ARGUMENT, "y and dy must have the same shape: y is %s, "
+                                "dy is %s", tide_shape_format(&y, a, sizeof a),
+                                tide_shape_format(&dy, b, sizeof b));
+    }
+    tide_shape merged = y.rank >= 0 ? y : dy;
+    for (int d = 0; y.rank >= 0 && dy.rank >= 0 && d < merged.rank; d++)
+        if (merged.dims[d] < 0)
+            merged.dims[d] = dy.dims[d];
+    tide_shape_set_output(ctx, 0, &merged);
+    return TIDE_OK;
+}
+
 /* ClipByValue: t's shape; each bound a scalar or t's shape (TensorFlow's rule). */
 static tide_status clip_shape(tide_shape_ctx *ctx)
 {
@@ -194,6 +213,10 @@ static void register_binary_ops(void)
     binary("SquaredDifference", T_REAL, TIDE_OP_COMMUTATIVE,
            "Returns (x - y) * (x - y) element-wise." BCAST_DOC " Integer overflow wraps around "
            "(two's complement)." HALF_DOC, NO_COMPLEX);
+    binary("DivNoNan", T_FLOAT, 0,
+           "Returns x / y element-wise, and 0 where y is 0 (whatever x is, inf and nan included): "
+           "what tf.math.divide_no_nan emits, and with it the losses of tf.losses and the means of "
+           "tf.metrics in TensorFlow 1.15." BCAST_DOC HALF_DOC, NO_COMPLEX);
 }
 TIDE_REGISTER(register_binary_ops)
 
@@ -280,3 +303,32 @@ static void register_unary_ops(void)
     });
 }
 TIDE_REGISTER(register_unary_ops)
+
+/* The gradient ops TensorFlow's own gradients of Sqrt, Rsqrt and Reciprocal (Inv) emit, so that a
+ * TensorFlow training graph imports and tide's gradients are written as TensorFlow writes them. */
+static void gradient_op(const char *name, const char *doc)
+{
+    tide_op_register(&(tide_op_spec){
+        .name = name,
+        .inputs = {"y: T", "dy: T"},
+        .outputs = {"z: T"},
+        .attrs = {T_FLOAT},
+        .shape_fn = y_dy_shape,
+        .doc = doc,
+        .tf_differences = NO_COMPLEX_UNARY,
+    });
+}
+
+#define Y_DY_DOC " y and dy must have the same shape (INVALID_ARGUMENT naming both otherwise)." HALF_DOC
+
+static void register_gradient_ops(void)
+{
+    gradient_op("SqrtGrad", "The gradient of Sqrt from its output y: 0.5 * dy / y, element-wise." Y_DY_DOC);
+    gradient_op("RsqrtGrad", "The gradient of Rsqrt from its output y: -0.5 * (dy * y) * (y * y), "
+                "element-wise." Y_DY_DOC);
+    gradient_op("ReciprocalGrad", "The gradient of Reciprocal from its output y: -y * y * dy, "
+                "element-wise." Y_DY_DOC);
+    gradient_op("InvGrad", "The gradient of Inv from its output y: -y * y * dy, element-wise, as "
+                "ReciprocalGrad (TensorFlow's deprecated name)." Y_DY_DOC);
+}
+TIDE_REGISTER(register_gradient_ops)

@@ -1,5 +1,6 @@
 /* logic.c — CPU kernels of the comparisons (Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual),
- * the logical ops (LogicalAnd, LogicalOr, LogicalNot), Select and SelectV2.
+ * the logical ops (LogicalAnd, LogicalOr, LogicalNot), the float classifications (IsNan, IsInf,
+ * IsFinite), Select and SelectV2.
  *
  * Binary ops share one driver: it broadcasts the operands (cpu_util.h) and calls a per-(op, dtype)
  * segment function on runs of contiguous output elements, where both operands advance or one of them
@@ -327,6 +328,79 @@ static tide_status logical_not_compute(tide_kernel_ctx *ctx)
     return TIDE_OK;
 }
 
+/* ---------------------------------------------------------------- IsNan, IsInf, IsFinite */
+
+/* A float classification of every element: out[i] = CLASS(x[i]), by dtype (halves by their bits:
+ * an all-ones exponent is inf with a zero mantissa, nan with any other). */
+typedef void (*classify_fn)(const void *x, uint8_t *out, int64_t begin, int64_t end);
+
+#define F16_INF(h) (((h) & 0x7fffu) == 0x7c00u)
+#define BF16_INF(h) (((h) & 0x7fffu) == 0x7f80u)
+#define F16_FINITE(h) (((h) & 0x7c00u) != 0x7c00u)
+#define BF16_FINITE(h) (((h) & 0x7f80u) != 0x7f80u)
+#define FLT_NAN(v) ((v) != (v))
+#define FLT_INF(v) ((v) - (v) != (v) - (v) && (v) == (v))
+#define FLT_FINITE(v) ((v) - (v) == (v) - (v))
+
+#define DEFINE_CLASSIFY(name, T, CLASS)                                                            \
+    static void name(const void *xv, uint8_t *out, int64_t begin, int64_t end)                    \
+    {                                                                                              \
+        const T *x = xv;                                                                           \
+        for (int64_t i = begin; i < end; i++)                                                      \
+            out[i] = (uint8_t)(CLASS(x[i]) != 0);                                                  \
+    }
+DEFINE_CLASSIFY(isnan_f32, float, FLT_NAN)
+DEFINE_CLASSIFY(isnan_f64, double, FLT_NAN)
+DEFINE_CLASSIFY(isnan_f16, uint16_t, F16_NAN)
+DEFINE_CLASSIFY(isnan_bf16, uint16_t, BF16_NAN)
+DEFINE_CLASSIFY(isinf_f32, float, FLT_INF)
+DEFINE_CLASSIFY(isinf_f64, double, FLT_INF)
+DEFINE_CLASSIFY(isinf_f16, uint16_t, F16_INF)
+DEFINE_CLASSIFY(isinf_bf16, uint16_t, BF16_INF)
+DEFINE_CLASSIFY(isfinite_f32, float, FLT_FINITE)
+DEFINE_CLASSIFY(isfinite_f64, double, FLT_FINITE)
+DEFINE_CLASSIFY(isfinite_f16, uint16_t, F16_FINITE)
+DEFINE_CLASSIFY(isfinite_bf16, uint16_t, BF16_FINITE)
+
+#define CLASSIFY_TABLE(op)                                                                         \
+    {[TIDE_FLOAT32] = op##_f32, [TIDE_FLOAT64] = op##_f64, [TIDE_FLOAT16] = op##_f16,              \
+     [TIDE_BFLOAT16] = op##_bf16}
+static const classify_fn isnan_table[TIDE_NUM_DTYPES] = CLASSIFY_TABLE(isnan);
+static const classify_fn isinf_table[TIDE_NUM_DTYPES] = CLASSIFY_TABLE(isinf);
+static const classify_fn isfinite_table[TIDE_NUM_DTYPES] = CLASSIFY_TABLE(isfinite);
+
+typedef struct classify_job {
+    classify_fn fn;
+    const void *x;
+    uint8_t *out;
+} classify_job;
+
+static void classify_range(int64_t begin, int64_t end, void *arg)
+{
+    const classify_job *j = arg;
+    j->fn(j->x, j->out, begin, end);
+}
+
+static tide_status classify(tide_kernel_ctx *ctx, const classify_fn *table)
+{
+    const tide_tensor *x = tide_kernel_input(ctx, 0);
+    tide_dtype dt = tide_tensor_dtype(x);
+    classify_fn fn = dt > TIDE_INVALID_DTYPE && dt < TIDE_NUM_DTYPES ? table[dt] : NULL;
+    if (!fn)
+        return tide_kernel_error(ctx, TIDE_UNIMPLEMENTED, "no cpu kernel for dtype %s",
+                                 tide_dtype_name(dt) ? tide_dtype_name(dt) : "invalid");
+    tide_tensor *out = tide_kernel_alloc_output(ctx, 0, tide_tensor_shape(x), false);
+    if (!out)
+        return tide_kernel_status(ctx);
+    classify_job j = {fn, tide_tensor_data(x), tide_tensor_data(out)};
+    tide_kernel_parallel_for(ctx, tide_tensor_num_elements(x), COST_PER_ELEMENT, classify_range, &j);
+    return TIDE_OK;
+}
+
+static tide_status is_nan_compute(tide_kernel_ctx *ctx) { return classify(ctx, isnan_table); }
+static tide_status is_inf_compute(tide_kernel_ctx *ctx) { return classify(ctx, isinf_table); }
+static tide_status is_finite_compute(tide_kernel_ctx *ctx) { return classify(ctx, isfinite_table); }
+
 /* ---------------------------------------------------------------- Select */
 
 /* Three operands broadcast to one output, collapsed like tide_bcast: adjacent output dims where the
@@ -625,6 +699,9 @@ static void register_logic_kernels(void)
         {"LogicalAnd", NULL, logical_and_compute},
         {"LogicalOr", NULL, logical_or_compute},
         {"LogicalNot", NULL, logical_not_compute},
+        {"IsNan", NULL, is_nan_compute},
+        {"IsInf", NULL, is_inf_compute},
+        {"IsFinite", NULL, is_finite_compute},
         {"Select", NULL, select_compute},
         {"SelectV2", NULL, select_v2_compute},
     };

@@ -1,7 +1,8 @@
 /* math.c — CPU kernels of the element-wise math ops (engine/ops/math_ops.c): the binary ops with
  * NumPy broadcasting (the divisions and remainders with TensorFlow's rounding: Div, TruncateDiv, Mod
  * and TruncateMod toward zero, FloorDiv and FloorMod toward negative infinity), the unary ops,
- * ClipByValue and AddN, for every dtype their ops declare.
+ * ClipByValue, AddN, DivNoNan and the gradient ops SqrtGrad, RsqrtGrad, ReciprocalGrad and InvGrad
+ * (binary ops on two inputs of one shape), for every dtype their ops declare.
  *
  * Layout. Each (op, dtype) gets tight loops stamped out by macros: a binary op has three, vv (x and
  * y both advance), sv (x is one value) and vs (y is one value); a unary op has one. They sit in
@@ -260,6 +261,17 @@ SINTS(SQDIFF_INT, sqdiff) UINTS(SQDIFF_INT, sqdiff) FLOATS(SQDIFF_FLT, sqdiff) H
 SINTS(POW_INT, pow) UINTS(POW_INT, pow) FLOATS(POW_FLT, pow) HALVES(HALF_BIN, pow)
 SINTS(MAX_INT, maximum) UINTS(MAX_INT, maximum) FLOATS(MAX_FLT, maximum) HALVES(HALF_BIN, maximum)
 SINTS(MIN_INT, minimum) UINTS(MIN_INT, minimum) FLOATS(MIN_FLT, minimum) HALVES(HALF_BIN, minimum)
+/* DivNoNan: 0 where y is 0, whatever x is. */
+#define DIVNONAN_FLT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, y == 0 ? (T)0 : x / y)
+FLOATS(DIVNONAN_FLT, divnonan) HALVES(HALF_BIN, divnonan)
+/* The gradient ops of y = Sqrt, Rsqrt, Reciprocal (x here is y, y is dy), in TensorFlow's order of
+ * operations (Eigen's scalar_*_gradient_op), so that results round as TensorFlow's do. */
+#define SQRTGRAD_FLT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (T)0.5 * y / x)
+#define RSQRTGRAD_FLT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (T)-0.5 * (y * x) * (x * x))
+#define RECIPGRAD_FLT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, -x * x * y)
+FLOATS(SQRTGRAD_FLT, sqrtgrad) HALVES(HALF_BIN, sqrtgrad)
+FLOATS(RSQRTGRAD_FLT, rsqrtgrad) HALVES(HALF_BIN, rsqrtgrad)
+FLOATS(RECIPGRAD_FLT, recipgrad) HALVES(HALF_BIN, recipgrad)
 
 #define ARITH_TABLE(op)                                                                      \
     static const bin_loops op##_loops[TIDE_NUM_DTYPES] = {                                   \
@@ -282,6 +294,12 @@ static const bin_loops truncdiv_loops[TIDE_NUM_DTYPES] = {
 REAL_TABLE(pow)
 REAL_TABLE(maximum)
 REAL_TABLE(minimum)
+#define FLOAT_BIN_TABLE(op)                                                                  \
+    static const bin_loops op##_loops[TIDE_NUM_DTYPES] = {FLOATS(BIN_ENTRY, op) HALVES(BIN_ENTRY, op)};
+FLOAT_BIN_TABLE(divnonan)
+FLOAT_BIN_TABLE(sqrtgrad)
+FLOAT_BIN_TABLE(rsqrtgrad)
+FLOAT_BIN_TABLE(recipgrad)
 
 /* ---------------------------------------------------------------- unary ops */
 
@@ -444,25 +462,34 @@ typedef struct binary_op {
     const char *bad_y_what;                          /* what is wrong with it */
     double cost;                                     /* nanoseconds per element */
     unsigned flags;
+    const char *same_shape[2]; /* the inputs' names when they must have one shape, else NULL */
 } binary_op;
 
+#define BROADCAST {NULL, NULL}
+#define Y_DY {"y", "dy"}
+
 static const binary_op binary_ops[] = {
-    {"Add", add_loops, NULL, NULL, 1.0, 0},
-    {"Sub", sub_loops, NULL, NULL, 1.0, 0},
-    {"Mul", mul_loops, NULL, NULL, 1.0, 0},
-    {"AddV2", add_loops, NULL, NULL, 1.0, 0},
-    {"Div", div_loops, find_zero, "integer division by zero", 4.0, 0},
-    {"RealDiv", div_loops, NULL, NULL, 4.0, 0}, /* floats and complex numbers only */
-    {"FloorDiv", floordiv_loops, find_zero, "integer division by zero", 6.0, 0},
-    {"TruncateDiv", truncdiv_loops, find_zero, "integer division by zero", 6.0, 0},
-    {"Mod", truncmod_loops, find_zero, "integer modulo by zero", 8.0, 0},
-    {"TruncateMod", truncmod_loops, find_zero, "integer modulo by zero", 8.0, 0},
-    {"FloorMod", floormod_loops, find_zero, "integer modulo by zero", 8.0, 0},
-    {"SquaredDifference", sqdiff_loops, NULL, NULL, 1.0, 0},
+    {"Add", add_loops, NULL, NULL, 1.0, 0, BROADCAST},
+    {"Sub", sub_loops, NULL, NULL, 1.0, 0, BROADCAST},
+    {"Mul", mul_loops, NULL, NULL, 1.0, 0, BROADCAST},
+    {"AddV2", add_loops, NULL, NULL, 1.0, 0, BROADCAST},
+    {"Div", div_loops, find_zero, "integer division by zero", 4.0, 0, BROADCAST},
+    {"RealDiv", div_loops, NULL, NULL, 4.0, 0, BROADCAST}, /* floats and complex numbers only */
+    {"FloorDiv", floordiv_loops, find_zero, "integer division by zero", 6.0, 0, BROADCAST},
+    {"TruncateDiv", truncdiv_loops, find_zero, "integer division by zero", 6.0, 0, BROADCAST},
+    {"Mod", truncmod_loops, find_zero, "integer modulo by zero", 8.0, 0, BROADCAST},
+    {"TruncateMod", truncmod_loops, find_zero, "integer modulo by zero", 8.0, 0, BROADCAST},
+    {"FloorMod", floormod_loops, find_zero, "integer modulo by zero", 8.0, 0, BROADCAST},
+    {"SquaredDifference", sqdiff_loops, NULL, NULL, 1.0, 0, BROADCAST},
     {"Pow", pow_loops, find_negative, "integers to negative integer powers are not allowed", 20.0,
-     TIDE_KERNEL_EXPENSIVE},
-    {"Maximum", maximum_loops, NULL, NULL, 1.0, 0},
-    {"Minimum", minimum_loops, NULL, NULL, 1.0, 0},
+     TIDE_KERNEL_EXPENSIVE, BROADCAST},
+    {"Maximum", maximum_loops, NULL, NULL, 1.0, 0, BROADCAST},
+    {"Minimum", minimum_loops, NULL, NULL, 1.0, 0, BROADCAST},
+    {"DivNoNan", divnonan_loops, NULL, NULL, 4.0, 0, BROADCAST},
+    {"SqrtGrad", sqrtgrad_loops, NULL, NULL, 4.0, 0, Y_DY},
+    {"RsqrtGrad", rsqrtgrad_loops, NULL, NULL, 1.0, 0, Y_DY},
+    {"ReciprocalGrad", recipgrad_loops, NULL, NULL, 1.0, 0, Y_DY},
+    {"InvGrad", recipgrad_loops, NULL, NULL, 1.0, 0, Y_DY},
 };
 
 typedef struct unary_op {
@@ -616,6 +643,13 @@ static tide_status binary_compute(tide_kernel_ctx *ctx)
     const binary_op *op = tide_kernel_state(ctx);
     tide_tensor *x = tide_kernel_input(ctx, 0), *y = tide_kernel_input(ctx, 1);
     const tide_shape *xs = tide_tensor_shape(x);
+    if (!tide_shape_equal(xs, tide_tensor_shape(y)) && op->same_shape[0]) {
+        char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s and %s must have the same shape: %s is "
+                                 "%s, %s is %s", op->same_shape[0], op->same_shape[1], op->same_shape[0],
+                                 tide_shape_format(xs, a, sizeof a), op->same_shape[1],
+                                 tide_shape_format(tide_tensor_shape(y), b, sizeof b));
+    }
     if (!tide_shape_equal(xs, tide_tensor_shape(y)))
         return binary_broadcast(ctx, op, x, y);
     /* Same shapes (scalars included): the hot path, one flat loop. */

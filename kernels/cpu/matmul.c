@@ -1,4 +1,4 @@
-/* matmul.c — CPU kernels of MatMul and BatchMatMul.
+/* matmul.c — CPU kernels of MatMul, BatchMatMulV2 and BatchMatMul (V2 with equal batch dimensions).
  *
  * Both reduce to one job: `batches` products C[M,N] = op(A) op(B), where op transposes (and for
  * BatchMatMul's complex adjoints conjugates) as the attrs say. How a job runs:
@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "../../engine/ops/linalg_ops.h"
 #include "../../engine/tide_op.h"
 #include "cpu_util.h"
 
@@ -37,9 +38,13 @@
 /* The attrs of a node, parsed once in init: which operand is transposed (adjoint for BatchMatMul). */
 typedef struct mm_config {
     bool ta, tb;
+    bool equal_batches; /* BatchMatMul (the first version): batch dimensions must agree */
 } mm_config;
 
-static mm_config configs[4] = {{false, false}, {true, false}, {false, true}, {true, true}};
+/* By ta + 2 tb + 4 equal_batches. */
+static mm_config configs[8] = {{false, false, false}, {true, false, false}, {false, true, false},
+                               {true, true, false},   {false, false, true}, {true, false, true},
+                               {false, true, true},   {true, true, true}};
 
 typedef struct mm_job {
     tide_dtype dt;
@@ -273,7 +278,9 @@ static tide_status mm_init(tide_kernel_ctx *ctx, void **state, const char *flag_
     bool ta = false, tb = false;
     tide_attrs_get_bool(tide_kernel_attrs(ctx), flag_a, &ta);
     tide_attrs_get_bool(tide_kernel_attrs(ctx), flag_b, &tb);
-    *state = &configs[(ta ? 1 : 0) + (tb ? 2 : 0)]; /* shared and never written: nothing to free */
+    bool equal_batches = strcmp(tide_kernel_op_name(ctx), "BatchMatMul") == 0;
+    /* shared and never written: nothing to free */
+    *state = &configs[(ta ? 1 : 0) + (tb ? 2 : 0) + (equal_batches ? 4 : 0)];
     return TIDE_OK;
 }
 
@@ -343,6 +350,10 @@ static tide_status batch_matmul_compute(tide_kernel_ctx *ctx)
                                  "y %s (adj_y=%s) gives %lld rows", bx, yes_no(cfg->ta),
                                  (long long)j.k, by, yes_no(cfg->tb), (long long)ky);
     tide_shape batch_x = tide_shape_make(rx - 2, sx->dims), batch_y = tide_shape_make(ry - 2, sy->dims);
+    tide_shape same;
+    if (cfg->equal_batches && !tide_linalg_same_batches(&batch_x, &batch_y, &same))
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "batch dimensions differ: x %s, y %s "
+                                 "(BatchMatMul does not broadcast them; BatchMatMulV2 does)", bx, by);
     if (!tide_bcast_init(&j.bc, &batch_x, &batch_y))
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
                                  "batch dimensions do not broadcast: x %s, y %s", bx, by);
@@ -359,9 +370,11 @@ static void register_matmul_kernels(void)
     tide_kernel_register(&(tide_kernel_spec){.op = "MatMul", .device_type = "cpu",
                                               .flags = TIDE_KERNEL_EXPENSIVE, .init = matmul_init,
                                               .compute = matmul_compute});
-    tide_kernel_register(&(tide_kernel_spec){.op = "BatchMatMul", .device_type = "cpu",
-                                              .flags = TIDE_KERNEL_EXPENSIVE,
-                                              .init = batch_matmul_init,
-                                              .compute = batch_matmul_compute});
+    static const char *const batch_ops[] = {"BatchMatMulV2", "BatchMatMul"};
+    for (int i = 0; i < 2; i++)
+        tide_kernel_register(&(tide_kernel_spec){.op = batch_ops[i], .device_type = "cpu",
+                                                  .flags = TIDE_KERNEL_EXPENSIVE,
+                                                  .init = batch_matmul_init,
+                                                  .compute = batch_matmul_compute});
 }
 TIDE_REGISTER(register_matmul_kernels)

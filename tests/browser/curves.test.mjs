@@ -58,9 +58,17 @@ try {
   let c = await xAxis(p.page, 'run');
   const lastRun = Math.max(...runs.map((r) => r.id));
   check(c.xlabel === 'run' && Number(c.x1) === lastRun && Number(c.x0) < 5, 'curves: the x axis by run counter', JSON.stringify(c));
+  const width = await p.page.$eval('canvas[data-tag="loss"]', (e) => e.clientWidth);
+  let xticks = JSON.parse(c.xticks);
+  check(xticks.length >= 3 && Number(xticks.at(-1).text) >= 100 && xticks.every((t) => t.left >= 0 && t.right <= width &&
+    (Math.abs((t.left + t.right) / 2 - t.at) <= 1 || t.left === 0 || t.right >= width - 2)),
+    'curves: each x tick label centred under its tick and inside the chart (3 digits too)', `${c.xticks} width ${width}`);
   // x axis by wall time: seconds since each session's first point
   c = await xAxis(p.page, 'time');
   check(c.xlabel === 'time' && Number(c.x0) === 0 && Number(c.x1) > 0 && Number(c.x1) < 60, 'curves: the x axis by wall time', JSON.stringify(c));
+  xticks = JSON.parse(c.xticks);
+  check(xticks.length >= 3 && xticks[0].text === '0 s' && xticks.slice(1).every((t) => /^\d+(\.\d+)? (ms|s)$/.test(t.text)),
+    'curves: wall time reads 0 s, then ms or s', c.xticks);
   c = await xAxis(p.page, 'step');
   check(c.xlabel === 'step' && Number(c.x0) === 1 && Number(c.x1) === 60, 'curves: the x axis by step', JSON.stringify(c));
   // log scale

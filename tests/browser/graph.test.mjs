@@ -5,8 +5,8 @@
 // gradients, optimizer and initialisers are one box each; clicking a group box dissolves it, clicking a
 // scope opens it and zooms to it; opening everything hides the op names at Fit and shows them as you
 // zoom; the 6,000-node graph draws a few boxes ("N nodes, collapsed") and its note, not a blank panel;
-// search outlines a node without asking for a new drawing; a slower earlier drawing does not replace a
-// newer one; polls of /api/status never overlap; the graph, its legend and the timeline take their
+// search outlines a node without asking for a new drawing; a slower earlier drawing or node panel does not
+// replace a newer one; polls of /api/status never overlap; the graph, its legend and the timeline take their
 // device colours from the server.
 //
 //   node graph.test.mjs TIDE_BINARY SCREENSHOT_DIR      (exit 0 passed, 1 failed, 77 skipped)
@@ -181,6 +181,21 @@ try {
     const reds = ['#fee5d9', '#fcae91', '#fb6a4a', '#de2d26', '#a50f15', '#d3d3d3'];
     check(/time/.test(shown) && reds.includes(fill), 'stale: the slower earlier drawing did not replace the newer one', `${shown} ${fill}`);
     await finish('graph-stale', q);
+
+    // The node panel of x answers late (2 s); cross_entropy is clicked meanwhile: its panel stays.
+    let slowNode = false;
+    const r = await open(browser, cnn.url, '/graph', {before: (page) => page.route('**/api/node?*', async (route) => {
+      if (!slowNode && new URL(route.request().url()).searchParams.get('name') === 'x') { slowNode = true; await sleep(2000); }
+      await route.continue();
+    })});
+    await waitFor(r.page, 'stale panel: the drawing is there', () => !!document.querySelector('[id="node:cross_entropy"]'));
+    await r.page.click('[id="node:x"]');
+    await sleep(200);
+    await r.page.click('[id="node:cross_entropy"]');
+    await sleep(2600);
+    const panel = await r.page.evaluate(() => [...document.querySelectorAll('#n-name')].map((e) => e.textContent).join(','));
+    check(slowNode && panel === 'cross_entropy', 'stale: the slower earlier node panel did not replace the newer one', panel);
+    await finish('graph-stale-panel', r);
   }
 
   // -- polls never overlap: /api/status answers after 2.5 s, longer than the poll period (2 s)

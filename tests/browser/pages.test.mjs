@@ -4,7 +4,8 @@
 // checked: no console errors, failed requests or HTTP errors; the graph's nodes are coloured by device
 // and a scope expands and collapses on click; the node panel fills; the timeline has bars in more than
 // one lane and a tooltip; the tensor page draws a heat map and an image grid; the runs page draws a
-// curve, and one of NaN and infinities with those points marked; compare lists per-node times; the runs table grows while another process writes the log.
+// curve, and one of NaN and infinities with those points marked; compare lists per-node times; a slower earlier answer of the runs table or of compare never replaces a
+// newer one; the runs table grows while another process writes the log.
 // Screenshots of every page go to the directory given as the second argument.
 //
 //   node pages.test.mjs TIDE_BINARY SCREENSHOT_DIR
@@ -97,6 +98,24 @@ try {
       (n) => document.querySelectorAll('#runs tbody tr').length === n, runs.filter((r) => !r.traced).length);
     await p.page.selectOption('#f-traced', '');
     await finish('runs', p);
+  }
+  // -- runs page: the runs of the traced filter answer late (2 s); the filter moves on to "not traced"
+  // meanwhile: the untraced runs stay.
+  {
+    let delayed = false;
+    const p = await open(browser, base, '/', {before: (page) => page.route('**/api/runs?*', async (route) => {
+      if (!delayed && new URL(route.request().url()).searchParams.get('traced') === '1') { delayed = true; await sleep(2000); }
+      await route.continue();
+    })});
+    await waitFor(p.page, 'runs stale: the runs table lists every run', (n) => document.querySelectorAll('#runs tbody tr').length >= n, runs.length);
+    await p.page.selectOption('#f-traced', '1');
+    await sleep(200);
+    await p.page.selectOption('#f-traced', '0');
+    await sleep(2600);
+    const untraced = runs.filter((r) => !r.traced).length;
+    const rows = await p.page.$$eval('#runs tbody tr', (r) => r.length);
+    check(delayed && rows === untraced, 'runs stale: the slower traced runs did not replace the untraced ones', `${rows} rows, ${untraced} untraced`);
+    await finish('runs-stale', p);
   }
 
   // -- graph page: colours by device, expand and collapse a scope, the node panel
@@ -195,6 +214,19 @@ try {
     const p = await open(browser, base, `/compare?a=${prevTraced}&b=${lastTraced}`);
     await waitFor(p.page, 'compare: per-node time differences', () => document.querySelectorAll('#c-times tbody tr').length > 3);
     await finish('compare', p);
+    // The first comparison answers late (2 s); swapped meanwhile, the swapped one stays.
+    let delayed = false;
+    const q = await open(browser, base, `/compare?a=${prevTraced}&b=${lastTraced}`, {before: (page) => page.route('**/api/compare?*', async (route) => {
+      if (!delayed) { delayed = true; await sleep(2000); }
+      await route.continue();
+    })});
+    await waitFor(q.page, 'compare stale: the runs are listed', () => document.querySelectorAll('#c-a option').length > 2);
+    await sleep(200);
+    await q.page.click('text=swap');
+    await sleep(2600);
+    const a = await q.page.evaluate(() => [...document.querySelectorAll('#c-runs .card table.kv')].map((t) => t.querySelector('td + td').textContent).join(','));
+    check(delayed && a === lastTraced + ',' + prevTraced, 'compare stale: the slower first comparison did not replace the swapped one', a);
+    await finish('compare-stale', q);
   }
 
   // -- live: another process appends runs; the open runs page picks them up

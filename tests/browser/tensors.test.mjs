@@ -3,12 +3,13 @@
 // watched. Checks: /api/tensor/histograms answers the histograms of every step; the convolution's
 // weights are drawn as its filters with a colour scale; a tall 2-D tensor's heat map keeps a sensible
 // aspect (at most 4:1) and has a colour scale (diverging: its values take both signs); the distributions
-// (percentile bands) and histograms (one outline per step) over steps are drawn for every step.
+// (percentile bands) and histograms (one outline per step) over steps are drawn for every step; the
+// values and the picture of a step answered late never replace those of the step chosen after it.
 //
 //   node tensors.test.mjs TIDE_BINARY SCREENSHOT_DIR      (exit 0 passed, 1 failed, 77 skipped)
 import path from 'node:path';
 
-import {check, CNN, done, finish as finishIn, inkedPixels, launch, open, runTide, serve, start, waitFor} from './lib.mjs';
+import {check, CNN, done, finish as finishIn, inkedPixels, launch, open, runTide, serve, sleep, start, waitFor} from './lib.mjs';
 
 const {tide, shots, dir, chromium} = await start('tensors.test.mjs');
 const finish = (name, p) => finishIn(shots, name, p);
@@ -57,6 +58,25 @@ try {
     const labels = await p.page.$$eval('#x-picture .colorbar-labels span', (s) => s.map((x) => x.textContent));
     check(labels.length === 3 && labels[1] === '0' && Number(labels[0]) === -Number(labels[2]), 'heat map: a colour scale from -m through 0 to m', JSON.stringify(labels));
     await finish('tensor-tall-heat-map', p);
+  }
+  {
+    // The first step's values (table and picture) answer late (2 s); the next step is chosen meanwhile:
+    // its values stay, drawn once.
+    const steps = (await (await fetch(base + 'api/tensor/histograms?node=tall')).json()).steps.map((x) => x.step);
+    const [first, second] = steps;
+    let delayed = 0;
+    const p = await open(browser, base, `/tensor?node=tall&output=0&step=${first}`, {before: (page) => page.route('**/api/tensor/values?*', async (route) => {
+      if (new URL(route.request().url()).searchParams.get('step') === String(first)) { delayed++; await sleep(2000); }
+      await route.continue();
+    })});
+    await waitFor(p.page, 'stale: the first step is asked for', (v) => /at step (\d+)/.exec(document.querySelector('#x-title').textContent)?.[1] === String(v), first);
+    await p.page.$eval('#x-step', (e, v) => { e.value = String(v); e.dispatchEvent(new Event('change')); }, second);
+    await sleep(2600);
+    const shown = await p.page.evaluate(() => ({title: document.querySelector('#x-title').textContent,
+      heats: document.querySelectorAll('#x-picture canvas#x-heat').length, tables: document.querySelectorAll('#x-values table').length}));
+    check(delayed === 2 && shown.title.endsWith('at step ' + second) && shown.heats === 1 && shown.tables === 1,
+      'stale: the slower first step\'s values and picture were dropped', JSON.stringify({delayed, ...shown}));
+    await finish('tensor-stale', p);
   }
 } catch (e) {
   check(false, 'the tensors browser test ran to the end', e.stack || String(e));

@@ -1,4 +1,4 @@
-/* test_linalg.c — CUnit suite of the matrix ops: MatMul, BatchMatMul, MatrixInverse,
+/* test_linalg.c — CUnit suite of the matrix ops: MatMul, BatchMatMulV2, BatchMatMul, MatrixInverse,
  * MatrixDeterminant. Every result is checked against reference code written here in double (or
  * double complex): a naive triple loop for products, Gauss-Jordan elimination for inverses (plus
  * A * inv(A) ~ I), a cofactor expansion and a pivoting elimination for determinants. Shape
@@ -499,7 +499,7 @@ static double complex *ref_bmm(const double complex *x, const int64_t *dx, int r
     return out;
 }
 
-/* One BatchMatMul of random data in dtype dt against ref_bmm. */
+/* One BatchMatMulV2 (and BatchMatMul) of random data in dtype dt against ref_bmm. */
 static void bmm_case(tide_dtype dt, int rx, const int64_t *dx, int ry, const int64_t *dy, bool ax, bool ay)
 {
     bool cplx = dt == TIDE_COMPLEX64 || dt == TIDE_COMPLEX128;
@@ -529,18 +529,32 @@ static void bmm_case(tide_dtype dt, int rx, const int64_t *dx, int ry, const int
         ty = make(dt, ry, dy, ry_v);
     }
     tide_attrs *at = flags("adj_x", ax, "adj_y", ay);
-    tide_tensor *got = run2("BatchMatMul", tx, ty, at);
-    TH_ASSERT_SHAPE(got, rout, dout);
     int64_t k = dx[rx - (ax ? 2 : 1)], nout = count(rout, dout);
-    if (cplx) {
-        check_complex(got, dt, rout, dout, want, dt == TIDE_COMPLEX64 ? 1e-5 * (double)(k + 1) : 1e-13 * (double)(k + 1));
-    } else {
+    if (!cplx) {
         rw = malloc((size_t)(nout + 1) * sizeof *rw);
         for (int64_t i = 0; i < nout; i++)
             rw[i] = creal(want[i]);
-        check_real(got, dt, rout, dout, rw, k);
     }
-    tide_tensor_release(got);
+    /* BatchMatMulV2 always; BatchMatMul (no broadcasting) gives the same where x and y have the same
+     * batch dimensions and refuses them otherwise */
+    bool same_batches = rx == ry && memcmp(dx, dy, (size_t)(rx - 2) * sizeof *dx) == 0;
+    for (int v1 = 0; v1 < 2; v1++) {
+        const char *op = v1 ? "BatchMatMul" : "BatchMatMulV2";
+        if (v1 && !same_batches) {
+            tide_tensor *in[2] = {tx, ty};
+            TH_ASSERT_FAILS(op, in, 2, at, TIDE_INVALID_ARGUMENT,
+                            "(BatchMatMul does not broadcast them; BatchMatMulV2 does)");
+            continue;
+        }
+        tide_tensor *got = run2(op, tx, ty, at);
+        TH_ASSERT_SHAPE(got, rout, dout);
+        if (cplx)
+            check_complex(got, dt, rout, dout, want,
+                          dt == TIDE_COMPLEX64 ? 1e-5 * (double)(k + 1) : 1e-13 * (double)(k + 1));
+        else
+            check_real(got, dt, rout, dout, rw, k);
+        tide_tensor_release(got);
+    }
     tide_tensor_release(tx);
     tide_tensor_release(ty);
     tide_attrs_free(at);
@@ -606,14 +620,14 @@ static void test_batch_matmul_empty(void)
     for (int d = 0; d < 5; d++) {
         tide_dtype dt = types[d];
         tide_tensor *x = th_tensor(dt, 3, TH_DIMS(0, 2, 3), NULL), *y = th_tensor(dt, 3, TH_DIMS(1, 3, 4), NULL);
-        tide_tensor *got = run2("BatchMatMul", x, y, NULL);
+        tide_tensor *got = run2("BatchMatMulV2", x, y, NULL);
         TH_ASSERT_SHAPE(got, 3, TH_DIMS(0, 2, 4)); /* 0 broadcasts against 1 */
         tide_tensor_release(got);
         tide_tensor_release(x);
         tide_tensor_release(y);
         x = th_tensor(dt, 3, TH_DIMS(2, 3, 0), NULL);
         y = th_tensor(dt, 3, TH_DIMS(2, 0, 4), NULL);
-        got = run2("BatchMatMul", x, y, NULL);
+        got = run2("BatchMatMulV2", x, y, NULL);
         tide_tensor *zeros = th_tensor(dt, 3, TH_DIMS(2, 3, 4), NULL);
         TH_ASSERT_CLOSE(got, zeros, 0, 0); /* inner dimension 0 */
         tide_tensor_release(zeros);
@@ -622,7 +636,7 @@ static void test_batch_matmul_empty(void)
         tide_tensor_release(y);
         x = th_tensor(dt, 3, TH_DIMS(2, 0, 3), NULL);
         y = th_tensor(dt, 3, TH_DIMS(2, 3, 4), NULL);
-        got = run2("BatchMatMul", x, y, NULL);
+        got = run2("BatchMatMulV2", x, y, NULL);
         TH_ASSERT_SHAPE(got, 3, TH_DIMS(2, 0, 4));
         tide_tensor_release(got);
         tide_tensor_release(x);
@@ -638,18 +652,18 @@ static void test_batch_matmul_errors(void)
     tide_tensor *w = th_tensor(TIDE_FLOAT32, 3, TH_DIMS(2, 5, 6), NULL);
     tide_tensor *bl = th_tensor(TIDE_BOOL, 2, TH_DIMS(2, 2), NULL);
     tide_tensor *in[2] = {x, y};
-    TH_ASSERT_FAILS("BatchMatMul", in, 2, NULL, TIDE_INVALID_ARGUMENT,
+    TH_ASSERT_FAILS("BatchMatMulV2", in, 2, NULL, TIDE_INVALID_ARGUMENT,
                     "batch dimensions do not broadcast: x [2, 3, 4], y [3, 4, 5]");
     in[1] = w;
-    TH_ASSERT_FAILS("BatchMatMul", in, 2, NULL, TIDE_INVALID_ARGUMENT,
+    TH_ASSERT_FAILS("BatchMatMulV2", in, 2, NULL, TIDE_INVALID_ARGUMENT,
                     "x [2, 3, 4] (adj_x=false) gives 4 columns, y [2, 5, 6] (adj_y=false) gives 5 rows");
     tide_attrs *at = flags("adj_x", false, "adj_y", true);
-    TH_ASSERT_FAILS("BatchMatMul", in, 2, at, TIDE_INVALID_ARGUMENT, "(adj_y=true) gives 6 rows");
+    TH_ASSERT_FAILS("BatchMatMulV2", in, 2, at, TIDE_INVALID_ARGUMENT, "(adj_y=true) gives 6 rows");
     tide_attrs_free(at);
     in[1] = v;
-    TH_ASSERT_FAILS("BatchMatMul", in, 2, NULL, TIDE_INVALID_ARGUMENT, "y has shape [4]");
+    TH_ASSERT_FAILS("BatchMatMulV2", in, 2, NULL, TIDE_INVALID_ARGUMENT, "y has shape [4]");
     in[0] = in[1] = bl;
-    TH_ASSERT_FAILS("BatchMatMul", in, 2, NULL, TIDE_INVALID_ARGUMENT, "has dtype bool");
+    TH_ASSERT_FAILS("BatchMatMulV2", in, 2, NULL, TIDE_INVALID_ARGUMENT, "has dtype bool");
     tide_tensor *all[] = {x, y, v, w, bl};
     for (int i = 0; i < 5; i++)
         tide_tensor_release(all[i]);
@@ -658,26 +672,43 @@ static void test_batch_matmul_errors(void)
 static void test_batch_matmul_shape_inference(void)
 {
     tide_shape in[2] = {SHP(-1, 2, 3), SHP(5, 3, 4)}, want = SHP(5, 2, 4);
-    infer("BatchMatMul", 2, in, NULL, &want, NULL); /* unknown batch dim against 5 */
+    infer("BatchMatMulV2", 2, in, NULL, &want, NULL); /* unknown batch dim against 5 */
     in[0] = SHP(1, -1, 3);
     in[1] = SHP(4, 3, -1);
     want = SHP(4, -1, -1);
-    infer("BatchMatMul", 2, in, NULL, &want, NULL);
+    infer("BatchMatMulV2", 2, in, NULL, &want, NULL);
     in[0] = tide_shape_unknown();
     want = tide_shape_unknown();
-    infer("BatchMatMul", 2, in, NULL, &want, NULL);
+    infer("BatchMatMulV2", 2, in, NULL, &want, NULL);
     tide_attrs *at = flags("adj_x", true, "adj_y", false);
     in[0] = SHP(7, 3, 2);
     in[1] = SHP(2, 1, 3, 6);
     want = SHP(2, 7, 2, 6);
-    infer("BatchMatMul", 2, in, at, &want, NULL);
+    infer("BatchMatMulV2", 2, in, at, &want, NULL);
     tide_attrs_free(at);
     in[1] = SHP(3, -1, -1);
-    infer("BatchMatMul", 2, in, NULL, NULL, "batch dimensions do not broadcast: x [7, 3, 2], y [3, ?, ?]");
+    infer("BatchMatMulV2", 2, in, NULL, NULL, "batch dimensions do not broadcast: x [7, 3, 2], y [3, ?, ?]");
     in[1] = SHP(3);
-    infer("BatchMatMul", 2, in, NULL, NULL, "y has shape [3]");
+    infer("BatchMatMulV2", 2, in, NULL, NULL, "y has shape [3]");
     in[1] = SHP(4, 5);
-    infer("BatchMatMul", 2, in, NULL, NULL, "gives 2 columns");
+    infer("BatchMatMulV2", 2, in, NULL, NULL, "gives 2 columns");
+}
+
+/* BatchMatMul (the first version): batch dimensions must agree, as far as known. */
+static void test_batch_matmul_v1_shape_inference(void)
+{
+    tide_shape in[2] = {SHP(-1, 2, 3), SHP(5, 3, 4)}, want = SHP(5, 2, 4);
+    infer("BatchMatMul", 2, in, NULL, &want, NULL);
+    in[0] = SHP(2, -1, 2, 3);
+    in[1] = SHP(-1, 7, 3, 4);
+    want = SHP(2, 7, 2, 4);
+    infer("BatchMatMul", 2, in, NULL, &want, NULL);
+    in[0] = SHP(1, 2, 3);
+    in[1] = SHP(5, 3, 4);
+    infer("BatchMatMul", 2, in, NULL, NULL, "batch dimensions differ: x [1, 2, 3], y [5, 3, 4] "
+          "(BatchMatMul does not broadcast them; BatchMatMulV2 does)");
+    in[0] = SHP(2, 3);
+    infer("BatchMatMul", 2, in, NULL, NULL, "batch dimensions differ: x [2, 3], y [5, 3, 4]");
 }
 
 /* ---------------------------------------------------------------- MatrixInverse */
@@ -1211,13 +1242,13 @@ static void test_kernel_errors_at_run_time(void)
     graph_fails("MatMul", in, 2, NULL, TIDE_INVALID_ARGUMENT, "b has shape [3]");
     in[0] = x;
     in[1] = y;
-    graph_fails("BatchMatMul", in, 2, NULL, TIDE_INVALID_ARGUMENT,
+    graph_fails("BatchMatMulV2", in, 2, NULL, TIDE_INVALID_ARGUMENT,
                 "batch dimensions do not broadcast: x [2, 3, 4], y [3, 4, 5]");
     in[1] = x;
-    graph_fails("BatchMatMul", in, 2, NULL, TIDE_INVALID_ARGUMENT, "gives 4 columns");
+    graph_fails("BatchMatMulV2", in, 2, NULL, TIDE_INVALID_ARGUMENT, "gives 4 columns");
     in[0] = v3;
     in[1] = m23;
-    graph_fails("BatchMatMul", in, 2, NULL, TIDE_INVALID_ARGUMENT, "x has shape [3]");
+    graph_fails("BatchMatMulV2", in, 2, NULL, TIDE_INVALID_ARGUMENT, "x has shape [3]");
     graph_fails("MatrixInverse", &x, 1, NULL, TIDE_INVALID_ARGUMENT, "got shape [2, 3, 4] (3 x 4)");
     graph_fails("MatrixDeterminant", &v3, 1, NULL, TIDE_INVALID_ARGUMENT, "got shape [3]");
     const double sing[] = {1, 2, 2, 4};
@@ -1248,6 +1279,7 @@ int main(void)
         TH_TEST(test_batch_matmul_empty),
         TH_TEST(test_batch_matmul_errors),
         TH_TEST(test_batch_matmul_shape_inference),
+        TH_TEST(test_batch_matmul_v1_shape_inference),
         TH_TEST(test_inverse_literal),
         TH_TEST(test_inverse_random),
         TH_TEST(test_inverse_large),

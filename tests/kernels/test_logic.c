@@ -1,5 +1,6 @@
 /* test_logic.c — CUnit suite of the comparisons (Equal, NotEqual, Less, LessEqual, Greater,
- * GreaterEqual), the logical ops (LogicalAnd, LogicalOr, LogicalNot), Select and SelectV2.
+ * GreaterEqual), the logical ops (LogicalAnd, LogicalOr, LogicalNot), IsNan, IsInf, IsFinite, Select
+ * and SelectV2.
  *
  * Expected values come from reference code written here: inputs are built from doubles, every output
  * element's multi-index is mapped back to each broadcast operand, and comparisons are evaluated in
@@ -326,6 +327,61 @@ static void test_compare_half_all_values(void)
         }
         tide_tensor_release(all);
     }
+}
+
+/* IsNan, IsInf, IsFinite against C's isnan/isinf/isfinite of the value in double: every bit pattern
+ * of float16 and bfloat16, and for float32 and float64 random bit patterns (every exponent, so nans
+ * with any payload, infinities, subnormals) plus the special values of either sign. */
+static void test_float_classifications(void)
+{
+    static const char *const ops[] = {"IsNan", "IsInf", "IsFinite"};
+    const tide_dtype dts[] = {TIDE_FLOAT16, TIDE_BFLOAT16, TIDE_FLOAT32, TIDE_FLOAT64};
+    for (int d = 0; d < 4; d++) {
+        int64_t n = d < 2 ? 65536 : 100000;
+        tide_tensor *x = th_tensor(dts[d], 1, TH_DIMS(n), NULL);
+        void *data = tide_tensor_data(x);
+        for (int64_t i = 0; i < n; i++) {
+            if (d < 2) {
+                ((uint16_t *)data)[i] = (uint16_t)i;
+            } else if (d == 2) {
+                uint32_t b = (uint32_t)th_rand(0, 4294967296.0);
+                if (i % 4 == 0) /* an all-ones exponent in a quarter of them */
+                    b |= 0x7f800000u;
+                ((uint32_t *)data)[i] = i < 8 ? (uint32_t[]){0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u,
+                                                             0, 0x80000000u, 1, 0x7f7fffffu}[i] : b;
+            } else {
+                uint64_t b = (uint64_t)th_rand(0, 4294967296.0) << 32 | (uint64_t)th_rand(0, 4294967296.0);
+                if (i % 4 == 0)
+                    b |= 0x7ff0000000000000ull;
+                ((uint64_t *)data)[i] = i < 4 ? (uint64_t[]){0x7ff0000000000000ull, 0xfff0000000000000ull,
+                                                             0x7ff8000000000000ull, 0xfff0000000000001ull}[i] : b;
+            }
+        }
+        for (int o = 0; o < 3; o++) {
+            tide_tensor *got = th_run1(ops[o], &x, 1, NULL);
+            int64_t bad = -1;
+            for (int64_t i = 0; got && i < n && bad < 0; i++) {
+                double v = tide_tensor_get_f64(x, i);
+                bool want = o == 0 ? isnan(v) : o == 1 ? isinf(v) : isfinite(v);
+                if (((uint8_t *)tide_tensor_data(got))[i] != want)
+                    bad = i;
+            }
+            if (bad >= 0)
+                fprintf(stderr, "%s %s: element %lld (%g) wrong\n", ops[o], tide_dtype_name(dts[d]),
+                        (long long)bad, tide_tensor_get_f64(x, bad));
+            CU_ASSERT(got && tide_tensor_dtype(got) == TIDE_BOOL && bad < 0);
+            tide_tensor_release(got);
+        }
+        tide_tensor_release(x);
+    }
+    /* floats only, at graph time; shapes pass through */
+    tide_tensor *i = th_tensor(TIDE_INT32, 1, TH_DIMS(2), NULL);
+    TH_ASSERT_FAILS("IsFinite", &i, 1, NULL, TIDE_INVALID_ARGUMENT, "has dtype int32");
+    tide_tensor_release(i);
+    tide_tensor *e = th_tensor(TIDE_FLOAT32, 2, TH_DIMS(0, 3), NULL), *got = th_run1("IsNan", &e, 1, NULL);
+    TH_ASSERT_SHAPE(got, 2, TH_DIMS(0, 3));
+    tide_tensor_release(got);
+    tide_tensor_release(e);
 }
 
 /* incompatible_shape_error=false: shapes that cannot broadcast give a scalar (false for Equal, true
@@ -885,6 +941,7 @@ int main(void)
         TH_TEST(test_equal_incompatible_shapes_attr),
         TH_TEST(test_logical_and_or),
         TH_TEST(test_logical_not),
+        TH_TEST(test_float_classifications),
         TH_TEST(test_select_dtypes),
         TH_TEST(test_select_broadcast),
         TH_TEST(test_select_scalar_condition),

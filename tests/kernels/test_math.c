@@ -302,6 +302,7 @@ static const fcase FCASES[] = {
     {"TruncateMod", r_truncmod, -100, 100, true, 0}, {"TruncateDiv", r_truncdiv, -100, 100, true, 0},
     {"RealDiv", r_div, -100, 100, true, 2e-7},     {"AddV2", r_add, -100, 100, false, 2e-7},
     {"SquaredDifference", r_sqdiff, -100, 100, false, 2e-7},
+    {"DivNoNan", r_div, -100, 100, true, 2e-7}, /* y away from 0: a division; zeros below */
 };
 
 static tide_tensor *rand_y(tide_dtype dt, int rank, const int64_t *dims, const fcase *c)
@@ -433,6 +434,80 @@ static void test_binary_float_special(void)
     release_all(more, 6);
     release_all(want, 10);
     release_all(got, 10);
+}
+
+static tide_tensor *run_graph_text(const char *text, const char *const *feed_names, tide_tensor **feed_values,
+                                   int num_feeds, const char *fetch, tide_error *err);
+
+/* DivNoNan: 0 wherever y is 0 (x zero, nan or inf too), else x / y; in every float dtype. */
+static void test_div_no_nan(void)
+{
+    const tide_dtype dts[] = {TIDE_FLOAT32, TIDE_FLOAT64, TIDE_FLOAT16, TIDE_BFLOAT16};
+    double xs[] = {1, -1, 0, NAN, INFINITY, 6, NAN, -0.0, 3};
+    double ys[] = {0, -0.0, 0, 0, 0, -4, 2, 0, INFINITY};
+    double want[] = {0, 0, 0, 0, 0, -1.5, NAN, 0, 0};
+    for (int d = 0; d < 4; d++) {
+        tide_tensor *x = make_f(dts[d], 1, TH_DIMS(9), xs), *y = make_f(dts[d], 1, TH_DIMS(9), ys);
+        tide_tensor *w = make_f(dts[d], 1, TH_DIMS(9), want), *got = run2("DivNoNan", x, y);
+        TH_ASSERT_CLOSE(got, w, 0, 0);
+        tide_tensor *all[] = {x, y, w, got};
+        release_all(all, 4);
+    }
+    /* broadcast: a zero in a scalar y zeroes everything */
+    tide_tensor *x = th_f64(2, TH_DIMS(2, 2), (double[]){1, NAN, -INFINITY, 4});
+    tide_tensor *zero = th_f64(0, NULL, (double[]){0}), *zeros = th_f64(2, TH_DIMS(2, 2), NULL);
+    tide_tensor *got = run2("DivNoNan", x, zero);
+    TH_ASSERT_CLOSE(got, zeros, 0, 0);
+    tide_tensor *all[] = {x, zero, zeros, got};
+    release_all(all, 4);
+}
+
+/* The gradient ops of Sqrt, Rsqrt, Reciprocal and Inv from their output y and incoming dy, against
+ * the formulas in double; y and dy must have one shape. */
+typedef double (*grad_ref)(double y, double dy);
+static double g_sqrt(double y, double dy) { return 0.5 * dy / y; }
+static double g_rsqrt(double y, double dy) { return -0.5 * dy * y * y * y; }
+static double g_reciprocal(double y, double dy) { return -y * y * dy; }
+
+static void test_gradient_ops(void)
+{
+    static const struct {
+        const char *op;
+        grad_ref ref;
+        bool positive; /* y > 0 (outputs of Sqrt and Rsqrt) */
+    } ops[] = {{"SqrtGrad", g_sqrt, true}, {"RsqrtGrad", g_rsqrt, true},
+               {"ReciprocalGrad", g_reciprocal, false}, {"InvGrad", g_reciprocal, false}};
+    const tide_dtype dts[] = {TIDE_FLOAT32, TIDE_FLOAT64, TIDE_FLOAT16, TIDE_BFLOAT16};
+    const double rtols[] = {1e-6, 1e-15, 4e-3, 3e-2};
+    for (int o = 0; o < 4; o++)
+        for (int d = 0; d < 4; d++) {
+            double yv[35], dyv[35], wv[35];
+            for (int i = 0; i < 35; i++) {
+                yv[i] = (ops[o].positive || th_rand(0, 1) < 0.5 ? 1 : -1) * th_rand(0.5, 3);
+                dyv[i] = th_rand(-2, 2);
+            }
+            tide_tensor *y = make_f(dts[d], 2, TH_DIMS(5, 7), yv), *dy = make_f(dts[d], 2, TH_DIMS(5, 7), dyv);
+            for (int i = 0; i < 35; i++) /* from the values as stored in the dtype */
+                wv[i] = ops[o].ref(tide_tensor_get_f64(y, i), tide_tensor_get_f64(dy, i));
+            tide_tensor *w = make_f(dts[d], 2, TH_DIMS(5, 7), wv), *got = run2(ops[o].op, y, dy);
+            TH_ASSERT_CLOSE(got, w, rtols[d], 0);
+            tide_tensor *all[] = {y, dy, w, got};
+            release_all(all, 4);
+        }
+    /* one shape: refused at graph time with both shapes, and at run time when only then known */
+    tide_tensor *a = th_f32(2, TH_DIMS(2, 3), NULL), *b = th_f32(1, TH_DIMS(3), NULL);
+    TH_ASSERT_FAILS("SqrtGrad", ((tide_tensor *[]){a, b}), 2, NULL, TIDE_INVALID_ARGUMENT,
+                    "y and dy must have the same shape: y is [2, 3], dy is [3]");
+    tide_error *err = tide_error_new();
+    const char *text = "p = Placeholder(dtype=float32)\n q = Placeholder(dtype=float32)\n r = RsqrtGrad(p, q)\n";
+    tide_tensor *out = run_graph_text(text, (const char *[]){"p", "q"}, (tide_tensor *[]){a, b}, 2, "r", err);
+    CU_ASSERT_PTR_NULL(out);
+    CU_ASSERT_EQUAL(tide_error_code(err), TIDE_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "y and dy must have the same shape: y is [2, 3], "
+                                                         "dy is [3]"));
+    tide_error_free(err);
+    tide_tensor *all[] = {a, b};
+    release_all(all, 2);
 }
 
 /* ---------------------------------------------------------------- binary ops: integers */
@@ -977,9 +1052,6 @@ static void test_unary_int(void)
 
 /* ---------------------------------------------------------------- ClipByValue */
 
-static tide_tensor *run_graph_text(const char *text, const char *const *feed_names, tide_tensor **feed_values,
-                                   int num_feeds, const char *fetch, tide_error *err);
-
 /* TensorFlow's order, written out: min with the upper bound first, then max with the lower one. */
 static double clip_ref(double t, double lo, double hi)
 {
@@ -1242,7 +1314,7 @@ static void test_shape_inference(void)
     snprintf(text, sizeof text, "%s%s", base,
              "ab = Add(a, b)\n ac = Mul(a, c)\n ad = Sub(a, d)\n fe = Maximum(f, e)\n ak = Pow(k, a)\n"
              "sa = Sqrt(a)\n sd = Neg(d)\n n1 = AddN([a, g, a])\n n2 = AddN([d, d])\n n3 = AddN([d, g])\n"
-             "fh = FloorDiv(f, h)\n");
+             "fh = FloorDiv(f, h)\n sg = SqrtGrad(a, g)\n rg = ReciprocalGrad(d, f)\n");
     tide_graph *g = th_graph_of(text);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     th_assert_output_shape(g, "ab", 0, 2, TH_DIMS(2, 3));
@@ -1256,10 +1328,13 @@ static void test_shape_inference(void)
     th_assert_output_shape(g, "n2", 0, -1, NULL);
     th_assert_output_shape(g, "n3", 0, 2, TH_DIMS(2, -1));
     th_assert_output_shape(g, "fh", 0, 1, TH_DIMS(4));
+    th_assert_output_shape(g, "sg", 0, 2, TH_DIMS(2, 3)); /* [?, 3] and [2, ?] merge */
+    th_assert_output_shape(g, "rg", 0, 1, TH_DIMS(-1));
     tide_graph_free(g);
     th_assert_graph_fails(base, "bad = Add(a, h)", "x is [?, 3], y is [4]");
     th_assert_graph_fails(base, "bad = Div(b, i)", "x is [2, 1], y is [3, 2]");
     th_assert_graph_fails(base, "bad = AddN([a, b])", "input 0 is [?, 3] but input 1 is [2, 1]");
+    th_assert_graph_fails(base, "bad = InvGrad(a, c)", "y and dy must have the same shape: y is [?, 3], dy is [?, 1]");
     th_assert_graph_fails(base, "bad = AddN([d, a, h])", "input 1 is [?, 3] but input 2 is [4]");
 }
 
@@ -1351,6 +1426,8 @@ int main(void)
         TH_TEST(test_binary_float_broadcast),
         TH_TEST(test_binary_float_special),
         TH_TEST(test_binary_half),
+        TH_TEST(test_div_no_nan),
+        TH_TEST(test_gradient_ops),
         TH_TEST(test_binary_large),
         TH_TEST(test_binary_int_random),
         TH_TEST(test_int_division_semantics),

@@ -412,7 +412,7 @@ static void test_lost_end_unknown(void)
     tide_store_options opts;
     tide_store_options_init(&opts);
     opts.queue_capacity = 2;
-    opts.run_wait_ms = 0;
+    opts.wait_ms = 0;
     tide_store *s = tide_store_open(db_path, &opts, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     tide_graph *g = tide_graph_new();

@@ -281,6 +281,7 @@ static void test_non_finite_curves(void)
     t = named(TIDE_STORE_Q_SCALAR_POINTS, as_watched, 3);
     check_fed_values(t, 3);
     tide_store_table_free(t);
+    const char *one_session[] = {"1"};
     const char *mean[] = {"d", "0", "0", "mean"}, *nans[] = {"d", "0", "1", "nan_count"}, *std[] = {"d", "0", "1", "std"};
     t = named(TIDE_STORE_Q_TENSOR_HISTORY, mean, 4);
     CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 0), "1"); /* the session found */
@@ -289,6 +290,10 @@ static void test_non_finite_curves(void)
     t = named(TIDE_STORE_Q_TENSOR_HISTORY, nans, 4);
     CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 3, 3), "1");
     CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 1, 3), "0");
+    tide_store_table_free(t);
+    t = named(TIDE_STORE_Q_IMAGE_SUMMARIES, one_session, 1); /* no ImageSummary in this graph */
+    CU_ASSERT_EQUAL(tide_store_table_num_columns(t), 8);
+    CU_ASSERT_EQUAL(tide_store_table_num_rows(t), 0);
     tide_store_table_free(t);
     const char *hists[] = {"d", "0", "1"};
     t = named(TIDE_STORE_Q_TENSOR_HISTOGRAMS, hists, 3); /* session, step, run, min, max, mean, nans, infs, counts */

@@ -419,6 +419,30 @@ def test_large_graph(tmp):
         p.wait(timeout=30)
 
 
+def test_images(tmp):
+    """ImageSummary: its images are logged (kind 'image') at every run that computes it, and /api/images
+    lists them under their tag (escapes undone)."""
+    db = os.path.join(tmp, "images.db")
+    r = subprocess.run([TIDE, "--log", db], input='x = placeholder(float32, {nil, 4, 4, 1})\n'
+                       's = image_summary(x, {tag = "in\\"puts", max_images = 2})\n'
+                       'bx = tensor({{{{0}, {1}, {2}, {3}}, {{0}, {1}, {2}, {3}}, {{0}, {1}, {2}, {3}}, {{0}, {1}, {2}, {3}}}})\n'
+                       'for i = 1, 3 do run(s, {[x] = bx}) end\n', capture_output=True, text=True, env=env(), timeout=60)
+    check("images: logged", r.returncode == 0, r)
+    p, port = start_server([db, "--port", "0"])
+    try:
+        c = Client(port)
+        im = c.json("/api/images")
+        check("images: the summary under its tag", im and im["session"] == 1 and len(im["images"]) == 1 and
+              im["images"][0] == {"tag": 'in"puts', "node": "s", "count": 3, "first_step": 0, "last_step": 2,
+                                  "shape": [1, 4, 4, 1], "dtype": "uint8"}, im)
+        v = c.json("/api/tensor/values?node=s&step=1")
+        check("images: the uint8 pixels (the largest 255)", v and v["values"] == [0, 85, 170, 255] * 4, v)
+        c.json("/api/images?session=9", 404)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
+
+
 def test_live(c, db):
     before = c.json("/api/status")["runs"]
     r = subprocess.run([TIDE, "--log", db, "-e", "run(constant(1) + constant(2))"], capture_output=True, text=True,
@@ -479,6 +503,7 @@ def main():
         test_repl_web(tmp)
         test_curves(tmp)
         test_large_graph(tmp)
+        test_images(tmp)
     print("%d checks, %d failed" % (checks, len(failures)))
     return 1 if failures else 0
 

@@ -18,6 +18,14 @@ tide.charts = (() => {
     return {ctx, W, H};
   }
 
+  /* An x tick's label centred under x, kept inside the canvas (the last tick's label was cut at the
+   * right edge). */
+  function xTickLabel(ctx, text, x, W, H) {
+    const w = ctx.measureText(text).width, left = Math.max(0, Math.min(W - w - 1, x - w / 2));
+    ctx.fillText(text, left, H - 6);
+    return {text, at: Math.round(x), left: Math.round(left), right: Math.round(left + w)};
+  }
+
   /* Ticks of a log axis over [a, b] (log10 values): the powers of ten, with 2 and 5 times them when
    * the range spans few decades. Returns log10 values. */
   function logTicks(a, b) {
@@ -34,7 +42,8 @@ tide.charts = (() => {
   /* A line chart: series [{label, color, points: [{x, y, raw}], faint}] drawn into canvas (CSS size from
    * its box). opts: tip (an element for hover values), xlabel ('step'), xFormat(x) (tick and hover
    * text of an x), logY (a log10 y axis: values <= 0 are left out, and counted in canvas.dataset.hidden).
-   * canvas.dataset also says what is drawn: series (not faint), scale (log/linear), xlabel, x0 and x1.
+   * canvas.dataset also says what is drawn: series (not faint), scale (log/linear), xlabel, x0 and x1,
+   * xticks (JSON: each x tick label's text, its tick's x and the label's left and right edge, CSS pixels).
    * A y of null is a gap; a non-finite y breaks the line and is marked in red: +Infinity by a triangle at
    * the top edge, -Infinity at the bottom, NaN by a dashed vertical line. */
   function line(canvas, series, opts) {
@@ -70,7 +79,7 @@ tide.charts = (() => {
       ctx.beginPath(); ctx.moveTo(L, sy(t) + 0.5); ctx.lineTo(W - R, sy(t) + 0.5); ctx.stroke();
       ctx.fillText(fmtNum(opts.logY ? Math.pow(10, t) : t, 3), 2, sy(t) + 4);
     }
-    for (const t of ticks(x0, x1, 6)) ctx.fillText(fx(t), sx(t) - 8, H - 6);
+    const xticks = ticks(x0, x1, 6).map((t) => xTickLabel(ctx, fx(t), sx(t), W, H));
     for (const s of drawn) {
       ctx.strokeStyle = s.color; ctx.globalAlpha = s.faint ? 0.25 : 1; ctx.lineWidth = s.faint ? 1 : 1.6;
       ctx.beginPath();
@@ -89,7 +98,7 @@ tide.charts = (() => {
     canvas._chart = {series: drawn, x0, x1, L, R, W, tip: opts.tip, xlabel: opts.xlabel || 'step', fx};
     /* What is drawn, for tests that read the chart back. */
     Object.assign(canvas.dataset, {series: String(drawn.filter((s) => !s.faint).length), scale: opts.logY ? 'log' : 'linear',
-                                   xlabel: opts.xlabel || 'step', x0: String(x0), x1: String(x1)});
+                                   xlabel: opts.xlabel || 'step', x0: String(x0), x1: String(x1), xticks: JSON.stringify(xticks)});
     if (!canvas._hover) {
       canvas._hover = true;
       canvas.addEventListener('mousemove', (ev) => hover(canvas, ev));
@@ -212,7 +221,7 @@ tide.charts = (() => {
       ctx.beginPath(); ctx.moveTo(L, sy(t) + 0.5); ctx.lineTo(W - R, sy(t) + 0.5); ctx.stroke();
       ctx.fillText(fmtNum(t, 3), 2, sy(t) + 4);
     }
-    for (const t of ticks(x0, x1, 6)) ctx.fillText(fmtNum(t, 4), sx(t) - 8, H - 6);
+    for (const t of ticks(x0, x1, 6)) xTickLabel(ctx, fmtNum(t, 4), sx(t), W, H);
   }
 
   /* Histograms over time: one outline per step (at most 30, evenly chosen), the oldest at the back (top),
@@ -248,7 +257,7 @@ tide.charts = (() => {
       if (i === 0 || i === pick.length - 1 || i % 6 === 0) { ctx.fillStyle = '#666'; ctx.fillText('step ' + s.step, W - R + 4, base); }
     });
     ctx.fillStyle = '#666';
-    for (const t of ticks(v0, v1, 6)) ctx.fillText(fmtNum(t, 3), sx(t) - 8, H - 6);
+    for (const t of ticks(v0, v1, 6)) xTickLabel(ctx, fmtNum(t, 3), sx(t), W, H);
   }
 
   return {setup, line, ema, logTicks, percentiles, distributions, histograms};

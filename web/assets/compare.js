@@ -1,6 +1,6 @@
 /* compare.js — the compare page (/compare?a=&b=): two runs side by side, what changed in the graph
  * between them (nodes added, removed, changed) and the per-node time differences, sorted by |diff|,
- * with bars (red: b slower, green: b faster). */
+ * with bars (red: b slower, green: b faster). A slower earlier comparison never replaces a newer one. */
 'use strict';
 (() => {
   const {h, api, clear, option, params, setParams, append, fmtUs} = tide;
@@ -13,6 +13,7 @@
   const runsBox = h('div', {class: 'cards', id: 'c-runs'});
   const graphBox = h('div', {id: 'c-graph'});
   const timesBox = h('div', {id: 'c-times'});
+  const compareGuard = tide.latest();   /* a slower earlier comparison never replaces a newer one */
   append(page, [
     h('div', {class: 'toolbar'}, h('label', null, 'run a', aSel), swap, h('label', null, 'run b', bSel)),
     runsBox,
@@ -44,9 +45,13 @@
   async function load() {
     setParams({a: state.a, b: state.b});
     clear(runsBox); clear(graphBox); clear(timesBox);
-    if (!state.a || !state.b) { graphBox.appendChild(h('p', {class: 'muted', text: 'Choose two runs (or tick two on the Runs page).'})); return; }
-    const c = await api('/api/compare', {a: state.a, b: state.b});
-    if (!c) return;
+    if (!state.a || !state.b) {
+      compareGuard(() => null);   /* drops a comparison still on its way */
+      graphBox.appendChild(h('p', {class: 'muted', text: 'Choose two runs (or tick two on the Runs page).'}));
+      return;
+    }
+    const c = await compareGuard(() => api('/api/compare', {a: state.a, b: state.b}));
+    if (!c || c === tide.STALE) return;
     append(runsBox, [runCard('a', c.a), runCard('b', c.b)]);
     if (c.a.traced && c.b.traced && (c.a.id || state.a) && (c.b.id || state.b))
       runsBox.appendChild(h('div', {class: 'card'}, h('h3', {text: 'timelines'}),

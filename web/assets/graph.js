@@ -8,7 +8,7 @@
  * detail: text that would be smaller than LEGIBLE_PX on screen is hidden). Search outlines the node in
  * the drawing itself (no new layout; the server says which box holds a hidden node), a version picker,
  * colour by device or by time of a run, and the legend. A slower earlier answer never replaces a newer
- * drawing. Reloads when the session's graph or traced runs change. */
+ * drawing, highlight or node panel. Reloads when the session's graph or traced runs change. */
 'use strict';
 (() => {
   const {h, api, clear, option, params, setParams, append} = tide;
@@ -27,7 +27,7 @@
   let view = null;           /* {x, y, w, h} the current viewBox */
   let base = null;           /* the SVG's own viewBox */
   let svgEl = null;
-  const drawingGuard = tide.latest(), highlightGuard = tide.latest();
+  const drawingGuard = tide.latest(), highlightGuard = tide.latest(), panelGuard = tide.latest();
 
   const sessionSel = h('select', {id: 'g-session', onchange: () => { state.session = sessionSel.value; state.version = ''; state.run = '';
     state.expand.clear(); refreshPickers().then(() => loadSvg()); }});
@@ -93,7 +93,7 @@
     const key = state.session + '/' + state.version + '/' + state.run;
     if (namesOf === key) return;
     const graph = await api('/api/graph', {session: state.session, version: state.version, run: state.run}, {quiet: true});
-    if (!graph) return;
+    if (!graph || key !== state.session + '/' + state.version + '/' + state.run) return;   /* the choice moved on meanwhile */
     namesOf = key;
     names = graph.nodes.map((n) => n.name);
     colors = new Map(graph.nodes.map((n) => [n.name, n.color]));
@@ -337,8 +337,8 @@
     state.selected = name;
     saveUrl();
     markSelected();
-    const n = await api('/api/node', {session: state.session, version: state.version, name, run: state.run});
-    if (!n) return;
+    const n = await panelGuard(() => api('/api/node', {session: state.session, version: state.version, name, run: state.run}));
+    if (!n || n === tide.STALE) return;
     const link = (x) => {
       const target = tide.inputNode(x);
       return h('li', null, h('a', {href: '#', text: String(x), onclick: (e) => { e.preventDefault(); reveal(target); }}));
@@ -346,7 +346,7 @@
     clear(side).hidden = false;
     append(side, [
       h('div', {style: {display: 'flex', justifyContent: 'space-between'}}, h('h2', {text: 'node'}),
-        h('button', {class: 'close', text: '×', title: 'close', onclick: () => { side.hidden = true; state.selected = ''; saveUrl(); markSelected(); }})),
+        h('button', {class: 'close', text: '×', title: 'close', onclick: () => { panelGuard(() => null); side.hidden = true; state.selected = ''; saveUrl(); markSelected(); }})),
       h('h1', {id: 'n-name', text: n.name}),
       h('table', {class: 'kv'}, h('tbody', null,
         h('tr', null, h('td', {text: 'op'}), h('td', {id: 'n-op', text: n.op})),

@@ -1,8 +1,9 @@
 /* runs.js — the start page (/): the sessions of the run log, its runs with filters (session, status,
  * traced) and links to each run's timeline and graph, two ticked runs -> compare, and the scalar curves
  * (summaries and watched scalars): the curves of several sessions overlaid (TensorBoard's runs), the x
- * axis by step, run or wall time, a log y axis, exponential-moving-average smoothing and hover values.
- * Refreshes when the log grows (tide.onStatus). */
+ * axis by step, run or wall time, a log y axis, exponential-moving-average smoothing and hover values;
+ * and the image summaries of the same sessions (images.js). Refreshes when the log grows; a slower
+ * earlier answer (runs, curves, images) never replaces a newer one. */
 'use strict';
 (() => {
   const {h, api, append, clear, table, option, params, setParams} = tide;
@@ -14,7 +15,7 @@
                  curves: q.get('curves') ? new Set(q.get('curves').split(',').map(Number).filter((n) => n > 0)) : null};
   let sessions = [];
   const charts = new Map();   /* kind|tag -> {canvas, tip, legend, curve} */
-  const scalarsGuard = tide.latest();
+  const scalarsGuard = tide.latest(), runsGuard = tide.latest();
 
   const sessionSel = h('select', {id: 'f-session', onchange: () => { state.session = sessionSel.value; filtersChanged(); }});
   const statusSel = h('select', {id: 'f-status', onchange: () => { state.status = statusSel.value; filtersChanged(); }},
@@ -45,6 +46,8 @@
   const runsBox = h('div', {class: 'scroll', id: 'runs'});
   const runsInfo = h('span', {class: 'muted'});
   const chartsBox = h('div', {class: 'cards', id: 'charts'});
+  const imagesBox = h('div', {class: 'cards', id: 'images'});
+  const images = tide.imagesPanel(imagesBox);
 
   tide.append(page, [
     h('div', {class: 'panel'}, h('h2', {text: 'Sessions'}), sessionsBox),
@@ -55,6 +58,7 @@
     h('div', {class: 'panel'}, h('h2', {text: 'Scalars'}),
       h('div', {class: 'toolbar'}, h('label', null, 'smoothing', smoothIn, smoothOut), h('label', null, 'x axis', xSel),
         h('label', null, logBox, 'log scale')), sessionPicker, chartsBox),
+    h('div', {class: 'panel', hidden: true}, h('h2', {text: 'Images'}), imagesBox),
   ]);
 
   function filtersChanged() {
@@ -62,6 +66,7 @@
     drawSessionPicker();
     loadRuns();
     loadScalars(true);
+    images.load(shownSessions());
   }
 
   async function loadSessions() {
@@ -86,9 +91,10 @@
     drawSessionPicker();
   }
 
+  /* The runs of the filters; an answer for filters changed since is dropped. */
   async function loadRuns() {
-    const r = await api('/api/runs', {session: state.session, status: state.status, traced: state.traced, limit: 500});
-    if (!r) return;
+    const r = await runsGuard(() => api('/api/runs', {session: state.session, status: state.status, traced: state.traced, limit: 500}));
+    if (!r || r === tide.STALE) return;
     const runs = r.runs.slice().reverse();
     runsInfo.textContent = runs.length + ' runs' + (r.truncated ? ' (the latest 500)' : '');
     for (const id of [...ticked]) if (!runs.some((x) => x.id === id)) ticked.delete(id);
@@ -133,9 +139,11 @@
     run: {label: 'run', of: (p) => p.run},
     time: {label: 'time', of: (p, t0) => (p.time === null ? NaN : p.time - t0), format: fmtSeconds},
   };
+  /* Seconds on the wall-time axis: 0 s, 250 ms, 1.5 s, 2.0 min, 1.5 h. */
   function fmtSeconds(s) {
     const a = Math.abs(s);
-    if (a < 1) return tide.fmtUs(s * 1e6);
+    if (a === 0) return '0 s';
+    if (a < 1) return tide.fmtNum(s * 1e3, 3) + ' ms';
     if (a >= 3600) return (s / 3600).toFixed(a >= 36000 ? 0 : 1) + ' h';
     if (a >= 60) return (s / 60).toFixed(a >= 600 ? 0 : 1) + ' min';
     return (a >= 10 ? s.toFixed(0) : s.toFixed(a >= 1 ? 1 : 2)) + ' s';
@@ -160,6 +168,7 @@
           state.curves = set;
           setParams({curves: [...set].sort((a, b) => a - b)});
           loadScalars(true);
+          images.load(shownSessions());
         }}), h('span', {class: 'swatch', style: {background: sessionColor(x.id)}}), String(x.id)));
   }
 
@@ -229,6 +238,6 @@
   tide.topbar('runs');
   tide.onStatus(async (s, changed) => {
     if (changed.sessions) await loadSessions();
-    if (changed.run || changed.first) await Promise.all([loadRuns(), loadScalars(false)]);
+    if (changed.run || changed.first) await Promise.all([loadRuns(), loadScalars(false), images.load(shownSessions())]);
   });
 })();

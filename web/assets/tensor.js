@@ -14,7 +14,9 @@
                  step: q.has('step') ? Number(q.get('step')) : -1, offset: 0, stat: q.get('stat') || 'mean'};
   let tensors = [];
   let current = null;
-  const tensorGuard = tide.latest();
+  /* One guard per request kind: a slower earlier answer (another step, page or statistic) is dropped. */
+  const tensorGuard = tide.latest(), valuesGuard = tide.latest(), pictureGuard = tide.latest();
+  const overStepsGuard = tide.latest(), historyGuard = tide.latest();
 
   const pick = h('select', {id: 'x-tensor', onchange: () => {
     const t = tensors[Number(pick.value)];
@@ -150,10 +152,14 @@
     return '[' + idx.join(', ') + ']';
   }
   async function loadValues() {
+    if (!current.has_value) {
+      valuesGuard(() => null);
+      clear(valuesBox).appendChild(h('p', {class: 'muted', text: 'Only statistics were logged at this step (the value was over the cap or pruned).'}));
+      return;
+    }
+    const v = await valuesGuard(() => api('/api/tensor/values', vparams(state.offset, PAGE)));
+    if (!v || v === tide.STALE) return;
     clear(valuesBox);
-    if (!current.has_value) { valuesBox.appendChild(h('p', {class: 'muted', text: 'Only statistics were logged at this step (the value was over the cap or pruned).'})); return; }
-    const v = await api('/api/tensor/values', vparams(state.offset, PAGE));
-    if (!v) return;
     const shape = v.shape || [];
     const rows = v.values.map((x, i) => ({i: v.offset + i, x}));
     const last = Math.min(v.offset + v.values.length, v.total);
@@ -171,15 +177,16 @@
   /* A 2-D tensor as a heat map; a 4-D Variable (a convolution's weights, HWIO) as its filters; other
    * 4-D tensors with 1, 3 or 4 channels as NHWC images. */
   async function loadPicture(t) {
-    clear(pictureBox);
     const shape = t.shape || [];
     const kind = shape.length === 2 ? 'heat' : shape.length === 4 && current.op === 'Variable' ? 'filters'
                : shape.length === 4 && [1, 3, 4].includes(shape[3]) ? 'images' : null;
-    if (!kind) { pictureBox.appendChild(h('p', {class: 'muted', text: 'A heat map is drawn for 2-D tensors, the filters of 4-D weights, an image grid for NHWC tensors with 1, 3 or 4 channels.'})); return; }
-    if (!t.has_value) { pictureBox.appendChild(h('p', {class: 'muted', text: 'No stored value at this step.'})); return; }
-    if (t.num_elements > MAX_DRAW) { pictureBox.appendChild(h('p', {class: 'muted', text: 'Too large to draw (' + t.num_elements + ' elements).'})); return; }
-    const v = await api('/api/tensor/values', vparams(0, MAX_DRAW));
-    if (!v) return;
+    const note = !kind ? 'A heat map is drawn for 2-D tensors, the filters of 4-D weights, an image grid for NHWC tensors with 1, 3 or 4 channels.'
+               : !t.has_value ? 'No stored value at this step.'
+               : t.num_elements > MAX_DRAW ? 'Too large to draw (' + t.num_elements + ' elements).' : null;
+    if (note) { pictureGuard(() => null); clear(pictureBox).appendChild(h('p', {class: 'muted', text: note})); return; }
+    const v = await pictureGuard(() => api('/api/tensor/values', vparams(0, MAX_DRAW)));
+    if (!v || v === tide.STALE) return;
+    clear(pictureBox);
     const vals = v.values.map((x) => tide.num(x));
     if (kind === 'heat') tide.pictures.heat(pictureBox, shape, vals);
     else if (kind === 'filters') tide.pictures.filters(pictureBox, shape, vals);
@@ -188,8 +195,8 @@
 
   /* ------------------------------------------------------------------ over steps */
   async function loadOverSteps() {
-    const r = await api('/api/tensor/histograms', {node: state.node, output: state.output, session: state.session}, {quiet: true});
-    if (!r) return;
+    const r = await overStepsGuard(() => api('/api/tensor/histograms', {node: state.node, output: state.output, session: state.session}, {quiet: true}));
+    if (!r || r === tide.STALE) return;
     overStepsNote.textContent = r.steps.length + ' of ' + r.total + ' steps' + (r.sampled ? ' (evenly chosen)' : '');
     tide.charts.distributions(distCanvas, r.steps, {tip: distTip});
     tide.charts.histograms(ridgeCanvas, r.steps);
@@ -197,8 +204,8 @@
 
   async function loadHistory() {
     if (!state.node) return;
-    const r = await api('/api/tensor/history', {node: state.node, output: state.output, session: state.session, stat: state.stat});
-    if (!r) return;
+    const r = await historyGuard(() => api('/api/tensor/history', {node: state.node, output: state.output, session: state.session, stat: state.stat}));
+    if (!r || r === tide.STALE) return;
     tide.charts.line(histCanvas2, [{label: state.stat, color: '#f28e2b',
       points: r.points.map((p) => ({x: p.step, y: tide.num(p.value)}))}], {tip: historyTip});
   }
