@@ -205,7 +205,7 @@ static tide_status run_with_error(tide_session *s, const tide_run_options *opts,
                              .feed_names = (const char *const *)p->feed_names,
                              .fetch_names = (const char *const *)p->fetch_names,
                              .target_names = (const char *const *)p->target_names,
-                             .tracing = opts && opts->trace};
+                             .tracing = opts && opts->trace, .feeds = feeds};
     tide__observers_snapshot(s->engine, &a.observers, &a.num_observers);
     tide__debugger_snapshot(s->engine, &a.debugger);
     if (a.debugger.entry)

@@ -323,6 +323,10 @@ typedef struct tide_run_info {
     const char *const *fetch_names;
     const char *const *target_names;
     bool tracing;           /* node_finished is called for this run */
+    /* The fed values, num_feeds of them in feed_names' order (borrowed: valid during run_started and
+     * run_ended only). Their dtypes and shapes tell a training step from an evaluation of the same
+     * nodes (a batch of 100 rows or a test set of 10,000). */
+    const struct tide_feed *feeds;
 } tide_run_info;
 
 typedef struct tide_node_timing {

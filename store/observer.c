@@ -28,6 +28,31 @@ static void lost_for_memory(tide_store *s, st_kind kind)
                   tide_store_record_kind_name((tide_store_record_kind)st_kind_counted_as(kind)));
 }
 
+/* The dtypes and shapes the run fed, as a JSON array in its feeds' order: ["float32 [100, 784]", ...]
+ * (what tells a training step from an evaluation of the same nodes on a test set). */
+static char *feed_shapes(const tide_run_info *run)
+{
+    if (!run->feeds || run->num_feeds <= 0)
+        return st_json_strings(NULL, 0);
+    char **texts = calloc((size_t)run->num_feeds, sizeof *texts);
+    if (!texts)
+        return NULL;
+    bool ok = true;
+    for (int i = 0; ok && i < run->num_feeds; i++) {
+        const tide_tensor *v = run->feeds[i].value;
+        char shape[TIDE_SHAPE_STR_MAX] = "?", text[TIDE_SHAPE_STR_MAX + 32];
+        if (v)
+            tide_shape_format(tide_tensor_shape(v), shape, sizeof shape);
+        snprintf(text, sizeof text, "%s %s", v ? tide_dtype_name(tide_tensor_dtype(v)) : "?", shape);
+        ok = (texts[i] = st_strdup(text)) != NULL;
+    }
+    char *json = ok ? st_json_strings((const char *const *)texts, run->num_feeds) : NULL;
+    for (int i = 0; i < run->num_feeds; i++)
+        free(texts[i]);
+    free(texts);
+    return json;
+}
+
 static void run_started(void *user, const tide_run_info *run)
 {
     st_attachment *a = user;
@@ -46,6 +71,7 @@ static void run_started(void *user, const tide_run_info *run)
     r->u.run.feeds = st_json_strings(run->feed_names, run->num_feeds);
     r->u.run.fetches = st_json_strings(run->fetch_names, run->num_fetches);
     r->u.run.targets = st_json_strings(run->target_names, run->num_targets);
+    r->u.run.feed_shapes = feed_shapes(run);
     st_push(a->store, r);
 }
 
@@ -72,6 +98,7 @@ static void run_ended(void *user, const tide_run_info *run, tide_status status, 
     r->u.run.feeds = st_json_strings(run->feed_names, run->num_feeds);
     r->u.run.fetches = st_json_strings(run->fetch_names, run->num_fetches);
     r->u.run.targets = st_json_strings(run->target_names, run->num_targets);
+    r->u.run.feed_shapes = feed_shapes(run);
     st_push(a->store, r);
 }
 

@@ -10,6 +10,8 @@
 
 #include "store_internal.h"
 
+#define FEED_SHAPES_SCHEMA 6 /* runs.feed_shapes arrives with this schema version */
+
 /* A column that holds a JSON array, as JSON (an empty array when it is not one: the file may be damaged). */
 #define JSON_ARRAY(x)                                                                                     \
     "json(CASE WHEN json_valid(" x ") THEN CASE WHEN json_type(" x ") = 'array' THEN " x                 \
@@ -47,6 +49,61 @@
 #define NOT_SUMMARY                                                                                        \
     "t.node NOT IN (SELECT n.name FROM nodes n JOIN graphs g ON g.id = n.graph_id WHERE g.session_id = ?1 "  \
     "AND n.op = 'ScalarSummary')"
+
+/* A run's signature (r is the runs row; shapes its feed_shapes column, or NULL for a file without it):
+ * what it fed (names, dtypes and shapes) and its targets. A training step and an evaluation of the same
+ * node differ by it (a train op as a target; a batch of 100 rows against a test set of 10,000), while a
+ * training step that fetches one more summary does not. SIGNATURE_TEXT is the same, to be read. */
+#define SIGNATURE(r, shapes) "(ifnull(" r ".feeds, '[]') || ' ' || ifnull(" shapes ", '') || ' ' || ifnull(" r ".targets, '[]'))"
+#define SIGNATURE_TEXT(r, shapes)                                                                        \
+    "(CASE WHEN json_array_length(" JSON_ARRAY(r ".feeds") ") > 0 THEN 'feeds ' || (SELECT "               \
+    "group_concat(f.value || ifnull(' ' || s.value, ''), ', ') FROM json_each(" JSON_ARRAY(r ".feeds") ") f " \
+    "LEFT JOIN json_each(" JSON_ARRAY(shapes) ") s ON s.key = f.key) ELSE 'no feeds' END || "                \
+    "CASE WHEN json_array_length(" JSON_ARRAY(r ".targets") ") > 0 THEN '; targets ' || (SELECT "          \
+    "group_concat(value, ', ') FROM json_each(" JSON_ARRAY(r ".targets") ")) ELSE '' END)"
+
+/* The scalar tensors of session ?1 (tensors rows of shape [], any kind, but ScalarSummary outputs): tag,
+ * kind, run and its signature. */
+#define SCALAR_ROWS(shapes)                                                                              \
+    "SELECT " SCALAR_TAG " AS tag, t.kind, t.run_id, " SIGNATURE("r", shapes) " AS sig FROM tensors t "  \
+    "JOIN runs r ON r.id = t.run_id WHERE r.session_id = ?1 AND t.shape = '[]' AND " NOT_SUMMARY
+
+/* /api/scalars: a curve per summary tag, and per (scalar tensor, run signature), labelled by kind:
+ * watched when any of its rows is (a watched node may be fetched too), else fetched. */
+#define SCALARS_JSON(shapes)                                                                              \
+    "WITH t AS (" SCALAR_ROWS(shapes) "), "                                                                  \
+    "c AS (SELECT tag, max(kind = 'watched') AS watched, count(DISTINCT run_id) AS n, min(run_id) AS first "   \
+    "FROM t GROUP BY tag, sig), "                                                                            \
+    "a AS (SELECT s.tag AS tag, 'summary' AS kind, count(DISTINCT s.run_id) AS n, NULL AS first "           \
+    "FROM summaries s JOIN runs r ON r.id = s.run_id WHERE r.session_id = ?1 GROUP BY s.tag "                \
+    "UNION ALL SELECT tag, CASE WHEN watched THEN 'watched' ELSE 'fetched' END, n, first FROM c) "          \
+    "SELECT json_object('tags', (SELECT json_group_array(json_object('tag', a.tag, 'kind', a.kind, "         \
+    "'points', a.n, 'signature_run', a.first, 'signature', "                                                 \
+    "(SELECT " SIGNATURE_TEXT("r", shapes) " FROM runs r WHERE r.id = a.first), 'curves', "                  \
+    "(SELECT count(*) FROM a b WHERE b.tag = a.tag))) FROM (SELECT * FROM a ORDER BY tag, kind = 'summary' DESC, " \
+    "first) a))"
+
+/* One curve's points (?1 session, ?2 tag, ?3 kind or NULL, ?4 a run whose signature the tensor curve
+ * has; 0: the tag's latest run's): kind, step, run, value, signature_run, signature, one row per run. The
+ * summary of that tag when there is one (and kind allows), else the scalar tensor's. */
+#define SCALAR_POINTS(shapes)                                                                             \
+    "WITH s AS (SELECT 'summary' AS kind, s.step, s.run_id AS run, s.value, r.started_at_ns AS time "       \
+    "FROM summaries s "                                                                                     \
+    "JOIN runs r ON r.id = s.run_id WHERE r.session_id = ?1 AND s.tag = ?2 AND (?3 IS NULL OR ?3 = 'summary') " \
+    "GROUP BY s.run_id), "                                                                                  \
+    "k AS (SELECT CASE WHEN ?4 > 0 THEN ?4 ELSE (SELECT max(t.run_id) FROM tensors t JOIN runs r ON r.id = "   \
+    "t.run_id WHERE r.session_id = ?1 AND t.shape = '[]' AND " SCALAR_TAG " = CAST(?2 AS TEXT)) END AS run), " \
+    "g AS (SELECT " SIGNATURE("r", shapes) " AS sig FROM runs r WHERE r.id = (SELECT run FROM k)), "          \
+    "w AS (SELECT max(t.kind) AS kind, t.step, t.run_id AS run, " SCALAR_VALUE " AS value, "                  \
+    "r.started_at_ns AS time FROM tensors t "                                                                \
+    "JOIN runs r ON r.id = t.run_id WHERE r.session_id = ?1 AND t.shape = '[]' AND " NOT_SUMMARY " AND "       \
+    SCALAR_TAG " = CAST(?2 AS TEXT) AND (?3 IS NULL OR ?3 <> 'summary') AND " SIGNATURE("r", shapes)         \
+    " = (SELECT sig FROM g) GROUP BY t.run_id), "                                                           \
+    "c AS (SELECT kind, step, run, value, time, NULL AS first FROM s UNION ALL SELECT CASE WHEN "              \
+    "(SELECT max(kind = 'watched') FROM w) THEN 'watched' ELSE 'fetched' END, step, run, value, time, "       \
+    "(SELECT min(run) FROM w) FROM w WHERE NOT EXISTS (SELECT 1 FROM s)) "                                   \
+    "SELECT kind, step, run, value, time, first AS signature_run, (SELECT " SIGNATURE_TEXT("r", shapes)        \
+    " FROM runs r WHERE r.id = first) AS signature FROM c ORDER BY step, run"
 
 /* The node's effective device (viz.h's rule) and its time in the chosen run (or the latest traced
  * run of the session that timed it). ?2 run (0: none), ?3 session. */
@@ -211,28 +268,10 @@ static const named_query queries[] = {
          "'b_us', round(b_us, 1), 'diff_us', round(ifnull(b_us, 0) - ifnull(a_us, 0), 1))) "
          "FROM (SELECT * FROM tm ORDER BY abs(ifnull(b_us, 0) - ifnull(a_us, 0)) DESC, node)))",
          0, NULL},
-    [TIDE_STORE_Q_SCALARS_JSON] =
-        {"SCALARS_JSON", 1,
-         "SELECT json_object('tags', (SELECT json_group_array(json_object('tag', tag, 'kind', kind, 'points', n)) "
-         "FROM (SELECT s.tag AS tag, 'summary' AS kind, count(DISTINCT s.run_id) AS n FROM summaries s "
-         "JOIN runs r ON r.id = s.run_id WHERE r.session_id = ?1 GROUP BY s.tag "
-         "UNION ALL SELECT " SCALAR_TAG " AS tag, 'watched' AS kind, count(DISTINCT t.run_id) AS n FROM tensors t "
-         "JOIN runs r ON r.id = t.run_id WHERE r.session_id = ?1 AND t.shape = '[]' AND " NOT_SUMMARY
-         " GROUP BY t.node, t.output ORDER BY kind, tag)))",
-         0, NULL},
-
-    [TIDE_STORE_Q_SCALAR_POINTS] =
-        {"SCALAR_POINTS", 3, /* one point per run */
-         "WITH s AS (SELECT 'summary' AS kind, s.step, s.run_id AS run, s.value, r.started_at_ns AS time FROM summaries s "
-         "JOIN runs r ON r.id = s.run_id WHERE r.session_id = ?1 AND s.tag = ?2 AND (?3 IS NULL OR ?3 = 'summary') "
-         "GROUP BY s.run_id), "
-         "w AS (SELECT 'watched' AS kind, t.step, t.run_id AS run, " SCALAR_VALUE " AS value, r.started_at_ns AS time "
-         "FROM tensors t "
-         "JOIN runs r ON r.id = t.run_id WHERE r.session_id = ?1 AND t.shape = '[]' AND " NOT_SUMMARY
-         " AND " SCALAR_TAG " = CAST(?2 AS TEXT) AND (?3 IS NULL OR ?3 = 'watched') GROUP BY t.run_id), "
-         "c AS (SELECT * FROM s UNION ALL SELECT * FROM w WHERE NOT EXISTS (SELECT 1 FROM s)) "
-         "SELECT kind, step, run, value, time FROM c ORDER BY step, run",
-         0, NULL},
+    [TIDE_STORE_Q_SCALARS_JSON] = {"SCALARS_JSON", 1, SCALARS_JSON("r.feed_shapes"), FEED_SHAPES_SCHEMA,
+                                   SCALARS_JSON("NULL")},
+    [TIDE_STORE_Q_SCALAR_POINTS] = {"SCALAR_POINTS", 4, SCALAR_POINTS("r.feed_shapes"), FEED_SHAPES_SCHEMA,
+                                    SCALAR_POINTS("NULL")},
     [TIDE_STORE_Q_TENSOR_HISTORY] =
         {"TENSOR_HISTORY", 4,
          "WITH s AS (SELECT CASE WHEN ?3 > 0 THEN ?3 ELSE (SELECT r.session_id FROM tensors t JOIN runs r "

@@ -114,8 +114,12 @@ static const char migrate_4_to_5[] =
     "DROP INDEX graph_nodes_by_name;\n"
     "CREATE INDEX graph_nodes_by_name ON graph_nodes(lineage, name, added_in);\n";
 
+/* Version 5 -> 6: each run records the dtypes and shapes it fed (its signature, with its feeds and
+ * targets: a training step apart from an evaluation of the same node). */
+static const char migrate_5_to_6[] = "ALTER TABLE runs ADD COLUMN feed_shapes TEXT;\n";
+
 static const char *const migrations[TIDE_STORE_SCHEMA_VERSION] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3,
-                                                                   migrate_3_to_4, migrate_4_to_5};
+                                                                   migrate_3_to_4, migrate_4_to_5, migrate_5_to_6};
 
 static tide_status sql_fail(sqlite3 *db, const char *path, const char *what, tide_error *err)
 {

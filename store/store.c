@@ -119,6 +119,7 @@ void st_record_free(st_record *r)
         free(r->u.run.feeds);
         free(r->u.run.fetches);
         free(r->u.run.targets);
+        free(r->u.run.feed_shapes);
         break;
     case ST_TIMING:
         free(r->u.timing.node);

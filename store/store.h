@@ -26,7 +26,7 @@
  * version that has it unchanged; the view `nodes` still gives every version whole. A logged session's
  * graph is logged again, when it changed, before the first run that uses it.
  *
- * The schema (version 5) is documented in docs/run-log.md. Several stores, in one process or many,
+ * The schema (version 6) is documented in docs/run-log.md. Several stores, in one process or many,
  * may write to one file at once (WAL mode, a busy handler that retries with backoff for 5 s, then the
  * transaction is retried): no run is lost to another writer's lock. Any reader (sqlite3) may read it
  * while they write.
@@ -49,7 +49,7 @@ extern "C" {
 #endif
 
 /* The schema version this build writes (PRAGMA user_version). Files with a newer one are refused. */
-#define TIDE_STORE_SCHEMA_VERSION 5
+#define TIDE_STORE_SCHEMA_VERSION 6
 
 typedef struct tide_store tide_store;
 

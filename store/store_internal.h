@@ -63,6 +63,7 @@ typedef struct st_record {
             bool traced;
             bool written_with_start; /* ST_RUN_END: the writer wrote it with its start's row */
             char *error, *feeds, *fetches, *targets; /* names as JSON arrays */
+            char *feed_shapes; /* JSON array: "dtype [shape]" of each feed, in feeds' order */
         } run;
         struct { /* ST_TIMING */
             char *node, *op, *device, *shapes;

@@ -80,19 +80,24 @@ typedef enum tide_store_query_id {
     TIDE_STORE_Q_TENSORS_JSON = 20,
     /* (a, b): /api/compare. */
     TIDE_STORE_Q_COMPARE_JSON = 21,
-    /* (session): /api/scalars. */
+    /* (session): /api/scalars: a curve per summary tag, and per scalar tensor and run signature (what
+     * its runs fed, with shapes, and their targets): {"tags":[{"tag","kind","points","signature_run",
+     * "signature","curves"}]}. */
     TIDE_STORE_Q_SCALARS_JSON = 22,
 
     /* ------------------------------------------------ curves (rows; the web server downsamples them) */
-    /* (session, tag, kind: summary/watched or NULL): kind, step, run, value, time (the run's start, ns
-     * since the epoch), one row per run in step order: the summary tagged tag when there is one (and kind is not watched), else the scalar
-     * tensor named tag (a node's name, "name:N" for output N > 0). value is a number, "Inf", "-Inf" or
-     * "NaN" (see TIDE_STORE_Q_TENSOR_HISTORY for a tensor's), NULL when unknown. */
+    /* (session, tag, kind: summary/watched/fetched or NULL, signature_run or 0): kind, step, run, value,
+     * time (the run's start, ns since the epoch), signature_run, signature, one row per run in step
+     * order: the summary tagged tag when there is one (and kind is NULL or summary), else the scalar
+     * tensor named tag (a node's name, "name:N" for output N > 0) in the runs whose signature is
+     * signature_run's (0: the signature of its latest run). kind is watched when any of the curve's
+     * rows is, else fetched; signature_run is the curve's first run (NULL for a summary). value is a
+     * number, "Inf", "-Inf" or "NaN" (see TIDE_STORE_Q_TENSOR_HISTORY for a tensor's), NULL when
+     * unknown. */
     TIDE_STORE_Q_SCALAR_POINTS = 23,
     /* (node, output, session or 0: the latest that logged it, stat: min/max/mean/std/nan_count/inf_count):
      * session, step, run, value, time (the run's start, ns since the epoch), one row per run in step
-     * order. min, max, mean and std are over the
-     * finite elements (NULL when there is none) except for a scalar tensor, whose value they are
+     * order. min, max, mean and std are over the finite elements (NULL when there is none) except for a scalar tensor, whose value they are
      * ("NaN", "Inf", "-Inf" from its NaN/Inf counts and stored value; NULL when an infinity's value
      * was pruned and its sign is unknown). */
     TIDE_STORE_Q_TENSOR_HISTORY = 24,

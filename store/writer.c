@@ -33,7 +33,7 @@ static const char *const sql[Q_COUNT] = {
     [Q_ROLLBACK] = "ROLLBACK",
     [Q_SESSION] = "INSERT INTO sessions(label, threads, devices) VALUES (?, ?, ?)",
     [Q_RUN] = "INSERT INTO runs(session_id, step, run_id, started_at_ns, wall_ns, status, error, feeds, "
-              "fetches, targets, traced) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+              "fetches, targets, traced, feed_shapes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [Q_RUN_END] = "UPDATE runs SET wall_ns = ?, status = ?, error = ? WHERE id = ?",
     [Q_TIMING] = "INSERT INTO node_timings(run_id, node, op, device, thread, scheduled_ns, start_ns, end_ns, "
                  "output_bytes, shapes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -211,7 +211,7 @@ typedef struct run_fields {
     int64_t step, started_at_ns, wall_ns;
     int status;
     bool ended, traced;
-    const char *error, *feeds, *fetches, *targets;
+    const char *error, *feeds, *fetches, *targets, *feed_shapes;
 } run_fields;
 
 static bool insert_run(writer *w, const run_fields *f)
@@ -230,6 +230,7 @@ static bool insert_run(writer *w, const run_fields *f)
     bind_text(st, 9, f->fetches);
     bind_text(st, 10, f->targets);
     sqlite3_bind_int(st, 11, f->traced);
+    bind_text(st, 12, f->feed_shapes);
     return done(w, st, "inserting a run");
 }
 
@@ -250,7 +251,7 @@ static run_fields fields_of(const st_record *r, bool ended)
                         .started_at_ns = r->u.run.started_at_ns, .wall_ns = r->u.run.wall_ns,
                         .status = r->u.run.status, .ended = ended, .traced = r->u.run.traced,
                         .error = r->u.run.error, .feeds = r->u.run.feeds, .fetches = r->u.run.fetches,
-                        .targets = r->u.run.targets};
+                        .targets = r->u.run.targets, .feed_shapes = r->u.run.feed_shapes};
 }
 
 #define END_LOOKAHEAD 32 /* records searched after a run's start for its end, to write the row once */

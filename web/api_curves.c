@@ -1,6 +1,6 @@
 /* api_curves.c — the endpoints of curves over steps: /api/scalars (the curves a session has),
- * /api/scalar (one curve: a summary tag or a scalar tensor) and /api/tensor/history (a statistic of a
- * logged tensor across steps). docs/web.md has the JSON shapes.
+ * /api/scalar (one curve: a summary tag, or a scalar tensor in the runs of one signature) and
+ * /api/tensor/history (a statistic of a logged tensor across steps). docs/web.md has the JSON shapes.
  *
  * A curve comes from the log as one row per run (store's named queries) and is bounded here: past
  * max_points points (default 1000, at most 10,000) it is downsampled. The rule: the first and the last
@@ -180,20 +180,22 @@ void web_api_scalars(web_request *rq, web_reply *out)
 
 void web_api_scalar(web_request *rq, web_reply *out)
 {
-    static const char *const kinds[] = {"summary", "watched", NULL};
+    static const char *const kinds[] = {"summary", "watched", "fetched", NULL};
     const char *tag, *kind;
-    int64_t session, max;
+    int64_t session, max, like;
     bool times;
     if (!web_arg_required(rq, out, "tag", &tag) || !web_arg_choice(rq, out, "kind", kinds, &kind) ||
-        !web_arg_session(rq, out, &session) || !curve_args(rq, out, &max, &times))
+        !web_arg_session(rq, out, &session) || !curve_args(rq, out, &max, &times) ||
+        !web_arg_run(rq, out, "signature_run", false, &like))
         return;
-    char b[24];
-    const char *p[] = {web_itoa(b, session), tag, kind};
-    tide_store_table *t = web_query(rq, out, TIDE_STORE_Q_SCALAR_POINTS, p, 3, CURVE_MAX_ROWS);
+    char b[2][24];
+    const char *p[] = {web_itoa(b[0], session), tag, kind, web_itoa(b[1], like)};
+    tide_store_table *t = web_query(rq, out, TIDE_STORE_Q_SCALAR_POINTS, p, 4, CURVE_MAX_ROWS);
     if (!t)
         return;
     if (tide_store_table_num_rows(t) == 0) {
-        web_reply_error(out, MHD_HTTP_NOT_FOUND, "no scalar '%.100s' in session %" PRId64, tag, session);
+        web_reply_error(out, MHD_HTTP_NOT_FOUND, "no scalar '%.100s' in session %" PRId64 "%s", tag, session,
+                        like ? " in runs like that run" : "");
         tide_store_table_free(t);
         return;
     }
@@ -204,6 +206,10 @@ void web_api_scalar(web_request *rq, web_reply *out)
     tide_json_string(&j, tag);
     tide_json_key(&j, "kind");
     tide_json_string(&j, tide_store_table_cell(t, 0, 0));
+    tide_json_key(&j, "signature_run");
+    write_integer(&j, tide_store_table_is_null(t, 0, 5) ? NULL : tide_store_table_cell(t, 0, 5));
+    tide_json_key(&j, "signature");
+    tide_json_string(&j, tide_store_table_is_null(t, 0, 6) ? NULL : tide_store_table_cell(t, 0, 6));
     bool ok = write_points(&j, t, 1, max, times);
     tide_json_end_object(&j);
     tide_store_table_free(t);

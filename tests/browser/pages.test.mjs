@@ -4,8 +4,9 @@
 // checked: no console errors, failed requests or HTTP errors; the graph's nodes are coloured by device
 // and a scope expands and collapses on click; the node panel fills; the timeline has bars in more than
 // one lane and a tooltip; the tensor page draws a heat map and an image grid; the runs page draws a
-// curve, and one of NaN and infinities with those points marked; compare lists per-node times; a slower earlier answer of the runs table or of compare never replaces a
-// newer one; the runs table grows while another process writes the log.
+// curve, one of NaN and infinities with those points marked, and a fetched scalar labelled so;
+// compare lists per-node times; a slower earlier answer of the runs table or of compare never replaces
+// a newer one; the runs table grows while another process writes the log.
 // Screenshots of every page go to the directory given as the second argument.
 //
 //   node pages.test.mjs TIDE_BINARY SCREENSHOT_DIR
@@ -43,6 +44,7 @@ run(init())
 bx = tensor({{1,0,0,0},{0,1,0,0},{0,0,1,0},{0,0,0,1},{1,1,0,0},{0,1,1,0}})
 by = tensor({0,1,2,0,1,2})
 for i = 1, ${steps} do run({train, s, s2, img, s3}, {[x] = bx, [labels] = by, [odd] = tensor(odds[(i - 1) % 5 + 1])}, {trace = true}) end
+run(loss, {[x] = bx, [labels] = by})
 `;
 }
 function train(db, steps) {
@@ -86,6 +88,12 @@ try {
       return n;
     });
     check(red > 20, 'runs: NaN and infinities are marked in red', red + ' red pixels');
+    // An evaluation that fetched loss: a curve of its own, labelled fetched (not watched), beside the
+    // summary tagged "loss".
+    await waitFor(p.page, 'runs: the fetched loss is a curve of its own, labelled fetched', () => {
+      const c = document.querySelector('canvas[data-tag="loss"][data-kind="fetched"]');
+      return !!c && /^fetched · .*\(1\)/.test(c.closest('.card').querySelector('h3 .kind').textContent);
+    });
     check(await p.page.evaluate((tag) => [...document.querySelectorAll('.card h3')].some((e) => e.firstChild.nodeValue === tag) &&
       !document.querySelector('img'), XSS_TAG), 'runs: a tag with markup is shown as text');
     const boxes = await p.page.$$('#runs input.tick');

@@ -549,6 +549,58 @@ static void test_observers(void)
     tide_engine_free(e);
 }
 
+/* run_started and run_ended see the fed values (the run log records their shapes: a training step
+ * and an evaluation of the same nodes differ by them). */
+typedef struct feed_seen {
+    atomic_int calls;
+    int64_t dims[2];
+    const tide_node *node;
+} feed_seen;
+
+static void record_feed(void *u, const tide_run_info *r)
+{
+    feed_seen *f = u;
+    if (r->num_feeds == 1 && r->feeds && r->feeds[0].value) {
+        const tide_shape *sh = tide_tensor_shape(r->feeds[0].value);
+        f->dims[0] = sh->rank > 0 ? sh->dims[0] : -1;
+        f->dims[1] = sh->rank > 1 ? sh->dims[1] : -1;
+        f->node = r->feeds[0].output.node;
+        atomic_fetch_add(&f->calls, 1);
+    }
+}
+static void record_feed_end(void *u, const tide_run_info *r, tide_status st, const char *m, int64_t w)
+{
+    (void)st, (void)m, (void)w;
+    record_feed(u, r);
+}
+
+static void test_observers_see_feeds(void)
+{
+    tide_engine *e = tide_engine_new(NULL, NULL);
+    tide_graph *g = tide_graph_new();
+    tide_node *x = gu_placeholder(g, "x", TIDE_FLOAT32, 2, TH_DIMS(-1, 2));
+    tide_node *y = gu_op(g, "Identity", "y", 1, &x);
+    tide_session *s = tide_session_new(e, g, NULL, NULL);
+    feed_seen f = {0};
+    tide_observer obs = {.user = &f, .run_started = record_feed, .run_ended = record_feed_end};
+    int id = tide_engine_add_observer(e, &obs, NULL);
+    tide_tensor *v = th_f32(2, TH_DIMS(3, 2), (float[]){1, 2, 3, 4, 5, 6});
+    tide_feed feed = {{x, 0}, v};
+    tide_output fetch = {y, 0};
+    tide_tensor *out = NULL;
+    CU_ASSERT_EQUAL(tide_session_run(s, NULL, &feed, 1, &fetch, 1, &out, NULL, 0, NULL, NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(atomic_load(&f.calls), 2);
+    CU_ASSERT_EQUAL(f.dims[0], 3);
+    CU_ASSERT_EQUAL(f.dims[1], 2);
+    CU_ASSERT_PTR_EQUAL(f.node, x);
+    tide_tensor_release(out);
+    tide_tensor_release(v);
+    tide_engine_remove_observer(e, id);
+    tide_session_free(s);
+    tide_graph_free(g);
+    tide_engine_free(e);
+}
+
 /* Engine options for several devices: placement strategy, memory per device, placement warnings. */
 static void test_devices_memory_and_options(void)
 {
@@ -634,7 +686,8 @@ int main(void)
         TH_TEST(test_snapshot_semantics),
         TH_TEST(test_control_dependencies), TH_TEST(test_assign_errors), TH_TEST(test_run_errors),
         TH_TEST(test_kernel_return_value_checked), TH_TEST(test_session_holds_its_graph), TH_TEST(test_runs_without_error_object),
-        TH_TEST(test_observers), TH_TEST(test_devices_memory_and_options), TH_TEST(test_control_from_fed_node),
+        TH_TEST(test_observers), TH_TEST(test_observers_see_feeds), TH_TEST(test_devices_memory_and_options),
+        TH_TEST(test_control_from_fed_node),
         TH_END};
     return th_main("session", tests);
 }

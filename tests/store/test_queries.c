@@ -2,7 +2,7 @@
  * written by a real engine and store (a session on two devices, its graph, a traced run and plain ones,
  * a watched scalar fed finite and non-finite values, a ScalarSummary of it), the short device names (SQL
  * short_device()), non-finite values kept in the log and read back (a NaN summary is stored, not NULL),
- * the statements for an older schema, and the errors (an unknown id, a wrong number of parameters, a
+ * curves per run signature (the fed shapes recorded), the statements for an older schema, and the errors (an unknown id, a wrong number of parameters, a
  * missing file). */
 #include <math.h>
 #include <sqlite3.h>
@@ -238,8 +238,15 @@ static void test_json_documents(void)
     CU_ASSERT(has(doc, "\"a\":{\"id\":1") && has(doc, "\"b\":{\"id\":2"));
     free(doc);
     doc = named_cell(TIDE_STORE_Q_SCALARS_JSON, one, 1, 0);
-    CU_ASSERT(has(doc, "\"tag\":\"s_tag\"") && has(doc, "\"tag\":\"d\""));
+    CU_ASSERT(has(doc, "{\"tag\":\"s_tag\",\"kind\":\"summary\",\"points\":5,\"signature_run\":null,"
+                       "\"signature\":null,\"curves\":1}"));
+    CU_ASSERT(has(doc, "{\"tag\":\"d\",\"kind\":\"watched\",\"points\":5,\"signature_run\":1,"
+                       "\"signature\":\"feeds s:0 float32 []\",\"curves\":1}"));
     free(doc);
+    tide_store_table *u = tide_store_query(db_path, "SELECT feed_shapes FROM runs WHERE id = 1", 1, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(u);
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(u, 0, 0), "[\"float32 []\"]");
+    tide_store_table_free(u);
     fixture_free(&f);
 }
 
@@ -267,19 +274,22 @@ static void test_non_finite_curves(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(u);
     CU_ASSERT_STRING_EQUAL(tide_store_table_cell(u, 0, 0), "real,real,real,text,real");
     tide_store_table_free(u);
-    const char *summary[] = {"1", "s_tag", NULL}, *watched[] = {"1", "d", NULL}, *as_watched[] = {"1", "d", "watched"};
-    tide_store_table *t = named(TIDE_STORE_Q_SCALAR_POINTS, summary, 3);
-    CU_ASSERT_EQUAL(tide_store_table_num_columns(t), 5); /* kind, step, run, value, time */
+    const char *summary[] = {"1", "s_tag", NULL, "0"}, *watched[] = {"1", "d", NULL, "0"},
+               *as_watched[] = {"1", "d", "watched", "0"};
+    tide_store_table *t = named(TIDE_STORE_Q_SCALAR_POINTS, summary, 4);
+    CU_ASSERT_EQUAL(tide_store_table_num_columns(t), 7); /* kind, step, run, value, time, signature_run, signature */
     CU_ASSERT(strtoll(tide_store_table_cell(t, 0, 4), NULL, 10) > 1500000000LL * 1000000000LL); /* ns since the epoch */
     CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 0), "summary");
     check_fed_values(t, 3);
     tide_store_table_free(t);
-    t = named(TIDE_STORE_Q_SCALAR_POINTS, watched, 3);
+    t = named(TIDE_STORE_Q_SCALAR_POINTS, watched, 4);
     CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 0), "watched");
     check_fed_values(t, 3);
     tide_store_table_free(t);
-    t = named(TIDE_STORE_Q_SCALAR_POINTS, as_watched, 3);
+    t = named(TIDE_STORE_Q_SCALAR_POINTS, as_watched, 4);
     check_fed_values(t, 3);
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 5), "1"); /* the curve's first run */
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 6), "feeds s:0 float32 []");
     tide_store_table_free(t);
     const char *one_session[] = {"1"};
     const char *mean[] = {"d", "0", "0", "mean"}, *nans[] = {"d", "0", "1", "nan_count"}, *std[] = {"d", "0", "1", "std"};
@@ -308,7 +318,7 @@ static void test_non_finite_curves(void)
     tide_store_table_free(t);
     /* once pruned, an infinity's sign is unknown: NULL, never a guess */
     CU_ASSERT_EQUAL(tide_store_prune_values(f.store, 0, NULL, NULL), TIDE_OK);
-    t = named(TIDE_STORE_Q_SCALAR_POINTS, watched, 3);
+    t = named(TIDE_STORE_Q_SCALAR_POINTS, watched, 4);
     CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 3), "1.5");
     CU_ASSERT(tide_store_table_is_null(t, 1, 3));
     CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 3, 3), "NaN");
@@ -336,6 +346,9 @@ static void test_older_schema(void)
     char *doc = named_cell(TIDE_STORE_Q_NODE_JSON, node, 4, 0);
     CU_ASSERT(has(doc, "\"shapes\":null"));
     free(doc);
+    doc = named_cell(TIDE_STORE_Q_SCALARS_JSON, one, 1, 0); /* signatures of names only */
+    CU_ASSERT(has(doc, "\"signature\":\"feeds s:0\""));
+    free(doc);
     fixture_free(&f);
 }
 
@@ -360,8 +373,8 @@ static void test_errors(void)
     CU_ASSERT_STRING_EQUAL(tide_store_query_name(TIDE_STORE_Q_TENSOR_HISTORY), "TENSOR_HISTORY");
     CU_ASSERT_STRING_EQUAL(tide_store_query_name((tide_store_query_id)9999), "?");
     /* a value is bound, never spliced: a tag made of SQL matches nothing */
-    const char *sly[] = {"1", "x' OR '1'='1", NULL};
-    tide_store_table *t = named(TIDE_STORE_Q_SCALAR_POINTS, sly, 3);
+    const char *sly[] = {"1", "x' OR '1'='1", NULL, "0"};
+    tide_store_table *t = named(TIDE_STORE_Q_SCALAR_POINTS, sly, 4);
     CU_ASSERT_EQUAL(tide_store_table_num_rows(t), 0);
     tide_store_table_free(t);
     tide_error_free(err);

@@ -258,7 +258,8 @@ static const char schema_v1_file[] =
     "PRAGMA user_version = 1;";
 
 /* Every earlier version migrates: version 1 gains tensors.kind and the summaries table (2), then
- * node_timings.shapes (3), and keeps its rows; the migrated file takes new records. */
+ * node_timings.shapes (3), graph_nodes (4), a wider name index (5), then runs.feed_shapes (6, NULL in the
+ * old rows), and keeps its rows; the migrated file takes new records. */
 static void test_version1_migrates(void)
 {
     temp_db_new("tide-store");
@@ -272,6 +273,7 @@ static void test_version1_migrates(void)
     sqlite3 *db = reader();
     CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), TIDE_STORE_SCHEMA_VERSION);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM pragma_table_info('node_timings') WHERE name = 'shapes'"), 1);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE run_id = 7 AND feed_shapes IS NULL"), 1);
     ASSERT_TEXT(db, "SELECT label FROM sessions WHERE id = 1", "old");
     ASSERT_TEXT(db, "SELECT kind FROM tensors WHERE node = 'loss'", "watched");
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM summaries"), 0);
@@ -930,7 +932,7 @@ static void test_version3_graphs_migrate(void)
 {
     temp_db_new("tide-store");
     make_file(schema_v1_file);
-    tide_store_close(open_store(NULL)); /* to version 4 through 2 and 3... */
+    tide_store_close(open_store(NULL)); /* to the latest version through 2, 3, 4... */
     temp_db_remove();
     temp_db_new("tide-store");
     make_file(schema_v1_file);

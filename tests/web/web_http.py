@@ -150,6 +150,7 @@ def test_curves(tmp):
         check("tensor/history: downsampled too", 0 < len(doc["points"]) <= 50 and doc.get("total") == 3000 and
               any(pt["value"] == 1e6 for pt in doc["points"]) and any(pt["value"] == "NaN" for pt in doc["points"]),
               doc["points"][:5])
+        test_scalar_kinds(c, doc_of)
         for path in ["/api/scalar?tag=long&max_points=3", "/api/scalar?tag=long&max_points=10001",
                      "/api/tensor/history?node=long&max_points=x"]:
             st, h, data = c.get(path)
@@ -157,6 +158,38 @@ def test_curves(tmp):
     finally:
         p.send_signal(signal.SIGTERM)
         p.wait(timeout=30)
+
+
+def test_scalar_kinds(c, doc_of):
+    """Issue 17 bug 5: a fetched scalar was labelled watched, and its curve mixed training steps with
+    evaluations. One curve per summary tag, and per scalar node and run signature, labelled by kind."""
+    tags = doc_of("/api/scalars").get("tags", [])
+    errs = [t for t in tags if t["tag"] == "err"]
+    check("scalars: err is three curves, each fetched, of 4 points", len(errs) == 3 and
+          all(t["kind"] == "fetched" and t["points"] == 4 and t["curves"] == 3 for t in errs), errs)
+    sigs = sorted(t.get("signature") or "" for t in errs)
+    check("scalars: told apart by their runs' targets and fed shapes", sigs == [
+        "feeds x:0 float32 [2, 2]", "feeds x:0 float32 [2, 2]; targets GradientDescent/train",
+        "feeds x:0 float32 [3, 2]"], sigs)
+    v = [t for t in tags if t["tag"] == "v"]
+    check("scalars: a watched node (fetched too) is one curve, watched", len(v) == 1 and v[0]["kind"] == "watched" and
+          v[0]["points"] == 5, v)
+    summ = [t for t in tags if t["tag"] == "v_tag"]
+    check("scalars: a summary is one curve per tag, without a signature", len(summ) == 1 and
+          summ[0]["kind"] == "summary" and summ[0]["signature_run"] is None, summ)
+    curves = []
+    for t in errs:
+        doc = doc_of("/api/scalar?tag=err&kind=fetched&signature_run=%d" % t["signature_run"])
+        curves.append([pt["value"] for pt in doc["points"]])
+        check("scalar: the curve of signature %r" % t["signature"], doc.get("kind") == "fetched" and
+              doc.get("signature") == t["signature"] and doc.get("signature_run") == t["signature_run"] and
+              len(doc["points"]) == 4, doc)
+    check("scalar: the three curves differ", len({tuple(x) for x in curves}) == 3, curves)
+    latest = doc_of("/api/scalar?tag=err")
+    check("scalar: without signature_run, the curve of the latest run's signature",
+          latest.get("signature") == "feeds x:0 float32 [3, 2]" and len(latest["points"]) == 4, latest)
+    st, h, data = c.get("/api/scalar?tag=err&signature_run=999999")
+    check("scalar: signature_run of no run: 404", st == 404 and b"999999" in data, (st, data))
 
 
 def make_log(tmp):

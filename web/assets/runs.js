@@ -1,9 +1,10 @@
 /* runs.js — the start page (/): the sessions of the run log, its runs with filters (session, status,
  * traced) and links to each run's timeline and graph, two ticked runs -> compare, and the scalar curves
- * (summaries and watched scalars): the curves of several sessions overlaid (TensorBoard's runs), the x
- * axis by step, run or wall time, a log y axis, exponential-moving-average smoothing and hover values;
- * and the image summaries of the same sessions (images.js). Refreshes when the log grows; a slower
- * earlier answer (runs, curves, images) never replaces a newer one. */
+ * (summaries, and watched or fetched scalars one per run signature): the curves of several sessions
+ * overlaid (TensorBoard's runs), the x axis by step, run or wall time, a log y axis,
+ * exponential-moving-average smoothing and hover values; and the image summaries of the same sessions
+ * (images.js). Refreshes when the log grows; a slower earlier answer (runs, curves, images) never
+ * replaces a newer one. */
 'use strict';
 (() => {
   const {h, api, append, clear, table, option, params, setParams} = tide;
@@ -176,16 +177,21 @@
     const ids = shownSessions();
     const answer = await scalarsGuard(async () => {
       const lists = await Promise.all(ids.map((id) => api('/api/scalars', {session: id}, {quiet: true})));
-      const tags = new Map();   /* kind|tag -> {tag, kind, sessions: [{id, points}]} */
+      /* One chart per curve: a summary tag, or a scalar node in the runs of one signature (what they fed
+       * and their targets: training steps apart from evaluations), labelled by kind; a session's curve
+       * is named by its signature_run. */
+      const tags = new Map();   /* kind|tag|signature -> {tag, kind, signature, shared, sessions: [{id, run, points}]} */
       lists.forEach((l, i) => {
         for (const t of l ? l.tags : []) {
-          const key = t.kind + '|' + t.tag;
-          if (!tags.has(key)) tags.set(key, {tag: t.tag, kind: t.kind, sessions: []});
-          tags.get(key).sessions.push({id: ids[i], count: t.points});
+          const key = t.kind + '|' + t.tag + '|' + (t.signature || '');
+          if (!tags.has(key)) tags.set(key, {tag: t.tag, kind: t.kind, signature: t.signature, shared: false, sessions: []});
+          tags.get(key).sessions.push({id: ids[i], count: t.points, run: t.signature_run});
         }
       });
+      for (const t of tags.values()) t.shared = [...tags.values()].filter((u) => u.tag === t.tag).length > 1;
       await Promise.all([...tags.values()].flatMap((t) => t.sessions.map(async (x) => {
-        const p = await api('/api/scalar', {tag: t.tag, session: x.id, kind: t.kind, time: state.x === 'time' ? 1 : null}, {quiet: true});
+        const p = await api('/api/scalar', {tag: t.tag, session: x.id, kind: t.kind, signature_run: x.run || null,
+                                            time: state.x === 'time' ? 1 : null}, {quiet: true});
         x.points = p ? p.points : [];
       })));
       return tags;
@@ -202,10 +208,11 @@
     for (const [key, t] of answer) {
       let c = charts.get(key);
       if (!c) {
-        const canvas = h('canvas', {class: 'chart', 'data-tag': t.tag});
+        const canvas = h('canvas', {class: 'chart', 'data-tag': t.tag, 'data-kind': t.kind});
         const tip = h('div', {class: 'tip', hidden: true});
         const legend = h('span', {class: 'kind'});
         chartsBox.appendChild(h('div', {class: 'card'}, h('h3', null, t.tag, legend),
+          t.shared && t.signature ? h('div', {class: 'muted signature', text: t.signature}) : null,
           h('div', {style: {position: 'relative'}}, canvas, tip)));
         c = {canvas, tip, legend};
         charts.set(key, c);
