@@ -153,15 +153,20 @@ void st_record_free(st_record *r)
     free(r);
 }
 
+/* Appends r (its counters already raised). The writer is woken only when it has something to do: it
+ * sleeps while the queue is empty, then lingers until a batch is worth writing (st_wants_batch_now).
+ * Waking it for every record cost a context switch per record (4 per training step of the MLP). */
 static void enqueue_locked(tide_store *s, st_record *r)
 {
     r->next = NULL;
+    bool was_empty = !s->tail;
     if (s->tail)
         s->tail->next = r;
     else
         s->head = r;
     s->tail = r;
-    pthread_cond_signal(&s->nonempty);
+    if (was_empty || st_wants_batch_now(s))
+        pthread_cond_signal(&s->nonempty);
 }
 
 st_lost_end st_lost_end_of(const st_record *r)
@@ -210,6 +215,7 @@ static bool wait_for_room(tide_store *s, const st_record *r)
     deadline.tv_sec += (time_t)(s->opts.wait_ms / 1000 + ns / 1000000000LL);
     deadline.tv_nsec = (long)(ns % 1000000000LL);
     s->waiting++;
+    pthread_cond_signal(&s->nonempty); /* a record waits: the writer writes now instead of lingering */
     while (!has_room(s, r) && !s->stop)
         if (pthread_cond_timedwait(&s->room, &s->lock, &deadline) != 0)
             break;

@@ -172,6 +172,9 @@ struct tide_store {
     st_attachment *attachments;
 };
 
+/* writer.c: whether the writer should write a batch now rather than wait for more records (lock held) */
+bool st_wants_batch_now(const tide_store *s);
+
 /* store.c */
 void st_record_free(st_record *r);
 /* Queues r. A run record (start, end) or data record (timing, tensor, summary) that finds the queue

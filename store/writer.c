@@ -640,9 +640,10 @@ static void write_final(writer *w)
 
 /* ---------------------------------------------------------------- the thread */
 
-static bool wants_batch_now(const tide_store *s)
+bool st_wants_batch_now(const tide_store *s)
 {
-    return s->stop || s->paused || s->queued + s->queued_runs >= ST_BATCH_MIN || s->syncs_queued > 0;
+    return s->stop || s->paused || s->queued + s->queued_runs >= ST_BATCH_MIN || s->syncs_queued > 0 ||
+           s->waiting > 0; /* a record waits for room */
 }
 
 /* Pops a batch (synchronous records included): ST_BATCH_MIN records, up to ST_BATCH_MAX when the writer
@@ -699,7 +700,7 @@ static void run_loop(writer *w)
         deadline.tv_nsec += ST_BATCH_LINGER_NS;
         deadline.tv_sec += deadline.tv_nsec / 1000000000L;
         deadline.tv_nsec %= 1000000000L;
-        while (!wants_batch_now(s))
+        while (!st_wants_batch_now(s))
             if (pthread_cond_timedwait(&s->nonempty, &s->lock, &deadline) != 0)
                 break;
         if (s->paused && !s->stop)
