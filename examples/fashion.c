@@ -16,6 +16,14 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The CPU time of the whole process (every thread: the engine's pool, the run log's writer). */
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static void die(const char *what, const tide_error *err)
 {
     fprintf(stderr, "error: %s: %s\n", what, err ? tide_error_message(err) : "failed");
@@ -400,7 +408,9 @@ static void profile(trainer *t, const tide_dataset *ds, const options *o)
     tide_batcher_free(b);
 }
 
-/* Times bench_steps steps in 5 rounds after a warm-up; prints the median rate as JSON. */
+/* Times bench_steps steps in 5 rounds after a warm-up; prints the median rate as JSON, with the median
+ * round's CPU time per step of the whole process (cpu_ms_per_step: what the work costs, which a loaded
+ * machine's scheduling does not move as it moves the wall-clock rate). */
 static void bench(trainer *t, const tide_dataset *ds, const options *o)
 {
     tide_tensor *pair[2] = {ds->train_images, ds->train_labels};
@@ -408,10 +418,10 @@ static void bench(trainer *t, const tide_dataset *ds, const options *o)
     if (!b)
         die("batching", t->err);
     tide_tensor *batch[2];
-    double rates[5];
+    double rates[5], cpu_ms[5];
     for (int round = -1; round < 5; round++) {
         int64_t steps = round < 0 ? 20 : o->bench_steps;
-        double t0 = now_s();
+        double t0 = now_s(), c0 = cpu_s();
         for (int64_t i = 0; i < steps; i++) {
             if (!tide_batcher_next(b, batch, t->err) && !tide_batcher_next(b, batch, t->err))
                 die("batching", t->err);
@@ -419,14 +429,17 @@ static void bench(trainer *t, const tide_dataset *ds, const options *o)
             tide_tensor_release(batch[0]);
             tide_tensor_release(batch[1]);
         }
-        if (round >= 0)
+        if (round >= 0) {
             rates[round] = (double)steps / (now_s() - t0);
+            cpu_ms[round] = (cpu_s() - c0) * 1e3 / (double)steps;
+        }
     }
     qsort(rates, 5, sizeof *rates, compare_doubles);
+    qsort(cpu_ms, 5, sizeof *cpu_ms, compare_doubles);
     printf("{\"name\": \"train.%s.steps_per_s\", \"value\": %.2f, \"unit\": \"steps/s\", \"batch\": %lld, "
-           "\"threads\": %d, \"rounds\": [%.2f, %.2f, %.2f, %.2f, %.2f]}\n",
+           "\"threads\": %d, \"rounds\": [%.2f, %.2f, %.2f, %.2f, %.2f], \"cpu_ms_per_step\": %.4f}\n",
            t->cfg->name, rates[2], (long long)o->batch, tide_engine_num_threads(t->engine), rates[0], rates[1],
-           rates[2], rates[3], rates[4]);
+           rates[2], rates[3], rates[4], cpu_ms[2]);
     tide_batcher_free(b);
 }
 
