@@ -2,8 +2,8 @@
  * Transpose, ConcatV2, Concat, Split, Slice, StridedSlice, Pack, Unpack, Tile, Pad, PadV2, Gather,
  * GatherV2, and of the helper ops BroadcastTo, StridedSliceGrad and UnsortedSegmentSum
  * (engine/ops/grad_ops.c); plus the declarations "no gradient flows" for the ops that only look at
- * shapes or make new values (Shape, Rank, Size, Fill, ZerosLike, OnesLike, OneHot, Range, and the
- * integer helper ops).
+ * shapes or make new values (Shape, Rank, Size, Where, Fill, ZerosLike, OnesLike, OneHot, Range,
+ * and the integer helper ops).
  *
  * These ops move elements, so each gradient moves them back: Slice is undone by Pad and Pad by
  * Slice, Concat by Slices at the ConcatOffset offsets, Gather by UnsortedSegmentSum (dense, not
@@ -493,7 +493,7 @@ static void register_array_gradients(void)
 
     /* Shapes, counts, fills and indices: no gradient flows through them. */
     static const char *const not_differentiable[] = {
-        "Shape", "ShapeN", "Rank", "Size", "Fill", "ZerosLike", "OnesLike", "OneHot", "Range",
+        "Shape", "ShapeN", "Rank", "Size", "Where", "Fill", "ZerosLike", "OnesLike", "OneHot", "Range",
         "ReducedShape", "ConcatOffset", "InvertPermutation",
     };
     register_no_gradients(not_differentiable, COUNT_OF(not_differentiable));

@@ -1,5 +1,5 @@
 /* reduce_grad.c — gradient functions of the reductions Sum, Mean, Max, Min and Prod and of the scans
- * Cumsum and Cumprod (ArgMax and ArgMin are declared not differentiable).
+ * Cumsum and Cumprod (ArgMax, ArgMin, All and Any are declared not differentiable).
  *
  * Each starts from dy in the "kept" shape: x's shape with the reduced axes set to 1, which is the
  * output's shape under keep_dims. That shape is a Const when x's shape and the axes are known at
@@ -167,5 +167,7 @@ static void register_reduce_gradients(void)
     tide_gradient_register("Cumprod", cumprod_grad);
     tide_gradient_register("ArgMax", NULL);
     tide_gradient_register("ArgMin", NULL);
+    tide_gradient_register("All", NULL); /* bool */
+    tide_gradient_register("Any", NULL);
 }
 TIDE_REGISTER(register_reduce_gradients)

@@ -219,6 +219,23 @@ static void register_reduce_ops(void)
         "The minimum of the elements of input along the given axes." REDUCE_AXES_DOC
         " NaN propagates: a reduction that meets a NaN gives NaN. An empty reduction gives the "
         "highest value of the dtype (+inf for floats, e.g. 2147483647 for int32), as in TensorFlow.");
+    static const struct {
+        const char *name, *doc;
+    } logical[] = {
+        {"All", "The logical AND of the elements of input along the given axes (any non-zero byte is "
+                "true; the results are 0 or 1)." REDUCE_AXES_DOC " An empty reduction gives true."},
+        {"Any", "The logical OR of the elements of input along the given axes (any non-zero byte is "
+                "true; the results are 0 or 1)." REDUCE_AXES_DOC " An empty reduction gives false."},
+    };
+    for (int i = 0; i < 2; i++)
+        tide_op_register(&(tide_op_spec){
+            .name = logical[i].name,
+            .inputs = {"input: bool", "reduction_indices: Tidx"},
+            .outputs = {"output: bool"},
+            .attrs = {"keep_dims: bool = false", "Tidx: {int32, int64} = int32"},
+            .shape_fn = reduce_shape,
+            .doc = logical[i].doc,
+        });
     register_arg_reduce(
         "ArgMax",
         "The index of the largest element of input along dimension (a scalar int32 or int64, "

@@ -1,6 +1,6 @@
 /* shape_ops.c — definitions of the array ops about shapes, indices and fills: Gather, GatherV2,
- * DynamicStitch, Fill, ZerosLike, OnesLike, Shape, ShapeN, Rank, Size, ExpandDims, Squeeze, OneHot
- * and Range (TensorFlow 1.x semantics; the CPU kernels are in kernels/cpu/shape.c).
+ * DynamicStitch, Fill, ZerosLike, OnesLike, Shape, ShapeN, Rank, Size, Where, ExpandDims, Squeeze,
+ * OneHot and Range (TensorFlow 1.x semantics; the CPU kernels are in kernels/cpu/shape.c).
  *
  * The shape functions give exact output shapes when the inputs that decide them are graph-time
  * constants (Fill's dims, ExpandDims' dim, OneHot's depth, Range's bounds), partial shapes otherwise,
@@ -484,6 +484,15 @@ static tide_status broadcast_gradient_args_shape(tide_shape_ctx *ctx)
     return TIDE_OK;
 }
 
+/* Where: [?, rank of input] (how many elements are true is known only at run time). */
+static tide_status where_shape(tide_shape_ctx *ctx)
+{
+    tide_shape in = tide_shape_input(ctx, 0);
+    tide_shape out = tide_shape_matrix(-1, in.rank >= 0 ? in.rank : -1);
+    tide_shape_set_output(ctx, 0, &out);
+    return TIDE_OK;
+}
+
 static void register_shape_query_ops(void)
 {
     tide_op_register(&(tide_op_spec){
@@ -545,6 +554,19 @@ static void register_shape_query_ops(void)
         .shape_fn = tide_shape_fn_scalar,
         .doc = "The number of elements of input, a scalar (1 for a scalar, 0 if any dimension is 0). "
                "With out_type int32 a count larger than 2^31-1 is INVALID_ARGUMENT (use out_type=int64).",
+    });
+    tide_op_register(&(tide_op_spec){
+        .name = "Where",
+        .inputs = {"input: T"},
+        .outputs = {"index: int64"},
+        .attrs = {"T: {bool, int8, int16, int32, int64, uint8, uint16, float16, bfloat16, float32, "
+                  "float64, complex64, complex128} = bool"},
+        .shape_fn = where_shape,
+        .doc = "The coordinates of the true (non-zero) elements of input, one row each in row-major "
+               "order: an int64 matrix [number of true elements, rank of input] (what tf.where with "
+               "one argument and tf.boolean_mask emit). A float is true when it is not 0 (-0.0 is "
+               "false, nan true); a complex number when either part is not 0. A scalar input gives "
+               "[1, 0] or [0, 0].",
     });
     tide_op_register(&(tide_op_spec){
         .name = "ExpandDims",

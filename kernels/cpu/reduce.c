@@ -1,5 +1,6 @@
-/* reduce.c — CPU kernels of the reductions: Sum, Prod, Mean, Max, Min over a set of axes, and
- * ArgMax, ArgMin over one axis (ops defined in engine/ops/reduce_ops.c).
+/* reduce.c — CPU kernels of the reductions: Sum, Prod, Mean, Max, Min, All, Any over a set of axes,
+ * and ArgMax, ArgMin over one axis (ops defined in engine/ops/reduce_ops.c). All and Any are Min and
+ * Max over the bytes of bools.
  *
  * How a reduction runs:
  *  1. The axes are checked (range, repeats) into a bit mask, and the input's shape is collapsed:
@@ -583,6 +584,23 @@ static tide_status reduce_half(tide_kernel_ctx *ctx, int op, tide_dtype dt, cons
     return st;
 }
 
+/* All and Any: Min and Max of the bytes (any non-zero byte is true, so the minimum is non-zero
+ * exactly when every byte is, the maximum when one is), then made 0 or 1. An empty All is uint8's
+ * highest value, true; an empty Any its lowest, false. */
+static tide_status reduce_bool(tide_kernel_ctx *ctx, int op, const void *x, const plan *pl,
+                               const tide_shape *in)
+{
+    tide_tensor *out = tide_kernel_alloc_output(ctx, 0, &pl->out_shape, false);
+    if (!out)
+        return tide_kernel_status(ctx);
+    uint8_t *o = tide_tensor_data(out);
+    tide_status st = pl->count == 0 ? fill_empty(ctx, op, TIDE_UINT8, o, pl, in)
+                                    : run_plan(ctx, reducers[op][TIDE_UINT8], 1, x, o, pl);
+    for (int64_t i = 0; st == TIDE_OK && i < pl->out_n; i++)
+        o[i] = o[i] != 0;
+    return st;
+}
+
 static tide_status reduce_compute(tide_kernel_ctx *ctx)
 {
     const reduce_state *s = tide_kernel_state(ctx);
@@ -597,6 +615,8 @@ static tide_status reduce_compute(tide_kernel_ctx *ctx)
     make_plan(shape, mask, s->keep_dims, &pl);
     if (pl.in_n == pl.out_n) /* only size-1 axes (or none) are reduced, or there is no element */
         return forward_input(ctx, in, &pl.out_shape);
+    if (dt == TIDE_BOOL) /* All (Min) and Any (Max): only they take bool */
+        return reduce_bool(ctx, s->op, tide_tensor_data(in), &pl, shape);
     const reducer *rd = reducers[s->op][is_half(dt) ? TIDE_FLOAT32 : dt];
     if (!rd)
         return tide_kernel_error(ctx, TIDE_UNIMPLEMENTED, "no cpu kernel for %s", tide_dtype_name(dt));
@@ -944,6 +964,7 @@ static void register_reduce_kernels(void)
         {"Mean", mean_init, reduce_compute},     {"Max", max_init, reduce_compute},
         {"Min", min_init, reduce_compute},       {"ArgMax", argmax_init, arg_compute},
         {"ArgMin", argmin_init, arg_compute},
+        {"All", min_init, reduce_compute},       {"Any", max_init, reduce_compute},
     };
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
         tide_kernel_register(&(tide_kernel_spec){.op = kernels[i].op, .device_type = "cpu",

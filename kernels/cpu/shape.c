@@ -1,5 +1,5 @@
 /* shape.c — CPU kernels of the shape, index and fill ops defined in engine/ops/shape_ops.c: Gather,
- * Fill, ZerosLike, OnesLike, Shape, Rank, Size, ExpandDims, Squeeze, OneHot and Range.
+ * Fill, ZerosLike, OnesLike, Shape, Rank, Size, Where, ExpandDims, Squeeze, OneHot and Range.
  *
  * Most of these move elements without looking at them, so they switch (once, outside the loops) on
  * the element SIZE — 1, 2, 4, 8 or 16 bytes — rather than on the dtype: one loop serves int32 and
@@ -803,6 +803,63 @@ static tide_status range_compute(tide_kernel_ctx *ctx)
 
 /* ---------------------------------------------------------------- registration */
 
+/* ---------------------------------------------------------------- Where */
+
+/* mask[i] = input element i is not zero, by dtype: bytes for bool, values for numbers (so -0.0 is
+ * zero and nan is not), the bits without the sign for the 16-bit floats, either part for complex. */
+#define NONZERO_LOOP(T, TEST)                                                                      \
+    do {                                                                                           \
+        const T *v = x;                                                                            \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            mask[i] = (uint8_t)(TEST);                                                             \
+    } while (0)
+
+static void nonzero_mask(tide_dtype dt, const void *x, int64_t n, uint8_t *mask)
+{
+    switch (dt) {
+    case TIDE_BOOL: case TIDE_INT8: case TIDE_UINT8: NONZERO_LOOP(uint8_t, v[i] != 0); break;
+    case TIDE_INT16: case TIDE_UINT16: NONZERO_LOOP(uint16_t, v[i] != 0); break;
+    case TIDE_FLOAT16: case TIDE_BFLOAT16: NONZERO_LOOP(uint16_t, (v[i] & 0x7fffu) != 0); break;
+    case TIDE_INT32: NONZERO_LOOP(int32_t, v[i] != 0); break;
+    case TIDE_INT64: NONZERO_LOOP(int64_t, v[i] != 0); break;
+    case TIDE_FLOAT32: NONZERO_LOOP(float, v[i] != 0); break;
+    case TIDE_FLOAT64: NONZERO_LOOP(double, v[i] != 0); break;
+    case TIDE_COMPLEX64: NONZERO_LOOP(float, v[2 * i] != 0 || v[2 * i + 1] != 0); break;
+    case TIDE_COMPLEX128: NONZERO_LOOP(double, v[2 * i] != 0 || v[2 * i + 1] != 0); break;
+    default: memset(mask, 0, (size_t)n); break; /* the op admits no other dtype */
+    }
+}
+
+static tide_status where_compute(tide_kernel_ctx *ctx)
+{
+    const tide_tensor *x = tide_kernel_input(ctx, 0);
+    const tide_shape *s = tide_tensor_shape(x);
+    int64_t n = tide_tensor_num_elements(x), count = 0;
+    uint8_t *mask = malloc((size_t)n + 1);
+    if (!mask)
+        return tide_kernel_error(ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory (%lld elements)", (long long)n);
+    nonzero_mask(tide_tensor_dtype(x), tide_tensor_data(x), n, mask);
+    for (int64_t i = 0; i < n; i++)
+        count += mask[i];
+    tide_shape out_shape = tide_shape_matrix(count, s->rank);
+    tide_tensor *out = tide_kernel_alloc_output(ctx, 0, &out_shape, false);
+    if (!out) {
+        free(mask);
+        return tide_kernel_status(ctx);
+    }
+    int64_t *rows = tide_tensor_data(out), coord[TIDE_MAX_RANK] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        if (mask[i]) {
+            memcpy(rows, coord, (size_t)s->rank * sizeof *coord);
+            rows += s->rank;
+        }
+        for (int d = s->rank - 1; d >= 0 && ++coord[d] == s->dims[d]; d--) /* the next coordinate */
+            coord[d] = 0;
+    }
+    free(mask);
+    return TIDE_OK;
+}
+
 static void register_shape_kernels(void)
 {
     static const tide_cpu_kernel kernels[] = {
@@ -817,6 +874,7 @@ static void register_shape_kernels(void)
         {"Rank", rank_compute, NULL, 0},
         {"BroadcastGradientArgs", broadcast_gradient_args_compute, NULL, 0},
         {"Size", size_compute, NULL, 0},
+        {"Where", where_compute, NULL, 0},
         {"ExpandDims", expand_dims_compute, NULL, 0},
         {"Squeeze", squeeze_compute, squeeze_init, 0},
         {"OneHot", one_hot_compute, axis_init, TIDE_KERNEL_EXPENSIVE},

@@ -1,5 +1,5 @@
-/* test_reduce.c — the reductions: Sum, Prod, Mean, Max, Min, ArgMax, ArgMin. Every result is checked
- * against a brute-force reference written here (every input element is folded into the output its
+/* test_reduce.c — the reductions: Sum, Prod, Mean, Max, Min, All, Any, ArgMax, ArgMin. Every result
+ * is checked against a brute-force reference written here (every input element is folded into the output its
  * kept coordinates name): in double for floating types, in 64-bit integers for integer types (Sum and
  * Prod wrapping modulo 2^64 and then truncated to the dtype, Mean truncated toward zero).
  *
@@ -270,6 +270,74 @@ static void check_op_all_dtypes(const char *op)
             check_rank3(op, dt);
             check_shapes(op, dt);
         }
+}
+
+/* All and Any against AND and OR over the groups out_index forms: every axis subset of shapes of
+ * rank 1 to 4 and a large one (parallel passes), bytes 0, 1, 2 and 255 (any non-zero byte is true)
+ * mostly false, even or mostly true, with and without keep_dims; empty groups give true and false. */
+static void check_all_any(int rank, const int64_t *dims, unsigned mask, double p_true, bool keep)
+{
+    int64_t n = num_elements(rank, dims), out_dims[TIDE_MAX_RANK], m = 1, nax = 0, ax[TIDE_MAX_RANK];
+    int out_rank = 0;
+    for (int d = 0; d < rank; d++) {
+        if (mask & (1u << d))
+            ax[nax++] = d;
+        if (!(mask & (1u << d)) || keep)
+            out_dims[out_rank++] = mask & (1u << d) ? 1 : dims[d];
+        if (!(mask & (1u << d)))
+            m *= dims[d];
+    }
+    tide_tensor *x = th_tensor(TIDE_BOOL, rank, dims, NULL);
+    tide_tensor *axes = axes_tensor(TIDE_INT32, (int)nax, ax, false);
+    uint8_t *xb = tide_tensor_data(x), *all = malloc((size_t)m + 1), *any = malloc((size_t)m + 1);
+    static const uint8_t trues[] = {1, 2, 255};
+    for (int64_t i = 0; i < n; i++)
+        xb[i] = th_rand(0, 1) < p_true ? trues[(int)th_rand(0, 3)] : 0;
+    memset(all, 1, (size_t)m);
+    memset(any, 0, (size_t)m);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t o = out_index(i, rank, dims, mask);
+        all[o] &= xb[i] != 0;
+        any[o] |= xb[i] != 0;
+    }
+    for (int k = 0; k < 2; k++) {
+        tide_tensor *got = reduce(k ? "Any" : "All", x, axes, keep);
+        tide_tensor *want = th_tensor(TIDE_BOOL, out_rank, out_dims, k ? any : all);
+        TH_ASSERT_SHAPE(got, out_rank, out_dims);
+        /* canonical 0/1 where a reduction ran (a reduction over nothing may hand the input on) */
+        bool reduced = nax > 0 && n > m;
+        CU_ASSERT(got && (reduced ? tide_tensor_equal(got, want, true) : true));
+        for (int64_t i = 0; got && !reduced && i < m; i++)
+            CU_ASSERT((((uint8_t *)tide_tensor_data(got))[i] != 0) == ((k ? any : all)[i] != 0));
+        tide_tensor_release(got);
+        tide_tensor_release(want);
+    }
+    tide_tensor_release(x);
+    tide_tensor_release(axes);
+    free(all);
+    free(any);
+}
+
+static void test_all_any(void)
+{
+    static const int64_t shapes[][4] = {{7}, {3, 5}, {2, 3, 4}, {2, 1, 3, 5}};
+    const double p[] = {0.05, 0.5, 0.95};
+    for (int r = 1; r <= 4; r++)
+        for (unsigned mask = 0; mask < (1u << r); mask++)
+            for (int k = 0; k < 3; k++)
+                check_all_any(r, shapes[r - 1], mask, p[k], (mask + (unsigned)k) % 2);
+    check_all_any(2, TH_DIMS(300, 500), 1u, 0.999, false);  /* columns: mostly true, some false */
+    check_all_any(2, TH_DIMS(300, 500), 2u, 0.001, true);   /* rows */
+    check_all_any(1, TH_DIMS(100000), 1u, 0.99999, false); /* one long group, split across threads */
+    check_all_any(3, TH_DIMS(2, 0, 3), 2u, 0.5, false);     /* empty groups: All true, Any false */
+    check_all_any(3, TH_DIMS(2, 0, 3), 5u, 0.5, true);      /* an empty output */
+    /* bool only */
+    tide_tensor *f = th_tensor(TIDE_FLOAT32, 1, TH_DIMS(3), NULL);
+    tide_tensor *axes = axes_tensor(TIDE_INT32, 1, TH_DIMS(0), true);
+    tide_tensor *in[2] = {f, axes};
+    TH_ASSERT_FAILS("All", in, 2, NULL, TIDE_INVALID_ARGUMENT, "has dtype float32");
+    tide_tensor_release(f);
+    tide_tensor_release(axes);
 }
 
 static void test_sum_axes(void) { check_op_all_dtypes("Sum"); }
@@ -996,6 +1064,7 @@ int main(void)
         TH_TEST(test_mean_axes),
         TH_TEST(test_max_axes),
         TH_TEST(test_min_axes),
+        TH_TEST(test_all_any),
         TH_TEST(test_integer_wraparound),
         TH_TEST(test_integer_mean),
         TH_TEST(test_integer_limits),

@@ -810,6 +810,80 @@ static void test_shape_infer(void)
     ASSERT_INFER("Size", partial, NULL, 0, NULL);
 }
 
+/* ---------------------------------------------------------------- Where */
+
+/* Where(x) against the coordinates of x's non-zero elements computed here from the flat index by
+ * division (the kernel counts them up), for one dtype: values drawn from zeros and non-zeros, the
+ * float ones including -0.0 (zero) and nan (not), complex ones with a single non-zero part. */
+static void check_where(tide_dtype dt, int rank, const int64_t *dims)
+{
+    int64_t n = 1;
+    for (int d = 0; d < rank; d++)
+        n *= dims[d];
+    bool *truth = malloc((size_t)n + 1);
+    double *vals = calloc((size_t)n + 1, sizeof *vals);
+    int *picks = calloc((size_t)n + 1, sizeof *picks);
+    for (int64_t i = 0; i < n; i++) {
+        /* 0: zero, 1: -0.0 (zero), 2: a value, 3: nan (floats) or another value */
+        picks[i] = (int)th_rand(0, 4);
+        truth[i] = picks[i] >= 2;
+        double other = tide_dtype_is_float(dt) ? NAN : 100;
+        vals[i] = picks[i] == 1 ? -0.0 : picks[i] == 2 ? 1 : picks[i] == 3 ? other : 0;
+    }
+    tide_tensor *x = dt == TIDE_COMPLEX64 ? th_tensor(dt, rank, dims, NULL)
+                                          : th_from_doubles(dt, rank, dims, vals, -1);
+    for (int64_t i = 0; dt == TIDE_COMPLEX64 && i < n; i++) { /* one part non-zero, or -0.0 in both */
+        float *c = (float *)tide_tensor_data(x) + 2 * i;
+        c[0] = picks[i] == 1 ? -0.0f : picks[i] == 2 ? 1.5f : 0;
+        c[1] = picks[i] == 1 ? -0.0f : picks[i] == 3 ? -2.0f : 0;
+    }
+    free(vals);
+    free(picks);
+    int64_t count = 0, *want = malloc((size_t)(n * (rank ? rank : 1) + 1) * sizeof *want);
+    for (int64_t i = 0; i < n; i++) {
+        if (!truth[i])
+            continue;
+        for (int64_t d = rank - 1, rest = i; d >= 0; d--) {
+            want[count * rank + d] = rest % dims[d];
+            rest /= dims[d];
+        }
+        count++;
+    }
+    tide_tensor *got = th_run1("Where", &x, 1, NULL);
+    TH_ASSERT_SHAPE(got, 2, TH_DIMS(count, rank));
+    CU_ASSERT(got && tide_tensor_dtype(got) == TIDE_INT64);
+    CU_ASSERT(got && memcmp(tide_tensor_data(got), want, (size_t)(count * rank) * sizeof *want) == 0);
+    tide_tensor_release(got);
+    tide_tensor_release(x);
+    free(truth);
+    free(want);
+}
+
+static void test_where(void)
+{
+    const tide_dtype dts[] = {TIDE_BOOL,    TIDE_INT8,    TIDE_UINT8,   TIDE_INT16,   TIDE_INT32,
+                              TIDE_INT64,   TIDE_FLOAT16, TIDE_BFLOAT16, TIDE_FLOAT32, TIDE_FLOAT64,
+                              TIDE_COMPLEX64};
+    for (size_t d = 0; d < NELEM(dts); d++) {
+        check_where(dts[d], 0, NULL);
+        check_where(dts[d], 1, TH_DIMS(9));
+        check_where(dts[d], 3, TH_DIMS(2, 3, 4));
+        check_where(dts[d], 2, TH_DIMS(3, 0));
+    }
+    check_where(TIDE_BOOL, 5, TH_DIMS(2, 1, 3, 2, 5));
+    check_where(TIDE_FLOAT32, 2, TH_DIMS(300, 700)); /* large */
+    /* a literal: [[true, false], [false, true]] gives [[0, 0], [1, 1]] */
+    tide_tensor *x = th_tensor(TIDE_BOOL, 2, TH_DIMS(2, 2), (uint8_t[]){1, 0, 0, 1});
+    tide_tensor *got = th_run1("Where", &x, 1, NULL);
+    TH_ASSERT_SHAPE(got, 2, TH_DIMS(2, 2));
+    CU_ASSERT(got && memcmp(tide_tensor_data(got), (int64_t[]){0, 0, 1, 1}, 4 * sizeof(int64_t)) == 0);
+    tide_tensor_release(got);
+    tide_tensor_release(x);
+    gin partial[1] = {ph(TIDE_FLOAT32, 3, TH_DIMS(-1, 3, -1))}, unknown[1] = {ph(TIDE_BOOL, -1, NULL)};
+    ASSERT_INFER("Where", partial, NULL, 2, TH_DIMS(-1, 3));
+    ASSERT_INFER("Where", unknown, NULL, 2, TH_DIMS(-1, -1));
+}
+
 /* ---------------------------------------------------------------- ExpandDims, Squeeze */
 
 /* ExpandDims(x, dim) has shape want and shares x's buffer. */
@@ -1281,6 +1355,7 @@ int main(void)
         TH_TEST(test_shape_rank_size),
         TH_TEST(test_shape_size_int32_overflow),
         TH_TEST(test_shape_infer),
+        TH_TEST(test_where),
         TH_TEST(test_expand_dims),
         TH_TEST(test_expand_dims_errors),
         TH_TEST(test_expand_dims_infer),
