@@ -1,7 +1,7 @@
 /* assets.c — the pages and static files of the web views, served from the table embedded at build
  * time (assets.h). Only names in that table are served, matched exactly, so no path ("..", "%2F",
  * "//") can reach the file system. Page URLs map to their HTML file: / -> index.html, /graph ->
- * graph.html, /timeline, /tensor, /compare; /static/NAME is the asset NAME. */
+ * graph.html, /timeline, /tensor, /compare, /debugger; /static/NAME is the asset NAME. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +13,7 @@ static const struct page {
     const char *asset;
 } pages[] = {
     {"/", "index.html"},          {"/index.html", "index.html"}, {"/graph", "graph.html"},
-    {"/timeline", "timeline.html"}, {"/tensor", "tensor.html"},    {"/compare", "compare.html"},
+    {"/timeline", "timeline.html"}, {"/tensor", "tensor.html"},    {"/compare", "compare.html"}, {"/debugger", "debugger.html"},
 };
 
 static const web_asset *find_asset(const char *name)

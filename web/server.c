@@ -385,6 +385,9 @@ static const struct route {
     {"/api/scalars", web_api_scalars},
     {"/api/scalar", web_api_scalar},
     {"/api/compare", web_api_compare},
+    {"/api/debug/state", web_api_debug_state},
+    {"/api/debug/tensor", web_api_debug_tensor},
+    {"/api/debug/command", web_api_debug_command},
 };
 
 static void route(web_request *rq, const char *path, web_reply *out)
@@ -458,8 +461,8 @@ static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const ch
 }
 
 /* The checks of a request before it is routed; false with the error in out. */
-static bool request_ok(struct MHD_Connection *con, const char *url, const char *method, const char *version,
-                       const web_request_line *line, web_reply *out, bool *allow)
+static bool request_ok(const tide_web *w, struct MHD_Connection *con, const char *url, const char *method,
+                       const char *version, const web_request_line *line, web_reply *out, bool *allow)
 {
     size_t uri_len = line ? line->uri_len : strlen(url);
     int counts[2] = {0, 0}; /* Content-Length, Transfer-Encoding */
@@ -476,7 +479,7 @@ static bool request_ok(struct MHD_Connection *con, const char *url, const char *
                         "accepted", counts[0]);
     else if (counts[0] && counts[1])
         web_reply_error(out, MHD_HTTP_BAD_REQUEST, "the request has both Content-Length and Transfer-Encoding");
-    else if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+    else if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 && !web_debug_method_allowed(w, url, method)) {
         web_reply_error(out, MHD_HTTP_METHOD_NOT_ALLOWED, "method %.20s is not allowed: the server is read-only "
                         "(GET and HEAD only)", method);
         *allow = true;
@@ -504,11 +507,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *con, const char 
     (void)upload_data;
     tide_web *w = cls;
     web_request_line *line = *req_cls;
-    web_request rq = {.con = con, .w = w, .db = w->db_path};
+    web_request rq = {.con = con, .w = w, .db = w->db_path, .method = method};
     web_reply out = {.status = MHD_HTTP_OK, .content_type = WEB_JSON_TYPE};
     bool allow = false;
     *upload_data_size = 0; /* a body is never read */
-    bool ok = line && line->deferred ? true : request_ok(con, url, method, version, line, &out, &allow);
+    bool ok = line && line->deferred ? true : request_ok(w, con, url, method, version, line, &out, &allow);
     if (ok && line && !line->deferred && !has_body(con)) {
         line->deferred = true; /* the request's header arrived in time: no deadline while it is served */
         web_guard_request_handling(w->guard, con);
@@ -661,6 +664,16 @@ tide_web *tide_web_start(const tide_web_options *o, tide_error *err)
     w->port = bound_port(fd);
     const char *addr = !o->bind || strcmp(o->bind, "localhost") == 0 ? "127.0.0.1" : o->bind;
     snprintf(w->url, sizeof w->url, ipv6 ? "http://[%s]:%d/" : "http://%s:%d/", addr, w->port);
+    snprintf(w->bind, sizeof w->bind, ipv6 ? "[%s]" : "%s", addr);
+    if (o->debugger && !web_debug_init(w, o->debugger, w->url)) {
+        close(fd);
+        tide_error_set(err, TIDE_UNAVAILABLE, "web: no random bytes for the debugger's token (getrandom failed)");
+        web_guard_free(w->guard);
+        pthread_mutex_destroy(&w->cache_lock);
+        free(w->db_path);
+        free(w);
+        return NULL;
+    }
     w->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | (ipv6 ? MHD_USE_IPv6 : 0), 0,
                                  web_guard_accept, w->guard, handle, w, MHD_OPTION_LISTEN_SOCKET, fd,
                                  MHD_OPTION_THREAD_POOL_SIZE, (unsigned)WEB_THREADS,
@@ -684,6 +697,7 @@ tide_web *tide_web_start(const tide_web_options *o, tide_error *err)
 int tide_web_port(const tide_web *w) { return w ? w->port : 0; }
 const char *tide_web_url(const tide_web *w) { return w ? w->url : NULL; }
 const char *tide_web_db_path(const tide_web *w) { return w ? w->db_path : NULL; }
+const char *tide_web_debugger_url(const tide_web *w) { return w && w->has_debugger ? w->debugger_url : NULL; }
 
 void tide_web_stop(tide_web *w)
 {

@@ -88,12 +88,18 @@ struct tide_web {
     pthread_mutex_t cache_lock;
     web_cache_entry cache[WEB_CACHE_SLOTS];
     uint64_t cache_clock;
+    bool has_debugger;          /* the REPL's debugger: the page and POST /api/debug/command */
+    tide_web_debugger debugger;
+    char token[33];             /* random, hex: what control requests must carry */
+    char debugger_url[160];
+    char bind[64];              /* the address listened on, as a Host header names it */
 };
 
 typedef struct web_request {
     struct MHD_Connection *con;
     tide_web *w;
     const char *db; /* w->db_path */
+    const char *method;
 } web_request;
 
 typedef struct web_reply {
@@ -175,6 +181,15 @@ const char *web_itoa(char *buf, int64_t v);
 /* ---------------------------------------------------------------- the endpoints (api_*.c, assets.c) */
 
 typedef void (*web_handler)(web_request *rq, web_reply *out);
+
+/* api_debug.c: the debugger page's endpoints (only with the REPL's debugger) */
+/* Makes w's token and debugger URL; false when no random bytes could be had. */
+bool web_debug_init(tide_web *w, const tide_web_debugger *d, const char *url_base);
+/* Whether method may be used on path (POST only for /api/debug/command with a debugger). */
+bool web_debug_method_allowed(const tide_web *w, const char *path, const char *method);
+void web_api_debug_state(web_request *rq, web_reply *out);
+void web_api_debug_tensor(web_request *rq, web_reply *out);
+void web_api_debug_command(web_request *rq, web_reply *out);
 
 void web_api_status(web_request *rq, web_reply *out);
 void web_api_sessions(web_request *rq, web_reply *out);
