@@ -1,7 +1,8 @@
 // images.test.mjs — image summaries in headless Chromium: a small convolution trained with an
 // ImageSummary of its inputs (gray) and one of its activations (RGB). Checks: the runs page's Images
 // panel has a card per tag with the images of the latest step; its slider goes back to an earlier
-// step; a slower earlier step's images never replace a later choice's; the tensor page of an ImageSummary
+// step; a slower earlier step's images never replace a later choice's; images over the value cap are
+// explained; the tensor page of an ImageSummary
 // draws its uint8 images as they are.
 //
 //   node images.test.mjs TIDE_BINARY SCREENSHOT_DIR      (exit 0 passed, 1 failed, 77 skipped)
@@ -81,6 +82,23 @@ try {
     await waitFor(p.page, 'tensor page: an image summary\'s images', () => !!document.querySelector('#x-images'));
     check(await p.page.evaluate(() => !/min-max/.test(document.querySelector('#x-picture').textContent)), 'tensor page: uint8 images drawn as they are');
     await finish('tensor-image-summary', p);
+  }
+  {
+    // Images over the run log's value cap: the card says why they are missing and what to do.
+    const capped = path.join(dir, 'capped.db');
+    runTide(tide, ['--log', capped, '-q'], `:log cap 100
+x = placeholder(float32, {nil, 8, 8, 1})
+big = image_summary(x, {tag = "big", max_images = 2})
+run(big, {[x] = run(random_uniform({2, 8, 8, 1}))})
+`);
+    const s2 = await serve(tide, capped);
+    servers.push(s2);
+    const p = await open(browser, s2.url, '/');
+    await waitFor(p.page, 'cap: the card says its 128 bytes are over the value cap and how to fit', () => {
+      const c = document.querySelector('#images .image-card[data-tag="big"]');
+      return c && /128 bytes\) were not stored: they are over the run log's value cap .*:log cap BYTES.*max_images/.test(c.textContent);
+    });
+    await finish('images-over-cap', p);
   }
 } catch (e) {
   check(false, 'the images browser test ran to the end', e.stack || String(e));

@@ -22,7 +22,11 @@ tide.imagesPanel = (box) => {
     c.label.textContent = 'step ' + t.step;
     c.slider.value = String(t.step);
     clear(c.body);
-    if (!t.has_value) { c.body.appendChild(h('p', {class: 'muted', text: 'the images of step ' + t.step + ' were not stored'})); return; }
+    if (!t.has_value) {
+      c.body.appendChild(h('p', {class: 'muted', text: 'the images of step ' + t.step + ' (' + t.num_elements + ' bytes) were not stored: ' +
+        'they are over the run log\'s value cap (1 MiB unless changed with :log cap BYTES); a smaller max_images fits'}));
+      return;
+    }
     if (!v) return;
     const cv = tide.pictures.images(c.body, v.shape, v.values.map((x) => tide.num(x)), t.dtype === 'uint8');
     cv.removeAttribute('id');
