@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cancel.h"
 #include "internal.h"
 #include "placement.h"
 #include "rendezvous.h"
@@ -129,6 +130,7 @@ void tide_engine_free(tide_engine *e)
 {
     if (!e)
         return;
+    tide__watcher_free(e);
     tide__pool_free(e->pool);
     for (int i = 0; e->devices && i < e->num_devices; i++)
         tide__pool_free(e->devices[i].pool);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cancel.h"
 #include "placement.h"
 #include "rendezvous.h"
 #include "step.h"
@@ -73,7 +74,7 @@ uint64_t tide__step_run_id(struct tide_step *step)
 
 void tide__step_fail(tide_step *step, tide_status code, const tide_error *err, const char *msg)
 {
-    bool aborting = false;
+    bool first = false;
     pthread_mutex_lock(&step->lock);
     if (!atomic_load(&step->failed)) {
         if (err)
@@ -81,12 +82,14 @@ void tide__step_fail(tide_step *step, tide_status code, const tide_error *err, c
         else
             tide_error_set(step->err, code, "%s", msg);
         atomic_store(&step->failed, true);
-        aborting = step->plan->uses_rendezvous;
+        first = true;
     }
     pthread_mutex_unlock(&step->lock);
-    if (aborting) /* wakes the _Recv items waiting for a _Send that will not come */
+    if (first && step->plan->uses_rendezvous) /* wakes the _Recv items waiting for a _Send that will not come */
         tide__rendezvous_abort(step->args->engine->rendezvous, step->args->info.run_id,
                                tide_error_code(step->err), tide_error_message(step->err));
+    if (first) /* wakes the kernels waiting for an event (a queue's dequeue): cancel.h */
+        tide__cancel_step_failed(step, tide_error_code(step->err), tide_error_message(step->err));
 }
 
 #define fail tide__step_fail
@@ -716,6 +719,7 @@ tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tid
     atomic_init(&step.failed, false);
     atomic_init(&step.finished_all, false);
     atomic_init(&step.live_frames, 0);
+    atomic_init(&step.cancel, NULL);
     pthread_mutex_init(&step.lock, NULL);
     pthread_cond_init(&step.cond, NULL);
     step.multi_device = a->engine->num_devices > 1 && a->engine->devices[0].pool;
@@ -723,6 +727,7 @@ tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tid
         run_roots(&step);
     if (p->uses_rendezvous) /* values sent but never received (a failed step) are released */
         tide__rendezvous_end_step(a->engine->rendezvous, a->info.run_id);
+    tide__cancel_step_end(&step); /* every waiting kernel has finished */
     st = atomic_load(&step.failed) ? tide_error_code(step.err) : TIDE_OK;
     if (st != TIDE_OK) {
         tide__error_copy(err, step.err);

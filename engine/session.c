@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cancel.h"
 #include "exec.h"
 
 struct tide_session {
@@ -17,6 +18,7 @@ struct tide_session {
     int num_plans, cap_plans;
     atomic_llong step;
     atomic_int cancel_gen;
+    atomic_bool closed;          /* tide_session_close: runs are refused */
     /* tide_session_warnings' view: rebuilt (under lock) when warnings were added since the last call;
      * earlier views are kept until the session is freed, as the contract promises their callers. */
     const char **warnings;
@@ -46,6 +48,7 @@ tide_session *tide_session_new(tide_engine *engine, tide_graph *g, const tide_se
     pthread_mutex_init(&s->lock, NULL);
     atomic_init(&s->step, opts ? opts->first_step : 0);
     atomic_init(&s->cancel_gen, 0);
+    atomic_init(&s->closed, false);
     atomic_fetch_add(&engine->live_sessions, 1);
     return s;
 }
@@ -70,7 +73,24 @@ void tide_session_free(tide_session *s)
 
 tide_graph *tide_session_graph(const tide_session *s) { return s->graph; }
 int64_t tide_session_step(const tide_session *s) { return atomic_load(&((tide_session *)s)->step); }
-void tide_session_cancel(tide_session *s) { atomic_fetch_add(&s->cancel_gen, 1); }
+void tide_session_cancel(tide_session *s)
+{
+    atomic_fetch_add(&s->cancel_gen, 1);
+    tide__watcher_poke(s->engine); /* wakes the kernels its runs have waiting (cancel.h) */
+}
+
+void tide_session_close(tide_session *s)
+{
+    if (!s)
+        return;
+    atomic_store(&s->closed, true);
+    tide_session_cancel(s);
+}
+
+bool tide_session_is_closed(const tide_session *s)
+{
+    return atomic_load(&((tide_session *)s)->closed);
+}
 
 int tide_session_num_plans(const tide_session *s)
 {
@@ -188,6 +208,9 @@ static tide_status run_with_error(tide_session *s, const tide_run_options *opts,
         *stats = NULL;
     if (!s)
         return tide_error_set(err, TIDE_INVALID_ARGUMENT, "session is NULL");
+    if (atomic_load(&s->closed))
+        return tide_error_set(err, TIDE_FAILED_PRECONDITION, "the session is closed (tide_session_close): "
+                              "it runs nothing any more");
     if (num_feeds < 0 || num_fetches < 0 || num_targets < 0 || (num_feeds && !feeds) ||
         (num_fetches && (!fetches || !fetch_values)) || (num_targets && !targets))
         return tide_error_set(err, TIDE_INVALID_ARGUMENT, "Run: inconsistent feed/fetch/target arrays");

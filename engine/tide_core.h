@@ -502,8 +502,14 @@ tide_status tide_session_run(tide_session *s, const tide_run_options *opts, cons
                              int num_feeds, const tide_output *fetches, int num_fetches,
                              tide_tensor **fetch_values, tide_node *const *targets, int num_targets,
                              tide_step_stats **stats, tide_error *err);
-/* Cancels the session's runs in flight (they fail with TIDE_CANCELLED). Any thread, signal-safe. */
+/* Cancels the session's runs in flight (they fail with TIDE_CANCELLED), waking the kernels they have
+ * waiting (a dequeue from an empty queue). Any thread, signal-safe. */
 void tide_session_cancel(tide_session *s);
+/* Closes the session: its runs in flight are cancelled as by tide_session_cancel and every later run
+ * fails with TIDE_FAILED_PRECONDITION. Any thread (not from a signal handler). Free it once the runs
+ * in flight have returned. */
+void tide_session_close(tide_session *s);
+bool tide_session_is_closed(const tide_session *s);
 int64_t tide_session_step(const tide_session *s); /* runs started so far */
 /* The soft-placement warnings of the plans this session has built (a node that asked for a device type
  * without a kernel for it, and where it went instead), oldest first, NULL-terminated. Borrowed: the

@@ -173,6 +173,26 @@ tide_status tide_kernel_status(const tide_kernel_ctx *ctx);
 bool tide_kernel_cancelled(const tide_kernel_ctx *ctx);
 /* Ends an asynchronous compute. On failure pass the code returned by tide_kernel_error. */
 void tide_kernel_done(tide_kernel_ctx *ctx, tide_status status);
+/* The same, but the kernel's step continues on its device's threads, not inside the caller: for a
+ * kernel that finishes another kernel's wait (an enqueue completing a blocked dequeue). */
+void tide_kernel_done_later(tide_kernel_ctx *ctx, tide_status status);
+
+/* Waiting without a thread: an asynchronous kernel that waits for an event another run causes (a
+ * dequeue from an empty queue) registers fn(arg, code, message) before it waits. The engine calls it
+ * once, from another thread, if the step ends early while the kernel waits: another node failed, the
+ * run was cancelled (tide_session_cancel, Ctrl-C, tide_session_close) or passed its timeout (a
+ * watcher thread sleeps until the deadline: nothing polls). fn must then finish the kernel
+ * (tide_kernel_error(ctx, code, "...: %s", message), tide_kernel_done). Returns a token > 0, or 0
+ * when the kernel must not wait: the step is ending already, or the kernel runs eagerly (nothing could
+ * end the wait); the reason is recorded as the kernel's error: finish with
+ * tide_kernel_done(ctx, tide_kernel_status(ctx)). It may be called under the kernel's own lock, and
+ * fn may take that lock.
+ * When the wait ends otherwise, call tide_kernel_forget_cancel (without that lock) before finishing:
+ * true when fn will not be called; false when it was, or runs now (forget then waits for it to
+ * return) — the kernel's own bookkeeping under its lock decides which of the two finishes it. */
+typedef void (*tide_kernel_cancel_fn)(void *arg, tide_status code, const char *message);
+int64_t tide_kernel_on_cancel(tide_kernel_ctx *ctx, tide_kernel_cancel_fn fn, void *arg);
+bool tide_kernel_forget_cancel(tide_kernel_ctx *ctx, int64_t token);
 
 /* Seeds for random ops, TensorFlow's rule: graph seed and op seed both 0 -> nondeterministic;
  * op seed 0 -> derived from the graph seed; graph seed 0 -> a fixed default. */
