@@ -80,12 +80,40 @@ static void allowed_names(uint32_t set, char *buf, size_t size)
             at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? ", " : "", dt_name((tide_dtype)d));
 }
 
+/* A type-list input ("components: Tcomponents"): the attr, when given, must list the inputs' dtypes;
+ * else it is inferred from them. */
+static tide_status bind_type_list(const tide_arg_def *arg, const char *who, const tide_dtype *in, int n,
+                                  tide_attrs *attrs, tide_error *err)
+{
+    const tide_dtype *want;
+    int num_want;
+    if (!tide_attrs_get_type_list(attrs, arg->type_attr, &want, &num_want)) {
+        tide_attrs_set_type_list(attrs, arg->type_attr, in, n);
+        return TIDE_OK;
+    }
+    if (num_want != n)
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s: attr %s lists %d dtype%s but input '%s' has %d "
+                              "tensor%s", who, arg->type_attr, num_want, num_want == 1 ? "" : "s", arg->name, n,
+                              n == 1 ? "" : "s");
+    for (int k = 0; k < n; k++)
+        if (in[k] != want[k])
+            return tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s: input '%s' element %d has dtype %s, but %s "
+                                  "says %s", who, arg->name, k, dt_name(in[k]), arg->type_attr, dt_name(want[k]));
+    return TIDE_OK;
+}
+
 static tide_status bind_inputs(const tide_op_def *def, const char *who, const tide_dtype *in,
                                const int *start, tide_attrs *attrs, tide_error *err)
 {
     for (int a = 0; a < def->num_inputs; a++) {
         const tide_arg_def *arg = &def->inputs[a];
         int n = start[a + 1] - start[a];
+        if (arg->type_list) {
+            tide_status st = bind_type_list(arg, who, in + start[a], n, attrs, err);
+            if (st != TIDE_OK)
+                return st;
+            continue;
+        }
         if (arg->number_attr) {
             int64_t want;
             if (tide_attrs_get_int(attrs, arg->number_attr, &want) && want != n)
@@ -184,7 +212,14 @@ static tide_status bind_outputs(const tide_op_def *def, const char *who, const t
     int64_t counts[TIDE_OP_MAX_ARGS];
     for (int a = 0; a < def->num_outputs; a++) {
         counts[a] = 1;
-        if (def->outputs[a].number_attr)
+        const tide_dtype *types = NULL;
+        int num_types = 0;
+        if (def->outputs[a].type_list) {
+            if (!tide_attrs_get_type_list(attrs, def->outputs[a].type_attr, &types, &num_types))
+                return tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s: attr '%s' is needed", who,
+                                      def->outputs[a].type_attr);
+            counts[a] = num_types;
+        } else if (def->outputs[a].number_attr)
             tide_attrs_get_int(attrs, def->outputs[a].number_attr, &counts[a]);
         if (counts[a] < 0 || counts[a] > 1 << 16)
             return tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s: bad output count %lld", who,
@@ -199,6 +234,16 @@ static tide_status bind_outputs(const tide_op_def *def, const char *who, const t
     int at = 0;
     for (int a = 0; a < def->num_outputs; a++) {
         tide_dtype dt = def->outputs[a].fixed_dtype;
+        if (def->outputs[a].type_list) {
+            const tide_dtype *types;
+            int n;
+            tide_attrs_get_type_list(attrs, def->outputs[a].type_attr, &types, &n);
+            for (int k = 0; k < n; k++, at++) {
+                out->output_dtypes[at] = types[k];
+                out->output_arg[at] = a;
+            }
+            continue;
+        }
         if (def->outputs[a].type_attr && !tide_attrs_get_type(attrs, def->outputs[a].type_attr, &dt))
             return tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s: attr '%s' is needed", who,
                                   def->outputs[a].type_attr);

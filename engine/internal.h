@@ -120,7 +120,9 @@ typedef struct tide_arg_def {
     char *name;
     tide_dtype fixed_dtype;    /* TIDE_INVALID_DTYPE if given by type_attr */
     char *type_attr;           /* "T" or NULL */
-    char *number_attr;         /* "N" for "N * T" lists, else NULL */
+    char *number_attr;         /* "N" for "N * T" lists, else NULL; for a type list, type_attr's name */
+    bool type_list;            /* "components: Tcomponents" with Tcomponents: list(type): a list of inputs
+                                  (or outputs) whose dtypes, and so length, the attr gives */
     bool is_ref;
 } tide_arg_def;
 
@@ -382,13 +384,51 @@ struct tide_variable {
 
 void tide__variable_release(tide_variable *v);
 
+struct tide_resource;
+/* A resource other than a variable that a container holds (a queue, a reader): reference counted,
+ * typed by its kind (resources.c). Its struct starts with this header. */
+typedef struct tide_resource_kind {
+    const char *name;                /* "queue", for messages */
+    void (*destroy)(struct tide_resource *r);   /* the last reference went */
+    /* Its container was reset (or the engine freed) while others may still hold it: wake whoever
+     * waits on it (a queue closes and cancels its pending enqueues). May be NULL. */
+    void (*removed)(struct tide_resource *r);
+} tide_resource_kind;
+
+typedef struct tide_resource {
+    atomic_int refs;
+    const tide_resource_kind *kind;
+    char *name;                      /* its name in the container */
+    char *container;
+} tide_resource;
+
 typedef struct tide_container {
     char *name;
     tide_name_table *vars;           /* shared_name -> tide_variable* */
     char **keys;                     /* for iteration and freeing */
     int count, cap;
+    tide_name_table *resources;      /* name -> tide_resource* (NULL until the first) */
+    char **resource_keys;
+    int num_resources, cap_resources;
     struct tide_container *next;
 } tide_container;
+
+/* The resource `name` of a container: found (it must be of `kind`, else FAILED_PRECONDITION naming
+ * both kinds), or made by make(arg, err) when missing and make is not NULL (NOT_FOUND otherwise).
+ * make returns a resource with refs 1 and kind set (name and container NULL: the container fills them),
+ * called under the containers' lock (it must not call back into containers). Returns
+ * a new reference (tide__resource_release) or NULL with err. */
+tide_resource *tide__engine_resource(tide_engine *e, const char *container, const char *name,
+                                     const tide_resource_kind *kind,
+                                     tide_resource *(*make)(void *arg, tide_error *err), void *arg,
+                                     tide_error *err);
+tide_resource *tide__resource_retain(tide_resource *r);
+void tide__resource_release(tide_resource *r);
+/* The container of that name, made when missing and create (NULL: absent, or out of memory). Call
+ * with the engine's containers_lock held. */
+tide_container *tide__find_container(tide_engine *e, const char *name, bool create);
+/* container_free's part: tells every resource it was removed, then drops the container's references. */
+void tide__container_free_resources(tide_container *c);
 
 /* Looks up or creates (when create) a variable; returns a new reference or NULL with err. */
 /* The variable `name` of a container, created when missing and `create`. A node that declares

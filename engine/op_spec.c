@@ -239,10 +239,16 @@ const tide_attr_def *tide__op_attr_def(const tide_op_def *def, const char *name)
     return NULL;
 }
 
-static tide_status check_arg_attrs(const tide_op_def *def, const tide_arg_def *arg, tide_error *err)
+static tide_status check_arg_attrs(const tide_op_def *def, tide_arg_def *arg, tide_error *err)
 {
     if (arg->type_attr) {
         const tide_attr_def *a = tide__op_attr_def(def, arg->type_attr);
+        if (a && a->type == TIDE_ATTR_TYPE_LIST && !arg->number_attr && !arg->is_ref) {
+            /* a type list: a list whose length the attr gives too (bindings see it as a list) */
+            arg->type_list = true;
+            arg->number_attr = tide__strdup(arg->type_attr);
+            return arg->number_attr ? TIDE_OK : tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+        }
         if (!a || a->type != TIDE_ATTR_TYPE)
             return tide_error_set(err, TIDE_INTERNAL, "op %s: arg %s uses undeclared type attr %s",
                                   def->name, arg->name, arg->type_attr);

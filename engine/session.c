@@ -72,6 +72,7 @@ void tide_session_free(tide_session *s)
 }
 
 tide_graph *tide_session_graph(const tide_session *s) { return s->graph; }
+tide_engine *tide_session_engine(const tide_session *s) { return s->engine; }
 int64_t tide_session_step(const tide_session *s) { return atomic_load(&((tide_session *)s)->step); }
 void tide_session_cancel(tide_session *s)
 {

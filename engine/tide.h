@@ -7,6 +7,7 @@
  *   tide_registry.h  the registered ops' names, help and signatures (for bindings and docs)
  *   tide_control_flow.h  conditionals and loops in a graph: cond, while_loop, closing a loop
  *   tide_debug.h     the step debugger's hook, the stopped step's view, tensor health summaries
+ *   tide_queue.h     queues, queue runners and their coordinator (input pipelines)
  *
  * Writing ops and kernels is tide_op.h (it includes this header). Link with `pkg-config --libs tide`.
  */
@@ -17,6 +18,7 @@
 #include "tide_core.h"
 #include "tide_debug.h"
 #include "tide_data.h"
+#include "tide_queue.h"
 #include "tide_registry.h"
 #include "tide_train.h"
 

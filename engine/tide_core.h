@@ -478,6 +478,7 @@ tide_session *tide_session_new(tide_engine *engine, tide_graph *g, const tide_se
                                tide_error *err);
 void tide_session_free(tide_session *s);
 tide_graph *tide_session_graph(const tide_session *s); /* borrowed */
+tide_engine *tide_session_engine(const tide_session *s); /* borrowed */
 /* Atomic extension of the session's graph by text (see tide_graph_extend_text). */
 tide_status tide_session_extend(tide_session *s, const char *text, tide_error *err);
 

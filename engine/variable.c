@@ -31,7 +31,7 @@ void tide__variable_release(tide_variable *v)
     free(v);
 }
 
-static tide_container *find_container(tide_engine *e, const char *name, bool create)
+tide_container *tide__find_container(tide_engine *e, const char *name, bool create)
 {
     for (tide_container *c = e->containers; c; c = c->next)
         if (strcmp(c->name, name) == 0)
@@ -59,7 +59,7 @@ tide_variable *tide__engine_variable(tide_engine *e, const char *container, cons
                                      bool redeclare, tide_error *err)
 {
     pthread_mutex_lock(&e->containers_lock);
-    tide_container *c = find_container(e, container, create);
+    tide_container *c = tide__find_container(e, container, create);
     tide_variable *v = c ? tide__names_get(c->vars, name) : NULL;
     if (v) {
         if (redeclare) { /* an Assign of this declaration replaces whatever another one left */
@@ -118,6 +118,7 @@ tide_variable *tide__engine_variable(tide_engine *e, const char *container, cons
 
 static void container_free(tide_container *c)
 {
+    tide__container_free_resources(c);
     /* Look every variable up before freeing any key: the table probes through the other keys. */
     for (int i = 0; i < c->count; i++)
         tide__variable_release(tide__names_get(c->vars, c->keys[i]));
@@ -150,7 +151,7 @@ tide_status tide_engine_reset_container(tide_engine *e, const char *container, t
 int tide_engine_container_size(tide_engine *e, const char *container)
 {
     pthread_mutex_lock(&e->containers_lock);
-    tide_container *c = find_container(e, container ? container : "", false);
+    tide_container *c = tide__find_container(e, container ? container : "", false);
     int n = c ? c->count : 0;
     pthread_mutex_unlock(&e->containers_lock);
     return n;
