@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 packages="gcc g++ libc6-dev pkg-config meson ninja-build python3 \
   libedit-dev libsqlite3-dev libgraphviz-dev libopenblas-dev libmicrohttpd-dev libcunit1-dev liblua5.4-dev \
-  zlib1g-dev dataset-fashion-mnist protobuf-c-compiler libprotobuf-c-dev protobuf-compiler libprotobuf-dev \
+  zlib1g-dev libzip-dev dataset-fashion-mnist protobuf-c-compiler libprotobuf-c-dev protobuf-compiler libprotobuf-dev \
   python3-numpy"
 
 # Installs the Debian packages of $1 that are not installed yet ($2: why, for the message).

@@ -367,15 +367,10 @@ static tide_status read_header(FILE *f, const char *path, npy_header *h, uint64_
     return st;
 }
 
-static tide_tensor *read_data(FILE *f, const char *path, const npy_header *h, const npy_layout *lay,
-                              uint64_t data_offset, tide_error *err)
+static tide_tensor *read_data(FILE *f, uint64_t size, const char *path, const npy_header *h,
+                              const npy_layout *lay, uint64_t data_offset, tide_error *err)
 {
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0) {
-        tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    uint64_t has = (uint64_t)sb.st_size > data_offset ? (uint64_t)sb.st_size - data_offset : 0;
+    uint64_t has = size > data_offset ? size - data_offset : 0;
     if (has != lay->bytes) {
         char buf[TIDE_SHAPE_STR_MAX];
         tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s: %s: %s %s needs %llu bytes, file has %llu",
@@ -402,6 +397,17 @@ static tide_tensor *read_data(FILE *f, const char *path, const npy_header *h, co
     return t;
 }
 
+/* A .npy of size bytes from f's current position (at its start). */
+static tide_tensor *read_stream(FILE *f, uint64_t size, const char *path, tide_error *err)
+{
+    npy_header h = {0};
+    npy_layout lay = {0};
+    uint64_t data_offset = 0;
+    if (read_header(f, path, &h, &data_offset, err) != TIDE_OK || resolve_descr(path, &h, &lay, err) != TIDE_OK)
+        return NULL;
+    return read_data(f, size, path, &h, &lay, data_offset, err);
+}
+
 tide_tensor *tide_read_npy(const char *path, tide_error *err)
 {
     if (!path) {
@@ -420,13 +426,23 @@ tide_tensor *tide_read_npy(const char *path, tide_error *err)
         tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot read .npy file %s: it is a directory", path);
         return NULL;
     }
-    npy_header h = {0};
-    npy_layout lay = {0};
-    uint64_t data_offset = 0;
     tide_tensor *t = NULL;
-    if (read_header(f, path, &h, &data_offset, err) == TIDE_OK &&
-        resolve_descr(path, &h, &lay, err) == TIDE_OK)
-        t = read_data(f, path, &h, &lay, data_offset, err);
+    if (fstat(fileno(f), &sb) != 0)
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s: %s", path, strerror(errno));
+    else
+        t = read_stream(f, (uint64_t)sb.st_size, path, err);
+    fclose(f);
+    return t;
+}
+
+tide_tensor *tide_npy_from_bytes(const void *bytes, size_t size, const char *name, tide_error *err)
+{
+    FILE *f = size ? fmemopen((void *)bytes, size, "rb") : NULL;
+    if (!f) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s: %s", name, size ? strerror(errno) : "not a .npy file (empty)");
+        return NULL;
+    }
+    tide_tensor *t = read_stream(f, size, name, err);
     fclose(f);
     return t;
 }
@@ -525,6 +541,40 @@ static tide_status write_atomically(const char *path, const char *prefix, size_t
     }
     free(tmp);
     return st;
+}
+
+tide_status tide_npy_describe(const void *bytes, size_t size, const char *name, tide_dtype *dtype, tide_shape *shape,
+                              tide_error *err)
+{
+    FILE *f = size ? fmemopen((void *)bytes, size, "rb") : NULL;
+    if (!f)
+        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s: %s", name,
+                              size ? strerror(errno) : "not a .npy file (empty)");
+    npy_header h = {0};
+    npy_layout lay = {0};
+    uint64_t data_offset = 0;
+    tide_status st = read_header(f, name, &h, &data_offset, err);
+    if (st == TIDE_OK)
+        st = resolve_descr(name, &h, &lay, err);
+    fclose(f);
+    if (st == TIDE_OK) {
+        *dtype = lay.dtype;
+        *shape = h.shape;
+    }
+    return st;
+}
+
+char *tide_npy_prefix(const tide_tensor *t, size_t *len, tide_error *err)
+{
+    if (!npy_code(tide_tensor_dtype(t))) {
+        tide_error_set(err, TIDE_UNIMPLEMENTED, "a %s tensor has no .npy dtype%s", tide_dtype_name(tide_tensor_dtype(t)),
+                       tide_tensor_dtype(t) == TIDE_BFLOAT16 ? " (cast it to float32 first)" : "");
+        return NULL;
+    }
+    char *prefix = npy_prefix(tide_tensor_dtype(t), tide_tensor_shape(t), len);
+    if (!prefix)
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    return prefix;
 }
 
 tide_status tide_write_npy(const char *path, const tide_tensor *t, tide_error *err)

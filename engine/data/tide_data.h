@@ -22,6 +22,15 @@ tide_tensor *tide_read_idx(const char *path, tide_error *err);
  * float16/32/64, complex64/128). write emits version 1.0. */
 tide_tensor *tide_read_npy(const char *path, tide_error *err);
 tide_status tide_write_npy(const char *path, const tide_tensor *t, tide_error *err);
+/* The same from memory (a .npz's entry; name for messages). */
+tide_tensor *tide_npy_from_bytes(const void *bytes, size_t size, const char *name, tide_error *err);
+/* The dtype and shape a .npy's header announces, from its first bytes (the header is enough). */
+tide_status tide_npy_describe(const void *bytes, size_t size, const char *name, tide_dtype *dtype, tide_shape *shape,
+                              tide_error *err);
+/* The version 1.0 prefix (magic and padded header) numpy writes before t's data, for writers that
+ * place the data themselves (a .npz's entries: prefix, then tide_tensor_data(t)); malloc'd, *len
+ * bytes, or NULL with err (a dtype .npy lacks). */
+char *tide_npy_prefix(const tide_tensor *t, size_t *len, tide_error *err);
 
 typedef struct tide_csv_options {
     char delimiter;   /* ',' */

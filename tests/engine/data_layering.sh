@@ -1,6 +1,6 @@
 #!/bin/sh
 # data_layering.sh — the file readers stay a library of their own on the engine's public API:
-# the engine core library (libtide.a) references no zlib symbol, and engine/data's sources include
+# the engine core library (libtide.a) references no zlib (and no libzip) symbol, and engine/data's sources include
 # no header of the engine but the public ones (tide.h and the headers it includes from engine/);
 # their own headers beside them are fine.
 # Usage: data_layering.sh LIBTIDE.a SOURCE_ROOT
@@ -14,6 +14,12 @@ if [ -n "$zlib_refs" ]; then
     echo "$zlib_refs"
     status=1
 fi
+zip_refs=$(nm -u "$lib" | grep -E ' U zip_' | sort -u)
+if [ -n "$zip_refs" ]; then
+    echo "FAIL: the engine core library $lib references libzip (checkpoints belong in engine/checkpoint):"
+    echo "$zip_refs"
+    status=1
+fi
 includes() { sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$1"; }
 public=" tide.h $(for h in $(includes "$root/engine/tide.h"); do [ -f "$root/engine/$h" ] && printf '%s ' "$h"; done)"
 for f in "$root"/engine/data/*.c "$root"/engine/data/*.h; do
@@ -25,5 +31,5 @@ for f in "$root"/engine/data/*.c "$root"/engine/data/*.h; do
         fi
     done
 done
-[ $status -eq 0 ] && echo "ok: libtide.a has no zlib reference; engine/data includes only public headers ($public) and its own"
+[ $status -eq 0 ] && echo "ok: libtide.a has no zlib or libzip reference; engine/data includes only public headers ($public) and its own"
 exit $status

@@ -1,0 +1,119 @@
+/* bench_checkpoint.c — the cost of a checkpoint against the disk's (docs/checkpoints.md): a 100 MB
+ * model (25 float32 variables of [1000, 1000]) saved by the saver (a SaveV2 run: the .npz written
+ * through libzip, fsynced, renamed, the directory fsynced, the state file replaced the same way)
+ * against the same bytes written with one write() per variable and fsynced. Interleaved pairs (save,
+ * write, write, save, ...: drift hits both), 6 pairs, median of the pairs' ratios:
+ *   checkpoint.save_ratio_vs_write   save time / write+fsync time (goal <= 1.5)
+ *   checkpoint.save_ms               median save time
+ *   checkpoint.write_ms              median write+fsync time
+ * Files go to $TIDE_BENCH_DIR or the current directory (the build directory under meson: a real disk,
+ * not a tmpfs where fsync costs nothing). */
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+#include "tide_checkpoint.h"
+
+#define VARS 25
+#define SIDE 1000
+#define PAIRS 6
+
+static void fail(const char *what, tide_error *err)
+{
+    fprintf(stderr, "bench_checkpoint: %s: %s\n", what, err ? tide_error_message(err) : "");
+    exit(1);
+}
+
+static double plain_write(const char *path, tide_tensor *const *values)
+{
+    double t0 = bench_now();
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        fail("open", NULL);
+    for (int i = 0; i < VARS; i++) {
+        const char *p = tide_tensor_data(values[i]);
+        size_t left = tide_tensor_byte_size(values[i]);
+        while (left) {
+            ssize_t w = write(fd, p, left);
+            if (w <= 0)
+                fail("write", NULL);
+            p += w;
+            left -= (size_t)w;
+        }
+    }
+    if (fsync(fd) != 0 || close(fd) != 0)
+        fail("fsync", NULL);
+    return bench_now() - t0;
+}
+
+int main(void)
+{
+    const char *dir = getenv("TIDE_BENCH_DIR") ? getenv("TIDE_BENCH_DIR") : ".";
+    tide_error *err = tide_error_new();
+    tide_engine *e = tide_engine_new(NULL, err);
+    tide_graph *g = tide_graph_new();
+    tide_node *vars[VARS];
+    tide_tensor *values[VARS];
+    tide_shape shape = tide_shape_matrix(SIDE, SIDE);
+    for (int i = 0; i < VARS; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "layer%d/W", i);
+        values[i] = tide_tensor_new(TIDE_FLOAT32, &shape, err);
+        float *p = tide_tensor_data(values[i]);
+        for (int k = 0; k < SIDE * SIDE; k++)
+            p[k] = (float)(k % 1000) * 0.001f + (float)i;
+        tide_node_builder *b = tide_node_builder_new(g, "Const", NULL);
+        tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", TIDE_FLOAT32);
+        tide_attrs_set_tensor(tide_node_builder_attrs(b), "value", values[i]);
+        tide_node *c = tide_node_builder_finish(b, err);
+        vars[i] = c ? tide_variable_new(g, name, (tide_output){c, 0}, true, err) : NULL;
+        if (!vars[i])
+            fail("graph", err);
+    }
+    tide_node *init = tide_global_variables_initializer(g, err);
+    tide_session *s = tide_session_new(e, g, NULL, err);
+    tide_saver *saver = tide_saver_new(g, vars, VARS, &(tide_saver_options){.max_to_keep = 1}, err);
+    if (!init || !s || !saver || tide_session_run(s, NULL, NULL, 0, NULL, 0, NULL, &init, 1, NULL, err) != TIDE_OK)
+        fail("init", err);
+    char prefix[512], plain[512];
+    snprintf(prefix, sizeof prefix, "%s/bench_checkpoint_model", dir);
+    snprintf(plain, sizeof plain, "%s/bench_checkpoint_plain.bin", dir);
+    double save_s[PAIRS], write_s[PAIRS], ratio[PAIRS];
+    for (int i = 0; i < PAIRS; i++) {
+        double sv = 0, wr = 0;
+        for (int k = 0; k < 2; k++) {
+            if ((i + k) % 2 == 0) {
+                double t0 = bench_now();
+                if (tide_saver_save(saver, s, prefix, -1, NULL, err) != TIDE_OK)
+                    fail("save", err);
+                sv = bench_now() - t0;
+            } else {
+                wr = plain_write(plain, values);
+            }
+        }
+        save_s[i] = sv * 1e3;
+        write_s[i] = wr * 1e3;
+        ratio[i] = sv / wr;
+    }
+    char extra[200];
+    snprintf(extra, sizeof extra, "\"bytes\": %d, \"variables\": %d, \"pairs\": %d", VARS * SIDE * SIDE * 4, VARS,
+             PAIRS);
+    bench_emit("checkpoint.save_ratio_vs_write", bench_median(ratio, PAIRS), "ratio", extra);
+    bench_emit("checkpoint.save_ms", bench_median(save_s, PAIRS), "ms", extra);
+    bench_emit("checkpoint.write_ms", bench_median(write_s, PAIRS), "ms", extra);
+    char path[600];
+    snprintf(path, sizeof path, "%s.npz", prefix);
+    unlink(path);
+    unlink(plain);
+    snprintf(path, sizeof path, "%s/checkpoint", dir);
+    unlink(path);
+    tide_saver_free(saver);
+    tide_session_free(s);
+    for (int i = 0; i < VARS; i++)
+        tide_tensor_release(values[i]);
+    tide_graph_free(g);
+    tide_engine_free(e);
+    tide_error_free(err);
+    return 0;
+}
