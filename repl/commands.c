@@ -29,6 +29,7 @@
 
 #include "commands.h"
 #include "graphdef_repl.h"
+#include "lua_checkpoint.h"
 #include "repl.h"
 #include "web.h"
 
@@ -112,6 +113,17 @@ static const command commands[] = {
      "node(\"name\"). Names must not clash with nodes already in the graph (`:reset` first to load a\n"
      "saved graph again).",
      cmd_load},
+    {"save-vars", NULL, 1, 1, "PATH", "write every variable's value to the checkpoint PATH.npz",
+     "Saves the current value of every variable of the graph to PATH.npz (PATH when it ends in .npz), a\n"
+     "zip of .npy files numpy.load reads, written atomically (a crash leaves the old file or the new one)\n"
+     "and recorded in the directory's 'checkpoint' file. saver() does the same from Lua, with a global\n"
+     "step and keeping the last N (docs/checkpoints.md).",
+     repl_cmd_save_vars},
+    {"restore", NULL, 1, 1, "PATH|DIR", "assign every variable its value from a checkpoint",
+     "Assigns every variable of the graph the value saved under its name in the checkpoint PATH (.npz\n"
+     "may be left out), or in the latest checkpoint of the directory DIR. A variable the file lacks, or\n"
+     "whose dtype or shape differs, is an error naming it, and then no variable is changed.",
+     repl_cmd_restore},
     {"import", NULL, 1, 2, "FILE [SCOPE]", "add the nodes of a TensorFlow GraphDef (.pb, .pbtxt) to the graph",
      "Adds every node of the TensorFlow GraphDef FILE (binary .pb or text .pbtxt, told apart by the\n"
      "extension or the bytes) to the graph, under the name scope SCOPE if given, or none: on any error\n"

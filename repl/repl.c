@@ -27,6 +27,7 @@
 #include <lualib.h>
 
 #include "graphdef_repl.h"
+#include "lua_checkpoint.h"
 #include "lua_control_flow.h"
 #include "repl.h"
 
@@ -282,6 +283,8 @@ static tide_status open_lua(repl *r, tide_error *err)
     repl_open_data(L);
     repl_open_graphdef(L);
     repl_open_control_flow(L);
+    repl_open_checkpoint(L);
+    repl_open_queues(L);
     repl_open_options(L);
     lua_pushcfunction(L, l_quit);
     lua_setfield(L, module, "quit");

@@ -201,6 +201,12 @@ void repl_open_run(lua_State *L);
 /* Closes the sessions made by session() (before :reset drops the graph they run). */
 void repl_close_sessions(repl *r);
 
+/* ---------------------------------------------------------------- lua_queue.c */
+
+/* Registers queue, enqueue(_many), dequeue(_many, _up_to), queue_close, queue_size, coordinator and
+ * queue_runner (docs/queues.md) into the table at the top. */
+void repl_open_queues(lua_State *L);
+
 /* ---------------------------------------------------------------- lua_train.c */
 
 /* Registers gradients, variable, init, global_step and the optimizers into the table at the top. */
