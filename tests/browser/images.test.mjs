@@ -2,7 +2,7 @@
 // ImageSummary of its inputs (gray) and one of its activations (RGB). Checks: the runs page's Images
 // panel has a card per tag with the images of the latest step; its slider goes back to an earlier
 // step; a slower earlier step's images never replace a later choice's; images over the value cap are
-// explained; the tensor page of an ImageSummary
+// explained; images of more than one page of values are drawn whole; the tensor page of an ImageSummary
 // draws its uint8 images as they are.
 //
 //   node images.test.mjs TIDE_BINARY SCREENSHOT_DIR      (exit 0 passed, 1 failed, 77 skipped)
@@ -82,6 +82,27 @@ try {
     await waitFor(p.page, 'tensor page: an image summary\'s images', () => !!document.querySelector('#x-images'));
     check(await p.page.evaluate(() => !/min-max/.test(document.querySelector('#x-picture').textContent)), 'tensor page: uint8 images drawn as they are');
     await finish('tensor-image-summary', p);
+  }
+  {
+    // Two white RGB 160 x 160 images: 153,600 values, more than one page of /api/tensor/values
+    // (100,000): every pixel of both is drawn (the second was black past the first page).
+    const big = path.join(dir, 'big.db');
+    runTide(tide, ['--log', big, '-q'], `x = placeholder(float32, {nil, 160, 160, 3})
+white = image_summary(x, {tag = "white", max_images = 2})
+run(white, {[x] = run(ones({2, 160, 160, 3}))})
+`);
+    const s3 = await serve(tide, big);
+    servers.push(s3);
+    const p = await open(browser, s3.url, '/');
+    await waitFor(p.page, 'large: the white card is drawn', () => !!document.querySelector('#images .image-card[data-tag="white"] canvas'));
+    const white = await p.page.$eval('#images .image-card[data-tag="white"] canvas', (c) => {
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i] === 255 && d[i + 1] === 255 && d[i + 2] === 255 && d[i + 3] === 255) n++;
+      return n;
+    });
+    check(white === 2 * 160 * 160, 'large: both 160 x 160 images drawn whole (153,600 values, two pages)', white + ' white pixels');
+    await finish('images-large', p);
   }
   {
     // Images over the run log's value cap: the card says why they are missing and what to do.
