@@ -1,7 +1,8 @@
 /* npz.c — .npz files (numpy.savez's format: a zip archive of NAME.npy entries, stored) written with
- * libzip and read back. Writing is atomic: libzip writes a temporary file beside the target (the
- * tensors' data handed over as buffer fragments, not copied), which is fsynced, renamed over the
- * target, and the directory fsynced, so that a crash (kill -9, power loss) leaves either the old
+ * libzip and read back. Writing is atomic: libzip builds the archive in memory (the tensors' data
+ * handed over as buffer fragments; libzip's own file output writes 4 KB at a time), which is written
+ * to a temporary file beside the target in large writes, fsynced, renamed over the target, and the
+ * directory fsynced, so that a crash (kill -9, power loss) leaves either the old
  * file or the complete new one. Reading lists the entries and their dtypes and shapes (from each
  * .npy's header) when the file is opened, and reads one tensor at a time. The .npy encoding is
  * tide_data's (engine/data/npy.c). */
@@ -107,6 +108,90 @@ static tide_status add_entries(zip_t *z, const char *path, const char *const *na
     return TIDE_OK;
 }
 
+/* Writes all of fd's bytes (EINTR and short writes continued). */
+static bool write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+/* Builds the archive in memory (libzip writing into a buffer source): libzip writes files through
+ * stdio 4 KB at a time, 25,000 write calls for a 100 MB checkpoint, where one pass of large writes
+ * from memory costs a copy. *archive receives the source (open for reading, positioned at 0) and
+ * *size its length. */
+static tide_status build_archive(const char *path, const char *const *names, tide_tensor *const *tensors, int n,
+                                 zip_source_t **archive, zip_uint64_t *size, tide_error *err)
+{
+    zip_error_t ze;
+    zip_error_init(&ze);
+    zip_source_t *mem = zip_source_buffer_create(NULL, 0, 0, &ze);
+    zip_t *z = mem ? zip_open_from_source(mem, ZIP_TRUNCATE, &ze) : NULL;
+    char **prefixes = calloc((size_t)(n ? n : 1), sizeof *prefixes);
+    tide_status st = TIDE_OK;
+    if (!z || !prefixes) {
+        st = tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "cannot write %s: %s", path,
+                            prefixes ? zip_error_strerror(&ze) : "out of memory");
+        if (mem && !z)
+            zip_source_free(mem);
+        if (z)
+            zip_discard(z); /* frees mem too */
+        mem = NULL;
+    } else {
+        zip_source_keep(mem); /* it outlives the archive object */
+        st = add_entries(z, path, names, tensors, n, prefixes, err);
+        if (st == TIDE_OK && zip_close(z) != 0)
+            st = tide_error_set(err, TIDE_INTERNAL, "cannot write %s: %s", path, zip_strerror(z));
+        if (st != TIDE_OK)
+            zip_discard(z);
+    }
+    for (int i = 0; prefixes && i < n; i++)
+        free(prefixes[i]);
+    free(prefixes);
+    zip_stat_t sb;
+    zip_stat_init(&sb);
+    if (st == TIDE_OK && (zip_source_stat(mem, &sb) != 0 || !(sb.valid & ZIP_STAT_SIZE) || zip_source_open(mem) != 0))
+        st = tide_error_set(err, TIDE_INTERNAL, "cannot write %s: %s", path, zip_error_strerror(zip_source_error(mem)));
+    if (st != TIDE_OK) {
+        if (mem)
+            zip_source_free(mem);
+        return st;
+    }
+    *archive = mem;
+    *size = sb.size;
+    return TIDE_OK;
+}
+
+/* Copies the archive into the open file fd in large writes. */
+static tide_status copy_out(zip_source_t *archive, zip_uint64_t size, int fd, const char *path, tide_error *err)
+{
+    enum { CHUNK = 8 << 20 };
+    char *buf = malloc(CHUNK);
+    if (!buf)
+        return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "cannot write %s: out of memory", path);
+    tide_status st = TIDE_OK;
+    for (zip_uint64_t done = 0; st == TIDE_OK && done < size;) {
+        zip_int64_t got = zip_source_read(archive, buf, CHUNK);
+        if (got <= 0)
+            st = tide_error_set(err, TIDE_INTERNAL, "cannot write %s: %s", path,
+                                zip_error_strerror(zip_source_error(archive)));
+        else if (!write_all(fd, buf, (size_t)got))
+            st = tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot write %s: %s", path, strerror(errno));
+        else
+            done += (zip_uint64_t)got;
+    }
+    free(buf);
+    return st;
+}
+
 tide_status tide_npz_write(const char *path, const char *const *names, tide_tensor *const *tensors, int n,
                            tide_error *err)
 {
@@ -115,44 +200,36 @@ tide_status tide_npz_write(const char *path, const char *const *names, tide_tens
     tide_status st = check_entries(path, names, tensors, n, err);
     if (st != TIDE_OK)
         return st;
+    static const unsigned char empty_zip[22] = {0x50, 0x4b, 0x05, 0x06}; /* numpy's empty .npz */
+    zip_source_t *archive = NULL;
+    zip_uint64_t size = 0;
+    if (n > 0 && (st = build_archive(path, names, tensors, n, &archive, &size, err)) != TIDE_OK)
+        return st;
     char *tmp = malloc(strlen(path) + 32);
-    char **prefixes = calloc((size_t)(n ? n : 1), sizeof *prefixes);
-    if (!tmp || !prefixes) {
-        free(tmp);
-        free(prefixes);
+    if (!tmp) {
+        zip_source_free(archive);
         return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "%s: out of memory", path);
     }
     sprintf(tmp, "%s.tmp-%ld", path, (long)getpid());
-    int zerr = 0;
-    zip_t *z = zip_open(tmp, ZIP_CREATE | ZIP_TRUNCATE, &zerr);
-    if (!z) {
-        zip_error_t ze;
-        zip_error_init_with_code(&ze, zerr);
-        st = tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot write %s: %s", path, zip_error_strerror(&ze));
-        zip_error_fini(&ze);
-    } else {
-        st = add_entries(z, path, names, tensors, n, prefixes, err);
-        if (st == TIDE_OK && zip_close(z) != 0) /* libzip writes its own temporary file and renames it to tmp */
-            st = tide_error_set(err, TIDE_INTERNAL, "cannot write %s: %s", path, zip_strerror(z));
-        if (st != TIDE_OK)
-            zip_discard(z);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        st = tide_error_set(err, errno == ENOENT ? TIDE_NOT_FOUND : TIDE_INVALID_ARGUMENT, "cannot write %s: %s",
+                            path, strerror(errno));
+    else if (archive)
+        st = copy_out(archive, size, fd, path, err);
+    else if (!write_all(fd, empty_zip, sizeof empty_zip))
+        st = tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot write %s: %s", path, strerror(errno));
+    if (archive) {
+        zip_source_close(archive);
+        zip_source_free(archive);
     }
-    for (int i = 0; i < n; i++)
-        free(prefixes[i]);
-    free(prefixes);
-    if (st == TIDE_OK && n == 0) { /* libzip writes no file for an empty archive: numpy's empty .npz */
-        static const unsigned char empty_zip[22] = {0x50, 0x4b, 0x05, 0x06};
-        FILE *f = fopen(tmp, "wbe");
-        if (!f || fwrite(empty_zip, 1, sizeof empty_zip, f) != sizeof empty_zip)
-            st = tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot write %s: %s", path, strerror(errno));
-        if (f && fclose(f) != 0 && st == TIDE_OK)
-            st = tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot write %s: %s", path, strerror(errno));
-    }
-    if (st == TIDE_OK)
-        st = fsync_path(tmp, false, err);
+    if (fd >= 0 && st == TIDE_OK && fsync(fd) != 0)
+        st = tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot fsync %s: %s", tmp, strerror(errno));
+    if (fd >= 0 && close(fd) != 0 && st == TIDE_OK)
+        st = tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot write %s: %s", path, strerror(errno));
     if (st == TIDE_OK && rename(tmp, path) != 0)
         st = tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    if (st != TIDE_OK)
+    if (st != TIDE_OK && fd >= 0)
         unlink(tmp);
     free(tmp);
     if (st == TIDE_OK) {

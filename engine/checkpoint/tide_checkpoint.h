@@ -17,7 +17,8 @@ extern "C" {
 /* ---------------------------------------------------------------- .npz files */
 
 /* Writes the tensors as NAME.npy entries of a zip (stored, not compressed: numpy.savez's layout) to
- * path atomically: a temporary file beside it, fsync, rename over path, fsync of the directory. A
+ * path atomically: built in memory (one extra copy of the data while it runs), then a temporary file
+ * beside path, fsync, rename over path, fsync of the directory. A
  * crash at any point leaves the old file or the new one, complete. Names must be unique and
  * non-empty; the dtypes those of .npy (not string, bfloat16). */
 tide_status tide_npz_write(const char *path, const char *const *names, tide_tensor *const *tensors, int n,
