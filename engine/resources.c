@@ -99,3 +99,85 @@ void tide__container_free_resources(tide_container *c)
     free(c->resource_keys);
     tide__names_free(c->resources);
 }
+
+/* ---------------------------------------------------------------- resources of kernels outside the engine
+ * (tide_op.h: tide_kernel_resource). A wrapper resource of one internal kind carries the caller's
+ * type and object; the type is compared by pointer. */
+
+typedef struct public_resource {
+    tide_resource res;           /* first */
+    const tide_resource_type *type;
+    void *object;
+} public_resource;
+
+static void public_destroy(tide_resource *r)
+{
+    public_resource *p = (public_resource *)r;
+    p->type->destroy(p->object);
+    free(p);
+}
+
+static void public_removed(tide_resource *r)
+{
+    public_resource *p = (public_resource *)r;
+    if (p->type->removed)
+        p->type->removed(p->object);
+}
+
+static const tide_resource_kind public_kind = {.name = "resource", .destroy = public_destroy,
+                                               .removed = public_removed};
+
+typedef struct public_make {
+    const tide_resource_type *type;
+    void *(*make)(void *arg, tide_error *err);
+    void *arg;
+} public_make;
+
+static tide_resource *make_public(void *arg, tide_error *err)
+{
+    public_make *m = arg;
+    public_resource *p = calloc(1, sizeof *p);
+    if (!p) {
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory making a %s", m->type->name);
+        return NULL;
+    }
+    if (!(p->object = m->make(m->arg, err))) {
+        free(p);
+        return NULL;
+    }
+    atomic_init(&p->res.refs, 1);
+    p->res.kind = &public_kind;
+    p->type = m->type;
+    return &p->res;
+}
+
+tide_resource_handle *tide_kernel_resource(tide_kernel_ctx *ctx, const char *container, const char *name,
+                                           const tide_resource_type *type, void *(*make)(void *arg, tide_error *err),
+                                           void *arg, void **object)
+{
+    *object = NULL;
+    tide_engine *e = ctx->kn->engine;
+    if (!e) {
+        tide_kernel_error(ctx, TIDE_FAILED_PRECONDITION, "a %s lives in an engine's container: run it in a session",
+                          type->name);
+        return NULL;
+    }
+    public_make m = {type, make, arg};
+    tide_error *err = tide_error_new();
+    public_resource *p = (public_resource *)tide__engine_resource(e, container ? container : "", name, &public_kind,
+                                                                  make ? make_public : NULL, &m, err);
+    if (p && p->type != type) {
+        tide_error_set(err, TIDE_FAILED_PRECONDITION, "container '%s' holds a %s named '%s', not a %s",
+                       container ? container : "", p->type->name, name, type->name);
+        tide__resource_release(&p->res);
+        p = NULL;
+    }
+    if (!p)
+        tide_kernel_error(ctx, tide_error_code(err), "%s", tide_error_message(err));
+    tide_error_free(err);
+    if (p)
+        *object = p->object;
+    return (tide_resource_handle *)p;
+}
+
+void tide_resource_release(tide_resource_handle *h) { tide__resource_release((tide_resource *)h); }

@@ -234,6 +234,28 @@ tide_tensor *tide_variable_value(tide_variable *v);
 /* Replaces the value (retains t, releases the old one); call with the lock held. */
 void tide_variable_set_value(tide_variable *v, tide_tensor *t);
 
+/* ---------------------------------------------------------------- resources (stateful kernels outside the engine)
+ *
+ * An object that lives in one of the engine's containers, shared by every session of the engine that
+ * names it (a file reader and its position), dropped with its container (tide_engine_reset_container)
+ * or the engine once nobody holds it. A kernel finds it, or makes it, by (container, name) and a
+ * type of its own (a static tide_resource_type: another type under that name is an error). */
+typedef struct tide_resource_type {
+    const char *name;                  /* "reader", for messages */
+    void (*destroy)(void *object);     /* the last reference went */
+    void (*removed)(void *object);     /* its container was reset while held (wake its waiters); may be NULL */
+} tide_resource_type;
+typedef struct tide_resource_handle tide_resource_handle;
+
+/* The object named `name` in `container` ("" the default), made by make(arg, err) when missing (make
+ * NULL: NOT_FOUND). *object gets it; returns a reference to release with tide_resource_release, or
+ * NULL with the kernel's error recorded. make runs under the containers' lock: it must not call back
+ * into the engine's containers. */
+tide_resource_handle *tide_kernel_resource(tide_kernel_ctx *ctx, const char *container, const char *name,
+                                           const tide_resource_type *type, void *(*make)(void *arg, tide_error *err),
+                                           void *arg, void **object);
+void tide_resource_release(tide_resource_handle *h);
+
 /* ---------------------------------------------------------------- gradient functions
  *
  * A gradient function is registered per op (engine/grads/<family>_grad.c, TIDE_REGISTER). During

@@ -456,6 +456,27 @@ static bool set_attr(lua_State *L, const tide_op_attr_info *a, int idx, tide_att
             tide_attrs_set_type_list(attrs, a->name, tv, n);
         return true;
     }
+    case TIDE_ATTR_STRING_LIST: { /* ReadRecords' filenames */
+        if (t != LUA_TTABLE)
+            break;
+        int n = (int)lua_rawlen(L, idx);
+        if (n > 64) {
+            tide_error_set(err, TIDE_INVALID_ARGUMENT, "attr '%s': a list of at most 64 strings", a->name);
+            return false;
+        }
+        const char *sv[64];
+        for (int i = 0; i < n; i++) {
+            lua_rawgeti(L, idx, i + 1);
+            sv[i] = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL; /* the table keeps it alive */
+            lua_pop(L, 1);
+            if (!sv[i]) {
+                tide_error_set(err, TIDE_INVALID_ARGUMENT, "attr '%s': element %d is not a string", a->name, i + 1);
+                return false;
+            }
+        }
+        tide_attrs_set_string_list(attrs, a->name, sv, n);
+        return true;
+    }
     default:
         break;
     }
@@ -463,7 +484,8 @@ static bool set_attr(lua_State *L, const tide_op_attr_info *a, int idx, tide_att
                                          "a shape", "a tensor", "a list of integers", "a list of numbers",
                                          "a list of dtypes"};
     tide_error_set(err, TIDE_INVALID_ARGUMENT, "attr '%s' must be %s, not a %s", a->name,
-                   a->type <= TIDE_ATTR_TYPE_LIST ? wanted[a->type] : "?", lua_typename(L, t));
+                   a->type <= TIDE_ATTR_TYPE_LIST ? wanted[a->type]
+                   : a->type == TIDE_ATTR_STRING_LIST ? "a list of strings" : "?", lua_typename(L, t));
     return false;
 }
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # data_layering.sh — the file readers stay a library of their own on the engine's public API:
 # the engine core library (libtide.a) references no zlib (and no libzip) symbol, and engine/data's sources include
-# no header of the engine but the public ones (tide.h and the headers it includes from engine/);
+# no header of the engine but the public ones (tide.h and the headers it includes from engine/, and
+# tide_op.h, the public API of ops and kernels, for its ReadRecords op);
 # their own headers beside them are fine.
 # Usage: data_layering.sh LIBTIDE.a SOURCE_ROOT
 set -u
@@ -21,7 +22,7 @@ if [ -n "$zip_refs" ]; then
     status=1
 fi
 includes() { sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$1"; }
-public=" tide.h $(for h in $(includes "$root/engine/tide.h"); do [ -f "$root/engine/$h" ] && printf '%s ' "$h"; done)"
+public=" tide.h tide_op.h $(for h in $(includes "$root/engine/tide.h"); do [ -f "$root/engine/$h" ] && printf '%s ' "$h"; done)"
 for f in "$root"/engine/data/*.c "$root"/engine/data/*.h; do
     for inc in $(includes "$f"); do
         case "$public" in *" $inc "*) continue ;; esac
