@@ -157,10 +157,6 @@ const tide = (() => {
   }
 
   /* ------------------------------------------------------------------ names, colours, numbers */
-  function shortDevice(d) {
-    if (!d) return '';
-    return d.replace(/^\/job:localhost\/replica:0\/task:0/, '').replace('/device:', '/').toLowerCase();
-  }
   /* Device colours come from the server (viz/: one palette per session, in the order of its devices),
    * so the graph, the timeline and the tables agree: devices(session) reads them once per session from
    * /api/devices; colorOf(table, device) looks one up (grey when unplaced or unknown). */
@@ -175,8 +171,7 @@ const tide = (() => {
     return deviceTables.get(key);
   }
   function colorOf(table, device) {
-    const s = shortDevice(device);
-    const e = table && table.devices ? table.devices.find((x) => x.device === s) : null;
+    const e = table && table.devices && device ? table.devices.find((x) => x.device === device) : null;
     return e ? e.color : UNPLACED;
   }
   function fmtNum(v, digits) {
@@ -263,7 +258,7 @@ const tide = (() => {
     }
     return out;
   }
-  return {h, append, clear, $, api, url, message, params, setParams, topbar, onStatus, shortDevice,
+  return {h, append, clear, $, api, url, message, params, setParams, topbar, onStatus,
           devices, colorOf, fmtNum, fmtUs, fmtBytes, inputNode, table, sortableTable, option, num, ticks,
           latest, STALE, UNPLACED, status: () => lastStatus};
 })();

@@ -351,7 +351,7 @@
       h('table', {class: 'kv'}, h('tbody', null,
         h('tr', null, h('td', {text: 'op'}), h('td', {id: 'n-op', text: n.op})),
         h('tr', null, h('td', {text: 'device'}), h('td', null, h('span', {class: 'swatch', id: 'n-swatch', style: {background: colors.get(n.name) || tide.UNPLACED}}),
-          tide.shortDevice(n.device) || 'unplaced')),
+          n.device || 'unplaced')),
         h('tr', null, h('td', {text: 'requested'}), h('td', {text: n.requested_device || '–'})),
         h('tr', null, h('td', {text: 'shapes'}), h('td', {id: 'n-shapes', text: n.shapes || '– (not timed)'})),
         h('tr', null, h('td', {text: 'time'}), h('td', {text: n.time_us === null || n.time_us === undefined ? '– (not timed)' : tide.fmtUs(n.time_us)})))),

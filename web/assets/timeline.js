@@ -150,7 +150,7 @@
       const depth = stack(r);
       r.lanes.forEach((l, i) => {
         const hgt = depth[i] * SUB_H + 4;
-        rows.push({kind: 'lane', y, h: hgt, run: r, lane: i, label: l.label || (tide.shortDevice(l.device) + ' t' + l.thread), device: l.device,
+        rows.push({kind: 'lane', y, h: hgt, run: r, lane: i, label: l.label || (l.device + ' t' + l.thread), device: l.device,
                    color: l.color || tide.UNPLACED});
         y += hgt;
       });
@@ -283,7 +283,7 @@
     if (!hit) { tip.hidden = true; return; }
     const {ev, run} = hit;
     clear(tip);
-    append(tip, [h('b', {text: ev.node}), h('div', {text: 'op ' + ev.op + ' · ' + tide.shortDevice(run.lanes[ev.lane].device)}),
+    append(tip, [h('b', {text: ev.node}), h('div', {text: 'op ' + ev.op + ' · ' + run.lanes[ev.lane].device}),
       h('div', {text: 'start ' + fmtUs(ev.start_us) + ' · duration ' + fmtUs(ev.end_us - ev.start_us)}),
       ev.wait_us > 0 ? h('div', {text: 'waited ' + fmtUs(ev.wait_us) + ' for its value (asynchronous: no thread held) · busy ' +
                                        fmtUs(Math.max(0, ev.end_us - ev.start_us - ev.wait_us))}) : null,
