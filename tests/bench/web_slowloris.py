@@ -20,17 +20,14 @@ Usage: web_slowloris.py TIDE MAKE_LOG.lua (tests/bench/meson.build registers it 
 import http.client
 import json
 import os
-import re
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "web"))
 from slow_clients import SlowPool, raise_file_limit  # noqa: E402
+from served_log import served_log  # noqa: E402
 
 MIX = ["/api/status", "/api/runs", "/api/tensor?node=loss", "/api/timeline?run=3", "/api/graph.svg", "/",
        "/api/runs?traced=1&limit=50", "/static/graph.js", "/api/scalars", "/api/graph.svg?expand_all=1&run=3"]
@@ -102,25 +99,11 @@ def phase(name, port, pool=None):
 def main():
     tide, make_log = sys.argv[1], sys.argv[2]
     raise_file_limit(1400)
-    env = dict(os.environ, TIDE_LOG="")
-    with tempfile.TemporaryDirectory(prefix="tide-web-slowloris-") as tmp:
-        db = os.path.join(tmp, "runs.db")
-        subprocess.run([tide, "--devices", "2", "--log", db, "-e", ":watch loss", make_log], check=True,
-                       capture_output=True, env=env, timeout=120)
-        p = subprocess.Popen([tide, "serve", db, "--port", "0"], stdout=subprocess.PIPE, text=True, env=env)
-        m = re.search(r":(\d+)/$", p.stdout.readline().strip())
-        if not m:
-            p.kill()
-            sys.exit("FAIL: tide serve did not start")
-        port = int(m.group(1))
-        try:
-            failed = phase("web.p99_ms_quiet", port)
-            sources = ["127.0.0.%d" % k for k in range(2, 12)]
-            failed += phase("web.p99_ms_under_slowloris", port, SlowPool(port, 300, sources=sources, interval=2.0))
-            phase("web.p99_ms_under_slowloris_same_address", port, SlowPool(port, 1000, interval=2.0))
-        finally:
-            p.send_signal(signal.SIGTERM)
-            p.wait(timeout=30)
+    with served_log(tide, make_log, "tide-web-slowloris-") as port:
+        failed = phase("web.p99_ms_quiet", port)
+        sources = ["127.0.0.%d" % k for k in range(2, 12)]
+        failed += phase("web.p99_ms_under_slowloris", port, SlowPool(port, 300, sources=sources, interval=2.0))
+        phase("web.p99_ms_under_slowloris_same_address", port, SlowPool(port, 1000, interval=2.0))
     if failed:
         print("FAIL: %d normal requests failed" % len(failed))
         return 1

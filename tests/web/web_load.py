@@ -7,15 +7,12 @@ connections) against `tide serve` on loopback, a mix of /api/runs, /api/graph.sv
 Usage: web_load.py TIDE MAKE_LOG.lua (tests/web/meson.build registers it as benchmark 'web')."""
 import http.client
 import json
-import os
-import re
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
+
+from served_log import served_log
 
 THREADS = 4
 REQUESTS = 2000
@@ -49,17 +46,7 @@ def worker(port, n, offset, start, latencies, errors):
 
 def main():
     tide, make_log = sys.argv[1], sys.argv[2]
-    env = dict(os.environ, TIDE_LOG="")
-    with tempfile.TemporaryDirectory(prefix="tide-web-load-") as tmp:
-        db = os.path.join(tmp, "runs.db")
-        subprocess.run([tide, "--devices", "2", "--log", db, "-e", ":watch loss", make_log], check=True,
-                       capture_output=True, env=env, timeout=120)
-        p = subprocess.Popen([tide, "serve", db, "--port", "0"], stdout=subprocess.PIPE, text=True, env=env)
-        m = re.search(r":(\d+)/$", p.stdout.readline().strip())
-        if not m:
-            p.kill()
-            sys.exit("FAIL: tide serve did not start")
-        port = int(m.group(1))
+    with served_log(tide, make_log, "tide-web-load-") as port:
         latencies, errors = [], []
         start = time.monotonic() + 0.2
         threads = [threading.Thread(target=worker, args=(port, REQUESTS // THREADS, k * 3, start, latencies, errors))
@@ -69,8 +56,6 @@ def main():
         for t in threads:
             t.join()
         elapsed = time.monotonic() - start
-        p.send_signal(signal.SIGTERM)
-        p.wait(timeout=30)
     latencies.sort()
     p50 = statistics.median(latencies)
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
