@@ -108,6 +108,34 @@ static tide_status run_fetch(tide_session *s, tide_node *n, tide_error *err)
     return st;
 }
 
+/* A store on db_path attached to the engine, and a session of a graph holding one constant x. */
+typedef struct logged {
+    tide_store *s;
+    tide_graph *g;
+    tide_node *x;
+    tide_session *session;
+    int att;
+} logged;
+
+static void logged_open(logged *l, const tide_store_options *opts)
+{
+    l->s = tide_store_open(db_path, opts, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(l->s);
+    l->g = tide_graph_new();
+    l->x = gu_const(l->g, "x", th_f32(1, TH_DIMS(2), (float[]){1, 2}));
+    l->session = tide_session_new(engine(), l->g, NULL, NULL);
+    l->att = tide_store_attach(l->s, engine(), NULL);
+}
+
+/* Detaches and closes the store (everything queued is written), then frees the session and graph. */
+static void logged_close(logged *l)
+{
+    tide_store_detach(l->s, engine(), l->att);
+    tide_store_close(l->s);
+    tide_session_free(l->session);
+    tide_graph_free(l->g);
+}
+
 /* The workload under whatever the shim is armed with; the shim is disarmed before the file is read. */
 static void workload(outcome *o)
 {
@@ -324,12 +352,11 @@ static void test_read_only_mid_run(void)
     fault_vfs_install();
     fault_vfs_disarm();
     temp_db_new_in_memory_fs("tide-faults");
-    tide_store *s = tide_store_open(db_path, NULL, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    tide_graph *g = tide_graph_new();
-    tide_node *x = gu_const(g, "x", th_f32(1, TH_DIMS(2), (float[]){1, 2}));
-    tide_session *session = tide_session_new(engine(), g, NULL, NULL);
-    int att = tide_store_attach(s, engine(), NULL);
+    logged l;
+    logged_open(&l, NULL);
+    tide_store *s = l.s;
+    tide_session *session = l.session;
+    tide_node *x = l.x;
     for (int i = 0; i < BEFORE; i++)
         CU_ASSERT_EQUAL(run_fetch(session, x, NULL), TIDE_OK);
     CU_ASSERT_EQUAL(tide_store_flush(s, NULL), TIDE_OK);
@@ -351,16 +378,13 @@ static void test_read_only_mid_run(void)
     tide_store_health h2;
     tide_store_health_get(s, &h2);
     CU_ASSERT_EQUAL(h2.dropped, h.dropped); /* nothing more lost */
-    tide_store_detach(s, engine(), att);
-    tide_store_close(s);
+    logged_close(&l);
     outcome o;
     memset(&o, 0, sizeof o);
     read_file(&o);
     CU_ASSERT(o.intact);
     CU_ASSERT_EQUAL(o.runs_ok, BEFORE + AFTER);
     CU_ASSERT_EQUAL(o.runs_not_ok, 0);
-    tide_session_free(session);
-    tide_graph_free(g);
     temp_db_remove();
 }
 
@@ -372,12 +396,10 @@ static void test_end_written_late(void)
 {
     fault_vfs_install();
     temp_db_new("tide-faults");
-    tide_store *s = tide_store_open(db_path, NULL, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    tide_graph *g = tide_graph_new();
-    tide_node *x = gu_const(g, "x", th_f32(1, TH_DIMS(2), (float[]){1, 2}));
-    tide_session *session = tide_session_new(engine(), g, NULL, NULL);
-    int att = tide_store_attach(s, engine(), NULL);
+    logged l;
+    logged_open(&l, NULL);
+    tide_store *s = l.s;
+    tide_session *session = l.session;
     tide_run_info run = {.run_id = 424242, .session = session, .step = 7};
     const tide_observer obs = st_run_observer(s->attachments);
     obs.run_started(obs.user, &run);
@@ -389,7 +411,7 @@ static void test_end_written_late(void)
     tide_store_health_get(s, &h);
     CU_ASSERT(h.failed_writes > 0 && h.dropped_by_kind[TIDE_STORE_RUNS] == 1);
     fault_vfs_disarm(); /* room again */
-    CU_ASSERT_EQUAL(run_fetch(session, x, NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(run_fetch(session, l.x, NULL), TIDE_OK);
     CU_ASSERT_EQUAL(tide_store_flush(s, NULL), TIDE_OK);
     sqlite3 *db = NULL;
     CU_ASSERT_EQUAL_FATAL(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
@@ -397,10 +419,7 @@ static void test_end_written_late(void)
     CU_ASSERT_EQUAL(q_int(db, "SELECT wall_ns FROM runs WHERE run_id = 424242"), 1234);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE status IS NULL"), 0);
     sqlite3_close(db);
-    tide_store_detach(s, engine(), att);
-    tide_store_close(s);
-    tide_session_free(session);
-    tide_graph_free(g);
+    logged_close(&l);
     temp_db_remove();
 }
 
@@ -413,11 +432,10 @@ static void test_lost_end_unknown(void)
     tide_store_options_init(&opts);
     opts.queue_capacity = 2;
     opts.wait_ms = 0;
-    tide_store *s = tide_store_open(db_path, &opts, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    tide_graph *g = tide_graph_new();
-    tide_session *session = tide_session_new(engine(), g, NULL, NULL);
-    int att = tide_store_attach(s, engine(), NULL);
+    logged l;
+    logged_open(&l, &opts);
+    tide_store *s = l.s;
+    tide_session *session = l.session;
     const tide_observer obs = st_run_observer(s->attachments);
     tide_run_info runs[3];
     for (int i = 0; i < 3; i++) {
@@ -439,8 +457,7 @@ static void test_lost_end_unknown(void)
     CU_ASSERT_EQUAL(h.dropped_by_kind[TIDE_STORE_RUNS], 1);
     CU_ASSERT_EQUAL(h.queue_full, 1);
     tide__store_pause_writer(s, false);
-    tide_store_detach(s, engine(), att);
-    tide_store_close(s);
+    logged_close(&l);
     sqlite3 *db = NULL;
     CU_ASSERT_EQUAL_FATAL(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE status = 0"), 2);
@@ -450,8 +467,6 @@ static void test_lost_end_unknown(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(error, "UNKNOWN: the run log lost the end of this run"));
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE status IS NULL"), 0);
     sqlite3_close(db);
-    tide_session_free(session);
-    tide_graph_free(g);
     temp_db_remove();
 }
 
