@@ -975,6 +975,45 @@ static void print_inputs(const tide_node *n)
         putchar('\n');
 }
 
+/* The node's executions in the last traced run: once, or inside a loop once per iteration (frames and
+ * iteration ranges, mean time). */
+static void print_executions(repl *r, const char *name)
+{
+    int count = 0, in_loops = 0;
+    int64_t total_ns = 0, first = INT64_MAX, last = -1;
+    const char *frame = NULL;
+    bool one_frame = true;
+    for (int i = 0; i < r->num_last_trace; i++) {
+        const struct repl_execution *e = &r->last_trace[i];
+        if (!e->node || strcmp(e->node, name) != 0)
+            continue;
+        count++;
+        total_ns += e->ns;
+        if (e->frame) {
+            in_loops++;
+            one_frame = one_frame && (!frame || strcmp(frame, e->frame) == 0);
+            frame = e->frame;
+            first = e->iteration < first ? e->iteration : first;
+            last = e->iteration > last ? e->iteration : last;
+        }
+    }
+    label(stdout, "executions", 0);
+    if (r->num_last_trace == 0) {
+        puts("(no traced run yet: run(..., {trace=true}))");
+        return;
+    }
+    if (count == 0) {
+        puts("none in the last traced run");
+        return;
+    }
+    printf("%d in the last traced run, %.1f us each on average", count, (double)total_ns / count / 1e3);
+    if (in_loops && one_frame)
+        printf("; loop %s, iterations %" PRId64 "-%" PRId64, frame, first, last);
+    else if (in_loops)
+        printf("; in %d iterations of several loop frames", in_loops);
+    putchar('\n');
+}
+
 static repl_result cmd_info(repl *r, int argc, char **argv)
 {
     (void)argc;
@@ -1011,6 +1050,7 @@ static repl_result cmd_info(repl *r, int argc, char **argv)
     }
     label(stdout, "stateful", 0);
     puts(tide_node_is_stateful(n) ? "yes" : "no");
+    print_executions(r, tide_node_name(n));
     return REPL_DONE;
 }
 

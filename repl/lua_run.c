@@ -143,8 +143,32 @@ static void release_call(run_call *c)
     c->nfeeds = c->nfetch = 0;
 }
 
+/* Keeps the executions of a traced run for :info (names copied: the graph may be reset later). */
+static void remember_trace(repl *r, const tide_step_stats *stats)
+{
+    for (int i = 0; i < r->num_last_trace; i++) {
+        free(r->last_trace[i].node);
+        free(r->last_trace[i].frame);
+    }
+    free(r->last_trace);
+    r->num_last_trace = 0;
+    int n = tide_step_stats_count(stats);
+    r->last_trace = calloc((size_t)(n ? n : 1), sizeof *r->last_trace);
+    if (!r->last_trace)
+        return; /* :info then shows no executions */
+    for (int i = 0; i < n; i++) {
+        const tide_node_timing *t = tide_step_stats_at(stats, i);
+        struct repl_execution *e = &r->last_trace[r->num_last_trace++];
+        e->node = strdup(tide_node_name(t->node));
+        e->frame = t->frame && t->frame[0] ? strdup(t->frame) : NULL;
+        e->iteration = t->iteration;
+        e->ns = t->end_ns - t->start_ns;
+    }
+}
+
 static int push_stats(lua_State *L, tide_step_stats *stats)
 {
+    remember_trace(repl_of(L), stats);
     int n = tide_step_stats_count(stats);
     int64_t origin = 0; /* the earliest start: times below are relative to it */
     for (int i = 0; i < n; i++) {

@@ -88,6 +88,14 @@ typedef struct repl {
     int growing_runs;
     bool growth_warned;
 
+    /* The executions of the last traced run (run(..., {trace=true})), by name: what :info shows of a
+     * node (inside loops, one per iteration). */
+    struct repl_execution {
+        char *node, *frame; /* frame NULL outside loops */
+        int64_t iteration, ns;
+    } *last_trace;
+    int num_last_trace;
+
     char **history;             /* entries of this session, oldest first */
     int num_history, cap_history;
     bool quit;                  /* :quit or quit() asked to leave */

@@ -123,6 +123,10 @@ static void node_finished(void *user, const tide_run_info *run, const tide_node_
     r->u.timing.end_ns = t->end_ns;
     r->u.timing.output_bytes = (int64_t)t->output_bytes;
     r->u.timing.shapes = st_strdup(t->output_shapes);
+    if (t->frame && t->frame[0]) {
+        r->u.timing.frame = st_strdup(t->frame);
+        r->u.timing.iteration = t->iteration;
+    }
     st_push(a->store, r);
 }
 
@@ -193,7 +197,7 @@ static char *tensor_stats(const tide_tensor *t, st_record *r)
 /* A tensors row: statistics, and the value when it fits under the cap. kind: "watched" (a watched node's
  * output), "fetched" (a fetched value) or "image" (an ImageSummary's images). */
 static void log_tensor(tide_store *s, const tide_run_info *run, const char *node, int output,
-                       const tide_tensor *value, const char *kind)
+                       const tide_tensor *value, const char *kind, const tide_exec_point *at)
 {
     st_record *r = calloc(1, sizeof *r);
     if (!r) {
@@ -207,6 +211,10 @@ static void log_tensor(tide_store *s, const tide_run_info *run, const char *node
     r->u.tensor.node = st_strdup(node);
     r->u.tensor.output = output;
     r->u.tensor.kind = kind;
+    if (at && at->frame && at->frame[0]) {
+        r->u.tensor.frame = st_strdup(at->frame);
+        r->u.tensor.iteration = at->iteration;
+    }
     tide_dtype dt = tide_tensor_dtype(value);
     r->u.tensor.dtype = st_strdup(tide_dtype_name(dt) ? tide_dtype_name(dt) : "invalid");
     char shape[TIDE_SHAPE_STR_MAX];
@@ -253,14 +261,13 @@ static void log_summary(tide_store *s, const tide_run_info *run, const tide_node
 static void tensor_produced(void *user, const tide_run_info *run, const tide_node *node, int output,
                             const tide_tensor *value, const tide_exec_point *at)
 {
-    (void)at;
     st_attachment *a = user;
     if (is_summary(node))
         log_summary(a->store, run, node, value);
     if (is_image_summary(node))
-        log_tensor(a->store, run, tide_node_name(node), output, value, "image");
+        log_tensor(a->store, run, tide_node_name(node), output, value, "image", at);
     else if (st_is_watched(a->store, tide_node_name(node)))
-        log_tensor(a->store, run, tide_node_name(node), output, value, "watched");
+        log_tensor(a->store, run, tide_node_name(node), output, value, "watched", at);
 }
 
 /* Every fetched value is logged (statistics; the value under the cap), named by its "node:index". */
@@ -277,7 +284,7 @@ static void tensor_fetched(void *user, const tide_run_info *run, int fetch, cons
         output = atoi(colon + 1);
         *colon = 0;
     }
-    log_tensor(a->store, run, node, output, value, "fetched");
+    log_tensor(a->store, run, node, output, value, "fetched", NULL);
 }
 
 tide_observer st_run_observer(st_attachment *a)

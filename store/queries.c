@@ -11,6 +11,7 @@
 #include "store_internal.h"
 
 #define FEED_SHAPES_SCHEMA 6 /* runs.feed_shapes arrives with this schema version */
+#define ITERATIONS_SCHEMA 7  /* node_timings.frame and .iteration arrive with this one */
 
 /* A column that holds a JSON array, as JSON (an empty array when it is not one: the file may be damaged). */
 #define JSON_ARRAY(x)                                                                                     \
@@ -194,6 +195,11 @@ static const named_query queries[] = {
          "(SELECT id FROM runs WHERE session_id = ?1 AND traced = 1) GROUP BY node",
          0, NULL},
     [TIDE_STORE_Q_SESSION_DEVICES] = {"SESSION_DEVICES", 1, "SELECT devices FROM sessions WHERE id = ?1", 0, NULL},
+    [TIDE_STORE_Q_RUN_TIMING_ITERATIONS] =
+        {"RUN_TIMING_ITERATIONS", 1,
+         "SELECT frame, iteration FROM node_timings WHERE run_id = ?1 ORDER BY start_ns, rowid",
+         ITERATIONS_SCHEMA,
+         "SELECT NULL AS frame, NULL AS iteration FROM node_timings WHERE run_id = ?1 ORDER BY start_ns, rowid"},
     [TIDE_STORE_Q_RUN_TIMINGS] =
         {"RUN_TIMINGS", 1,
          "SELECT node, op, device, thread, scheduled_ns, start_ns, end_ns, output_bytes, shapes "

@@ -118,8 +118,17 @@ static const char migrate_4_to_5[] =
  * targets: a training step apart from an evaluation of the same node). */
 static const char migrate_5_to_6[] = "ALTER TABLE runs ADD COLUMN feed_shapes TEXT;\n";
 
+/* Version 6 -> 7: a node inside a while loop executes once per iteration: its timings and tensors say
+ * which (the loop's frame instance, e.g. "while" or "outer:3/inner", and the iteration from 0; NULL
+ * outside loops). */
+static const char migrate_6_to_7[] = "ALTER TABLE node_timings ADD COLUMN frame TEXT;\n"
+                                     "ALTER TABLE node_timings ADD COLUMN iteration INTEGER;\n"
+                                     "ALTER TABLE tensors ADD COLUMN frame TEXT;\n"
+                                     "ALTER TABLE tensors ADD COLUMN iteration INTEGER;\n";
+
 static const char *const migrations[TIDE_STORE_SCHEMA_VERSION] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3,
-                                                                   migrate_3_to_4, migrate_4_to_5, migrate_5_to_6};
+                                                                   migrate_3_to_4, migrate_4_to_5, migrate_5_to_6,
+                                                                   migrate_6_to_7};
 
 static tide_status sql_fail(sqlite3 *db, const char *path, const char *what, tide_error *err)
 {

@@ -126,12 +126,14 @@ void st_record_free(st_record *r)
         free(r->u.timing.op);
         free(r->u.timing.device);
         free(r->u.timing.shapes);
+        free(r->u.timing.frame);
         break;
     case ST_TENSOR:
         free(r->u.tensor.node);
         free(r->u.tensor.dtype);
         free(r->u.tensor.shape);
         free(r->u.tensor.histogram);
+        free(r->u.tensor.frame);
         free(r->u.tensor.value);
         break;
     case ST_SUMMARY:

@@ -49,7 +49,7 @@ extern "C" {
 #endif
 
 /* The schema version this build writes (PRAGMA user_version). Files with a newer one are refused. */
-#define TIDE_STORE_SCHEMA_VERSION 6
+#define TIDE_STORE_SCHEMA_VERSION 7
 
 typedef struct tide_store tide_store;
 

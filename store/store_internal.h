@@ -67,11 +67,15 @@ typedef struct st_record {
         } run;
         struct { /* ST_TIMING */
             char *node, *op, *device, *shapes;
+            char *frame; /* the loop frame instance ("while", "outer:3/inner"); NULL outside loops */
+            int64_t iteration;
             int thread;
             int64_t scheduled_ns, start_ns, end_ns, output_bytes;
         } timing;
         struct { /* ST_TENSOR */
             char *node, *dtype, *shape, *histogram;
+            char *frame; /* as timing.frame */
+            int64_t iteration;
             int output;
             bool has_stats; /* false when there is no finite value */
             double min, max, mean, std;

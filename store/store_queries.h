@@ -115,6 +115,11 @@ typedef enum tide_store_query_id {
      * there), count, first_step, last_step, last_run, shape and dtype (of the latest): one row per
      * ImageSummary node whose images the session logged (tensors of kind 'image'), by node name. */
     TIDE_STORE_Q_IMAGE_SUMMARIES = 27,
+
+    /* ------------------------------------------------ loop iterations (viz/timeline.c) */
+    /* (run): frame, iteration, one row per execution in TIDE_STORE_Q_RUN_TIMINGS's order (the same
+     * rows): the loop frame instance and iteration of each, NULL outside loops and before schema 7. */
+    TIDE_STORE_Q_RUN_TIMING_ITERATIONS = 28,
 } tide_store_query_id;
 
 /* Runs query id on the log at path with params (num_params of them, the query's) and keeps up to

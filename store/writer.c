@@ -36,9 +36,10 @@ static const char *const sql[Q_COUNT] = {
               "fetches, targets, traced, feed_shapes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [Q_RUN_END] = "UPDATE runs SET wall_ns = ?, status = ?, error = ? WHERE id = ?",
     [Q_TIMING] = "INSERT INTO node_timings(run_id, node, op, device, thread, scheduled_ns, start_ns, end_ns, "
-                 "output_bytes, shapes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 "output_bytes, shapes, frame, iteration) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [Q_TENSOR] = "INSERT INTO tensors(run_id, step, node, output, dtype, shape, min, max, mean, std, "
-                 "nan_count, inf_count, histogram, value, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 "nan_count, inf_count, histogram, value, kind, frame, iteration) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [Q_SUMMARY] = "INSERT INTO summaries(run_id, step, tag, value) VALUES (?, ?, ?, ?)",
     /* runs.id grows with every run logged, by any store writing the file: the newest are the largest */
     [Q_PRUNE] = "UPDATE tensors SET value = NULL WHERE value IS NOT NULL AND run_id NOT IN "
@@ -387,6 +388,10 @@ static bool write_timing(writer *w, st_record *r, int64_t run)
     sqlite3_bind_int64(st, 8, r->u.timing.end_ns);
     sqlite3_bind_int64(st, 9, r->u.timing.output_bytes);
     bind_text(st, 10, r->u.timing.shapes);
+    if (r->u.timing.frame) { /* NULL columns outside loops */
+        bind_text(st, 11, r->u.timing.frame);
+        sqlite3_bind_int64(st, 12, r->u.timing.iteration);
+    }
     return done(w, st, "inserting a node timing");
 }
 
@@ -411,6 +416,10 @@ static bool write_tensor(writer *w, st_record *r, int64_t run)
     if (r->u.tensor.value)
         sqlite3_bind_blob64(st, 14, r->u.tensor.value, r->u.tensor.value_len, SQLITE_STATIC);
     bind_text(st, 15, r->u.tensor.kind);
+    if (r->u.tensor.frame) {
+        bind_text(st, 16, r->u.tensor.frame);
+        sqlite3_bind_int64(st, 17, r->u.tensor.iteration);
+    }
     return done(w, st, "inserting a tensor");
 }
 

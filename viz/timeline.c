@@ -31,6 +31,7 @@ typedef struct tl_run {
     int64_t id, session, step, wall_ns;
     bool has_wall, traced;
     tide_store_table *rows;
+    tide_store_table *iterations; /* frame, iteration per row (NULL: none known) */
     int num_rows;
     int *lane_of;       /* per row */
     tl_lane *lanes;
@@ -44,6 +45,7 @@ typedef struct tl_run {
 static void tl_run_free(tl_run *r)
 {
     tide_store_table_free(r->rows);
+    tide_store_table_free(r->iterations);
     free(r->lane_of);
     free(r->lanes);
     free(r->transfers);
@@ -72,6 +74,26 @@ static const char *cell(const tl_run *r, int row, int col)
     return c && !tide_store_table_is_null(r->rows, row, col) ? c : "";
 }
 
+/* The loop frame of a row's execution, or NULL outside loops (or when the log does not say). */
+static const char *frame_of(const tl_run *r, int row)
+{
+    if (!r->iterations || tide_store_table_is_null(r->iterations, row, 0))
+        return NULL;
+    return tide_store_table_cell(r->iterations, row, 0);
+}
+
+/* Writes "frame" and "iteration" of a row's execution inside a loop (nothing outside loops). */
+static void iteration_json(tide_json *j, const tl_run *r, int row)
+{
+    const char *frame = frame_of(r, row);
+    if (!frame)
+        return;
+    tide_json_key(j, "frame");
+    tide_json_string(j, frame);
+    tide_json_key(j, "iteration");
+    tide_json_int(j, vz_cell_int(r->iterations, row, 1));
+}
+
 static bool make_lanes(tl_run *r)
 {
     r->lanes = malloc((size_t)(r->num_rows ? r->num_rows : 1) * sizeof *r->lanes);
@@ -98,9 +120,15 @@ static bool pair_transfers(tl_run *r)
     r->transfers = malloc((size_t)(r->num_rows ? r->num_rows : 1) * sizeof *r->transfers);
     if (!r->transfers)
         return false;
+    /* inside a loop a transfer happens once per iteration: its ends are matched by frame and iteration too */
+    char key[1024];
     for (int i = 0; ok && i < r->num_rows; i++)
-        if (strcmp(cell(r, i, C_OP), "_Recv") == 0)
-            ok = vz_map_put(&recvs, cell(r, i, C_NODE), i);
+        if (strcmp(cell(r, i, C_OP), "_Recv") == 0) {
+            const char *frame = frame_of(r, i);
+            snprintf(key, sizeof key, "%s@%s#%lld", cell(r, i, C_NODE), frame ? frame : "",
+                     frame ? (long long)vz_cell_int(r->iterations, i, 1) : 0LL);
+            ok = vz_map_put(&recvs, key, i);
+        }
     for (int i = 0; ok && i < r->num_rows; i++) {
         const char *name = cell(r, i, C_NODE), *mark = strstr(name, "/_send_to_");
         if (strcmp(cell(r, i, C_OP), "_Send") != 0 || !mark)
@@ -110,7 +138,10 @@ static bool pair_transfers(tl_run *r)
             ok = false;
             break;
         }
-        int recv = vz_map_get(&recvs, want);
+        const char *frame = frame_of(r, i);
+        snprintf(key, sizeof key, "%s@%s#%lld", want, frame ? frame : "",
+                 frame ? (long long)vz_cell_int(r->iterations, i, 1) : 0LL);
+        int recv = vz_map_get(&recvs, key);
         if (recv >= 0)
             r->transfers[r->num_transfers++] = (tl_transfer){i, recv};
         free(want);
@@ -184,6 +215,15 @@ static tide_status load_run(const char *db_path, int64_t id, tl_run *r, tide_err
     if (!r->rows)
         return err ? tide_error_code(err) : TIDE_INTERNAL;
     r->num_rows = tide_store_table_num_rows(r->rows);
+    /* the same rows in the same order; a run whose timings were still arriving between the two reads
+     * (counts differ) is shown without iterations rather than with wrong ones */
+    r->iterations = vz_query(db_path, TIDE_STORE_Q_RUN_TIMING_ITERATIONS, &id, 1, 1 << 24, err);
+    if (!r->iterations)
+        return err ? tide_error_code(err) : TIDE_INTERNAL;
+    if (tide_store_table_num_rows(r->iterations) != r->num_rows) {
+        tide_store_table_free(r->iterations);
+        r->iterations = NULL;
+    }
     r->t0 = INT64_MAX;
     for (int i = 0; i < r->num_rows; i++)
         for (int c = C_SCHED; c <= C_START; c++)
@@ -279,6 +319,7 @@ static void run_json(tide_json *j, const tl_run *r)
             tide_json_null(j);
         else
             tide_json_string(j, cell(r, i, C_SHAPES));
+        iteration_json(j, r, i);
         tide_json_end_object(j);
     }
     tide_json_end_array(j);
@@ -429,6 +470,7 @@ static void slice(tide_json *j, const tl_run *r, int i)
         tide_json_key(j, "shapes");
         tide_json_string(j, cell(r, i, C_SHAPES));
     }
+    iteration_json(j, r, i);
     tide_json_end_object(j);
     tide_json_end_object(j);
 }

@@ -316,6 +316,19 @@ def test_save_load(tmp):
     has("quoted path: loaded back", r"^loaded \d+ nodes from with space/g 2\.txt", out)
 
 
+def test_info_executions():
+    """:info says how often the node ran in the last traced run: inside a while loop once per
+    iteration, with the loop and the iterations."""
+    st, out, err = tide(GRAPH.splitlines()[0] + "\n:info x\n"
+                        "i = while_loop(function(i) return less(i, 5) end, function(i) return i + 1 end, {0}, "
+                        "{name='count'})\nv = run(i, nil, {trace=true})\n:info count/add\n:info x\n")
+    check("info executions: status 0", st == 0, err)
+    has("info before any traced run says so", r"^\s+executions\s+\(no traced run yet", out)
+    has("info: a loop body ran once per iteration",
+        r"^\s+executions\s+5 in the last traced run, [0-9.]+ us each on average; loop count, iterations 0-4$", out)
+    has("info: a node not in the traced run", r"^\s+executions\s+none in the last traced run$", out)
+
+
 def main():
     global TIDE
     if len(sys.argv) != 2:
@@ -328,6 +341,7 @@ def main():
         test_help()
         test_unknown_and_usage()
         test_nodes_info_graph()
+        test_info_executions()
         test_help_names()
         test_history_reset_quit()
         test_save_load(tmp)

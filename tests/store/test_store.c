@@ -273,6 +273,10 @@ static void test_version1_migrates(void)
     sqlite3 *db = reader();
     CU_ASSERT_EQUAL(q_int(db, "PRAGMA user_version"), TIDE_STORE_SCHEMA_VERSION);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM pragma_table_info('node_timings') WHERE name = 'shapes'"), 1);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM pragma_table_info('node_timings') WHERE name IN "
+                              "('frame', 'iteration')"), 2);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM pragma_table_info('tensors') WHERE name IN "
+                              "('frame', 'iteration')"), 2);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE run_id = 7 AND feed_shapes IS NULL"), 1);
     ASSERT_TEXT(db, "SELECT label FROM sessions WHERE id = 1", "old");
     ASSERT_TEXT(db, "SELECT kind FROM tensors WHERE node = 'loss'", "watched");
@@ -493,6 +497,69 @@ static void test_traced_timings(void)
     tide_step_stats_free(stats);
     tide_store_close(s); /* closing detaches */
     CU_ASSERT_EQUAL(run_fetch(&f, f.y, true, NULL, NULL), TIDE_OK);
+    fixture_free(&f);
+    temp_db_remove();
+}
+
+/* A loop of 5 iterations: i < 5 ? i + 1, its body's Add named "step" (made in the body, so it runs
+ * once per iteration). */
+static tide_output add_named(tide_graph *g, const char *name, tide_output a, tide_output b)
+{
+    tide_node_builder *nb = tide_node_builder_new(g, "Add", name);
+    tide_node_builder_add_input(nb, a);
+    tide_node_builder_add_input(nb, b);
+    return (tide_output){gu_finish(nb), 0};
+}
+
+static tide_status five_cond(tide_graph *g, void *user, const tide_output *v, int n, tide_output *pred, tide_error *err)
+{
+    (void)user, (void)n, (void)err;
+    tide_node_builder *b = tide_node_builder_new(g, "Less", NULL);
+    tide_node_builder_add_input(b, v[0]);
+    tide_node_builder_add_input(b, (tide_output){gu_scalar_f32(g, NULL, 5), 0});
+    *pred = (tide_output){gu_finish(b), 0};
+    return TIDE_OK;
+}
+
+static tide_status five_body(tide_graph *g, void *user, const tide_output *v, int n, tide_output *next, tide_error *err)
+{
+    (void)user, (void)n, (void)err;
+    next[0] = add_named(g, "step", v[0], (tide_output){gu_scalar_f32(g, NULL, 1), 0});
+    return TIDE_OK;
+}
+
+/* Timings and tensors of a node inside a while loop carry the loop's frame and the iteration (schema
+ * 7); those of nodes outside loops have NULL there. */
+static void test_loop_iterations(void)
+{
+    temp_db_new("tide-store");
+    fixture f;
+    fixture_new(&f, 2);
+    tide_output zero = {gu_scalar_f32(f.g, "zero", 0), 0}, result;
+    tide_while_options wo;
+    tide_while_options_init(&wo);
+    wo.name = "count";
+    CU_ASSERT_EQUAL_FATAL(tide_while_loop(f.g, five_cond, five_body, NULL, &zero, 1, &wo, &result, NULL), TIDE_OK);
+    tide_store *s = open_store_caller_traces();
+    CU_ASSERT(tide_store_attach(s, f.engine, NULL) > 0);
+    CU_ASSERT_EQUAL(tide_store_watch(s, "count/step", NULL), TIDE_OK);
+    tide_output out = result;
+    tide_tensor *v = NULL;
+    tide_run_options o = {.trace = true};
+    CU_ASSERT_EQUAL(tide_session_run(f.session, &o, NULL, 0, &out, 1, &v, NULL, 0, NULL, NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_tensor_get_f64(v, 0), 5);
+    tide_tensor_release(v);
+    flush(s);
+    sqlite3 *db = reader();
+    ASSERT_TEXT(db, "SELECT group_concat(iteration, ',') FROM (SELECT iteration FROM node_timings "
+                    "WHERE node = 'count/step' ORDER BY iteration)", "0,1,2,3,4");
+    ASSERT_TEXT(db, "SELECT DISTINCT frame FROM node_timings WHERE node = 'count/step'", "count");
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM node_timings WHERE node = 'zero' AND frame IS NULL "
+                              "AND iteration IS NULL"), 1);
+    ASSERT_TEXT(db, "SELECT group_concat(iteration || '=' || max, ',') FROM (SELECT iteration, max FROM tensors "
+                    "WHERE node = 'count/step' ORDER BY iteration)", "0=1.0,1=2.0,2=3.0,3=4.0,4=5.0");
+    sqlite3_close(db);
+    tide_store_close(s);
     fixture_free(&f);
     temp_db_remove();
 }
@@ -1237,7 +1304,7 @@ int main(void)
         TH_TEST(test_newer_version_refused),
         TH_TEST(test_version0_migrates), TH_TEST(test_version1_migrates), TH_TEST(test_summaries),
         TH_TEST(test_runs_logged),
-        TH_TEST(test_traced_timings),
+        TH_TEST(test_traced_timings), TH_TEST(test_loop_iterations),
         TH_TEST(test_trace_policy),
         TH_TEST(test_watched_tensors), TH_TEST(test_watched_globs),
         TH_TEST(test_integer_tensor_stats),

@@ -392,6 +392,67 @@ static void test_timeline(void)
     free(json);
 }
 
+/* A while loop's body node runs once per iteration: the timeline has one event per execution, each with
+ * its frame and iteration (schema 7), and so does the Chrome trace; nodes outside the loop have none. */
+static tide_status count_cond(tide_graph *g, void *user, const tide_output *v, int n, tide_output *pred, tide_error *err)
+{
+    (void)user, (void)n;
+    tide_node *five = tide_graph_node(g, "five");
+    tide_node_builder *b = tide_node_builder_new(g, "Less", NULL);
+    tide_node_builder_add_input(b, v[0]);
+    tide_node_builder_add_input(b, (tide_output){five, 0});
+    pred->node = tide_node_builder_finish(b, err);
+    pred->index = 0;
+    return pred->node ? TIDE_OK : TIDE_INTERNAL;
+}
+
+static tide_status count_body(tide_graph *g, void *user, const tide_output *v, int n, tide_output *next, tide_error *err)
+{
+    (void)user, (void)n;
+    tide_node_builder *b = tide_node_builder_new(g, "Add", "step");
+    tide_node_builder_add_input(b, v[0]);
+    tide_node_builder_add_input(b, (tide_output){tide_graph_node(g, "one"), 0});
+    next->node = tide_node_builder_finish(b, err);
+    next->index = 0;
+    return next->node ? TIDE_OK : TIDE_INTERNAL;
+}
+
+static void test_loop_iterations(void)
+{
+    tide_error *err = tide_error_new();
+    tide_graph *g = tide_graph_new();
+    CU_ASSERT_EQUAL_FATAL(tide_graph_extend_text(g, "zero = Const(value=tensor(float32, [], [0]), dtype=float32)\n"
+                                                    "one = Const(value=tensor(float32, [], [1]), dtype=float32)\n"
+                                                    "five = Const(value=tensor(float32, [], [5]), dtype=float32)\n",
+                                                 err), TIDE_OK);
+    tide_output zero = {tide_graph_node(g, "zero"), 0}, result;
+    tide_while_options wo;
+    tide_while_options_init(&wo);
+    wo.name = "count";
+    CU_ASSERT_EQUAL_FATAL(tide_while_loop(g, count_cond, count_body, NULL, &zero, 1, &wo, &result, err), TIDE_OK);
+    viz_log l;
+    viz_log_open_graph(&l, 1, g);
+    viz_log_run(&l, tide_node_name(result.node), 1);
+    viz_log_close(&l);
+    int64_t run = 1;
+    char *json = tide_viz_timeline_json(l.path, &run, 1, NULL, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(json);
+    CU_ASSERT(py_check(json, false,
+                       "sorted(e[\"iteration\"] for e in d[\"runs\"][0][\"events\"] if e[\"node\"] == \"count/step\") "
+                       "== [0, 1, 2, 3, 4] and all(e[\"frame\"] == \"count\" for e in d[\"runs\"][0][\"events\"] "
+                       "if e[\"node\"] == \"count/step\") and all(\"iteration\" not in e and \"frame\" not in e "
+                       "for e in d[\"runs\"][0][\"events\"] if e[\"node\"] in (\"zero\", \"one\", \"five\"))"));
+    free(json);
+    json = tide_viz_chrome_trace(l.path, run, NULL, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(json);
+    CU_ASSERT(py_check(json, false,
+                       "sorted(e[\"args\"][\"iteration\"] for e in d[\"traceEvents\"] if e.get(\"name\") == "
+                       "\"count/step\" and e.get(\"ph\") == \"X\") == [0, 1, 2, 3, 4]"));
+    free(json);
+    viz_log_remove(&l);
+    tide_error_free(err);
+}
+
 static void test_chrome_trace(void)
 {
     setup_log();
@@ -590,6 +651,7 @@ int main(void)
 {
     static const th_test tests[] = {
         TH_TEST(test_json_builder),
+        TH_TEST(test_loop_iterations),
         TH_TEST(test_collapsed_and_expanded),
         TH_TEST(test_device_fills),
         TH_TEST(test_aux_nodes),

@@ -1,6 +1,7 @@
 /* timeline.js — the timeline page (/timeline?run=N or ?runs=A,B,C): one lane per device and thread
  * (labels on the left), one bar per node execution coloured by its device (the server's colour), a
- * tooltip (node, op, start, duration, output shapes and bytes), arrows from each _Send to its _Recv,
+ * tooltip (node, op, start, duration, output shapes and bytes; inside a loop its frame and iteration, and
+ * the bar says "name #k"), arrows from each _Send to its _Recv,
  * zoom (wheel) and pan (drag) on a canvas, a run picker with previous/next, a side-by-side mode that
  * stacks several runs on one time axis (each from its own start), and the "Export Chrome trace" link.
  * An asynchronous _Recv waiting for its value holds no thread: that part of its bar is drawn as
@@ -109,6 +110,8 @@
     }
     return [...by.values()];
   }
+  /* An execution's label: inside a loop the node runs once per iteration, marked "#k". */
+  function label(e) { return e.frame ? e.node + ' #' + e.iteration : e.node; }
   function topOps() {
     clear(opsBox);
     for (const r of data.runs) {
@@ -223,10 +226,10 @@
         const busyW = x1 - Math.max(x0, xw), l = Math.max(x0, LABEL_W);
         if (busyW > 30) {
           ctx.fillStyle = '#fff';
-          ctx.fillText(fit(ctx, e.node, x1 - Math.max(l, xw) - 6), Math.max(l, xw) + 3, by + 11);
+          ctx.fillText(fit(ctx, label(e), x1 - Math.max(l, xw) - 6), Math.max(l, xw) + 3, by + 11);
         } else if (xw - x0 > 60) {
           ctx.fillStyle = '#555';
-          ctx.fillText(fit(ctx, e.node + ' (waiting)', xw - l - 6), l + 3, by + 11);
+          ctx.fillText(fit(ctx, label(e) + ' (waiting)', xw - l - 6), l + 3, by + 11);
         }
       }
       ctx.strokeStyle = '#222'; ctx.fillStyle = '#222'; ctx.lineWidth = 1;
@@ -284,6 +287,7 @@
     const {ev, run} = hit;
     clear(tip);
     append(tip, [h('b', {text: ev.node}), h('div', {text: 'op ' + ev.op + ' · ' + run.lanes[ev.lane].device}),
+      ev.frame ? h('div', {class: 't-iteration', text: 'loop ' + ev.frame + ', iteration ' + ev.iteration}) : null,
       h('div', {text: 'start ' + fmtUs(ev.start_us) + ' · duration ' + fmtUs(ev.end_us - ev.start_us)}),
       ev.wait_us > 0 ? h('div', {text: 'waited ' + fmtUs(ev.wait_us) + ' for its value (asynchronous: no thread held) · busy ' +
                                        fmtUs(Math.max(0, ev.end_us - ev.start_us - ev.wait_us))}) : null,
