@@ -43,6 +43,12 @@ while true do
   local ok2 = pcall(error, "again")
 end
 """,
+    "a run blocked on an empty queue (the dequeue holds no thread and nothing polls)": """
+q = queue({dtypes = {float32}})
+d = dequeue(q)
+print("%s"); io.stdout:flush()
+while true do run(d) end
+""",
     "pure Lua code": """
 print("%s"); io.stdout:flush()
 local x = 0
