@@ -267,11 +267,14 @@ static double over(double x, double speed)
 double tide__cost_estimate(const tide_cost_model *m, const tide_cost_table *table, const tide_node *n,
                            const tide_device *d)
 {
-    TIDE_UNUSED(d); /* one speed for every device until devices of other kinds bring their own */
     double measured = tide__cost_measured(table, n->name);
     if (measured >= 0)
         return measured;
     op_kind kind = kind_of(n->op->name);
     double io = kind == KIND_FREE ? 0 : bytes(n);
+    if (d && !d->host_visible) { /* an accelerator: its type's figures (tide_device_ops.cost) */
+        const tide_device_cost *c = &d->ops->cost;
+        return over(flops(n, kind), c->flops_per_s) + over(io, c->bytes_per_s) + c->launch_s;
+    }
     return over(flops(n, kind), m->flops_per_s) + over(io, m->bytes_per_s) + m->node_overhead_s;
 }

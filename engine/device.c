@@ -1,7 +1,7 @@
-/* device.c — devices: the CPU device's operations (allocation, running a kernel), and device names:
- * parsing full and partial specifications (/job:NAME/replica:N/task:N/device:TYPE:N and the short
- * forms /cpu:0, gpu:1, /device:CPU:*), matching a partial spec against a full name, printing them, and
- * the short names people read (/cpu:1). */
+/* device.c — device names: parsing full and partial specifications (/job:NAME/replica:N/task:N/
+ * device:TYPE:N and the short forms /cpu:0, gpu:1, /sim:0, /device:CPU:*), matching a partial spec
+ * against a full name, printing them, and the short names people read (/cpu:1); and the accounting
+ * of a device's memory. The device types themselves: device_cpu.c, device_sim.c, kernels/cuda. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,13 +27,13 @@ static bool parse_index(const char *s, int *out)
 
 static bool known_type(const char *t)
 {
-    return strcmp(t, "cpu") == 0 || strcmp(t, "gpu") == 0 || strcmp(t, "cuda") == 0;
+    return strcmp(t, "cpu") == 0 || strcmp(t, "gpu") == 0 || strcmp(t, "cuda") == 0 || strcmp(t, "sim") == 0;
 }
 
 static tide_status bad(const char *text, const char *why, tide_error *err)
 {
     return tide_error_set(err, TIDE_INVALID_ARGUMENT,
-                          "bad device specification '%s': %s (expected e.g. /cpu:0, /gpu:1, "
+                          "bad device specification '%s': %s (expected e.g. /cpu:0, /gpu:1, /sim:0, "
                           "/job:worker/task:1/device:cpu:0)", text, why);
 }
 
@@ -146,7 +146,7 @@ char *tide_device_short_name(const char *full, char *buf, size_t size)
     return buf;
 }
 
-/* ---------------------------------------------------------------- the CPU device */
+/* ---------------------------------------------------------------- memory accounting */
 
 void tide__device_account(tide_device *d, int64_t bytes)
 {
@@ -156,27 +156,3 @@ void tide__device_account(tide_device *d, int64_t bytes)
                                                                memory_order_relaxed))
         ;
 }
-
-/* Host memory, accounted to the device: each virtual CPU device has its own figures. */
-static tide_tensor *cpu_allocate(tide_device *d, tide_dtype dt, const tide_shape *shape, bool zero,
-                                 tide_error *err)
-{
-    tide_tensor *t = tide__tensor_alloc(dt, shape, zero, err);
-    if (t && d) {
-        t->buf->device = d;
-        tide__device_account(d, (int64_t)t->buf->size);
-    }
-    return t;
-}
-
-static tide_status cpu_compute(tide_device *d, const tide_kernel_spec *k, tide_kernel_ctx *ctx)
-{
-    TIDE_UNUSED(d); /* on the calling executor thread */
-    return k->compute(ctx);
-}
-
-const tide_device_ops tide__cpu_device_ops = {
-    .type = "cpu",
-    .allocate = cpu_allocate,
-    .compute = cpu_compute,
-};

@@ -1,5 +1,6 @@
-/* engine.c — the engine: its devices, its thread pool, its containers of variables and the
- * observers that watch its runs. Sessions run over an engine; several may run at once. */
+/* engine.c — the engine: its options, its devices (enumerated by device_registry.c), its thread pool,
+ * its containers of variables and the observers that watch its runs. Sessions run over an engine;
+ * several may run at once. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,42 @@ static bool env_switch(const char *name, bool *on, tide_error *err)
     return true;
 }
 
+/* A count 0..64 from the environment (*n left alone when unset or empty); false with err when malformed. */
+static bool env_count(const char *name, int *n, tide_error *err)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return true;
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (*end || x < 0 || x > 64) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s='%s': expected a count from 0 to 64", name, v);
+        return false;
+    }
+    *n = (int)x;
+    return true;
+}
+
+/* Bytes from the environment: a number with an optional K, M or G suffix (powers of 1024). */
+static bool env_bytes(const char *name, int64_t *bytes, tide_error *err)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return true;
+    char *end;
+    double x = strtod(v, &end);
+    double unit = *end == 'K' || *end == 'k' ? 1024.0 : *end == 'M' || *end == 'm' ? 1048576.0
+                : *end == 'G' || *end == 'g' ? 1073741824.0 : 1.0;
+    if (unit > 1)
+        end++;
+    if (*end || end == v || !(x >= 0) || x * unit > 9e18) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s='%s': expected bytes, e.g. 1048576, 512M or 2G", name, v);
+        return false;
+    }
+    *bytes = (int64_t)(x * unit);
+    return true;
+}
+
 tide_engine *tide_engine_new(const tide_engine_options *opts, tide_error *err)
 {
     if (tide__registry_ready(err) != TIDE_OK)
@@ -49,16 +86,22 @@ tide_engine *tide_engine_new(const tide_engine_options *opts, tide_error *err)
     tide_engine_options_init(&o);
     if (opts)
         o = *opts;
-    if (o.num_threads < 0 || o.num_threads > 1024 || o.num_cpu_devices < 0 || o.num_cpu_devices > 64) {
+    if (o.num_threads < 0 || o.num_threads > 1024 || o.num_cpu_devices < 0 || o.num_cpu_devices > 64 ||
+        o.num_sim_devices < 0 || o.num_sim_devices > 64 || o.device_memory_limit < 0) {
         tide_error_set(err, TIDE_INVALID_ARGUMENT,
-                       "engine options out of range: num_threads=%d (0..1024), num_cpu_devices=%d (0..64)",
-                       o.num_threads, o.num_cpu_devices);
+                       "engine options out of range: num_threads=%d (0..1024), num_cpu_devices=%d (0..64), "
+                       "num_sim_devices=%d (0..64), device_memory_limit=%lld (>= 0)", o.num_threads,
+                       o.num_cpu_devices, o.num_sim_devices, (long long)o.device_memory_limit);
         return NULL;
     }
     if (o.num_threads == 0)
         o.num_threads = env_int("TIDE_THREADS", (int)sysconf(_SC_NPROCESSORS_ONLN));
     if (o.num_cpu_devices == 0)
         o.num_cpu_devices = env_int("TIDE_CPU_DEVICES", 1);
+    if (o.num_sim_devices == 0 && !env_count("TIDE_SIM_DEVICES", &o.num_sim_devices, err))
+        return NULL;
+    if (o.device_memory_limit == 0 && !env_bytes("TIDE_DEVICE_MEMORY_LIMIT", &o.device_memory_limit, err))
+        return NULL;
     const char *strategy = getenv("TIDE_PLACEMENT");
     if (o.placement == TIDE_PLACEMENT_GREEDY && strategy && strategy[0]) {
         static const char *const names[] = {"greedy", "naive", "round_robin"};
@@ -90,7 +133,6 @@ tide_engine *tide_engine_new(const tide_engine_options *opts, tide_error *err)
     pthread_mutex_init(&e->containers_lock, NULL);
     pthread_mutex_init(&e->observers_lock, NULL);
     e->next_observer_id = 1;
-    e->devices = calloc((size_t)o.num_cpu_devices, sizeof *e->devices);
     e->pool = tide__pool_new(o.num_threads > 0 ? o.num_threads : 1);
     e->rendezvous = tide__rendezvous_new();
     e->cost_table = tide__cost_table_new();
@@ -98,30 +140,27 @@ tide_engine *tide_engine_new(const tide_engine_options *opts, tide_error *err)
     e->cse = cse;
     e->alap = alap;
     e->compress_transfers = compress;
-    if (!e->devices || !e->pool || !e->rendezvous || !e->cost_table) {
+    if (!e->pool || !e->rendezvous || !e->cost_table) {
         tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "cannot start %d executor threads", o.num_threads);
         tide_engine_free(e);
         return NULL;
     }
-    e->num_devices = o.num_cpu_devices;
-    for (int i = 0; e->num_devices > 1 && i < e->num_devices; i++) {
-        /* Several devices: each gets its own share of the threads (at least one), so that a step's
-         * time per device means something and placement matters. */
-        int share = o.num_threads / e->num_devices + (i < o.num_threads % e->num_devices);
+    if (tide__devices_open(e, &o, err) != TIDE_OK) {
+        tide_engine_free(e);
+        return NULL;
+    }
+    int ncpu = e->num_cpu_devices;
+    for (int i = 0; ncpu > 1 && i < ncpu; i++) {
+        /* Several CPU devices: each gets its own share of the threads (at least one), so that a step's
+         * time per device means something and placement matters. (Accelerators run their kernels on
+         * their own stream threads; the executor's side of their work runs on the engine's pool.) */
+        int share = o.num_threads / ncpu + (i < o.num_threads % ncpu);
         e->devices[i].pool = tide__pool_new(share > 0 ? share : 1);
         if (!e->devices[i].pool) {
             tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "cannot start the threads of device %d", i);
             tide_engine_free(e);
             return NULL;
         }
-    }
-    for (int i = 0; i < e->num_devices; i++) {
-        tide_device *d = &e->devices[i];
-        snprintf(d->name, sizeof d->name, "/job:localhost/replica:0/task:0/device:cpu:%d", i);
-        tide_device_spec_parse(d->name, &d->spec, NULL);
-        d->ops = &tide__cpu_device_ops;
-        snprintf(d->type, sizeof d->type, "%s", d->ops->type);
-        d->index = i;
     }
     return e;
 }
@@ -136,8 +175,8 @@ void tide_engine_free(tide_engine *e)
         tide__pool_free(e->devices[i].pool);
     tide__rendezvous_free(e->rendezvous);
     tide__cost_table_free(e->cost_table);
-    tide__engine_free_containers(e);
-    free(e->devices);
+    tide__engine_free_containers(e); /* the variables' tensors, before their devices close */
+    tide__devices_close(e);
     tide__observers_free(e);
     pthread_mutex_destroy(&e->containers_lock);
     pthread_mutex_destroy(&e->observers_lock);

@@ -275,6 +275,43 @@ static void format_shapes(char *buf, size_t size, tide_tensor *const *outs, int 
     }
 }
 
+/* Observers read tensors on the host: an output in an accelerator's memory reaches them as a host copy
+ * (made by the device, device_copy.c; NULL when that failed), released after the callback. */
+static void produced(const tide_observer *obs, const tide_run_info *info, const tide_node *node, int i,
+                     tide_tensor *t, const tide_exec_point *at)
+{
+    if (!t || !t->buf->type) {
+        obs->tensor_produced(obs->user, info, node, i, t, at);
+        return;
+    }
+    tide_tensor *host = tide__tensor_for_host(t, node);
+    if (host)
+        obs->tensor_produced(obs->user, info, node, i, host, at);
+    tide_tensor_release(host);
+}
+
+/* The outputs to the observers that want them (out of line: not on the path of a plain step). */
+__attribute__((noinline)) static void observe_tensors(tide_step *step, const tide_exec_item *it, tide_iter *iter,
+                                                      tide_tensor **outs)
+{
+    const tide_step_args *a = step->args;
+    tide_exec_point at = {iter->frame ? tide__frame_path(iter->frame) : "", iter->n};
+    for (int o = 0; o < a->num_observers; o++) {
+        const tide_observer *obs = &a->observers[o].obs;
+        if (!obs->tensor_produced || !tide__observer_enter(&a->observers[o]))
+            continue;
+        for (int i = 0; i < it->kn.num_outputs; i++)
+            if (outs[i] != tide__dead)
+                produced(obs, &a->info, it->node, i, outs[i], &at);
+        for (int t = 0; t < it->num_twins; t++) /* the same tensors under the merged nodes' names */
+            if (!obs->wants_tensors || obs->wants_tensors(obs->user, it->twins[t]))
+                for (int i = 0; i < it->kn.num_outputs; i++)
+                    if (outs[i] != tide__dead)
+                        produced(obs, &a->info, it->twins[t], i, outs[i], &at);
+        tide__observer_leave(&a->observers[o]);
+    }
+}
+
 static void observe(tide_step *step, const tide_exec_item *it, tide_iter *iter, tide_tensor **outs, size_t bytes)
 {
     const tide_step_args *a = step->args;
@@ -291,23 +328,8 @@ static void observe(tide_step *step, const tide_exec_item *it, tide_iter *iter, 
         for (int o = 0; o < a->num_observers; o++)
             TIDE__OBSERVE(&a->observers[o], node_finished, &a->info, t);
     }
-    if (outs && atomic_load_explicit(&it->wants_tensors, memory_order_relaxed)) {
-        tide_exec_point at = {iter->frame ? tide__frame_path(iter->frame) : "", iter->n};
-        for (int o = 0; o < a->num_observers; o++) {
-            const tide_observer *obs = &a->observers[o].obs;
-            if (!obs->tensor_produced || !tide__observer_enter(&a->observers[o]))
-                continue;
-            for (int i = 0; i < it->kn.num_outputs; i++)
-                if (outs[i] != tide__dead)
-                    obs->tensor_produced(obs->user, &a->info, it->node, i, outs[i], &at);
-            for (int t = 0; t < it->num_twins; t++) /* the same tensors under the merged nodes' names */
-                if (!obs->wants_tensors || obs->wants_tensors(obs->user, it->twins[t]))
-                    for (int i = 0; i < it->kn.num_outputs; i++)
-                        if (outs[i] != tide__dead)
-                            obs->tensor_produced(obs->user, &a->info, it->twins[t], i, outs[i], &at);
-            tide__observer_leave(&a->observers[o]);
-        }
-    }
+    if (outs && atomic_load_explicit(&it->wants_tensors, memory_order_relaxed))
+        observe_tensors(step, it, iter, outs);
 }
 
 HOT void release_inputs(tide_iter *iter, const tide_exec_item *it)

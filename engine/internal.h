@@ -7,7 +7,11 @@
  *   bind.c                                  checking a node's inputs/attrs against its op
  *   graph.c node_builder.c graph_text.c     the graph, building nodes, the text format
  *   shape_fold.c                            values known at graph time (Rank, Shape, Range) for shapes
- *   device.c engine.c variable.c            devices, the engine, containers of variables
+ *   device.c device_registry.c              device names; device types and enumeration at engine start
+ *   device_cpu.c device_sim.c               the CPU device; the simulated accelerator (not host-visible)
+ *   device_alloc.c device_stream.c          caching allocators of device memory; streams and events
+ *   device_copy.c                           copies between memory spaces (transfers, fetches, observers)
+ *   engine.c variable.c                     the engine, containers of variables
  *   kernel_ctx.c eager.c                    the context kernels run in; running one op eagerly
  *   plan.c executor.c threadpool.c          pruned plans per signature; running them in parallel
  *   session.c                               sessions: plan cache, Run, cancellation
@@ -22,6 +26,7 @@
 
 #include "tide.h"
 #include "tide_debug.h"
+#include "tide_device.h"
 #include "tide_op.h"
 
 #define TIDE_UNUSED(x) ((void)(x))
@@ -55,6 +60,9 @@ typedef struct tide_buffer {
     void *dealloc_arg;
     void *block;               /* non-NULL: buffer lives inside this malloc'd tensor block */
     struct tide_device *device; /* the device whose memory accounting holds size, or NULL */
+    /* NULL: host memory (tide's allocator, or wrapped). Else device memory of this buffer type, from
+     * `device`'s caching allocator, freed there; not host-visible types refuse host access. */
+    const tide_buffer_type *type;
 } tide_buffer;
 
 struct tide_tensor {
@@ -69,6 +77,19 @@ struct tide_tensor {
 /* The value of a dead edge (engine/frames.c): a tensor that is never freed and never reaches users. */
 extern tide_tensor *const tide__dead;
 
+/* Can the calling thread touch b's bytes (host memory, or device memory of a host-visible type, or
+ * the memory of the device whose work this thread is doing)? */
+bool tide__buffer_accessible(const tide_buffer *b);
+/* A tensor over `bytes` of device memory at data, of buffer type bt, owned by device d's allocator
+ * (freed there with the last view); NULL with err (and data freed) on failure. */
+tide_tensor *tide__tensor_over_device_memory(struct tide_device *d, const tide_buffer_type *bt, void *data,
+                                             size_t bytes, tide_dtype dt, const tide_shape *shape, tide_error *err);
+/* The message for a host access to device memory that was refused ("the float32 tensor [2, 3] lives in
+ * the memory of /sim:0, which the host cannot read: ..."), into err; returns TIDE_FAILED_PRECONDITION. */
+tide_status tide__refuse_host_access(const tide_tensor *t, tide_error *err);
+/* t in host memory for an observer: a copy made by its device (waits for it), or NULL after printing
+ * why on stderr (naming node). For tensors the host cannot read. */
+tide_tensor *tide__tensor_for_host(const tide_tensor *t, const struct tide_node *node);
 /* A tensor header over buf (retained) at offset. */
 tide_tensor *tide__tensor_view(tide_buffer *buf, size_t offset, tide_dtype dt,
                                const tide_shape *shape, tide_error *err);
@@ -145,6 +166,7 @@ typedef struct tide_kernel_def {
         uint32_t allowed;
     } constraints[4];
     int num_constraints;
+    const struct tide_kernel_def *wraps; /* a device type's adapter of this CPU kernel (device_sim.c), or NULL */
     struct tide_kernel_def *next;
 } tide_kernel_def;
 
@@ -340,36 +362,69 @@ void tide__names_remove(tide_name_table *t, const char *name);
 
 /* ---------------------------------------------------------------- devices */
 
-struct tide_device;
-
-/* What a device type provides (DESIGN §3: an allocator and a way to run kernels). The CPU device's
- * table is in device.c; CUDA and remote devices add their own. Called on executor threads. */
-typedef struct tide_device_ops {
-    const char *type;                /* "cpu" */
-    /* Memory for a kernel's output (a tensor whose buffer lives on this device). */
-    tide_tensor *(*allocate)(struct tide_device *d, tide_dtype dt, const tide_shape *shape, bool zero,
-                             tide_error *err);
-    /* Runs a synchronous kernel on this device; returns its status. */
-    tide_status (*compute)(struct tide_device *d, const tide_kernel_spec *k, tide_kernel_ctx *ctx);
-} tide_device_ops;
-
+/* The device interface is engine/tide_device.h (tables per device type, streams, events, copies). */
 extern const tide_device_ops tide__cpu_device_ops;
+extern const tide_device_ops tide__sim_device_ops;
 
 /* Accounting of a device's memory: a buffer allocated for it adds its size; releasing the buffer
  * subtracts it (tensor.c). bytes_in_use and peak_bytes are read by tide_engine_device_memory. */
 void tide__device_account(struct tide_device *d, int64_t bytes);
 
-typedef struct tide_device {
+struct tide_caching_allocator;
+
+struct tide_stream {
+    struct tide_device *device;
+    void *context;                   /* the device type's stream; NULL for a type without streams */
+};
+
+struct tide_event {
+    struct tide_device *device;
+    void *context;
+};
+
+struct tide_device {
     const tide_device_ops *ops;
     char name[128];                  /* full name */
     tide_device_spec spec;
     char type[16];                   /* "cpu" */
     int index;                       /* position in the engine's device list */
+    int ordinal;                     /* among the devices of its type: N of /sim:N */
+    bool host_visible;               /* ops->buffer_types[0] is host-visible: kernels write host memory */
     atomic_llong bytes_in_use, peak_bytes;
-    /* The device's own share of the engine's threads when the engine has several devices (its items
-     * and their kernels' parallel loops run only there); NULL with one device (the engine's pool). */
+    /* The device's own share of the engine's threads when the engine has several CPU devices (its items
+     * and their kernels' parallel loops run only there); NULL with one CPU device (the engine's pool)
+     * and for other types (the executor's side of their work runs on the engine's pool). */
     struct tide_threadpool *pool;
-} tide_device;
+    struct tide_caching_allocator *allocator; /* device memory (NULL when host-visible: tensor.c's cache) */
+    int64_t memory_limit;            /* bytes (0: none) */
+    tide_stream *streams[4];         /* by tide_stream_role; NULL for a type without streams */
+    tide_event *compute_done;        /* recorded on the compute stream before copies out of the device */
+    pthread_mutex_t event_lock;      /* serialises uses of compute_done */
+    void *context;                   /* the type's own state (open/close) */
+    bool opened;
+};
+
+/* The engine's devices, enumerated from the registered device types (device_registry.c): fills
+ * e->devices and e->num_devices (the CPU devices first, /cpu:0 is the host), opens each. */
+tide_status tide__devices_open(tide_engine *e, const tide_engine_options *resolved, tide_error *err);
+/* Closes and frees them (after every tensor of theirs that the engine held was released; an allocator
+ * with blocks still in use stays until its last block is freed). */
+void tide__devices_close(tide_engine *e);
+/* The kernels of device types that run the CPU's kernels on their own threads (the simulated
+ * device): called once when the registry is finalised, with every op. */
+void tide__sim_add_kernels(tide_op_def **ops, int num_ops);
+
+/* Caching allocator of one device's memory (device_alloc.c). */
+struct tide_caching_allocator *tide__allocator_new(struct tide_device *d, const tide_buffer_type *bt, int64_t limit);
+/* Frees the cache; the allocator itself goes once no block is in use (tensors outliving the engine). */
+void tide__allocator_close(struct tide_caching_allocator *a);
+/* A block of at least `bytes` (NULL with err naming the device and the sizes when over the limit or
+ * out of memory). */
+void *tide__allocator_alloc(struct tide_caching_allocator *a, size_t bytes, tide_error *err);
+void tide__allocator_free(struct tide_caching_allocator *a, void *p, size_t bytes);
+void tide__allocator_stats(struct tide_caching_allocator *a, tide_device_memory_stats *out);
+/* Returns the cached blocks to the device (tide_engine_empty_cache). */
+void tide__allocator_empty_cache(struct tide_caching_allocator *a);
 
 /* ---------------------------------------------------------------- variables and containers */
 
@@ -522,6 +577,7 @@ struct tide_engine {
     atomic_int live_sessions;
     struct tide_rendezvous *rendezvous; /* where _Send and _Recv of cross-device edges meet (rendezvous.h) */
     struct tide_cost_table *cost_table; /* measured node times for placement (placement.h) */
+    int num_cpu_devices;                /* devices[0..num_cpu_devices) are the CPU's; /cpu:0 is the host */
     tide_placement_kind placement;      /* the strategy of every plan */
     bool cse, alap, compress_transfers; /* plan passes (tide_engine_options: no_cse, no_alap, ...) */
     _Atomic(struct tide_watcher *) watcher; /* wakes waiting kernels of cancelled or late runs (cancel.h) */

@@ -187,6 +187,22 @@ int tide_kernel_num_threads(const tide_kernel_ctx *ctx)
     return n > 1 ? n : 1;
 }
 
+/* A chunk of a parallel loop of a kernel running for a device whose memory the host cannot read (the
+ * simulated device's CPU kernels): pool threads work for that device while they run it. */
+typedef struct device_chunk {
+    void (*fn)(int64_t begin, int64_t end, void *arg);
+    void *arg;
+    tide_device *device;
+} device_chunk;
+
+static void run_device_chunk(int64_t begin, int64_t end, void *arg)
+{
+    const device_chunk *c = arg;
+    tide_device *previous = tide_device_set_current(c->device);
+    c->fn(begin, end, c->arg);
+    tide_device_set_current(previous);
+}
+
 void tide_kernel_parallel_for(tide_kernel_ctx *ctx, int64_t n, double cost_per_unit,
                               void (*fn)(int64_t begin, int64_t end, void *arg), void *arg)
 {
@@ -198,6 +214,12 @@ void tide_kernel_parallel_for(tide_kernel_ctx *ctx, int64_t n, double cost_per_u
         return;
     }
     int64_t min_chunk = (int64_t)(20000.0 / (cost_per_unit > 0 ? cost_per_unit : 1));
+    tide_device *d = ctx->kn->device;
+    if (d && !d->host_visible) {
+        device_chunk c = {fn, arg, d};
+        tide__pool_parallel_for(kernel_pool(ctx), n, min_chunk < 1 ? 1 : min_chunk, run_device_chunk, &c);
+        return;
+    }
     tide__pool_parallel_for(kernel_pool(ctx), n, min_chunk < 1 ? 1 : min_chunk, fn, arg);
 }
 

@@ -517,6 +517,15 @@ static int input_pos(const placer *p, const sim_args *a, int k, int i)
     return pos >= 0 && pos < p->n ? pos : -1;
 }
 
+/* What a copy into or out of device d's memory adds to a transfer (0 for host memory). */
+static double copy_cost(const tide_device *d, double bytes)
+{
+    if (d->host_visible)
+        return 0;
+    const tide_device_cost *c = &d->ops->cost;
+    return c->copy_latency_s + (c->copy_bytes_per_s > 0 ? bytes / c->copy_bytes_per_s : 0);
+}
+
 static void start_times(placer *p, const sim_args *a, int k)
 {
     const tide_node *node = p->member[k];
@@ -530,8 +539,9 @@ static void start_times(placer *p, const sim_args *a, int k)
         double t = p->finish[pos], xfer = a->model->transfer_latency_s;
         if (a->model->transfer_bytes_per_s > 0)
             xfer += bytes / a->model->transfer_bytes_per_s;
+        double out_of = copy_cost(&p->e->devices[p->dev[pos]], bytes);
         for (int d = 0; d < nd; d++) {
-            double arrive = d == p->dev[pos] ? t : t + xfer;
+            double arrive = d == p->dev[pos] ? t : t + xfer + out_of + copy_cost(&p->e->devices[d], bytes);
             if (arrive > p->start[d])
                 p->start[d] = arrive;
         }

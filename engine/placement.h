@@ -36,7 +36,10 @@
  * model is a guess until measured). A measured time replaces the estimate when the engine has one
  * for the node name (tide__cost_record, fed from traced runs' step stats: an exponential moving
  * average). Transfer cost of an edge between two devices: latency + bytes / transfer_bytes_per_s
- * (between virtual CPU devices of one process nothing is copied: latency only).
+ * (between virtual CPU devices of one process nothing is copied: latency only), plus for each end in
+ * an accelerator's memory that device type's copy latency and bytes over its copy bandwidth.
+ * The model's speeds are the CPU's; on an accelerator a node costs what its type's table says
+ * (tide_device_ops.cost: FLOP/s, bytes/s, launch overhead per kernel).
  */
 #ifndef TIDE_PLACEMENT_H
 #define TIDE_PLACEMENT_H

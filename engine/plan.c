@@ -451,7 +451,7 @@ static int cmp_edges(const void *a, const void *b)
 
 static int find_transfer(const builder *b, int src, int output, const tide_device *dst)
 {
-    if (!b->first_transfer || b->plan->items[src].kind != ITEM_NODE)
+    if (!b->first_transfer || b->plan->items[src].kind == ITEM_FETCH)
         return -1;
     for (int t = b->first_transfer[src]; t >= 0; t = b->transfers[t].next)
         if (b->transfers[t].output == output && b->transfers[t].dst == dst)
@@ -481,8 +481,12 @@ static tide_status need_transfer(builder *b, int src, int output, tide_device *d
 static tide_node *synthetic_node(builder *b, bool send, const transfer *x, tide_error *err)
 {
     const char *op = send ? "_Send" : "_Recv";
-    const tide_node *src = b->plan->items[x->src].node;
-    tide_device *from = b->plan->items[x->src].device;
+    const tide_exec_item *from_item = &b->plan->items[x->src];
+    /* A feed's value goes to an accelerator from the host: the tensor is the fed output. */
+    tide_output fed = from_item->kind == ITEM_FEED ? b->feeds[from_item->index].output : (tide_output){NULL, 0};
+    const tide_node *src = fed.node ? fed.node : from_item->node;
+    int index = fed.node ? fed.index : x->output;
+    tide_device *from = from_item->device;
     tide_node *n = calloc(1, sizeof *n);
     const tide_op_def *def = tide__registry_find(op);
     if (!n || !def) {
@@ -492,35 +496,37 @@ static tide_node *synthetic_node(builder *b, bool send, const transfer *x, tide_
         return NULL;
     }
     char tensor[512];
-    snprintf(tensor, sizeof tensor, "%s:%d", src->name, x->output);
+    snprintf(tensor, sizeof tensor, "%s:%d", src->name, index);
     n->id = -1;
-    n->name = tide__asprintf("%s/%s%s%d", tensor, send ? "_send_to_" : "_recv_on_", x->dst->spec.type,
-                             x->dst->index);
+    n->name = tide__asprintf("%s/%s%s%d", tensor, send ? "_send_to_" : "_recv_on_", x->dst->type,
+                             x->dst->ordinal);
     n->op = def;
     n->attrs = tide_attrs_new();
-    tide_dtype dt = src->out_dtypes[x->output];
+    tide_dtype dt = src->out_dtypes[index];
     tide_attrs_set_type(n->attrs, "T", dt);
     tide_attrs_set_string(n->attrs, "tensor_name", tensor);
     tide_attrs_set_string(n->attrs, "send_device", from->name);
     tide_attrs_set_string(n->attrs, "recv_device", x->dst->name);
     bool per_tensor = false;
     tide_attrs_get_bool(src->attrs, "_compress_transfers", &per_tensor);
-    if (dt == TIDE_FLOAT32 && (per_tensor || b->graph->compress_transfers || b->engine->compress_transfers))
+    /* (Lossy compression is for links between hosts; not for copies into or out of an accelerator.) */
+    if (dt == TIDE_FLOAT32 && from->host_visible && x->dst->host_visible &&
+        (per_tensor || b->graph->compress_transfers || b->engine->compress_transfers))
         tide_attrs_set_bool(n->attrs, "compress", true);
     if (send) {
         n->num_inputs = 1;
         n->inputs = malloc(sizeof *n->inputs);
         if (n->inputs)
-            n->inputs[0] = (tide_output){(tide_node *)src, x->output};
+            n->inputs[0] = (tide_output){(tide_node *)src, index};
         n->arg_start[1] = 1;
     } else {
-        tide_attrs_set_shape(n->attrs, "shape", &src->out_shapes[x->output]);
+        tide_attrs_set_shape(n->attrs, "shape", &src->out_shapes[index]);
         n->num_outputs = 1;
         n->out_dtypes = malloc(sizeof *n->out_dtypes);
         n->out_shapes = malloc(sizeof *n->out_shapes);
         if (n->out_dtypes && n->out_shapes) {
             n->out_dtypes[0] = dt;
-            n->out_shapes[0] = src->out_shapes[x->output];
+            n->out_shapes[0] = src->out_shapes[index];
         }
     }
     n->requested_device = tide__strdup(send ? from->name : x->dst->name);
@@ -534,9 +540,37 @@ static tide_node *synthetic_node(builder *b, bool send, const transfer *x, tide_
     return n;
 }
 
+/* The transfers that feeds and fetches need: a fed value consumed on a device whose memory the host
+ * cannot read goes there from the host (/cpu:0, where feed items are), and a fetched tensor made on
+ * such a device comes back to the host (where fetch items are). */
+static tide_status host_transfers(builder *b, const tide_output *fetches, int nf)
+{
+    tide_plan *p = b->plan;
+    int feed_base = b->num_needed;
+    tide_status st = TIDE_OK;
+    for (int k = 0; k < b->num_needed && st == TIDE_OK; k++) {
+        const tide_node *node = p->items[k].node;
+        if (p->items[k].device->host_visible)
+            continue;
+        for (int i = 0; i < node->num_inputs && st == TIDE_OK; i++) {
+            int f = find_feed(b, node->inputs[i].node, node->inputs[i].index);
+            if (f >= 0 && !tide__input_is_ref(node, i))
+                st = need_transfer(b, feed_base + f, 0, p->items[k].device);
+        }
+    }
+    for (int i = 0; i < nf && st == TIDE_OK; i++) {
+        if (find_feed(b, fetches[i].node, fetches[i].index) >= 0)
+            continue;
+        int src = b->node_item[fetches[i].node->id];
+        if (!p->items[src].device->host_visible)
+            st = need_transfer(b, src, fetches[i].index, &b->engine->devices[0]);
+    }
+    return st;
+}
+
 /* Pass 5b: finds the cross-device data edges and adds a _Send and a _Recv item for each (tensor,
- * destination device). Appends the items after the fetch items. */
-static tide_status partition(builder *b)
+ * destination device), and those of host_transfers. Appends the items after the fetch items. */
+static tide_status partition(builder *b, const tide_output *fetches, int nf)
 {
     tide_plan *p = b->plan;
     if (b->engine->num_devices < 2)
@@ -563,6 +597,8 @@ static tide_status partition(builder *b)
             st = need_transfer(b, src, in.index, p->items[k].device);
         }
     }
+    if (st == TIDE_OK && b->engine->num_devices > b->engine->num_cpu_devices)
+        st = host_transfers(b, fetches, nf);
     if (st != TIDE_OK || b->num_transfers == 0)
         return st;
     int base = p->num_items;
@@ -790,7 +826,7 @@ static tide_status wire(builder *b, const tide_output *fetches, int nf)
             int src = f >= 0 ? feed_base + f : b->node_item[in.node->id];
             int output = f >= 0 ? 0 : in.index;
             bool back = f < 0 && p->items[src].flow == FLOW_NEXT;
-            int t = f >= 0 ? -1 : find_transfer(b, src, output, p->items[k].device);
+            int t = find_transfer(b, src, output, p->items[k].device);
             if (t >= 0) { /* from the _Recv on this item's device */
                 src = b->transfers[t].recv;
                 output = 0;
@@ -816,8 +852,14 @@ static tide_status wire(builder *b, const tide_output *fetches, int nf)
             return tide_error_set(b->err, TIDE_INVALID_ARGUMENT, "cannot fetch '%s:%d': it is computed inside the "
                                   "loop frame '%s' (fetch the loop's result, an Exit)", fetches[i].node->name,
                                   fetches[i].index, p->frames[tide__plan_landing_frame(p, src)].name);
-        st = add_edge(b, src, (tide_edge){fetch_base + i, p->items[fetch_base + i].input_base,
-                                          f >= 0 ? 0 : fetches[i].index, 0}, false);
+        int output = f >= 0 ? 0 : fetches[i].index;
+        int t = f >= 0 || p->items[src].device->host_visible ? -1
+                                                               : find_transfer(b, src, output, &b->engine->devices[0]);
+        if (t >= 0) { /* made on an accelerator: from its _Recv on the host */
+            src = b->transfers[t].recv;
+            output = 0;
+        }
+        st = add_edge(b, src, (tide_edge){fetch_base + i, p->items[fetch_base + i].input_base, output, 0}, false);
     }
     if (st != TIDE_OK)
         return st;
@@ -994,7 +1036,7 @@ tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feed
     if (st == TIDE_OK)
         st = tide__plan_assign_frames(b.plan, b.num_needed, b.node_item, is_fed, &b, err);
     if (st == TIDE_OK)
-        st = partition(&b);
+        st = partition(&b, fetches, num_fetches);
     if (st == TIDE_OK)
         st = wire(&b, fetches, num_fetches);
 #ifndef NDEBUG

@@ -132,6 +132,7 @@ static void finalize(void)
         *at = k;
     }
     reg.pending_kernels = NULL;
+    tide__sim_add_kernels(reg.ops, reg.num_ops); /* the simulated device runs the CPU's kernels */
 }
 
 tide_status tide__registry_ready(tide_error *err)
@@ -226,7 +227,7 @@ char *tide_registry_op_help(const char *name)
         return NULL;
     char devices[64] = "";
     for (const tide_kernel_def *k = op->kernels; k; k = k->next)
-        if (!strstr(devices, k->device_type) && strlen(devices) + strlen(k->device_type) + 3 < sizeof devices) {
+        if (!k->wraps && !strstr(devices, k->device_type) && strlen(devices) + strlen(k->device_type) + 3 < sizeof devices) {
             strcat(devices, devices[0] ? ", " : "");
             strcat(devices, k->device_type);
         }

@@ -101,6 +101,10 @@ static void data_free(void *p, size_t bytes)
 
 static void buffer_free_contents(tide_buffer *b)
 {
+    if (b->type) { /* device memory: back to its device's caching allocator */
+        tide__allocator_free(b->device->allocator, b->data, b->size);
+        return;
+    }
     if (b->dtype == TIDE_STRING && !b->dealloc) {
         tide_tstring *s = b->data;
         for (int64_t i = 0; i < b->num_strings; i++)
@@ -156,6 +160,21 @@ static bool shape_ok(const tide_shape *shape, int64_t *n, tide_error *err)
     return true;
 }
 
+/* The tensor header of blk over its buffer (set already): n elements of shape. */
+static inline tide_tensor *block_tensor(tensor_block *blk, tide_dtype dt, const tide_shape *shape, int64_t n)
+{
+    tide_tensor *t = &blk->t;
+    atomic_init(&t->refs, 1);
+    t->dtype = dt;
+    t->shape = *shape;
+    for (int i = shape->rank; i < TIDE_MAX_RANK; i++)
+        t->shape.dims[i] = 0;
+    t->num_elements = n;
+    t->buf = &blk->b;
+    t->offset = 0;
+    return t;
+}
+
 tide_tensor *tide__tensor_alloc(tide_dtype dt, const tide_shape *shape, bool zero, tide_error *err)
 {
     size_t esize = tide_dtype_size(dt);
@@ -194,16 +213,8 @@ tide_tensor *tide__tensor_alloc(tide_dtype dt, const tide_shape *shape, bool zer
     b->dealloc_arg = NULL;
     b->block = blk;
     b->device = NULL;
-    tide_tensor *t = &blk->t;
-    atomic_init(&t->refs, 1);
-    t->dtype = dt;
-    t->shape = *shape;
-    for (int i = shape->rank; i < TIDE_MAX_RANK; i++)
-        t->shape.dims[i] = 0;
-    t->num_elements = n;
-    t->buf = b;
-    t->offset = 0;
-    return t;
+    b->type = NULL;
+    return block_tensor(blk, dt, shape, n);
 }
 
 tide_tensor *tide__tensor_view(tide_buffer *buf, size_t offset, tide_dtype dt,
@@ -351,9 +362,85 @@ size_t tide_tensor_byte_size(const tide_tensor *t)
     return (size_t)t->num_elements * tide_dtype_size(t->dtype);
 }
 
+bool tide__buffer_accessible(const tide_buffer *b)
+{
+    return !b->type || b->type->host_visible || b->device == tide_device_current();
+}
+
+/* Device memory: readable only where tide__buffer_accessible says so. Out of line, so that the
+ * common case below stays a load and an add (the executor's fast path calls it for every node). */
+__attribute__((noinline, cold)) static void *device_data(const tide_tensor *t)
+{
+    return tide__buffer_accessible(t->buf) ? (char *)t->buf->data + t->offset : NULL;
+}
+
 void *tide_tensor_data(const tide_tensor *t)
 {
-    return (char *)t->buf->data + t->offset;
+    const tide_buffer *b = t->buf;
+    if (__builtin_expect(b->type != NULL, 0))
+        return device_data(t);
+    return (char *)b->data + t->offset;
+}
+
+tide_status tide__refuse_host_access(const tide_tensor *t, tide_error *err)
+{
+    char shape[TIDE_SHAPE_STR_MAX], device[128];
+    tide_device_short_name(t->buf->device ? t->buf->device->name : "?", device, sizeof device);
+    return tide_error_set(err, TIDE_FAILED_PRECONDITION,
+                          "the %s tensor %s lives in the memory of %s, which the host cannot read: copy it to "
+                          "the host first (tide_tensor_to_host; a run's fetches and observers get host copies)",
+                          tide_dtype_name(t->dtype), tide_shape_format(&t->shape, shape, sizeof shape), device);
+}
+
+void *tide_tensor_host_data(const tide_tensor *t, tide_error *err)
+{
+    if (!t) {
+        tide_error_set(err, TIDE_INVALID_ARGUMENT, "no tensor (NULL)");
+        return NULL;
+    }
+    void *p = tide_tensor_data(t);
+    if (!p)
+        tide__refuse_host_access(t, err);
+    return p;
+}
+
+const char *tide_tensor_device_name(const tide_tensor *t)
+{
+    return t && t->buf->device ? t->buf->device->name : NULL;
+}
+
+bool tide_tensor_is_host_visible(const tide_tensor *t)
+{
+    return t && (!t->buf->type || t->buf->type->host_visible);
+}
+
+tide_device *tide_tensor_get_device(const tide_tensor *t)
+{
+    return t ? t->buf->device : NULL;
+}
+
+void *tide_tensor_device_pointer(const tide_tensor *t)
+{
+    return t && t->buf->type ? (char *)t->buf->data + t->offset : NULL;
+}
+
+tide_tensor *tide__tensor_over_device_memory(tide_device *d, const tide_buffer_type *bt, void *data, size_t bytes,
+                                             tide_dtype dt, const tide_shape *shape, tide_error *err)
+{
+    tensor_block *blk = malloc(sizeof(tensor_block));
+    int64_t n;
+    if (!blk || !shape_ok(shape, &n, err)) {
+        if (!blk)
+            tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+        free(blk);
+        tide__allocator_free(d->allocator, data, bytes);
+        return NULL;
+    }
+    tide_buffer *b = &blk->b;
+    *b = (tide_buffer){.data = data, .size = bytes, .dtype = dt, .block = blk, .device = d, .type = bt};
+    atomic_init(&b->refs, 1);
+    tide__device_account(d, (int64_t)bytes);
+    return block_tensor(blk, dt, shape, n);
 }
 
 bool tide_tensor_is_exclusive(const tide_tensor *t)
@@ -427,12 +514,13 @@ tide_tensor *tide_tensor_slice(tide_tensor *t, int64_t begin, int64_t end, tide_
 
 tide_tensor *tide_tensor_copy(const tide_tensor *t, tide_error *err)
 {
-    return tide_tensor_new_copy(t->dtype, &t->shape, tide_tensor_data(t), tide_tensor_byte_size(t), err);
+    const void *data = tide_tensor_host_data(t, err);
+    return data ? tide_tensor_new_copy(t->dtype, &t->shape, data, tide_tensor_byte_size(t), err) : NULL;
 }
 
 const char *tide_tensor_string_get(const tide_tensor *t, int64_t i, size_t *len)
 {
-    if (t->dtype != TIDE_STRING || i < 0 || i >= t->num_elements) {
+    if (t->dtype != TIDE_STRING || i < 0 || i >= t->num_elements || !tide_tensor_data(t)) {
         if (len)
             *len = 0;
         return NULL;
@@ -467,7 +555,7 @@ tide_status tide_tensor_string_set(tide_tensor *t, int64_t i, const char *data, 
 
 double tide_tensor_get_f64(const tide_tensor *t, int64_t i)
 {
-    if (i < 0 || i >= t->num_elements)
+    if (i < 0 || i >= t->num_elements || !tide_tensor_data(t))
         return NAN;
     const void *p = (const char *)tide_tensor_data(t) + (size_t)i * tide_dtype_size(t->dtype);
     switch (t->dtype) {
@@ -496,7 +584,8 @@ double tide_tensor_get_f64(const tide_tensor *t, int64_t i)
 
 bool tide_tensor_equal(const tide_tensor *a, const tide_tensor *b, bool nan_equal)
 {
-    if (a->dtype != b->dtype || !tide_shape_equal(&a->shape, &b->shape))
+    if (a->dtype != b->dtype || !tide_shape_equal(&a->shape, &b->shape) || !tide_tensor_data(a) ||
+        !tide_tensor_data(b))
         return false;
     if (a->dtype == TIDE_STRING) {
         for (int64_t i = 0; i < a->num_elements; i++) {

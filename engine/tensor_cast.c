@@ -584,6 +584,8 @@ tide_tensor *tide_tensor_cast(const tide_tensor *t, tide_dtype dt, tide_error *e
     }
     if (t->dtype == dt)
         return tide_tensor_retain((tide_tensor *)t);
+    if (!tide_tensor_host_data(t, err)) /* device memory the host cannot read */
+        return NULL;
     tide_tensor *out = tide__tensor_alloc(dt, &t->shape, false, err);
     if (!out)
         return NULL;

@@ -119,6 +119,8 @@ static void format_dim(sbuf *b, const fmt_state *st, int dim, int64_t base, int 
 
 char *tide_tensor_format(const tide_tensor *t, int64_t threshold, int edge)
 {
+    if (!tide_tensor_data(t)) /* device memory the host cannot read */
+        return NULL;
     sbuf b = {0};
     fmt_state st = {.t = t, .edge = edge > 0 ? edge : 3};
     st.elide = threshold > 0 && t->num_elements > threshold;

@@ -159,8 +159,20 @@ int64_t tide_tensor_dim(const tide_tensor *t, int i);
 const tide_shape *tide_tensor_shape(const tide_tensor *t); /* borrowed */
 int64_t tide_tensor_num_elements(const tide_tensor *t);
 size_t tide_tensor_byte_size(const tide_tensor *t);
-/* The elements, contiguous, row-major. Write only to a tensor nobody else holds yet. */
+/* The elements, contiguous, row-major. Write only to a tensor nobody else holds yet. NULL for a tensor
+ * in device memory the host cannot read (an accelerator's: tide_tensor_host_data says so with a
+ * message, tide_tensor_to_host copies it); runs hand their callers and observers host tensors only. */
 void *tide_tensor_data(const tide_tensor *t);
+/* tide_tensor_data, or NULL with an error naming the tensor and its device when the host cannot read it. */
+void *tide_tensor_host_data(const tide_tensor *t, tide_error *err);
+/* The full name of the device whose memory holds t ("/job:localhost/replica:0/task:0/device:sim:0"),
+ * or NULL for host memory no device accounts (tensors made with tide_tensor_new...). Borrowed. */
+const char *tide_tensor_device_name(const tide_tensor *t);
+/* Whether the host can read t's memory (every tensor but those in an accelerator's memory). */
+bool tide_tensor_is_host_visible(const tide_tensor *t);
+/* t in host memory: t itself (one more reference) when the host can read it, else a copy made by the
+ * device (waits for it). */
+tide_tensor *tide_tensor_to_host(const tide_tensor *t, tide_error *err);
 /* True when t is the only holder of its buffer (refcount 1, no other view): safe to write in place. */
 bool tide_tensor_is_exclusive(const tide_tensor *t);
 
@@ -285,6 +297,14 @@ typedef struct tide_engine_options {
      * compression (§5.5). Per graph: tide_graph_set_compress_transfers; per tensor: the bool attr
      * "_compress_transfers" on the producing node. Or $TIDE_COMPRESS_TRANSFERS=1. */
     bool compress_transfers;
+    /* Simulated accelerators /sim:0..N-1 (or $TIDE_SIM_DEVICES): devices with memory of their own that
+     * the host cannot read, one worker thread per stream, asynchronous copies and completion, running
+     * the CPU kernels there (docs/devices.md). For testing every path a GPU takes where none exists. */
+    int num_sim_devices;
+    /* Bytes each accelerator device (sim, gpu) may hold at once; beyond it an allocation fails with
+     * RESOURCE_EXHAUSTED naming the node and the sizes (TensorFlow's memory fraction). 0: no limit
+     * (or $TIDE_DEVICE_MEMORY_LIMIT, in bytes, with an optional K, M or G suffix). */
+    int64_t device_memory_limit;
 } tide_engine_options;
 
 void tide_engine_options_init(tide_engine_options *opts);
@@ -301,6 +321,24 @@ const char *tide_engine_device_name(const tide_engine *engine, int i);
 bool tide_engine_device_memory(const tide_engine *engine, int i, int64_t *in_use, int64_t *peak);
 /* Starts the peaks again from the bytes in use now (to measure one step's peak). */
 void tide_engine_reset_peak_memory(tide_engine *engine);
+/* The memory of device i in detail. Tensors' bytes (in_use, peak: as tide_engine_device_memory) and,
+ * for accelerators, what their caching allocator holds: reserved (blocks taken from the device,
+ * in use or cached), cached (free blocks kept for reuse), the limit (0: none), allocations served and
+ * how many came from the cache. A CPU device's memory is the process's (reserved and cached 0). */
+typedef struct tide_device_memory_stats {
+    int64_t in_use, peak, reserved, peak_reserved, cached, limit;
+    int64_t allocations, cache_hits, failures;
+} tide_device_memory_stats;
+bool tide_engine_device_memory_stats(const tide_engine *engine, int i, tide_device_memory_stats *out);
+/* Gives the accelerators' cached free blocks back to their devices. */
+void tide_engine_empty_cache(tide_engine *engine);
+/* The device type of device i ("cpu", "sim", "gpu"; borrowed), NULL if out of range; and whether the
+ * host can read its memory (false for accelerators: their tensors reach the host through copies). */
+const char *tide_engine_device_type(const tide_engine *engine, int i);
+bool tide_engine_device_host_visible(const tide_engine *engine, int i);
+/* A copy of t in the memory of device i (an accelerator's, or host memory for a CPU device): what a
+ * program does to put a tensor on a device itself (runs do it for feeds). Waits for the copy. */
+tide_tensor *tide_engine_copy_to_device(tide_engine *engine, const tide_tensor *t, int i, tide_error *err);
 /* Drops every variable of the named container ("" is the default container). */
 tide_status tide_engine_reset_container(tide_engine *engine, const char *container, tide_error *err);
 /* Number of variables currently held in a container (0 if the container does not exist). */

@@ -108,13 +108,17 @@ enum {
     /* Runs even when an input is dead (control flow: the branch a Switch did not take). Other kernels
      * are skipped then and their outputs are dead. Such a kernel asks tide_kernel_input_is_dead. */
     TIDE_KERNEL_SEES_DEAD = 1u << 2,
+    /* Must run where the host's memory is (a CPU device): its outputs are host objects that no copy
+     * to another memory may carry (a loop stack's handle). Device types that run the CPU's kernels on
+     * their own threads (the simulated device) leave such kernels to the CPU. */
+    TIDE_KERNEL_HOST_ONLY = 1u << 3,
 };
 
 typedef struct tide_kernel_ctx tide_kernel_ctx;
 
 typedef struct tide_kernel_spec {
     const char *op;
-    const char *device_type;         /* "cpu", "cuda" */
+    const char *device_type;         /* "cpu", "gpu" (the type in device names; docs/devices.md) */
     /* Restricts type attrs further than the op does, e.g. "T: {float32, float64}"; up to 4 entries,
      * NULL for none. Among several kernels for one (op, device type) the first that fits wins. */
     const char *constraints[4];

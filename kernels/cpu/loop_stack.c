@@ -156,9 +156,13 @@ static tide_status pop_compute(tide_kernel_ctx *ctx)
 
 static void register_loop_stack_kernels(void)
 {
-    tide_kernel_register(&(tide_kernel_spec){.op = "_LoopStack", .device_type = "cpu", .compute = stack_compute});
+    /* Host only: a stack lives in its handle's buffer, which no copy to device memory may carry. */
+    tide_kernel_register(&(tide_kernel_spec){.op = "_LoopStack", .device_type = "cpu", .flags = TIDE_KERNEL_HOST_ONLY,
+                                              .compute = stack_compute});
     tide_kernel_register(&(tide_kernel_spec){.op = "_LoopStackPush", .device_type = "cpu",
-                                              .flags = TIDE_KERNEL_SEES_DEAD, .compute = push_compute});
-    tide_kernel_register(&(tide_kernel_spec){.op = "_LoopStackPop", .device_type = "cpu", .compute = pop_compute});
+                                              .flags = TIDE_KERNEL_SEES_DEAD | TIDE_KERNEL_HOST_ONLY,
+                                              .compute = push_compute});
+    tide_kernel_register(&(tide_kernel_spec){.op = "_LoopStackPop", .device_type = "cpu", .flags = TIDE_KERNEL_HOST_ONLY,
+                                              .compute = pop_compute});
 }
 TIDE_REGISTER(register_loop_stack_kernels)

@@ -3,7 +3,8 @@
  * (send_device, recv_device, tensor_name, the run's id). _Send is synchronous: it leaves a reference
  * to its input. _Recv is asynchronous: it asks for the value and returns; the rendezvous calls back
  * (on the _Send's thread, or at once when the value was already there) and the callback completes
- * the kernel. Unlike the other kernels these reach the engine's private side (the step's run id and
+ * the kernel; a tensor in a memory space the _Recv's device cannot read (an accelerator's, or the host's
+ * for an accelerator) is copied there first, asynchronously. Unlike the other kernels these reach the engine's private side (the step's run id and
  * the rendezvous), so they include rendezvous.h.
  *
  * Lossy compression (attr compress, set by the plan: white paper §5.5): a float32 tensor travels as
@@ -110,6 +111,21 @@ static tide_status decompress(tide_kernel_ctx *ctx, const tide_tensor *packed)
     return TIDE_OK;
 }
 
+/* A copy between memory spaces finished: completes the _Recv kernel with it. */
+static void copy_done(void *arg, tide_status status, tide_tensor *copy, const char *message)
+{
+    tide_kernel_ctx *ctx = arg;
+    if (status != TIDE_OK) {
+        char device[128];
+        tide_device_short_name(tide_device_name(tide_kernel_device(ctx)), device, sizeof device);
+        tide_kernel_done(ctx, tide_kernel_error(ctx, status, "copying to %s: %s", device, message ? message : "failed"));
+        return;
+    }
+    tide_kernel_set_output(ctx, 0, copy);
+    tide_tensor_release(copy);
+    tide_kernel_done(ctx, TIDE_OK);
+}
+
 /* The rendezvous's callback: completes the _Recv kernel (ctx must not be touched after done). */
 static void recv_done(void *arg, tide_status status, tide_tensor *value, const char *message)
 {
@@ -138,6 +154,12 @@ static void recv_done(void *arg, tide_status status, tide_tensor *value, const c
         tide_kernel_done(ctx, st);
         return;
     }
+    if (!packed && !tide_device_can_read(tide_kernel_device(ctx), value)) {
+        /* into or out of an accelerator's memory: the device copies it, asynchronously */
+        tide_tensor_copy_to_device_async(value, tide_kernel_device(ctx), copy_done, ctx);
+        tide_tensor_release(value);
+        return;
+    }
     tide_status st = TIDE_OK;
     if (packed)
         st = decompress(ctx, value);
@@ -162,9 +184,14 @@ static void register_sendrecv_kernels(void)
 {
     tide_kernel_register(&(tide_kernel_spec){.op = "_Send", .device_type = "cpu", .flags = TIDE_KERNEL_SEES_DEAD,
                                               .init = key_init, .destroy = key_destroy, .compute = send_compute});
-    tide_kernel_register(&(tide_kernel_spec){.op = "_Recv", .device_type = "cpu",
-                                              .flags = TIDE_KERNEL_ASYNC | TIDE_KERNEL_SEES_DEAD,
-                                              .init = key_init, .destroy = key_destroy,
-                                              .compute_async = recv_compute_async});
+    /* _Recv is the same on every device type: what arrives in another memory space is copied
+     * (tide_tensor_copy_to_device_async, on the devices' streams). The simulated device runs the
+     * CPU's _Send on its own stream (device_sim.c wraps synchronous CPU kernels). */
+    static const char *const recv_types[] = {"cpu", "sim"};
+    for (int i = 0; i < 2; i++)
+        tide_kernel_register(&(tide_kernel_spec){.op = "_Recv", .device_type = recv_types[i],
+                                                  .flags = TIDE_KERNEL_ASYNC | TIDE_KERNEL_SEES_DEAD,
+                                                  .init = key_init, .destroy = key_destroy,
+                                                  .compute_async = recv_compute_async});
 }
 TIDE_REGISTER(register_sendrecv_kernels)

@@ -1,0 +1,544 @@
+/* test_devices.c — the device interface (engine/tide_device.h) on the simulated accelerator, which
+ * has memory of its own that the host cannot read, streams that are worker threads, events and
+ * asynchronous completion (engine/device_sim.c):
+ *  - enumeration: /cpu:0 first, then /sim:0.., from the engine option or $TIDE_SIM_DEVICES (a bad
+ *    value is a clear error; none = CPU only);
+ *  - memory: tensors know their device, host access to device memory is refused with a message,
+ *    the caching allocator's accounting (in use, peak, reserved, cached, hits), emptying the cache,
+ *    and the memory limit (a clear RESOURCE_EXHAUSTED, in a run naming the node);
+ *  - copies host -> device, device -> device, device -> host, bit for bit;
+ *  - streams run their work in launch order; an event orders one stream after another and the host
+ *    waits for it; a device's own threads may touch its memory;
+ *  - runs across host and device: feeds go in and fetches come out through the copies the plan
+ *    inserts, cross-device edges both ways, the same bits as on the CPU, observers see host copies,
+ *    variables and a gradient-descent step placed on the device;
+ *  - the cost model's figures per device type, and greedy placement keeping small work on the host. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec.h"
+#include "graph_util.h"
+#include "placement.h"
+
+static tide_engine *sim_engine(int num_sim, int64_t limit)
+{
+    tide_engine_options o;
+    tide_engine_options_init(&o);
+    o.num_threads = 2;
+    o.num_sim_devices = num_sim;
+    o.device_memory_limit = limit;
+    tide_error *err = tide_error_new();
+    tide_engine *e = tide_engine_new(&o, err);
+    if (!e)
+        fprintf(stderr, "engine: %s\n", tide_error_message(err));
+    tide_error_free(err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    return e;
+}
+
+static tide_tensor *ramp(int64_t rows, int64_t cols, float scale)
+{
+    float *v = malloc(sizeof *v * (size_t)(rows * cols));
+    for (int64_t i = 0; i < rows * cols; i++)
+        v[i] = scale * (float)((i * 7919) % 1000 - 500) / 500.0f;
+    tide_tensor *t = th_f32(2, TH_DIMS(rows, cols), v);
+    free(v);
+    return t;
+}
+
+static bool same_bits(const tide_tensor *a, const tide_tensor *b)
+{
+    return a && b && tide_tensor_dtype(a) == tide_tensor_dtype(b) && tide_shape_equal(tide_tensor_shape(a), tide_tensor_shape(b)) &&
+           tide_tensor_data(a) && tide_tensor_data(b) &&
+           memcmp(tide_tensor_data(a), tide_tensor_data(b), tide_tensor_byte_size(a)) == 0;
+}
+
+/* ---------------------------------------------------------------- enumeration */
+
+static void test_enumeration(void)
+{
+    tide_engine *e = sim_engine(2, 0);
+    CU_ASSERT_EQUAL(tide_engine_num_devices(e), 3);
+    CU_ASSERT_STRING_EQUAL(tide_engine_device_name(e, 0), "/job:localhost/replica:0/task:0/device:cpu:0");
+    CU_ASSERT_STRING_EQUAL(tide_engine_device_name(e, 1), "/job:localhost/replica:0/task:0/device:sim:0");
+    CU_ASSERT_STRING_EQUAL(tide_engine_device_name(e, 2), "/job:localhost/replica:0/task:0/device:sim:1");
+    CU_ASSERT_STRING_EQUAL(tide_engine_device_type(e, 0), "cpu");
+    CU_ASSERT_STRING_EQUAL(tide_engine_device_type(e, 2), "sim");
+    CU_ASSERT(tide_engine_device_host_visible(e, 0));
+    CU_ASSERT(!tide_engine_device_host_visible(e, 1));
+    CU_ASSERT_PTR_NULL(tide_engine_device_type(e, 3));
+    tide_device *d = &e->devices[2];
+    CU_ASSERT_EQUAL(tide_device_ordinal(d), 1);
+    CU_ASSERT_PTR_NOT_NULL(tide_device_stream(d, TIDE_STREAM_COMPUTE));
+    CU_ASSERT_PTR_NULL(tide_device_stream(&e->devices[0], TIDE_STREAM_COMPUTE)); /* the CPU has none */
+    tide_engine_free(e);
+
+    setenv("TIDE_SIM_DEVICES", "1", 1);
+    e = sim_engine(0, 0);
+    CU_ASSERT_EQUAL(tide_engine_num_devices(e), 2);
+    tide_engine_free(e);
+    setenv("TIDE_SIM_DEVICES", "two", 1);
+    tide_error *err = tide_error_new();
+    CU_ASSERT_PTR_NULL(tide_engine_new(NULL, err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "TIDE_SIM_DEVICES='two'"));
+    setenv("TIDE_DEVICE_MEMORY_LIMIT", "12X", 1);
+    unsetenv("TIDE_SIM_DEVICES");
+    CU_ASSERT_PTR_NULL(tide_engine_new(NULL, err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "TIDE_DEVICE_MEMORY_LIMIT='12X'"));
+    unsetenv("TIDE_DEVICE_MEMORY_LIMIT");
+    tide_error_free(err);
+    e = sim_engine(0, 0); /* none asked for: CPU only, no error */
+    CU_ASSERT_EQUAL(tide_engine_num_devices(e), 1);
+    tide_engine_free(e);
+}
+
+/* ---------------------------------------------------------------- memory and copies */
+
+static void test_copies_and_refused_host_access(void)
+{
+    tide_engine *e = sim_engine(2, 0);
+    tide_error *err = tide_error_new();
+    tide_tensor *host = ramp(3, 5, 1.0f);
+    tide_tensor *on0 = tide_engine_copy_to_device(e, host, 1, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(on0);
+    CU_ASSERT_PTR_NULL(tide_tensor_data(on0)); /* not on this thread: the host cannot read it */
+    CU_ASSERT(!tide_tensor_is_host_visible(on0));
+    CU_ASSERT_STRING_EQUAL(tide_tensor_device_name(on0), "/job:localhost/replica:0/task:0/device:sim:0");
+    CU_ASSERT_PTR_NULL(tide_tensor_host_data(on0, err));
+    CU_ASSERT_EQUAL(tide_error_code(err), TIDE_FAILED_PRECONDITION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "the float32 tensor [3, 5] lives in the memory of /sim:0"));
+    CU_ASSERT_PTR_NULL(tide_tensor_copy(on0, err)); /* host-side helpers refuse too, with the message */
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "which the host cannot read"));
+    CU_ASSERT_PTR_NULL(tide_tensor_format(on0, 0, 3));
+    CU_ASSERT(!tide_tensor_equal(on0, on0, true));
+
+    tide_tensor *on1 = tide_engine_copy_to_device(e, on0, 2, err); /* device to device */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(on1);
+    CU_ASSERT_PTR_EQUAL(tide_tensor_get_device(on1), &e->devices[2]);
+    tide_tensor *back = tide_tensor_to_host(on1, err);
+    CU_ASSERT(same_bits(back, host));
+    CU_ASSERT(tide_tensor_is_host_visible(back));
+    tide_tensor *same = tide_tensor_to_host(host, err); /* already on the host: itself */
+    CU_ASSERT_PTR_EQUAL(same, host);
+    tide_tensor *to_cpu = tide_engine_copy_to_device(e, on0, 0, err); /* onto the CPU device: host memory */
+    CU_ASSERT(same_bits(to_cpu, host));
+    CU_ASSERT_STRING_EQUAL(tide_tensor_device_name(to_cpu), tide_engine_device_name(e, 0));
+    tide_tensor *text = tide_tensor_new(TIDE_STRING, &(tide_shape){0, {0}}, err); /* "" */
+    if (text) { /* strings do not go to device memory */
+        CU_ASSERT_PTR_NULL(tide_engine_copy_to_device(e, text, 1, err));
+        CU_ASSERT_EQUAL(tide_error_code(err), TIDE_UNIMPLEMENTED);
+        tide_tensor_release(text);
+    }
+    CU_ASSERT_PTR_NULL(tide_engine_copy_to_device(e, host, 7, err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "no such device"));
+    tide_tensor_release(same);
+    tide_tensor_release(to_cpu);
+    tide_tensor_release(back);
+    tide_tensor_release(on1);
+    tide_tensor_release(on0);
+    tide_tensor_release(host);
+    tide_error_free(err);
+    tide_engine_free(e);
+}
+
+static void test_memory_accounting(void)
+{
+    tide_engine *e = sim_engine(1, 0);
+    tide_error *err = tide_error_new();
+    tide_tensor *host = ramp(100, 100, 1.0f); /* 40,000 bytes */
+    tide_device_memory_stats s0, s1, s2, s3;
+    CU_ASSERT(tide_engine_device_memory_stats(e, 1, &s0));
+    CU_ASSERT_EQUAL(s0.in_use, 0);
+    tide_tensor *a = tide_engine_copy_to_device(e, host, 1, err);
+    tide_tensor *b = tide_engine_copy_to_device(e, host, 1, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT(tide_engine_device_memory_stats(e, 1, &s1));
+    CU_ASSERT_EQUAL(s1.in_use, 80000);
+    CU_ASSERT(s1.peak >= 80000);
+    CU_ASSERT(s1.reserved >= 80000 && s1.reserved <= 80000 + 2 * 256);
+    CU_ASSERT_EQUAL(s1.cached, 0);
+    int64_t in_use = 0, peak = 0;
+    CU_ASSERT(tide_engine_device_memory(e, 1, &in_use, &peak)); /* the older call agrees */
+    CU_ASSERT_EQUAL(in_use, 80000);
+    tide_tensor_release(a);
+    CU_ASSERT(tide_engine_device_memory_stats(e, 1, &s2));
+    CU_ASSERT_EQUAL(s2.in_use, 40000);
+    CU_ASSERT_EQUAL(s2.reserved, s1.reserved); /* the block is kept for the next allocation */
+    CU_ASSERT(s2.cached >= 40000);
+    a = tide_engine_copy_to_device(e, host, 1, err); /* the same size class: from the cache */
+    CU_ASSERT(tide_engine_device_memory_stats(e, 1, &s3));
+    CU_ASSERT_EQUAL(s3.cache_hits, s2.cache_hits + 1);
+    CU_ASSERT_EQUAL(s3.reserved, s1.reserved);
+    CU_ASSERT_EQUAL(s3.peak, s1.peak);
+    tide_tensor_release(a);
+    tide_tensor_release(b);
+    tide_engine_empty_cache(e);
+    CU_ASSERT(tide_engine_device_memory_stats(e, 1, &s3));
+    CU_ASSERT_EQUAL(s3.in_use, 0);
+    CU_ASSERT_EQUAL(s3.reserved, 0);
+    CU_ASSERT_EQUAL(s3.cached, 0);
+    CU_ASSERT_EQUAL(s3.peak_reserved, s1.reserved);
+    tide_engine_reset_peak_memory(e);
+    CU_ASSERT(tide_engine_device_memory(e, 1, &in_use, &peak));
+    CU_ASSERT_EQUAL(peak, 0);
+    tide_tensor_release(host);
+    tide_error_free(err);
+    tide_engine_free(e);
+}
+
+static void test_memory_limit(void)
+{
+    tide_engine *e = sim_engine(1, 100000);
+    tide_error *err = tide_error_new();
+    tide_tensor *small = ramp(100, 100, 1.0f), *big = ramp(200, 200, 1.0f); /* 40,000 and 160,000 bytes */
+    tide_tensor *a = tide_engine_copy_to_device(e, small, 1, err);
+    CU_ASSERT_PTR_NOT_NULL(a);
+    CU_ASSERT_PTR_NULL(tide_engine_copy_to_device(e, big, 1, err));
+    CU_ASSERT_EQUAL(tide_error_code(err), TIDE_RESOURCE_EXHAUSTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "out of memory on /sim:0"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "limit of 97.7 KiB"));
+    tide_device_memory_stats s;
+    tide_engine_device_memory_stats(e, 1, &s);
+    CU_ASSERT_EQUAL(s.failures, 1);
+    CU_ASSERT_EQUAL(s.limit, 100000);
+
+    /* In a run: a fed value that does not fit fails its copy in (the feed's _Recv is named); an output
+     * that does not fit fails its node, named; the step ends and the next one runs. */
+    tide_graph *g = tide_graph_new();
+    tide_graph_push_device(g, "/sim:0");
+    tide_node *x = gu_placeholder(g, "x", TIDE_FLOAT32, 2, TH_DIMS(-1, -1));
+    tide_node *multiples = gu_const(g, "multiples", th_i32(1, TH_DIMS(2), (const int32_t[]){2, 2}));
+    tide_node *tiled = gu_op(g, "Tile", "wide_tile", 2, (tide_node *const[]){x, multiples});
+    tide_node *y = gu_op(g, "Relu", "relu", 1, &x);
+    tide_graph_pop_device(g);
+    tide_session *sess = tide_session_new(e, g, NULL, err);
+    tide_feed feed = {{x, 0}, big};
+    tide_output fetch = {y, 0};
+    tide_tensor *out = NULL;
+    CU_ASSERT_EQUAL(tide_session_run(sess, NULL, &feed, 1, &fetch, 1, &out, NULL, 0, NULL, err), TIDE_RESOURCE_EXHAUSTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "node 'x:0/_recv_on_sim0' (_Recv): copying to /sim:0: a "
+                                                           "float32 tensor [200, 200]: out of memory on /sim:0"));
+    tide_tensor_release(a);
+    feed.value = small;
+    fetch = (tide_output){tiled, 0};
+    CU_ASSERT_EQUAL(tide_session_run(sess, NULL, &feed, 1, &fetch, 1, &out, NULL, 0, NULL, err), TIDE_RESOURCE_EXHAUSTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "wide_tile"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "out of memory on /sim:0: allocating 156.2 KiB"));
+    if (getenv("TIDE_TEST_VERBOSE"))
+        printf("\n%s\n", tide_error_message(err));
+    fetch = (tide_output){y, 0};
+    CU_ASSERT_EQUAL(tide_session_run(sess, NULL, &feed, 1, &fetch, 1, &out, NULL, 0, NULL, err), TIDE_OK);
+    CU_ASSERT(tide_tensor_is_host_visible(out));
+    tide_tensor_release(out);
+    tide_session_free(sess);
+    tide_graph_free(g);
+    tide_tensor_release(small);
+    tide_tensor_release(big);
+    tide_error_free(err);
+    tide_engine_free(e);
+}
+
+/* ---------------------------------------------------------------- streams and events */
+
+typedef struct order_log {
+    pthread_mutex_t lock;
+    int entries[256];
+    int n;
+    atomic_int gate; /* a task waits while 0 */
+    tide_device *device; /* the device whose memory a task checks it may touch */
+    bool touched;
+} order_log;
+
+typedef struct order_task {
+    order_log *log;
+    int id;
+} order_task;
+
+static void append(void *arg)
+{
+    order_task *t = arg;
+    pthread_mutex_lock(&t->log->lock);
+    t->log->entries[t->log->n++] = t->id;
+    pthread_mutex_unlock(&t->log->lock);
+}
+
+static void wait_for_gate(void *arg)
+{
+    order_task *t = arg;
+    while (!atomic_load(&t->log->gate))
+        usleep(100);
+    t->log->touched = tide_device_current() == t->log->device;
+    append(arg);
+}
+
+static void test_streams_and_events(void)
+{
+    tide_engine *e = sim_engine(1, 0);
+    tide_device *d = &e->devices[1];
+    tide_error *err = tide_error_new();
+    order_log log = {.lock = PTHREAD_MUTEX_INITIALIZER, .device = d};
+    order_task tasks[200];
+    for (int i = 0; i < 200; i++)
+        tasks[i] = (order_task){&log, i};
+
+    /* One stream: launch order. */
+    tide_stream *s = tide_stream_new(d, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    for (int i = 0; i < 100; i++)
+        CU_ASSERT_EQUAL(tide_stream_launch(s, append, &tasks[i], err), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_stream_synchronize(s, err), TIDE_OK);
+    CU_ASSERT_EQUAL(log.n, 100);
+    bool in_order = true;
+    for (int i = 0; i < log.n; i++)
+        in_order &= log.entries[i] == i;
+    CU_ASSERT(in_order);
+
+    /* An event: stream b's work waits for stream a's, which waits for the gate. */
+    log.n = 0;
+    tide_stream *a = tide_stream_new(d, err), *b = tide_stream_new(d, err);
+    tide_event *ev = tide_event_new(d, err);
+    CU_ASSERT_FATAL(a && b && ev);
+    CU_ASSERT(tide_event_query(ev)); /* never recorded: complete */
+    CU_ASSERT_EQUAL(tide_stream_launch(a, wait_for_gate, &tasks[1], err), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_event_record(ev, a, err), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_stream_wait_event(b, ev, err), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_stream_launch(b, append, &tasks[2], err), TIDE_OK);
+    usleep(20000);
+    CU_ASSERT(!tide_event_query(ev));
+    pthread_mutex_lock(&log.lock);
+    CU_ASSERT_EQUAL(log.n, 0); /* b has not run past the event */
+    pthread_mutex_unlock(&log.lock);
+    atomic_store(&log.gate, 1);
+    CU_ASSERT_EQUAL(tide_event_synchronize(ev, err), TIDE_OK);
+    CU_ASSERT(tide_event_query(ev));
+    CU_ASSERT_EQUAL(tide_stream_synchronize(b, err), TIDE_OK);
+    CU_ASSERT_EQUAL(log.n, 2);
+    CU_ASSERT(log.entries[0] == 1 && log.entries[1] == 2);
+    CU_ASSERT(log.touched); /* the stream's thread works for the device */
+    CU_ASSERT_PTR_NULL(tide_device_current()); /* this one does not */
+
+    /* Copies on a stream, in order with its other work; an event of another device is refused. */
+    float src[4] = {1, 2, 3, 4};
+    tide_tensor *t = tide_device_tensor_alloc(d, TIDE_FLOAT32, &(tide_shape){1, {4}}, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_EQUAL(tide_stream_memcpy_async(a, TIDE_COPY_HOST_TO_DEVICE, tide_tensor_device_pointer(t), src,
+                                             sizeof src, err), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_stream_synchronize(a, err), TIDE_OK); /* streams are not ordered among themselves */
+    tide_tensor *host = tide_tensor_to_host(t, err);
+    CU_ASSERT(host && memcmp(tide_tensor_data(host), src, sizeof src) == 0);
+    tide_event *cpu_event = tide_event_new(&e->devices[0], err);
+    CU_ASSERT_EQUAL(tide_event_record(cpu_event, a, err), TIDE_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(tide_device_synchronize(d, err), TIDE_OK);
+    tide_event_free(cpu_event);
+    tide_tensor_release(host);
+    tide_tensor_release(t);
+    tide_event_free(ev);
+    tide_stream_free(a);
+    tide_stream_free(b);
+    tide_stream_free(s);
+    tide_error_free(err);
+    tide_engine_free(e);
+}
+
+/* ---------------------------------------------------------------- runs across host and device */
+
+/* x (fed) -> MatMul with w (a Const) -> Relu -> Sum, placed by dev[] (NULL: anywhere); fetches the
+ * Relu and the Sum. */
+static void run_mlp_layer(tide_engine *e, const char *const dev[4], tide_tensor *xv, tide_tensor **relu,
+                          tide_tensor **sum)
+{
+    tide_graph *g = tide_graph_new();
+    tide_error *err = tide_error_new();
+    if (dev[0])
+        tide_graph_push_device(g, dev[0]);
+    tide_node *x = gu_placeholder(g, "x", TIDE_FLOAT32, 2, TH_DIMS(16, 32));
+    if (dev[0])
+        tide_graph_pop_device(g);
+    tide_node *w = gu_const(g, "w", ramp(32, 8, 0.5f));
+    tide_node_builder *mb = tide_node_builder_new(g, "MatMul", "mm");
+    tide_node_builder_add_input(mb, (tide_output){x, 0});
+    tide_node_builder_add_input(mb, (tide_output){w, 0});
+    if (dev[1])
+        tide_node_builder_set_device(mb, dev[1]);
+    tide_node *mm = gu_finish(mb);
+    tide_node_builder *rb = tide_node_builder_new(g, "Relu", "relu");
+    tide_node_builder_add_input(rb, (tide_output){mm, 0});
+    if (dev[2])
+        tide_node_builder_set_device(rb, dev[2]);
+    tide_node *r = gu_finish(rb);
+    tide_node *axis = gu_const(g, "axis", th_i32(0, NULL, (const int32_t[]){0}));
+    tide_node_builder *sb = tide_node_builder_new(g, "Sum", "sum");
+    tide_node_builder_add_input(sb, (tide_output){r, 0});
+    tide_node_builder_add_input(sb, (tide_output){axis, 0});
+    if (dev[3])
+        tide_node_builder_set_device(sb, dev[3]);
+    tide_node *s = gu_finish(sb);
+    tide_session *sess = tide_session_new(e, g, NULL, err);
+    tide_feed feed = {{x, 0}, xv};
+    tide_output fetches[2] = {{r, 0}, {s, 0}};
+    tide_tensor *outs[2] = {NULL, NULL};
+    tide_status st = tide_session_run(sess, NULL, &feed, 1, fetches, 2, outs, NULL, 0, NULL, err);
+    if (st != TIDE_OK)
+        fprintf(stderr, "run: %s\n", tide_error_message(err));
+    CU_ASSERT_EQUAL(st, TIDE_OK);
+    *relu = outs[0];
+    *sum = outs[1];
+    if (dev[1] && strstr(dev[1], "sim")) {
+        const char *assigned = tide_node_assigned_device(mm);
+        CU_ASSERT(assigned && strstr(assigned, "device:sim:"));
+    }
+    tide_session_free(sess);
+    tide_graph_free(g);
+    tide_error_free(err);
+}
+
+static void test_runs_across_host_and_device(void)
+{
+    tide_engine *cpu = sim_engine(0, 0), *e = sim_engine(2, 0);
+    tide_tensor *xv = ramp(16, 32, 2.0f), *want_r, *want_s;
+    static const char *const none[4] = {NULL, NULL, NULL, NULL};
+    run_mlp_layer(cpu, none, xv, &want_r, &want_s);
+    static const char *const placements[][4] = {
+        {"/sim:0", "/sim:0", "/sim:0", "/sim:0"}, /* all on the device: feed in, fetches out */
+        {NULL, "/sim:0", "/cpu:0", "/sim:1"},     /* device -> host -> other device */
+        {NULL, "/sim:0", "/sim:1", "/cpu:0"},     /* device -> device */
+        {"/cpu:0", "/cpu:0", "/sim:1", "/sim:1"}, /* host -> device */
+    };
+    for (size_t p = 0; p < sizeof placements / sizeof placements[0]; p++) {
+        tide_tensor *r = NULL, *s = NULL;
+        for (int again = 0; again < 2; again++) { /* twice: the cached plan and warm allocator */
+            tide_tensor_release(r);
+            tide_tensor_release(s);
+            run_mlp_layer(e, placements[p], xv, &r, &s);
+            CU_ASSERT(tide_tensor_is_host_visible(r) && tide_tensor_is_host_visible(s));
+            CU_ASSERT(same_bits(r, want_r));
+            CU_ASSERT(same_bits(s, want_s));
+        }
+        tide_tensor_release(r);
+        tide_tensor_release(s);
+    }
+    tide_device_memory_stats st;
+    tide_engine_device_memory_stats(e, 1, &st);
+    CU_ASSERT(st.allocations > 0 && st.cache_hits > 0);
+    CU_ASSERT_EQUAL(st.in_use, 0); /* nothing of the device's left once the runs ended */
+    tide_tensor_release(want_r);
+    tide_tensor_release(want_s);
+    tide_tensor_release(xv);
+    tide_engine_free(e);
+    tide_engine_free(cpu);
+}
+
+/* Observers read what a device made through host copies. */
+typedef struct seen {
+    atomic_int produced, readable;
+} seen;
+
+static bool wants_all(void *user, const tide_node *n)
+{
+    TIDE_UNUSED(user), TIDE_UNUSED(n);
+    return true;
+}
+
+static void on_tensor(void *user, const tide_run_info *run, const tide_node *node, int output, const tide_tensor *v,
+                      const tide_exec_point *at)
+{
+    TIDE_UNUSED(run), TIDE_UNUSED(node), TIDE_UNUSED(output), TIDE_UNUSED(at);
+    seen *s = user;
+    atomic_fetch_add(&s->produced, 1);
+    if (tide_tensor_data(v) && tide_tensor_is_host_visible(v))
+        atomic_fetch_add(&s->readable, 1);
+}
+
+static void test_observers_get_host_copies(void)
+{
+    tide_engine *e = sim_engine(1, 0);
+    tide_error *err = tide_error_new();
+    seen s = {0};
+    tide_observer obs = {.user = &s, .wants_tensors = wants_all, .tensor_produced = on_tensor};
+    int id = tide_engine_add_observer(e, &obs, err);
+    CU_ASSERT(id > 0);
+    tide_tensor *xv = ramp(16, 32, 1.0f), *r, *sum;
+    static const char *const all_sim[4] = {"/sim:0", "/sim:0", "/sim:0", "/sim:0"};
+    run_mlp_layer(e, all_sim, xv, &r, &sum);
+    CU_ASSERT(atomic_load(&s.produced) >= 5); /* w, mm, relu, axis, sum (and the transfers) */
+    CU_ASSERT_EQUAL(atomic_load(&s.produced), atomic_load(&s.readable));
+    tide_engine_remove_observer(e, id);
+    tide_tensor_release(r);
+    tide_tensor_release(sum);
+    tide_tensor_release(xv);
+    tide_error_free(err);
+    tide_engine_free(e);
+}
+
+/* A variable on the device, updated in place by gradient descent there: v <- v - 0.5 * v, 3 times. */
+static void test_variable_on_device(void)
+{
+    tide_engine *e = sim_engine(1, 0);
+    tide_error *err = tide_error_new();
+    tide_graph *g = tide_graph_new();
+    tide_graph_push_device(g, "/sim:0");
+    tide_node *v = gu_variable(g, "v", TIDE_FLOAT32, 1, TH_DIMS(4), NULL);
+    tide_node *init = gu_const(g, "init", th_f32(1, TH_DIMS(4), (const float[]){1, 2, 4, 8}));
+    tide_node *assign = gu_op(g, "Assign", "assign", 2, (tide_node *const[]){v, init});
+    tide_node *half = gu_scalar_f32(g, "half", 0.5f);
+    tide_node *step = gu_op(g, "Mul", "step", 2, (tide_node *const[]){v, half});
+    tide_node *update = gu_op(g, "AssignSub", "update", 2, (tide_node *const[]){v, step});
+    tide_graph_pop_device(g);
+    tide_session *s = tide_session_new(e, g, NULL, err);
+    CU_ASSERT_EQUAL(gu_target(s, assign, err), TIDE_OK);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(gu_target(s, update, err), TIDE_OK);
+    tide_tensor *got = gu_fetch(s, v);
+    tide_tensor *want = th_f32(1, TH_DIMS(4), (const float[]){0.125f, 0.25f, 0.5f, 1.0f});
+    CU_ASSERT(same_bits(got, want));
+    tide_tensor_release(got);
+    tide_tensor_release(want);
+    tide_session_free(s);
+    tide_graph_free(g);
+    tide_error_free(err);
+    tide_engine_free(e);
+}
+
+/* The cost model knows the device type: a small node costs the simulated device's launch overhead
+ * there, and greedy placement keeps an unplaced graph off the device (copies and launches cost more
+ * than they save), while a node asked for there goes there with its feed copied in. */
+static void test_cost_model_per_type(void)
+{
+    tide_engine *e = sim_engine(1, 0);
+    tide_graph *g = tide_graph_new();
+    tide_node *x = gu_placeholder(g, "x", TIDE_FLOAT32, 2, TH_DIMS(4, 4));
+    tide_node *y = gu_op(g, "Relu", "relu", 1, &x);
+    tide_node *z = gu_op(g, "Neg", "neg", 1, &y);
+    tide_cost_model m;
+    tide__cost_model_default(&m);
+    double on_cpu = tide__cost_estimate(&m, e->cost_table, y, &e->devices[0]);
+    double on_sim = tide__cost_estimate(&m, e->cost_table, y, &e->devices[1]);
+    CU_ASSERT(on_sim >= tide__sim_device_ops.cost.launch_s && on_sim > 10 * on_cpu);
+    tide_error *err = tide_error_new();
+    tide_session *s = tide_session_new(e, g, NULL, err);
+    tide_tensor *xv = ramp(4, 4, 1.0f), *out = NULL;
+    tide_feed feed = {{x, 0}, xv};
+    tide_output fetch = {z, 0};
+    CU_ASSERT_EQUAL(tide_session_run(s, NULL, &feed, 1, &fetch, 1, &out, NULL, 0, NULL, err), TIDE_OK);
+    CU_ASSERT_STRING_EQUAL(tide_node_assigned_device(y), tide_engine_device_name(e, 0));
+    CU_ASSERT_STRING_EQUAL(tide_node_assigned_device(z), tide_engine_device_name(e, 0));
+    tide_tensor_release(out);
+    tide_session_free(s);
+    tide_graph_free(g);
+    tide_tensor_release(xv);
+    tide_error_free(err);
+    tide_engine_free(e);
+}
+
+int main(void)
+{
+    unsetenv("TIDE_SIM_DEVICES");
+    unsetenv("TIDE_DEVICE_MEMORY_LIMIT");
+    static const th_test tests[] = {TH_TEST(test_enumeration), TH_TEST(test_copies_and_refused_host_access),
+                                    TH_TEST(test_memory_accounting), TH_TEST(test_memory_limit),
+                                    TH_TEST(test_streams_and_events), TH_TEST(test_runs_across_host_and_device),
+                                    TH_TEST(test_observers_get_host_copies), TH_TEST(test_variable_on_device),
+                                    TH_TEST(test_cost_model_per_type), TH_END};
+    return th_main("devices", tests);
+}
