@@ -13,7 +13,9 @@
  *    Some unary nodes get a twin (same op, input and request) for the plan's CSE pass to merge.
  *  - Each graph is run on one CPU device (the reference) and on 2, 3 and 4 devices under the greedy,
  *    naive and round-robin strategies (1 or 2 threads per device; some engines without CSE or without
- *    ALAP _Recv scheduling); every fetched tensor must be equal BIT FOR BIT, in two runs.
+ *    ALAP _Recv scheduling), CPUs only and then /cpu:0 with 1-3 simulated accelerators (/sim:K, memory
+ *    the host cannot read: feeds copied in, fetches copied out, transfers through device copies, kernels
+ *    on stream threads); every fetched tensor must be equal BIT FOR BIT, in two runs.
  *  - Each multi-device plan (tide__plan_build, deterministic like the session's) is checked against
  *    the original graph: check_plan() and the functions before it say what is checked.
  *  - Aborted steps: a kernel failing at run time on one device while the others wait in _Recv ends
@@ -117,6 +119,7 @@ typedef struct gtensor {
 typedef struct gen {
     uint64_t rng;
     int ndev;                   /* requests /cpu:K become /cpu:(K mod ndev) */
+    bool sim;                   /* for an engine of /cpu:0 and /sim:0../sim:(ndev-2): device K is /sim:(K-1) */
     tide_graph *g;
     gtensor t[MAX_NODES];       /* float32 tensors usable as inputs and fetches */
     int nt;
@@ -149,10 +152,12 @@ static void request_device(gen *G, tide_node_builder *b, int *exact)
         tide_node_builder_set_device(b, "/device:cpu:*");
         return;
     }
+    const char *type = G->sim && k > 0 ? "sim" : "cpu"; /* device index k of the engine */
+    int ordinal = G->sim && k > 0 ? k - 1 : k;
     if (kind == 8)
-        snprintf(spec, sizeof spec, "/job:localhost/replica:0/task:0/device:cpu:%d", k);
+        snprintf(spec, sizeof spec, "/job:localhost/replica:0/task:0/device:%s:%d", type, ordinal);
     else
-        snprintf(spec, sizeof spec, "/cpu:%d", k);
+        snprintf(spec, sizeof spec, "/%s:%d", type, ordinal);
     tide_node_builder_set_device(b, spec);
     *exact = k;
 }
@@ -648,11 +653,12 @@ static void choose_fetches(gen *G)
 
 /* The graph of `seed` with device requests for an engine of ndev devices (the same graph, values
  * and fetches for every ndev). */
-static void generate(gen *G, uint64_t seed, int ndev)
+static void generate(gen *G, uint64_t seed, int ndev, bool sim)
 {
     memset(G, 0, sizeof *G);
     G->rng = seed * 0x2545f4914f6cdd1dull + 1;
     G->ndev = ndev;
+    G->sim = sim;
     G->g = tide_graph_new();
     G->want = 5 + rnd(&G->rng, 52); /* a step adds at most 4 nodes, the NoOp 1: 5..60 in all */
     int64_t dims[2];
@@ -679,6 +685,7 @@ static void gen_clear(gen *G)
 typedef struct stats {
     long graphs, plans, crossing_edges, transfers, alap_edges, cross_control, merged, runs, aborted_runs;
     long conds, loops, loop_transfers;  /* conds and loops generated; transfers inside a loop's frame */
+    long sim_items, feeds_in, fetches_out; /* nodes on simulated devices; feeds copied in, fetches out */
 } stats;
 
 static stats totals;
@@ -779,31 +786,43 @@ static int recv_incoming(const tide_plan *p, int r, int producer)
     return n;
 }
 
+/* The name of a transferred tensor: "node:output" of the producer item's node, or of the fed tensor
+ * when the producer is a feed item (a feed going to an accelerator). */
+static void tensor_name(const plan_view *v, const gen *G, int producer, int output, char *buf, size_t size)
+{
+    const tide_exec_item *it = &v->p->items[producer];
+    if (it->kind == ITEM_FEED)
+        snprintf(buf, size, "%s:%d", G->feeds[it->index].output.node->name, G->feeds[it->index].output.index);
+    else
+        snprintf(buf, size, "%s:%d", it->node->name, output);
+}
+
 /* A cross-device input: slot of consumer item k comes from a _Recv on k's device that has no input
  * (the value comes by the rendezvous), named and keyed for exactly the producer's tensor, whose
- * _Send on the producer's device reads that tensor from the producer's item. */
-static void check_transfer(const plan_view *v, int k, int slot, int producer, int output)
+ * _Send on the producer's device reads that tensor from the producer's item (output `output` of a
+ * node item, or a feed item: a fed value going to an accelerator). */
+static void check_transfer(const plan_view *v, const gen *G, int k, int slot, int producer, int output)
 {
     const tide_plan *p = v->p;
     const tide_device *from = p->items[producer].device, *to = p->items[k].device;
     char tensor[300], name[400];
-    snprintf(tensor, sizeof tensor, "%s:%d", p->items[producer].node->name, output);
+    tensor_name(v, G, producer, output, tensor, sizeof tensor);
     int r = v->slot_item[slot];
     if (!CHECK(r >= 0 && is_op(&p->items[r], "_Recv") && v->slot_output[slot] == 0))
         return;
     const tide_exec_item *recv = &p->items[r];
-    snprintf(name, sizeof name, "%s/_recv_on_cpu%d", tensor, to->index);
+    snprintf(name, sizeof name, "%s/_recv_on_%s%d", tensor, to->type, to->ordinal);
     CHECK(recv->device == to && strcmp(recv->node->name, name) == 0);
     CHECK(recv->num_inputs == 0 && recv->async);
     CHECK(strcmp(attr_string(recv->node, "tensor_name"), tensor) == 0);
     CHECK(strcmp(attr_string(recv->node, "send_device"), from->name) == 0);
     CHECK(strcmp(attr_string(recv->node, "recv_device"), to->name) == 0);
-    CHECK(recv->node->out_dtypes[0] == p->items[producer].node->out_dtypes[output]);
+    CHECK(p->items[producer].kind == ITEM_FEED || recv->node->out_dtypes[0] == p->items[producer].node->out_dtypes[output]);
     int s = find_send(p, tensor, to);
     if (!CHECK(s >= 0))
         return;
     const tide_exec_item *send = &p->items[s];
-    snprintf(name, sizeof name, "%s/_send_to_cpu%d", tensor, to->index);
+    snprintf(name, sizeof name, "%s/_send_to_%s%d", tensor, to->type, to->ordinal);
     CHECK(send->device == from && strcmp(send->node->name, name) == 0);
     CHECK(strcmp(attr_string(send->node, "send_device"), from->name) == 0);
     CHECK(send->num_inputs == 1 && send->num_edges == 0);
@@ -825,8 +844,29 @@ static bool is_fed(const gen *G, const tide_node *n, int output)
     return false;
 }
 
-/* Every data input of every graph node in the plan: from a feed item, straight from its producer
- * (same device), or through a transfer. Collects the pairs; returns how many. */
+/* The feed item of a fed tensor, -1 when it is not fed. */
+static int fed_item(const plan_view *v, const gen *G, const tide_node *n, int output)
+{
+    for (int k = 0; k < v->p->num_items; k++)
+        if (v->p->items[k].kind == ITEM_FEED && G->feeds[v->p->items[k].index].output.node == n &&
+            G->feeds[v->p->items[k].index].output.index == output)
+            return k;
+    return -1;
+}
+
+static int add_pair(pair *pairs, int np, int cap, pair x)
+{
+    for (int j = 0; j < np; j++)
+        if (pairs[j].item == x.item && pairs[j].output == x.output && pairs[j].dst == x.dst)
+            return np;
+    if (CHECK(np < cap))
+        pairs[np++] = x;
+    return np;
+}
+
+/* Every data input of every graph node in the plan: from a feed item (through a transfer to an
+ * accelerator), straight from its producer (same device), or through a transfer. Collects the pairs;
+ * returns how many. */
 static int check_data_edges(const plan_view *v, const gen *G, pair *pairs, int cap)
 {
     const tide_plan *p = v->p;
@@ -838,8 +878,15 @@ static int check_data_edges(const plan_view *v, const gen *G, pair *pairs, int c
         for (int i = 0; i < it->node->num_inputs; i++) {
             tide_output in = it->node->inputs[i];
             int slot = SLOT(v, it, i);
-            if (is_fed(G, in.node, in.index)) {
-                CHECK(v->slot_item[slot] >= 0 && p->items[v->slot_item[slot]].kind == ITEM_FEED);
+            int f = fed_item(v, G, in.node, in.index);
+            if (f >= 0 && it->device->host_visible) {
+                CHECK(v->slot_item[slot] == f);
+                continue;
+            }
+            if (f >= 0) { /* to an accelerator from the host */
+                totals.feeds_in++;
+                check_transfer(v, G, k, slot, f, 0);
+                np = add_pair(pairs, np, cap, (pair){f, 0, it->device->index});
                 continue;
             }
             int src = v->node_item[in.node->id];
@@ -850,24 +897,46 @@ static int check_data_edges(const plan_view *v, const gen *G, pair *pairs, int c
                 continue;
             }
             totals.crossing_edges++;
-            check_transfer(v, k, slot, src, in.index);
-            pair x = {src, in.index, it->device->index};
-            bool seen = false;
-            for (int j = 0; j < np; j++)
-                seen |= pairs[j].item == x.item && pairs[j].output == x.output && pairs[j].dst == x.dst;
-            if (!seen && CHECK(np < cap))
-                pairs[np++] = x;
+            check_transfer(v, G, k, slot, src, in.index);
+            np = add_pair(pairs, np, cap, (pair){src, in.index, it->device->index});
         }
     }
     return np;
 }
 
+/* Every fetch reads its tensor straight from the producer's item (fetches belong to no device), or,
+ * for a tensor made on an accelerator, from a _Recv on the host: those pairs are added. */
+static int check_fetches(const plan_view *v, const gen *G, pair *pairs, int np, int cap)
+{
+    const tide_plan *p = v->p;
+    int fetches = 0;
+    for (int k = 0; k < p->num_items; k++) {
+        const tide_exec_item *it = &p->items[k];
+        if (it->kind != ITEM_FETCH || !CHECK(it->index >= 0 && it->index < G->nf))
+            continue;
+        fetches++;
+        tide_output o = G->fetches[it->index];
+        int slot = SLOT(v, it, 0), src = v->slot_item[slot], producer = v->node_item[o.node->id];
+        if (is_fed(G, o.node, o.index)) {
+            CHECK(src >= 0 && p->items[src].kind == ITEM_FEED);
+        } else if (CHECK(producer >= 0) && !p->items[producer].device->host_visible) {
+            totals.fetches_out++;
+            check_transfer(v, G, k, slot, producer, o.index);
+            np = add_pair(pairs, np, cap, (pair){producer, o.index, 0});
+        } else {
+            CHECK(src == producer && v->slot_output[slot] == o.index);
+        }
+    }
+    CHECK(fetches == G->nf && p->num_fetches == G->nf);
+    return np;
+}
+
 /* Whether _Send/_Recv item it is for one of the pairs. */
-static bool for_a_pair(const plan_view *v, const tide_exec_item *it, const pair *pairs, int np)
+static bool for_a_pair(const plan_view *v, const gen *G, const tide_exec_item *it, const pair *pairs, int np)
 {
     for (int j = 0; j < np; j++) {
         char tensor[300];
-        snprintf(tensor, sizeof tensor, "%s:%d", v->p->items[pairs[j].item].node->name, pairs[j].output);
+        tensor_name(v, G, pairs[j].item, pairs[j].output, tensor, sizeof tensor);
         if (strcmp(tensor, attr_string(it->node, "tensor_name")) == 0 &&
             strcmp(tide_engine_device_name(v->e, pairs[j].dst), attr_string(it->node, "recv_device")) == 0)
             return true;
@@ -877,7 +946,7 @@ static bool for_a_pair(const plan_view *v, const tide_exec_item *it, const pair 
 
 /* Exactly one _Recv and one _Send per pair, nothing else synthetic; the plan's counts agree; the
  * only edges into _Recv items are pass 6b's control edges. */
-static void check_pairs(const plan_view *v, const pair *pairs, int np)
+static void check_pairs(const plan_view *v, const gen *G, const pair *pairs, int np)
 {
     const tide_plan *p = v->p;
     int recvs = 0, sends = 0, alap = 0;
@@ -892,7 +961,7 @@ static void check_pairs(const plan_view *v, const pair *pairs, int np)
             CHECK(!(is_op(&p->items[j], it->node->op->name) &&
                     strcmp(attr_string(p->items[j].node, "tensor_name"), attr_string(it->node, "tensor_name")) == 0 &&
                     strcmp(attr_string(p->items[j].node, "recv_device"), attr_string(it->node, "recv_device")) == 0));
-        CHECK(for_a_pair(v, it, pairs, np));
+        CHECK(for_a_pair(v, G, it, pairs, np));
         if (recv) {
             int s = find_send(p, attr_string(it->node, "tensor_name"), it->device);
             CHECK(it->num_edges > 0 && s >= 0);
@@ -949,30 +1018,19 @@ static void check_device(const tide_exec_item *it, const tide_node *n, const gen
         CHECK(it->device->index == G->request[n->id]);
 }
 
-/* Every node item runs on its node's assigned device, and an exact request is honoured; every
- * fetch reads its tensor straight from the producer's item (fetches belong to no device). */
-static void check_devices_and_fetches(const plan_view *v, const gen *G)
+/* Every node item runs on its node's assigned device, and an exact request is honoured. */
+static void check_devices(const plan_view *v, const gen *G)
 {
     const tide_plan *p = v->p;
-    int fetches = 0;
     for (int k = 0; k < p->num_items; k++) {
         const tide_exec_item *it = &p->items[k];
         if (it->kind == ITEM_NODE) {
+            totals.sim_items += it->node->id >= 0 && !it->device->host_visible;
             check_device(it, it->node, G);
             for (int t = 0; t < it->num_twins; t++)
                 check_device(it, it->twins[t], G);
         }
-        if (it->kind != ITEM_FETCH || !CHECK(it->index >= 0 && it->index < G->nf))
-            continue;
-        fetches++;
-        tide_output o = G->fetches[it->index];
-        int src = v->slot_item[SLOT(v, it, 0)];
-        if (is_fed(G, o.node, o.index))
-            CHECK(src >= 0 && p->items[src].kind == ITEM_FEED);
-        else
-            CHECK(src == v->node_item[o.node->id] && v->slot_output[SLOT(v, it, 0)] == o.index);
     }
-    CHECK(fetches == G->nf && p->num_fetches == G->nf);
 }
 
 /* Builds the plan the session ran (placement is deterministic) and checks it against the graph. */
@@ -990,9 +1048,10 @@ static void check_plan(tide_engine *e, const gen *G)
     view_init(&v, e, p, G->g);
     pair pairs[4 * MAX_NODES];
     int np = check_data_edges(&v, G, pairs, 4 * MAX_NODES);
-    check_pairs(&v, pairs, np);
+    np = check_fetches(&v, G, pairs, np, 4 * MAX_NODES);
+    check_pairs(&v, G, pairs, np);
     check_edges_and_control(&v);
-    check_devices_and_fetches(&v, G);
+    check_devices(&v, G);
     totals.plans++;
     totals.merged += p->num_merged;
     view_clear(&v);
@@ -1046,14 +1105,16 @@ static const char *strategy_name(int s)
     return s == TIDE_PLACEMENT_GREEDY ? "greedy" : s == TIDE_PLACEMENT_NAIVE ? "naive" : "round_robin";
 }
 
-/* variant 0: the default plan passes; 1: without CSE; 2: without ALAP _Recv scheduling. */
-static tide_engine *make_engine(int ndev, int threads, tide_placement_kind placement, int variant)
+/* variant 0: the default plan passes; 1: without CSE; 2: without ALAP _Recv scheduling. sim: /cpu:0 and
+ * ndev - 1 simulated accelerators (memory of their own, copies, stream threads) instead of ndev CPUs. */
+static tide_engine *make_engine_of(int ndev, bool sim, int threads, tide_placement_kind placement, int variant)
 {
     tide_error *err = tide_error_new();
     tide_engine_options o;
     tide_engine_options_init(&o);
     o.num_threads = threads;
-    o.num_cpu_devices = ndev;
+    o.num_cpu_devices = sim ? 1 : ndev;
+    o.num_sim_devices = sim ? ndev - 1 : 0;
     o.placement = placement;
     o.no_cse = variant == 1;
     o.no_alap = variant == 2;
@@ -1067,25 +1128,33 @@ static tide_engine *make_engine(int ndev, int threads, tide_placement_kind place
     return e;
 }
 
-/* Graph `seed` on the reference engine, then on every multi-device engine (index (ndev-2)*3+strategy). */
+static tide_engine *make_engine(int ndev, int threads, tide_placement_kind placement, int variant)
+{
+    return make_engine_of(ndev, false, threads, placement, variant);
+}
+
+/* Graph `seed` on the reference engine, then on every multi-device engine: CPUs only (index
+ * (ndev-2)*3+strategy), then /cpu:0 with simulated accelerators (9 + the same). */
 static void check_graph(uint64_t seed, tide_engine *ref, tide_engine *const *engines)
 {
     gen *G = malloc(sizeof *G);
     CU_ASSERT_PTR_NOT_NULL_FATAL(G);
     tide_tensor *want[MAX_FETCHES] = {0};
-    generate(G, seed, 1);
+    generate(G, seed, 1, false);
     totals.conds += G->conds;
     totals.loops += G->loops;
     snprintf(context, sizeof context, "graph %llu (%d nodes) on 1 device", (unsigned long long)seed, G->nodes);
     bool ok = run_graph(ref, G, want);
     gen_clear(G);
-    for (int ndev = 2; ndev <= MAX_DEVICES && ok; ndev++) {
-        generate(G, seed, ndev);
+    for (int m = 0; m < 6 && ok; m++) {
+        int ndev = 2 + m % 3;
+        bool sim = m >= 3;
+        generate(G, seed, ndev, sim);
         for (int strategy = 0; strategy < 3; strategy++) {
-            tide_engine *e = engines[(ndev - 2) * 3 + strategy];
-            snprintf(context, sizeof context, "graph %llu (%d nodes) on %d devices, %s, %d threads%s%s",
-                     (unsigned long long)seed, G->nodes, ndev, strategy_name(strategy), tide_engine_num_threads(e),
-                     e->cse ? "" : ", no CSE", e->alap ? "" : ", no ALAP");
+            tide_engine *e = engines[9 * sim + (ndev - 2) * 3 + strategy];
+            snprintf(context, sizeof context, "graph %llu (%d nodes) on %d devices%s, %s, %d threads%s%s",
+                     (unsigned long long)seed, G->nodes, ndev, sim ? " (cpu and sim)" : "", strategy_name(strategy),
+                     tide_engine_num_threads(e), e->cse ? "" : ", no CSE", e->alap ? "" : ", no ALAP");
             tide_tensor *got[MAX_FETCHES] = {0};
             if (run_graph(e, G, got))
                 for (int i = 0; i < G->nf; i++)
@@ -1112,26 +1181,29 @@ static int graph_count(void)
 static void test_random_graphs(void)
 {
     tide_engine *ref = make_engine(1, 2, TIDE_PLACEMENT_GREEDY, 0);
-    tide_engine *engines[9];
-    for (int ndev = 2; ndev <= MAX_DEVICES; ndev++)
-        for (int s = 0; s < 3; s++) /* 1 or 2 threads per device; each strategy with and without CSE, ALAP */
-            engines[(ndev - 2) * 3 + s] =
-                make_engine(ndev, ndev * (1 + (ndev + s) % 2), (tide_placement_kind)s, (ndev + s + 1) % 3);
+    tide_engine *engines[18];
+    for (int sim = 0; sim < 2; sim++)
+        for (int ndev = 2; ndev <= MAX_DEVICES; ndev++)
+            for (int s = 0; s < 3; s++) /* 1 or 2 threads per device; each strategy with and without CSE, ALAP */
+                engines[9 * sim + (ndev - 2) * 3 + s] = make_engine_of(ndev, sim, ndev * (1 + (ndev + s) % 2),
+                                                                       (tide_placement_kind)s, (ndev + s + 1) % 3);
     int n = graph_count(), failures0 = failures;
     long transfers0 = totals.transfers;
     for (int i = 0; i < n; i++)
         check_graph((uint64_t)i + 1, ref, engines);
     fprintf(stderr, "\n  %ld graphs, %ld plans: %ld data edges crossing devices, %ld transfers, %ld ALAP edges, %ld "
             "cross-device control edges, %ld nodes merged by CSE, %ld runs; %ld conds and %ld while loops, %ld "
-            "transfers inside loops ", totals.graphs, totals.plans, totals.crossing_edges, totals.transfers,
-            totals.alap_edges, totals.cross_control, totals.merged, totals.runs, totals.conds, totals.loops,
-            totals.loop_transfers);
+            "transfers inside loops; %ld nodes on simulated devices, %ld feeds copied in, %ld fetches copied out ",
+            totals.graphs, totals.plans, totals.crossing_edges, totals.transfers, totals.alap_edges, totals.cross_control,
+            totals.merged, totals.runs, totals.conds, totals.loops, totals.loop_transfers, totals.sim_items,
+            totals.feeds_in, totals.fetches_out);
     CU_ASSERT_EQUAL(totals.graphs, n);
     CU_ASSERT(totals.transfers - transfers0 >= n); /* round robin alone crosses in most graphs */
     CU_ASSERT(totals.cross_control > 0 && totals.alap_edges > 0 && totals.merged > 0);
     CU_ASSERT(totals.conds > 0 && totals.loops > 0 && totals.loop_transfers > 0);
+    CU_ASSERT(totals.sim_items >= 10L * n && totals.feeds_in > 0 && totals.fetches_out > 0);
     CU_ASSERT_EQUAL(failures, failures0);
-    for (int i = 0; i < 9; i++)
+    for (int i = 0; i < 18; i++)
         tide_engine_free(engines[i]);
     tide_engine_free(ref);
 }
@@ -1148,8 +1220,8 @@ static void test_generator(void)
     for (uint64_t seed = 1; seed <= 60; seed++) {
         gen *a = malloc(sizeof *a), *b = malloc(sizeof *b);
         CU_ASSERT_FATAL(a && b);
-        generate(a, seed, 1);
-        generate(b, seed, 4);
+        generate(a, seed, 1, false);
+        generate(b, seed, 4, false);
         CU_ASSERT(a->nodes >= 5 && a->nodes <= 60 + 30 * (a->conds + a->loops));
         CU_ASSERT_EQUAL(a->nodes, b->nodes);
         CU_ASSERT_EQUAL(a->nf, b->nf);
