@@ -140,6 +140,7 @@ typedef struct options {
     int64_t seed;
     double learning_rate;
     const char *log_path; /* the run log, or NULL */
+    const char *device;   /* --device: where the model goes, or NULL (placement decides) */
     int optimizer; /* a tide_optimizer_kind, or -1: the example's own */
     bool quiet;
 } options;
@@ -151,7 +152,7 @@ static void usage(const fashion_config *cfg, FILE *f)
     fprintf(f,
             "usage: %s_fashion_mnist [--epochs N] [--steps N] [--batch N] [--optimizer NAME] [--lr X]\n"
             "                         [--seed N] [--eval N] [--bench STEPS] [--profile STEPS] [--log FILE]\n"
-            "                         [--quiet]\n"
+            "                         [--device SPEC] [--quiet]\n"
             "Trains the %s model on Fashion-MNIST (Debian package dataset-fashion-mnist, or the\n"
             "directory in $TIDE_FASHION_MNIST) and prints the test accuracy on its last line.\n"
             "  --epochs N     passes over the 60,000 training images (default %d)\n"
@@ -165,6 +166,8 @@ static void usage(const fashion_config *cfg, FILE *f)
             "  --profile STEPS  trace STEPS training steps; print where the time goes, by op\n"
             "  --log FILE     record the runs in the run log FILE (SQLite; docs/run-log.md) with its\n"
             "                 default policy, the loss watched\n"
+            "  --device SPEC  build the model on this device: /cpu:0, /sim:0 (the simulated accelerator:\n"
+            "                 memory the host cannot read, copies and streams; docs/devices.md), /gpu:0\n"
             "  --quiet        no progress lines\n",
             cfg->name, cfg->name, cfg->epochs, (long long)cfg->batch,
             optimizer_names[cfg->optimizer.kind], cfg->optimizer.learning_rate);
@@ -192,6 +195,10 @@ static bool parse_args(const fashion_config *cfg, int argc, char **argv, options
         char *end;
         if (!strcmp(a, "--log")) {
             o->log_path = argv[++i];
+            continue;
+        }
+        if (!strcmp(a, "--device")) {
+            o->device = argv[++i];
             continue;
         }
         if (!strcmp(a, "--optimizer")) {
@@ -306,6 +313,11 @@ static void build(trainer *t, const options *o)
     m->g = tide_graph_new();
     m->seed = o->seed;
     tide_graph_set_seed(m->g, o->seed);
+    tide_device_spec spec;
+    if (o->device && tide_device_spec_parse(o->device, &spec, t->err) != TIDE_OK)
+        die("--device", t->err);
+    if (o->device)
+        tide_graph_push_device(m->g, o->device);
     m->images = placeholder(m, "images", TIDE_FLOAT32, 4, (int64_t[]){-1, 28, 28, 1});
     m->labels = placeholder(m, "labels", TIDE_INT32, 1, (int64_t[]){-1});
     if (t->cfg->dropout > 0)
@@ -325,7 +337,13 @@ static void build(trainer *t, const options *o)
     if (!t->train)
         die("building the training step", t->err);
     tide_node *init = tide_global_variables_initializer(m->g, t->err);
-    t->engine = init ? tide_engine_new(NULL, t->err) : NULL;
+    if (o->device)
+        tide_graph_pop_device(m->g);
+    tide_engine_options eo;
+    tide_engine_options_init(&eo);
+    if (o->device && !strcmp(spec.type, "sim"))
+        eo.num_sim_devices = spec.index + 1; /* /sim:N asked for: the engine gets /sim:0../sim:N */
+    t->engine = init ? tide_engine_new(&eo, t->err) : NULL;
     t->s = t->engine ? tide_session_new(t->engine, m->g, NULL, t->err) : NULL;
     if (!t->s || tide_session_run(t->s, NULL, NULL, 0, NULL, 0, NULL, &init, 1, NULL, t->err) != TIDE_OK)
         die("initialising the variables", t->err);
@@ -457,6 +475,24 @@ static void report_log(tide_store *log)
     free(lost);
 }
 
+/* With --device: what the device held (its peak memory shows the model ran there) and how many nodes
+ * soft placement left elsewhere. */
+static void report_device(const trainer *t, const char *device)
+{
+    for (int i = 0; i < tide_engine_num_devices(t->engine); i++) {
+        char name[128];
+        tide_device_short_name(tide_engine_device_name(t->engine, i), name, sizeof name);
+        tide_device_memory_stats m;
+        if (strcmp(name, device) != 0 || !tide_engine_device_memory_stats(t->engine, i, &m))
+            continue;
+        const char *const *texts = NULL;
+        int warnings = tide_session_warnings(t->s, &texts);
+        printf("device %s: peak %.1f MiB held by tensors, %lld allocations (%lld from its cache); %d placement "
+               "warnings\n", name, (double)m.peak / 1048576.0, (long long)m.allocations, (long long)m.cache_hits,
+               warnings);
+    }
+}
+
 int fashion_main(const fashion_config *cfg, int argc, char **argv)
 {
     options o;
@@ -520,6 +556,8 @@ int fashion_main(const fashion_config *cfg, int argc, char **argv)
     printf("%s: %lld steps (batch %lld, %s, learning rate %g) in %.1f s, %.1f steps/s; loss %.4f -> %.4f\n",
            cfg->name, (long long)step, (long long)o.batch,
            optimizer_names[o.optimizer >= 0 ? o.optimizer : (int)cfg->optimizer.kind], o.learning_rate, train_s, (double)step / train_s, first_loss, last_loss);
+    if (o.device)
+        report_device(&t, o.device);
     printf("test accuracy %.4f\n", accuracy);
     tide_batcher_free(b);
     tide_tensor_release(t.rate_train);
