@@ -120,6 +120,13 @@ bool tide_tensor_health(const tide_tensor *t, tide_health *h)
     int64_t n = t->num_elements;
     health_acc a = {.min = INFINITY, .max = -INFINITY};
     const void *data = n ? tide_tensor_data(t) : NULL;
+    tide_tensor *host = NULL; /* a host copy of a tensor in an accelerator's memory (docs/devices.md) */
+    if (n && !data) {
+        if (!(host = tide_tensor_to_host(t, NULL)))
+            return false;
+        t = host;
+        data = tide_tensor_data(t);
+    }
     if (t->dtype == TIDE_FLOAT32)
         HEALTH_LOOP(float, data, n, &a);
     else if (t->dtype == TIDE_FLOAT64)
@@ -143,5 +150,6 @@ bool tide_tensor_health(const tide_tensor *t, tide_health *h)
         double var = a.sumsq / (double)a.finite - h->mean * h->mean;
         h->std = var > 0 ? sqrt(var) : 0;
     }
+    tide_tensor_release(host);
     return true;
 }

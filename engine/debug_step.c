@@ -283,6 +283,11 @@ tide_status tide_debug_step_value(const tide_debug_step *s, const tide_node *nod
     if (v == tide__dead)
         return tide_error_set(err, TIDE_FAILED_PRECONDITION, "'%s:%d' is dead in this step (a branch not taken)",
                               node->name, output);
+    if (!tide_tensor_is_host_visible(v)) { /* in an accelerator's memory: the caller gets a host copy */
+        *value = tide_tensor_to_host(v, err);
+        tide_tensor_release(v);
+        return *value ? TIDE_OK : tide_error_code(err);
+    }
     *value = v;
     return TIDE_OK;
 }
@@ -311,6 +316,13 @@ tide_status tide_debug_step_set_value(tide_debug_step *s, const tide_node *node,
     if (*slot && *slot != tide__dead && tide_tensor_dtype(*slot) != tide_tensor_dtype(value))
         return tide_error_set(err, TIDE_INVALID_ARGUMENT, "'%s:%d' is %s; the value given is %s", node->name, output,
                               tide_dtype_name(tide_tensor_dtype(*slot)), tide_dtype_name(tide_tensor_dtype(value)));
+    tide_tensor *placed = NULL; /* the value where the replaced one lived (an accelerator's memory) */
+    if (*slot && *slot != tide__dead && tide_tensor_get_device(*slot) &&
+        !tide_device_can_read(tide_tensor_get_device(*slot), value)) {
+        if (!(placed = tide_tensor_copy_to_device(value, tide_tensor_get_device(*slot), err)))
+            return tide_error_code(err);
+        value = placed;
+    }
     tide_tensor_release(*slot);
     *slot = tide_tensor_retain(value);
     if (p->after) { /* what :print shows from now on */
@@ -320,5 +332,6 @@ tide_status tide_debug_step_set_value(tide_debug_step *s, const tide_node *node,
         *latest = tide_tensor_retain(value);
         pthread_mutex_unlock(&step->lock);
     }
+    tide_tensor_release(placed);
     return TIDE_OK;
 }

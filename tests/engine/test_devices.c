@@ -12,6 +12,7 @@
  *  - runs across host and device: feeds go in and fetches come out through the copies the plan
  *    inserts, cross-device edges both ways, the same bits as on the CPU, observers see host copies,
  *    variables and a gradient-descent step placed on the device;
+ *  - the step debugger on a device's nodes: health summaries, values as host copies, overrides;
  *  - the cost model's figures per device type, and greedy placement keeping small work on the host. */
 #include <stdlib.h>
 #include <string.h>
@@ -500,6 +501,78 @@ static void test_variable_on_device(void)
     tide_engine_free(e);
 }
 
+/* The step debugger on a device: health summaries of a device's tensors, values read as host copies
+ * while stopped, and a host value put in place of a device's output reaching its consumer there. */
+typedef struct debug_probe {
+    const tide_node *watched;
+    double health_max;
+    bool value_ok, set_ok, readable;
+} debug_probe;
+
+static bool watch_one(void *user, const tide_node *n)
+{
+    return n == ((debug_probe *)user)->watched;
+}
+
+static tide_debug_action check_sq(void *user, const tide_debug_event *ev)
+{
+    debug_probe *p = user;
+    if (!ev->after)
+        return TIDE_DEBUG_CONTINUE;
+    tide_health h;
+    if (tide_tensor_health(ev->outputs[0], &h))
+        p->health_max = h.max;
+    return TIDE_DEBUG_PAUSE;
+}
+
+static tide_debug_command paused_sq(void *user, tide_debug_step *step, const tide_debug_event *ev)
+{
+    TIDE_UNUSED(ev);
+    debug_probe *p = user;
+    tide_tensor *v = NULL;
+    tide_error *err = tide_error_new();
+    if (tide_debug_step_value(step, p->watched, 0, &v, NULL, err) == TIDE_OK) {
+        const float *f = tide_tensor_data(v);
+        p->readable = tide_tensor_is_host_visible(v);
+        p->value_ok = f && f[0] == 1 && f[1] == 4 && f[2] == 9;
+    }
+    tide_tensor_release(v);
+    tide_tensor *override = th_f32(1, TH_DIMS(3), (const float[]){10, 20, 30});
+    p->set_ok = tide_debug_step_set_value(step, p->watched, 0, override, err) == TIDE_OK;
+    tide_tensor_release(override);
+    tide_error_free(err);
+    return TIDE_DEBUG_RESUME;
+}
+
+static void test_debugger_on_device(void)
+{
+    tide_engine *e = sim_engine(1, 0);
+    tide_graph *g = tide_graph_new();
+    tide_graph_push_device(g, "/sim:0");
+    tide_node *x = gu_const(g, "x", th_f32(1, TH_DIMS(3), (const float[]){1, 2, 3}));
+    tide_node *sq = gu_op(g, "Square", "sq", 1, &x);
+    tide_node *neg = gu_op(g, "Neg", "neg", 1, &sq);
+    tide_graph_pop_device(g);
+    debug_probe probe = {.watched = sq};
+    tide_debugger d = {.user = &probe, .watches = watch_one, .check = check_sq, .paused = paused_sq};
+    tide_error *err = tide_error_new();
+    int id = tide_engine_attach_debugger(e, &d, err);
+    CU_ASSERT(id > 0);
+    tide_session *s = tide_session_new(e, g, NULL, err);
+    tide_tensor *got = gu_fetch(s, neg);
+    tide_tensor *want = th_f32(1, TH_DIMS(3), (const float[]){-10, -20, -30});
+    CU_ASSERT(same_bits(got, want));
+    CU_ASSERT_EQUAL(probe.health_max, 9.0);
+    CU_ASSERT(probe.value_ok && probe.readable && probe.set_ok);
+    tide_engine_detach_debugger(e, id);
+    tide_tensor_release(got);
+    tide_tensor_release(want);
+    tide_session_free(s);
+    tide_graph_free(g);
+    tide_error_free(err);
+    tide_engine_free(e);
+}
+
 /* The cost model knows the device type: a small node costs the simulated device's launch overhead
  * there, and greedy placement keeps an unplaced graph off the device (copies and launches cost more
  * than they save), while a node asked for there goes there with its feed copied in. */
@@ -539,6 +612,6 @@ int main(void)
                                     TH_TEST(test_memory_accounting), TH_TEST(test_memory_limit),
                                     TH_TEST(test_streams_and_events), TH_TEST(test_runs_across_host_and_device),
                                     TH_TEST(test_observers_get_host_copies), TH_TEST(test_variable_on_device),
-                                    TH_TEST(test_cost_model_per_type), TH_END};
+                                    TH_TEST(test_debugger_on_device), TH_TEST(test_cost_model_per_type), TH_END};
     return th_main("devices", tests);
 }
