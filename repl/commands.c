@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "debugger.h"
 #include "graphdef_repl.h"
 #include "lua_checkpoint.h"
 #include "repl.h"
@@ -42,18 +43,7 @@
 
 /* ---------------------------------------------------------------- the command table */
 
-typedef struct command command;
-typedef repl_result (*command_fn)(repl *r, int argc, char **argv);
-
-struct command {
-    const char *name;
-    const char *alias;    /* a documented short form, or NULL */
-    int min_args, max_args;
-    const char *synopsis; /* the arguments, as usage shows them */
-    const char *summary;  /* one line for :help */
-    const char *help;     /* the long help for :help NAME */
-    command_fn run;
-};
+typedef repl_command_entry command;
 
 static repl_result cmd_help(repl *r, int argc, char **argv);
 static repl_result cmd_nodes(repl *r, int argc, char **argv);
@@ -72,89 +62,89 @@ static const command commands[] = {
      "help; with the name of an op function (`:help matmul`) or an op (`:help MatMul`), the op's\n"
      "signature, attrs, kernels and documentation, and how to call it from Lua; with the name of\n"
      "another tide function (`:help variable`), its usage.",
-     cmd_help},
+     cmd_help, false},
     {"nodes", NULL, 0, 1, "[PATTERN]", "the graph's nodes: name, op, output dtype and shape, device",
      "Lists the nodes of the graph in creation order, one per line: name, op, the dtype and shape of\n"
      "output 0 (`?` is a dimension known only at run time), and the requested device (with the one\n"
      "it was placed on once it has run). PATTERN is a shell glob matched against whole names:\n"
      "`:nodes layer1/*`, `:nodes *grad*`.",
-     cmd_nodes},
+     cmd_nodes, false},
     {"info", NULL, 1, 1, "NODE", "one node: op, inputs, consumers, outputs, devices, attrs",
      "Describes the node NODE (a name as `:nodes` shows it; `name:1` is accepted): its op, its inputs\n"
      "(node:output, dtype, shape), control inputs, the nodes that consume it, its outputs with dtype\n"
      "and shape, the requested and assigned devices, its attrs (large tensor values are shown by\n"
      "shape) and whether it is stateful.",
-     cmd_info},
+     cmd_info, false},
     {"graph", NULL, 0, 0, "", "a summary of the graph: ops, variables, scopes, version",
      "Summarises the graph: the node count, the ops by count, the variables with their shapes, the\n"
      "name scopes (first components of node names) with their node counts and the graph version.\n"
      "Graphs of fewer than 40 nodes are also printed in the graph text format\n"
      "(docs/graph-text-format.md).",
-     cmd_graph},
+     cmd_graph, false},
     {"history", NULL, 0, 0, "", "the entries of this session, numbered",
      "Prints every entry of this session (statements and commands), numbered from 1. The prompt also\n"
      "keeps entries across sessions in ~/.tide_history.",
-     cmd_history},
+     cmd_history, false},
     {"reset", NULL, 0, 1, "[all]", "drop the graph, its session and every node handle",
      "Drops the graph, the default session and every node handle (Lua variables that held nodes\n"
      "now hold dead handles), and starts a fresh graph and session. The engine, the values of its\n"
      "variables (kept in the engine's containers) and the run log stay: a new variable of the same\n"
      "name, dtype and shape starts with the old value; one of another shape or dtype refuses to read\n"
      "it until run(init()) replaces it. `:reset all` also drops the variables' values.",
-     cmd_reset},
+     cmd_reset, false},
     {"save", NULL, 1, 1, "FILE", "write the graph to FILE in the graph text format",
      "Writes the whole graph to FILE in the graph text format (docs/graph-text-format.md), atomically:\n"
      "the text goes to a temporary file next to FILE that then replaces it, so FILE is never left\n"
      "half written. Variable values are not saved (only the nodes that initialise them).",
-     cmd_save},
+     cmd_save, false},
     {"load", NULL, 1, 1, "FILE", "add the nodes of a graph text file to the graph",
      "Adds every node of FILE (graph text format) to the graph, or none: on any error (the message\n"
      "names the file and line) the graph is left as it was. Loaded nodes are reachable from Lua as\n"
      "node(\"name\"). Names must not clash with nodes already in the graph (`:reset` first to load a\n"
      "saved graph again).",
-     cmd_load},
+     cmd_load, false},
     {"save-vars", NULL, 1, 1, "PATH", "write every variable's value to the checkpoint PATH.npz",
      "Saves the current value of every variable of the graph to PATH.npz (PATH when it ends in .npz), a\n"
      "zip of .npy files numpy.load reads, written atomically (a crash leaves the old file or the new one)\n"
      "and recorded in the directory's 'checkpoint' file. saver() does the same from Lua, with a global\n"
      "step and keeping the last N (docs/checkpoints.md).",
-     repl_cmd_save_vars},
+     repl_cmd_save_vars, false},
     {"restore", NULL, 1, 1, "PATH|DIR", "assign every variable its value from a checkpoint",
      "Assigns every variable of the graph the value saved under its name in the checkpoint PATH (.npz\n"
      "may be left out), or in the latest checkpoint of the directory DIR. A variable the file lacks, or\n"
      "whose dtype or shape differs, is an error naming it, and then no variable is changed.",
-     repl_cmd_restore},
+     repl_cmd_restore, false},
     {"import", NULL, 1, 2, "FILE [SCOPE]", "add the nodes of a TensorFlow GraphDef (.pb, .pbtxt) to the graph",
      "Adds every node of the TensorFlow GraphDef FILE (binary .pb or text .pbtxt, told apart by the\n"
      "extension or the bytes) to the graph, under the name scope SCOPE if given, or none: on any error\n"
      "(an op tide lacks, a malformed file, a bad attr; the message names them all) the graph is left as\n"
      "it was. import_graph(FILE, {scope=, input_map=}) does the same from Lua and remaps inputs to\n"
      "existing nodes. docs/tensorflow.md says what maps to what.",
-     repl_cmd_import},
+     repl_cmd_import, false},
     {"export", NULL, 1, 2, "FILE [text|binary]", "write the graph as a TensorFlow GraphDef (.pb, .pbtxt)",
      "Writes the whole graph to FILE as a TensorFlow GraphDef that TensorFlow 1.x, TensorBoard and\n"
      "Netron read: binary unless FILE ends in .pbtxt or the format is given. Attrs follow TensorFlow's\n"
      "conventions and every node carries _output_shapes. :import reads it back as the same graph.",
-     repl_cmd_export},
+     repl_cmd_export, false},
     {"runs", NULL, 0, 1, "[N]", "the last N runs of the run log (20), newest last",
      "Lists the last N runs of the run log (default 20, every session of the file, the newest last): the\n"
      "run's id, its session and step, its status, its wall time in milliseconds, whether it was traced\n"
      "(has per-node timings), what it fetched and when it started (local time). `:run ID` shows one.\n"
      "Every run() is logged; `:log` says where the log is.",
-     repl_cmd_runs},
+     repl_cmd_runs, false},
     {"run", NULL, 0, 1, "[ID]", "one run of the log: its status, times and slowest nodes",
      "Shows the run ID of the run log (as `:runs` lists it; without ID, the latest): its step and\n"
      "session, status and error, wall time, start time, feeds, fetches and targets, how many tensors it\n"
      "logged and, for a traced run, its 10 slowest nodes (op, device, executor thread, kernel time in\n"
      "microseconds and its share of the run's wall time). Which runs are traced: `:trace`.",
-     repl_cmd_run},
+     repl_cmd_run, false},
     {"tensor", NULL, 1, 2, "NODE [STEP]", "a watched node's value and statistics at a past step",
      "Time travel: the value a watched node (`:watch NODE`) had at step STEP of its session, read from\n"
      "the run log: the latest step at or before STEP that logged it (without STEP, the latest). Prints\n"
      "the value when it was stored (within the value cap, `:log cap`, and not pruned, `:prune`), then its\n"
      "shape, dtype, min, max, mean, std, NaN and Inf counts and a histogram of its finite elements.\n"
      "`NODE:1` is output 1. The session is the one that logged the node last.",
-     repl_cmd_tensor},
+     repl_cmd_tensor, false},
     {"sql", NULL, 1, 1, "[-w N] QUERY", "a read-only SQL query of the run log, printed as a table",
      "Runs one SQL statement on the run log (the rest of the line, as typed) through a read-only\n"
      "connection and prints the result as a table: cells clipped at 40 characters (-w N: at N, -w 0:\n"
@@ -163,37 +153,37 @@ static const command commands[] = {
      "are in docs/run-log.md. status_name(status) gives a status's name; Ctrl-C stops a long query.\n"
      "Example:\n"
      "`:sql SELECT step, mean FROM tensors WHERE node = 'loss' ORDER BY step DESC LIMIT 5`.",
-     repl_cmd_sql},
+     repl_cmd_sql, false},
     {"trace", NULL, 0, 2, "[MODE]", "which runs record per-node timings: on, off, every N",
      "Without MODE: which runs record per-node timings (the run log's trace policy). `:trace on` traces\n"
      "every run, `:trace off` only the runs traced by the caller (run(..., {trace=true})), and\n"
      "`:trace every N` the steps 0, N, 2N... of each session (the default is every 100). Takes effect\n"
      "from the next run. `:run ID` shows a traced run's slowest nodes.",
-     repl_cmd_trace},
+     repl_cmd_trace, false},
     {"watch", NULL, 0, 1, "[NODE]", "log a node's values at every run (or list the watched nodes)",
      "Logs every output of the node NODE at every run that computes it, from the next run on: its\n"
      "statistics (min, max, mean, std, NaN and Inf counts, histogram) and its value when within the\n"
      "value cap (`:log cap`). `:tensor NODE [STEP]` reads them back. A name with no node yet is watched\n"
      "anyway (with a warning). NODE may be a shell glob matched against whole names: `:watch layer1/*`,\n"
      "`:watch *loss*` (also nodes added later). Without NODE: the watched nodes.",
-     repl_cmd_watch},
+     repl_cmd_watch, false},
     {"unwatch", NULL, 0, 1, "[NODE]", "stop logging a node's values (or list the watched nodes)",
      "Stops logging the node NODE (or the glob, as it was watched) from the next run on; what was\n"
      "logged stays. Without NODE: the watched nodes.",
-     repl_cmd_unwatch},
+     repl_cmd_unwatch, false},
     {"prune", NULL, 0, 1, "[KEEP]", "clear the stored values of all but the last KEEP runs (100)",
      "Retention: clears the stored tensor values of every run of the log except the KEEP most recent\n"
      "(default 100; 0 clears them all) and says how many it cleared. Statistics, histograms and all\n"
      "other rows stay. The file does not shrink (SQLite reuses the space); `sqlite3 FILE 'VACUUM'` while\n"
      "nothing writes it gives the space back.",
-     repl_cmd_prune},
+     repl_cmd_prune, false},
     {"log", NULL, 0, 2, "[cap BYTES]", "the run log: its file, size, counts and policy",
      "Where the run log is and its size, its counts (sessions, runs, traced and failed runs, node\n"
      "timings, tensors, stored values), the policy (`:trace`, the value cap, the watched nodes) and the\n"
      "records dropped because the writer fell behind. `:log cap BYTES` sets the value cap: a watched\n"
      "tensor's value is stored when it holds at most BYTES bytes (64K, 1M; 0: statistics only).\n"
      "Start tide with --log FILE for another file, --no-log for none.",
-     repl_cmd_log},
+     repl_cmd_log, false},
     {"web", NULL, 0, 1, "[PORT|stop]", "serve the run log's browser views (graph, timeline, tensors)",
      "Starts the web server on the run log (http://127.0.0.1:6006/ unless PORT is given; 0 picks a\n"
      "free port) and prints its address: open it in a browser for the runs and their curves, the graph\n"
@@ -201,9 +191,9 @@ static const command commands[] = {
      "pages follow the log live while you run. It listens on 127.0.0.1 only and never writes. `:web`\n"
      "again says where it is, `:web stop` stops it; it stops when tide exits. `tide serve FILE.db`\n"
      "serves a log without a REPL (docs/web.md).",
-     cmd_web},
+     cmd_web, false},
     {"quit", "q", 0, 0, "", "leave tide",
-     "Leaves tide (as Ctrl-D at the prompt, or quit() in Lua).", cmd_quit},
+     "Leaves tide (as Ctrl-D at the prompt, or quit() in Lua).", cmd_quit, false},
 };
 #define NUM_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 
@@ -211,20 +201,29 @@ static const command commands[] = {
  * of its own). */
 static const char *const whole_line_commands[] = {"sql"};
 
+/* Command i of all the tables: this file's, then the debugger's (debugger_commands.c). */
+static int num_all_commands(void) { return NUM_COMMANDS + repl_num_debugger_commands; }
+static const command *command_at(int i)
+{
+    return i < NUM_COMMANDS ? &commands[i] : &repl_debugger_commands[i - NUM_COMMANDS];
+}
+
 static const command *find_command(const char *name)
 {
-    for (int i = 0; i < NUM_COMMANDS; i++)
-        if (strcmp(commands[i].name, name) == 0 || (commands[i].alias && strcmp(commands[i].alias, name) == 0))
-            return &commands[i];
+    for (int i = 0; i < num_all_commands(); i++) {
+        const command *c = command_at(i);
+        if (strcmp(c->name, name) == 0 || (c->alias && strcmp(c->alias, name) == 0))
+            return c;
+    }
     return NULL;
 }
 
 const char *const *repl_command_names(void)
 {
-    static const char *names[NUM_COMMANDS + 1];
+    static const char *names[NUM_COMMANDS + 64];
     if (!names[0])
-        for (int i = 0; i < NUM_COMMANDS; i++)
-            names[i] = commands[i].name;
+        for (int i = 0; i < num_all_commands() && i < NUM_COMMANDS + 63; i++)
+            names[i] = command_at(i)->name;
     return names;
 }
 
@@ -300,8 +299,8 @@ static void suggest_print(const suggestions *s, FILE *out, const char *prefix)
 
 static void suggest_commands(suggestions *s)
 {
-    for (int i = 0; i < NUM_COMMANDS; i++)
-        suggest_consider(s, commands[i].name);
+    for (int i = 0; i < num_all_commands(); i++)
+        suggest_consider(s, command_at(i)->name);
 }
 
 /* ---------------------------------------------------------------- small helpers */
@@ -689,10 +688,12 @@ static void print_command_help(const command *c)
 static void print_overview(void)
 {
     puts("Commands (a line starting with ':'):");
-    for (int i = 0; i < NUM_COMMANDS; i++) {
+    for (int i = 0; i < num_all_commands(); i++) {
         char head[40];
-        snprintf(head, sizeof head, ":%s %s", commands[i].name, commands[i].synopsis);
-        printf("  %-19s %s\n", head, commands[i].summary);
+        if (i == NUM_COMMANDS)
+            puts("The step debugger (docs/debugger.md):");
+        snprintf(head, sizeof head, ":%s %s", command_at(i)->name, command_at(i)->synopsis);
+        printf("  %-19s %s\n", head, command_at(i)->summary);
     }
     puts("\n"
          "Everything else is Lua 5.4. Op functions build graph nodes; run() computes them:\n"
@@ -1466,6 +1467,13 @@ static void print_usage(const command *c, const words *w)
 static const command *whole_line_command(const char *line, const char **rest)
 {
     size_t n = strcspn(line, " \t\r\n");
+    for (int i = NUM_COMMANDS; i < num_all_commands(); i++) /* the debugger's whole-line commands */
+        if (command_at(i)->whole_line && ((strlen(command_at(i)->name) == n && strncmp(command_at(i)->name, line, n) == 0) ||
+                                          (command_at(i)->alias && strlen(command_at(i)->alias) == n &&
+                                           strncmp(command_at(i)->alias, line, n) == 0))) {
+            *rest = line + n;
+            return command_at(i);
+        }
     for (size_t i = 0; i < sizeof whole_line_commands / sizeof whole_line_commands[0]; i++)
         if (strlen(whole_line_commands[i]) == n && strncmp(whole_line_commands[i], line, n) == 0) {
             *rest = line + n;
@@ -1481,6 +1489,10 @@ static repl_result run_whole_line(repl *r, const command *c, const char *rest)
     size_t len = strlen(rest);
     while (len > 0 && isspace((unsigned char)rest[len - 1]))
         len--;
+    if (len == 0 && c->whole_line) {
+        char *argv[2] = {(char *)c->name, NULL};
+        return c->run(r, 1, argv);
+    }
     if (len == 0) {
         fprintf(stderr, "usage: :%s %s (an argument is missing)\n", c->name, c->synopsis);
         return REPL_FAILED;

@@ -6,6 +6,18 @@
 
 #include "repl.h"
 
+/* One ':' command (a row of a command table: commands.c's, debugger_commands.c's). */
+typedef struct repl_command_entry {
+    const char *name;
+    const char *alias;    /* a documented short form, or NULL */
+    int min_args, max_args;
+    const char *synopsis; /* the arguments, as usage shows them */
+    const char *summary;  /* one line for :help */
+    const char *help;     /* the long help for :help NAME */
+    repl_result (*run)(repl *r, int argc, char **argv);
+    bool whole_line;      /* its one argument is the rest of the line as typed (argc 1 when empty) */
+} repl_command_entry;
+
 repl_result repl_cmd_runs(repl *r, int argc, char **argv);
 repl_result repl_cmd_run(repl *r, int argc, char **argv);
 repl_result repl_cmd_tensor(repl *r, int argc, char **argv);

@@ -5,7 +5,8 @@
  *
  *   ":he|"                 a command name (the line starts with ':', the cursor is in its first word)
  *   ":help ma|"            commands, Lua globals, op functions
- *   ":info d|", ":nodes"   node names (with their scopes: "dense/MatMul")
+ *   ":info d|", ":nodes"   node names (with their scopes: "dense/MatMul"); also the debugger's :break,
+ *                          :until, :print, :ni, :li, :lo, :set
  *   "tide.ma|", "t:re|"    the fields of the table (or the methods of the userdata's metatable) that
  *                          the text before the last '.' or ':' names; ':' lists functions only
  *   anything else          Lua keywords, the user's globals and _G
@@ -374,7 +375,8 @@ char **repl_complete(repl *r, const char *line, int end, int *count)
         add_list(repl_command_names(), line + 1, (size_t)end - 1, &c, ":");
         return cands_finish(&c, count);
     }
-    static const char *const node_commands[] = {"info", "nodes", "watch", "unwatch", "tensor", NULL};
+    static const char *const node_commands[] = {"info",  "nodes", "watch", "unwatch", "tensor", "break", "until",
+                                                "print", "p",     "ni",    "li",      "lo",     "set",   NULL};
     bool node_arg = false;
     for (int i = 0; command_line && node_commands[i]; i++)
         node_arg |= cmd_len == strlen(node_commands[i]) && starts_with(line + 1, node_commands[i], cmd_len);

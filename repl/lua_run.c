@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "debugger.h"
 #include "repl.h"
 
 #define SESSION_MT "tide.session"
@@ -219,6 +220,8 @@ int repl_run(lua_State *L, tide_session *s, int base)
     int fidx = base, feed_idx = base + 1, opt_idx = base + 2;
     if (lua_isnoneornil(L, fidx))
         return repl_raise(L, "run needs something to run: a node, a list of nodes or a table of named nodes");
+    if (r->debugger && r->debugger->step)
+        return repl_raise(L, "run() at a debugger stop: the stopped step must end first (:continue, :step or :abort)");
     static const char *const options[] = {"trace", "timeout", NULL};
     tide_run_options ro = {0};
     if (lua_type(L, opt_idx) == LUA_TTABLE) {

@@ -31,6 +31,9 @@ static void usage(FILE *out)
             "  FILE.lua [ARGS]   run a script; ARGS are in the table `arg` (arg[0] is FILE)\n"
             "  -e STATEMENT      run STATEMENT (may be repeated), then exit unless -i\n"
             "  -i                enter the prompt after the script or -e statements\n"
+            "  --debug           a debugger prompt wherever a breakpoint stops a run (dbg.break_at,\n"
+            "                    dbg.on_bad; docs/debugger.md), read from stdin even when it is\n"
+            "                    not a terminal\n"
             "  --threads N       executor threads (default: one per core, or $TIDE_THREADS)\n"
             "  --devices N       virtual CPU devices /cpu:0../cpu:N-1 (default 1, or $TIDE_CPU_DEVICES)\n"
             "  --log FILE        record sessions, graphs and runs in the run log FILE (SQLite,\n"
@@ -164,13 +167,14 @@ int main(int argc, char **argv)
     const char *log_path = getenv("TIDE_LOG");
     if (!log_path)
         log_path = "tide-runs.db";
-    enum { OPT_THREADS = 256, OPT_DEVICES, OPT_LOG, OPT_NO_LOG, OPT_VERSION, OPT_WEB, OPT_PORT, OPT_BEST_EFFORT };
+    enum { OPT_THREADS = 256, OPT_DEVICES, OPT_LOG, OPT_NO_LOG, OPT_VERSION, OPT_WEB, OPT_PORT, OPT_BEST_EFFORT, OPT_DEBUG };
     static const struct option longs[] = {
         {"threads", required_argument, 0, OPT_THREADS}, {"devices", required_argument, 0, OPT_DEVICES},
         {"log", required_argument, 0, OPT_LOG},         {"no-log", no_argument, 0, OPT_NO_LOG},
         {"quiet", no_argument, 0, 'q'},                 {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, OPT_VERSION},       {"web", no_argument, 0, OPT_WEB},
         {"port", required_argument, 0, OPT_PORT},       {"log-best-effort", no_argument, 0, OPT_BEST_EFFORT},
+        {"debug", no_argument, 0, OPT_DEBUG},
         {0, 0, 0, 0},
     };
     int c;
@@ -198,6 +202,7 @@ int main(int argc, char **argv)
         case OPT_LOG: log_path = optarg; break;
         case OPT_NO_LOG: no_log = true; break;
         case OPT_BEST_EFFORT: o.log_best_effort = true; break;
+        case OPT_DEBUG: o.debug = true; break;
         case OPT_WEB: web = true; break;
         case OPT_PORT:
             if (parse_count("--port", optarg, 0, 65535, &web_port))

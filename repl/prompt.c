@@ -61,8 +61,16 @@ static prompt *prompt_of(EditLine *el)
     return p;
 }
 
+/* The prompt that reads the terminal now (the REPL's, or one opened for a script's debugger stops),
+ * and the text of a debugger stop's prompt while one is read. */
+static prompt *active_prompt;
+static prompt script_prompt;
+static const char *stop_prompt_text;
+
 static char *prompt_text(EditLine *el)
 {
+    if (stop_prompt_text)
+        return (char *)stop_prompt_text;
     return (char *)(prompt_of(el)->continuation ? "...> " : "tide> ");
 }
 
@@ -359,6 +367,81 @@ static void discard(prompt *p, bool echo)
     }
 }
 
+/* ------------------------------------------------------------------ a debugger stop's lines */
+
+bool repl_stdin_is_terminal(void) { return isatty(STDIN_FILENO); }
+
+static char *stream_line(repl *r, FILE *in, const char *text, bool *interrupted)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    if (in == stdin && isatty(STDOUT_FILENO)) {
+        fputs(text, stdout);
+        fflush(stdout);
+    }
+    errno = 0;
+    ssize_t n = getline(&line, &cap, in);
+    if (n < 0) {
+        *interrupted = errno == EINTR && r->interrupted;
+        clearerr(in);
+        free(line);
+        return NULL;
+    }
+    if (n > 0 && line[n - 1] == '\n')
+        line[n - 1] = '\0';
+    return line;
+}
+
+char *repl_read_stop_line(repl *r, const char *text, bool *interrupted)
+{
+    *interrupted = false;
+    if (r->input || !isatty(STDIN_FILENO))
+        return stream_line(r, r->input ? r->input : stdin, text, interrupted);
+    if (!active_prompt) { /* a script's first stop: a line editor of its own */
+        if (!prompt_open(&script_prompt, r)) {
+            prompt_close(&script_prompt);
+            return stream_line(r, stdin, text, interrupted);
+        }
+        active_prompt = &script_prompt;
+    }
+    prompt *p = active_prompt;
+    for (;;) {
+        stop_prompt_text = text;
+        int count = 0;
+        errno = 0;
+        const char *line = el_gets(p->el, &count);
+        stop_prompt_text = NULL;
+        if (!line && count < 0 && errno == EINTR) {
+            discard(p, true);
+            r->interrupted = 1; /* discard cleared it: the stop aborts */
+            *interrupted = true;
+            return NULL;
+        }
+        if (!line)
+            return NULL;
+        size_t n = strlen(line);
+        if (n > 0 && line[n - 1] == '\n')
+            n--;
+        char *copy = strndup(line, n);
+        if (copy && !is_blank(copy)) {
+            HistEvent ev;
+            history(p->hist, &ev, H_ENTER, copy);
+            repl_history_add(r, copy);
+        }
+        if (!copy || !is_blank(copy))
+            return copy;
+        free(copy);
+    }
+}
+
+void repl_prompt_cleanup(void)
+{
+    if (active_prompt == &script_prompt) {
+        prompt_close(&script_prompt);
+        active_prompt = NULL;
+    }
+}
+
 int repl_run_prompt(repl *r)
 {
     prompt p;
@@ -366,6 +449,7 @@ int repl_run_prompt(repl *r)
         prompt_close(&p);
         return repl_run_stream(r, stdin, "stdin");
     }
+    active_prompt = &p;
     while (!r->quit) {
         if (r->interrupted) /* Ctrl-C between two reads */
             discard(&p, false);
@@ -400,6 +484,7 @@ int repl_run_prompt(repl *r)
             break;
     }
     fflush(stdout);
+    active_prompt = NULL;
     prompt_close(&p);
     return r->exit_status;
 }

@@ -26,6 +26,7 @@
 
 #include <lualib.h>
 
+#include "debugger.h"
 #include "graphdef_repl.h"
 #include "lua_checkpoint.h"
 #include "lua_control_flow.h"
@@ -286,6 +287,7 @@ static tide_status open_lua(repl *r, tide_error *err)
     repl_open_checkpoint(L);
     repl_open_queues(L);
     repl_open_options(L);
+    repl_open_debugger(L);
     lua_pushcfunction(L, l_quit);
     lua_setfield(L, module, "quit");
     lua_pushvalue(L, module);
@@ -380,6 +382,8 @@ void repl_free(repl *r)
     if (r->L)
         lua_close(r->L); /* frees the sessions made by session() */
     repl_close_sessions(r);
+    repl_debugger_free(r->debugger);
+    repl_prompt_cleanup();
     tide_session_free(r->session);
     tide_graph_free(r->graph);
     tide_engine_free(r->engine);
@@ -619,6 +623,18 @@ repl_result repl_eval(repl *r, const char *entry, const char *chunkname)
     return ok ? REPL_DONE : REPL_FAILED;
 }
 
+repl_result repl_eval_nested(repl *r, const char *entry)
+{
+    int first_node = r->first_node;
+    sig_atomic_t evaluating = r->evaluating;
+    repl_result res = repl_eval(r, entry, "stdin");
+    if (res == REPL_INCOMPLETE)
+        fputs("error: an entry at a debugger stop is one line\n", stderr);
+    r->first_node = first_node;
+    r->evaluating = evaluating;
+    return res;
+}
+
 int repl_run_script(repl *r, const char *path, int argc, char **argv)
 {
     lua_State *L = r->L;
@@ -656,6 +672,8 @@ int repl_run_stream(repl *r, FILE *in, const char *chunkname)
     char *line = NULL, *entry = NULL;
     size_t cap = 0, len = 0;
     bool failed = false;
+    FILE *outer = r->input;
+    r->input = in; /* a debugger stop reads its entries from here too */
     for (;;) {
         errno = 0;
         ssize_t n = getline(&line, &cap, in);
@@ -689,6 +707,7 @@ int repl_run_stream(repl *r, FILE *in, const char *chunkname)
     }
     free(line);
     free(entry);
+    r->input = outer;
     if (r->quit)
         return r->exit_status;
     return failed ? 1 : 0;

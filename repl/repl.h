@@ -49,6 +49,7 @@ typedef struct repl_options {
     bool log_best_effort;     /* --log-best-effort: a log that loses records does not fail a script */
     bool interactive;         /* a terminal: prompts, completion, history file */
     bool quiet;               /* no banner */
+    bool debug;               /* --debug: a debugger stop reads entries from stdin, terminal or not */
     bool exit_on_second_interrupt; /* a second Ctrl-C while the first is pending ends the process
                                     * (the program; not drivers such as the statement fuzzer) */
 } repl_options;
@@ -95,6 +96,8 @@ typedef struct repl {
         int64_t iteration, ns;
     } *last_trace;
     int num_last_trace;
+    struct repl_debugger *debugger; /* the step debugger (debugger.h), made at its first use */
+    FILE *input;                /* the stream entries are read from (repl_run_stream), or NULL */
 
     char **history;             /* entries of this session, oldest first */
     int num_history, cap_history;
@@ -139,6 +142,9 @@ int repl_run_script(repl *r, const char *path, int argc, char **argv);
  * statement is incomplete. No prompt, no echo; Ctrl-C stops the entry and the next one is read, as
  * at the prompt. Returns the exit status (1 if any entry failed). */
 int repl_run_stream(repl *r, FILE *in, const char *chunkname);
+/* Evaluates an entry typed at a debugger stop, inside the entry that is running (the step's run):
+ * the outer entry's state (its first node, its Ctrl-C handling) is kept. */
+repl_result repl_eval_nested(repl *r, const char *entry);
 /* Appends to the session's history (the prompt also writes ~/.tide_history). */
 void repl_history_add(repl *r, const char *entry);
 /* Drops the graph, the default session and every node handle; makes a fresh graph and session (the
@@ -260,6 +266,14 @@ void repl_open_data(lua_State *L);
 
 /* The interactive loop on a terminal; returns the exit status. */
 int repl_run_prompt(repl *r);
+/* One line at a debugger stop (malloc'd, without its '\n'), with `prompt`: from the stream being read
+ * (r->input), else from the terminal (the prompt's line editor). NULL at the end of the input, or with
+ * *interrupted set after a Ctrl-C. */
+char *repl_read_stop_line(repl *r, const char *prompt, bool *interrupted);
+/* Closes the line editor a script's debugger stop opened (at the end). */
+void repl_prompt_cleanup(void);
+/* Whether stdin is a terminal. */
+bool repl_stdin_is_terminal(void);
 /* Completions of the word that ends at `end` in line (ops, nodes, Lua globals and fields after a
  * '.' or ':', commands after a leading ':'). Returns a malloc'd array of malloc'd strings, sorted and
  * unique, with *count set (NULL when none). */

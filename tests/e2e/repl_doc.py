@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """repl_doc.py — checks that docs/repl.md tells the truth: every `tide> ` entry of the tutorial's
 transcripts is run, in order, in one `tide` process (reading a pipe, as the prompt would), and what
-it prints must equal the lines the document shows under it. Usage: repl_doc.py TIDE DOC [MIN_ENTRIES]
+it prints must equal the lines the document shows under it. An entry at a debugger stop has the stop's
+prompt (`tide[step 4 at 'lv']> `, docs/debugger.md): piped entries are read by the stop as well. Usage: repl_doc.py TIDE DOC [MIN_ENTRIES]
 (docs/repl.md and docs/control-flow.md; MIN_ENTRIES, default 20, guards against a document whose
 transcripts stopped being found)."""
 import os
@@ -10,6 +11,7 @@ import subprocess
 import sys
 
 MARK = "@@entry-done@@"
+PROMPT = re.compile(r"^tide(\[step \d+ at '[^']*'\])?> ")
 
 
 def transcripts(text):
@@ -21,10 +23,11 @@ def transcripts(text):
             continue
         entry, expected = None, []
         for line in lines:
-            if line.startswith("tide> "):
+            prompt = PROMPT.match(line)
+            if prompt:
                 if entry is not None:
                     pairs.append((entry, expected))
-                entry, expected = line[len("tide> "):], []
+                entry, expected = line[prompt.end():], []
             elif line.startswith("...> ") and entry is not None:
                 entry += "\n" + line[len("...> "):]
             elif entry is not None:
