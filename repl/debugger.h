@@ -112,6 +112,8 @@ repl_result repl_dbg_print(repl_debugger *d, const char *args);
 repl_result repl_dbg_ni(repl_debugger *d, const char *name);
 repl_result repl_dbg_li(repl_debugger *d, const char *args, bool inputs);
 repl_result repl_dbg_set(repl_debugger *d, const char *args);
+/* :dump: every tensor the stopped step has produced, into the run log (kind "dumped"). */
+repl_result repl_dbg_dump(repl_debugger *d);
 /* The value of NODE[:k] at the stop (a new reference), or NULL with a message in msg. */
 tide_tensor *repl_dbg_value(repl_debugger *d, const char *spec, char *msg, size_t size);
 

@@ -191,6 +191,15 @@ static repl_result cmd_set(repl *r, int argc, char **argv)
     return repl_dbg_set(r->debugger, arg_of(argc, argv));
 }
 
+static repl_result cmd_dump(repl *r, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    if (!need_stop(r->debugger, "dump"))
+        return REPL_FAILED;
+    return repl_dbg_dump(r->debugger);
+}
+
 const repl_command_entry repl_debugger_commands[] = {
     {"break", "b", 0, 1, "SPEC", "stop a step after a node runs (breakpoints stay across runs)",
      "SPEC is NODE, GLOB, op:TYPE, if has_inf_or_nan [--ignore GLOB...] or [GLOB] if LUA_EXPR.\n"
@@ -255,5 +264,10 @@ const repl_command_entry repl_debugger_commands[] = {
      "tensor), cast to the output's dtype, before the consumers read it. At a stop before a node: replaces\n"
      "an input it reads, named by its producer. The shape may differ (the consumers check).",
      cmd_set, true},
+    {"dump", NULL, 0, 0, "", "at a stop: write every tensor of the step into the run log",
+     "At a stop: every tensor the step has produced so far (inside loops, the latest iteration's) goes\n"
+     "into the run log as a tensors row of kind `dumped`: its statistics, and its value when it fits under\n"
+     "the value cap (`:log cap BYTES`). `:tensor NODE STEP` and the browser's tensor pages show them.",
+     cmd_dump, true},
 };
 const int repl_num_debugger_commands = (int)(sizeof repl_debugger_commands / sizeof repl_debugger_commands[0]);

@@ -195,7 +195,7 @@ static char *tensor_stats(const tide_tensor *t, st_record *r)
 }
 
 /* A tensors row: statistics, and the value when it fits under the cap. kind: "watched" (a watched node's
- * output), "fetched" (a fetched value) or "image" (an ImageSummary's images). */
+ * output), "fetched" (a fetched value), "image" (an ImageSummary's images) or "dumped" (:dump). */
 static void log_tensor(tide_store *s, const tide_run_info *run, const char *node, int output,
                        const tide_tensor *value, const char *kind, const tide_exec_point *at)
 {
@@ -238,6 +238,13 @@ static void log_tensor(tide_store *s, const tide_run_info *run, const char *node
         return;
     }
     st_push(s, r);
+}
+
+void tide_store_log_dumped(tide_store *s, const tide_run_info *run, const char *node, int output,
+                           const tide_tensor *value, const tide_exec_point *at)
+{
+    if (s && run && node && value)
+        log_tensor(s, run, node, output, value, "dumped", at);
 }
 
 static void log_summary(tide_store *s, const tide_run_info *run, const tide_node *node, const tide_tensor *value)

@@ -125,6 +125,13 @@ void tide_store_detach(tide_store *s, tide_engine *engine, int id);
 tide_status tide_store_watch(tide_store *s, const char *node_name, tide_error *err);
 void tide_store_unwatch(tide_store *s, const char *node_name);
 
+/* Logs one tensor of a run of an attached engine as a tensors row of kind "dumped" (the step
+ * debugger's :dump, docs/debugger.md), the way a watched one is: statistics, and the value when it
+ * holds at most value_cap_bytes; at (may be NULL) is its loop iteration. Thread-safe; queued as the
+ * other records (a lost one is counted). */
+void tide_store_log_dumped(tide_store *s, const tide_run_info *run, const char *node, int output,
+                           const tide_tensor *value, const tide_exec_point *at);
+
 /* Retention: sets tensors.value to NULL for every run except the keep_last_runs most recent ones of
  * the file (the largest runs.id, whichever process logged them); statistics, histograms and all
  * other rows stay. keep_last_runs 0 clears every value. Goes through the writer, after everything

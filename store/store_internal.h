@@ -82,7 +82,7 @@ typedef struct st_record {
             int64_t nan_count, inf_count;
             void *value; /* NULL: not stored */
             size_t value_len;
-            const char *kind; /* tensors.kind: "watched", "fetched" or "image" (static text) */
+            const char *kind; /* tensors.kind: "watched", "fetched", "image" or "dumped" (static text) */
         } tensor;
         struct { /* ST_SUMMARY */
             char *tag;

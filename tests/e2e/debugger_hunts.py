@@ -10,6 +10,7 @@ with entries on stdin (a stop reads its commands from the same stream):
   - the same hunt with the log on the second of two devices (--devices 2);
   - a breakpoint inside a while_loop stops at each iteration and says which;
   - a Lua condition breakpoint, :until, breakpoints kept across runs, disabled, deleted;
+  - :dump writes the stopped step's tensors into the run log, and :tensor reads one back;
   - a script whose stdin is not a terminal: dbg.on_bad(fn) is called at the stop; without a function
     the run is aborted, saying why; --debug reads the stop's commands from stdin.
 
@@ -197,6 +198,19 @@ print(run(y, {[x] = {0, 1}}))
     has("--debug: stop commands from stdin", r"^\[5\.0+, 5\.0+\]$", out)
 
 
+def dump():
+    with tempfile.TemporaryDirectory(prefix="tide-dump-") as cwd:
+        db = os.path.join(cwd, "runs.db")
+        p = subprocess.run([TIDE, "--quiet", "--log", db], capture_output=True, text=True, timeout=120, cwd=cwd,
+                           env=dict(os.environ, HOME=cwd),
+                           input="x = placeholder(float32, {2})\nh = x * 2.0\ny = sum(h)\n:break y\n"
+                                 "run(y, {[x] = {1, 2}})\n:dump\n:continue\n:tensor h 0\n:dump\n")
+        out = p.stdout
+    has("dump: every tensor of the stopped step into the log", r"^dumped \d+ tensors of step 0 into the run log", out)
+    has("dump: :tensor reads an intermediate tensor back", r"^h:0 at step 0[^\n]*\n\[2\.0+, 4\.0+\]", out)
+    has("dump: without a stop it says so", r":dump: no step is stopped", p.stderr)
+
+
 def main():
     global TIDE
     TIDE = os.path.abspath(sys.argv[1])
@@ -207,6 +221,7 @@ def main():
     while_loop_iterations()
     conditions_and_lifetime()
     scripts()
+    dump()
     return summary()
 
 
