@@ -286,6 +286,51 @@ static tide_status cos_grad(tide_grad_ctx *ctx)
     return set_scaled(ctx, tide_grad_op1(ctx, "Neg", tide_grad_op1(ctx, "Sin", X(0))));
 }
 
+/* tf.math's functions, TensorFlow's gradients:
+ *   Expm1 dy * exp(x)          Tan   dy / cos(x)^2          Erf, Erfc  +-dy * 2/sqrt(pi) * exp(-x^2)
+ *   Asin  dy / sqrt(1 - x^2)   Acos  -dy / sqrt(1 - x^2)    Atan       dy / (1 + x^2)
+ *   Sinh  dy * cosh(x)         Cosh  dy * sinh(x)
+ *   Asinh dy / cosh(y)         Acosh dy / sinh(y)           Atanh      dy / (1 - x^2) */
+static tide_output one_minus_square(tide_grad_ctx *ctx, tide_output x, bool plus)
+{
+    return tide_grad_op2(ctx, plus ? "Add" : "Sub", scalar_like(ctx, x, 1), tide_grad_op1(ctx, "Square", x));
+}
+
+static tide_status set_divided(tide_grad_ctx *ctx, tide_output divisor)
+{
+    tide_grad_set_dx(ctx, 0, tide_grad_op2(ctx, "RealDiv", DY(0), divisor));
+    return tide_grad_status(ctx);
+}
+
+static tide_status expm1_grad(tide_grad_ctx *ctx) { return set_scaled(ctx, tide_grad_op1(ctx, "Exp", X(0))); }
+static tide_status tan_grad(tide_grad_ctx *ctx)
+{
+    return set_divided(ctx, tide_grad_op1(ctx, "Square", tide_grad_op1(ctx, "Cos", X(0))));
+}
+static tide_status erf_like_grad(tide_grad_ctx *ctx, double sign)
+{
+    tide_output e = tide_grad_op1(ctx, "Exp", tide_grad_op1(ctx, "Neg", tide_grad_op1(ctx, "Square", X(0))));
+    return set_scaled(ctx, tide_grad_op2(ctx, "Mul", scalar_like(ctx, X(0), sign * 1.1283791670955126), e));
+}
+static tide_status erf_grad(tide_grad_ctx *ctx) { return erf_like_grad(ctx, 1); }
+static tide_status erfc_grad(tide_grad_ctx *ctx) { return erf_like_grad(ctx, -1); }
+static tide_status asin_grad(tide_grad_ctx *ctx)
+{
+    return set_divided(ctx, tide_grad_op1(ctx, "Sqrt", one_minus_square(ctx, X(0), false)));
+}
+static tide_status acos_grad(tide_grad_ctx *ctx)
+{
+    tide_output d = tide_grad_op1(ctx, "Sqrt", one_minus_square(ctx, X(0), false));
+    tide_grad_set_dx(ctx, 0, tide_grad_op1(ctx, "Neg", tide_grad_op2(ctx, "RealDiv", DY(0), d)));
+    return tide_grad_status(ctx);
+}
+static tide_status atan_grad(tide_grad_ctx *ctx) { return set_divided(ctx, one_minus_square(ctx, X(0), true)); }
+static tide_status sinh_grad(tide_grad_ctx *ctx) { return set_scaled(ctx, tide_grad_op1(ctx, "Cosh", X(0))); }
+static tide_status cosh_grad(tide_grad_ctx *ctx) { return set_scaled(ctx, tide_grad_op1(ctx, "Sinh", X(0))); }
+static tide_status asinh_grad(tide_grad_ctx *ctx) { return set_divided(ctx, tide_grad_op1(ctx, "Cosh", Y(0))); }
+static tide_status acosh_grad(tide_grad_ctx *ctx) { return set_divided(ctx, tide_grad_op1(ctx, "Sinh", Y(0))); }
+static tide_status atanh_grad(tide_grad_ctx *ctx) { return set_divided(ctx, one_minus_square(ctx, X(0), false)); }
+
 /* ---------------------------------------------------------------- Cast, Select */
 
 /* Between floating-point (or complex) dtypes the gradient is cast back; to or from an integer or
@@ -356,6 +401,10 @@ static void register_math_gradients(void)
         {"SqrtGrad", sqrt_grad_grad}, {"RsqrtGrad", rsqrt_grad_grad},
         {"ReciprocalGrad", reciprocal_grad_grad}, {"InvGrad", reciprocal_grad_grad},
         {"DivNoNan", div_no_nan_grad},
+        {"Expm1", expm1_grad},     {"Tan", tan_grad},         {"Erf", erf_grad},
+        {"Erfc", erfc_grad},       {"Asin", asin_grad},       {"Acos", acos_grad},
+        {"Atan", atan_grad},       {"Sinh", sinh_grad},       {"Cosh", cosh_grad},
+        {"Asinh", asinh_grad},     {"Acosh", acosh_grad},     {"Atanh", atanh_grad},
         {"ClipByValue", clip_by_value_grad},
     };
     register_gradients(table, COUNT_OF(table));

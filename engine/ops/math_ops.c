@@ -1,11 +1,14 @@
 /* math_ops.c — definitions of the element-wise math ops: the binary arithmetic ops with NumPy
  * broadcasting (Add/AddV2, Sub, Mul, the divisions Div, RealDiv, FloorDiv, TruncateDiv, the
  * remainders Mod, TruncateMod, FloorMod, Pow, Maximum, Minimum, SquaredDifference), the unary ops
- * (Neg, Abs, Sign, Square, Reciprocal, the roundings and the float-only transcendental functions),
+ * (Neg, Abs, Sign, Square, Reciprocal, the roundings and the float-only transcendental functions,
+ * tf.math's Expm1, Erf, Erfc, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh among them),
  * ClipByValue, AddN, DivNoNan and the gradient ops SqrtGrad, RsqrtGrad, ReciprocalGrad and InvGrad.
  * Names, attrs and semantics are TensorFlow 1.x's (Mod truncates like C, FloorMod floors
  * like Python); the docs state the integer behaviour (wrapping, rounding, division by zero) the CPU
  * kernels (kernels/cpu/math.c) implement and what differs from TensorFlow. */
+#include <stdio.h>
+
 #include "../tide_op.h"
 
 /* Dtype sets. Every kernel of kernels/cpu/math.c covers exactly the set its op declares. */
@@ -279,6 +282,33 @@ static void register_unary_ops(void)
     unary("Sigmoid", T_FLOAT,
           "Returns 1 / (1 + e^-x) element-wise; floats only. Computed without overflow for any x."
           HALF_DOC, NO_COMPLEX_UNARY);
+    static const struct {
+        const char *name, *doc;
+    } libm[] = {
+        {"Expm1", "Returns e^x - 1 element-wise, accurate for small x; floats only."},
+        {"Erf", "Returns the error function of x element-wise; floats only."},
+        {"Erfc", "Returns the complementary error function 1 - erf(x) element-wise, accurate where "
+                 "erf(x) is near 1; floats only."},
+        {"Tan", "Returns the tangent of x (radians) element-wise; floats only."},
+        {"Asin", "Returns the arcsine of x element-wise, in [-pi/2, pi/2]; floats only. |x| > 1 "
+                 "gives nan."},
+        {"Acos", "Returns the arccosine of x element-wise, in [0, pi]; floats only. |x| > 1 gives "
+                 "nan."},
+        {"Atan", "Returns the arctangent of x element-wise, in (-pi/2, pi/2); floats only."},
+        {"Sinh", "Returns the hyperbolic sine of x element-wise; floats only. Overflow gives inf."},
+        {"Cosh", "Returns the hyperbolic cosine of x element-wise; floats only. Overflow gives inf."},
+        {"Asinh", "Returns the inverse hyperbolic sine of x element-wise; floats only."},
+        {"Acosh", "Returns the inverse hyperbolic cosine of x element-wise, >= 0; floats only. x < 1 "
+                  "gives nan."},
+        {"Atanh", "Returns the inverse hyperbolic tangent of x element-wise; floats only. +-1 give "
+                  "+-inf and |x| > 1 nan."},
+    };
+    char doc[512];
+    for (size_t i = 0; i < sizeof libm / sizeof libm[0]; i++) {
+        snprintf(doc, sizeof doc, "%s Computed by the C library's function of the same name (in "
+                 "float for float32)." HALF_DOC, libm[i].doc);
+        unary(libm[i].name, T_FLOAT, doc, NO_COMPLEX_UNARY);
+    }
     tide_op_register(&(tide_op_spec){
         .name = "ClipByValue",
         .inputs = {"t: T", "clip_value_min: T", "clip_value_max: T"},

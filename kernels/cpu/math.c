@@ -351,6 +351,12 @@ static inline float fast_sigmoidf(float x)
 #define LOG1P_FLT(op, s, T, U, DT) UN_LOOP(op##_##s, T, log1p(x))
 #define SIN_FLT(op, s, T, U, DT) UN_LOOP(op##_##s, T, sin(x))
 #define COS_FLT(op, s, T, U, DT) UN_LOOP(op##_##s, T, cos(x))
+/* tf.math's other functions, libm's (the float versions for float32, through tgmath.h). */
+#define LIBM_FLT(op, s, T, U, DT) UN_LOOP(op##_##s, T, op(x))
+#define LIBM_OPS(X)                                                                          \
+    X(expm1) X(erf) X(erfc) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(asinh) X(acosh) X(atanh)
+#define LIBM_LOOPS(op) FLOATS(LIBM_FLT, op) HALVES(HALF_UN, op)
+LIBM_OPS(LIBM_LOOPS)
 /* Sigmoid from e = exp(-|x|) <= 1, which cannot overflow: 1/(1+e) for x >= 0, e/(1+e) below. */
 static inline double sigmoid_d(double x)
 {
@@ -415,6 +421,7 @@ FLOAT_TABLE(sin)
 FLOAT_TABLE(cos)
 FLOAT_TABLE(tanh)
 FLOAT_TABLE(sigmoid)
+LIBM_OPS(FLOAT_TABLE)
 
 /* ---------------------------------------------------------------- checks of y */
 
@@ -519,6 +526,18 @@ static const unary_op unary_ops[] = {
     {"Cos", cos_loops, 10.0, TIDE_KERNEL_EXPENSIVE},
     {"Tanh", tanh_loops, 6.0, TIDE_KERNEL_EXPENSIVE},
     {"Sigmoid", sigmoid_loops, 6.0, TIDE_KERNEL_EXPENSIVE},
+    {"Expm1", expm1_loops, 10.0, TIDE_KERNEL_EXPENSIVE},
+    {"Erf", erf_loops, 10.0, TIDE_KERNEL_EXPENSIVE},
+    {"Erfc", erfc_loops, 10.0, TIDE_KERNEL_EXPENSIVE},
+    {"Tan", tan_loops, 15.0, TIDE_KERNEL_EXPENSIVE},
+    {"Asin", asin_loops, 10.0, TIDE_KERNEL_EXPENSIVE},
+    {"Acos", acos_loops, 10.0, TIDE_KERNEL_EXPENSIVE},
+    {"Atan", atan_loops, 10.0, TIDE_KERNEL_EXPENSIVE},
+    {"Sinh", sinh_loops, 10.0, TIDE_KERNEL_EXPENSIVE},
+    {"Cosh", cosh_loops, 10.0, TIDE_KERNEL_EXPENSIVE},
+    {"Asinh", asinh_loops, 15.0, TIDE_KERNEL_EXPENSIVE},
+    {"Acosh", acosh_loops, 15.0, TIDE_KERNEL_EXPENSIVE},
+    {"Atanh", atanh_loops, 15.0, TIDE_KERNEL_EXPENSIVE},
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

@@ -1,5 +1,6 @@
 /* test_math.c — the element-wise math family: Add, AddV2, Sub, Mul, Div, RealDiv, FloorDiv,
- * TruncateDiv, Mod, TruncateMod, FloorMod, Pow, Maximum, SquaredDifference,
+ * TruncateDiv, Mod, TruncateMod, FloorMod, Pow, Maximum, SquaredDifference, DivNoNan, the gradient
+ * ops SqrtGrad, RsqrtGrad, ReciprocalGrad, InvGrad,
  * Minimum, the unary ops and AddN. Expected values are computed here, independently of the kernels:
  * floats by reference loops in double (NumPy broadcasting written out index by index), integers in
  * 128-bit arithmetic reduced to the dtype's width, plus literal tables for the documented integer
@@ -843,6 +844,12 @@ static const ucase UCASES[] = {
     {"Reciprocal", u_reciprocal, -100, 100, 2e-7, 1e-15}, {"Inv", u_reciprocal, -100, 100, 2e-7, 1e-15},
     {"Floor", floor, -100, 100, 0, 0},       {"Ceil", ceil, -100, 100, 0, 0},
     {"Rint", u_round_even, -100, 100, 0, 0}, {"Round", u_round_even, -100, 100, 0, 0},
+    {"Expm1", expm1, -20, 20, 1e-6, 1e-14},  {"Erf", erf, -4, 4, 1e-6, 1e-14},
+    {"Erfc", erfc, -4, 9, 1e-6, 1e-14},      {"Tan", tan, -1.5, 1.5, 1e-6, 1e-14},
+    {"Asin", asin, -1, 1, 1e-6, 1e-14},      {"Acos", acos, -1, 1, 1e-6, 1e-14},
+    {"Atan", atan, -50, 50, 1e-6, 1e-14},    {"Sinh", sinh, -20, 20, 1e-6, 1e-14},
+    {"Cosh", cosh, -20, 20, 1e-6, 1e-14},    {"Asinh", asinh, -100, 100, 1e-6, 1e-14},
+    {"Acosh", acosh, 1, 100, 1e-6, 1e-14},   {"Atanh", atanh, -0.99, 0.99, 1e-6, 1e-14},
 };
 #define NUM_UCASES ((int)(sizeof UCASES / sizeof UCASES[0]))
 
@@ -885,6 +892,32 @@ static void test_unary_float(void)
             check_unary(&UCASES[c], dts[d], 2, TH_DIMS(7, 13));
             check_unary(&UCASES[c], dts[d], 3, TH_DIMS(2, 0, 5));
         }
+}
+
+/* tf.math's functions at points whose values follow from exp, log and sqrt (not from the functions
+ * under test), in float64, and their domain edges. */
+static void test_unary_closed_forms(void)
+{
+    const double e = exp(1), pi = acos(-1);
+    const struct {
+        const char *op;
+        double x, want;
+    } cases[] = {
+        {"Atan", 1, pi / 4},   {"Asin", 0.5, pi / 6},  {"Acos", 0.5, pi / 3},   {"Tan", pi / 4, 1},
+        {"Sinh", 1, (e - 1 / e) / 2}, {"Cosh", 1, (e + 1 / e) / 2}, {"Asinh", 2, log(2 + sqrt(5))},
+        {"Acosh", 2, log(2 + sqrt(3))}, {"Atanh", 0.5, log(3) / 2}, {"Expm1", 1, e - 1},
+        {"Erf", 0, 0},         {"Erfc", 0, 1},         {"Erf", INFINITY, 1},    {"Erfc", -INFINITY, 2},
+        {"Atanh", 1, INFINITY}, {"Acosh", 0.5, NAN},   {"Asin", 1.5, NAN},      {"Acos", -1, pi},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tide_tensor *x = th_f64(0, NULL, &cases[i].x), *w = th_f64(0, NULL, &cases[i].want);
+        tide_tensor *got = run1(cases[i].op, x);
+        TH_ASSERT_CLOSE(got, w, 1e-15, 0);
+        if (!close_enough(got, w, 1e-15, 0))
+            fprintf(stderr, "  (%s(%g))\n", cases[i].op, cases[i].x);
+        tide_tensor *all[] = {x, w, got};
+        release_all(all, 3);
+    }
 }
 
 /* Large tensors: the parallel path, and half types across several conversion chunks. */
@@ -1436,6 +1469,7 @@ int main(void)
         TH_TEST(test_division_by_zero),
         TH_TEST(test_complex),
         TH_TEST(test_unary_float),
+        TH_TEST(test_unary_closed_forms),
         TH_TEST(test_unary_large),
         TH_TEST(test_unary_special),
         TH_TEST(test_rounding),
