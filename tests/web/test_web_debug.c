@@ -126,6 +126,22 @@ static void token_of(tide_web *w, char *token, size_t size)
     snprintf(token, size, "%s", t + strlen("/debugger?token="));
 }
 
+/* A server with the fake debugger, its port, its token and the header that carries it. */
+typedef struct debug_server {
+    tide_web *w;
+    int port;
+    char token[64], header[256];
+} debug_server;
+
+static debug_server start_debug(void)
+{
+    debug_server d = {.w = start(true)};
+    d.port = tide_web_port(d.w);
+    token_of(d.w, d.token, sizeof d.token);
+    snprintf(d.header, sizeof d.header, "X-Tide-Token: %s\r\n", d.token);
+    return d;
+}
+
 /* ---------------------------------------------------------------- tests */
 
 static void test_token(void)
@@ -150,11 +166,10 @@ static void test_token(void)
 
 static void test_state_needs_token(void)
 {
-    tide_web *w = start(true);
-    int port = tide_web_port(w);
-    char token[64], header[128], path[128];
-    token_of(w, token, sizeof token);
-    snprintf(header, sizeof header, "X-Tide-Token: %s\r\n", token);
+    debug_server d = start_debug();
+    tide_web *w = d.w;
+    int port = d.port;
+    char *token = d.token, *header = d.header, path[128];
     reply r = http(port, "GET", "/api/debug/state", NULL, NULL);
     CU_ASSERT_EQUAL(r.status, 403);
     CU_ASSERT_PTR_NOT_NULL(strstr(body_of(&r), "token"));
@@ -181,23 +196,22 @@ static void test_state_needs_token(void)
 
 static void test_commands(void)
 {
-    tide_web *w = start(true);
-    int port = tide_web_port(w);
-    char token[64], header[256], path[160];
-    token_of(w, token, sizeof token);
-    snprintf(header, sizeof header, "X-Tide-Token: %s\r\n", token);
+    debug_server d = start_debug();
+    tide_web *w = d.w;
+    int port = d.port;
+    char *token = d.token, *header = d.header, path[160];
     int before = commands_seen();
 
     reply r = http(port, "POST", "/api/debug/command?command=step", NULL, NULL);
     CU_ASSERT_EQUAL(r.status, 403);
     CU_ASSERT_EQUAL(commands_seen(), before);
-    snprintf(header, sizeof header, "X-Tide-Token: %s\r\nOrigin: http://evil.example\r\n", token);
+    snprintf(header, sizeof d.header, "X-Tide-Token: %s\r\nOrigin: http://evil.example\r\n", token);
     r = http(port, "POST", "/api/debug/command?command=step", NULL, header);
     CU_ASSERT_EQUAL(r.status, 403);
     CU_ASSERT_PTR_NOT_NULL(strstr(body_of(&r), "another site"));
     CU_ASSERT_EQUAL(commands_seen(), before);
 
-    snprintf(header, sizeof header, "X-Tide-Token: %s\r\nOrigin: http://127.0.0.1:%d\r\n", token, port);
+    snprintf(header, sizeof d.header, "X-Tide-Token: %s\r\nOrigin: http://127.0.0.1:%d\r\n", token, port);
     r = http(port, "POST", "/api/debug/command?command=step%203", NULL, header);
     CU_ASSERT_EQUAL(r.status, 200);
     CU_ASSERT_STRING_EQUAL(body_of(&r), "{\"ok\":true}");
@@ -224,11 +238,10 @@ static void test_commands(void)
 
 static void test_tensor(void)
 {
-    tide_web *w = start(true);
-    int port = tide_web_port(w);
-    char token[64], header[128];
-    token_of(w, token, sizeof token);
-    snprintf(header, sizeof header, "X-Tide-Token: %s\r\n", token);
+    debug_server d = start_debug();
+    tide_web *w = d.w;
+    int port = d.port;
+    const char *header = d.header;
     reply r = http(port, "GET", "/api/debug/tensor?node=h", NULL, header);
     CU_ASSERT_EQUAL(r.status, 200);
     CU_ASSERT_PTR_NOT_NULL(strstr(body_of(&r), "\"values\":[6]"));
