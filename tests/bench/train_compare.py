@@ -146,19 +146,22 @@ def compare_adam(programs, steps, have_torch):
             configs += [("channels_last+PASSIVE+OPENBLAS_THREAD_TIMEOUT=4",
                          {"OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_THREAD_TIMEOUT": "4"}, True),
                         ("channels_last+OPENBLAS_NUM_THREADS=1", {"OPENBLAS_NUM_THREADS": "1"}, True)]
+        # One process per peer: each figure is the median of the process's 5 sub-rounds (not interleaved).
+        adam_config = {"optimizer": "adam", "batch": 100, "processes_per_peer": 1, "sub_rounds": 5,
+                       "steps_per_sub_round": steps[model], "tide_threads": tide.get("threads"), "torch_threads": 2}
         results = {}
         for name, env, cl in configs:
             rate, error = run_torch(model, steps[model], env, cl)
             results[name] = rate
             print(json.dumps({"name": "torch.%s.steps_per_s" % model, "config": name, "value": rate,
-                              "unit": "steps/s", **({"error": error} if error else {})}), flush=True)
+                              "unit": "steps/s", **adam_config, **({"error": error} if error else {})}), flush=True)
         best_name = max((k for k in results if results[k]), key=lambda k: results[k], default=None)
         if best_name is None:
             continue
         print(json.dumps({"name": "train.%s.ratio_vs_torch" % model,
                           "value": round(tide["value"] / results[best_name], 3), "unit": "ratio",
                           "tide_steps_per_s": tide["value"], "torch_steps_per_s": round(results[best_name], 2),
-                          "torch_config": best_name}), flush=True)
+                          "torch_config": best_name, **adam_config}), flush=True)
 
 
 def sgd_rounds(model, program, steps, rounds, have_torch, have_numpy):
