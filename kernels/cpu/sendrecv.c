@@ -187,8 +187,8 @@ static void register_sendrecv_kernels(void)
     /* _Recv is the same on every device type: what arrives in another memory space is copied
      * (tide_tensor_copy_to_device_async, on the devices' streams). The simulated device runs the
      * CPU's _Send on its own stream (device_sim.c wraps synchronous CPU kernels). */
-    static const char *const recv_types[] = {"cpu", "sim"};
-    for (int i = 0; i < 2; i++)
+    static const char *const recv_types[] = {"cpu", "sim", "gpu"};
+    for (int i = 0; i < 3; i++)
         tide_kernel_register(&(tide_kernel_spec){.op = "_Recv", .device_type = recv_types[i],
                                                   .flags = TIDE_KERNEL_ASYNC | TIDE_KERNEL_SEES_DEAD,
                                                   .init = key_init, .destroy = key_destroy,
