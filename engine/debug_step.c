@@ -213,6 +213,10 @@ bool tide__debug_present(tide_step *step)
         }
         tide__entry_leave(d->entry);
     }
+    /* What the debugger watches may have changed at the stop (a breakpoint set there): the rest of this
+     * step asks again, as the next step would. */
+    if (cmd != TIDE_DEBUG_ABORT_RUN)
+        tide__plan_update_debugger((tide_plan *)step->plan, step->args->engine, d);
     int64_t deadline = atomic_load(&step->deadline_ns); /* the clock stood still while stopped */
     if (deadline && deadline < INT64_MAX - (tide__now_ns() - p->since_ns))
         atomic_store(&step->deadline_ns, deadline + (tide__now_ns() - p->since_ns));

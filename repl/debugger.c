@@ -14,6 +14,7 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "debugger.h"
 
@@ -219,7 +220,7 @@ bool repl_debugger_until(repl_debugger *d, const char *node, char *msg, size_t s
                                                                                 : "already ran in this step");
         return false;
     }
-    /* Watched nodes are chosen when a step starts: :until steps silently until the node is done. */
+    /* :until steps silently until the node is done (on whichever thread or device it runs). */
     d->until = n;
     d->until_step = d->run_step;
     return repl_debugger_resume(d, TIDE_DEBUG_STEP, 1);
@@ -258,6 +259,40 @@ static tide_debug_action dbg_check(void *user, const tide_debug_event *ev)
     return stop ? TIDE_DEBUG_PAUSE : TIDE_DEBUG_CONTINUE;
 }
 
+/* Breakpoint i as the main thread needs it at a stop (copied under the lock: a web thread may change
+ * the list meanwhile). False past the end. */
+typedef struct bp_seen {
+    int id;
+    repl_bp_kind kind;
+    bool fires;   /* enabled, matches the node (has_inf_or_nan: a bad origin) */
+    char *expr;   /* LUA: a copy */
+} bp_seen;
+
+static bool bp_at(repl_debugger *d, int i, const tide_debug_event *ev, bp_seen *out)
+{
+    pthread_rwlock_rdlock(&d->lock);
+    bool there = i < d->num_bps;
+    if (there) {
+        const repl_breakpoint *bp = d->bps[i];
+        *out = (bp_seen){bp->id, bp->kind, bp->enabled && bp_matches_name(bp, ev->node), NULL};
+        if (out->fires && bp->kind == REPL_BP_BAD)
+            out->fires = repl_bad_origin(bp, ev);
+        if (out->fires && bp->kind == REPL_BP_LUA)
+            out->expr = strdup(bp->expr);
+    }
+    pthread_rwlock_unlock(&d->lock);
+    return there;
+}
+
+static void count_hit(repl_debugger *d, int id)
+{
+    pthread_rwlock_rdlock(&d->lock);
+    int i = bp_index(d, id);
+    if (i >= 0)
+        atomic_fetch_add(&d->bps[i]->hits, 1);
+    pthread_rwlock_unlock(&d->lock);
+}
+
 /* Why the step stopped at ev: sets d->reason (and d->message for has_inf_or_nan). False when it
  * should go on silently (a Lua condition that is false, a breakpoint deleted meanwhile). */
 static bool stop_reason(repl_debugger *d, const tide_debug_event *ev)
@@ -267,23 +302,22 @@ static bool stop_reason(repl_debugger *d, const tide_debug_event *ev)
         snprintf(d->reason, sizeof d->reason, "step");
         return true;
     }
-    for (int i = 0; i < d->num_bps; i++) { /* main thread: the only writer, no lock needed to read */
-        repl_breakpoint *bp = d->bps[i];
-        if (!bp->enabled || !bp_matches_name(bp, ev->node))
+    bp_seen bp;
+    for (int i = 0; bp_at(d, i, ev, &bp); i++) {
+        if (!bp.fires)
             continue;
-        if (bp->kind == REPL_BP_BAD && !repl_bad_origin(bp, ev))
-            continue;
-        if (bp->kind == REPL_BP_LUA) {
-            int yes = repl_dbg_eval_condition(d, bp);
+        if (bp.kind == REPL_BP_LUA) {
+            int yes = repl_dbg_eval_condition(d, bp.id, bp.expr);
+            free(bp.expr);
             if (yes == 0)
                 continue;
-            atomic_fetch_add(&bp->hits, 1);
+            count_hit(d, bp.id);
         }
-        if (bp->kind == REPL_BP_BAD) {
+        if (bp.kind == REPL_BP_BAD) {
             snprintf(d->reason, sizeof d->reason, "has_inf_or_nan");
             d->message = repl_bad_message(ev);
         } else
-            snprintf(d->reason, sizeof d->reason, "breakpoint %d", bp->id);
+            snprintf(d->reason, sizeof d->reason, "breakpoint %d", bp.id);
         return true;
     }
     return false;
@@ -328,14 +362,20 @@ static bool has_input(repl_debugger *d)
     return d->r->opts.debug || d->r->input || d->r->opts.interactive || repl_stdin_is_terminal();
 }
 
-/* The nested prompt: entries until one decides how the step goes on. */
+/* The nested prompt: entries (and the web's requests) until one decides how the step goes on. */
 static void stop_prompt(repl_debugger *d)
 {
     repl *r = d->r;
     char prompt[320];
+    repl_dbg_web_serving(d, true);
     while (!d->decided) {
-        bool interrupted = false;
-        char *line = repl_read_stop_line(r, repl_debugger_prompt(d, prompt, sizeof prompt), &interrupted);
+        repl_dbg_web_serve(d);
+        if (d->decided)
+            break;
+        bool interrupted = false, woken = false;
+        char *line = repl_read_stop_line(r, repl_debugger_prompt(d, prompt, sizeof prompt), &interrupted, &woken);
+        if (woken && !interrupted)
+            continue;
         if (interrupted || r->interrupted) {
             free(line);
             fputs("^C: the run is aborted\n", stdout);
@@ -350,6 +390,7 @@ static void stop_prompt(repl_debugger *d)
         repl_eval_nested(r, line);
         free(line);
     }
+    repl_dbg_web_serving(d, false);
 }
 
 static tide_debug_command dbg_paused(void *user, tide_debug_step *step, const tide_debug_event *ev)
@@ -360,6 +401,7 @@ static tide_debug_command dbg_paused(void *user, tide_debug_step *step, const ti
     d->step = step;
     d->ev = ev;
     d->run_step = tide_debug_step_run(step)->step;
+    atomic_store(&d->last_run_step, d->run_step);
     d->decided = false;
     d->answer = TIDE_DEBUG_RESUME;
     bool stepped = d->stepping;
@@ -406,20 +448,39 @@ static tide_debug_command dbg_paused(void *user, tide_debug_step *step, const ti
 
 void repl_debugger_update(repl_debugger *d)
 {
+    pthread_rwlock_rdlock(&d->lock);
     bool wanted = false;
     for (int i = 0; i < d->num_bps && !wanted; i++)
         wanted = d->bps[i]->enabled;
+    pthread_rwlock_unlock(&d->lock);
+    pthread_mutex_lock(&d->attach_lock);
+    int detach = 0;
     if (wanted && !d->attached) {
         tide_debugger dbg = {.user = d, .watches = dbg_watches, .check = dbg_check, .paused = dbg_paused};
-        d->attached = tide_engine_attach_debugger(d->r->engine, &dbg, d->r->err);
+        tide_error *err = tide_error_new();
+        d->attached = tide_engine_attach_debugger(d->r->engine, &dbg, err);
         if (!d->attached)
-            fprintf(stderr, "the debugger cannot attach: %s\n", tide_error_message(d->r->err));
+            fprintf(stderr, "the debugger cannot attach: %s\n", tide_error_message(err));
+        tide_error_free(err);
     } else if (wanted) {
         tide_engine_debugger_changed(d->r->engine);
     } else if (d->attached) {
-        tide_engine_detach_debugger(d->r->engine, d->attached);
+        detach = d->attached;
         d->attached = 0;
     }
+    pthread_mutex_unlock(&d->attach_lock);
+    if (detach) /* outside the lock: it waits for a stop in progress on another thread */
+        tide_engine_detach_debugger(d->r->engine, detach);
+}
+
+bool repl_debugger_has_bad(repl_debugger *d)
+{
+    bool yes = false;
+    pthread_rwlock_rdlock(&d->lock);
+    for (int i = 0; i < d->num_bps && !yes; i++)
+        yes = d->bps[i]->enabled && d->bps[i]->kind == REPL_BP_BAD;
+    pthread_rwlock_unlock(&d->lock);
+    return yes;
 }
 
 const tide_node *repl_debugger_node(repl_debugger *d, const char *name)
@@ -437,7 +498,11 @@ repl_debugger *repl_debugger_new(repl *r)
         return NULL;
     d->r = r;
     d->lua_on_bad = LUA_NOREF;
+    d->wake[0] = d->wake[1] = -1;
     pthread_rwlock_init(&d->lock, NULL);
+    pthread_mutex_init(&d->attach_lock, NULL);
+    pthread_mutex_init(&d->web_lock, NULL);
+    pthread_cond_init(&d->web_cond, NULL);
     return d;
 }
 
@@ -451,6 +516,14 @@ void repl_debugger_free(repl_debugger *d)
         bp_free(d->bps[i]);
     free(d->bps);
     free(d->message);
+    for (int i = 0; i < 2; i++)
+        if (d->wake[i] >= 0)
+            close(d->wake[i]);
+    if (d->r->debug_wake_fd == d->wake[0])
+        d->r->debug_wake_fd = -1;
     pthread_rwlock_destroy(&d->lock);
+    pthread_mutex_destroy(&d->attach_lock);
+    pthread_mutex_destroy(&d->web_lock);
+    pthread_cond_destroy(&d->web_cond);
     free(d);
 }

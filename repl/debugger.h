@@ -5,10 +5,12 @@
  *   debugger_commands.c the ':' commands (:break, :step, :print, ...) and their help
  *   debugger_view.c     what a stop shows: :where, :print (NumPy slices), :ni, :li, :lo, :set
  *   debugger_lua.c      the Lua table `dbg`
+ *   debugger_web.c      the same from the web server's threads (web/web.h's tide_web_debugger)
  *
- * Threads. Breakpoints are written on the main thread (the one that runs Lua) under `lock` (a
- * writer), and read by `check` on executor threads (a reader). Everything about a stop (the step view,
- * the event, the answer) lives on the main thread, inside `paused`.
+ * Threads. The breakpoints are guarded by `lock`: written (a writer) by the main thread (the one that
+ * runs Lua) or by a web server thread while no step is stopped, read (a reader) by `check` on executor
+ * threads and by the main thread. Everything about a stop (the step view, the event, the answer)
+ * lives on the main thread, inside `paused`; the web's requests are posted to it while it is stopped.
  */
 #ifndef TIDE_REPL_DEBUGGER_H
 #define TIDE_REPL_DEBUGGER_H
@@ -40,9 +42,12 @@ typedef struct repl_breakpoint {
     atomic_llong hits;
 } repl_breakpoint;
 
+typedef struct repl_web_req repl_web_req;
+
 typedef struct repl_debugger {
     repl *r;
-    int attached;               /* the engine debugger's id; 0 when detached (no breakpoint) */
+    pthread_mutex_t attach_lock;
+    int attached;               /* the engine debugger's id; 0 when detached (no breakpoint); attach_lock */
     pthread_rwlock_t lock;      /* bps */
     repl_breakpoint **bps;
     int num_bps, cap_bps, next_id;
@@ -61,6 +66,15 @@ typedef struct repl_debugger {
     bool stepping;              /* the last answer was STEP: the next stop is a step's */
     bool had_stop;              /* the current run stopped at least once */
     int lua_on_bad;             /* registry ref of dbg.on_bad's function, LUA_NOREF if none */
+    atomic_llong last_run_step; /* the step of the latest stop (the web's "run") */
+    atomic_bool running;        /* a run() of the REPL is in progress (the web's "running") */
+
+    /* The web's requests (debugger_web.c): posted while the main thread serves a stop. */
+    pthread_mutex_t web_lock;
+    pthread_cond_t web_cond;
+    int wake[2];                /* a pipe: a byte in it wakes the stop's prompt; -1 until the web asks */
+    bool serving;               /* the main thread is at a stop and takes requests (web_lock) */
+    repl_web_req *requests;     /* web_lock */
 } repl_debugger;
 
 /* ---------------------------------------------------------------- debugger.c */
@@ -77,6 +91,8 @@ bool repl_debugger_enable(repl_debugger *d, int id, bool on);
 void repl_debugger_update(repl_debugger *d);
 /* Ends the stop with cmd (the nested prompt then returns it). False when no step is stopped. */
 bool repl_debugger_resume(repl_debugger *d, tide_debug_command cmd, int steps);
+/* Whether an enabled has_inf_or_nan breakpoint is set. */
+bool repl_debugger_has_bad(repl_debugger *d);
 /* :until NODE: continue, stop after NODE ran. */
 bool repl_debugger_until(repl_debugger *d, const char *node, char *msg, size_t size);
 /* The node of the graph named `name` (also a node of the stopped step's plan: _Send, _Recv...). */
@@ -126,7 +142,20 @@ bool repl_dbg_call_on_bad(repl_debugger *d);
 /* A tensor from a Lua expression evaluated in the REPL's environment, cast to dt (INVALID: inferred);
  * NULL with msg. */
 tide_tensor *repl_dbg_lua_tensor(repl *r, const char *expr, tide_dtype dt, char *msg, size_t size);
-/* Evaluates a :break if EXPR at the stop: 1 true, 0 false, -1 error (printed). */
-int repl_dbg_eval_condition(repl_debugger *d, const repl_breakpoint *bp);
+/* Evaluates breakpoint id's condition EXPR at the stop: 1 true, 0 false, -1 error (printed). */
+int repl_dbg_eval_condition(repl_debugger *d, int id, const char *expr);
+
+/* ---------------------------------------------------------------- debugger_web.c */
+
+/* Makes the wake pipe (the first time); false when it cannot. */
+bool repl_dbg_web_enable(repl_debugger *d);
+/* The table's three functions (web/web.h's tide_web_debugger, user = the repl_debugger). */
+char *repl_dbg_web_state_json(void *user);
+char *repl_dbg_web_command(void *user, const char *command);
+char *repl_dbg_web_tensor_json(void *user, const char *node, int output, char **message);
+/* Main thread, at a stop: answers the requests posted so far. */
+void repl_dbg_web_serve(repl_debugger *d);
+/* Main thread: a stop starts (on) or ends (off) taking requests; off answers those left. */
+void repl_dbg_web_serving(repl_debugger *d, bool on);
 
 #endif

@@ -49,13 +49,19 @@ static repl_result cmd_break(repl *r, int argc, char **argv)
         fprintf(stderr, "%s\n", msg);
         return REPL_FAILED;
     }
-    const repl_breakpoint *bp = d->bps[d->num_bps - 1];
-    printf("breakpoint %d: %s\n", id, bp->spec);
-    if (bp->kind == REPL_BP_NODE && !strpbrk(bp->pattern, "*?[") && !tide_graph_node(r->graph, bp->pattern))
-        fprintf(stderr, "warning: no node '%s' in the graph yet (the breakpoint waits for one)\n", bp->pattern);
-    if (bp->kind == REPL_BP_LUA)
-        printf("(the condition runs on the main thread at a stop after each node it may concern: slow, "
-               "docs/debugger.md)\n");
+    pthread_rwlock_rdlock(&d->lock); /* a web thread may change the list */
+    for (int i = 0; i < d->num_bps; i++) {
+        const repl_breakpoint *bp = d->bps[i];
+        if (bp->id != id)
+            continue;
+        printf("breakpoint %d: %s\n", id, bp->spec);
+        if (bp->kind == REPL_BP_NODE && !strpbrk(bp->pattern, "*?[") && !tide_graph_node(r->graph, bp->pattern))
+            fprintf(stderr, "warning: no node '%s' in the graph yet (the breakpoint waits for one)\n", bp->pattern);
+        if (bp->kind == REPL_BP_LUA)
+            printf("(the condition runs on the main thread at a stop after each node it may concern: slow, "
+                   "docs/debugger.md)\n");
+    }
+    pthread_rwlock_unlock(&d->lock);
     return REPL_DONE;
 }
 
@@ -69,9 +75,11 @@ static repl_result cmd_breaks(repl *r, int argc, char **argv)
         return REPL_DONE;
     }
     printf("%-4s %-8s %-6s %s\n", "ID", "ENABLED", "HITS", "BREAKPOINT");
+    pthread_rwlock_rdlock(&d->lock);
     for (int i = 0; i < d->num_bps; i++)
         printf("%-4d %-8s %-6lld %s\n", d->bps[i]->id, d->bps[i]->enabled ? "yes" : "no",
                (long long)atomic_load(&d->bps[i]->hits), d->bps[i]->spec);
+    pthread_rwlock_unlock(&d->lock);
     return REPL_DONE;
 }
 
@@ -212,8 +220,7 @@ const repl_command_entry repl_debugger_commands[] = {
      "when the expression is true; it sees `node` (name), `op`, `value` (output 0) and `health` (its\n"
      "summary). Lua cannot run on the executor's threads: such a breakpoint stops after every node it\n"
      "concerns and evaluates on the main thread (slow; give a GLOB). With no breakpoint the debugger is\n"
-     "detached and costs nothing. A breakpoint set at a stop fires from the next run on (a step chooses\n"
-     "the nodes it watches when it starts); :until and :step work within the step.",
+     "detached and costs nothing. A breakpoint set at a stop fires in the rest of the step too.",
      cmd_break, true},
     {"breaks", NULL, 0, 0, "", "the breakpoints: number, enabled, hits",
      "Lists the breakpoints: their numbers (for :delete, :disable, :enable), whether they are enabled,\n"

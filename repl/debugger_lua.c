@@ -161,6 +161,7 @@ static int l_breaks(lua_State *L)
 {
     repl_debugger *d = debugger_of(L);
     lua_createtable(L, d->num_bps, 0);
+    pthread_rwlock_rdlock(&d->lock); /* no Lua error can come while it is held (only stack growth: none) */
     for (int i = 0; i < d->num_bps; i++) {
         lua_createtable(L, 0, 4);
         lua_pushinteger(L, d->bps[i]->id);
@@ -173,6 +174,7 @@ static int l_breaks(lua_State *L)
         lua_setfield(L, -2, "hits");
         lua_rawseti(L, -2, i + 1);
     }
+    pthread_rwlock_unlock(&d->lock);
     return 1;
 }
 
@@ -300,7 +302,7 @@ tide_tensor *repl_dbg_lua_tensor(repl *r, const char *expr, tide_dtype dt, char 
     return t;
 }
 
-int repl_dbg_eval_condition(repl_debugger *d, const repl_breakpoint *bp)
+int repl_dbg_eval_condition(repl_debugger *d, int id, const char *expr)
 {
     lua_State *L = d->r->L;
     int top = lua_gettop(L);
@@ -325,8 +327,8 @@ int repl_dbg_eval_condition(repl_debugger *d, const repl_breakpoint *bp)
     lua_setmetatable(L, env);
     char msg[512], what[64];
     int result = -1;
-    snprintf(what, sizeof what, "breakpoint %d's condition", bp->id);
-    if (!compile_expr(L, bp->expr, env, msg, sizeof msg))
+    snprintf(what, sizeof what, "breakpoint %d's condition", id);
+    if (!compile_expr(L, expr ? expr : "false", env, msg, sizeof msg))
         fprintf(stderr, "%s: %s\n", what, msg);
     else if (call_protected(L, what))
         result = lua_toboolean(L, -1);

@@ -268,8 +268,12 @@ int repl_run(lua_State *L, tide_session *s, int base)
         ok = false;
     }
     if (ok) {
+        if (r->debugger) /* what the debugger page shows */
+            atomic_store(&r->debugger->running, true);
         tide_status st = tide_session_run(s, &ro, c->feeds, c->nfeeds, c->fetch, c->nfetch, c->values, c->target,
                                           c->ntarget, ro.trace ? &stats : NULL, err);
+        if (r->debugger)
+            atomic_store(&r->debugger->running, false);
         ok = st == TIDE_OK && !r->interrupted; /* a run that ended as the Ctrl-C came still stops the entry */
         if (r->interrupted)
             tide_error_set(err, TIDE_CANCELLED, "%s: the run was %s; the graph and the variables' values are kept",

@@ -66,6 +66,7 @@ static prompt *prompt_of(EditLine *el)
 static prompt *active_prompt;
 static prompt script_prompt;
 static const char *stop_prompt_text;
+static bool stop_woken; /* the wake fd became readable while a stop's line was read */
 
 static char *prompt_text(EditLine *el)
 {
@@ -109,10 +110,21 @@ static int read_key(EditLine *el, wchar_t *wc)
             errno = EINTR;
             return -1;
         }
-        struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
-        int ready = poll(&pfd, 1, POLL_MS);
+        /* At a debugger stop, the web's requests wake the prompt too (debugger_web.c). */
+        int wake = stop_prompt_text ? p->r->debug_wake_fd : -1;
+        struct pollfd pfd[2] = {{.fd = STDIN_FILENO, .events = POLLIN}, {.fd = wake, .events = POLLIN}};
+        int ready = poll(pfd, wake >= 0 ? 2 : 1, POLL_MS);
         if (ready < 0 && errno != EINTR)
             return -1;
+        if (ready > 0 && wake >= 0 && (pfd[1].revents & POLLIN)) {
+            if (repl_debug_wake(p->r)) { /* the page resumed the step: the line being typed goes */
+                stop_woken = true;
+                errno = EINTR;
+                return -1;
+            }
+            el_set(el, EL_REFRESH); /* what the page did was printed over the line */
+            continue;
+        }
         if (ready <= 0)
             continue;
         ssize_t got = read(STDIN_FILENO, p->bytes + p->num_bytes, 1);
@@ -371,13 +383,45 @@ static void discard(prompt *p, bool echo)
 
 bool repl_stdin_is_terminal(void) { return isatty(STDIN_FILENO); }
 
-static char *stream_line(repl *r, FILE *in, const char *text, bool *interrupted)
+/* Whether the stream has bytes read ahead in its buffer (glibc's FILE, as gnulib's freadahead reads it):
+ * then poll(2) on its descriptor would not see them. */
+static bool buffered(FILE *in)
+{
+#ifdef __GLIBC__
+    return in->_IO_read_ptr < in->_IO_read_end;
+#else
+    (void)in;
+    return true; /* unknown: read it, without waiting for the web */
+#endif
+}
+
+/* Waits until the stream has a line to read (true) or the wake fd is readable (false). */
+static bool wait_stream(repl *r, FILE *in)
+{
+    while (r->debug_wake_fd >= 0 && !buffered(in) && !r->interrupted) {
+        struct pollfd pfd[2] = {{.fd = fileno(in), .events = POLLIN}, {.fd = r->debug_wake_fd, .events = POLLIN}};
+        int ready = poll(pfd, 2, POLL_MS);
+        if (ready < 0 && errno != EINTR)
+            return true;
+        if (ready > 0 && (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
+            return true;
+        if (ready > 0 && (pfd[1].revents & POLLIN))
+            return false;
+    }
+    return true;
+}
+
+static char *stream_line(repl *r, FILE *in, const char *text, bool *interrupted, bool *woken)
 {
     char *line = NULL;
     size_t cap = 0;
     if (in == stdin && isatty(STDOUT_FILENO)) {
         fputs(text, stdout);
         fflush(stdout);
+    }
+    if (!wait_stream(r, in)) {
+        *woken = true;
+        return NULL;
     }
     errno = 0;
     ssize_t n = getline(&line, &cap, in);
@@ -392,25 +436,32 @@ static char *stream_line(repl *r, FILE *in, const char *text, bool *interrupted)
     return line;
 }
 
-char *repl_read_stop_line(repl *r, const char *text, bool *interrupted)
+char *repl_read_stop_line(repl *r, const char *text, bool *interrupted, bool *woken)
 {
-    *interrupted = false;
+    *interrupted = *woken = false;
     if (r->input || !isatty(STDIN_FILENO))
-        return stream_line(r, r->input ? r->input : stdin, text, interrupted);
+        return stream_line(r, r->input ? r->input : stdin, text, interrupted, woken);
     if (!active_prompt) { /* a script's first stop: a line editor of its own */
         if (!prompt_open(&script_prompt, r)) {
             prompt_close(&script_prompt);
-            return stream_line(r, stdin, text, interrupted);
+            return stream_line(r, stdin, text, interrupted, woken);
         }
         active_prompt = &script_prompt;
     }
     prompt *p = active_prompt;
     for (;;) {
         stop_prompt_text = text;
+        stop_woken = false;
         int count = 0;
         errno = 0;
         const char *line = el_gets(p->el, &count);
         stop_prompt_text = NULL;
+        if (!line && count < 0 && errno == EINTR && stop_woken && !r->interrupted) {
+            el_reset(p->el); /* the line typed so far goes; the prompt comes again after the web's request */
+            p->num_bytes = 0;
+            *woken = true;
+            return NULL;
+        }
         if (!line && count < 0 && errno == EINTR) {
             discard(p, true);
             r->interrupted = 1; /* discard cleared it: the stop aborts */

@@ -348,6 +348,7 @@ repl *repl_new(const repl_options *opts, tide_error *err)
     }
     r->opts = *opts;
     r->nodes_at_last_run = -1;
+    r->debug_wake_fd = -1;
     tide_engine_options eo;
     tide_engine_options_init(&eo);
     eo.num_threads = opts->num_threads;

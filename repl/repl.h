@@ -98,6 +98,7 @@ typedef struct repl {
     int num_last_trace;
     struct repl_debugger *debugger; /* the step debugger (debugger.h), made at its first use */
     FILE *input;                /* the stream entries are read from (repl_run_stream), or NULL */
+    int debug_wake_fd;          /* readable when the web posted to a debugger stop; -1: none */
 
     char **history;             /* entries of this session, oldest first */
     int num_history, cap_history;
@@ -267,9 +268,12 @@ void repl_open_data(lua_State *L);
 /* The interactive loop on a terminal; returns the exit status. */
 int repl_run_prompt(repl *r);
 /* One line at a debugger stop (malloc'd, without its '\n'), with `prompt`: from the stream being read
- * (r->input), else from the terminal (the prompt's line editor). NULL at the end of the input, or with
- * *interrupted set after a Ctrl-C. */
-char *repl_read_stop_line(repl *r, const char *prompt, bool *interrupted);
+ * (r->input), else from the terminal (the prompt's line editor). NULL at the end of the input, with
+ * *interrupted set after a Ctrl-C, or with *woken set when r->debug_wake_fd became readable first. */
+char *repl_read_stop_line(repl *r, const char *prompt, bool *interrupted, bool *woken);
+/* At a debugger stop, when r->debug_wake_fd is readable: answers the web's requests (debugger_web.c);
+ * true when one of them resumed or aborted the step (the stop's line must end). */
+bool repl_debug_wake(repl *r);
 /* Closes the line editor a script's debugger stop opened (at the end). */
 void repl_prompt_cleanup(void);
 /* Whether stdin is a terminal. */

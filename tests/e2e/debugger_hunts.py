@@ -9,7 +9,8 @@ with entries on stdin (a stop reads its commands from the same stream):
     that makes non-finite values from it does;
   - the same hunt with the log on the second of two devices (--devices 2);
   - a breakpoint inside a while_loop stops at each iteration and says which;
-  - a Lua condition breakpoint, :until, breakpoints kept across runs, disabled, deleted;
+  - a Lua condition breakpoint, :until, breakpoints kept across runs, disabled, deleted; one set at
+    a stop fires later in the same step;
   - :dump writes the stopped step's tensors into the run log, and :tensor reads one back;
   - a script whose stdin is not a terminal: dbg.on_bad(fn) is called at the stop; without a function
     the run is aborted, saying why; --debug reads the stop's commands from stdin.
@@ -176,6 +177,21 @@ run(c, {[x] = {0, 0}})
     lacks("no breakpoints left", r"in step 3", out)
 
 
+def break_at_stop():
+    st, out, err = tide("""x = placeholder(float32, {2})
+a = x * 2.0
+c = a * a
+:break a
+run(c, {[x] = {1, 2}})
+:break c
+:continue
+:continue
+""")
+    has("a breakpoint set at a stop fires later in the same step",
+        r"stopped after 'a' \(Mul\) in step 0: breakpoint 1[\s\S]*stopped after 'c' \(Mul\) in step 0: breakpoint 2", out)
+    has("and the run finishes", r"^\[ 4\.0+, 16\.0+\]$", out)
+
+
 def scripts():
     script = """x = placeholder(float32, {2})
 y = log(x)
@@ -220,6 +236,7 @@ def main():
     two_devices()
     while_loop_iterations()
     conditions_and_lifetime()
+    break_at_stop()
     scripts()
     dump()
     return summary()

@@ -395,6 +395,57 @@ static void test_detach_waits(void)
     tide_graph_free(m.g);
 }
 
+/* What the debugger watches changes at a stop (a breakpoint set there): the rest of the same step
+ * asks `watches` again, so z, watched only from the stop after h on, stops in that very step. */
+typedef struct growing {
+    atomic_bool watch_z;
+    int stops;
+    char stopped[4][16];
+} growing;
+
+static bool watch_h_then_z(void *user, const tide_node *n)
+{
+    growing *g = user;
+    return strcmp(tide_node_name(n), "h") == 0 || (atomic_load(&g->watch_z) && strcmp(tide_node_name(n), "z") == 0);
+}
+
+static tide_debug_action pause_after(void *user, const tide_debug_event *ev)
+{
+    (void)user;
+    return ev->after ? TIDE_DEBUG_PAUSE : TIDE_DEBUG_CONTINUE;
+}
+
+static tide_debug_command watch_more(void *user, tide_debug_step *step, const tide_debug_event *ev)
+{
+    (void)step;
+    growing *g = user;
+    if (g->stops < 4)
+        snprintf(g->stopped[g->stops], sizeof g->stopped[0], "%s", tide_node_name(ev->node));
+    g->stops++;
+    atomic_store(&g->watch_z, true);
+    tide_engine_debugger_changed(th_engine());
+    return TIDE_DEBUG_RESUME;
+}
+
+static void test_watches_change_at_stop(void)
+{
+    small m = small_graph();
+    growing g = {.stops = 0};
+    atomic_init(&g.watch_z, false);
+    tide_debugger d = {.user = &g, .watches = watch_h_then_z, .check = pause_after, .paused = watch_more};
+    int id = tide_engine_attach_debugger(th_engine(), &d, NULL);
+    tide_session *ses = tide_session_new(th_engine(), m.g, NULL, NULL);
+    tide_tensor *z = gu_fetch(ses, m.z);
+    CU_ASSERT_EQUAL(item(z), 49.0f);
+    CU_ASSERT_EQUAL(g.stops, 2);
+    CU_ASSERT_STRING_EQUAL(g.stopped[0], "h");
+    CU_ASSERT_STRING_EQUAL(g.stopped[1], "z");
+    tide_tensor_release(z);
+    tide_engine_detach_debugger(th_engine(), id);
+    tide_session_free(ses);
+    tide_graph_free(m.g);
+}
+
 static void test_health(void)
 {
     float v[8] = {1, -2, 0, NAN, INFINITY, -INFINITY, 3, 0};
@@ -436,6 +487,6 @@ int main(void)
     static const th_test tests[] = {TH_TEST(test_stop_inspect_override), TH_TEST(test_stepping), TH_TEST(test_abort),
                                     TH_TEST(test_deadline_and_other_branches), TH_TEST(test_two_devices),
                                     TH_TEST(test_stop_in_loop), TH_TEST(test_detach_waits), TH_TEST(test_health),
-                                    TH_END};
+                                    TH_TEST(test_watches_change_at_stop), TH_END};
     return th_main("debugger", tests);
 }
