@@ -81,7 +81,7 @@ static void *page(void *arg)
     msg = repl_dbg_web_command(d, "continue");
     check("continue: accepted", msg == NULL, msg);
     free(msg);
-    s = state_with(d, "\"node\":\"y\"");
+    s = state_with(d, "\"reason\":\"breakpoint 2\"");
     check("the breakpoint set at the stop fires in the same step", s && strstr(s, "\"at\":{\"node\":\"y\"") &&
                                                                     strstr(s, "\"reason\":\"breakpoint 2\""), s);
     free(s);
