@@ -1258,6 +1258,8 @@ static void web_stop_at_exit(void)
     web_server = NULL;
 }
 
+void repl_web_stop(void) { web_stop_at_exit(); }
+
 static repl_result cmd_web(repl *r, int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "stop") == 0) {
@@ -1294,6 +1296,15 @@ static repl_result cmd_web(repl *r, int argc, char **argv)
         }
         o.port = port == 0 ? -1 : (int)port;
     }
+    /* The debugger page drives the REPL's step debugger (debugger_web.c); `tide serve` has none. */
+    tide_web_debugger table;
+    if (!r->debugger)
+        r->debugger = repl_debugger_new(r);
+    if (r->debugger && repl_dbg_web_enable(r->debugger)) {
+        table = (tide_web_debugger){r->debugger, repl_dbg_web_state_json, repl_dbg_web_command,
+                                    repl_dbg_web_tensor_json};
+        o.debugger = &table;
+    }
     repl_log_flush(r); /* the log file exists and holds this session */
     web_server = tide_web_start(&o, r->err);
     if (!web_server) {
@@ -1304,6 +1315,8 @@ static repl_result cmd_web(repl *r, int argc, char **argv)
     if (!registered)
         registered = atexit(web_stop_at_exit) == 0;
     printf("serving %s at %s\n", o.db_path, tide_web_url(web_server));
+    if (tide_web_debugger_url(web_server))
+        printf("the debugger page: %s\n", tide_web_debugger_url(web_server));
     fflush(stdout);
     return REPL_DONE;
 }

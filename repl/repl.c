@@ -383,6 +383,8 @@ void repl_free(repl *r)
     if (r->L)
         lua_close(r->L); /* frees the sessions made by session() */
     repl_close_sessions(r);
+    if (r->debugger)
+        repl_web_stop(); /* its threads call the debugger */
     repl_debugger_free(r->debugger);
     repl_prompt_cleanup();
     tide_session_free(r->session);

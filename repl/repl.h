@@ -296,6 +296,8 @@ void repl_log_after_entry(repl *r);
  * when records were lost (a script then exits with status 3 unless --log-best-effort). */
 bool repl_log_finish(repl *r);
 
+/* Stops the REPL's web server (:web), if any: before the debugger it drives goes. */
+void repl_web_stop(void);
 /* Runs a ':' command line (with the ':'). Unknown commands suggest the nearest. */
 repl_result repl_command(repl *r, const char *line);
 /* The command names ("help", "nodes", ...), NULL-terminated, for completion and :help. */
