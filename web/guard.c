@@ -119,6 +119,22 @@ static void close_conn(web_guard *g, struct web_conn *c, const char *reply)
 
 static bool waiting(const struct web_conn *c) { return !c->shut && (c->state == CONN_WAITING || c->state == CONN_HEADERS); }
 
+/* Whether an idle-looking connection's whole request header already lies unread in its socket: the
+ * client sent it at once and the server has not read it yet (a busy or loaded server). Such a client is
+ * not waiting slowly, the server is; while attackers of its address reopen what is closed, it soon is the
+ * oldest idle record, and closing it would drop a normal request in favour of the attackers. */
+static bool request_arrived(const struct web_conn *c)
+{
+    char peek[4096];
+    ssize_t n = recv(c->fd, peek, sizeof peek, MSG_PEEK | MSG_DONTWAIT);
+    if (n <= 0)
+        return false;
+    for (ssize_t i = 0; i + 3 < n; i++)
+        if (memcmp(peek + i, "\r\n\r\n", 4) == 0)
+            return true;
+    return n == (ssize_t)sizeof peek; /* more than a header's worth arrived at once: not a slow client */
+}
+
 /* Whether a should be closed before b to make room: a request begun and not complete before an idle
  * connection (which may be a new one about to send its request), then the one that waited longer. */
 static bool evict_before(const struct web_conn *a, const struct web_conn *b)
@@ -129,13 +145,15 @@ static bool evict_before(const struct web_conn *a, const struct web_conn *b)
 }
 
 /* Closes the connection that has waited longest for a request, among all (addr_len 0) or those of
- * one address, those in the middle of a header first; false when every one is busy. Holds the lock. */
+ * one address, those in the middle of a header first; one whose request arrived unread is busy; false
+ * when every one is busy. Holds the lock. (The socket is peeked only for a connection that would
+ * otherwise be the victim.) */
 static bool evict_oldest(web_guard *g, const unsigned char *addr, int addr_len)
 {
     struct web_conn *victim = NULL;
     for (struct web_conn *c = g->head; c; c = c->next)
         if (waiting(c) && (!addr_len || (c->addr_len == addr_len && memcmp(c->addr, addr, (size_t)addr_len) == 0)) &&
-            (!victim || evict_before(c, victim)))
+            (!victim || evict_before(c, victim)) && !(c->state == CONN_WAITING && request_arrived(c)))
             victim = c;
     if (!victim)
         return false;
