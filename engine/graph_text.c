@@ -5,8 +5,17 @@
  * Writing emits nodes in creation order with every attr; reading accepts nodes in any order (inputs may
  * be defined later in the text or already be in the graph), adds them in dependency order and is
  * atomic: on any error (syntax, unknown op/input/attr, type, shape, cycle) the graph is rolled back to
- * exactly what it was. Attr values are parsed generically, then converted by the op's attr types. */
+ * exactly what it was. Attr values are parsed generically, then converted by the op's attr types.
+ *
+ * What reading guards against: the dependency order is found by an explicit stack, not recursion, so
+ * a million nodes in reverse order cannot overflow the C stack; a number that does not fit its type
+ * (an int32 element, an int64 attr, an output index, a float32 that would become inf) is an error,
+ * never wrapped; a tensor literal is parsed straight into its tensor, whose size is checked against
+ * what the rest of the text could hold before it is allocated, so a few bytes cannot claim gigabytes;
+ * a generic list holds at most LIST_MAX items (large data belong in tensor(...)). */
 #include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,14 +307,18 @@ char *tide_node_to_text(const tide_node *n)
 
 /* ---------------------------------------------------------------- reading: generic values */
 
+#define LIST_MAX (1 << 20)   /* items in one generic list */
+#define DEPTH_MAX 16         /* nesting of values */
+
 typedef enum gv_kind { GV_NUMBER, GV_WORD, GV_STRING, GV_LIST, GV_STAR, GV_QMARK, GV_TENSOR } gv_kind;
 
 typedef struct gvalue {
     gv_kind kind;
     char *text;               /* NUMBER, WORD, STRING (decoded, may hold NULs: len) */
     size_t len;
-    struct gvalue *items;     /* LIST; TENSOR: [dtype word, shape list, values list] */
-    int n;
+    struct gvalue *items;     /* LIST */
+    int n, cap;
+    tide_tensor *tensor;      /* TENSOR */
 } gvalue;
 
 static void gv_clear(gvalue *v)
@@ -314,14 +327,23 @@ static void gv_clear(gvalue *v)
     for (int i = 0; i < v->n; i++)
         gv_clear(&v->items[i]);
     free(v->items);
+    tide_tensor_release(v->tensor);
     memset(v, 0, sizeof *v);
 }
 
 typedef struct parser {
-    const char *p;
+    const char *p, *end;      /* end: the text's terminating NUL */
+    const char *source;       /* "graph text", or the file's path: messages say "SOURCE line N" */
     int line;
     tide_error *err;
 } parser;
+
+/* The code of a failure recorded in err, which may be NULL (then all that is known is that it failed). */
+static tide_status failure_code(const tide_error *err)
+{
+    tide_status code = tide_error_code(err);
+    return code != TIDE_OK ? code : TIDE_INVALID_ARGUMENT;
+}
 
 static tide_status perr(parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static tide_status perr(parser *ps, const char *fmt, ...)
@@ -330,7 +352,7 @@ static tide_status perr(parser *ps, const char *fmt, ...)
     va_start(ap, fmt);
     tide__error_vset(ps->err, TIDE_INVALID_ARGUMENT, fmt, ap);
     va_end(ap);
-    tide__error_prefix(ps->err, "graph text line %d", ps->line);
+    tide__error_prefix(ps->err, "%s line %d", ps->source, ps->line);
     return TIDE_INVALID_ARGUMENT;
 }
 
@@ -387,6 +409,7 @@ static tide_status parse_string(parser *ps, gvalue *v)
 }
 
 static tide_status parse_value(parser *ps, gvalue *v, int depth);
+static tide_status parse_tensor(parser *ps, gvalue *v, int depth);
 
 static tide_status parse_list(parser *ps, gvalue *v, char close, int depth)
 {
@@ -394,10 +417,17 @@ static tide_status parse_list(parser *ps, gvalue *v, char close, int depth)
     ps->p++;
     skip_ws(ps);
     while (*ps->p != close) {
-        gvalue *items = realloc(v->items, sizeof *items * (size_t)(v->n + 1));
-        if (!items)
-            return perr(ps, "out of memory");
-        v->items = items;
+        if (v->n == LIST_MAX)
+            return perr(ps, "a list of more than %d values (write large data as tensor(DTYPE, [dims], "
+                            "[values]))", LIST_MAX);
+        if (v->n == v->cap) {
+            int cap = v->cap ? 2 * v->cap : 8;
+            gvalue *items = realloc(v->items, sizeof *items * (size_t)cap);
+            if (!items)
+                return perr(ps, "out of memory");
+            v->items = items;
+            v->cap = cap;
+        }
         memset(&v->items[v->n], 0, sizeof *v->items);
         tide_status st = parse_value(ps, &v->items[v->n++], depth + 1);
         if (st != TIDE_OK)
@@ -418,7 +448,7 @@ static tide_status parse_value(parser *ps, gvalue *v, int depth)
 {
     skip_ws(ps);
     memset(v, 0, sizeof *v);
-    if (depth > 16)
+    if (depth > DEPTH_MAX)
         return perr(ps, "values nested too deeply");
     char c = *ps->p;
     if (c == '"')
@@ -444,13 +474,8 @@ static tide_status parse_value(parser *ps, gvalue *v, int depth)
         while (isalnum((unsigned char)*ps->p) || *ps->p == '_')
             ps->p++;
         size_t len = (size_t)(ps->p - start);
-        if (len == 6 && strncmp(start, "tensor", 6) == 0 && *ps->p == '(') {
-            tide_status st = parse_list(ps, v, ')', depth);
-            v->kind = GV_TENSOR;
-            if (st == TIDE_OK && (v->n != 3 || v->items[0].kind != GV_WORD || v->items[2].kind != GV_LIST))
-                return perr(ps, "expected tensor(DTYPE, [dims], [values])");
-            return st;
-        }
+        if (len == 6 && strncmp(start, "tensor", 6) == 0 && *ps->p == '(')
+            return parse_tensor(ps, v, depth);
         v->kind = GV_WORD;
         v->text = strndup(start, len);
         return v->text ? TIDE_OK : perr(ps, "out of memory");
@@ -460,113 +485,263 @@ static tide_status parse_value(parser *ps, gvalue *v, int depth)
 
 /* ---------------------------------------------------------------- reading: values by attr type */
 
-static bool gv_int(const gvalue *v, int64_t *out)
+/* What a number literal gives: its value, or why not. */
+typedef enum num_status { NUM_OK, NUM_BAD, NUM_RANGE } num_status;
+
+static num_status gv_int(const gvalue *v, int64_t *out)
 {
     if (v->kind != GV_NUMBER)
-        return false;
+        return NUM_BAD;
     char *end;
+    errno = 0;
     long long x = strtoll(v->text, &end, 10);
+    if (end == v->text || *end)
+        return NUM_BAD;
+    if (errno == ERANGE)
+        return NUM_RANGE;
     *out = x;
-    return *end == 0;
+    return NUM_OK;
 }
 
-static bool gv_double(const gvalue *v, double *out)
+static num_status gv_double(const gvalue *v, double *out)
 {
     if (v->kind == GV_WORD && (strcmp(v->text, "nan") == 0 || strcmp(v->text, "inf") == 0)) {
         *out = v->text[0] == 'n' ? NAN : INFINITY;
-        return true;
+        return NUM_OK;
     }
     if (v->kind != GV_NUMBER)
-        return false;
+        return NUM_BAD;
     if (strcmp(v->text, "-inf") == 0) {
         *out = -INFINITY;
-        return true;
+        return NUM_OK;
     }
     char *end;
+    errno = 0;
     *out = strtod(v->text, &end);
-    return *end == 0;
+    if (end == v->text || *end)
+        return NUM_BAD;
+    return errno == ERANGE && isinf(*out) ? NUM_RANGE : NUM_OK; /* underflow to 0 or a denormal is fine */
 }
 
-static bool gv_shape(const gvalue *v, tide_shape *s)
+/* NULL when v is a shape (written into *s), else why not. */
+static const char *gv_shape(const gvalue *v, tide_shape *s)
 {
     if (v->kind == GV_STAR) {
         *s = tide_shape_unknown();
-        return true;
+        return NULL;
     }
-    if (v->kind != GV_LIST || v->n > TIDE_MAX_RANK)
-        return false;
+    if (v->kind != GV_LIST)
+        return "is not a shape ([dims] or *)";
+    if (v->n > TIDE_MAX_RANK)
+        return "has more than 8 dimensions (TIDE_MAX_RANK)";
     s->rank = v->n;
     for (int i = 0; i < v->n; i++) {
+        num_status ns = v->items[i].kind == GV_QMARK ? NUM_OK : gv_int(&v->items[i], &s->dims[i]);
         if (v->items[i].kind == GV_QMARK)
             s->dims[i] = -1;
-        else if (!gv_int(&v->items[i], &s->dims[i]) || s->dims[i] < -1)
-            return false;
+        else if (ns == NUM_RANGE)
+            return "has a dimension too large for int64";
+        else if (ns == NUM_BAD || s->dims[i] < -1)
+            return "has a dimension that is not a size (a non-negative integer, or ?)";
+    }
+    return NULL;
+}
+
+/* The range of an integer dtype. */
+static void int_range(tide_dtype dt, int64_t *lo, int64_t *hi)
+{
+    switch (dt) {
+    case TIDE_INT8: *lo = INT8_MIN, *hi = INT8_MAX; break;
+    case TIDE_INT16: *lo = INT16_MIN, *hi = INT16_MAX; break;
+    case TIDE_INT32: *lo = INT32_MIN, *hi = INT32_MAX; break;
+    case TIDE_UINT8: *lo = 0, *hi = UINT8_MAX; break;
+    case TIDE_UINT16: *lo = 0, *hi = UINT16_MAX; break;
+    default: *lo = INT64_MIN, *hi = INT64_MAX; break;
+    }
+}
+
+/* The element converters: true, or false with why[] saying what is wrong with the value. */
+static bool int_element(const gvalue *v, tide_dtype dt, char *dst, char *why, size_t size)
+{
+    int64_t i, lo, hi;
+    num_status ns = gv_int(v, &i);
+    int_range(dt, &lo, &hi);
+    if (ns == NUM_BAD) {
+        snprintf(why, size, "is not an integer");
+        return false;
+    }
+    if (ns == NUM_RANGE || i < lo || i > hi) {
+        snprintf(why, size, "is out of the range of %s (%lld to %lld)", tide_dtype_name(dt), (long long)lo,
+                 (long long)hi);
+        return false;
+    }
+    switch (dt) {
+    case TIDE_INT8: *(int8_t *)dst = (int8_t)i; break;
+    case TIDE_INT16: *(int16_t *)dst = (int16_t)i; break;
+    case TIDE_INT32: *(int32_t *)dst = (int32_t)i; break;
+    case TIDE_UINT8: *(uint8_t *)dst = (uint8_t)i; break;
+    case TIDE_UINT16: *(uint16_t *)dst = (uint16_t)i; break;
+    default: *(int64_t *)dst = i; break;
     }
     return true;
 }
 
-static bool gv_element(const gvalue *v, tide_dtype dt, char *dst)
+static bool float_element(const gvalue *v, tide_dtype dt, char *dst, char *why, size_t size)
 {
     double d;
-    int64_t i;
-    switch (dt) {
-    case TIDE_BOOL:
-        if (v->kind != GV_WORD || (strcmp(v->text, "true") && strcmp(v->text, "false")))
-            return false;
-        *(uint8_t *)dst = v->text[0] == 't';
-        return true;
-    case TIDE_INT8: if (!gv_int(v, &i)) return false; *(int8_t *)dst = (int8_t)i; return true;
-    case TIDE_INT16: if (!gv_int(v, &i)) return false; *(int16_t *)dst = (int16_t)i; return true;
-    case TIDE_INT32: if (!gv_int(v, &i)) return false; *(int32_t *)dst = (int32_t)i; return true;
-    case TIDE_INT64: if (!gv_int(v, &i)) return false; *(int64_t *)dst = i; return true;
-    case TIDE_UINT8: if (!gv_int(v, &i)) return false; *(uint8_t *)dst = (uint8_t)i; return true;
-    case TIDE_UINT16: if (!gv_int(v, &i)) return false; *(uint16_t *)dst = (uint16_t)i; return true;
-    case TIDE_FLOAT16: if (!gv_double(v, &d)) return false; *(uint16_t *)dst = tide_f32_to_f16((float)d); return true;
-    case TIDE_BFLOAT16: if (!gv_double(v, &d)) return false; *(uint16_t *)dst = tide_f32_to_bf16((float)d); return true;
-    case TIDE_FLOAT32: if (!gv_double(v, &d)) return false; *(float *)dst = (float)d; return true;
-    case TIDE_FLOAT64: if (!gv_double(v, &d)) return false; *(double *)dst = d; return true;
-    default: return false;
+    num_status ns = gv_double(v, &d);
+    if (ns == NUM_BAD) {
+        snprintf(why, size, "is not a number");
+        return false;
     }
+    float f = (float)d;
+    bool overflow = ns == NUM_RANGE || (dt != TIDE_FLOAT64 && isfinite(d) && isinf(f));
+    if (dt == TIDE_FLOAT16) {
+        uint16_t h = tide_f32_to_f16(f);
+        overflow |= isfinite(d) && isinf(tide_f16_to_f32(h));
+        memcpy(dst, &h, 2);
+    } else if (dt == TIDE_BFLOAT16) {
+        uint16_t h = tide_f32_to_bf16(f);
+        overflow |= isfinite(d) && isinf(tide_bf16_to_f32(h));
+        memcpy(dst, &h, 2);
+    } else if (dt == TIDE_FLOAT32) {
+        memcpy(dst, &f, 4);
+    } else {
+        memcpy(dst, &d, 8);
+    }
+    if (overflow)
+        snprintf(why, size, "is out of the range of %s (write inf for an infinity)", tide_dtype_name(dt));
+    return !overflow;
 }
 
-static tide_tensor *gv_tensor(parser *ps, const gvalue *v)
+/* Element value v as dtype dt into dst. */
+static bool gv_element(const gvalue *v, tide_dtype dt, char *dst, char *why, size_t size)
 {
-    tide_dtype dt = tide_dtype_from_name(v->items[0].text);
-    tide_shape s;
-    if (dt == TIDE_INVALID_DTYPE || !gv_shape(&v->items[1], &s) || !tide_shape_is_fully_defined(&s)) {
-        perr(ps, "bad tensor dtype or shape");
-        return NULL;
+    if (dt == TIDE_BOOL) {
+        bool ok = v->kind == GV_WORD && (!strcmp(v->text, "true") || !strcmp(v->text, "false"));
+        if (ok)
+            *(uint8_t *)dst = v->text[0] == 't';
+        else
+            snprintf(why, size, "is not a bool (true or false)");
+        return ok;
     }
-    tide_tensor *t = tide_tensor_new(dt, &s, ps->err);
+    if (tide_dtype_is_integer(dt))
+        return int_element(v, dt, dst, why, size);
+    return float_element(v, dt, dst, why, size);
+}
+
+/* Item i of a tensor literal's values into t (NULL: only counted). */
+static bool store_item(tide_tensor *t, int64_t i, const gvalue *item, char *why, size_t size)
+{
     if (!t)
-        return NULL;
-    const gvalue *vals = &v->items[2];
-    int per = tide_dtype_is_complex(dt) ? 2 : 1;
-    if (vals->n != t->num_elements * per) {
-        perr(ps, "tensor of shape with %lld elements given %d values", (long long)t->num_elements, vals->n);
-        tide_tensor_release(t);
-        return NULL;
-    }
+        return true;
+    tide_dtype dt = tide_tensor_dtype(t);
     char *data = tide_tensor_data(t);
-    bool ok = true;
-    for (int64_t i = 0; i < t->num_elements && ok; i++) {
-        if (dt == TIDE_STRING)
-            ok = vals->items[i].kind == GV_STRING &&
-                 tide_tensor_string_set(t, i, vals->items[i].text, vals->items[i].len, ps->err) == TIDE_OK;
-        else if (per == 2) {
-            tide_dtype part = dt == TIDE_COMPLEX64 ? TIDE_FLOAT32 : TIDE_FLOAT64;
-            size_t half = tide_dtype_size(part);
-            ok = gv_element(&vals->items[2 * i], part, data + (size_t)(2 * i) * half) &&
-                 gv_element(&vals->items[2 * i + 1], part, data + (size_t)(2 * i + 1) * half);
-        } else
-            ok = gv_element(&vals->items[i], dt, data + (size_t)i * tide_dtype_size(dt));
+    if (dt == TIDE_STRING) {
+        bool ok = item->kind == GV_STRING && tide_tensor_string_set(t, i, item->text, item->len, NULL) == TIDE_OK;
+        if (!ok)
+            snprintf(why, size, "is not a quoted string");
+        return ok;
     }
-    if (!ok) {
-        perr(ps, "bad %s value in a tensor", tide_dtype_name(dt));
+    if (tide_dtype_is_complex(dt)) { /* two items per element: real, imaginary */
+        tide_dtype part = dt == TIDE_COMPLEX64 ? TIDE_FLOAT32 : TIDE_FLOAT64;
+        return gv_element(item, part, data + (size_t)i * tide_dtype_size(part), why, size);
+    }
+    return gv_element(item, dt, data + (size_t)i * tide_dtype_size(dt), why, size);
+}
+
+/* The items of a tensor literal's value list ([ already consumed), into t (NULL: only counted);
+ * *count receives how many there were. literal ("tensor(int32, [2])") names it in messages. */
+static tide_status parse_tensor_items(parser *ps, tide_tensor *t, const char *literal, int64_t needed,
+                                      int64_t *count, int depth)
+{
+    *count = 0;
+    skip_ws(ps);
+    while (*ps->p != ']') {
+        gvalue item;
+        char why[128];
+        tide_status st = parse_value(ps, &item, depth + 1);
+        if (st == TIDE_OK && *count < needed && !store_item(t, *count, &item, why, sizeof why))
+            st = perr(ps, "%s value %lld: %.40s %s", literal, (long long)*count,
+                      item.text ? item.text : item.kind == GV_LIST ? "[...]" : "?", why);
+        gv_clear(&item);
+        if (st != TIDE_OK)
+            return st;
+        ++*count;
+        skip_ws(ps);
+        if (*ps->p == ',') {
+            ps->p++;
+            skip_ws(ps);
+        } else if (*ps->p != ']') {
+            return perr(ps, "expected ',' or ']' in the values of %s", literal);
+        }
+    }
+    ps->p++;
+    return TIDE_OK;
+}
+
+static tide_status expect_char(parser *ps, char c)
+{
+    skip_ws(ps);
+    if (*ps->p != c)
+        return perr(ps, "expected tensor(DTYPE, [dims], [values]): '%c' missing", c);
+    ps->p++;
+    return TIDE_OK;
+}
+
+/* tensor(DTYPE, [dims], [values]) (ps->p at the '('), parsed straight into v->tensor. Before the tensor
+ * is allocated its number of values is checked against the most the rest of the text could hold (a
+ * value and its comma take two bytes); a shape the text cannot fill is counted without storing, and
+ * reported. */
+static tide_status parse_tensor(parser *ps, gvalue *v, int depth)
+{
+    ps->p++;
+    gvalue dtype_v, shape_v;
+    tide_status st = parse_value(ps, &dtype_v, depth + 1);
+    if (st != TIDE_OK)
+        return st;
+    tide_dtype dt = dtype_v.kind == GV_WORD ? tide_dtype_from_name(dtype_v.text) : TIDE_INVALID_DTYPE;
+    if (dt == TIDE_INVALID_DTYPE)
+        st = perr(ps, "tensor(...): '%.40s' is not a dtype", dtype_v.text ? dtype_v.text : "?");
+    gv_clear(&dtype_v);
+    if (st != TIDE_OK || (st = expect_char(ps, ',')) != TIDE_OK || (st = parse_value(ps, &shape_v, depth + 1)) != TIDE_OK)
+        return st;
+    tide_shape shape;
+    const char *why = gv_shape(&shape_v, &shape);
+    gv_clear(&shape_v);
+    if (why || !tide_shape_is_fully_defined(&shape))
+        return perr(ps, "tensor(%s, ...): the shape %s", tide_dtype_name(dt), why ? why : "is not fully defined");
+    char shown[TIDE_SHAPE_STR_MAX], literal[TIDE_SHAPE_STR_MAX + 32];
+    tide_shape_format(&shape, shown, sizeof shown);
+    snprintf(literal, sizeof literal, "tensor(%s, %s)", tide_dtype_name(dt), shown);
+    int64_t elements = tide_shape_num_elements(&shape), per = tide_dtype_is_complex(dt) ? 2 : 1;
+    if (elements < 0 || elements > INT64_MAX / 2)
+        return perr(ps, "%s: the shape is too large", literal);
+    if ((st = expect_char(ps, ',')) != TIDE_OK || (st = expect_char(ps, '[')) != TIDE_OK)
+        return st;
+    int64_t needed = elements * per, count, room = (ps->end - ps->p) / 2 + 1;
+    tide_tensor *t = needed <= room ? tide_tensor_new_uninitialized(dt, &shape, ps->err) : NULL;
+    if (needed <= room && !t) {
+        tide__error_prefix(ps->err, "%s line %d", ps->source, ps->line);
+        return failure_code(ps->err);
+    }
+    st = parse_tensor_items(ps, t, literal, needed, &count, depth);
+    if (st == TIDE_OK && count != needed)
+        st = perr(ps, "%s needs %lld values, the list holds %lld", literal, (long long)needed, (long long)count);
+    if (st == TIDE_OK)
+        st = expect_char(ps, ')');
+    if (st != TIDE_OK) {
         tide_tensor_release(t);
-        return NULL;
+        return st;
     }
-    return t;
+    v->kind = GV_TENSOR;
+    v->tensor = t;
+    return TIDE_OK;
+}
+
+static tide_status out_of_range(parser *ps, const char *what, const gvalue *v, const char *type)
+{
+    return perr(ps, "%s: %.40s is out of the range of %s", what, v->text ? v->text : "?", type);
 }
 
 static bool gv_bool(const gvalue *v, bool *out)
@@ -583,7 +758,8 @@ static bool gv_dtype(const gvalue *v, tide_dtype *out)
 }
 
 /* The kind of an annotation ("_" attr, which no op types) from how its value is written. A list of
- * integers reads as list(int) (and [] as an empty one), a list holding '?' as a shape. */
+ * integers reads as list(int) (and [] as an empty one), a list holding '?' as a shape. A number too
+ * large for its kind still has that kind (and is reported as out of its range). */
 static tide_attr_type annotation_type(const gvalue *v)
 {
     int64_t i;
@@ -596,8 +772,8 @@ static tide_attr_type annotation_type(const gvalue *v)
     case GV_TENSOR: return TIDE_ATTR_TENSOR;
     case GV_NUMBER:
     case GV_WORD:
-        return gv_bool(v, &b) ? TIDE_ATTR_BOOL : gv_int(v, &i) ? TIDE_ATTR_INT : gv_double(v, &d) ? TIDE_ATTR_FLOAT
-             : gv_dtype(v, &dt) ? TIDE_ATTR_TYPE : TIDE_ATTR_NONE;
+        return gv_bool(v, &b) ? TIDE_ATTR_BOOL : gv_int(v, &i) != NUM_BAD ? TIDE_ATTR_INT
+             : gv_double(v, &d) != NUM_BAD ? TIDE_ATTR_FLOAT : gv_dtype(v, &dt) ? TIDE_ATTR_TYPE : TIDE_ATTR_NONE;
     case GV_LIST: {
         if (v->n == 0)
             return TIDE_ATTR_INT_LIST;
@@ -605,7 +781,7 @@ static tide_attr_type annotation_type(const gvalue *v)
         for (int k = 0; k < v->n; k++) {
             if (v->items[k].kind == GV_QMARK)
                 return TIDE_ATTR_SHAPE;
-            all_ints &= gv_int(&v->items[k], &i);
+            all_ints &= gv_int(&v->items[k], &i) != NUM_BAD;
         }
         if (all_ints)
             return TIDE_ATTR_INT_LIST;
@@ -627,8 +803,57 @@ static tide_attr_type annotation_type(const gvalue *v)
 
 typedef enum set_result { SET_OK, SET_WRONG_KIND, SET_FAILED } set_result;
 
+/* A number of an int or float kind into *out: SET_OK, SET_WRONG_KIND (not such a number), or
+ * SET_FAILED with the error set (a number out of the kind's range). what names the attr. */
+static set_result set_number(parser *ps, const char *what, bool is_int, const gvalue *v, void *out)
+{
+    num_status ns = is_int ? gv_int(v, out) : gv_double(v, out);
+    if (ns == NUM_RANGE) {
+        out_of_range(ps, what, v, is_int ? "int64" : "float64");
+        return SET_FAILED;
+    }
+    return ns == NUM_OK ? SET_OK : SET_WRONG_KIND;
+}
+
+/* A shape into *out, as set_number: a list that is no shape (a dimension too large, negative) is
+ * reported. */
+static set_result set_shape_value(parser *ps, const char *what, const gvalue *v, tide_shape *out)
+{
+    const char *why = gv_shape(v, out);
+    if (why && v->kind == GV_LIST) {
+        perr(ps, "%s: the shape %s", what, why);
+        return SET_FAILED;
+    }
+    return why ? SET_WRONG_KIND : SET_OK;
+}
+
+/* Item it of a list of kind `type` into slot k of items. */
+static set_result list_item(parser *ps, const char *what, tide_attr_type type, const gvalue *it, char *items, int k)
+{
+    bool ok;
+    switch (type) {
+    case TIDE_ATTR_INT_LIST: return set_number(ps, what, true, it, &((int64_t *)items)[k]);
+    case TIDE_ATTR_FLOAT_LIST: return set_number(ps, what, false, it, &((double *)items)[k]);
+    case TIDE_ATTR_SHAPE_LIST: return set_shape_value(ps, what, it, &((tide_shape *)items)[k]);
+    case TIDE_ATTR_TYPE_LIST: ok = gv_dtype(it, &((tide_dtype *)items)[k]); break;
+    case TIDE_ATTR_BOOL_LIST: ok = gv_bool(it, &((bool *)items)[k]); break;
+    case TIDE_ATTR_STRING_LIST:
+        ok = it->kind == GV_STRING;
+        ((const char **)items)[k] = it->text;
+        break;
+    case TIDE_ATTR_TENSOR_LIST:
+        ok = it->kind == GV_TENSOR;
+        if (ok)
+            ((tide_tensor **)items)[k] = tide_tensor_retain(it->tensor);
+        break;
+    default: ok = false; break;
+    }
+    return ok ? SET_OK : SET_WRONG_KIND;
+}
+
 /* A list attr of kind `type` from a list value: every item converted, or SET_WRONG_KIND. */
-static set_result set_list(parser *ps, tide_attrs *attrs, const char *name, tide_attr_type type, const gvalue *v)
+static set_result set_list(parser *ps, tide_attrs *attrs, const char *name, const char *what, tide_attr_type type,
+                           const gvalue *v)
 {
     if (v->kind != GV_LIST)
         return SET_WRONG_KIND;
@@ -641,29 +866,8 @@ static set_result set_list(parser *ps, tide_attrs *attrs, const char *name, tide
     }
     set_result r = SET_OK;
     int k = 0;
-    for (; k < v->n && r == SET_OK; k++) {
-        const gvalue *it = &v->items[k];
-        bool ok;
-        switch (type) {
-        case TIDE_ATTR_INT_LIST: ok = gv_int(it, &((int64_t *)items)[k]); break;
-        case TIDE_ATTR_FLOAT_LIST: ok = gv_double(it, &((double *)items)[k]); break;
-        case TIDE_ATTR_TYPE_LIST: ok = gv_dtype(it, &((tide_dtype *)items)[k]); break;
-        case TIDE_ATTR_BOOL_LIST: ok = gv_bool(it, &((bool *)items)[k]); break;
-        case TIDE_ATTR_SHAPE_LIST: ok = gv_shape(it, &((tide_shape *)items)[k]); break;
-        case TIDE_ATTR_STRING_LIST:
-            ok = it->kind == GV_STRING;
-            ((const char **)items)[k] = it->text;
-            break;
-        case TIDE_ATTR_TENSOR_LIST:
-            ok = it->kind == GV_TENSOR;
-            if (ok && !(((tide_tensor **)items)[k] = gv_tensor(ps, it)))
-                r = SET_FAILED;
-            break;
-        default: ok = false; break;
-        }
-        if (!ok && r == SET_OK)
-            r = SET_WRONG_KIND;
-    }
+    for (; k < v->n && r == SET_OK; k++)
+        r = list_item(ps, what, type, &v->items[k], items, k);
     if (r == SET_OK) {
         switch (type) {
         case TIDE_ATTR_INT_LIST: tide_attrs_set_int_list(attrs, name, (const int64_t *)items, v->n); break;
@@ -681,23 +885,25 @@ static set_result set_list(parser *ps, tide_attrs *attrs, const char *name, tide
     return r;
 }
 
-/* An attr of kind `type` from v. */
-static set_result set_typed(parser *ps, tide_attrs *attrs, const char *name, tide_attr_type type, const gvalue *v)
+/* An attr of kind `type` from v; what names it in messages. */
+static set_result set_typed(parser *ps, tide_attrs *attrs, const char *name, const char *what, tide_attr_type type,
+                            const gvalue *v)
 {
     int64_t i;
     double d;
     bool b;
     tide_dtype dt;
     tide_shape s;
+    set_result r;
     switch (type) {
     case TIDE_ATTR_INT:
-        if (!gv_int(v, &i)) return SET_WRONG_KIND;
-        tide_attrs_set_int(attrs, name, i);
-        return SET_OK;
+        if ((r = set_number(ps, what, true, v, &i)) == SET_OK)
+            tide_attrs_set_int(attrs, name, i);
+        return r;
     case TIDE_ATTR_FLOAT:
-        if (!gv_double(v, &d)) return SET_WRONG_KIND;
-        tide_attrs_set_float(attrs, name, d);
-        return SET_OK;
+        if ((r = set_number(ps, what, false, v, &d)) == SET_OK)
+            tide_attrs_set_float(attrs, name, d);
+        return r;
     case TIDE_ATTR_BOOL:
         if (!gv_bool(v, &b)) return SET_WRONG_KIND;
         tide_attrs_set_bool(attrs, name, b);
@@ -711,19 +917,14 @@ static set_result set_typed(parser *ps, tide_attrs *attrs, const char *name, tid
         tide_attrs_set_type(attrs, name, dt);
         return SET_OK;
     case TIDE_ATTR_SHAPE:
-        if (!gv_shape(v, &s)) return SET_WRONG_KIND;
-        tide_attrs_set_shape(attrs, name, &s);
-        return SET_OK;
-    case TIDE_ATTR_TENSOR: {
+        if ((r = set_shape_value(ps, what, v, &s)) == SET_OK)
+            tide_attrs_set_shape(attrs, name, &s);
+        return r;
+    case TIDE_ATTR_TENSOR:
         if (v->kind != GV_TENSOR) return SET_WRONG_KIND;
-        tide_tensor *t = gv_tensor(ps, v);
-        if (!t)
-            return SET_FAILED;
-        tide_attrs_set_tensor(attrs, name, t);
-        tide_tensor_release(t);
+        tide_attrs_set_tensor(attrs, name, v->tensor);
         return SET_OK;
-    }
-    default: return tide__attr_type_is_list(type) ? set_list(ps, attrs, name, type, v) : SET_WRONG_KIND;
+    default: return tide__attr_type_is_list(type) ? set_list(ps, attrs, name, what, type, v) : SET_WRONG_KIND;
     }
 }
 
@@ -738,9 +939,14 @@ static tide_status set_attr(parser *ps, tide_attrs *attrs, const tide_op_def *de
     if (type == TIDE_ATTR_NONE)
         return perr(ps, "annotation %s: a value of no attr kind (a bool, number, string, dtype, shape, tensor or "
                     "a list of them)", name);
-    set_result r = set_typed(ps, attrs, name, type, v);
+    char what[160];
+    if (ad)
+        snprintf(what, sizeof what, "attr %s of %s", name, def->name);
+    else
+        snprintf(what, sizeof what, "annotation %s", name);
+    set_result r = set_typed(ps, attrs, name, what, type, v);
     if (r == SET_FAILED)
-        return TIDE_INVALID_ARGUMENT;
+        return failure_code(ps->err);
     if (r == SET_WRONG_KIND)
         return perr(ps, "attr %s of %s must be a %s", name, def->name, tide__attr_type_name(type));
     return TIDE_OK;
@@ -758,9 +964,10 @@ typedef struct text_node {
     char *name, *op, *device;
     int line;
     ref *refs;
-    int num_refs, num_groups;
+    int num_refs, refs_cap, num_groups;
     tide_attrs *attrs;
-    int state;     /* 0 unvisited, 1 in progress, 2 added */
+    int state;     /* 0 unvisited, 1 on the stack of nodes being added, 2 added */
+    int next_ref;  /* state 1: the first ref not yet known to be added */
 } text_node;
 
 static void text_node_clear(text_node *n)
@@ -792,24 +999,32 @@ static tide_status add_ref(parser *ps, text_node *n, int group)
     tide_status st = parse_name(ps, &r.name);
     if (st != TIDE_OK)
         return st;
-    if (*ps->p == ':') {
-        ps->p++;
-        char *end;
-        long v = strtol(ps->p, &end, 10);
-        if (end == ps->p || v < 0) {
-            tide_status st = perr(ps, "bad output index after '%s:'", r.name);
+    if (*ps->p == ':') { /* an output index: digits, at most INT_MAX */
+        const char *digits = ++ps->p;
+        bool too_large = false;
+        for (; isdigit((unsigned char)*ps->p); ps->p++)
+            too_large |= __builtin_mul_overflow(r.index, 10, &r.index) ||
+                         __builtin_add_overflow(r.index, *ps->p - '0', &r.index);
+        if (ps->p == digits || too_large) {
+            ps->p = digits;
+            int shown = (int)strspn(digits, "0123456789");
+            tide_status st = too_large ? perr(ps, "output index %.*s after '%s:' is too large",
+                                              shown < 24 ? shown : 24, digits, r.name)
+                                       : perr(ps, "bad output index after '%s:' (a number from 0)", r.name);
             free(r.name);
             return st;
         }
-        r.index = (int)v;
-        ps->p = end;
     }
-    ref *refs = realloc(n->refs, sizeof *refs * (size_t)(n->num_refs + 1));
-    if (!refs) {
-        free(r.name);
-        return perr(ps, "out of memory");
+    if (n->num_refs == n->refs_cap) {
+        int cap = n->refs_cap ? 2 * n->refs_cap : 4;
+        ref *refs = realloc(n->refs, sizeof *refs * (size_t)cap);
+        if (!refs) {
+            free(r.name);
+            return perr(ps, "out of memory");
+        }
+        n->refs = refs;
+        n->refs_cap = cap;
     }
-    n->refs = refs;
     n->refs[n->num_refs++] = r;
     return TIDE_OK;
 }
@@ -911,38 +1126,27 @@ static tide_status parse_line(parser *ps, text_node *n)
 
 typedef struct reader {
     tide_graph *g;
+    const char *source;  /* as parser.source */
     text_node *nodes;
     int count, cap;
+    int *stack;          /* indices into nodes: the chain of nodes being added, each using the next */
     tide_name_table *by_name;
     tide_error *err;
 } reader;
 
-static tide_status add_node(reader *r, text_node *n);
-
+/* The node rf names, which is in the graph by now (or never was defined). */
 static tide_status resolve(reader *r, const text_node *n, const ref *rf, tide_node **out)
 {
-    text_node *dep = tide__names_get(r->by_name, rf->name);
-    if (dep) {
-        if (dep->state == 1)
-            return tide_error_set(r->err, TIDE_INVALID_ARGUMENT,
-                                  "graph text line %d: the graph has a cycle: '%s' depends on itself through '%s'",
-                                  n->line, n->name, rf->name);
-        if (dep->state == 0) {
-            tide_status st = add_node(r, dep);
-            if (st != TIDE_OK)
-                return st;
-        }
-    }
     *out = tide_graph_node(r->g, rf->name);
     if (!*out)
-        return tide_error_set(r->err, TIDE_NOT_FOUND, "graph text line %d: node '%s' uses '%s', which is not defined",
-                              n->line, n->name, rf->name);
+        return tide_error_set(r->err, TIDE_NOT_FOUND, "%s line %d: node '%s' uses '%s', which is not defined",
+                              r->source, n->line, n->name, rf->name);
     return TIDE_OK;
 }
 
+/* Builds n, whose inputs are all in the graph. */
 static tide_status add_node(reader *r, text_node *n)
 {
-    n->state = 1;
     tide_node_builder *b = tide_node_builder_new(r->g, n->op, n->name);
     tide_status st = TIDE_OK;
     tide_output *ins = malloc(sizeof *ins * ((size_t)n->num_refs + 1));
@@ -974,16 +1178,73 @@ static tide_status add_node(reader *r, text_node *n)
     if (n->device)
         tide_node_builder_set_device(b, n->device);
     if (!tide_node_builder_finish(b, r->err)) {
-        tide__error_prefix(r->err, "graph text line %d", n->line);
-        return tide_error_code(r->err);
+        tide__error_prefix(r->err, "%s line %d", r->source, n->line);
+        return failure_code(r->err);
     }
-    n->state = 2;
+    return TIDE_OK;
+}
+
+/* The cycle closed by dep, which is on the stack at or below depth: "a -> b -> ... -> a", each node
+ * using the next (at most CYCLE_SHOWN names of a longer one). */
+static tide_status cycle_error(reader *r, int depth, const text_node *dep)
+{
+    enum { CYCLE_SHOWN = 8 };
+    int from = depth - 1;
+    while (&r->nodes[r->stack[from]] != dep)
+        from--;
+    int length = depth - from;
+    char path[1024] = "";
+    size_t used = 0;
+    for (int i = from; i <= depth && used < sizeof path; i++) {
+        const char *name = i == depth ? dep->name : r->nodes[r->stack[i]].name;
+        if (length > CYCLE_SHOWN && i == from + CYCLE_SHOWN / 2) { /* the middle of a long cycle */
+            name = "...";
+            i = depth - CYCLE_SHOWN / 2;
+        }
+        used += (size_t)snprintf(path + used, sizeof path - used, "%s%s", name, i < depth ? " -> " : "");
+    }
+    return tide_error_set(r->err, TIDE_INVALID_ARGUMENT,
+                          "%s line %d: the graph has a cycle of %d node%s: %s (each uses the next)", r->source,
+                          dep->line, length, length == 1 ? "" : "s", path);
+}
+
+/* Adds nodes[root] after everything of the text it depends on: a depth-first walk over an explicit
+ * stack (r->stack, as deep as the text is long), so that no chain of inputs can exhaust the C stack.
+ * A node is pushed when first reached (state 1), and built and popped once all its refs are in the
+ * graph (state 2); reaching a node that is on the stack closes a cycle. */
+static tide_status add_in_order(reader *r, int root)
+{
+    int depth = 1;
+    r->stack[0] = root;
+    r->nodes[root].state = 1;
+    r->nodes[root].next_ref = 0;
+    while (depth) {
+        text_node *n = &r->nodes[r->stack[depth - 1]], *dep = NULL;
+        for (; n->next_ref < n->num_refs && !dep; n->next_ref++) {
+            text_node *d = tide__names_get(r->by_name, n->refs[n->next_ref].name);
+            if (d && d->state == 1)
+                return cycle_error(r, depth, d);
+            if (d && d->state == 0)
+                dep = d;
+        }
+        if (dep) {
+            dep->state = 1;
+            dep->next_ref = 0;
+            r->stack[depth++] = (int)(dep - r->nodes);
+            continue;
+        }
+        tide_status st = add_node(r, n);
+        if (st != TIDE_OK)
+            return st;
+        n->state = 2;
+        depth--;
+    }
     return TIDE_OK;
 }
 
 static tide_status parse_all(reader *r, const char *text)
 {
-    parser ps = {text, 1, r->err};
+    parser ps = {.p = text, .end = text + strlen(text), .source = r->source, .line = 1, .err = r->err};
     while (*ps.p) {
         skip_ws(&ps);
         if (*ps.p == '#' || *ps.p == '\n' || !*ps.p) {
@@ -991,6 +1252,8 @@ static tide_status parse_all(reader *r, const char *text)
                 ps.p++;
         } else {
             if (r->count == r->cap) { /* grows geometrically: a 10,000-line text loads in linear time */
+                if (r->cap > INT_MAX / 2)
+                    return perr(&ps, "more than %d nodes", r->cap);
                 int cap = r->cap ? 2 * r->cap : 64;
                 text_node *nodes = realloc(r->nodes, sizeof *nodes * (size_t)cap);
                 if (!nodes)
@@ -1015,40 +1278,53 @@ static tide_status parse_all(reader *r, const char *text)
     return TIDE_OK;
 }
 
-static tide_status extend_with_error(tide_graph *g, const char *text, tide_error *err);
-
-/* err may be NULL: the reader reports through an error object of its own then (its steps pass a
- * failure on by the error's code, which must not read as success). */
-tide_status tide_graph_extend_text(tide_graph *g, const char *text, tide_error *err)
+/* Names every node of the text in r->by_name; a name defined twice is an error. */
+static tide_status index_names(reader *r)
 {
-    tide_error *own = err ? NULL : tide_error_new();
-    tide_status st = err || own ? extend_with_error(g, text, err ? err : own) : TIDE_RESOURCE_EXHAUSTED;
-    tide_error_free(own);
-    return st;
+    for (int i = 0; i < r->count; i++) {
+        if (tide__names_get(r->by_name, r->nodes[i].name))
+            return tide_error_set(r->err, TIDE_ALREADY_EXISTS, "%s line %d: node '%s' is defined twice",
+                                  r->source, r->nodes[i].line, r->nodes[i].name);
+        tide__names_put(r->by_name, r->nodes[i].name, &r->nodes[i]);
+    }
+    return TIDE_OK;
 }
 
-static tide_status extend_with_error(tide_graph *g, const char *text, tide_error *err)
+static tide_status extend_with_error(tide_graph *g, const char *text, const char *source, tide_error *err)
 {
     if (!text)
         return tide_error_set(err, TIDE_INVALID_ARGUMENT, "graph text is NULL");
-    reader r = {.g = g, .err = err, .by_name = tide__names_new()};
+    reader r = {.g = g, .source = source, .err = err, .by_name = tide__names_new()};
     int mark = g->num_nodes;
     tide_status st = r.by_name ? parse_all(&r, text) : tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
-    for (int i = 0; st == TIDE_OK && i < r.count; i++) {
-        if (tide__names_get(r.by_name, r.nodes[i].name))
-            st = tide_error_set(err, TIDE_ALREADY_EXISTS, "graph text line %d: node '%s' is defined twice",
-                                r.nodes[i].line, r.nodes[i].name);
-        else
-            tide__names_put(r.by_name, r.nodes[i].name, &r.nodes[i]);
-    }
+    if (st == TIDE_OK && r.count && !(r.stack = malloc(sizeof *r.stack * (size_t)r.count)))
+        st = tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    if (st == TIDE_OK)
+        st = index_names(&r);
     for (int i = 0; st == TIDE_OK && i < r.count; i++)
         if (r.nodes[i].state == 0)
-            st = add_node(&r, &r.nodes[i]);
+            st = add_in_order(&r, i);
     if (st != TIDE_OK)
         tide_graph_rollback(g, mark, NULL); /* new nodes were never planned: this cannot fail */
     for (int i = 0; i < r.count; i++)
         text_node_clear(&r.nodes[i]);
     free(r.nodes);
+    free(r.stack);
     tide__names_free(r.by_name);
     return st;
+}
+
+/* err may be NULL: the reader reports through an error object of its own then (its steps pass a
+ * failure on by the error's code, which must not read as success). */
+tide_status tide__graph_extend_text_from(tide_graph *g, const char *text, const char *source, tide_error *err)
+{
+    tide_error *own = err ? NULL : tide_error_new();
+    tide_status st = err || own ? extend_with_error(g, text, source, err ? err : own) : TIDE_RESOURCE_EXHAUSTED;
+    tide_error_free(own);
+    return st;
+}
+
+tide_status tide_graph_extend_text(tide_graph *g, const char *text, tide_error *err)
+{
+    return tide__graph_extend_text_from(g, text, "graph text", err);
 }

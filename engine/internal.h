@@ -351,6 +351,8 @@ void tide__graph_retain(tide_graph *g);
 void tide__graph_release(tide_graph *g);
 /* The current scope prefix ("" or "a/b/"). malloc'd. */
 char *tide__graph_scope_prefix(const tide_graph *g);
+/* tide_graph_extend_text, with messages that say "SOURCE line N" (source: "graph text", a path). */
+tide_status tide__graph_extend_text_from(tide_graph *g, const char *text, const char *source, tide_error *err);
 
 /* name -> pointer hash table (open addressing) */
 typedef struct tide_name_table tide_name_table;

@@ -418,6 +418,24 @@ int tide_engine_add_observer(tide_engine *engine, const tide_observer *obs, tide
  * An unknown id does nothing. */
 void tide_engine_remove_observer(tide_engine *engine, int id);
 
+/* ---------------------------------------------------------------- input files */
+
+/* The most bytes tide reads from one input file (a graph text file, a data file of tide_data.h;
+ * counted after decompression) unless the caller passes a cap of its own (max_bytes options): a
+ * larger or endless input (a gzip bomb, /dev/zero) is an error naming the cap, not exhausted memory.
+ * tide_input_max_bytes gives $TIDE_MAX_INPUT_BYTES — a number of bytes, or one with a binary unit
+ * K, M, G or T ("8G") — when it is set, else TIDE_DEFAULT_MAX_INPUT_BYTES; it fails (naming the
+ * variable) when the variable is malformed or 0. */
+#define TIDE_DEFAULT_MAX_INPUT_BYTES ((uint64_t)1 << 30)
+/* How every "larger than the cap" message ends: how to raise it. */
+#define TIDE_INPUT_CAP_HINT                                                                          \
+    "the cap on what tide reads from one input file; raise it with the environment variable "      \
+    "TIDE_MAX_INPUT_BYTES (a size such as 8G) or, in C, the max_bytes option"
+tide_status tide_input_max_bytes(uint64_t *max_bytes, tide_error *err);
+/* Writes bytes for people into buf ("1 GiB", "512 MiB", or "1536 bytes" when no unit divides it
+ * exactly); returns buf. */
+char *tide_format_bytes(uint64_t bytes, char *buf, size_t size);
+
 /* ---------------------------------------------------------------- graphs and nodes */
 
 /* One output of a node: a small value type. */
@@ -467,6 +485,10 @@ char *tide_graph_to_text(const tide_graph *g, tide_error *err);
 /* The line of one node in that format, with its '\n' (malloc'd; NULL when out of memory). */
 char *tide_node_to_text(const tide_node *n);
 tide_status tide_graph_extend_text(tide_graph *g, const char *text, tide_error *err);
+/* extend_text of the text in the file at path, read whole first (max_bytes caps its size; 0: the
+ * cap of tide_input_max_bytes). A file that is not text (a NUL byte) is refused as soon as it is
+ * read; errors name the file (and the line: "PATH line N: ..."). */
+tide_status tide_graph_extend_file(tide_graph *g, const char *path, uint64_t max_bytes, tide_error *err);
 
 /* Building one node: new -> add inputs/attrs/device -> finish. finish consumes the builder (also on
  * failure) and adds the node only if it is valid: op known, inputs of the right count and types,

@@ -101,7 +101,8 @@ static const command commands[] = {
      "Adds every node of FILE (graph text format) to the graph, or none: on any error (the message\n"
      "names the file and line) the graph is left as it was. Loaded nodes are reachable from Lua as\n"
      "node(\"name\"). Names must not clash with nodes already in the graph (`:reset` first to load a\n"
-     "saved graph again).",
+     "saved graph again). A file that is not text, or larger than the cap on input files\n"
+     "($TIDE_MAX_INPUT_BYTES, 1 GiB unless set), is refused as it is read.",
      cmd_load, false},
     {"save-vars", NULL, 1, 1, "PATH", "write every variable's value to the checkpoint PATH.npz",
      "Saves the current value of every variable of the graph to PATH.npz (PATH when it ends in .npz), a\n"
@@ -1392,44 +1393,6 @@ static repl_result cmd_save(repl *r, int argc, char **argv)
     return ok ? REPL_DONE : REPL_FAILED;
 }
 
-/* The whole file as a NUL-terminated string (malloc'd); NULL with msg on failure. */
-static char *read_file(const char *path, char *msg, size_t size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(msg, size, "%s", strerror(errno));
-        return NULL;
-    }
-    size_t len = 0, cap = 4096;
-    char *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - 1 - len, f);
-        if (len < cap - 1)
-            break;
-        char *bigger = cap < ((size_t)1 << 32) ? realloc(buf, cap * 2) : NULL;
-        if (!bigger) {
-            free(buf);
-            buf = NULL;
-        }
-        buf = bigger;
-        cap *= 2;
-    }
-    int failed = ferror(f) ? errno : 0;
-    fclose(f);
-    if (!buf || failed) {
-        snprintf(msg, size, "%s", buf ? strerror(failed) : "out of memory (or larger than 4 GiB)");
-        free(buf);
-        return NULL;
-    }
-    buf[len] = 0;
-    if (memchr(buf, 0, len)) {
-        snprintf(msg, size, "it holds NUL bytes: not a graph text file");
-        free(buf);
-        return NULL;
-    }
-    return buf;
-}
-
 static void print_loaded(repl *r, const char *file, int before)
 {
     int after = tide_graph_num_nodes(r->graph), added = after - before;
@@ -1442,20 +1405,17 @@ static void print_loaded(repl *r, const char *file, int before)
 static repl_result cmd_load(repl *r, int argc, char **argv)
 {
     (void)argc;
-    char msg[256];
     char *path = repl_expand_path(argv[1]);
-    char *text = path ? read_file(path, msg, sizeof msg) : NULL;
-    if (!text)
-        fprintf(stderr, "cannot load '%s': %s\n", argv[1], path ? msg : "out of memory");
-    free(path);
-    if (!text)
+    if (!path) {
+        fprintf(stderr, "cannot load %s: out of memory\n", argv[1]);
         return REPL_FAILED;
+    }
     int before = tide_graph_num_nodes(r->graph);
     tide_error_clear(r->err);
-    tide_status st = tide_graph_extend_text(r->graph, text, r->err);
-    free(text);
-    if (st != TIDE_OK) {
-        fprintf(stderr, "cannot load '%s': %s (nothing was added)\n", argv[1], tide_error_message(r->err));
+    tide_status st = tide_graph_extend_file(r->graph, path, 0, r->err);
+    free(path);
+    if (st != TIDE_OK) { /* the message names the file (and the line) */
+        fprintf(stderr, "cannot load %s (nothing was added)\n", tide_error_message(r->err));
         return REPL_FAILED;
     }
     if (tide_graph_num_nodes(r->graph) == before)

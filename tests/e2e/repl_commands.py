@@ -26,13 +26,14 @@ z = matmul(y, weights)
 """
 
 
-def tide(stdin, cwd=None):
-    """Runs tide with stdin in cwd (default: a scratch directory), without a run log; returns
-    (status, stdout, stderr)."""
+def tide(stdin, cwd=None, extra_env=None):
+    """Runs tide with stdin in cwd (default: a scratch directory), without a run log, with extra_env
+    added to the environment; returns (status, stdout, stderr)."""
     cwd = cwd or SCRATCH
     env = dict(os.environ)
     env["HOME"] = cwd
     env["TIDE_LOG"] = ""
+    env.update(extra_env or {})
     p = subprocess.run([TIDE, "--quiet"], input=stdin, capture_output=True, text=True, timeout=120,
                        cwd=cwd, env=env)
     RUNS.append(p.returncode)
@@ -269,20 +270,20 @@ def test_save_load(tmp):
 
     st, out, err = tide(":load g.txt\n:load g.txt\n:nodes\n", cwd=tmp)
     check("load twice: status 1", st == 1)
-    has("load twice: names the file, nothing added", r"^cannot load 'g\.txt': .*(already|twice|used).*\(nothing was added\)$", err)
+    has("load twice: names the file, nothing added", r"^cannot load g\.txt line \d+: .*(already|twice|used).*\(nothing was added\)$", err)
     check("load twice: graph unchanged", node_rows(out) == original, "\n".join(node_rows(out)))
 
     with open(os.path.join(tmp, "bad.txt"), "w") as f:
         f.write("a = Placeholder(dtype=float32, shape=[2])\nb = Relu(a, T=float32\nc = Relu(a, T=float32)\n")
     st, out, err = tide(":load bad.txt\n:nodes\n", cwd=tmp)
-    has("load bad file: names the file and line 2", r"^cannot load 'bad\.txt': graph text line 2\b", err)
+    has("load bad file: names the file and line 2", r"^cannot load bad\.txt line 2\b", err)
     has("load bad file: all or nothing", r"^0 nodes$", out)
     with open(os.path.join(tmp, "unknown_op.txt"), "w") as f:
         f.write("a = Relux(b)\n")
     st, out, err = tide(":load unknown_op.txt\n", cwd=tmp)
-    has("load unknown op: line and suggestion", r"cannot load 'unknown_op\.txt': graph text line 1.*Relu", err)
+    has("load unknown op: line and suggestion", r"cannot load unknown_op\.txt line 1.*Relu", err)
     st, out, err = tide(":load missing.txt\n", cwd=tmp)
-    has("load missing file", r"^cannot load 'missing\.txt': No such file or directory$", err)
+    has("load missing file", r"^cannot load missing\.txt: No such file or directory\b", err)
     with open(os.path.join(tmp, "empty.txt"), "w") as f:
         f.write("# nothing\n")
     st, out, err = tide(":load empty.txt\n", cwd=tmp)
@@ -290,7 +291,13 @@ def test_save_load(tmp):
     with open(os.path.join(tmp, "nul.txt"), "wb") as f:
         f.write(b"x = Placeholder(dtype=float32)\n\0\n")
     st, out, err = tide(":load nul.txt\n", cwd=tmp)
-    has("load a file with NUL bytes", r"^cannot load 'nul\.txt': .*NUL bytes", err)
+    has("load a file with NUL bytes", r"^cannot load nul\.txt line 2: a NUL byte", err)
+    st, out, err = tide(":load /dev/zero\nprint('alive')\n", cwd=tmp)
+    has("load /dev/zero: refused at once", r"^cannot load /dev/zero line 1: a NUL byte", err)
+    has("load /dev/zero: carries on", r"^alive$", out)
+    st, out, err = tide(":load g.txt\n", cwd=tmp, extra_env={"TIDE_MAX_INPUT_BYTES": "100"})
+    has("load over the cap: names it and how to raise it",
+        r"^cannot load g\.txt: the graph text file holds more than 100 bytes, the cap .*TIDE_MAX_INPUT_BYTES", err)
 
     st, out, err = tide(GRAPH + ":save /nonexistent-dir/g.txt\n:save g.txt/sub.txt\n", cwd=tmp)
     check("save unwritable: status 1", st == 1)

@@ -1,8 +1,13 @@
 /* test_graph.c — building graphs: validation errors that leave the graph unchanged, names and scopes,
  * shape inference at build time, rollback, and the text format (round trip, atomic extension, errors,
- * cycles). */
+ * cycles; numbers that do not fit their type, tensor literals checked before they are allocated, a
+ * million nodes in any order; graph text files and the cap on what is read). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "graph_util.h"
 
@@ -13,6 +18,9 @@ static tide_node *try_build(tide_node_builder *b, tide_error *err)
 
 static void expect_error(tide_error *err, tide_status code, const char *needle)
 {
+    if (tide_error_code(err) != code)
+        fprintf(stderr, "expected %s, got %s: %s\n", tide_status_name(code), tide_status_name(tide_error_code(err)),
+                tide_error_message(err));
     CU_ASSERT_EQUAL(tide_error_code(err), code);
     if (!strstr(tide_error_message(err), needle)) {
         fprintf(stderr, "message \"%s\" lacks \"%s\"\n", tide_error_message(err), needle);
@@ -316,9 +324,306 @@ static void test_text_errors(void)
     expect_text_error("a = Placeholder(dtype=floaty)\n", TIDE_INVALID_ARGUMENT, "must be a type");
     expect_text_error("\n\na = Placeholder(dtype=float32, shape=[2, x])\n", TIDE_INVALID_ARGUMENT, "line 3");
     expect_text_error("a = Const(value=tensor(float32, [3], [1, 2]), dtype=float32)\n", TIDE_INVALID_ARGUMENT,
-                      "given 2 values");
+                      "needs 3 values, the list holds 2");
+    expect_text_error("a = Const(value=tensor(float32, [3], [1, 2, 3, 4]), dtype=float32)\n",
+                      TIDE_INVALID_ARGUMENT, "needs 3 values, the list holds 4");
     expect_text_error("a = Identity(keep) @\"/tpu:0\"\n", TIDE_INVALID_ARGUMENT, "unknown device type");
     expect_text_error("a = Identity(keep, bogus=1)\n", TIDE_INVALID_ARGUMENT, "has no attr 'bogus'");
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#else
+#define SANITIZED 0
+#endif
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+/* A Const of dtype with one value written as text (the value of node "c" of a new graph), or NULL
+ * with the error in err. */
+static tide_tensor *const_value(const char *dtype, const char *value, tide_error *err)
+{
+    char text[256];
+    snprintf(text, sizeof text, "c = Const(value=tensor(%s, [1], [%s]), dtype=%s)\n", dtype, value, dtype);
+    tide_graph *g = tide_graph_new();
+    tide_tensor *t = NULL;
+    if (tide_graph_extend_text(g, text, err) == TIDE_OK) {
+        tide_tensor *v = NULL;
+        if (tide_attrs_get_tensor(tide_node_attrs(tide_graph_node(g, "c")), "value", &v))
+            t = tide_tensor_retain(v);
+    }
+    tide_graph_free(g);
+    return t;
+}
+
+/* Integers that do not fit their type are errors (99999999999 read as int32 was 1215752191), at
+ * each type's limits; so are output indices, int attrs and floats that would become inf. */
+static void test_text_number_limits(void)
+{
+    tide_error *err = tide_error_new();
+    static const struct { const char *dtype, *fits, *too_big; } cases[] = {
+        {"int8", "-128", "128"},        {"int8", "127", "-129"},
+        {"int16", "-32768", "32768"},   {"int32", "2147483647", "99999999999"},
+        {"int32", "-2147483648", "-2147483649"},
+        {"int64", "9223372036854775807", "9223372036854775808"},
+        {"int64", "-9223372036854775808", "99999999999999999999"},
+        {"uint8", "255", "256"},        {"uint8", "0", "-1"},
+        {"uint16", "65535", "65536"},   {"float32", "3.4e38", "1e39"},
+        {"float32", "-inf", "-1e39"},   {"float64", "1e308", "1e309"},
+        {"float16", "65504", "1e5"},    {"bfloat16", "3e38", "4e38"},
+        {"complex64", "1, 2", "1, 1e39"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        tide_tensor *t = const_value(cases[i].dtype, cases[i].fits, err);
+        if (!t)
+            printf("\n%s %s: %s\n", cases[i].dtype, cases[i].fits, tide_error_message(err));
+        CU_ASSERT_PTR_NOT_NULL(t);
+        tide_tensor_release(t);
+        t = const_value(cases[i].dtype, cases[i].too_big, err);
+        CU_ASSERT_PTR_NULL(t);
+        if (t || !strstr(tide_error_message(err), "out of the range") ||
+            !strstr(tide_error_message(err), "graph text line 1: tensor("))
+            printf("\n%s %s: %s\n", cases[i].dtype, cases[i].too_big, t ? "accepted" : tide_error_message(err));
+        tide_tensor_release(t);
+    }
+    tide_tensor *t = const_value("int32", "-2147483648", err);
+    CU_ASSERT(t && ((int32_t *)tide_tensor_data(t))[0] == INT32_MIN);
+    tide_tensor_release(t);
+    t = const_value("int64", "-9223372036854775808", err);
+    CU_ASSERT(t && ((int64_t *)tide_tensor_data(t))[0] == INT64_MIN);
+    tide_tensor_release(t);
+    CU_ASSERT_PTR_NULL(const_value("int32", "1.5", err));
+    expect_error(err, TIDE_INVALID_ARGUMENT, "tensor(int32, [1]) value 0: 1.5 is not an integer");
+    CU_ASSERT_PTR_NULL(const_value("int32", "99999999999", err));
+    expect_error(err, TIDE_INVALID_ARGUMENT,
+                 "tensor(int32, [1]) value 0: 99999999999 is out of the range of int32 (-2147483648 to 2147483647)");
+    CU_ASSERT_PTR_NULL(const_value("float32", "1e39", err));
+    expect_error(err, TIDE_INVALID_ARGUMENT, "1e39 is out of the range of float32 (write inf for an infinity)");
+    expect_text_error("a = Identity(keep:99999999999999999999)\n", TIDE_INVALID_ARGUMENT,
+                      "output index 99999999999999999999 after 'keep:' is too large");
+    expect_text_error("a = Identity(keep:4294967296)\n", TIDE_INVALID_ARGUMENT, "is too large");
+    expect_text_error("a = Identity(keep:2147483647)\n", TIDE_OUT_OF_RANGE, "asks for output 2147483647");
+    expect_text_error("a = Identity(keep:-1)\n", TIDE_INVALID_ARGUMENT, "bad output index after 'keep:'");
+    expect_text_error("a = Pack([keep], axis=99999999999999999999)\n", TIDE_INVALID_ARGUMENT,
+                      "attr axis of Pack: 99999999999999999999 is out of the range of int64");
+    expect_text_error("a = Placeholder(dtype=float32, shape=[99999999999999999999])\n", TIDE_INVALID_ARGUMENT,
+                      "too large for int64");
+    expect_text_error("a = Identity(keep, _note=99999999999999999999)\n", TIDE_INVALID_ARGUMENT,
+                      "_note: 99999999999999999999 is out of the range of int64");
+    tide_error_free(err);
+}
+
+/* A tensor literal's shape is checked against its values before anything is allocated: 65 bytes
+ * claiming 500,000,000 floats allocated and zeroed 2 GB before, [4000000000] 16 GB. */
+static void test_text_tensor_checked_before_allocating(void)
+{
+    struct rusage before, after;
+    getrusage(RUSAGE_SELF, &before);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    expect_text_error("z = Const(value=tensor(float32, [500000000], []), dtype=float32)", TIDE_INVALID_ARGUMENT,
+                      "tensor(float32, [500000000]) needs 500000000 values, the list holds 0");
+    expect_text_error("z = Const(value=tensor(float32, [4000000000], [1, 2]), dtype=float32)",
+                      TIDE_INVALID_ARGUMENT, "needs 4000000000 values, the list holds 2");
+    expect_text_error("z = Const(value=tensor(complex128, [1000000, 1000000], [1]), dtype=complex128)",
+                      TIDE_INVALID_ARGUMENT, "needs 2000000000000 values, the list holds 1");
+    expect_text_error("z = Const(value=tensor(string, [100000000], [\"a\"]), dtype=string)",
+                      TIDE_INVALID_ARGUMENT, "needs 100000000 values, the list holds 1");
+    expect_text_error("z = Const(value=tensor(float32, [4611686018427387904, 4], []), dtype=float32)",
+                      TIDE_INVALID_ARGUMENT, "too large");
+    expect_text_error("z = Const(value=tensor(float32, [2, ?], []), dtype=float32)", TIDE_INVALID_ARGUMENT,
+                      "not fully defined");
+    expect_text_error("z = Const(value=tensor(floaty, [1], [1]), dtype=float32)", TIDE_INVALID_ARGUMENT,
+                      "'floaty' is not a dtype");
+    expect_text_error("z = Const(value=tensor(float32, [1] [1]), dtype=float32)", TIDE_INVALID_ARGUMENT,
+                      "expected tensor(DTYPE, [dims], [values])");
+    getrusage(RUSAGE_SELF, &after);
+    double seconds = seconds_since(&t0);
+    long grown_kb = after.ru_maxrss - before.ru_maxrss;
+    printf("\n  (refused in %.3f s; peak memory grew %ld KiB) ", seconds, grown_kb);
+    CU_ASSERT(seconds < 1.0);
+    CU_ASSERT(grown_kb < 64 * 1024);
+    /* The values really are read: every dtype, and strings with escapes. */
+    tide_graph *g = tide_graph_new();
+    tide_error *err = tide_error_new();
+    CU_ASSERT_EQUAL_FATAL(tide_graph_extend_text(g, "s = Const(value=tensor(string, [2], [\"a\\\"b\", \"\\x00c\"]), "
+                                                    "dtype=string)\n", err), TIDE_OK);
+    size_t len;
+    tide_tensor *s = NULL;
+    CU_ASSERT_FATAL(tide_attrs_get_tensor(tide_node_attrs(tide_graph_node(g, "s")), "value", &s));
+    CU_ASSERT(!strcmp(tide_tensor_string_get(s, 0, &len), "a\"b") && len == 3);
+    CU_ASSERT(tide_tensor_string_get(s, 1, &len)[1] == 'c' && len == 2);
+    tide_graph_free(g);
+    tide_error_free(err);
+}
+
+/* `n` Identity nodes chained from a Const, written in the order order[] gives (a permutation of
+ * 0..n, where 0 is the Const): node i reads node i-1. The caller frees the text. */
+static char *chain_text(int n, const int *order)
+{
+    size_t cap = (size_t)(n + 1) * 40, len = 0;
+    char *text = malloc(cap);
+    for (int k = 0; k <= n; k++) {
+        int i = order[k];
+        if (i == 0)
+            len += (size_t)snprintf(text + len, cap - len, "n0 = Const(value=tensor(float32, [], [1.5]), dtype=float32)\n");
+        else
+            len += (size_t)snprintf(text + len, cap - len, "n%d = Identity(n%d)\n", i, i - 1);
+    }
+    return text;
+}
+
+/* A million nodes in reverse dependency order, and in a random order, load (the reader recursed once
+ * per node and overflowed the stack at 65,000); through a session as well. */
+static void test_text_million_nodes(void)
+{
+    const int n = 1000000;
+    int *order = malloc(sizeof *order * (size_t)(n + 1));
+    tide_error *err = tide_error_new();
+    for (int pass = 0; pass < 2; pass++) {
+        for (int k = 0; k <= n; k++)
+            order[k] = pass == 0 ? n - k : k;
+        if (pass == 1)
+            for (int k = n; k > 0; k--) { /* Fisher-Yates, deterministic */
+                int j = (int)(th_rand(0, 1) * (k + 1)), tmp = order[k];
+                order[k] = order[j];
+                order[j] = tmp;
+            }
+        char *text = chain_text(n, order);
+        tide_graph *g = tide_graph_new();
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        clock_t cpu0 = clock();
+        tide_status st = pass == 0 ? tide_graph_extend_text(g, text, err) : TIDE_OK;
+        tide_engine *engine = NULL;
+        tide_session *s = NULL;
+        if (pass == 1) { /* the same through tide_session_extend */
+            engine = tide_engine_new(NULL, err);
+            s = tide_session_new(engine, g, NULL, err);
+            st = tide_session_extend(s, text, err);
+        }
+        printf("\n  (%s order: %d nodes in %.2f s, %.2f s of CPU) ", pass == 0 ? "reverse" : "random", n + 1,
+               seconds_since(&t0), (double)(clock() - cpu0) / CLOCKS_PER_SEC);
+        if (st != TIDE_OK)
+            printf("%s\n", tide_error_message(err));
+        CU_ASSERT_EQUAL(st, TIDE_OK);
+        CU_ASSERT_EQUAL(tide_graph_num_nodes(g), n + 1);
+        char last[32];
+        snprintf(last, sizeof last, "n%d", n);
+        tide_node *end = tide_graph_node(g, last);
+        CU_ASSERT_FATAL(end != NULL);
+        CU_ASSERT_STRING_EQUAL(tide_node_name(tide_node_input(end, 0).node), "n999999");
+        tide_session_free(s);
+        tide_engine_free(engine);
+        tide_graph_free(g);
+        free(text);
+    }
+    free(order);
+    tide_error_free(err);
+}
+
+/* A long cycle is named, elided in the middle; a failure is reported without an error object too. */
+static void test_text_cycles_and_no_error_object(void)
+{
+    enum { N = 100 };
+    char *text = malloc(N * 40);
+    size_t len = 0;
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(text + len, N * 40 - len, "c%d = Identity(c%d)\n", i, (i + 1) % N);
+    expect_text_error(text, TIDE_INVALID_ARGUMENT, "a cycle of 100 nodes: c0 -> c1 -> c2 -> c3 -> ... -> c97 -> c98 -> c99 -> c0");
+    free(text);
+    tide_graph *g = tide_graph_new();
+    CU_ASSERT_EQUAL(tide_graph_extend_text(g, "a = Const(value=tensor(int32, [], [1]), dtype=float32)\n", NULL),
+                    TIDE_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(tide_graph_extend_text(g, "a = Const(value=tensor(int32, [9], []), dtype=int32)\n", NULL),
+                    TIDE_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(tide_graph_num_nodes(g), 0);
+    tide_graph_free(g);
+}
+
+/* A graph text file: errors name it and the line; NUL bytes and sizes over the cap are refused as
+ * they are read (`:load /dev/zero` buffered up to 4 GiB); the cap's option and variable. */
+static void test_text_file(void)
+{
+    char dir[] = "/tmp/tide-test-graph-XXXXXX", path[64], big[64];
+    CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/g.txt", dir);
+    snprintf(big, sizeof big, "%s/big.txt", dir);
+    FILE *f = fopen(path, "w");
+    fputs("# a graph\nb = Identity(a)\na = Const(value=tensor(int32, [], [3]), dtype=int32)\n", f);
+    fclose(f);
+    tide_graph *g = tide_graph_new();
+    tide_error *err = tide_error_new();
+    CU_ASSERT_EQUAL(tide_graph_extend_file(g, path, 0, err), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_graph_num_nodes(g), 2);
+    CU_ASSERT_EQUAL(tide_graph_extend_file(g, path, 0, err), TIDE_ALREADY_EXISTS);
+    char want[128];
+    snprintf(want, sizeof want, "%s line 3: node name 'a' is already used", path);
+    expect_error(err, TIDE_ALREADY_EXISTS, want);
+    f = fopen(big, "w");
+    for (int i = 0; i < 1000; i++)
+        fprintf(f, "x%d = Const(value=tensor(int32, [], [%d]), dtype=int32)\n", i, i);
+    fclose(f);
+    CU_ASSERT_EQUAL(tide_graph_extend_file(g, big, 1000, err), TIDE_RESOURCE_EXHAUSTED);
+    expect_error(err, TIDE_RESOURCE_EXHAUSTED, "more than 1000 bytes, the cap");
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "TIDE_MAX_INPUT_BYTES"));
+    setenv("TIDE_MAX_INPUT_BYTES", "2K", 1);
+    CU_ASSERT_EQUAL(tide_graph_extend_file(g, big, 0, err), TIDE_RESOURCE_EXHAUSTED);
+    expect_error(err, TIDE_RESOURCE_EXHAUSTED, "more than 2 KiB");
+    CU_ASSERT_EQUAL(tide_graph_extend_file(g, big, 1 << 20, err), TIDE_OK); /* the option wins */
+    unsetenv("TIDE_MAX_INPUT_BYTES");
+    CU_ASSERT_EQUAL(tide_graph_num_nodes(g), 1002);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CU_ASSERT_EQUAL(tide_graph_extend_file(g, "/dev/zero", 0, err), TIDE_INVALID_ARGUMENT);
+    expect_error(err, TIDE_INVALID_ARGUMENT, "/dev/zero line 1: a NUL byte");
+    CU_ASSERT(seconds_since(&t0) < 1.0);
+    CU_ASSERT_EQUAL(tide_graph_extend_file(g, dir, 0, err), TIDE_INVALID_ARGUMENT);
+    expect_error(err, TIDE_INVALID_ARGUMENT, "directory");
+    snprintf(want, sizeof want, "%s/none.txt", dir);
+    CU_ASSERT_EQUAL(tide_graph_extend_file(g, want, 0, err), TIDE_NOT_FOUND);
+    expect_error(err, TIDE_NOT_FOUND, "none.txt: No such file");
+    CU_ASSERT_EQUAL(tide_graph_num_nodes(g), 1002);
+    unlink(path);
+    unlink(big);
+    rmdir(dir);
+    tide_graph_free(g);
+    tide_error_free(err);
+}
+
+/* $TIDE_MAX_INPUT_BYTES: sizes with binary units; anything else is an error naming it. */
+static void test_input_max_bytes(void)
+{
+    static const struct { const char *text; uint64_t bytes; } good[] = {
+        {"100", 100},       {"8G", 8ull << 30},  {"512m", 512ull << 20}, {"1KiB", 1024},
+        {" 2T ", 2ull << 40}, {"3kb", 3072},     {"18446744073709551615", UINT64_MAX},
+    };
+    const char *bad[] = {"0", "-1", "1.5G", "lots", "99999999999T", "8 G", "8GG", "99999999999999999999"};
+    tide_error *err = tide_error_new();
+    uint64_t v = 0;
+    unsetenv("TIDE_MAX_INPUT_BYTES");
+    CU_ASSERT(tide_input_max_bytes(&v, err) == TIDE_OK && v == TIDE_DEFAULT_MAX_INPUT_BYTES && v == 1ull << 30);
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        setenv("TIDE_MAX_INPUT_BYTES", good[i].text, 1);
+        CU_ASSERT(tide_input_max_bytes(&v, err) == TIDE_OK && v == good[i].bytes);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("TIDE_MAX_INPUT_BYTES", bad[i], 1);
+        CU_ASSERT_EQUAL(tide_input_max_bytes(&v, err), TIDE_INVALID_ARGUMENT);
+        expect_error(err, TIDE_INVALID_ARGUMENT, "TIDE_MAX_INPUT_BYTES");
+    }
+    unsetenv("TIDE_MAX_INPUT_BYTES");
+    char buf[32];
+    CU_ASSERT_STRING_EQUAL(tide_format_bytes(1ull << 30, buf, sizeof buf), "1 GiB");
+    CU_ASSERT_STRING_EQUAL(tide_format_bytes(3ull << 20, buf, sizeof buf), "3 MiB");
+    CU_ASSERT_STRING_EQUAL(tide_format_bytes(1536, buf, sizeof buf), "1536 bytes");
+    CU_ASSERT_STRING_EQUAL(tide_format_bytes(0, buf, sizeof buf), "0 bytes");
+    tide_error_free(err);
 }
 
 static void test_device_specs(void)
@@ -446,7 +751,10 @@ int main(void)
         TH_TEST(test_builder_errors_leave_graph_unchanged), TH_TEST(test_names_and_scopes),
         TH_TEST(test_shape_inference_at_build), TH_TEST(test_rollback), TH_TEST(test_text_round_trip),
         TH_TEST(test_text_annotations_of_every_kind), TH_TEST(test_text_float_values_round_trip),
-        TH_TEST(test_shape_values_folded), TH_TEST(test_text_errors), TH_TEST(test_device_specs), TH_TEST(test_rename_node),
+        TH_TEST(test_shape_values_folded), TH_TEST(test_text_errors), TH_TEST(test_text_number_limits),
+        TH_TEST(test_text_tensor_checked_before_allocating), TH_TEST(test_text_million_nodes),
+        TH_TEST(test_text_cycles_and_no_error_object), TH_TEST(test_text_file), TH_TEST(test_input_max_bytes),
+        TH_TEST(test_device_specs), TH_TEST(test_rename_node),
         TH_TEST(test_op_info), TH_END};
     return th_main("graph", tests);
 }
