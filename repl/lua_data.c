@@ -66,14 +66,14 @@ static int l_load_npy(lua_State *L)
 {
     const char *path = check_path(L, 1, "load_npy");
     tide_error *err = repl_scratch_error(L);
-    return push_or_raise(L, tide_read_npy(path, err), "load_npy", err);
+    return push_or_raise(L, tide_read_npy(path, NULL, err), "load_npy", err);
 }
 
 static int l_load_idx(lua_State *L)
 {
     const char *path = check_path(L, 1, "load_idx");
     tide_error *err = repl_scratch_error(L);
-    return push_or_raise(L, tide_read_idx(path, err), "load_idx", err);
+    return push_or_raise(L, tide_read_idx(path, NULL, err), "load_idx", err);
 }
 
 static int l_save_npy(lua_State *L)

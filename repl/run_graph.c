@@ -161,7 +161,7 @@ static int run(tide_engine *engine, tide_graph *g, const run_graph_args *a, tide
     for (int i = 0; i < a->num_feed && !status; i++) {
         if (tide_graph_output(g, a->feed_name[i], &feeds[i].output, err) != TIDE_OK)
             status = 1;
-        else if (!(feeds[i].value = tide_read_npy(a->feed_file[i], err)))
+        else if (!(feeds[i].value = tide_read_npy(a->feed_file[i], NULL, err)))
             status = 1;
         else
             status = cast_feed(&feeds[i], err);

@@ -4,8 +4,16 @@
  * one possibly without a newline; spaces and tabs around a field; blank lines (skipped, as
  * numpy.loadtxt and pandas do); header lines to skip, or one auto-detected (the first non-blank line
  * when none of its fields is a number: a first row with one bad field is reported, not dropped);
- * gzip-compressed files (zlib reads both forms). Numbers are parsed in the "C" locale whatever the
+ * gzip-compressed files (detected by content and verified whole by file_input: a cut or corrupt
+ * stream is an error, not a shorter table). Numbers are parsed in the "C" locale whatever the
  * process's locale is, so "1.5" is one and a half everywhere.
+ *
+ * How much memory: the file is read as a stream, a chunk at a time, and parsed line by line; the
+ * values go into chunks that grow geometrically, copied into the tensor (and freed one by one) at
+ * the end. Besides the tensor, the reader holds its buffer (at least CSV_READ_CHUNK, more only for a
+ * longer line) and one chunk of values. The bytes taken from the file are capped (max_bytes) and a
+ * NUL byte, which no text file holds, is refused where it is read: load_csv("/dev/zero") fails at
+ * once.
  *
  * What it rejects, naming the line and column (both counted from 1): empty fields, fields that are
  * not numbers of the dtype (an integer dtype takes no "1.5"), values out of the dtype's range, rows
@@ -17,12 +25,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
-#include "tide_data.h"
+#include "file_input.h"
 
-#define CSV_READ_CHUNK (1u << 20)
+#define CSV_READ_CHUNK ((size_t)1 << 20)
 #define FIELD_SHOWN_MAX 40
+#define VALUES_FIRST_CHUNK ((size_t)1 << 10) /* elements */
+#define VALUES_CHUNK_MAX ((size_t)1 << 22)   /* elements: 16 or 32 MiB */
 
 void tide_csv_options_init(tide_csv_options *opts)
 {
@@ -31,59 +40,7 @@ void tide_csv_options_init(tide_csv_options *opts)
     opts->delimiter = ',';
     opts->header = -1;
     opts->dtype = TIDE_FLOAT32;
-}
-
-/* ---------------------------------------------------------------- the file in memory */
-
-/* Reads the whole (possibly compressed) file into a malloc'd, NUL-terminated buffer. */
-static tide_status read_whole_file(const char *path, char **out, size_t *len, tide_error *err)
-{
-    errno = 0;
-    gzFile gz = gzopen(path, "rbe");
-    if (!gz)
-        return tide_error_set(err, errno == ENOENT ? TIDE_NOT_FOUND : TIDE_INVALID_ARGUMENT,
-                              "cannot open CSV file %s: %s", path, errno ? strerror(errno) : "out of memory");
-    gzbuffer(gz, 256u << 10);
-    size_t cap = CSV_READ_CHUNK, n = 0;
-    char *buf = malloc(cap + 1);
-    tide_status st = TIDE_OK;
-    for (;;) {
-        if (!buf) {
-            st = tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "%s: out of memory reading the file", path);
-            break;
-        }
-        if (n == cap) {
-            char *bigger = cap <= SIZE_MAX / 2 - 1 ? realloc(buf, cap * 2 + 1) : NULL;
-            if (!bigger) {
-                free(buf);
-                buf = NULL;
-                continue;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-        size_t want = cap - n < CSV_READ_CHUNK ? cap - n : CSV_READ_CHUNK;
-        int r = gzread(gz, buf + n, (unsigned)want);
-        if (r < 0) {
-            int code;
-            const char *msg = gzerror(gz, &code);
-            st = tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot read CSV file %s: %s", path,
-                                code == Z_ERRNO ? strerror(errno) : msg);
-            break;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    gzclose(gz);
-    if (st != TIDE_OK) {
-        free(buf);
-        return st;
-    }
-    buf[n] = 0;
-    *out = buf;
-    *len = n;
-    return TIDE_OK;
+    opts->max_bytes = 0;
 }
 
 /* ---------------------------------------------------------------- fields */
@@ -94,11 +51,15 @@ typedef struct csv_reader {
     tide_csv_options opts;
     locale_t c_locale;
     int64_t line;          /* current line number, from 1 */
+    bool detect_header;    /* the first non-blank line is still to come and may be a header */
     int64_t columns;       /* of the first data row; 0 before it */
     int64_t columns_line;  /* where that row was */
     int64_t rows;
-    unsigned char *values; /* rows * columns elements of opts.dtype */
-    size_t count, cap;     /* elements */
+    unsigned char **chunks; /* the values, rows * columns elements of opts.dtype, in order */
+    size_t *chunk_sizes;    /* elements each chunk holds (all full but the last) */
+    int num_chunks, chunks_cap;
+    size_t count;           /* elements stored */
+    size_t in_chunk;        /* of them in the last chunk */
     tide_error *err;
 } csv_reader;
 
@@ -196,17 +157,43 @@ static tide_status note_number(csv_reader *r, char *field, size_t len, int64_t c
     return TIDE_OK;
 }
 
+/* ---------------------------------------------------------------- values */
+
+/* Makes room for one more value: a new chunk, twice the last one, up to VALUES_CHUNK_MAX. */
 static tide_status grow_values(csv_reader *r)
 {
-    size_t esize = tide_dtype_size(r->opts.dtype);
-    size_t cap = r->cap ? r->cap * 2 : 1024;
-    unsigned char *bigger = cap <= SIZE_MAX / esize ? realloc(r->values, cap * esize) : NULL;
-    if (!bigger)
-        return tide_error_set(r->err, TIDE_RESOURCE_EXHAUSTED, "%s line %lld: out of memory", r->path,
-                              (long long)r->line);
-    r->values = bigger;
-    r->cap = cap;
+    size_t n = r->num_chunks ? 2 * r->chunk_sizes[r->num_chunks - 1] : VALUES_FIRST_CHUNK;
+    n = n < VALUES_CHUNK_MAX ? n : VALUES_CHUNK_MAX;
+    if (r->num_chunks == r->chunks_cap) {
+        int cap = r->chunks_cap ? 2 * r->chunks_cap : 16;
+        unsigned char **chunks = realloc(r->chunks, sizeof *chunks * (size_t)cap);
+        if (chunks)
+            r->chunks = chunks;
+        size_t *sizes = chunks ? realloc(r->chunk_sizes, sizeof *sizes * (size_t)cap) : NULL;
+        if (sizes) {
+            r->chunk_sizes = sizes;
+            r->chunks_cap = cap;
+        }
+    }
+    unsigned char *chunk = r->num_chunks < r->chunks_cap ? malloc(n * tide_dtype_size(r->opts.dtype)) : NULL;
+    if (!chunk)
+        return tide_error_set(r->err, TIDE_RESOURCE_EXHAUSTED, "%s line %lld: out of memory after %zu values",
+                              r->path, (long long)r->line, r->count);
+    r->chunks[r->num_chunks] = chunk;
+    r->chunk_sizes[r->num_chunks++] = n;
+    r->in_chunk = 0;
     return TIDE_OK;
+}
+
+static void free_values(csv_reader *r)
+{
+    for (int k = 0; k < r->num_chunks; k++)
+        free(r->chunks[k]);
+    free(r->chunks);
+    free(r->chunk_sizes);
+    r->chunks = NULL;
+    r->chunk_sizes = NULL;
+    r->num_chunks = r->chunks_cap = 0;
 }
 
 static tide_status store_field(csv_reader *r, char *field, size_t len, int64_t column, void *arg)
@@ -221,12 +208,14 @@ static tide_status store_field(csv_reader *r, char *field, size_t len, int64_t c
                               (long long)r->columns_line, (long long)r->columns);
     if (!len)
         return field_error(r, column, field, "is empty");
-    if (r->count == r->cap && grow_values(r) != TIDE_OK)
+    if ((!r->num_chunks || r->in_chunk == r->chunk_sizes[r->num_chunks - 1]) && grow_values(r) != TIDE_OK)
         return TIDE_RESOURCE_EXHAUSTED;
-    void *slot = r->values + r->count * tide_dtype_size(r->opts.dtype);
+    void *slot = r->chunks[r->num_chunks - 1] + r->in_chunk * tide_dtype_size(r->opts.dtype);
     tide_status st = parse_value(r, field, len, column, slot);
-    if (st == TIDE_OK)
+    if (st == TIDE_OK) {
         r->count++;
+        r->in_chunk++;
+    }
     return st;
 }
 
@@ -259,32 +248,80 @@ static bool line_is_blank(const char *begin, const char *end)
     return begin == end;
 }
 
-/* Walks the lines of text: skips the header lines, detects one if asked, reads the rows. */
-static tide_status read_lines(csv_reader *r, char *text, size_t len)
+/* One line, [p, line_end) (its newline excluded, a '\r' before it too): skipped (a header line,
+ * blank), detected as the header, or a row. The byte at line_end may be written to. */
+static tide_status read_line(csv_reader *r, char *p, char *line_end)
 {
-    char *end_of_text = text + len;
-    bool detect_header = r->opts.header == -1;
-    for (char *p = text; p < end_of_text; r->line++) {
-        char *nl = memchr(p, '\n', (size_t)(end_of_text - p));
-        char *line_end = nl ? nl : end_of_text;
-        char *next = nl ? nl + 1 : end_of_text;
-        if (line_end > p && line_end[-1] == '\r')
-            line_end--;
-        bool skip = r->line <= r->opts.header || line_is_blank(p, line_end);
-        if (!skip && detect_header) {
-            detect_header = false;
-            bool any_number = false;
-            for_each_field(r, p, line_end, note_number, &any_number);
-            skip = !any_number;
-        }
-        if (!skip) {
-            tide_status st = read_row(r, p, line_end);
-            if (st != TIDE_OK)
-                return st;
-        }
-        p = next;
+    if (line_end > p && line_end[-1] == '\r')
+        line_end--;
+    bool skip = r->line <= r->opts.header || line_is_blank(p, line_end);
+    if (!skip && r->detect_header) {
+        r->detect_header = false;
+        bool any_number = false;
+        for_each_field(r, p, line_end, note_number, &any_number);
+        skip = !any_number;
     }
-    return TIDE_OK;
+    return skip ? TIDE_OK : read_row(r, p, line_end);
+}
+
+/* A NUL byte at nul, in text whose first byte begins line r->line: which line and column it is in. */
+static tide_status nul_error(csv_reader *r, const char *text, const char *nul)
+{
+    int64_t line = r->line, column = 1;
+    for (const char *q = text; q < nul; q++) {
+        if (*q == '\n') {
+            line++;
+            column = 1;
+        } else if (*q == r->opts.delimiter) {
+            column++;
+        }
+    }
+    return tide_error_set(r->err, TIDE_INVALID_ARGUMENT,
+                          "%s line %lld, column %lld: a NUL byte, which no text file holds: this is not a "
+                          "CSV file",
+                          r->path, (long long)line, (long long)column);
+}
+
+/* The text as a stream: a chunk at a time into buf, every complete line read, the incomplete last
+ * one moved to the front for the next chunk (the buffer grows only for a line longer than it). */
+static tide_status read_stream(csv_reader *r, file_input *in)
+{
+    size_t cap = CSV_READ_CHUNK, len = 0;
+    char *buf = malloc(cap + 1);
+    tide_status st = buf ? TIDE_OK : tide_error_set(r->err, TIDE_RESOURCE_EXHAUSTED, "%s: out of memory", r->path);
+    for (bool at_end = false; st == TIDE_OK && !at_end;) {
+        if (len == cap) {
+            char *bigger = cap < SIZE_MAX / 4 ? realloc(buf, 2 * cap + 1) : NULL;
+            if (!bigger) {
+                st = tide_error_set(r->err, TIDE_RESOURCE_EXHAUSTED,
+                                    "%s line %lld: out of memory for a line of more than %zu bytes", r->path,
+                                    (long long)r->line, cap);
+                break;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+        size_t want = cap - len, got;
+        if ((st = file_input_read(in, buf + len, want, &got, r->err)) != TIDE_OK)
+            break;
+        at_end = got < want;
+        const char *nul = memchr(buf + len, 0, got);
+        if (nul) {
+            st = nul_error(r, buf, nul);
+            break;
+        }
+        char *p = buf, *end = buf + len + got;
+        for (char *nl; st == TIDE_OK && (nl = memchr(p, '\n', (size_t)(end - p))); p = nl + 1, r->line++)
+            st = read_line(r, p, nl);
+        if (st == TIDE_OK && at_end && p < end) { /* the last line, without a newline */
+            st = read_line(r, p, end);
+            p = end;
+        }
+        len = (size_t)(end - p);
+        memmove(buf, p, len);
+    }
+    free(buf);
+    return st;
 }
 
 static tide_status check_options(const char *path, const tide_csv_options *o, tide_error *err)
@@ -308,6 +345,7 @@ static tide_status check_options(const char *path, const tide_csv_options *o, ti
     return TIDE_OK;
 }
 
+/* The tensor from the chunks, each freed once copied. */
 static tide_tensor *make_tensor(csv_reader *r)
 {
     if (!r->rows) {
@@ -315,8 +353,19 @@ static tide_tensor *make_tensor(csv_reader *r)
         return NULL;
     }
     tide_shape shape = tide_shape_matrix(r->rows, r->columns);
-    return tide_tensor_new_copy(r->opts.dtype, &shape, r->values,
-                                r->count * tide_dtype_size(r->opts.dtype), r->err);
+    tide_tensor *t = tide_tensor_new_uninitialized(r->opts.dtype, &shape, r->err);
+    if (!t)
+        return NULL;
+    size_t esize = tide_dtype_size(r->opts.dtype), done = 0;
+    unsigned char *data = tide_tensor_data(t);
+    for (int k = 0; k < r->num_chunks; k++) {
+        size_t n = k == r->num_chunks - 1 ? r->in_chunk : r->chunk_sizes[k];
+        memcpy(data + done * esize, r->chunks[k], n * esize);
+        done += n;
+        free(r->chunks[k]);
+        r->chunks[k] = NULL;
+    }
+    return t;
 }
 
 tide_tensor *tide_read_csv(const char *path, const tide_csv_options *opts, tide_error *err)
@@ -325,25 +374,25 @@ tide_tensor *tide_read_csv(const char *path, const tide_csv_options *opts, tide_
     tide_csv_options_init(&r.opts);
     if (opts)
         r.opts = *opts;
+    r.detect_header = r.opts.header == -1;
     if (!path) {
         tide_error_set(err, TIDE_INVALID_ARGUMENT, "tide_read_csv: path is NULL");
         return NULL;
     }
     if (check_options(path, &r.opts, err) != TIDE_OK)
         return NULL;
-    char *text = NULL;
-    size_t len = 0;
-    if (read_whole_file(path, &text, &len, err) != TIDE_OK)
+    file_input *in = file_input_open(path, "CSV file", r.opts.max_bytes, err);
+    if (!in)
         return NULL;
     tide_tensor *t = NULL;
     r.c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
     if (!r.c_locale)
         tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "%s: cannot create the C locale", path);
-    else if (read_lines(&r, text, len) == TIDE_OK)
+    else if (read_stream(&r, in) == TIDE_OK)
         t = make_tensor(&r);
     if (r.c_locale)
         freelocale(r.c_locale);
-    free(r.values);
-    free(text);
+    free_values(&r);
+    file_input_close(in);
     return t;
 }

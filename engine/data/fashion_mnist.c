@@ -40,7 +40,7 @@ static tide_tensor *read_idx_file(const char *dir, const char *name, tide_error 
         tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "Fashion-MNIST: out of memory");
         return NULL;
     }
-    tide_tensor *t = tide_read_idx(path, err);
+    tide_tensor *t = tide_read_idx(path, NULL, err);
     free(path);
     return t;
 }

@@ -1,26 +1,22 @@
 /* idx.c — reading IDX files, the format of MNIST and Fashion-MNIST (LeCun's "THE IDX FILE FORMAT"):
  * four magic bytes 0x00 0x00 TYPE NDIMS, then NDIMS big-endian uint32 dimensions, then the elements
- * in row-major order, big-endian. Files may be gzip-compressed; zlib's gzread reads both forms, so
- * compression is detected by content, not by the file name.
+ * in row-major order, big-endian. Files may be gzip-compressed (detected by content, not by the name);
+ * file_input verifies the compressed stream whole: a cut, a CRC-32 or length trailer that does not
+ * match, trailing garbage are errors.
  *
  * The data are read in one pass straight into the tensor's buffer, then byte-swapped in place for
- * multi-byte types: loading Fashion-MNIST's 47 MB of training images costs about one inflate. The
- * allocation is checked first against what the file holds, so a corrupt header gives "truncated",
- * not a huge allocation: exactly by the file size when it is not compressed, and by a counting pass
- * when a compressed file claims more than UNCHECKED_ALLOC_MAX bytes of data. */
+ * multi-byte types: loading Fashion-MNIST's 47 MB of training images costs about one inflate. Before
+ * anything is allocated the size the header claims is checked against the reader's cap
+ * (tide_read_options.max_bytes), and against what the file holds: exactly, by the file size, when it
+ * is not compressed, and by a counting pass when a compressed file claims more than
+ * UNCHECKED_ALLOC_MAX bytes, so a corrupt header gives "truncated", not a huge allocation. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <zlib.h>
 
-#include "tide_data.h"
+#include "file_input.h"
 
-#define IDX_GZ_BUFFER (256u << 10)
 #define UNCHECKED_ALLOC_MAX ((uint64_t)256 << 20)
-#define READ_CHUNK_MAX ((size_t)1 << 30) /* gzread counts in unsigned int */
 #define MAX_DATA_BYTES ((uint64_t)INT64_MAX / 16)
 
 typedef struct idx_type {
@@ -36,8 +32,8 @@ static const idx_type idx_types[] = {
 /* One open IDX file and what its header said. */
 typedef struct idx_file {
     const char *path;
-    gzFile gz;
-    int fd;               /* the descriptor gz reads (owned by gz) */
+    uint64_t max_bytes;
+    file_input *in;
     tide_dtype dtype;
     tide_shape shape;
     uint64_t header_bytes;
@@ -52,92 +48,27 @@ static tide_dtype idx_dtype(unsigned char code)
     return TIDE_INVALID_DTYPE;
 }
 
-/* Reads up to n bytes (n may exceed gzread's unsigned range); *got receives how many came.
- * Returns false on a decompression or I/O error. */
-static bool gz_read_fully(gzFile gz, void *buf, uint64_t n, uint64_t *got)
+/* Reads up to n bytes; *got says how many came (fewer only at the end of the data). */
+static tide_status read_bytes(idx_file *f, void *buf, uint64_t n, uint64_t *got, tide_error *err)
 {
-    unsigned char *p = buf;
-    *got = 0;
-    while (*got < n) {
-        uint64_t want = n - *got < READ_CHUNK_MAX ? n - *got : READ_CHUNK_MAX;
-        int r = gzread(gz, p + *got, (unsigned)want);
-        if (r < 0)
-            return false;
-        if (r == 0)
-            break;
-        *got += (uint64_t)r;
-    }
-    return true;
-}
-
-/* Reads and discards the rest of the stream, counting the bytes; false on an error. */
-static bool gz_count_rest(gzFile gz, uint64_t *count)
-{
-    enum { SCRATCH = 64 << 10 };
-    unsigned char one;
-    uint64_t got;
-    *count = 0;
-    if (!gz_read_fully(gz, &one, 1, &got))
-        return false;
-    if (!got)
-        return true; /* the usual case: nothing left, no scratch buffer needed */
-    unsigned char *scratch = malloc(SCRATCH);
-    if (!scratch)
-        return false;
-    bool ok = true;
-    *count = 1;
-    do {
-        ok = gz_read_fully(gz, scratch, SCRATCH, &got);
-        *count += got;
-    } while (ok && got == SCRATCH);
-    free(scratch);
-    return ok;
-}
-
-static tide_status gz_failure(const idx_file *f, tide_error *err)
-{
-    int code = Z_OK;
-    const char *msg = gzerror(f->gz, &code);
-    if (code == Z_ERRNO)
-        msg = strerror(errno);
-    return tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s: cannot read the IDX data: %s", f->path,
-                          msg && *msg ? msg : "read error");
-}
-
-static tide_status idx_open(idx_file *f, const char *path, tide_error *err)
-{
-    memset(f, 0, sizeof *f);
-    f->path = path;
-    f->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (f->fd < 0)
-        return tide_error_set(err, errno == ENOENT ? TIDE_NOT_FOUND : TIDE_INVALID_ARGUMENT,
-                              "cannot open IDX file %s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(f->fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-        close(f->fd);
-        return tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot read IDX file %s: it is a directory",
-                              path);
-    }
-    f->gz = gzdopen(f->fd, "rb");
-    if (!f->gz) {
-        close(f->fd);
-        return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "cannot open IDX file %s: out of memory",
-                              path);
-    }
-    gzbuffer(f->gz, IDX_GZ_BUFFER);
-    return TIDE_OK;
+    size_t got_now = 0;
+    tide_status st = file_input_read(f->in, buf, (size_t)n, &got_now, err);
+    *got = got_now;
+    return st;
 }
 
 static tide_status read_magic(idx_file *f, tide_error *err)
 {
     unsigned char magic[4];
     uint64_t got;
-    if (!gz_read_fully(f->gz, magic, 4, &got))
-        return gz_failure(f, err);
+    tide_status st = read_bytes(f, magic, 4, &got, err);
+    if (st != TIDE_OK)
+        return st;
     if (got < 4)
         return tide_error_set(err, TIDE_INVALID_ARGUMENT,
-                              "%s: not an IDX file: it has %llu bytes, the magic number alone needs 4",
-                              f->path, (unsigned long long)got);
+                              "%s: not an IDX file: it has %llu byte%s%s, the magic number alone needs 4",
+                              f->path, (unsigned long long)got, got == 1 ? "" : "s",
+                              file_input_is_compressed(f->in) ? " after decompression" : "");
     if (magic[0] != 0 || magic[1] != 0)
         return tide_error_set(err, TIDE_INVALID_ARGUMENT,
                               "%s: not an IDX file: magic bytes %02x %02x %02x %02x, expected 00 00 "
@@ -162,8 +93,9 @@ static tide_status read_dims(idx_file *f, tide_error *err)
     unsigned char raw[4 * TIDE_MAX_RANK];
     size_t need = 4 * (size_t)f->shape.rank;
     uint64_t got;
-    if (!gz_read_fully(f->gz, raw, need, &got))
-        return gz_failure(f, err);
+    tide_status st = read_bytes(f, raw, need, &got, err);
+    if (st != TIDE_OK)
+        return st;
     if (got < need)
         return tide_error_set(err, TIDE_INVALID_ARGUMENT,
                               "%s: truncated IDX header: %d dimensions need %zu bytes after the magic "
@@ -189,41 +121,50 @@ static tide_status read_dims(idx_file *f, tide_error *err)
     return TIDE_OK;
 }
 
-static tide_status size_mismatch(const idx_file *f, uint64_t has, bool gz_error, tide_error *err)
+static tide_status size_mismatch(const idx_file *f, uint64_t has, tide_error *err)
 {
     char buf[TIDE_SHAPE_STR_MAX];
     tide_shape_format(&f->shape, buf, sizeof buf);
     if (has < f->data_bytes)
         return tide_error_set(err, TIDE_INVALID_ARGUMENT,
-                              "%s: truncated IDX data: expected %llu bytes of data for %s %s, file has "
-                              "%llu%s",
+                              "%s: truncated IDX data: expected %llu bytes of data for %s %s, file has %llu",
                               f->path, (unsigned long long)f->data_bytes, tide_dtype_name(f->dtype), buf,
-                              (unsigned long long)has, gz_error ? " (the gzip stream ends early)" : "");
+                              (unsigned long long)has);
     return tide_error_set(err, TIDE_INVALID_ARGUMENT,
                           "%s: %llu bytes of trailing garbage after the %llu bytes of data of %s %s",
                           f->path, (unsigned long long)(has - f->data_bytes),
                           (unsigned long long)f->data_bytes, tide_dtype_name(f->dtype), buf);
 }
 
-/* Before allocating: does the file hold exactly data_bytes after the header? A compressed file is
- * checked only when it claims more than UNCHECKED_ALLOC_MAX (the read itself checks the others). */
+/* Before allocating: does the file hold exactly data_bytes after the header, and is that within the
+ * cap? An uncompressed file is measured first (a wrong size says more than the cap); a compressed one
+ * is checked against the cap first, then counted when it claims more than UNCHECKED_ALLOC_MAX (the
+ * read itself checks the others), and opened again. */
 static tide_status precheck_size(idx_file *f, tide_error *err)
 {
     uint64_t has;
-    if (gzdirect(f->gz)) {
-        struct stat st;
-        if (fstat(f->fd, &st) != 0)
-            return tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s: %s", f->path, strerror(errno));
-        has = (uint64_t)st.st_size > f->header_bytes ? (uint64_t)st.st_size - f->header_bytes : 0;
-    } else if (f->data_bytes > UNCHECKED_ALLOC_MAX) {
-        if (!gz_count_rest(f->gz, &has))
-            return gz_failure(f, err);
-        if (gzrewind(f->gz) != 0 || gzseek(f->gz, (z_off_t)f->header_bytes, SEEK_SET) < 0)
-            return gz_failure(f, err);
-    } else {
-        return TIDE_OK;
+    int64_t plain = file_input_plain_size(f->in);
+    uint64_t claim = f->header_bytes + f->data_bytes;
+    if (plain >= 0) {
+        has = (uint64_t)plain > f->header_bytes ? (uint64_t)plain - f->header_bytes : 0;
+        if (has != f->data_bytes)
+            return size_mismatch(f, has, err);
     }
-    return has == f->data_bytes ? TIDE_OK : size_mismatch(f, has, false, err);
+    if (claim > file_input_max_bytes(f->in))
+        return file_input_too_large(f->in, claim, err);
+    if (plain >= 0 || !file_input_is_compressed(f->in) || f->data_bytes <= UNCHECKED_ALLOC_MAX)
+        return TIDE_OK;
+    tide_status st = file_input_skip_rest(f->in, &has, err);
+    if (st != TIDE_OK)
+        return st;
+    file_input_close(f->in);
+    if (!(f->in = file_input_open(f->path, "IDX file", f->max_bytes, err)))
+        return TIDE_INVALID_ARGUMENT; /* the file changed under us */
+    unsigned char header[4 + 4 * TIDE_MAX_RANK];
+    uint64_t skipped;
+    if ((st = read_bytes(f, header, f->header_bytes, &skipped, err)) != TIDE_OK)
+        return st;
+    return has == f->data_bytes ? TIDE_OK : size_mismatch(f, has, err);
 }
 
 /* IDX stores big-endian; swap each element in place on a little-endian host. */
@@ -255,16 +196,14 @@ static tide_tensor *read_data(idx_file *f, tide_error *err)
         return NULL;
     uint64_t got, extra;
     void *data = tide_tensor_data(t);
-    if (!gz_read_fully(f->gz, data, f->data_bytes, &got)) {
-        gz_failure(f, err);
+    if (read_bytes(f, data, f->data_bytes, &got, err) != TIDE_OK) {
+        /* file_input said what is wrong: a cut or corrupt gzip stream, a read error */
     } else if (got < f->data_bytes) {
-        int code = Z_OK;
-        gzerror(f->gz, &code);
-        size_mismatch(f, got, code != Z_OK, err);
-    } else if (!gz_count_rest(f->gz, &extra)) {
-        gz_failure(f, err);
+        size_mismatch(f, got, err);
+    } else if (file_input_skip_rest(f->in, &extra, err) != TIDE_OK) {
+        /* as above */
     } else if (extra) {
-        size_mismatch(f, got + extra, false, err);
+        size_mismatch(f, got + extra, err);
     } else {
         big_endian_to_host(data, (uint64_t)tide_tensor_num_elements(t), tide_dtype_size(f->dtype));
         return t;
@@ -273,19 +212,20 @@ static tide_tensor *read_data(idx_file *f, tide_error *err)
     return NULL;
 }
 
-tide_tensor *tide_read_idx(const char *path, tide_error *err)
+tide_tensor *tide_read_idx(const char *path, const tide_read_options *opts, tide_error *err)
 {
     if (!path) {
         tide_error_set(err, TIDE_INVALID_ARGUMENT, "tide_read_idx: path is NULL");
         return NULL;
     }
-    idx_file f;
-    if (idx_open(&f, path, err) != TIDE_OK)
+    idx_file f = {.path = path, .max_bytes = opts ? opts->max_bytes : 0};
+    f.in = file_input_open(path, "IDX file", f.max_bytes, err);
+    if (!f.in)
         return NULL;
     tide_tensor *t = NULL;
     if (read_magic(&f, err) == TIDE_OK && read_dims(&f, err) == TIDE_OK &&
         precheck_size(&f, err) == TIDE_OK)
         t = read_data(&f, err);
-    gzclose(f.gz);
+    file_input_close(f.in);
     return t;
 }

@@ -368,7 +368,7 @@ static tide_status read_header(FILE *f, const char *path, npy_header *h, uint64_
 }
 
 static tide_tensor *read_data(FILE *f, uint64_t size, const char *path, const npy_header *h,
-                              const npy_layout *lay, uint64_t data_offset, tide_error *err)
+                              const npy_layout *lay, uint64_t data_offset, uint64_t max_bytes, tide_error *err)
 {
     uint64_t has = size > data_offset ? size - data_offset : 0;
     if (has != lay->bytes) {
@@ -376,6 +376,15 @@ static tide_tensor *read_data(FILE *f, uint64_t size, const char *path, const np
         tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s: %s: %s %s needs %llu bytes, file has %llu",
                        path, has < lay->bytes ? "truncated .npy data" : "trailing bytes in .npy file", h->descr, tide_shape_format(&h->shape, buf, sizeof buf),
                        (unsigned long long)lay->bytes, (unsigned long long)has);
+        return NULL;
+    }
+    if (data_offset + lay->bytes > max_bytes) {
+        char buf[TIDE_SHAPE_STR_MAX], cap[32];
+        tide_error_set(err, TIDE_RESOURCE_EXHAUSTED,
+                       "%s: .npy file of %s %s holds %llu bytes, more than %s, " TIDE_INPUT_CAP_HINT,
+                       path, h->descr, tide_shape_format(&h->shape, buf, sizeof buf),
+                       (unsigned long long)(data_offset + lay->bytes),
+                       tide_format_bytes(max_bytes, cap, sizeof cap));
         return NULL;
     }
     tide_tensor *t = tide_tensor_new_uninitialized(lay->dtype, &h->shape, err);
@@ -397,23 +406,26 @@ static tide_tensor *read_data(FILE *f, uint64_t size, const char *path, const np
     return t;
 }
 
-/* A .npy of size bytes from f's current position (at its start). */
-static tide_tensor *read_stream(FILE *f, uint64_t size, const char *path, tide_error *err)
+/* A .npy of size bytes from f's current position (at its start); max_bytes caps its size. */
+static tide_tensor *read_stream(FILE *f, uint64_t size, const char *path, uint64_t max_bytes, tide_error *err)
 {
     npy_header h = {0};
     npy_layout lay = {0};
     uint64_t data_offset = 0;
     if (read_header(f, path, &h, &data_offset, err) != TIDE_OK || resolve_descr(path, &h, &lay, err) != TIDE_OK)
         return NULL;
-    return read_data(f, size, path, &h, &lay, data_offset, err);
+    return read_data(f, size, path, &h, &lay, data_offset, max_bytes, err);
 }
 
-tide_tensor *tide_read_npy(const char *path, tide_error *err)
+tide_tensor *tide_read_npy(const char *path, const tide_read_options *opts, tide_error *err)
 {
+    uint64_t max_bytes = opts ? opts->max_bytes : 0;
     if (!path) {
         tide_error_set(err, TIDE_INVALID_ARGUMENT, "tide_read_npy: path is NULL");
         return NULL;
     }
+    if (!max_bytes && tide_input_max_bytes(&max_bytes, err) != TIDE_OK)
+        return NULL;
     FILE *f = fopen(path, "rbe");
     if (!f) {
         tide_error_set(err, errno == ENOENT ? TIDE_NOT_FOUND : TIDE_INVALID_ARGUMENT,
@@ -430,7 +442,7 @@ tide_tensor *tide_read_npy(const char *path, tide_error *err)
     if (fstat(fileno(f), &sb) != 0)
         tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s: %s", path, strerror(errno));
     else
-        t = read_stream(f, (uint64_t)sb.st_size, path, err);
+        t = read_stream(f, (uint64_t)sb.st_size, path, max_bytes, err);
     fclose(f);
     return t;
 }
@@ -442,7 +454,7 @@ tide_tensor *tide_npy_from_bytes(const void *bytes, size_t size, const char *nam
         tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s: %s", name, size ? strerror(errno) : "not a .npy file (empty)");
         return NULL;
     }
-    tide_tensor *t = read_stream(f, size, name, err);
+    tide_tensor *t = read_stream(f, size, name, UINT64_MAX, err); /* in memory already */
     fclose(f);
     return t;
 }

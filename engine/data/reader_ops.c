@@ -58,13 +58,13 @@ static tide_tensor *load(const char *path, const char *format, tide_error *err)
     bool npy = strcmp(format, "npy") == 0 || (strcmp(format, "auto") == 0 && ends_with(path, ".npy"));
     bool csv = strcmp(format, "csv") == 0 || (strcmp(format, "auto") == 0 && ends_with(path, ".csv"));
     if (npy)
-        return tide_read_npy(path, err);
+        return tide_read_npy(path, NULL, err);
     if (csv) {
         tide_csv_options o;
         tide_csv_options_init(&o);
         return tide_read_csv(path, &o, err);
     }
-    return tide_read_idx(path, err);
+    return tide_read_idx(path, NULL, err);
 }
 
 static void *reader_make(void *arg, tide_error *err)

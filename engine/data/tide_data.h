@@ -15,12 +15,22 @@ extern "C" {
 
 /* ---------------------------------------------------------------- data (engine/data) */
 
-/* IDX files (MNIST's format), gzip-compressed or not (detected by content). The tensor has the file's
- * element type (uint8, int8, int16, int32, float32, float64) and dimensions. */
-tide_tensor *tide_read_idx(const char *path, tide_error *err);
+/* What the readers verify: everything the format says, and a gzip-compressed file (IDX, CSV; detected
+ * by content, not by the name) whole: its CRC-32 and length trailer, nothing cut, no garbage after
+ * the last member. What they cap: the bytes taken from one file, counted after decompression
+ * (max_bytes, else tide_input_max_bytes: $TIDE_MAX_INPUT_BYTES or 1 GiB), checked before anything
+ * of that size is allocated where the header tells the size (IDX, NPY), and as the file is read
+ * otherwise (CSV). Every failure names the file and what is wrong with it. */
+typedef struct tide_read_options {
+    uint64_t max_bytes; /* 0: tide_input_max_bytes() */
+} tide_read_options;
+
+/* IDX files (MNIST's format), gzip-compressed or not. The tensor has the file's element type
+ * (uint8, int8, int16, int32, float32, float64) and dimensions. opts may be NULL (the defaults). */
+tide_tensor *tide_read_idx(const char *path, const tide_read_options *opts, tide_error *err);
 /* NumPy .npy files, format versions 1-3, little-endian, C order (bool, ints, uints up to 16 bits,
- * float16/32/64, complex64/128). write emits version 1.0. */
-tide_tensor *tide_read_npy(const char *path, tide_error *err);
+ * float16/32/64, complex64/128); not compressed. opts may be NULL. write emits version 1.0. */
+tide_tensor *tide_read_npy(const char *path, const tide_read_options *opts, tide_error *err);
 tide_status tide_write_npy(const char *path, const tide_tensor *t, tide_error *err);
 /* The same from memory (a .npz's entry; name for messages). */
 tide_tensor *tide_npy_from_bytes(const void *bytes, size_t size, const char *name, tide_error *err);
@@ -33,12 +43,14 @@ tide_status tide_npy_describe(const void *bytes, size_t size, const char *name, 
 char *tide_npy_prefix(const tide_tensor *t, size_t *len, tide_error *err);
 
 typedef struct tide_csv_options {
-    char delimiter;   /* ',' */
-    int header;       /* lines to skip first: 0; -1 detects one non-numeric header line (default) */
-    tide_dtype dtype; /* float32 */
+    char delimiter;     /* ',' */
+    int header;         /* lines to skip first: 0; -1 detects one non-numeric header line (default) */
+    tide_dtype dtype;   /* float32 */
+    uint64_t max_bytes; /* the cap, as tide_read_options.max_bytes: 0 */
 } tide_csv_options;
 void tide_csv_options_init(tide_csv_options *opts);
-/* A [rows, columns] tensor; every row must have the same number of fields. opts may be NULL. */
+/* A [rows, columns] tensor; every row must have the same number of fields. opts may be NULL. The
+ * file is read as a stream: besides the tensor itself it takes about one line of memory. */
 tide_tensor *tide_read_csv(const char *path, const tide_csv_options *opts, tide_error *err);
 
 typedef struct tide_dataset {

@@ -8,7 +8,8 @@
  * over a valid NPY header checks that no malformed header crashes the parser. Where /usr/bin/python3
  * has numpy, files go both ways between tide and numpy (the headers must match numpy's byte for byte).
  * Fashion-MNIST is checked against the real files of the Debian package when they are installed
- * (raw bytes re-read here), and against small fake directories for the error cases. */
+ * (raw bytes re-read here), and against small fake directories for the error cases. What the readers
+ * verify of gzip streams and the caps on what they read are test_data_limits.c's. */
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
@@ -22,126 +23,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "harness.h"
-#include "tide_data.h"
-
-/* ---------------------------------------------------------------- fixtures */
-
-static char fixture_root[64];
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static void remove_fixtures(void)
-{
-    if (fixture_root[0])
-        nftw(fixture_root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* A path under the fixture directory (created on first use); valid until 16 more calls. */
-static const char *fx(const char *name)
-{
-    static char ring[16][512];
-    static int next;
-    if (!fixture_root[0]) {
-        strcpy(fixture_root, "/tmp/tide-test-data-XXXXXX");
-        if (!mkdtemp(fixture_root)) {
-            perror("mkdtemp");
-            exit(1);
-        }
-        atexit(remove_fixtures);
-    }
-    char *p = ring[next++ % 16];
-    snprintf(p, 512, "%s/%s", fixture_root, name);
-    return p;
-}
-
-static void write_file(const char *path, const void *data, size_t n, bool gzip)
-{
-    if (gzip) {
-        gzFile gz = gzopen(path, "wb");
-        CU_ASSERT_FATAL(gz != NULL);
-        if (n)
-            CU_ASSERT_EQUAL_FATAL(gzwrite(gz, data, (unsigned)n), (int)n);
-        CU_ASSERT_EQUAL_FATAL(gzclose(gz), Z_OK);
-        return;
-    }
-    FILE *f = fopen(path, "wb");
-    CU_ASSERT_FATAL(f != NULL);
-    CU_ASSERT_EQUAL_FATAL(fwrite(data, 1, n, f), n);
-    CU_ASSERT_EQUAL_FATAL(fclose(f), 0);
-}
-
-static void write_text(const char *path, const char *text) { write_file(path, text, strlen(text), false); }
-
-/* A growable byte string for hand-built files. */
-typedef struct bytes {
-    unsigned char data[4096];
-    size_t n;
-} bytes;
-
-static void put(bytes *b, const void *d, size_t n)
-{
-    CU_ASSERT_FATAL(b->n + n <= sizeof b->data);
-    memcpy(b->data + b->n, d, n);
-    b->n += n;
-}
-
-/* v as `size` bytes, most significant first. */
-static void put_be(bytes *b, uint64_t v, int size)
-{
-    for (int i = size - 1; i >= 0; i--) {
-        unsigned char c = (unsigned char)(v >> (8 * i));
-        put(b, &c, 1);
-    }
-}
-
-static void put_le(bytes *b, uint64_t v, int size)
-{
-    for (int i = 0; i < size; i++) {
-        unsigned char c = (unsigned char)(v >> (8 * i));
-        put(b, &c, 1);
-    }
-}
-
-/* Asserts that the call failed (returned NULL) with code and a message containing every needle. */
-#define ASSERT_FAILED(obj, err, code, ...) \
-    assert_failed((obj), (err), (code), __FILE__, __LINE__, __VA_ARGS__, NULL)
-static void assert_failed(const void *obj, tide_error *err, tide_status code, const char *file, int line, ...)
-{
-    CU_ASSERT_PTR_NULL(obj);
-    const char *msg = tide_error_message(err);
-    if (tide_error_code(err) != code) {
-        printf("\n%s:%d: expected %s, got %s: %s\n", file, line, tide_status_name(code),
-               tide_status_name(tide_error_code(err)), msg);
-        CU_FAIL("wrong error code");
-    }
-    va_list ap;
-    va_start(ap, line);
-    for (const char *needle; (needle = va_arg(ap, const char *));)
-        if (!strstr(msg, needle)) {
-            printf("\n%s:%d: message lacks \"%s\": %s\n", file, line, needle, msg);
-            CU_FAIL("error message lacks an expected part");
-        }
-    va_end(ap);
-    tide_error_clear(err);
-}
-
-static double seconds_since(const struct timespec *t0)
-{
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) * 1e-9;
-}
-
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#else
-#define SANITIZED 0
-#endif
+#include "data_fixtures.h"
 
 /* ---------------------------------------------------------------- IDX */
 
@@ -178,13 +60,6 @@ static void put_idx_value(bytes *b, const idx_case *c, double v)
     }
 }
 
-static void build_idx(bytes *b, unsigned char code, int rank, const uint32_t *dims)
-{
-    b->n = 0;
-    put(b, (unsigned char[]){0, 0, code, (unsigned char)rank}, 4);
-    for (int i = 0; i < rank; i++)
-        put_be(b, dims[i], 4);
-}
 
 static void test_idx_every_type(void)
 {
@@ -199,7 +74,7 @@ static void test_idx_every_type(void)
         for (int gz = 0; gz < 2; gz++) {
             const char *path = fx(gz ? "every.idx.gz" : "every.idx");
             write_file(path, b.data, b.n, gz);
-            tide_tensor *got = tide_read_idx(path, err);
+            tide_tensor *got = tide_read_idx(path, NULL, err);
             CU_ASSERT_PTR_NOT_NULL_FATAL(got);
             CU_ASSERT_EQUAL(tide_tensor_dtype(got), c->dtype);
             TH_ASSERT_CLOSE(got, want, 0, 0);
@@ -212,7 +87,7 @@ static void test_idx_every_type(void)
     build_idx(&b, 0x08, 1, (uint32_t[]){3});
     put(&b, "\x05\x06\x07", 3);
     write_file(fx("rank1.idx"), b.data, b.n, false);
-    tide_tensor *t = tide_read_idx(fx("rank1.idx"), err);
+    tide_tensor *t = tide_read_idx(fx("rank1.idx"), NULL, err);
     TH_ASSERT_SHAPE(t, 1, TH_DIMS(3));
     CU_ASSERT_EQUAL(((uint8_t *)tide_tensor_data(t))[2], 7);
     tide_tensor_release(t);
@@ -220,14 +95,14 @@ static void test_idx_every_type(void)
     put_be(&b, 0xfffffffe, 4);
     put_be(&b, 0x00010000, 4);
     write_file(fx("rank8.idx.gz"), b.data, b.n, true);
-    t = tide_read_idx(fx("rank8.idx.gz"), err);
+    t = tide_read_idx(fx("rank8.idx.gz"), NULL, err);
     TH_ASSERT_SHAPE(t, 8, TH_DIMS(1, 1, 1, 1, 1, 1, 1, 2));
     CU_ASSERT_EQUAL(((int32_t *)tide_tensor_data(t))[0], -2);
     CU_ASSERT_EQUAL(((int32_t *)tide_tensor_data(t))[1], 65536);
     tide_tensor_release(t);
     build_idx(&b, 0x0D, 2, (uint32_t[]){0, 5});
     write_file(fx("empty.idx"), b.data, b.n, false);
-    t = tide_read_idx(fx("empty.idx"), err);
+    t = tide_read_idx(fx("empty.idx"), NULL, err);
     TH_ASSERT_SHAPE(t, 2, TH_DIMS(0, 5));
     tide_tensor_release(t);
     tide_error_free(err);
@@ -242,7 +117,7 @@ static void assert_idx_fails(const bytes *b, const char *name, const char *n1, c
         snprintf(file, sizeof file, "%s%s", name, gz ? ".gz" : "");
         const char *path = fx(file);
         write_file(path, b->data, b->n, gz);
-        tide_tensor *t = tide_read_idx(path, err);
+        tide_tensor *t = tide_read_idx(path, NULL, err);
         ASSERT_FAILED(t, err, TIDE_INVALID_ARGUMENT, path, n1, n2 ? n2 : n1);
     }
     tide_error_free(err);
@@ -252,16 +127,16 @@ static void test_idx_malformed(void)
 {
     tide_error *err = tide_error_new();
     const char *missing = fx("no-such-file.idx");
-    ASSERT_FAILED(tide_read_idx(missing, err), err, TIDE_NOT_FOUND, missing, strerror(ENOENT));
-    ASSERT_FAILED(tide_read_idx(fixture_root, err), err, TIDE_INVALID_ARGUMENT, "directory");
-    ASSERT_FAILED(tide_read_idx(NULL, err), err, TIDE_INVALID_ARGUMENT, "NULL");
+    ASSERT_FAILED(tide_read_idx(missing, NULL, err), err, TIDE_NOT_FOUND, missing, strerror(ENOENT));
+    ASSERT_FAILED(tide_read_idx(fixture_root, NULL, err), err, TIDE_INVALID_ARGUMENT, "directory");
+    ASSERT_FAILED(tide_read_idx(NULL, NULL, err), err, TIDE_INVALID_ARGUMENT, "NULL");
 
     bytes b = {.n = 0};
     put(&b, (unsigned char[]){1, 0, 8, 1, 0, 0, 0, 1, 9}, 9);
     assert_idx_fails(&b, "magic.idx", "magic bytes 01 00 08 01", NULL);
     b.n = 0;
     put(&b, "\0", 1);
-    assert_idx_fails(&b, "short.idx", "has 1 bytes", NULL);
+    assert_idx_fails(&b, "short.idx", "has 1 byte", NULL);
     build_idx(&b, 0x0A, 1, (uint32_t[]){1});
     put(&b, "\0", 1);
     assert_idx_fails(&b, "type.idx", "unknown IDX type code 0x0a", NULL);
@@ -290,28 +165,12 @@ static void test_idx_malformed(void)
     struct stat st;
     CU_ASSERT_EQUAL_FATAL(stat(fx("cut.gz"), &st), 0);
     CU_ASSERT_EQUAL(truncate(fx("cut.gz"), st.st_size / 2), 0);
-    ASSERT_FAILED(tide_read_idx(fx("cut.gz"), err), err, TIDE_INVALID_ARGUMENT, "expected 2000 bytes");
+    ASSERT_FAILED(tide_read_idx(fx("cut.gz"), NULL, err), err, TIDE_INVALID_ARGUMENT, "truncated gzip file");
     /* A gzip header followed by garbage. */
     write_file(fx("corrupt.gz"), "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03garbage!garbage!", 26, false);
-    tide_tensor *t = tide_read_idx(fx("corrupt.gz"), err);
+    tide_tensor *t = tide_read_idx(fx("corrupt.gz"), NULL, err);
     CU_ASSERT_PTR_NULL(t);
     CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), fx("corrupt.gz")));
-    tide_error_free(err);
-}
-
-/* A compressed file claiming more than the reader allocates unchecked (256 MiB), holding less. */
-static void test_idx_huge_claim(void)
-{
-    tide_error *err = tide_error_new();
-    bytes b;
-    build_idx(&b, 0x0E, 2, (uint32_t[]){100000, 100000}); /* 80 GB of float64 */
-    put(&b, "12345678", 8);
-    write_file(fx("huge.idx.gz"), b.data, b.n, true);
-    ASSERT_FAILED(tide_read_idx(fx("huge.idx.gz"), err), err, TIDE_INVALID_ARGUMENT,
-                  "expected 80000000000 bytes", "file has 8");
-    write_file(fx("huge.idx"), b.data, b.n, false);
-    ASSERT_FAILED(tide_read_idx(fx("huge.idx"), err), err, TIDE_INVALID_ARGUMENT,
-                  "expected 80000000000 bytes", "file has 8");
     tide_error_free(err);
 }
 
@@ -353,7 +212,7 @@ static void test_npy_round_trip(void)
             tide_tensor *want = npy_values(npy_dtypes[k], shapes[s].rank, shapes[s].dims);
             const char *path = fx("round.npy");
             CU_ASSERT_EQUAL_FATAL(tide_write_npy(path, want, err), TIDE_OK);
-            tide_tensor *got = tide_read_npy(path, err);
+            tide_tensor *got = tide_read_npy(path, NULL, err);
             CU_ASSERT_PTR_NOT_NULL_FATAL(got);
             CU_ASSERT(tide_tensor_equal(got, want, true));
             /* 64-byte aligned data after a newline-terminated header. */
@@ -412,7 +271,7 @@ static void test_npy_header_bytes(void)
     CU_ASSERT_EQUAL(memcmp(got + 10, dict, strlen(dict)), 0);
     CU_ASSERT_EQUAL(got[190], ' ');
     CU_ASSERT_EQUAL(got[191], '\n');
-    tide_tensor *back = tide_read_npy(fx("h.npy"), err);
+    tide_tensor *back = tide_read_npy(fx("h.npy"), NULL, err);
     CU_ASSERT(back && tide_tensor_equal(back, t, false));
     tide_tensor_release(back);
     tide_tensor_release(t);
@@ -438,7 +297,7 @@ static void test_npy_write_errors_and_atomicity(void)
     const char *path = fx("atomic.npy");
     CU_ASSERT_EQUAL(tide_write_npy(path, a, err), TIDE_OK);
     CU_ASSERT_EQUAL(tide_write_npy(path, b, err), TIDE_OK); /* replaces */
-    tide_tensor *got = tide_read_npy(path, err);
+    tide_tensor *got = tide_read_npy(path, NULL, err);
     CU_ASSERT(got && tide_tensor_equal(got, b, false));
     tide_tensor_release(got);
     CU_ASSERT_EQUAL(count_temp_files(), 0);
@@ -449,7 +308,7 @@ static void test_npy_write_errors_and_atomicity(void)
     mkdir(fx("a-directory.npy"), 0755); /* rename over a directory fails: the temp file must go */
     CU_ASSERT_EQUAL(tide_write_npy(fx("a-directory.npy"), a, err), TIDE_INVALID_ARGUMENT);
     CU_ASSERT_EQUAL(count_temp_files(), 0);
-    got = tide_read_npy(path, err); /* the old file is intact */
+    got = tide_read_npy(path, NULL, err); /* the old file is intact */
     CU_ASSERT(got && tide_tensor_equal(got, b, false));
     tide_tensor_release(got);
 
@@ -493,7 +352,7 @@ static void build_npy(bytes *b, int major, const char *header, const void *data,
 static tide_tensor *read_built(const bytes *b, tide_error *err)
 {
     write_file(fx("built.npy"), b->data, b->n, false);
-    return tide_read_npy(fx("built.npy"), err);
+    return tide_read_npy(fx("built.npy"), NULL, err);
 }
 
 static void test_npy_read_variants(void)
@@ -607,12 +466,12 @@ static void test_npy_malformed(void)
     build_npy(&b, 4, "{'descr': '<i4', 'fortran_order': False, 'shape': (2,)}", "\1\0\0\0\2\0\0\0", 8);
     ASSERT_FAILED(read_built(&b, err), err, TIDE_UNIMPLEMENTED, "version 4.0");
     write_file(fx("built.npy"), "\x93NUMPZ\x01\x00\x10\x00", 10, false);
-    ASSERT_FAILED(tide_read_npy(fx("built.npy"), err), err, TIDE_INVALID_ARGUMENT, "not a .npy file");
+    ASSERT_FAILED(tide_read_npy(fx("built.npy"), NULL, err), err, TIDE_INVALID_ARGUMENT, "not a .npy file");
     write_file(fx("built.npy"), "\x93NUMPY\x01\x00\x40\x00{'descr'", 17, false);
-    ASSERT_FAILED(tide_read_npy(fx("built.npy"), err), err, TIDE_INVALID_ARGUMENT, "truncated .npy header");
+    ASSERT_FAILED(tide_read_npy(fx("built.npy"), NULL, err), err, TIDE_INVALID_ARGUMENT, "truncated .npy header");
     write_file(fx("built.npy"), "\x93NUMPY\x02\x00\xff\xff\xff\x7f", 12, false);
-    ASSERT_FAILED(tide_read_npy(fx("built.npy"), err), err, TIDE_INVALID_ARGUMENT, "too large");
-    ASSERT_FAILED(tide_read_npy(fx("missing.npy"), err), err, TIDE_NOT_FOUND, strerror(ENOENT));
+    ASSERT_FAILED(tide_read_npy(fx("built.npy"), NULL, err), err, TIDE_INVALID_ARGUMENT, "too large");
+    ASSERT_FAILED(tide_read_npy(fx("missing.npy"), NULL, err), err, TIDE_NOT_FOUND, strerror(ENOENT));
     tide_error_free(err);
 }
 
@@ -691,7 +550,7 @@ static const char *numpy_script =
 static void check_numpy_file(const char *name, tide_tensor *want)
 {
     tide_error *err = tide_error_new();
-    tide_tensor *got = tide_read_npy(fx(name), err);
+    tide_tensor *got = tide_read_npy(fx(name), NULL, err);
     if (!got)
         printf("\n%s: %s\n", name, tide_error_message(err));
     CU_ASSERT(got && tide_tensor_equal(got, want, false));
@@ -733,7 +592,7 @@ static void test_npy_numpy_interop(void)
     double v = 2.5;
     check_numpy_file("py_scalar.npy", th_f64(0, NULL, &v));
     check_numpy_file("py_empty.npy", th_f32(2, TH_DIMS(0, 3), NULL));
-    ASSERT_FAILED(tide_read_npy(fx("py_fortran.npy"), err), err, TIDE_UNIMPLEMENTED, "Fortran-order");
+    ASSERT_FAILED(tide_read_npy(fx("py_fortran.npy"), NULL, err), err, TIDE_UNIMPLEMENTED, "Fortran-order");
     tide_error_free(err);
 }
 
@@ -859,9 +718,9 @@ static void test_csv_errors(void)
                   "\"1e39\" is out of the range of float32");
     ASSERT_FAILED(csv("1e309\n", ',', 0, TIDE_FLOAT64, err), err, TIDE_INVALID_ARGUMENT,
                   "out of the range of float64");
-    write_file(path, "1,2\n3,4\0junk\n", 13, false); /* a NUL inside a field does not end it */
+    write_file(path, "1,2\n3,4\0junk\n", 13, false); /* a NUL is no text, wherever it is */
     ASSERT_FAILED(tide_read_csv(path, NULL, err), err, TIDE_INVALID_ARGUMENT, "line 2, column 2",
-                  "not a number");
+                  "NUL byte");
     ASSERT_FAILED(csv("a,b\n", ',', -1, TIDE_FLOAT32, err), err, TIDE_INVALID_ARGUMENT, "no data rows");
     ASSERT_FAILED(csv("", ',', -1, TIDE_FLOAT32, err), err, TIDE_INVALID_ARGUMENT, "no data rows");
     ASSERT_FAILED(csv("1\n", ',', 0, TIDE_INT8, err), err, TIDE_UNIMPLEMENTED, "int8");
@@ -873,8 +732,6 @@ static void test_csv_errors(void)
 }
 
 /* ---------------------------------------------------------------- Fashion-MNIST */
-
-#define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
 
 /* The first n bytes after the IDX header of a file, read independently of tide_read_idx. */
 static void raw_idx_bytes(const char *path, int header_bytes, unsigned char *out, unsigned n)
@@ -929,15 +786,12 @@ static void check_split(tide_tensor *images, tide_tensor *labels, int64_t n, con
 
 static void test_fashion_mnist_real(void)
 {
-    struct stat st;
-    if (stat(FMNIST_DIR, &st) != 0) {
-        th_skip(FMNIST_DIR " is absent; apt-get install dataset-fashion-mnist");
+    if (!have_fashion_mnist())
         return;
-    }
     tide_error *err = tide_error_new();
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    tide_tensor *raw = tide_read_idx(FMNIST_DIR "/train-images-idx3-ubyte.gz", err);
+    tide_tensor *raw = tide_read_idx(FMNIST_DIR "/train-images-idx3-ubyte.gz", NULL, err);
     double idx_s = seconds_since(&t0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(raw);
     TH_ASSERT_SHAPE(raw, 3, TH_DIMS(60000, 28, 28));
@@ -1274,7 +1128,7 @@ int main(void)
 {
     static const th_test tests[] = {
         TH_TEST(test_idx_every_type),      TH_TEST(test_idx_malformed),
-        TH_TEST(test_idx_huge_claim),      TH_TEST(test_npy_round_trip),
+        TH_TEST(test_npy_round_trip),
         TH_TEST(test_npy_header_bytes),    TH_TEST(test_npy_write_errors_and_atomicity),
         TH_TEST(test_npy_read_variants),   TH_TEST(test_npy_malformed),
         TH_TEST(test_npy_mutations),       TH_TEST(test_npy_numpy_interop),
