@@ -697,15 +697,21 @@ static tide_status parse_tensor(parser *ps, gvalue *v, int depth)
 {
     ps->p++;
     gvalue dtype_v, shape_v;
-    tide_status st = parse_value(ps, &dtype_v, depth + 1);
-    if (st != TIDE_OK)
+    tide_status st = parse_value(ps, &dtype_v, depth + 1); /* parse_value zeroes its value first */
+    if (st != TIDE_OK) {
+        gv_clear(&dtype_v); /* a list may have been half read */
         return st;
+    }
     tide_dtype dt = dtype_v.kind == GV_WORD ? tide_dtype_from_name(dtype_v.text) : TIDE_INVALID_DTYPE;
     if (dt == TIDE_INVALID_DTYPE)
         st = perr(ps, "tensor(...): '%.40s' is not a dtype", dtype_v.text ? dtype_v.text : "?");
     gv_clear(&dtype_v);
-    if (st != TIDE_OK || (st = expect_char(ps, ',')) != TIDE_OK || (st = parse_value(ps, &shape_v, depth + 1)) != TIDE_OK)
+    if (st != TIDE_OK || (st = expect_char(ps, ',')) != TIDE_OK)
         return st;
+    if ((st = parse_value(ps, &shape_v, depth + 1)) != TIDE_OK) {
+        gv_clear(&shape_v);
+        return st;
+    }
     tide_shape shape;
     const char *why = gv_shape(&shape_v, &shape);
     gv_clear(&shape_v);
@@ -1063,7 +1069,7 @@ static tide_status parse_arg(parser *ps, text_node *n, const tide_op_def *def)
     if (*ps->p == '=' && after > save) { /* attr=value */
         char *name = strndup(save, (size_t)(after - save));
         ps->p++;
-        gvalue v;
+        gvalue v = {0};
         tide_status st = name ? parse_value(ps, &v, 0) : perr(ps, "out of memory");
         if (st == TIDE_OK)
             st = set_attr(ps, n->attrs, def, name, &v);
