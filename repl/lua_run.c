@@ -145,14 +145,20 @@ static void release_call(run_call *c)
 }
 
 /* Keeps the executions of a traced run for :info (names copied: the graph may be reset later). */
-static void remember_trace(repl *r, const tide_step_stats *stats)
+void repl_forget_trace(repl *r)
 {
     for (int i = 0; i < r->num_last_trace; i++) {
         free(r->last_trace[i].node);
         free(r->last_trace[i].frame);
     }
     free(r->last_trace);
+    r->last_trace = NULL;
     r->num_last_trace = 0;
+}
+
+static void remember_trace(repl *r, const tide_step_stats *stats)
+{
+    repl_forget_trace(r);
     int n = tide_step_stats_count(stats);
     r->last_trace = calloc((size_t)(n ? n : 1), sizeof *r->last_trace);
     if (!r->last_trace)

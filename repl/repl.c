@@ -394,11 +394,7 @@ void repl_free(repl *r)
     for (int i = 0; i < r->num_history; i++)
         free(r->history[i]);
     free(r->history);
-    for (int i = 0; i < r->num_last_trace; i++) {
-        free(r->last_trace[i].node);
-        free(r->last_trace[i].frame);
-    }
-    free(r->last_trace);
+    repl_forget_trace(r);
     free(r);
 }
 

@@ -95,7 +95,7 @@ typedef struct repl {
         char *node, *frame; /* frame NULL outside loops */
         int64_t iteration, ns;
     } *last_trace;
-    int num_last_trace;
+    int num_last_trace;                /* repl_forget_trace frees them */
     struct repl_debugger *debugger; /* the step debugger (debugger.h), made at its first use */
     FILE *input;                /* the stream entries are read from (repl_run_stream), or NULL */
     int debug_wake_fd;          /* readable when the web posted to a debugger stop; -1: none */
@@ -124,6 +124,8 @@ typedef enum repl_result {
 /* NULL with err set when the engine or the run log cannot start. */
 repl *repl_new(const repl_options *opts, tide_error *err);
 void repl_free(repl *r);
+/* Frees the executions kept of the last traced run (lua_run.c; :info shows them). */
+void repl_forget_trace(repl *r);
 static inline repl *repl_of(lua_State *L) { return *(repl **)lua_getextraspace(L); }
 /* The REPL's scratch error, cleared: for one engine call whose message is raised at once. */
 static inline tide_error *repl_scratch_error(lua_State *L)
