@@ -1,21 +1,22 @@
 /* npz.c — .npz files (numpy.savez's format: a zip archive of NAME.npy entries, stored) written with
- * libzip and read back. Writing is atomic: libzip builds the archive in memory (the tensors' data
- * handed over as buffer fragments; libzip's own file output writes 4 KB at a time), which is written
- * to a temporary file beside the target in large writes, fsynced, renamed over the target, and the
- * directory fsynced, so that a crash (kill -9, power loss) leaves either the old
- * file or the complete new one. Reading lists the entries and their dtypes and shapes (from each
- * .npy's header) when the file is opened, and reads one tensor at a time. The .npy encoding is
- * tide_data's (engine/data/npy.c). */
+ * libzip and read back. Writing is atomic: libzip writes the archive through a source of ours
+ * (zip_file_sink.c) into a temporary file beside the target, in large writes on a writer thread,
+ * reading each tensor's bytes where they are (no copy of the archive in memory); the file is fsynced,
+ * renamed over the target, and the directory fsynced, so that a crash (kill -9, power loss) leaves
+ * either the old file or the complete new one. Reading lists the entries and their dtypes and shapes
+ * (from each .npy's header) when the file is opened, and reads one tensor at a time. The .npy encoding
+ * is tide_data's (engine/data/npy.c). */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <zip.h>
 
+#include "atomic_file.h"
 #include "tide_checkpoint.h"
+#include "zip_file_sink.h"
 
 #define NPY_SUFFIX ".npy"
 #define HEADER_PEEK 4096 /* bytes of an entry read to describe it (numpy's headers are far shorter) */
@@ -36,28 +37,6 @@ struct tide_npz {
 
 /* ---------------------------------------------------------------- writing */
 
-static tide_status fsync_path(const char *path, bool directory, tide_error *err)
-{
-    int fd = open(path, (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-    if (fd < 0 || fsync(fd) != 0) {
-        int saved = errno;
-        if (fd >= 0)
-            close(fd);
-        return tide_error_set(err, TIDE_INTERNAL, "cannot fsync %s: %s", path, strerror(saved));
-    }
-    close(fd);
-    return TIDE_OK;
-}
-
-/* The directory holding path (malloc'd). */
-static char *directory_of(const char *path)
-{
-    char *copy = strdup(path);
-    char *dir = copy ? strdup(dirname(copy)) : NULL;
-    free(copy);
-    return dir;
-}
-
 static tide_status check_entries(const char *path, const char *const *names, tide_tensor *const *tensors, int n,
                                  tide_error *err)
 {
@@ -72,8 +51,9 @@ static tide_status check_entries(const char *path, const char *const *names, tid
     return TIDE_OK;
 }
 
-/* Adds the entries to an open archive; prefixes[] receive the .npy headers (freed by the caller
- * after zip_close: libzip reads the fragments only then). */
+/* Adds the entries to an open archive, each a source over its .npy header and the tensor's own bytes;
+ * prefixes[] receive the headers (freed by the caller after zip_close: libzip reads the fragments
+ * only then). */
 static tide_status add_entries(zip_t *z, const char *path, const char *const *names, tide_tensor *const *tensors,
                                int n, char **prefixes, tide_error *err)
 {
@@ -124,71 +104,39 @@ static bool write_all(int fd, const void *buf, size_t n)
     return true;
 }
 
-/* Builds the archive in memory (libzip writing into a buffer source): libzip writes files through
- * stdio 4 KB at a time, 25,000 write calls for a 100 MB checkpoint, where one pass of large writes
- * from memory costs a copy. *archive receives the source (open for reading, positioned at 0) and
- * *size its length. */
-static tide_status build_archive(const char *path, const char *const *names, tide_tensor *const *tensors, int n,
-                                 zip_source_t **archive, zip_uint64_t *size, tide_error *err)
+/* Writes the archive into the open, empty file fd: libzip writes it through the file sink
+ * (zip_file_sink.c), reading each tensor's bytes where they are. */
+static tide_status write_archive(int fd, const char *path, const char *const *names, tide_tensor *const *tensors,
+                                 int n, tide_error *err)
 {
     zip_error_t ze;
     zip_error_init(&ze);
-    zip_source_t *mem = zip_source_buffer_create(NULL, 0, 0, &ze);
-    zip_t *z = mem ? zip_open_from_source(mem, ZIP_TRUNCATE, &ze) : NULL;
-    char **prefixes = calloc((size_t)(n ? n : 1), sizeof *prefixes);
-    tide_status st = TIDE_OK;
-    if (!z || !prefixes) {
-        st = tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "cannot write %s: %s", path,
-                            prefixes ? zip_error_strerror(&ze) : "out of memory");
-        if (mem && !z)
-            zip_source_free(mem);
+    int write_errno = 0;
+    zip_source_t *sink = tide__zip_file_sink_new(fd, &write_errno, &ze);
+    zip_t *z = sink ? zip_open_from_source(sink, ZIP_TRUNCATE, &ze) : NULL;
+    char **prefixes = z ? calloc((size_t)n, sizeof *prefixes) : NULL;
+    if (!prefixes) {
+        tide_status st = tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "cannot write %s: %s", path,
+                                        z ? "out of memory" : zip_error_strerror(&ze));
         if (z)
-            zip_discard(z); /* frees mem too */
-        mem = NULL;
-    } else {
-        zip_source_keep(mem); /* it outlives the archive object */
-        st = add_entries(z, path, names, tensors, n, prefixes, err);
-        if (st == TIDE_OK && zip_close(z) != 0)
-            st = tide_error_set(err, TIDE_INTERNAL, "cannot write %s: %s", path, zip_strerror(z));
-        if (st != TIDE_OK)
-            zip_discard(z);
-    }
-    for (int i = 0; prefixes && i < n; i++)
-        free(prefixes[i]);
-    free(prefixes);
-    zip_stat_t sb;
-    zip_stat_init(&sb);
-    if (st == TIDE_OK && (zip_source_stat(mem, &sb) != 0 || !(sb.valid & ZIP_STAT_SIZE) || zip_source_open(mem) != 0))
-        st = tide_error_set(err, TIDE_INTERNAL, "cannot write %s: %s", path, zip_error_strerror(zip_source_error(mem)));
-    if (st != TIDE_OK) {
-        if (mem)
-            zip_source_free(mem);
+            zip_discard(z); /* frees the sink too */
+        else if (sink)
+            zip_source_free(sink);
+        zip_error_fini(&ze);
         return st;
     }
-    *archive = mem;
-    *size = sb.size;
-    return TIDE_OK;
-}
-
-/* Copies the archive into the open file fd in large writes. */
-static tide_status copy_out(zip_source_t *archive, zip_uint64_t size, int fd, const char *path, tide_error *err)
-{
-    enum { CHUNK = 8 << 20 };
-    char *buf = malloc(CHUNK);
-    if (!buf)
-        return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "cannot write %s: out of memory", path);
-    tide_status st = TIDE_OK;
-    for (zip_uint64_t done = 0; st == TIDE_OK && done < size;) {
-        zip_int64_t got = zip_source_read(archive, buf, CHUNK);
-        if (got <= 0)
-            st = tide_error_set(err, TIDE_INTERNAL, "cannot write %s: %s", path,
-                                zip_error_strerror(zip_source_error(archive)));
-        else if (!write_all(fd, buf, (size_t)got))
-            st = tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot write %s: %s", path, strerror(errno));
-        else
-            done += (zip_uint64_t)got;
-    }
-    free(buf);
+    zip_error_fini(&ze);
+    tide_status st = add_entries(z, path, names, tensors, n, prefixes, err);
+    if (st == TIDE_OK && zip_close(z) != 0)
+        st = tide_error_set(err, write_errno == ENOSPC ? TIDE_RESOURCE_EXHAUSTED : TIDE_INVALID_ARGUMENT,
+                            "cannot write %s: %s", path, write_errno ? strerror(write_errno) : zip_strerror(z));
+    else if (st == TIDE_OK)
+        z = NULL; /* closed and freed */
+    if (z)
+        zip_discard(z);
+    for (int i = 0; i < n; i++)
+        free(prefixes[i]);
+    free(prefixes);
     return st;
 }
 
@@ -201,28 +149,21 @@ tide_status tide_npz_write(const char *path, const char *const *names, tide_tens
     if (st != TIDE_OK)
         return st;
     static const unsigned char empty_zip[22] = {0x50, 0x4b, 0x05, 0x06}; /* numpy's empty .npz */
-    zip_source_t *archive = NULL;
-    zip_uint64_t size = 0;
-    if (n > 0 && (st = build_archive(path, names, tensors, n, &archive, &size, err)) != TIDE_OK)
-        return st;
-    char *tmp = malloc(strlen(path) + 32);
-    if (!tmp) {
-        zip_source_free(archive);
+    char *tmp = tide__ckpt_temp_name(path), *dir = tide__ckpt_directory_of(path);
+    if (!tmp || !dir) {
+        free(tmp);
+        free(dir);
         return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "%s: out of memory", path);
     }
-    sprintf(tmp, "%s.tmp-%ld", path, (long)getpid());
+    tide__ckpt_remove_stale_temporaries(dir);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         st = tide_error_set(err, errno == ENOENT ? TIDE_NOT_FOUND : TIDE_INVALID_ARGUMENT, "cannot write %s: %s",
                             path, strerror(errno));
-    else if (archive)
-        st = copy_out(archive, size, fd, path, err);
+    else if (n > 0)
+        st = write_archive(fd, path, names, tensors, n, err);
     else if (!write_all(fd, empty_zip, sizeof empty_zip))
         st = tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot write %s: %s", path, strerror(errno));
-    if (archive) {
-        zip_source_close(archive);
-        zip_source_free(archive);
-    }
     if (fd >= 0 && st == TIDE_OK && fsync(fd) != 0)
         st = tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot fsync %s: %s", tmp, strerror(errno));
     if (fd >= 0 && close(fd) != 0 && st == TIDE_OK)
@@ -231,12 +172,10 @@ tide_status tide_npz_write(const char *path, const char *const *names, tide_tens
         st = tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
     if (st != TIDE_OK && fd >= 0)
         unlink(tmp);
+    if (st == TIDE_OK)
+        st = tide__ckpt_fsync_directory(dir, err);
     free(tmp);
-    if (st == TIDE_OK) {
-        char *dir = directory_of(path);
-        st = dir ? fsync_path(dir, true, err) : tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
-        free(dir);
-    }
+    free(dir);
     return st;
 }
 

@@ -7,13 +7,13 @@
  * checkpoint itself is complete on disk, and old checkpoints are deleted only after that: at any
  * instant the state file names complete files. */
 #include <errno.h>
-#include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "tide_checkpoint.h"
 
 void tide__checkpoint_ops_linked(void); /* checkpoint_ops.c: links the ops with the saver */
@@ -279,12 +279,11 @@ static tide_status state_read(const char *dir, state *st, tide_error *err)
 static tide_status state_write(const char *dir, const state *st, tide_error *err)
 {
     char *path = join(dir, STATE_FILE);
-    char *tmp = path ? malloc(strlen(path) + 32) : NULL;
+    char *tmp = path ? tide__ckpt_temp_name(path) : NULL;
     if (!tmp) {
         free(path);
         return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
     }
-    sprintf(tmp, "%s.tmp-%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "we");
     bool ok = f != NULL;
     if (ok) {
@@ -295,18 +294,12 @@ static tide_status state_write(const char *dir, const state *st, tide_error *err
         ok = fclose(f) == 0 && ok;
     }
     ok = ok && rename(tmp, path) == 0;
-    int saved = errno;
+    tide_status code = ok ? TIDE_OK : tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot write %s: %s", path,
+                                                     strerror(errno));
     if (!ok)
         unlink(tmp);
-    int dfd = ok ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    if (ok && (dfd < 0 || fsync(dfd) != 0)) {
-        ok = false;
-        saved = errno;
-    }
-    if (dfd >= 0)
-        close(dfd);
-    tide_status code = ok ? TIDE_OK : tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot write %s: %s", path,
-                                                     strerror(saved));
+    if (ok)
+        code = tide__ckpt_fsync_directory(dir, err);
     free(tmp);
     free(path);
     return code;

@@ -8,10 +8,12 @@
  *
  * The processes are this program again ($TIDE_CHECKPOINT_ROLE chooses the role: "train" or
  * "save_loop"), started with fork and exec so that each has an engine of its own. */
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -95,6 +97,131 @@ static void test_npz_round_trip_and_errors(void)
     CU_ASSERT_EQUAL(tide_error_code(err), TIDE_NOT_FOUND);
     for (int i = 0; i < 3; i++)
         tide_tensor_release(t[i]);
+    tide_error_free(err);
+    remove_dir(dir);
+    free(dir);
+}
+
+/* Tensors larger than the writer's buffers (1 MB), between small ones: every byte and each entry's
+ * header (rewritten with its CRC after its data) comes back; the sizes straddle buffer boundaries. */
+static void test_npz_large_entries(void)
+{
+    char *dir = temp_dir(), path[512];
+    snprintf(path, sizeof path, "%s/big.npz", dir);
+    enum { N = 5 };
+    int64_t lens[N] = {3 * 262144 + 7, 1, 262144, 5 * 262144 + 1001, 3};
+    tide_tensor *t[N];
+    const char *names[N] = {"a", "b", "c", "d", "e"};
+    for (int i = 0; i < N; i++) {
+        t[i] = tide_tensor_new(TIDE_FLOAT32, &(tide_shape){1, {lens[i]}}, NULL);
+        float *p = tide_tensor_data(t[i]);
+        for (int64_t k = 0; k < lens[i]; k++)
+            p[k] = (float)(k % 9973) + 0.25f * (float)i;
+    }
+    tide_error *err = tide_error_new();
+    CU_ASSERT_EQUAL_FATAL(tide_npz_write(path, names, t, N, err), TIDE_OK);
+    tide_npz *z = tide_npz_open(path, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(z);
+    for (int i = 0; i < N; i++) {
+        tide_tensor *back = tide_npz_read(z, names[i], err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+        CU_ASSERT(tide_tensor_equal(back, t[i], false));
+        tide_tensor_release(back);
+        tide_tensor_release(t[i]);
+    }
+    tide_npz_close(z);
+    tide_error_free(err);
+    remove_dir(dir);
+    free(dir);
+}
+
+/* A write that fails part way (the file size limit: EFBIG) fails the save naming the file and the
+ * reason, leaves the old file as it was and no temporary file. */
+static void test_npz_write_error(void)
+{
+    char *dir = temp_dir(), path[512];
+    snprintf(path, sizeof path, "%s/m.npz", dir);
+    float small = 1;
+    tide_tensor *old = th_f32(1, (int64_t[]){1}, &small);
+    tide_tensor *big = tide_tensor_new(TIDE_FLOAT32, &(tide_shape){1, {1 << 20}}, NULL);
+    memset(tide_tensor_data(big), 0, tide_tensor_byte_size(big));
+    const char *name[1] = {"W"};
+    tide_error *err = tide_error_new();
+    CU_ASSERT_EQUAL_FATAL(tide_npz_write(path, name, &old, 1, err), TIDE_OK);
+    struct rlimit was;
+    CU_ASSERT_EQUAL_FATAL(getrlimit(RLIMIT_FSIZE, &was), 0);
+    void (*handler)(int) = signal(SIGXFSZ, SIG_IGN);
+    struct rlimit cap = {1 << 20, was.rlim_max}; /* 1 MB: the 4 MB tensor does not fit */
+    CU_ASSERT_EQUAL_FATAL(setrlimit(RLIMIT_FSIZE, &cap), 0);
+    tide_status st = tide_npz_write(path, name, &big, 1, err);
+    setrlimit(RLIMIT_FSIZE, &was);
+    signal(SIGXFSZ, handler);
+    CU_ASSERT_NOT_EQUAL(st, TIDE_OK);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), path));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), strerror(EFBIG)));
+    tide_npz *z = tide_npz_open(path, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(z);
+    tide_tensor *back = tide_npz_read(z, "W", err);
+    CU_ASSERT(back && tide_tensor_equal(back, old, false));
+    tide_tensor_release(back);
+    tide_npz_close(z);
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, "m.npz.tmp-%ld", (long)getpid());
+    CU_ASSERT_FALSE(exists(dir, tmp));
+    tide_tensor_release(old);
+    tide_tensor_release(big);
+    tide_error_free(err);
+    remove_dir(dir);
+    free(dir);
+}
+
+static void touch(const char *dir, const char *file)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("partial", f);
+    fclose(f);
+}
+
+/* The temporary files of saves killed mid-write go at the next save into their directory, once their
+ * process has ended; a live process's, this process's and other files stay. */
+static void test_stale_temporaries_removed(void)
+{
+    char *dir = temp_dir();
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    CU_ASSERT_EQUAL_FATAL(waitpid(dead, NULL, 0), dead);
+    pid_t alive = fork();
+    if (alive == 0) {
+        pause();
+        _exit(0);
+    }
+    char stale_npz[64], stale_state[64], live[64], own[64], other[64];
+    snprintf(stale_npz, sizeof stale_npz, "model-3.npz.tmp-%ld", (long)dead);
+    snprintf(stale_state, sizeof stale_state, "checkpoint.tmp-%ld", (long)dead);
+    snprintf(live, sizeof live, "model-4.npz.tmp-%ld", (long)alive);
+    snprintf(own, sizeof own, "model-5.npz.tmp-%ld", (long)getpid());
+    snprintf(other, sizeof other, "notes.txt.tmp-%ld", (long)dead); /* not a name a save writes */
+    const char *files[] = {stale_npz, stale_state, live, own, other, "model.npz.tmp-12ab", "checkpoint.tmp-"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+        touch(dir, files[i]);
+    float w = 2;
+    tide_tensor *t = th_f32(1, (int64_t[]){1}, &w);
+    char path[512];
+    snprintf(path, sizeof path, "%s/model-6.npz", dir);
+    tide_error *err = tide_error_new();
+    CU_ASSERT_EQUAL(tide_npz_write(path, (const char *[]){"W"}, &t, 1, err), TIDE_OK);
+    CU_ASSERT_FALSE(exists(dir, stale_npz));
+    CU_ASSERT_FALSE(exists(dir, stale_state));
+    for (size_t i = 2; i < sizeof files / sizeof *files; i++)
+        CU_ASSERT_TRUE(exists(dir, files[i]));
+    CU_ASSERT_TRUE(exists(dir, "model-6.npz"));
+    kill(alive, SIGKILL);
+    waitpid(alive, NULL, 0);
+    tide_tensor_release(t);
     tide_error_free(err);
     remove_dir(dir);
     free(dir);
@@ -545,6 +672,20 @@ static void test_kill_during_saves(void)
     }
     CU_ASSERT(loaded >= 15);
     CU_ASSERT(last >= 1);
+    /* The killed saves' temporary files go at the next save into the directory. */
+    char prefix[512];
+    snprintf(prefix, sizeof prefix, "%s/model", dir);
+    CU_ASSERT_EQUAL(tide_saver_save(saver, s, prefix, last + 1, NULL, err), TIDE_OK);
+    DIR *d = opendir(dir);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    int temporaries = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strstr(e->d_name, ".tmp-")) {
+            fprintf(stderr, "left behind: %s\n", e->d_name);
+            temporaries++;
+        }
+    closedir(d);
+    CU_ASSERT_EQUAL(temporaries, 0);
     tide_session_free(s);
     tide_saver_free(saver);
     tide_graph_free(g);
@@ -595,7 +736,9 @@ int main(void)
     }
     if (role && strcmp(role, "save_loop") == 0)
         return save_loop_role(getenv("TIDE_CHECKPOINT_A1"));
-    static const th_test tests[] = {TH_TEST(test_npz_round_trip_and_errors), TH_TEST(test_saver),
+    static const th_test tests[] = {TH_TEST(test_npz_round_trip_and_errors), TH_TEST(test_npz_large_entries),
+                                    TH_TEST(test_npz_write_error), TH_TEST(test_stale_temporaries_removed),
+                                    TH_TEST(test_saver),
                                     TH_TEST(test_resume_bit_for_bit), TH_TEST(test_kill_during_saves),
                                     TH_TEST(test_numpy_reads_checkpoint), TH_END};
     return th_main("checkpoint", tests);
