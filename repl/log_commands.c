@@ -53,6 +53,8 @@ static int64_t monotonic_ns(void)
  * last time; right_now ignores the rate limit (LOG_WARN_EVERY_NS) of repeated warnings. */
 static void tell_losses(repl *r, bool right_now)
 {
+    if (!r->store) /* closed by repl_log_finish: told there */
+        return;
     uint64_t events = tide_store_events(r->store);
     if (events == r->log_events_told)
         return;
@@ -106,11 +108,9 @@ bool repl_log_finish(repl *r)
 {
     if (!r->store)
         return false;
-    tide_error_clear(r->err);
-    tide_store_flush(r->store, r->err);
-    tide_error_clear(r->err);
-    tide_store_health h;
-    tide_store_health_get(r->store, &h);
+    tide_store_health h; /* as the close left it: its last writes (the runs' final statuses) included */
+    tide_store_close_with_health(r->store, &h);
+    r->store = NULL;
     if (tide_store_health_ok(&h))
         return false;
     char *counts = tide_store_health_format(&h);

@@ -294,8 +294,10 @@ char **repl_complete(repl *r, const char *line, int end, int *count);
 tide_status repl_log_watch_start(repl *r, tide_error *err);
 /* After an entry: tells the user at once of anything new the log lost. */
 void repl_log_after_entry(repl *r);
-/* At the end: commits the log and, when it lost records, says so in one summary line. Returns true
- * when records were lost (a script then exits with status 3 unless --log-best-effort). */
+/* At the end: closes the log (everything committed, the runs' final statuses written) and, when it
+ * lost records or a run reads as unfinished in it though it ended, says so in one summary line naming
+ * those runs. Returns true when something was lost (a script then exits with status 3 unless
+ * --log-best-effort). */
 bool repl_log_finish(repl *r);
 
 /* Stops the REPL's web server (:web), if any: before the debugger it drives goes. */

@@ -46,6 +46,7 @@ void st_health_init(st_health *h)
     atomic_init(&h->queue_full, 0);
     atomic_init(&h->failed_writes, 0);
     atomic_init(&h->runs_unknown, 0);
+    atomic_init(&h->runs_unfinished, 0);
     pthread_mutex_init(&h->lock, NULL);
 }
 
@@ -109,6 +110,16 @@ void st_note_runs_unknown(tide_store *s, int64_t n)
     atomic_fetch_add(&s->health.events, 1);
 }
 
+void st_note_runs_unfinished(tide_store *s, int64_t n, const char *names)
+{
+    st_health *h = &s->health;
+    pthread_mutex_lock(&h->lock);
+    snprintf(h->unfinished_runs, sizeof h->unfinished_runs, "%s", names);
+    atomic_store(&h->runs_unfinished, n);
+    pthread_mutex_unlock(&h->lock);
+    atomic_fetch_add(&h->events, 1);
+}
+
 uint64_t tide_store_events(const tide_store *s)
 {
     return s ? atomic_load(&((tide_store *)s)->health.events) : 0;
@@ -129,8 +140,10 @@ void tide_store_health_get(const tide_store *s, tide_store_health *out)
     out->failed_writes = atomic_load(&h->failed_writes);
     out->runs_unknown = atomic_load(&h->runs_unknown);
     pthread_mutex_lock(&h->lock);
+    out->runs_unfinished = atomic_load(&h->runs_unfinished);
     memcpy(out->first_error, h->first_error, sizeof out->first_error);
     memcpy(out->latest_error, h->latest_error, sizeof out->latest_error);
+    memcpy(out->unfinished_runs, h->unfinished_runs, sizeof out->unfinished_runs);
     pthread_mutex_unlock(&h->lock);
 }
 
@@ -144,7 +157,8 @@ int64_t tide_store_dropped(const tide_store *s)
 
 bool tide_store_health_ok(const tide_store_health *h)
 {
-    return h->dropped == 0 && h->failed_writes == 0 && h->runs_unknown == 0 && !h->first_error[0];
+    return h->dropped == 0 && h->failed_writes == 0 && h->runs_unknown == 0 && h->runs_unfinished == 0 &&
+           !h->first_error[0];
 }
 
 char *tide_store_health_format(const tide_store_health *h)
@@ -174,6 +188,9 @@ char *tide_store_health_format(const tide_store_health *h)
         if (h->runs_unknown)
             fprintf(f, ", %lld run%s whose end was lost (status UNKNOWN)", (long long)h->runs_unknown,
                     h->runs_unknown == 1 ? "" : "s");
+        if (h->runs_unfinished)
+            fprintf(f, ", %lld run%s read as unfinished in the file though %s ended (%s)", (long long)h->runs_unfinished,
+                    h->runs_unfinished == 1 ? "" : "s", h->runs_unfinished == 1 ? "it" : "they", h->unfinished_runs);
     }
     fclose(f);
     return text;

@@ -439,8 +439,12 @@ tide_store *tide_store_open(const char *path, const tide_store_options *opts, ti
     return s;
 }
 
-void tide_store_close(tide_store *s)
+void tide_store_close(tide_store *s) { tide_store_close_with_health(s, NULL); }
+
+void tide_store_close_with_health(tide_store *s, tide_store_health *out)
 {
+    if (out)
+        memset(out, 0, sizeof *out);
     if (!s)
         return;
     pthread_mutex_lock(&s->attach_lock);
@@ -460,6 +464,8 @@ void tide_store_close(tide_store *s)
         pthread_mutex_unlock(&s->lock);
         pthread_join(s->writer, NULL);
     }
+    if (out)
+        tide_store_health_get(s, out);
     store_free(s);
 }
 

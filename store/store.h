@@ -19,8 +19,9 @@
  * lost with a transaction that failed: a full disk, a read-only file, a trigger that refuses it...)
  * is counted by kind, with the first and the latest error message, in tide_store_health; its
  * `events` counter grows at each problem, so that the owner can poll it after every run and tell the
- * user at once. A run whose end record was lost gets status 2 (UNKNOWN, with an error saying so) as
- * soon as no run is in flight, never a NULL status that would pass for "unfinished".
+ * user at once. A run whose end record was lost gets status 2 (UNKNOWN, with an error saying so) when
+ * the store closes, never a NULL status that would pass for "unfinished"; when even that cannot be
+ * written (a disk that stays full), the close names those runs (tide_store_close_with_health).
  *
  * Graph versions are stored as differences (schema 4): a node row is written once and shared by every
  * version that has it unchanged; the view `nodes` still gives every version whole. A logged session's
@@ -52,6 +53,7 @@ extern "C" {
 #define TIDE_STORE_SCHEMA_VERSION 7
 
 typedef struct tide_store tide_store;
+typedef struct tide_store_health tide_store_health; /* below: what the store could not record */
 
 typedef struct tide_store_options {
     int queue_capacity;     /* data records (timings, tensors, summaries) waiting for the writer, and as
@@ -83,12 +85,20 @@ tide_store *tide_store_open(const char *path, const tide_store_options *opts, ti
 
 /* Removes the store's observers from every engine still attached, commits everything queued, marks
  * the runs whose end was lost (status UNKNOWN), stops the writer and closes the file. NULL is allowed.
- * What was lost is in tide_store_health until the call: read it (after a flush) before closing. */
+ * What was lost is in tide_store_health until the call: read it (after a flush) before closing, or
+ * close with tide_store_close_with_health. */
 void tide_store_close(tide_store *s);
+/* tide_store_close, and *out (may be NULL; all zero for a NULL store) receives the health as the close
+ * left it: what its own last writes could not do included. Those give every run whose start is in the
+ * file its status (its end, written late, or UNKNOWN); when they fail too (a disk that stays full),
+ * those runs read as unfinished in the file: runs_unfinished counts them and unfinished_runs names them,
+ * so that the caller can tell the user which runs of the file are wrong. */
+void tide_store_close_with_health(tide_store *s, tide_store_health *out);
 
-/* Blocks until every record queued before the call is committed (visible to other connections); when
- * no run is in flight, also marks the runs whose end record was lost (status UNKNOWN). Fails if the
- * writer could not write (the message says why); records lost before are reported by
+/* Blocks until every record queued before the call is committed (visible to other connections), the
+ * ends of runs that a failed transaction or a full queue kept back included (the runs whose end is
+ * lost beyond recall get status UNKNOWN only at the close: runs may be in flight until then). Fails if
+ * the writer could not write (the message says why); records lost before are reported by
  * tide_store_health, not here. */
 tide_status tide_store_flush(tide_store *s, tide_error *err);
 
@@ -163,6 +173,9 @@ typedef struct tide_store_health {
     int64_t queue_full;     /* of them, dropped because the queue was full (the writer fell behind) */
     int64_t failed_writes;  /* transactions or statements that failed (their records are counted above) */
     int64_t runs_unknown;   /* runs whose end was lost: logged with status 2 (UNKNOWN) */
+    int64_t runs_unfinished; /* runs that read as unfinished (status NULL) in the file though they ended:
+                                their status could not be written at all (set by the close) */
+    char unfinished_runs[TIDE_STORE_MESSAGE_MAX]; /* those runs: "id 812 (step 811), ..., and N more" */
     char first_error[TIDE_STORE_MESSAGE_MAX];  /* the first problem's message; "" when none */
     char latest_error[TIDE_STORE_MESSAGE_MAX]; /* the latest problem's message */
 } tide_store_health;

@@ -121,9 +121,10 @@ typedef struct st_attachment {
 typedef struct st_health {
     atomic_ullong events;
     atomic_llong dropped[TIDE_STORE_NUM_RECORD_KINDS];
-    atomic_llong queue_full, failed_writes, runs_unknown;
+    atomic_llong queue_full, failed_writes, runs_unknown, runs_unfinished;
     pthread_mutex_t lock; /* a leaf: guards the messages */
     char first_error[TIDE_STORE_MESSAGE_MAX], latest_error[TIDE_STORE_MESSAGE_MAX];
+    char unfinished_runs[TIDE_STORE_MESSAGE_MAX];
     bool latest_is_queue_full; /* the latest message is the queue's (not rewritten per drop) */
 } st_health;
 
@@ -225,6 +226,9 @@ void st_note_dropped(tide_store *s, st_kind kind, int64_t n, bool queue_full);
 /* A failure (a write, a transaction) with its message; counted as a failed write when failed_write. */
 void st_note_error(tide_store *s, bool failed_write, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void st_note_runs_unknown(tide_store *s, int64_t n);
+/* n runs read as unfinished in the file though they ended (their final status could not be written);
+ * names lists them. Replaces an earlier note: it is the file's state, not a count of events. */
+void st_note_runs_unfinished(tide_store *s, int64_t n, const char *names);
 
 /* graph_log.c: graph versions as differences. The caller's side builds records (under graphs_lock);
  * the writer's side writes them. */

@@ -60,7 +60,7 @@ enum { OUT_WRITTEN = 0, OUT_SKIPPED = 1, OUT_FAILED = 2 };
  * (the transaction that carried it failed, or the queue had no room for it), that end. */
 typedef struct run_entry {
     uint64_t run_id;
-    int64_t row;
+    int64_t row, step;
     bool ended;
     st_lost_end end;
 } run_entry;
@@ -279,7 +279,7 @@ static bool write_run_start(writer *w, st_record *r)
     }
     if (!insert_run(w, &f))
         return false;
-    run_put(&w->runs, (run_entry){.run_id = r->run_id, .row = sqlite3_last_insert_rowid(w->db)});
+    run_put(&w->runs, (run_entry){.run_id = r->run_id, .row = sqlite3_last_insert_rowid(w->db), .step = r->step});
     return true;
 }
 
@@ -346,7 +346,8 @@ static void take_lost_ends(writer *w)
     for (int k = 0; k < s->num_lost_ends; k++) {
         const st_lost_end *end = &s->lost_ends[k];
         int i = run_find(&w->runs, end->run_id);
-        run_entry e = {.run_id = end->run_id, .row = i >= 0 ? w->runs.v[i].row : 0, .ended = true, .end = *end};
+        run_entry e = {.run_id = end->run_id, .row = i >= 0 ? w->runs.v[i].row : 0, .step = end->step, .ended = true,
+                       .end = *end};
         run_put(&w->runs, e);
     }
     s->num_lost_ends = 0;
@@ -568,8 +569,8 @@ static void keep_ends_of_failed(writer *w, st_record *batch)
         if (r->kind == ST_RUN_END) {
             int i = run_find(&w->runs, r->run_id);
             if (i >= 0)
-                w->runs.v[i] = (run_entry){.run_id = r->run_id, .row = w->runs.v[i].row, .ended = true,
-                                           .end = st_lost_end_of(r)};
+                w->runs.v[i] = (run_entry){.run_id = r->run_id, .row = w->runs.v[i].row, .step = r->step,
+                                           .ended = true, .end = st_lost_end_of(r)};
         }
 }
 
@@ -627,7 +628,36 @@ static void write_batch(writer *w, st_record *batch)
     account(w, batch, !ok);
 }
 
-/* At the end: the ends noted last, then UNKNOWN for the runs whose end never came. */
+#define UNFINISHED_NAMED 12 /* runs named one by one when their status cannot be written at the end */
+
+/* The final writes failed: every run whose start is in the file reads as unfinished there. Names them
+ * (runs.id and step, the first UNFINISHED_NAMED) in the health, so that the owner tells the user which. */
+static void note_unfinished(writer *w)
+{
+    char names[TIDE_STORE_MESSAGE_MAX] = "";
+    size_t used = 0;
+    int64_t n = 0;
+    for (int i = 0; i < w->runs.n; i++) {
+        const run_entry *e = &w->runs.v[i];
+        if (!e->row)
+            continue;
+        if (n < UNFINISHED_NAMED && used < sizeof names) {
+            int k = snprintf(names + used, sizeof names - used, "%sid %lld (step %lld)", n ? ", " : "",
+                             (long long)e->row, (long long)e->step);
+            used += k > 0 ? (size_t)k : 0;
+        }
+        n++;
+    }
+    if (n > UNFINISHED_NAMED && used < sizeof names)
+        snprintf(names + used, sizeof names - used, ", and %lld more", (long long)(n - UNFINISHED_NAMED));
+    st_note_error(w->s, true, "%s (the status of %lld run%s could not be written: the file shows %s as unfinished: %s)",
+                  w->error[0] ? w->error : "run log: closing", (long long)n, n == 1 ? "" : "s", n == 1 ? "it" : "them",
+                  names);
+    st_note_runs_unfinished(w->s, n, names);
+}
+
+/* At the end: the ends noted last, then UNKNOWN for the runs whose end never came. When that cannot be
+ * written either, the runs concerned are named (note_unfinished). */
 static void write_final(writer *w)
 {
     take_lost_ends(w);
@@ -635,13 +665,15 @@ static void write_final(writer *w)
         return;
     w->error[0] = '\0';
     int64_t unknown = 0;
+    bool saved = run_copy(&w->saved, &w->runs);
     bool ok = step_retrying(w, Q_BEGIN, true, "starting a transaction") && write_late_ends(w) &&
               ((unknown = mark_unknown_ends(w)), !sqlite3_get_autocommit(w->db)) &&
               step_retrying(w, Q_COMMIT, false, "committing");
     if (!ok) {
         rollback(w);
-        st_note_error(w->s, true, "%s (the status of runs whose end was lost could not be written)",
-                      w->error[0] ? w->error : "run log: closing");
+        if (saved) /* the ends written in the transaction rolled back are not in the file either */
+            run_copy(&w->runs, &w->saved);
+        note_unfinished(w);
         return;
     }
     st_note_runs_unknown(w->s, unknown);

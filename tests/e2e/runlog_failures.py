@@ -13,6 +13,7 @@ Usage: runlog_failures.py TIDE            the checks above
                                           SQLite VFS shim then)
 One line per check; the exit status is 1 if any failed."""
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -206,15 +207,76 @@ def full_disk():
                 r"\d+", p.stderr)
             got = rows(log, "PRAGMA integrity_check")
             check("... the file is intact", got == [("ok",)], got)
-            got = rows(log, "SELECT count(*) FROM runs WHERE status IS NULL")
-            check("... and no logged run passes for unfinished", got == [(0,)], got)
+            # A run whose start is in the file gets its status at the latest when the log closes; when the
+            # disk stays full even that cannot be written (a status needs room too), and the summary must
+            # then name that very run: no run may read as unfinished without the user being told which.
+            unfinished = rows(log, "SELECT id, step FROM runs WHERE status IS NULL")
+            untold = [(i, step) for i, step in unfinished if not re.search(
+                r"^tide: the run log .*read as unfinished in the file though .*\bid %d \(step %d\)" % (i, step),
+                p.stderr, re.M)]
+            check("... and no logged run passes for unfinished without the user being told which", untold == [],
+                  "untold %s (of %d unfinished)\n%s" % (untold[:5], len(unfinished), p.stderr[-2000:]))
+            if unfinished:
+                print("     (%d run%s unfinished in the file, each named in the summary)" %
+                      (len(unfinished), "" if len(unfinished) == 1 else "s"))
             p = tide(["--log", log, "--log-best-effort", "-e", LOOP % 2000], tmp)
             check("... --log-best-effort: exit status 0", p.returncode == 0, "status %d\n%s" % (p.returncode, p.stderr))
             # (told as a warning, or, when not even the session's row fits, as a log that cannot open)
             has("... still told", r"^(warning: run log|tide: no run log: run log) .*full", p.stderr)
+            disk_fills_during_a_run(tmp, disk)
         finally:
             subprocess.run(["umount", disk])
     return summary()
+
+
+def disk_fills_during_a_run(tmp, disk):
+    """The disk fills while a run is in flight (its start is in the file, it waits on an empty queue):
+    neither its end nor, at the close, its status UNKNOWN can be written, so the file shows it as
+    unfinished, and the summary must name that very run (the CI flake of "no logged run passes for
+    unfinished": a run whose start and end fell in two transactions as the disk filled)."""
+    for name in os.listdir(disk):
+        os.remove(os.path.join(disk, name))
+    log = os.path.join(disk, "inflight.db")
+    env = dict(os.environ)
+    env.pop("TIDE_LOG", None)
+    script = ("x = constant(1) + 1; for i = 1, 5 do run(x) end; q = queue({dtypes = {int32}}); d = dequeue(q); "
+              "print('waiting'); io.stdout:flush(); print(pcall(run, d, {}, {timeout = 3}))")
+    p = subprocess.Popen([TIDE, "--quiet", "--log", log, "-e", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, cwd=tmp, env=env)
+    try:
+        waiting = p.stdout.readline()
+        in_flight = []
+        for _ in range(100):  # the run's start is committed while it waits (the writer lingers 50 ms at most)
+            try:
+                in_flight = rows(log, "SELECT id, step FROM runs WHERE status IS NULL")
+            except sqlite3.Error:
+                in_flight = []
+            if in_flight:
+                break
+            time.sleep(0.02)
+        filled = 0
+        fd = os.open(os.path.join(disk, "filler"), os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            while True:
+                filled += os.write(fd, b"\0" * 4096)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        out, err = p.communicate(timeout=120)
+    except BaseException:
+        p.kill()
+        p.wait()
+        raise
+    check("the disk fills during a run: the run was in flight in the file", waiting == "waiting\n" and
+          len(in_flight) == 1, (waiting, in_flight, filled))
+    check("... the run ended (its timeout)", "exceeded its timeout" in out, out)
+    os.remove(os.path.join(disk, "filler"))
+    got = rows(log, "SELECT id, step FROM runs WHERE status IS NULL")
+    check("... its status could not be written: the file shows it as unfinished", got == in_flight, (got, in_flight))
+    check("... exit status 3", p.returncode == 3, "status %d\n%s" % (p.returncode, err))
+    has("... and the summary names that very run", r"^tide: the run log .*inflight\.db is incomplete: .*1 run read as "
+        r"unfinished in the file though it ended \(id %d \(step %d\)\)" % in_flight[0] if in_flight else "^$", err)
 
 
 def main():

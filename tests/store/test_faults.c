@@ -423,6 +423,55 @@ static void test_end_written_late(void)
     temp_db_remove();
 }
 
+/* A run whose start is committed and whose end cannot be written before the store closes (the disk
+ * stays full): the file shows it as unfinished (a status needs room too), so the close says so about
+ * that very run: its runs.id and step in the health it hands back, counted, with the reason. The same
+ * for a run whose end never came (its status UNKNOWN cannot be written either). */
+static void test_end_unwritable_at_close(void)
+{
+    fault_vfs_install();
+    temp_db_new("tide-faults");
+    logged l;
+    logged_open(&l, NULL);
+    tide_store *s = l.s;
+    tide_session *session = l.session;
+    tide_run_info ended = {.run_id = 515151, .session = session, .step = 31};
+    tide_run_info never = {.run_id = 525252, .session = session, .step = 32};
+    const tide_observer obs = st_run_observer(s->attachments);
+    obs.run_started(obs.user, &ended);
+    obs.run_started(obs.user, &never);
+    CU_ASSERT_EQUAL(tide_store_flush(s, NULL), TIDE_OK); /* both starts are in the file */
+    fault_vfs_disk_budget(1);                            /* nothing more fits, until the end */
+    obs.run_ended(obs.user, &ended, TIDE_OK, "", 1234);
+    CU_ASSERT_NOT_EQUAL(tide_store_flush(s, NULL), TIDE_OK);
+    tide_store_detach(s, engine(), l.att);
+    tide_store_health h;
+    tide_store_close_with_health(s, &h);
+    tide_session_free(session);
+    tide_graph_free(l.g);
+    fault_vfs_disarm();
+    sqlite3 *db = NULL;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    int64_t id_ended = q_int(db, "SELECT id FROM runs WHERE run_id = 515151");
+    int64_t id_never = q_int(db, "SELECT id FROM runs WHERE run_id = 525252");
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE status IS NULL"), 2); /* the disk was full */
+    sqlite3_close(db);
+    CU_ASSERT_FALSE(tide_store_health_ok(&h));
+    CU_ASSERT_EQUAL(h.runs_unfinished, 2);
+    char want[64];
+    snprintf(want, sizeof want, "id %lld (step 31)", (long long)id_ended);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h.unfinished_runs, want));
+    snprintf(want, sizeof want, "id %lld (step 32)", (long long)id_never);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h.unfinished_runs, want));
+    CU_ASSERT_PTR_NOT_NULL(strstr(h.latest_error, "full"));
+    char *counts = tide_store_health_format(&h);
+    CU_ASSERT_PTR_NOT_NULL(counts ? strstr(counts, "2 runs read as unfinished in the file though they ended") : NULL);
+    if (counts && !strstr(counts, want))
+        fprintf(stderr, "\n  health: %s", counts);
+    free(counts);
+    temp_db_remove();
+}
+
 /* Runs whose start is committed and whose end is lost beyond recall (no room in the queue, none in the
  * notes of lost ends) get status 2, UNKNOWN, with an error saying why, when the store closes. */
 static void test_lost_end_unknown(void)
@@ -475,6 +524,7 @@ int main(void)
     static const th_test tests[] = {
         TH_TEST(test_end_written_late),
         TH_TEST(test_lost_end_unknown),
+        TH_TEST(test_end_unwritable_at_close),
         TH_TEST(test_full_disk),
         TH_TEST(test_read_only_mid_run),
         TH_TEST(test_write_faults),
