@@ -6,6 +6,9 @@
  * be defined later in the text or already be in the graph), adds them in dependency order and is
  * atomic: on any error (syntax, unknown op/input/attr, type, shape, cycle) the graph is rolled back to
  * exactly what it was. Attr values are parsed generically, then converted by the op's attr types.
+ * A loop's back edge (a Merge's input from a NextIteration of the text not yet added) is the one input
+ * the dependency order does not follow: the Merge is built with a stand-in (its first other input) and
+ * the loop closed (tide_graph_close_loop) once every node is in; any other cycle is an error.
  *
  * What reading guards against: the dependency order is found by an explicit stack, not recursion, so
  * a million nodes in reverse order cannot overflow the C stack; a number that does not fit its type
@@ -964,6 +967,7 @@ typedef struct ref {
     char *name;
     int index;
     int group;     /* input group (list) number; -1 for control */
+    bool back;     /* a loop's back edge: a Merge's input from a NextIteration of the text not yet added */
 } ref;
 
 typedef struct text_node {
@@ -1130,6 +1134,15 @@ static tide_status parse_line(parser *ps, text_node *n)
     return TIDE_OK;
 }
 
+/* A loop's back edge, closed once every node is in the graph: input `input` of merge, built with a
+ * stand-in (the Merge's first other input), becomes the NextIteration the ref names. */
+typedef struct back_edge {
+    const text_node *merge_text;
+    tide_node *merge;
+    int input;
+    const ref *next;
+} back_edge;
+
 typedef struct reader {
     tide_graph *g;
     const char *source;  /* as parser.source */
@@ -1137,6 +1150,8 @@ typedef struct reader {
     int count, cap;
     int *stack;          /* indices into nodes: the chain of nodes being added, each using the next */
     tide_name_table *by_name;
+    back_edge *back;     /* the back edges met so far, closed last (close_loops) */
+    int num_back, back_cap;
     tide_error *err;
 } reader;
 
@@ -1150,23 +1165,56 @@ static tide_status resolve(reader *r, const text_node *n, const ref *rf, tide_no
     return TIDE_OK;
 }
 
-/* Builds n, whose inputs are all in the graph. */
+/* The stand-in for n's back edges: its first data input that is not one (NULL with an error if none). */
+static tide_status back_edge_stand_in(reader *r, const text_node *n, tide_output *out)
+{
+    for (int i = 0; i < n->num_refs; i++)
+        if (n->refs[i].group >= 0 && !n->refs[i].back) {
+            out->index = n->refs[i].index;
+            return resolve(r, n, &n->refs[i], &out->node);
+        }
+    return tide_error_set(r->err, TIDE_INVALID_ARGUMENT, "%s line %d: Merge '%s' has only NextIteration inputs: a "
+                          "loop's Merge needs an input from outside the loop (an Enter)", r->source, n->line, n->name);
+}
+
+static tide_status note_back_edge(reader *r, const text_node *n, int input, const ref *next)
+{
+    if (r->num_back == r->back_cap) {
+        int cap = r->back_cap ? 2 * r->back_cap : 8;
+        back_edge *grown = realloc(r->back, sizeof *grown * (size_t)cap);
+        if (!grown)
+            return tide_error_set(r->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+        r->back = grown;
+        r->back_cap = cap;
+    }
+    r->back[r->num_back++] = (back_edge){n, NULL, input, next};
+    return TIDE_OK;
+}
+
+/* Builds n, whose inputs are all in the graph but its back edges (which get a stand-in for now). */
 static tide_status add_node(reader *r, text_node *n)
 {
     tide_node_builder *b = tide_node_builder_new(r->g, n->op, n->name);
     tide_status st = TIDE_OK;
-    tide_output *ins = malloc(sizeof *ins * ((size_t)n->num_refs + 1));
+    tide_output *ins = malloc(sizeof *ins * ((size_t)n->num_refs + 1)), stand_in = {0};
     if (!ins)
         st = tide_error_set(r->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    int first_back = r->num_back, flat = 0;
     for (int group = 0; st == TIDE_OK && group < n->num_groups; group++) {
         int k = 0;
         for (int i = 0; st == TIDE_OK && i < n->num_refs; i++)
-            if (n->refs[i].group == group) {
+            if (n->refs[i].group == group && n->refs[i].back) {
+                st = stand_in.node ? TIDE_OK : back_edge_stand_in(r, n, &stand_in);
+                if (st == TIDE_OK)
+                    st = note_back_edge(r, n, flat + k, &n->refs[i]);
+                ins[k++] = stand_in;
+            } else if (n->refs[i].group == group) {
                 st = resolve(r, n, &n->refs[i], &ins[k].node);
                 ins[k++].index = n->refs[i].index;
             }
         if (st == TIDE_OK)
             tide_node_builder_add_input_list(b, ins, k);
+        flat += k;
     }
     free(ins);
     for (int i = 0; st == TIDE_OK && i < n->num_refs; i++)
@@ -1183,9 +1231,29 @@ static tide_status add_node(reader *r, text_node *n)
     tide_attrs_merge(tide_node_builder_attrs(b), n->attrs);
     if (n->device)
         tide_node_builder_set_device(b, n->device);
-    if (!tide_node_builder_finish(b, r->err)) {
+    tide_node *built = tide_node_builder_finish(b, r->err);
+    if (!built) {
         tide__error_prefix(r->err, "%s line %d", r->source, n->line);
         return failure_code(r->err);
+    }
+    for (int i = first_back; i < r->num_back; i++)
+        r->back[i].merge = built;
+    return TIDE_OK;
+}
+
+/* Closes the back edges (tide_graph_close_loop), every node being in the graph now. */
+static tide_status close_loops(reader *r)
+{
+    for (int i = 0; i < r->num_back; i++) {
+        const back_edge *e = &r->back[i];
+        tide_output next = {NULL, e->next->index};
+        tide_status st = resolve(r, e->merge_text, e->next, &next.node);
+        if (st == TIDE_OK && tide_graph_close_loop(r->g, e->merge, e->input, next, r->err) != TIDE_OK) {
+            tide__error_prefix(r->err, "%s line %d", r->source, e->merge_text->line);
+            st = failure_code(r->err);
+        }
+        if (st != TIDE_OK)
+            return st;
     }
     return TIDE_OK;
 }
@@ -1227,7 +1295,12 @@ static tide_status add_in_order(reader *r, int root)
     while (depth) {
         text_node *n = &r->nodes[r->stack[depth - 1]], *dep = NULL;
         for (; n->next_ref < n->num_refs && !dep; n->next_ref++) {
-            text_node *d = tide__names_get(r->by_name, n->refs[n->next_ref].name);
+            ref *rf = &n->refs[n->next_ref];
+            text_node *d = tide__names_get(r->by_name, rf->name);
+            rf->back = d && d->state != 2 && rf->group >= 0 && strcmp(n->op, "Merge") == 0 &&
+                       strcmp(d->op, "NextIteration") == 0;
+            if (rf->back)
+                continue; /* a loop's back edge: the Merge is built first, the edge closed last */
             if (d && d->state == 1)
                 return cycle_error(r, depth, d);
             if (d && d->state == 0)
@@ -1310,12 +1383,15 @@ static tide_status extend_with_error(tide_graph *g, const char *text, const char
     for (int i = 0; st == TIDE_OK && i < r.count; i++)
         if (r.nodes[i].state == 0)
             st = add_in_order(&r, i);
+    if (st == TIDE_OK)
+        st = close_loops(&r);
     if (st != TIDE_OK)
         tide_graph_rollback(g, mark, NULL); /* new nodes were never planned: this cannot fail */
     for (int i = 0; i < r.count; i++)
         text_node_clear(&r.nodes[i]);
     free(r.nodes);
     free(r.stack);
+    free(r.back);
     tide__names_free(r.by_name);
     return st;
 }

@@ -255,6 +255,25 @@ static tide_status build(tide_node_builder *b, const tide_op_def *def, const cha
     return st;
 }
 
+/* Building a node inside a cond or loop may make others first (the Enters or Switches that bring its
+ * inputs in), which may take the unique name it had chosen: a chosen name is chosen again then; a
+ * name the caller gave is refused as any name already in use. */
+static tide_status rename_if_taken(tide_node_builder *b, const tide_op_def *def, tide_node *node, tide_error *err)
+{
+    const tide_node *other = tide_graph_node(b->graph, node->name);
+    if (b->name)
+        return tide_error_set(err, TIDE_ALREADY_EXISTS, "node name '%s' is already used (by a %s node)", node->name,
+                              other->op->name);
+    char *base = default_base(def->name);
+    char *name = base ? tide_graph_unique_name(b->graph, base) : NULL;
+    free(base);
+    if (!name)
+        return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    free(node->name);
+    node->name = name;
+    return TIDE_OK;
+}
+
 tide_node *tide_node_builder_finish(tide_node_builder *b, tide_error *err)
 {
     if (!b) {
@@ -306,6 +325,10 @@ tide_node *tide_node_builder_finish(tide_node_builder *b, tide_error *err)
     if (st == TIDE_OK)
         st = build(b, def, name, &node, err);
     b->graph->cf_context = context;
+    if (st == TIDE_OK && tide_graph_node(b->graph, name) && (st = rename_if_taken(b, def, node, err)) != TIDE_OK) {
+        tide__node_free(node);
+        node = NULL;
+    }
     if (st == TIDE_OK) {
         node->cf_hoisted = hoist;
         tide__graph_insert(b->graph, node);

@@ -356,6 +356,30 @@ static void test_nested_builders(void)
     if (v)
         CU_ASSERT_EQUAL(*(int32_t *)tide_tensor_data(v), want);
     tide_tensor_release(v);
+    /* Every node has a name of its own: the inner loop's Enters of values from outside both loops
+     * (made while the node reading them was being built) did take the name that node had chosen. */
+    int shared = 0;
+    for (int k = 0; k < tide_graph_num_nodes(g); k++) {
+        tide_node *n = tide_graph_node_at(g, k);
+        if (tide_graph_node(g, tide_node_name(n)) != n) {
+            fprintf(stderr, "two nodes are named '%s'\n", tide_node_name(n));
+            shared++;
+        }
+    }
+    CU_ASSERT_EQUAL(shared, 0);
+    /* Written as graph text and read back (the loops' back edges closed last), it computes the same. */
+    char *text = tide_graph_to_text(g, err);
+    tide_graph *copy = tide_graph_new();
+    st = text ? tide_graph_extend_text(copy, text, err) : TIDE_INTERNAL;
+    if (st != TIDE_OK)
+        fprintf(stderr, "nested, read back: %s\n", tide_error_message(err));
+    CU_ASSERT_EQUAL(st, TIDE_OK);
+    tide_node *exit_copy = st == TIDE_OK ? tide_graph_node(copy, tide_node_name(r[1].node)) : NULL;
+    v = exit_copy ? run1(copy, (tide_output){exit_copy, r[1].index}, NULL, 0) : NULL;
+    CU_ASSERT(v && *(int32_t *)tide_tensor_data(v) == want);
+    tide_tensor_release(v);
+    tide_graph_free(copy);
+    free(text);
     tide_error_free(err);
     tide_graph_free(g);
 }

@@ -137,6 +137,32 @@ static tide_status run_fetch(tide_session *s, const tide_run_options *opts, tide
     return tide_session_run(s, opts, NULL, 0, &o, 1, out, NULL, 0, NULL, err);
 }
 
+/* The graph written as text and read back into a new graph (a loop's back edge, NextIteration into
+ * Merge, is closed after the rest is built: docs/graph-text-format.md), whose text must be the same;
+ * node `name`'s value there (NULL after a failed assertion). */
+static tide_tensor *fetch_through_text(const tide_graph *g, const char *name)
+{
+    tide_error *err = tide_error_new();
+    char *text = tide_graph_to_text(g, err);
+    tide_graph *copy = tide_graph_new();
+    tide_status st = text ? tide_graph_extend_text(copy, text, err) : TIDE_INTERNAL;
+    if (st != TIDE_OK)
+        fprintf(stderr, "reading the text back: %s\n", tide_error_message(err));
+    CU_ASSERT_EQUAL_FATAL(st, TIDE_OK);
+    char *again = tide_graph_to_text(copy, err);
+    CU_ASSERT(again && strcmp(again, text) == 0);
+    tide_node *n = tide_graph_node(copy, name);
+    CU_ASSERT_PTR_NOT_NULL(n);
+    tide_session *s = n ? tide_session_new(th_engine(), copy, NULL, err) : NULL;
+    tide_tensor *t = s ? gu_fetch(s, n) : NULL;
+    tide_session_free(s);
+    tide_graph_free(copy);
+    free(again);
+    free(text);
+    tide_error_free(err);
+    return t;
+}
+
 /* ---------------------------------------------------------------- conditionals */
 
 /* Switch + Merge: the untaken branch would fail (TestFailAt at its value), but never runs; the taken
@@ -203,6 +229,9 @@ static void test_counting_loops(void)
         CU_ASSERT_EQUAL(expect, cases[c][3]);
         for (int again = 0; again < 3; again++) /* the cached plan, steps after steps */
             CU_ASSERT_EQUAL(fetch_i32(s, exit_node), expect);
+        tide_tensor *reloaded = fetch_through_text(g, tide_node_name(exit_node));
+        CU_ASSERT(reloaded && *(int32_t *)tide_tensor_data(reloaded) == expect);
+        tide_tensor_release(reloaded);
         tide_session_free(s);
         tide_graph_free(g);
     }
@@ -286,6 +315,10 @@ static void test_loop_value_changes_shape(void)
     tide_tensor *want = th_i32(1, TH_DIMS(6), expect);
     if (t)
         TH_ASSERT_CLOSE(t, want, 0, 0);
+    tide_tensor *reloaded = fetch_through_text(g, tide_node_name(v_exit));
+    if (reloaded)
+        TH_ASSERT_CLOSE(reloaded, want, 0, 0);
+    tide_tensor_release(reloaded);
     tide_tensor_release(want);
     tide_tensor_release(t);
     tide_session_free(s);
@@ -323,6 +356,9 @@ static void test_nested_loops(void)
         for (int m = 0; m < k + 2; m++)
             expect++;
     CU_ASSERT_EQUAL(fetch_i32(s, total_exit), expect);
+    tide_tensor *reloaded = fetch_through_text(g, tide_node_name(total_exit));
+    CU_ASSERT(reloaded && *(int32_t *)tide_tensor_data(reloaded) == expect);
+    tide_tensor_release(reloaded);
     /* Traced: one timing per execution, tagged with its frame and iteration. */
     tide_run_options opts = {.trace = true};
     tide_step_stats *stats = NULL;

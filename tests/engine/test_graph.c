@@ -1,6 +1,6 @@
 /* test_graph.c — building graphs: validation errors that leave the graph unchanged, names and scopes,
  * shape inference at build time, rollback, and the text format (round trip, atomic extension, errors,
- * cycles; numbers that do not fit their type, tensor literals checked before they are allocated, a
+ * cycles, loops whose back edge closes a cycle; numbers that do not fit their type, tensor literals checked before they are allocated, a
  * million nodes in any order; graph text files and the cap on what is read). */
 #include <stdlib.h>
 #include <string.h>
@@ -531,6 +531,65 @@ static void test_text_million_nodes(void)
     tide_error_free(err);
 }
 
+/* A loop in graph text: NextIteration's output into its Merge is the loop's back edge, the one input
+ * that may close a cycle (docs/graph-text-format.md). The Merge is built with a stand-in for it and the
+ * loop closed once every node is in. Other cycles, and back edges that cannot close, are errors that
+ * leave the graph as it was. */
+static void test_text_loops(void)
+{
+#define LOOP_HEAD                                                                                                     \
+    "zero = Const(value=tensor(int32, [], [0]), dtype=int32)\n"                                                     \
+    "five = Const(value=tensor(int32, [], [5]), dtype=int32)\n"                                                     \
+    "one = Const(value=tensor(int32, [], [1]), dtype=int32)\n"                                                      \
+    "enter = Enter(zero, frame_name=\"L\", is_constant=false, parallel_iterations=10)\n"                            \
+    "limit = Enter(five, frame_name=\"L\", is_constant=true, parallel_iterations=10)\n"                             \
+    "step = Enter(one, frame_name=\"L\", is_constant=true, parallel_iterations=10)\n"
+#define LOOP_BODY                                                                                                     \
+    "less = Less(merge, limit)\n"                                                                                   \
+    "cond = LoopCond(less)\n"                                                                                       \
+    "switch = Switch(merge, cond)\n"                                                                                \
+    "body = Identity(switch:1)\n"                                                                                   \
+    "add = Add(body, step)\n"                                                                                       \
+    "done = Exit(switch)\n"
+    const char *texts[] = {
+        LOOP_HEAD "merge = Merge([enter, next])\n" LOOP_BODY "next = NextIteration(add)\n", /* forward reference */
+        "next = NextIteration(add)\n" LOOP_HEAD "merge = Merge([enter, next])\n" LOOP_BODY, /* NextIteration first */
+        LOOP_HEAD "merge = Merge([next, enter])\n" LOOP_BODY "next = NextIteration(add)\n", /* the back edge first */
+    };
+    tide_error *err = tide_error_new();
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        tide_graph *g = tide_graph_new();
+        tide_status st = tide_graph_extend_text(g, texts[i], err);
+        if (st != TIDE_OK)
+            fprintf(stderr, "loop text %zu: %s\n", i, tide_error_message(err));
+        CU_ASSERT_EQUAL_FATAL(st, TIDE_OK);
+        tide_node *merge = tide_graph_node(g, "merge");
+        int back = i == 2 ? 0 : 1;
+        CU_ASSERT_PTR_EQUAL(tide_node_input(merge, back).node, tide_graph_node(g, "next"));
+        CU_ASSERT_PTR_EQUAL(tide_node_input(merge, 1 - back).node, tide_graph_node(g, "enter"));
+        tide_session *sess = tide_session_new(th_engine(), g, NULL, NULL);
+        tide_tensor *done = gu_fetch(sess, tide_graph_node(g, "done"));
+        CU_ASSERT(done && *(int32_t *)tide_tensor_data(done) == 5);
+        tide_tensor_release(done);
+        tide_session_free(sess);
+        tide_graph_free(g);
+    }
+    tide_error_free(err);
+    /* Only back edges: nothing enters the loop. */
+    expect_text_error("n = NextIteration(m)\nm = Merge([n, n])\n", TIDE_INVALID_ARGUMENT,
+                      "line 2: Merge 'm' has only NextIteration inputs");
+    /* A cycle through a NextIteration that does not end in a Merge stays a cycle. */
+    expect_text_error("n = NextIteration(x)\nx = Identity(n)\n", TIDE_INVALID_ARGUMENT, "a cycle of 2 nodes");
+    expect_text_error("m = Merge([keep, x])\nx = Identity(n)\nn = NextIteration(x)\n", TIDE_INVALID_ARGUMENT,
+                      "a cycle of 2 nodes: x -> n -> x");
+    /* A back edge of another dtype cannot close the loop: named with the Merge's line. */
+    expect_text_error("m = Merge([keep, n])\nn = NextIteration(f)\nf = Const(value=tensor(float32, [], [1]), "
+                      "dtype=float32)\n",
+                      TIDE_INVALID_ARGUMENT, "line 1: close_loop: Merge 'm' is int32 but NextIteration 'n' is float32");
+#undef LOOP_HEAD
+#undef LOOP_BODY
+}
+
 /* A long cycle is named, elided in the middle; a failure is reported without an error object too. */
 static void test_text_cycles_and_no_error_object(void)
 {
@@ -757,7 +816,7 @@ int main(void)
         TH_TEST(test_text_annotations_of_every_kind), TH_TEST(test_text_float_values_round_trip),
         TH_TEST(test_shape_values_folded), TH_TEST(test_text_errors), TH_TEST(test_text_number_limits),
         TH_TEST(test_text_tensor_checked_before_allocating), TH_TEST(test_text_million_nodes),
-        TH_TEST(test_text_cycles_and_no_error_object), TH_TEST(test_text_file), TH_TEST(test_input_max_bytes),
+        TH_TEST(test_text_cycles_and_no_error_object), TH_TEST(test_text_loops), TH_TEST(test_text_file), TH_TEST(test_input_max_bytes),
         TH_TEST(test_device_specs), TH_TEST(test_rename_node),
         TH_TEST(test_op_info), TH_END};
     return th_main("graph", tests);
