@@ -63,6 +63,11 @@
 /* GCC does not contract a*b+c into an FMA in ISO C mode unless told so per function. */
 #define AVX2_FN __attribute__((target("avx2,fma"), optimize("fp-contract=fast")))
 #endif
+#if defined(__clang__)
+#define AVX512_FN __attribute__((target("avx512f,avx2,fma")))
+#else
+#define AVX512_FN __attribute__((target("avx512f,avx2,fma"), optimize("fp-contract=fast")))
+#endif
 #else
 #define HAVE_X86_DISPATCH 0
 #endif
@@ -178,6 +183,10 @@ typedef float vec_f32 __attribute__((vector_size(32), aligned(4), may_alias));
 typedef double vec_f64 __attribute__((vector_size(32), aligned(8), may_alias));
 typedef float vec16_f32 __attribute__((vector_size(16), aligned(4), may_alias));
 typedef double vec16_f64 __attribute__((vector_size(16), aligned(8), may_alias));
+typedef float vec64_f32 __attribute__((vector_size(64), aligned(4), may_alias));
+typedef double vec64_f64 __attribute__((vector_size(64), aligned(8), may_alias));
+DEFINE_MICROKERNELS(float, vec64_f32, z32)
+DEFINE_MICROKERNELS(double, vec64_f64, z64)
 DEFINE_MICROKERNELS(float, vec_f32, f32)
 DEFINE_MICROKERNELS(double, vec_f64, f64)
 DEFINE_MICROKERNELS(float, vec16_f32, p32)
@@ -227,6 +236,8 @@ DEFINE_ENTRY_POINTS(p64, )
 #if HAVE_X86_DISPATCH
 DEFINE_ENTRY_POINTS(f32, AVX2_FN)
 DEFINE_ENTRY_POINTS(f64, AVX2_FN)
+DEFINE_ENTRY_POINTS(z32, AVX512_FN)
+DEFINE_ENTRY_POINTS(z64, AVX512_FN)
 #endif
 
 /* What the drivers need to know about a dtype. */
@@ -238,38 +249,56 @@ typedef struct conv_type {
     filt_block_fn filt;
 } conv_type;
 
-/* AVX2+FMA when the CPU has it, unless $TIDE_CONV_PORTABLE is set (the tests use it to run the
- * portable micro-kernels on AVX2 machines too). */
-static bool use_avx2(void)
+/* The micro-kernel families, best last. */
+typedef enum conv_isa { CONV_PORTABLE, CONV_AVX2, CONV_AVX512 } conv_isa;
+
+/* The best family the CPU runs, capped by $TIDE_CONV_ISA ("portable", "avx2" or "avx512"; the
+ * tests force each path with it) or by $TIDE_CONV_PORTABLE (any value: "portable"). Read at every
+ * call, so a benchmark can alternate the paths in one process. */
+static conv_isa choose_isa(void)
 {
 #if HAVE_X86_DISPATCH
     static _Atomic int cached = -1; /* every thread computes the same value */
     if (cached < 0) {
         __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        cached = avx2 && __builtin_cpu_supports("avx512f") ? CONV_AVX512 : avx2 ? CONV_AVX2 : CONV_PORTABLE;
     }
-    return cached && !getenv("TIDE_CONV_PORTABLE");
+    conv_isa best = (conv_isa)cached;
+    const char *want = getenv("TIDE_CONV_ISA");
+    if (getenv("TIDE_CONV_PORTABLE") || (want && strcmp(want, "portable") == 0))
+        return CONV_PORTABLE;
+    if (want && strcmp(want, "avx2") == 0 && best > CONV_AVX2)
+        return CONV_AVX2;
+    return best;
 #else
-    return false;
+    return CONV_PORTABLE;
 #endif
 }
 
 static conv_type type_of(tide_dtype dt)
 {
     const bool f32 = dt == TIDE_FLOAT32;
+    const size_t esize = f32 ? sizeof(float) : sizeof(double);
+    switch (choose_isa()) {
 #if HAVE_X86_DISPATCH
-    if (use_avx2())
-        return (conv_type){.esize = f32 ? sizeof(float) : sizeof(double),
-                           .vb = 2 * (f32 ? VL_f32 : VL_f64),
+    case CONV_AVX512:
+        return (conv_type){.esize = esize, .vb = 2 * (f32 ? VL_z32 : VL_z64),
+                           .fwd = f32 ? fwd_block_z32 : fwd_block_z64,
+                           .dot = f32 ? dot_block_z32 : dot_block_z64,
+                           .filt = f32 ? filt_block_z32 : filt_block_z64};
+    case CONV_AVX2:
+        return (conv_type){.esize = esize, .vb = 2 * (f32 ? VL_f32 : VL_f64),
                            .fwd = f32 ? fwd_block_f32 : fwd_block_f64,
                            .dot = f32 ? dot_block_f32 : dot_block_f64,
                            .filt = f32 ? filt_block_f32 : filt_block_f64};
 #endif
-    return (conv_type){.esize = f32 ? sizeof(float) : sizeof(double),
-                       .vb = 2 * (f32 ? VL_p32 : VL_p64),
-                       .fwd = f32 ? fwd_block_p32 : fwd_block_p64,
-                       .dot = f32 ? dot_block_p32 : dot_block_p64,
-                       .filt = f32 ? filt_block_p32 : filt_block_p64};
+    default:
+        return (conv_type){.esize = esize, .vb = 2 * (f32 ? VL_p32 : VL_p64),
+                           .fwd = f32 ? fwd_block_p32 : fwd_block_p64,
+                           .dot = f32 ? dot_block_p32 : dot_block_p64,
+                           .filt = f32 ? filt_block_p32 : filt_block_p64};
+    }
 }
 
 /* ---------------------------------------------------------------- jobs, canvases, pieces */

@@ -4,7 +4,9 @@
  * Each figure is the median of several runs (inputs fed, output fetched; argv[1] runs, default 21),
  * in GFLOP/s counting a multiply-add as 2 (the same count for all three ops of a layer), with the
  * fastest run as best_gflops; pooling in GB/s of tensors read and written. The first line,
- * conv2d.gflops, is the second convolution's forward pass. */
+ * conv2d.gflops, is the second convolution's forward pass. The runs of each convolution alternate
+ * between the best micro-kernels the CPU has (the figure) and the AVX2 ones (avx2_gflops, the same
+ * when AVX2 is the best), so every run also measures what AVX-512 gains. */
 #include <string.h>
 
 #include "bench_util.h"
@@ -43,10 +45,27 @@ static tide_node *placeholder(tide_graph *g, const char *name, tide_dtype dt, ti
     return tide_node_builder_finish(b, err);
 }
 
-/* Median seconds of `reps` Session.Runs of op(inputs) fed through Placeholders; *best gets the
- * fastest run (on a shared machine the median also measures the neighbours). */
-static double time_op(tide_engine *e, const char *op, tide_tensor *const *inputs, int n, bool pool,
-                      int reps, double *best, tide_error *err)
+/* The convolution micro-kernels each run alternates between: the best the CPU has (the figure) and
+ * the AVX2 ones ($TIDE_CONV_ISA, read by the kernels at every call), in interleaved rounds. */
+enum { BEST, AVX2, PATHS };
+
+typedef struct timing {
+    double median[PATHS], best[PATHS]; /* seconds; median < 0: failed */
+} timing;
+
+static void use_path(int path)
+{
+    if (path == AVX2)
+        setenv("TIDE_CONV_ISA", "avx2", 1);
+    else
+        unsetenv("TIDE_CONV_ISA");
+}
+
+/* Medians of `reps` Session.Runs of op(inputs) fed through Placeholders, per path (interleaved
+ * rounds, the order alternating); best: the fastest run (on a shared machine the median also
+ * measures the neighbours). */
+static timing time_op(tide_engine *e, const char *op, tide_tensor *const *inputs, int n, bool pool,
+                      int reps, tide_error *err)
 {
     tide_graph *g = tide_graph_new();
     tide_output ins[3];
@@ -66,40 +85,47 @@ static double time_op(tide_engine *e, const char *op, tide_tensor *const *inputs
     tide_attrs_set_string(a, "padding", "SAME");
     tide_node *node = tide_node_builder_finish(b, err);
     tide_session *s = node ? tide_session_new(e, g, NULL, err) : NULL;
-    double median = -1;
-    double *times = calloc((size_t)reps, sizeof *times);
+    timing t = {{-1, -1}, {-1, -1}};
+    const int paths = pool ? 1 : PATHS;
+    double *times = calloc((size_t)(reps * PATHS), sizeof *times);
     tide_output fetch = {node, 0};
-    for (int r = -2; s && r < reps; r++) {
-        tide_tensor *out = NULL;
-        double t0 = bench_now();
-        if (tide_session_run(s, NULL, feeds, n, &fetch, 1, &out, NULL, 0, NULL, err) != TIDE_OK)
-            break;
-        if (r >= 0)
-            times[r] = bench_now() - t0;
-        tide_tensor_release(out);
-        if (r == reps - 1) {
-            median = bench_median(times, reps); /* sorts */
-            *best = times[0];
+    bool ok = s != NULL;
+    for (int r = -2; ok && r < reps; r++)
+        for (int k = 0; ok && k < paths; k++) {
+            const int path = (r + k) % paths < 0 ? k : (r + k) % paths;
+            use_path(path);
+            tide_tensor *out = NULL;
+            double t0 = bench_now();
+            ok = tide_session_run(s, NULL, feeds, n, &fetch, 1, &out, NULL, 0, NULL, err) == TIDE_OK;
+            if (ok && r >= 0)
+                times[path * reps + r] = bench_now() - t0;
+            tide_tensor_release(out);
         }
+    use_path(BEST);
+    for (int k = 0; ok && k < paths; k++) {
+        t.median[k] = bench_median(times + k * reps, reps); /* sorts */
+        t.best[k] = times[k * reps];
     }
-    if (median < 0)
+    if (!ok)
         fprintf(stderr, "%s: %s\n", op, tide_error_message(err));
     free(times);
     tide_session_free(s);
     tide_graph_free(g);
-    return median;
+    return t;
 }
 
-/* One JSON line, saying what was measured: the op, its input and filter sizes. */
-static void emit(const char *name, double flops, double seconds, double best, const char *what, const layer *l)
+/* One JSON line, saying what was measured: the op, its input and filter sizes, and the AVX2
+ * micro-kernels' median in the same interleaved run. */
+static void emit(const char *name, double flops, const timing *t, const char *what, const layer *l)
 {
-    char extra[300];
+    char extra[400];
     snprintf(extra, sizeof extra,
-             "\"ms\": %.3f, \"best_gflops\": %.1f, \"op\": \"%s\", \"batch\": %lld, \"input\": [%lld, %lld, %lld, %lld], "
-             "\"filter\": [%lld, %lld, %lld, %lld]",
-             seconds * 1e3, flops / best * 1e-9, what, (long long)BATCH, (long long)BATCH, (long long)l->h,
-             (long long)l->w, (long long)l->cin, (long long)l->k, (long long)l->k, (long long)l->cin, (long long)l->cout);
-    bench_emit(name, flops / seconds * 1e-9, "GFLOP/s", extra);
+             "\"ms\": %.3f, \"best_gflops\": %.1f, \"avx2_gflops\": %.1f, \"op\": \"%s\", \"batch\": %lld, "
+             "\"input\": [%lld, %lld, %lld, %lld], \"filter\": [%lld, %lld, %lld, %lld]",
+             t->median[BEST] * 1e3, flops / t->best[BEST] * 1e-9, flops / t->median[AVX2] * 1e-9, what,
+             (long long)BATCH, (long long)BATCH, (long long)l->h, (long long)l->w, (long long)l->cin,
+             (long long)l->k, (long long)l->k, (long long)l->cin, (long long)l->cout);
+    bench_emit(name, flops / t->median[BEST] * 1e-9, "GFLOP/s", extra);
 }
 
 /* The three ops of one layer; prefix "" names the second layer's forward pass conv2d.gflops. */
@@ -110,24 +136,23 @@ static int bench_layer(tide_engine *e, const layer *l, int reps, tide_error *err
     tide_tensor *x = random_tensor(xd, 4, 1), *f = random_tensor(fd, 4, 2), *dy = random_tensor(yd, 4, 3);
     tide_tensor *xs = sizes(xd), *fs = sizes(fd);
     const double flops = 2.0 * (double)(BATCH * l->h * l->w * l->cout) * (double)(l->k * l->k * l->cin);
-    char name[96];
-    double best;
-    double t = time_op(e, "Conv2D", (tide_tensor *[]){x, f}, 2, false, reps, &best, err);
-    snprintf(name, sizeof name, "%s.gflops", l->name);
-    if (t > 0)
-        emit(name, flops, t, best, "Conv2D", l);
-    double ti = time_op(e, "Conv2DBackpropInput", (tide_tensor *[]){xs, f, dy}, 3, false, reps, &best, err);
-    snprintf(name, sizeof name, "%s.backprop_input.gflops", l->name);
-    if (ti > 0)
-        emit(name, flops, ti, best, "Conv2DBackpropInput", l);
-    double tf = time_op(e, "Conv2DBackpropFilter", (tide_tensor *[]){x, fs, dy}, 3, false, reps, &best, err);
-    snprintf(name, sizeof name, "%s.backprop_filter.gflops", l->name);
-    if (tf > 0)
-        emit(name, flops, tf, best, "Conv2DBackpropFilter", l);
+    static const char *const ops[3] = {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"};
+    static const char *const suffixes[3] = {"", ".backprop_input", ".backprop_filter"};
+    tide_tensor *const inputs[3][3] = {{x, f}, {xs, f, dy}, {x, fs, dy}};
+    int rc = 0;
+    for (int i = 0; i < 3; i++) {
+        timing t = time_op(e, ops[i], inputs[i], i == 0 ? 2 : 3, false, reps, err);
+        char name[96];
+        snprintf(name, sizeof name, "%s%s.gflops", l->name, suffixes[i]);
+        if (t.median[BEST] > 0)
+            emit(name, flops, &t, ops[i], l);
+        else
+            rc = 1;
+    }
     tide_tensor *all[] = {x, f, dy, xs, fs};
     for (int i = 0; i < 5; i++)
         tide_tensor_release(all[i]);
-    return t > 0 && ti > 0 && tf > 0 ? 0 : 1;
+    return rc;
 }
 
 /* MaxPool 2x2/2 over the first layer's output and its gradient, in GB/s of tensors read and written. */
@@ -136,9 +161,8 @@ static int bench_pool(tide_engine *e, int reps, tide_error *err)
     const int64_t xd[4] = {BATCH, 28, 28, 32}, yd[4] = {BATCH, 14, 14, 32};
     tide_tensor *x = random_tensor(xd, 4, 4), *y = random_tensor(yd, 4, 5), *dy = random_tensor(yd, 4, 6);
     const double xb = 4.0 * (double)(BATCH * 28 * 28 * 32), yb = xb / 4;
-    double best;
-    double t = time_op(e, "MaxPool", &x, 1, true, reps, &best, err);
-    double tg = time_op(e, "MaxPoolGrad", (tide_tensor *[]){x, y, dy}, 3, true, reps, &best, err);
+    double t = time_op(e, "MaxPool", &x, 1, true, reps, err).median[BEST];
+    double tg = time_op(e, "MaxPoolGrad", (tide_tensor *[]){x, y, dy}, 3, true, reps, err).median[BEST];
     char extra[160];
     snprintf(extra, sizeof extra, "\"ms\": %.3f, \"batch\": %lld, \"input\": [%lld, 28, 28, 32], \"window\": \"2x2/2\"",
              t * 1e3, (long long)BATCH, (long long)BATCH);

@@ -14,6 +14,7 @@
  * th_run also runs every op through a graph session and requires identical results, which checks
  * that the threaded kernels are deterministic. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -330,6 +331,48 @@ static void test_conv_portable_kernels(void)
     setenv("TIDE_CONV_PORTABLE", "1", 1);
     check_cases(cases, sizeof cases / sizeof cases[0]);
     unsetenv("TIDE_CONV_PORTABLE");
+}
+
+/* A random case: windows 1/3/5/7, strides 1-2, SAME or VALID, odd sizes, output channels from one
+ * (the narrow dot kernel) past two channel blocks of every micro-kernel family (AVX-512: 32 float32). */
+static conv_case random_case(unsigned *seed)
+{
+    static const int64_t windows[4] = {1, 3, 5, 7}, depths[8] = {1, 3, 5, 8, 16, 17, 33, 70};
+    conv_case c = {.n = 1 + rand_r(seed) % 2, .kh = windows[rand_r(seed) % 4], .kw = windows[rand_r(seed) % 4],
+                   .sh = 1 + rand_r(seed) % 2, .sw = 1 + rand_r(seed) % 2, .dh = 1, .dw = 1,
+                   .same = rand_r(seed) % 2, .cin = 1 + rand_r(seed) % 9, .cout = depths[rand_r(seed) % 8]};
+    c.h = c.kh + rand_r(seed) % 9; /* VALID needs the window to fit */
+    c.w = c.kw + rand_r(seed) % 9;
+    return c;
+}
+
+/* Every micro-kernel family the CPU has, forced in turn with $TIDE_CONV_ISA (portable, AVX2,
+ * AVX-512), on the same random shapes and the tutorial CNN's second layer; a family the CPU lacks is
+ * said to be skipped. */
+static void test_conv_each_isa(void)
+{
+    static const char *const isas[3] = {"portable", "avx2", "avx512"};
+    bool have[3] = {true, false, false};
+#if defined(__GNUC__) && defined(__x86_64__)
+    __builtin_cpu_init();
+    have[1] = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    have[2] = have[1] && __builtin_cpu_supports("avx512f");
+#endif
+    static const conv_case layer = {2, 14, 14, 32, 5, 5, 64, 1, 1, 1, 1, true};
+    for (int i = 0; i < 3; i++) {
+        if (!have[i]) {
+            printf("test_conv_each_isa: %s micro-kernels skipped (the CPU lacks them)\n", isas[i]);
+            continue;
+        }
+        setenv("TIDE_CONV_ISA", isas[i], 1);
+        unsigned seed = 19;
+        for (int k = 0; k < 16; k++) {
+            conv_case c = random_case(&seed);
+            check_cases(&c, 1);
+        }
+        check_cases(&layer, 1);
+    }
+    unsetenv("TIDE_CONV_ISA");
 }
 
 /* ---------------------------------------------------------------- DepthwiseConv2dNative */
@@ -1159,6 +1202,7 @@ int main(void)
         TH_TEST(test_conv_empty),
         TH_TEST(test_depthwise),
         TH_TEST(test_conv_portable_kernels),
+        TH_TEST(test_conv_each_isa),
         TH_TEST(test_conv_bad_attrs),
         TH_TEST(test_conv_bad_shapes),
         TH_TEST(test_conv_shape_inference),
