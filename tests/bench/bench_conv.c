@@ -2,11 +2,12 @@
  * conv 5x5x1->32 SAME, then after 2x2 pooling conv 5x5x32->64 SAME) through Session.Run: forward
  * (Conv2D), backprop-input and backprop-filter of both, and the 2x2 max pooling with its gradient.
  * Each figure is the median of several runs (inputs fed, output fetched; argv[1] runs, default 21),
- * in GFLOP/s counting a multiply-add as 2 (the same count for all three ops of a layer), with the
+ * on argv[2] threads (default 2), in GFLOP/s counting a multiply-add as 2 (the same count for all three ops of a layer), with the
  * fastest run as best_gflops; pooling in GB/s of tensors read and written. The first line,
  * conv2d.gflops, is the second convolution's forward pass. The runs of each convolution alternate
  * between the best micro-kernels the CPU has (the figure) and the AVX2 ones (avx2_gflops, the same
- * when AVX2 is the best), so every run also measures what AVX-512 gains. */
+ * when AVX2 is the best), so every run also measures what AVX-512 gains. cpu_ms: the median process
+ * CPU time per run (all threads; on a loaded machine the wall time also counts the neighbours). */
 #include <string.h>
 
 #include "bench_util.h"
@@ -51,7 +52,16 @@ enum { BEST, AVX2, PATHS };
 
 typedef struct timing {
     double median[PATHS], best[PATHS]; /* seconds; median < 0: failed */
+    double cpu[PATHS];                 /* median process CPU seconds per run */
 } timing;
+
+/* Process CPU seconds: on a loaded machine, time spent descheduled does not count. */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static void use_path(int path)
 {
@@ -85,9 +95,10 @@ static timing time_op(tide_engine *e, const char *op, tide_tensor *const *inputs
     tide_attrs_set_string(a, "padding", "SAME");
     tide_node *node = tide_node_builder_finish(b, err);
     tide_session *s = node ? tide_session_new(e, g, NULL, err) : NULL;
-    timing t = {{-1, -1}, {-1, -1}};
+    timing t = {{-1, -1}, {-1, -1}, {-1, -1}};
     const int paths = pool ? 1 : PATHS;
     double *times = calloc((size_t)(reps * PATHS), sizeof *times);
+    double *cpu = calloc((size_t)(reps * PATHS), sizeof *cpu);
     tide_output fetch = {node, 0};
     bool ok = s != NULL;
     for (int r = -2; ok && r < reps; r++)
@@ -95,20 +106,24 @@ static timing time_op(tide_engine *e, const char *op, tide_tensor *const *inputs
             const int path = (r + k) % paths < 0 ? k : (r + k) % paths;
             use_path(path);
             tide_tensor *out = NULL;
-            double t0 = bench_now();
+            double t0 = bench_now(), c0 = cpu_now();
             ok = tide_session_run(s, NULL, feeds, n, &fetch, 1, &out, NULL, 0, NULL, err) == TIDE_OK;
-            if (ok && r >= 0)
+            if (ok && r >= 0) {
                 times[path * reps + r] = bench_now() - t0;
+                cpu[path * reps + r] = cpu_now() - c0;
+            }
             tide_tensor_release(out);
         }
     use_path(BEST);
     for (int k = 0; ok && k < paths; k++) {
         t.median[k] = bench_median(times + k * reps, reps); /* sorts */
         t.best[k] = times[k * reps];
+        t.cpu[k] = bench_median(cpu + k * reps, reps);
     }
     if (!ok)
         fprintf(stderr, "%s: %s\n", op, tide_error_message(err));
     free(times);
+    free(cpu);
     tide_session_free(s);
     tide_graph_free(g);
     return t;
@@ -120,9 +135,11 @@ static void emit(const char *name, double flops, const timing *t, const char *wh
 {
     char extra[400];
     snprintf(extra, sizeof extra,
-             "\"ms\": %.3f, \"best_gflops\": %.1f, \"avx2_gflops\": %.1f, \"op\": \"%s\", \"batch\": %lld, "
+             "\"ms\": %.3f, \"best_gflops\": %.1f, \"avx2_gflops\": %.1f, \"cpu_ms\": %.3f, \"avx2_cpu_ms\": %.3f, "
+             "\"op\": \"%s\", \"batch\": %lld, "
              "\"input\": [%lld, %lld, %lld, %lld], \"filter\": [%lld, %lld, %lld, %lld]",
-             t->median[BEST] * 1e3, flops / t->best[BEST] * 1e-9, flops / t->median[AVX2] * 1e-9, what,
+             t->median[BEST] * 1e3, flops / t->best[BEST] * 1e-9, flops / t->median[AVX2] * 1e-9,
+             t->cpu[BEST] * 1e3, t->cpu[AVX2] * 1e3, what,
              (long long)BATCH, (long long)BATCH, (long long)l->h, (long long)l->w, (long long)l->cin,
              (long long)l->k, (long long)l->k, (long long)l->cin, (long long)l->cout);
     bench_emit(name, flops / t->median[BEST] * 1e-9, "GFLOP/s", extra);
@@ -180,11 +197,11 @@ static int bench_pool(tide_engine *e, int reps, tide_error *err)
 
 int main(int argc, char **argv)
 {
-    int reps = argc > 1 ? atoi(argv[1]) : 21;
+    int reps = argc > 1 ? atoi(argv[1]) : 21, threads = argc > 2 ? atoi(argv[2]) : 2;
     tide_error *err = tide_error_new();
     tide_engine_options o;
     tide_engine_options_init(&o);
-    o.num_threads = 2;
+    o.num_threads = threads;
     tide_engine *e = tide_engine_new(&o, err);
     if (!e) {
         fprintf(stderr, "%s\n", tide_error_message(err));
