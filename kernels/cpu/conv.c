@@ -31,14 +31,21 @@
  *                        order, so results do not depend on thread timing.
  * The reduction dimension k runs over (kh, kw, c) in the filter's order; for each kh (each kw too
  * when dilated) it is a contiguous run of the canvas, a "piece". Pieces are grouped into chunks of
- * at most ~16 KiB of packed filter, which stay in L1 while every pixel block of the tile passes.
+ * at most ~16 KiB (24 KiB with AVX-512) of packed filter, which stay in L1 while every pixel block
+ * of the tile passes.
  * Work is split over the engine's threads with tide_kernel_parallel_for (units: images, or row
  * tiles of an image when the batch is small); OpenBLAS is not used, so no second thread pool runs.
  *
- * The micro-kernels are written once with GCC vector extensions and compiled per dtype twice: with
- * 32-byte vectors for AVX2+FMA (chosen at run time when the CPU has it) and with 16-byte vectors for
- * the baseline ISA (SSE2, NEON), the "portable" kernels, which $TIDE_CONV_PORTABLE forces (for
- * tests). */
+ * The micro-kernels are written once with GCC vector extensions and compiled per dtype three times:
+ * with 64-byte vectors for AVX-512 (VB = 32 float32 / 16 float64), with 32-byte vectors for
+ * AVX2+FMA, and with 16-byte vectors for the baseline ISA (SSE2, NEON), the "portable" kernels; the
+ * best the CPU has is chosen at run time, and $TIDE_CONV_ISA=portable|avx2|avx512 caps the choice
+ * (the tests force every family with it; $TIDE_CONV_PORTABLE, any value, still means portable).
+ * On the Zen 5 VM of 2026 (two 512-bit FMA pipes per core: 64 float32 FLOP/cycle with AVX-512, 32
+ * with AVX2; tests/bench/bench_fma_peak.c) the AVX-512 kernels run the CNN's second layer at about
+ * twice the AVX2 speed, ~235 GFLOP/s of CPU time per core (~94% of the measured peak) for the
+ * forward pass and backprop-input, ~210 for backprop-filter (docs/benchmarks.md). Keeping MR = 6
+ * (12 of the 32 zmm registers as accumulators) measured the same as MR = 8 or 12. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -50,6 +57,7 @@
 
 #define MR 6                       /* rows (pixels or k) per micro-kernel call */
 #define CHUNK_BYTES 16384          /* packed filter per chunk: stays in L1 */
+#define CHUNK_BYTES_WIDE 24576     /* the same for 64-byte vectors (AVX-512: 5x5x32 taps, 20 KiB) */
 #define CANVAS_BYTES (192 * 1024)  /* a tile's canvas: stays in L2 */
 #define TILE_PIXELS 256            /* filter gradient: pixels per pass (their dy stays in L1) */
 #define MAX_SLICES 8               /* filter gradient: partial sums */
@@ -356,7 +364,8 @@ static bool job_prepare(conv_job *j, int64_t min_units, bool forward_like)
     j->vb = narrow ? 1 : j->ty.vb;
     j->block = narrow ? j->ty.dot : j->ty.fwd;
     j->cblocks = (j->cout + j->vb - 1) / j->vb;
-    const int64_t chunk_k = max64(MR, CHUNK_BYTES / (j->vb * (int64_t)j->ty.esize));
+    const int64_t bytes_per_k = j->vb * (int64_t)j->ty.esize;
+    const int64_t chunk_k = max64(MR, (bytes_per_k > 64 ? CHUNK_BYTES_WIDE : CHUNK_BYTES) / bytes_per_k);
     const bool joined = j->dil_w == 1; /* the kw taps of one kh are one contiguous run */
     const int64_t runs = joined ? j->kh : j->kh * j->kw, run_len = joined ? j->kw * j->cin : j->cin;
     const int64_t per_run = (run_len + chunk_k - 1) / chunk_k;
