@@ -15,7 +15,7 @@
 
 typedef struct layer {
     const char *name;
-    int64_t h, w, cin, cout, k;
+    int64_t h, w, cin, cout, k, stride;
 } layer;
 
 static const int64_t BATCH = 100;
@@ -46,9 +46,10 @@ static tide_node *placeholder(tide_graph *g, const char *name, tide_dtype dt, ti
     return tide_node_builder_finish(b, err);
 }
 
-/* The convolution micro-kernels each run alternates between: the best the CPU has (the figure) and
- * the AVX2 ones ($TIDE_CONV_ISA, read by the kernels at every call), in interleaved rounds. */
-enum { BEST, AVX2, PATHS };
+/* The paths each convolution's runs alternate between, in interleaved rounds: the best micro-kernels
+ * the CPU has (the figure), the AVX2 ones ($TIDE_CONV_ISA, read by the kernels at every call), and
+ * for a strided backprop-input the old upsampled-dy method ($TIDE_CONV_UPSAMPLED) beside the phases. */
+enum { BEST, AVX2, UPSAMPLED, PATHS };
 
 typedef struct timing {
     double median[PATHS], best[PATHS]; /* seconds; median < 0: failed */
@@ -69,13 +70,17 @@ static void use_path(int path)
         setenv("TIDE_CONV_ISA", "avx2", 1);
     else
         unsetenv("TIDE_CONV_ISA");
+    if (path == UPSAMPLED)
+        setenv("TIDE_CONV_UPSAMPLED", "1", 1);
+    else
+        unsetenv("TIDE_CONV_UPSAMPLED");
 }
 
 /* Medians of `reps` Session.Runs of op(inputs) fed through Placeholders, per path (interleaved
  * rounds, the order alternating); best: the fastest run (on a shared machine the median also
  * measures the neighbours). */
 static timing time_op(tide_engine *e, const char *op, tide_tensor *const *inputs, int n, bool pool,
-                      int reps, tide_error *err)
+                      int64_t stride, int paths, int reps, tide_error *err)
 {
     tide_graph *g = tide_graph_new();
     tide_output ins[3];
@@ -89,14 +94,13 @@ static timing time_op(tide_engine *e, const char *op, tide_tensor *const *inputs
     tide_node_builder *b = tide_node_builder_new(g, op, "op");
     tide_node_builder_add_inputs_flat(b, ins, n);
     tide_attrs *a = tide_node_builder_attrs(b);
-    tide_attrs_set_int_list(a, "strides", pool ? (const int64_t[]){1, 2, 2, 1} : (const int64_t[]){1, 1, 1, 1}, 4);
+    tide_attrs_set_int_list(a, "strides", (const int64_t[]){1, stride, stride, 1}, 4);
     if (pool)
         tide_attrs_set_int_list(a, "ksize", (const int64_t[]){1, 2, 2, 1}, 4);
     tide_attrs_set_string(a, "padding", "SAME");
     tide_node *node = tide_node_builder_finish(b, err);
     tide_session *s = node ? tide_session_new(e, g, NULL, err) : NULL;
-    timing t = {{-1, -1}, {-1, -1}, {-1, -1}};
-    const int paths = pool ? 1 : PATHS;
+    timing t = {{-1, -1, -1}, {-1, -1, -1}, {-1, -1, -1}};
     double *times = calloc((size_t)(reps * PATHS), sizeof *times);
     double *cpu = calloc((size_t)(reps * PATHS), sizeof *cpu);
     tide_output fetch = {node, 0};
@@ -133,14 +137,16 @@ static timing time_op(tide_engine *e, const char *op, tide_tensor *const *inputs
  * micro-kernels' median in the same interleaved run. */
 static void emit(const char *name, double flops, const timing *t, const char *what, const layer *l)
 {
-    char extra[400];
+    char extra[500], upsampled[80] = "";
+    if (t->median[UPSAMPLED] > 0)
+        snprintf(upsampled, sizeof upsampled, "\"upsampled_gflops\": %.1f, \"upsampled_cpu_ms\": %.3f, ",
+                 flops / t->median[UPSAMPLED] * 1e-9, t->cpu[UPSAMPLED] * 1e3);
     snprintf(extra, sizeof extra,
              "\"ms\": %.3f, \"best_gflops\": %.1f, \"avx2_gflops\": %.1f, \"cpu_ms\": %.3f, \"avx2_cpu_ms\": %.3f, "
-             "\"op\": \"%s\", \"batch\": %lld, "
+             "%s\"op\": \"%s\", \"stride\": %lld, \"batch\": %lld, "
              "\"input\": [%lld, %lld, %lld, %lld], \"filter\": [%lld, %lld, %lld, %lld]",
              t->median[BEST] * 1e3, flops / t->best[BEST] * 1e-9, flops / t->median[AVX2] * 1e-9,
-             t->cpu[BEST] * 1e3, t->cpu[AVX2] * 1e3, what,
-             (long long)BATCH, (long long)BATCH, (long long)l->h, (long long)l->w, (long long)l->cin,
+             t->cpu[BEST] * 1e3, t->cpu[AVX2] * 1e3, upsampled, what, (long long)l->stride, (long long)BATCH, (long long)BATCH, (long long)l->h, (long long)l->w, (long long)l->cin,
              (long long)l->k, (long long)l->k, (long long)l->cin, (long long)l->cout);
     bench_emit(name, flops / t->median[BEST] * 1e-9, "GFLOP/s", extra);
 }
@@ -149,16 +155,18 @@ static void emit(const char *name, double flops, const timing *t, const char *wh
 static int bench_layer(tide_engine *e, const layer *l, int reps, tide_error *err)
 {
     const int64_t xd[4] = {BATCH, l->h, l->w, l->cin}, fd[4] = {l->k, l->k, l->cin, l->cout};
-    const int64_t yd[4] = {BATCH, l->h, l->w, l->cout};
+    const int64_t oh = (l->h + l->stride - 1) / l->stride, ow = (l->w + l->stride - 1) / l->stride; /* SAME */
+    const int64_t yd[4] = {BATCH, oh, ow, l->cout};
     tide_tensor *x = random_tensor(xd, 4, 1), *f = random_tensor(fd, 4, 2), *dy = random_tensor(yd, 4, 3);
     tide_tensor *xs = sizes(xd), *fs = sizes(fd);
-    const double flops = 2.0 * (double)(BATCH * l->h * l->w * l->cout) * (double)(l->k * l->k * l->cin);
+    const double flops = 2.0 * (double)(BATCH * oh * ow * l->cout) * (double)(l->k * l->k * l->cin);
     static const char *const ops[3] = {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"};
     static const char *const suffixes[3] = {"", ".backprop_input", ".backprop_filter"};
     tide_tensor *const inputs[3][3] = {{x, f}, {xs, f, dy}, {x, fs, dy}};
     int rc = 0;
     for (int i = 0; i < 3; i++) {
-        timing t = time_op(e, ops[i], inputs[i], i == 0 ? 2 : 3, false, reps, err);
+        const int paths = i == 1 && l->stride > 1 ? 3 : 2;
+        timing t = time_op(e, ops[i], inputs[i], i == 0 ? 2 : 3, false, l->stride, paths, reps, err);
         char name[96];
         snprintf(name, sizeof name, "%s%s.gflops", l->name, suffixes[i]);
         if (t.median[BEST] > 0)
@@ -178,8 +186,8 @@ static int bench_pool(tide_engine *e, int reps, tide_error *err)
     const int64_t xd[4] = {BATCH, 28, 28, 32}, yd[4] = {BATCH, 14, 14, 32};
     tide_tensor *x = random_tensor(xd, 4, 4), *y = random_tensor(yd, 4, 5), *dy = random_tensor(yd, 4, 6);
     const double xb = 4.0 * (double)(BATCH * 28 * 28 * 32), yb = xb / 4;
-    double t = time_op(e, "MaxPool", &x, 1, true, reps, err).median[BEST];
-    double tg = time_op(e, "MaxPoolGrad", (tide_tensor *[]){x, y, dy}, 3, true, reps, err).median[BEST];
+    double t = time_op(e, "MaxPool", &x, 1, true, 2, 1, reps, err).median[BEST];
+    double tg = time_op(e, "MaxPoolGrad", (tide_tensor *[]){x, y, dy}, 3, true, 2, 1, reps, err).median[BEST];
     char extra[160];
     snprintf(extra, sizeof extra, "\"ms\": %.3f, \"batch\": %lld, \"input\": [%lld, 28, 28, 32], \"window\": \"2x2/2\"",
              t * 1e3, (long long)BATCH, (long long)BATCH);
@@ -207,8 +215,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", tide_error_message(err));
         return 1;
     }
-    static const layer conv2 = {"conv2d", 14, 14, 32, 64, 5}, conv1 = {"conv2d_1", 28, 28, 1, 32, 5};
-    int rc = bench_layer(e, &conv2, reps, err) | bench_layer(e, &conv1, reps, err) | bench_pool(e, reps, err);
+    static const layer conv2 = {"conv2d", 14, 14, 32, 64, 5, 1}, conv1 = {"conv2d_1", 28, 28, 1, 32, 5, 1};
+    static const layer strided = {"conv3x3_s2", 28, 28, 32, 64, 3, 2};
+    int rc = bench_layer(e, &conv2, reps, err) | bench_layer(e, &conv1, reps, err) |
+             bench_layer(e, &strided, reps, err) | bench_pool(e, reps, err);
     tide_engine_free(e);
     tide_error_free(err);
     return rc;

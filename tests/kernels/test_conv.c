@@ -333,6 +333,26 @@ static void test_conv_portable_kernels(void)
     unsetenv("TIDE_CONV_PORTABLE");
 }
 
+/* Conv2DBackpropInput with strides runs as stride_h x stride_w phases (stride-1 convolutions of dy
+ * with every stride-th tap); windows smaller than the stride leave phases without taps (zeros), and
+ * $TIDE_CONV_UPSAMPLED forces the former method (dy upsampled with zeros), still used when strides
+ * and dilations meet. Both are checked on the same cases under the best micro-kernels. */
+static void test_conv_backprop_input_phases(void)
+{
+    static const conv_case cases[] = {
+        {2, 9, 8, 5, 1, 1, 7, 2, 2, 1, 1, true},   /* 1x1 stride 2: three of four phases empty */
+        {2, 9, 10, 3, 3, 3, 33, 2, 2, 1, 1, false},
+        {1, 11, 10, 4, 2, 2, 5, 3, 3, 1, 1, true},  /* 2x2 stride 3 */
+        {1, 12, 9, 6, 5, 3, 18, 2, 3, 1, 1, true},
+        {2, 13, 11, 3, 7, 7, 40, 2, 1, 1, 1, false},
+        {1, 13, 12, 2, 3, 3, 9, 2, 2, 2, 1, true},  /* dilated and strided: the upsampled method */
+    };
+    check_cases(cases, sizeof cases / sizeof cases[0]);
+    setenv("TIDE_CONV_UPSAMPLED", "1", 1);
+    check_cases(cases, sizeof cases / sizeof cases[0]);
+    unsetenv("TIDE_CONV_UPSAMPLED");
+}
+
 /* A random case: windows 1/3/5/7, strides 1-2, SAME or VALID, odd sizes, output channels from one
  * (the narrow dot kernel) past two channel blocks of every micro-kernel family (AVX-512: 32 float32). */
 static conv_case random_case(unsigned *seed)
@@ -1203,6 +1223,7 @@ int main(void)
         TH_TEST(test_depthwise),
         TH_TEST(test_conv_portable_kernels),
         TH_TEST(test_conv_each_isa),
+        TH_TEST(test_conv_backprop_input_phases),
         TH_TEST(test_conv_bad_attrs),
         TH_TEST(test_conv_bad_shapes),
         TH_TEST(test_conv_shape_inference),
