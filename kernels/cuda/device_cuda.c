@@ -7,11 +7,11 @@
  * machine whose NVIDIA driver is loaded (/proc/driver/nvidia/version); elsewhere, or when the runtime
  * or a GPU is missing, the type has no devices and the engine is CPU only, without an error.
  *
- * What is not here yet: kernels for "gpu" (CUDA C++ under kernels/cuda/, cuBLAS for MatMul). Until
- * they exist, a node asked for /gpu:0 has no kernel there and soft placement runs it on the CPU with
- * a warning; tensors still go to and from the GPU through the copies (tide_engine_copy_to_device,
- * tide_tensor_to_host). None of this has run on a GPU yet: no GPU was lent while it was written
- * (docs/devices.md; tests/gpu/run_gpu_checks.sh is the script for a machine that has one). */
+ * The kernels for "gpu" are registered by cuda_kernels.c and computed by the CUDA kernel module
+ * (libtide_cuda_kernels.so, nvcc-built), which is loaded here when a GPU is found; an op without a
+ * GPU kernel is placed on the CPU by soft placement, with a warning. None of this has run on a GPU
+ * yet: no GPU was lent while it was written (docs/devices.md; tests/gpu/run_gpu_checks.sh is the
+ * script for a machine that has one). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -22,6 +22,7 @@
 #include <cuda_runtime_api.h>
 
 #include "../../engine/internal.h"
+#include "cuda_kernels.h"
 
 /* ---------------------------------------------------------------- the runtime, opened at run time */
 
@@ -253,6 +254,13 @@ static tide_status gpu_compute(tide_device *d, const tide_kernel_spec *k, tide_k
 
 /* ---------------------------------------------------------------- enumeration */
 
+static void warn_without_module(void)
+{
+    const char *why = tide__cuda_kernels_load();
+    if (why)
+        fprintf(stderr, "tide: found a GPU but not the CUDA kernel module, so every GPU kernel will fail: %s\n", why);
+}
+
 static int gpu_count(const tide_engine_options *opts)
 {
     TIDE_UNUSED(opts);
@@ -260,6 +268,9 @@ static int gpu_count(const tide_engine_options *opts)
     int n = 0;
     if (!rt.lib || rt.cudaGetDeviceCount(&n) != cudaSuccess)
         return 0;
+    static pthread_once_t told = PTHREAD_ONCE_INIT;
+    if (n > 0) /* the kernels (cuda_kernels.c); without them the GPUs still hold tensors and copy them */
+        pthread_once(&told, warn_without_module);
     return n;
 }
 

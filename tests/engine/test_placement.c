@@ -518,7 +518,7 @@ static void test_soft_placement(void)
     tide_node *x = matrix(g, "x", 2, 2);
     int32_t iv = 1;
     tide_node *xi = gu_const(g, "xi", th_i32(0, NULL, &iv));
-    tide_node *mm = op_on(g, "MatMul", "mm", "/gpu:0", 2, (tide_node *[]){x, x});
+    tide_node *mm = op_on(g, "FloorMod", "mm", "/gpu:0", 2, (tide_node *[]){x, x});
     tide_node *tf = test_op(g, "PlacementTest", "tf", "/gpu:0", x);
     tide_node *ti = test_op(g, "PlacementTest", "ti", "/gpu:0", xi);
     tide_node *free_i = test_op(g, "PlacementTest", "free_i", NULL, xi);
@@ -527,13 +527,13 @@ static void test_soft_placement(void)
     tide_node *nodes[] = {x, xi, mm, tf, ti, free_i, gpu_only};
     if (place_ok(e, g, nodes, 7, TIDE_PLACEMENT_NAIVE, &p)) {
         CU_ASSERT_EQUAL(dev(&p, 0), 0);
-        CU_ASSERT_EQUAL(dev(&p, 2), 0); /* soft: no gpu MatMul */
+        CU_ASSERT_EQUAL(dev(&p, 2), 0); /* soft: no gpu FloorMod (MatMul has one where CUDA is built) */
         CU_ASSERT_EQUAL(dev(&p, 3), 2); /* the float32 kernel exists on the gpu */
         CU_ASSERT_EQUAL(dev(&p, 4), 0); /* soft: the gpu kernel is float32 only */
         CU_ASSERT_EQUAL(dev(&p, 5), 0);
         CU_ASSERT_EQUAL(dev(&p, 6), 2); /* the only device with a kernel */
         CU_ASSERT_EQUAL_FATAL(p.num_warnings, 2);
-        CU_ASSERT_STRING_EQUAL(p.warnings[0], "node 'mm' (MatMul) requested '/gpu:0' (no gpu kernel for MatMul "
+        CU_ASSERT_STRING_EQUAL(p.warnings[0], "node 'mm' (FloorMod) requested '/gpu:0' (no gpu kernel for FloorMod "
                                               "with T=float32): placed on " CPU0);
         CU_ASSERT_STRING_EQUAL(p.warnings[1], "node 'ti' (PlacementTest) requested '/gpu:0' (no gpu kernel for "
                                               "PlacementTest with T=int32): placed on " CPU0);
@@ -560,7 +560,7 @@ static void test_soft_placement(void)
         CU_ASSERT_EQUAL(dev(&p, 2), 0);
         CU_ASSERT_EQUAL_FATAL(p.num_warnings, 2);
         CU_ASSERT(contains(p.warnings[1], "node 'tied' (PlacementTest) requested '/gpu:0' (no gpu kernel for "
-                                          "MatMul with T=float32 of node 'mm', which it is colocated with)"));
+                                          "FloorMod with T=float32 of node 'mm', which it is colocated with)"));
     }
     tide__placement_clear(&p);
     tide_graph_free(g);
@@ -600,7 +600,7 @@ static void test_session_warnings_stay_valid(void)
     tide_node *x = matrix(g, "x", 2, 2);
     int32_t iv = 1;
     tide_node *xi = gu_const(g, "xi", th_i32(0, NULL, &iv));
-    tide_node *mm = op_on(g, "MatMul", "mm", "/gpu:0", 2, (tide_node *[]){x, x});
+    tide_node *mm = op_on(g, "FloorMod", "mm", "/gpu:0", 2, (tide_node *[]){x, x});
     tide_node *ti = test_op(g, "PlacementTest", "ti", "/gpu:0", xi); /* the gpu kernel is float32 only */
     tide_session *s = tide_session_new(e, g, NULL, NULL);
     const char *const *first = NULL, *const *second = NULL;
@@ -609,7 +609,7 @@ static void test_session_warnings_stay_valid(void)
     tide_tensor_release(out);
     CU_ASSERT_EQUAL_FATAL(tide_session_warnings(s, &first), 1);
     const char *first_text = first[0];
-    CU_ASSERT(contains(first_text, "node 'mm' (MatMul) requested '/gpu:0'"));
+    CU_ASSERT(contains(first_text, "node 'mm' (FloorMod) requested '/gpu:0'"));
     CU_ASSERT_PTR_NULL(first[1]);
     out = gu_fetch(s, ti);
     tide_tensor_release(out);
@@ -617,7 +617,7 @@ static void test_session_warnings_stay_valid(void)
     CU_ASSERT(contains(second[1], "node 'ti' (PlacementTest) requested '/gpu:0'"));
     CU_ASSERT_PTR_EQUAL(first[0], first_text); /* the first array is unchanged */
     CU_ASSERT_PTR_NULL(first[1]);
-    CU_ASSERT(contains(first[0], "node 'mm' (MatMul)"));
+    CU_ASSERT(contains(first[0], "node 'mm' (FloorMod)"));
     const char *const *again = NULL;
     CU_ASSERT_EQUAL(tide_session_warnings(s, &again), 2);
     CU_ASSERT_PTR_EQUAL(again, second); /* nothing new: the same array */

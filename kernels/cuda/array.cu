@@ -1,0 +1,328 @@
+/* array.cu — GPU kernels that convert, fill and move data: Cast (between float32, int32, int64 and
+ * bool sources and float32, int32, int64 results, with the CPU's rules: float to integer truncates
+ * toward zero and saturates, NaN gives 0), Fill, ZerosLike, OnesLike, Transpose and Slice (a strided
+ * walk of index_plan.h per output element), ConcatV2 (one 2-D device copy per input, no kernel) and
+ * GatherV2 (batch_dims 0; an index out of range fails the node naming it, as on the CPU). Axes,
+ * perms, begins and sizes are small int tensors the plan put in GPU memory: they are read back
+ * first (cuda_read_ints), which waits for the GPU. */
+#include <cmath>
+#include <cstring>
+
+#include "common.cuh"
+
+/* ---------------------------------------------------------------- Cast */
+
+template <class D> __device__ D to_int(float x);
+template <> __device__ int32_t to_int<int32_t>(float x)
+{
+    return isnan(x) ? 0 : x >= 2147483648.0f ? INT32_MAX : x <= -2147483648.0f ? INT32_MIN : (int32_t)x;
+}
+template <> __device__ int64_t to_int<int64_t>(float x)
+{
+    return isnan(x) ? 0 : x >= 9223372036854775808.0f ? INT64_MAX : x <= -9223372036854775808.0f ? INT64_MIN : (int64_t)x;
+}
+
+template <class S, class D> struct converter {
+    __device__ static D go(S x) { return (D)x; }
+};
+template <> struct converter<float, int32_t> {
+    __device__ static int32_t go(float x) { return to_int<int32_t>(x); }
+};
+template <> struct converter<float, int64_t> {
+    __device__ static int64_t go(float x) { return to_int<int64_t>(x); }
+};
+
+template <class S, class D> __global__ void cast_kernel(const S *x, D *y, int64_t n)
+{
+    CUDA_FOR(i, n) y[i] = converter<S, D>::go(x[i]);
+}
+
+template <class S> static void cast_from(const void *x, void *y, tide_dtype dst, int64_t n, cudaStream_t s)
+{
+    unsigned b = cuda_blocks(n);
+    if (dst == TIDE_FLOAT32)
+        cast_kernel<S, float><<<b, TIDE_CUDA_THREADS, 0, s>>>((const S *)x, (float *)y, n);
+    else if (dst == TIDE_INT32)
+        cast_kernel<S, int32_t><<<b, TIDE_CUDA_THREADS, 0, s>>>((const S *)x, (int32_t *)y, n);
+    else
+        cast_kernel<S, int64_t><<<b, TIDE_CUDA_THREADS, 0, s>>>((const S *)x, (int64_t *)y, n);
+}
+
+extern "C" tide_status cuda_cast(tide_kernel_ctx *ctx, void *)
+{
+    tide_tensor *x = tide_kernel_input(ctx, 0);
+    tide_dtype src = tide_tensor_dtype(x), dst = tide_kernel_output_dtype(ctx, 0);
+    if (src == dst) {
+        tide_kernel_set_output(ctx, 0, x);
+        return TIDE_OK;
+    }
+    tide_tensor *y = tide_kernel_alloc_output(ctx, 0, tide_tensor_shape(x), false);
+    cudaStream_t s = y ? cuda_begin(ctx) : NULL;
+    if (!s)
+        return tide_kernel_status(ctx);
+    int64_t n = tide_tensor_num_elements(x);
+    if (n == 0)
+        return TIDE_OK;
+    const void *px = tide_tensor_device_pointer(x);
+    void *py = tide_tensor_device_pointer(y);
+    switch (src) {
+    case TIDE_FLOAT32: cast_from<float>(px, py, dst, n, s); break;
+    case TIDE_INT32: cast_from<int32_t>(px, py, dst, n, s); break;
+    case TIDE_INT64: cast_from<int64_t>(px, py, dst, n, s); break;
+    default: cast_from<uint8_t>(px, py, dst, n, s); break; /* bool: bytes 0 or 1 */
+    }
+    return cuda_launched(ctx, "the cast kernel");
+}
+
+/* ---------------------------------------------------------------- Fill, ZerosLike, OnesLike */
+
+__global__ void fill_kernel(float *y, const float *value, float constant, int64_t n)
+{
+    float v = value ? *value : constant;
+    CUDA_FOR(i, n) y[i] = v;
+}
+
+extern "C" tide_status cuda_fill(tide_kernel_ctx *ctx, void *)
+{
+    const tide_tensor *dims = tide_kernel_input(ctx, 0), *value = tide_kernel_input(ctx, 1);
+    if (tide_tensor_shape(dims)->rank != 1 || tide_tensor_shape(value)->rank != 0)
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "dims must be a vector and value a scalar, got shapes %s "
+                                 "and %s", cuda_shape_str(tide_tensor_shape(dims)),
+                                 tide_tensor_shape(value)->rank == 0 ? "[]" : "not a scalar");
+    tide_shape shape;
+    if (!cuda_read_shape(ctx, dims, &shape, "dims"))
+        return tide_kernel_status(ctx);
+    tide_tensor *y = tide_kernel_alloc_output(ctx, 0, &shape, false);
+    cudaStream_t s = y ? cuda_begin(ctx) : NULL;
+    if (!s)
+        return tide_kernel_status(ctx);
+    int64_t n = tide_tensor_num_elements(y);
+    if (n > 0)
+        fill_kernel<<<cuda_blocks(n), TIDE_CUDA_THREADS, 0, s>>>(fptr(y), fptr(value), 0.0f, n);
+    return cuda_launched(ctx, "the fill kernel");
+}
+
+extern "C" tide_status cuda_zeros_like(tide_kernel_ctx *ctx, void *)
+{
+    tide_tensor *y = tide_kernel_alloc_output(ctx, 0, tide_tensor_shape(tide_kernel_input(ctx, 0)), true);
+    return y ? TIDE_OK : tide_kernel_status(ctx);
+}
+
+extern "C" tide_status cuda_ones_like(tide_kernel_ctx *ctx, void *)
+{
+    tide_tensor *y = tide_kernel_alloc_output(ctx, 0, tide_tensor_shape(tide_kernel_input(ctx, 0)), false);
+    cudaStream_t s = y ? cuda_begin(ctx) : NULL;
+    if (!s)
+        return tide_kernel_status(ctx);
+    int64_t n = tide_tensor_num_elements(y);
+    if (n > 0)
+        fill_kernel<<<cuda_blocks(n), TIDE_CUDA_THREADS, 0, s>>>(fptr(y), NULL, 1.0f, n);
+    return cuda_launched(ctx, "the fill kernel");
+}
+
+/* ---------------------------------------------------------------- strided copies */
+
+__global__ void walk_kernel(const float *x, float *y, tide_walk w, int64_t base, int64_t n)
+{
+    CUDA_FOR(i, n) y[i] = x[base + tide_walk_offset(&w, i)];
+}
+
+static tide_status walk_copy(tide_kernel_ctx *ctx, const tide_tensor *x, const tide_shape *out_shape,
+                             const tide_walk *w, int64_t base)
+{
+    tide_tensor *y = tide_kernel_alloc_output(ctx, 0, out_shape, false);
+    cudaStream_t s = y ? cuda_begin(ctx) : NULL;
+    if (!s)
+        return tide_kernel_status(ctx);
+    int64_t n = tide_tensor_num_elements(y);
+    if (n > 0)
+        walk_kernel<<<cuda_blocks(n), TIDE_CUDA_THREADS, 0, s>>>(fptr(x), fptr(y), *w, base, n);
+    return cuda_launched(ctx, "the strided copy kernel");
+}
+
+cudaError_t cuda_transpose_launch(const float *x, float *y, int rank, const int64_t *dims, const int64_t *perm,
+                                  cudaStream_t s)
+{
+    tide_walk w;
+    tide_plan_transpose(rank, dims, perm, &w);
+    int64_t n = 1;
+    for (int k = 0; k < rank; k++)
+        n *= dims[k];
+    if (n > 0)
+        walk_kernel<<<cuda_blocks(n), TIDE_CUDA_THREADS, 0, s>>>(x, y, w, 0, n);
+    return cudaGetLastError();
+}
+
+extern "C" tide_status cuda_transpose(tide_kernel_ctx *ctx, void *)
+{
+    const tide_tensor *x = tide_kernel_input(ctx, 0);
+    const tide_shape *in = tide_tensor_shape(x);
+    int64_t perm[TIDE_MAX_RANK];
+    int64_t n = cuda_read_ints(ctx, tide_kernel_input(ctx, 1), perm, TIDE_MAX_RANK, "perm");
+    if (n < 0)
+        return tide_kernel_status(ctx);
+    bool seen[TIDE_MAX_RANK] = {false}, ok = n == in->rank;
+    for (int k = 0; ok && k < n; k++) {
+        ok = perm[k] >= 0 && perm[k] < n && !seen[perm[k]];
+        if (ok)
+            seen[perm[k]] = true;
+    }
+    if (!ok)
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "perm (%lld values) is not a permutation of the %d "
+                                 "dimensions of x %s", (long long)n, in->rank, cuda_shape_str(in));
+    tide_shape out = {in->rank, {0}};
+    for (int k = 0; k < in->rank; k++)
+        out.dims[k] = in->dims[perm[k]];
+    tide_walk w;
+    tide_plan_transpose(in->rank, in->dims, perm, &w);
+    return walk_copy(ctx, x, &out, &w, 0);
+}
+
+extern "C" tide_status cuda_slice(tide_kernel_ctx *ctx, void *)
+{
+    const tide_tensor *x = tide_kernel_input(ctx, 0);
+    const tide_shape *in = tide_tensor_shape(x);
+    int64_t begin[TIDE_MAX_RANK], size[TIDE_MAX_RANK];
+    int64_t nb = cuda_read_ints(ctx, tide_kernel_input(ctx, 1), begin, TIDE_MAX_RANK, "begin");
+    int64_t ns = nb < 0 ? -1 : cuda_read_ints(ctx, tide_kernel_input(ctx, 2), size, TIDE_MAX_RANK, "size");
+    if (ns < 0)
+        return tide_kernel_status(ctx);
+    if (nb != in->rank || ns != in->rank)
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "begin and size must have one value per dimension of "
+                                 "input %s, got %lld and %lld", cuda_shape_str(in), (long long)nb, (long long)ns);
+    int64_t strides[TIDE_MAX_RANK], base = 0;
+    tide_plan_strides(in->rank, in->dims, strides);
+    tide_shape out = {in->rank, {0}};
+    tide_walk w = {in->rank, {0}, {0}};
+    for (int k = 0; k < in->rank; k++) {
+        int64_t sz = size[k] == -1 ? in->dims[k] - begin[k] : size[k];
+        if (begin[k] < 0 || begin[k] > in->dims[k] || sz < 0 || begin[k] + sz > in->dims[k])
+            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "begin[%d] = %lld with size[%d] = %lld is out of range "
+                                     "for dimension %d of input %s", k, (long long)begin[k], k, (long long)size[k], k,
+                                     cuda_shape_str(in));
+        out.dims[k] = w.dims[k] = sz;
+        w.stride[k] = strides[k];
+        base += begin[k] * strides[k];
+    }
+    bool empty = false;
+    for (int k = 0; k < out.rank; k++)
+        empty |= out.dims[k] == 0;
+    if (empty)
+        w.rank = 0; /* nothing to walk: no division by a zero dim */
+    return walk_copy(ctx, x, &out, &w, base);
+}
+
+/* ---------------------------------------------------------------- ConcatV2 */
+
+extern "C" tide_status cuda_concat(tide_kernel_ctx *ctx, void *)
+{
+    int n = tide_kernel_num_inputs(ctx) - 1;
+    int64_t axis_v;
+    if (cuda_read_ints(ctx, tide_kernel_input(ctx, n), &axis_v, 1, "axis") != 1)
+        return tide_kernel_status(ctx) != TIDE_OK ? tide_kernel_status(ctx)
+               : tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "axis must be a scalar");
+    const tide_shape *first = tide_tensor_shape(tide_kernel_input(ctx, 0));
+    int rank = first->rank;
+    int64_t axis = axis_v < 0 ? axis_v + rank : axis_v;
+    if (axis < 0 || axis >= rank)
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "axis %lld is out of range for values of shape %s",
+                                 (long long)axis_v, cuda_shape_str(first));
+    tide_shape out = *first;
+    out.dims[axis] = 0;
+    for (int i = 0; i < n; i++) {
+        const tide_shape *s = tide_tensor_shape(tide_kernel_input(ctx, i));
+        bool ok = s->rank == rank;
+        for (int k = 0; ok && k < rank; k++)
+            ok = k == axis || s->dims[k] == first->dims[k];
+        if (!ok) {
+            char a[TIDE_SHAPE_STR_MAX];
+            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "values[%d] of shape %s does not match values[0] %s "
+                                     "outside axis %lld", i, tide_shape_format(s, a, sizeof a), cuda_shape_str(first),
+                                     (long long)axis);
+        }
+        out.dims[axis] += s->dims[axis];
+    }
+    tide_tensor *y = tide_kernel_alloc_output(ctx, 0, &out, false);
+    cudaStream_t st = y ? cuda_begin(ctx) : NULL;
+    if (!st)
+        return tide_kernel_status(ctx);
+    int64_t outer = 1, inner = 1;
+    for (int k = 0; k < axis; k++)
+        outer *= out.dims[k];
+    for (int k = axis + 1; k < rank; k++)
+        inner *= out.dims[k];
+    size_t row = (size_t)(out.dims[axis] * inner) * 4, at = 0;
+    for (int i = 0; i < n && outer > 0; i++) {
+        const tide_tensor *x = tide_kernel_input(ctx, i);
+        size_t width = (size_t)(tide_tensor_shape(x)->dims[axis] * inner) * 4;
+        if (width && cuda_check(ctx, cudaMemcpy2DAsync((char *)fptr(y) + at, row, fptr(x), width, width, (size_t)outer,
+                                                       cudaMemcpyDeviceToDevice, st), "ConcatV2's copy") != TIDE_OK)
+            return tide_kernel_status(ctx);
+        at += width;
+    }
+    return TIDE_OK;
+}
+
+/* ---------------------------------------------------------------- GatherV2 */
+
+__global__ void gather_kernel(const float *params, const void *indices, bool idx64, float *out, int64_t n,
+                              int64_t num_indices, int64_t limit, int64_t inner, unsigned long long *bad)
+{
+    CUDA_FOR(i, n) {
+        int64_t in = i % inner, t = i / inner, j = t % num_indices, o = t / num_indices;
+        int64_t idx = idx64 ? ((const int64_t *)indices)[j] : ((const int32_t *)indices)[j];
+        if (idx < 0 || idx >= limit) {
+            atomicMin(bad, (unsigned long long)j);
+            out[i] = 0.0f;
+        } else {
+            out[i] = params[(o * limit + idx) * inner + in];
+        }
+    }
+}
+
+extern "C" tide_status cuda_gather(tide_kernel_ctx *ctx, void *)
+{
+    const tide_tensor *params = tide_kernel_input(ctx, 0), *indices = tide_kernel_input(ctx, 1);
+    const tide_shape *ps = tide_tensor_shape(params), *is = tide_tensor_shape(indices);
+    int64_t axis_v, batch_dims = 0;
+    tide_attrs_get_int(tide_kernel_attrs(ctx), "batch_dims", &batch_dims);
+    if (cuda_read_ints(ctx, tide_kernel_input(ctx, 2), &axis_v, 1, "axis") != 1)
+        return tide_kernel_status(ctx) != TIDE_OK ? tide_kernel_status(ctx)
+               : tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "axis must be a scalar");
+    int64_t axis = axis_v < 0 ? axis_v + ps->rank : axis_v;
+    if (batch_dims != 0)
+        return tide_kernel_error(ctx, TIDE_UNIMPLEMENTED, "batch_dims %lld on the GPU: only 0", (long long)batch_dims);
+    if (axis < 0 || axis >= ps->rank || ps->rank + is->rank - 1 > TIDE_MAX_RANK)
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "axis %lld is out of range for params %s (indices %s)",
+                                 (long long)axis_v, cuda_shape_str(ps), cuda_shape_str(is));
+    tide_shape out = {0, {0}};
+    int64_t inner = 1;
+    for (int k = 0; k < axis; k++)
+        out.dims[out.rank++] = ps->dims[k];
+    for (int k = 0; k < is->rank; k++)
+        out.dims[out.rank++] = is->dims[k];
+    for (int k = (int)axis + 1; k < ps->rank; k++)
+        inner *= out.dims[out.rank++] = ps->dims[k];
+    tide_tensor *y = tide_kernel_alloc_output(ctx, 0, &out, false);
+    cudaStream_t s = y ? cuda_begin(ctx) : NULL;
+    if (!s)
+        return tide_kernel_status(ctx);
+    int64_t n = tide_tensor_num_elements(y), num_indices = tide_tensor_num_elements(indices);
+    if (n == 0)
+        return TIDE_OK;
+    unsigned long long *bad = NULL, found = (unsigned long long)num_indices;
+    if (cuda_check(ctx, cudaMallocAsync((void **)&bad, sizeof *bad, s), "GatherV2") != TIDE_OK)
+        return tide_kernel_status(ctx);
+    cudaMemcpyAsync(bad, &found, sizeof found, cudaMemcpyHostToDevice, s);
+    gather_kernel<<<cuda_blocks(n), TIDE_CUDA_THREADS, 0, s>>>(fptr(params), tide_tensor_device_pointer(indices),
+                                                               tide_tensor_dtype(indices) == TIDE_INT64, fptr(y), n,
+                                                               num_indices, ps->dims[axis], inner, bad);
+    cudaMemcpyAsync(&found, bad, sizeof found, cudaMemcpyDeviceToHost, s);
+    cudaFreeAsync(bad, s);
+    if (cuda_check(ctx, cudaStreamSynchronize(s), "GatherV2") != TIDE_OK)
+        return tide_kernel_status(ctx);
+    if (found < (unsigned long long)num_indices)
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "indices[%llu] is not in [0, %lld) (axis %lld of params %s)",
+                                 found, (long long)ps->dims[axis], (long long)axis, cuda_shape_str(ps));
+    return TIDE_OK;
+}

@@ -1,0 +1,391 @@
+/* cudnn.cu — Conv2D, its two gradients, MaxPool, AvgPool and their gradients through cuDNN, NHWC as
+ * tide's tensors are. The geometry (strides, dilations, SAME/VALID/EXPLICIT padding, output sizes)
+ * is computed and checked by the same functions as the CPU's (engine/ops/conv_ops.c); cuDNN takes one
+ * padding per side pair, so a geometry whose padding is uneven in a way that changes the output (SAME
+ * with an odd total, e.g. stride 2 over an even size with an even window) is refused with
+ * UNIMPLEMENTED naming the sizes. TensorFlow's filters are [KH, KW, Cin, Cout]; cuDNN's NHWC filters
+ * are [Cout, KH, KW, Cin], so filters are transposed into a scratch tensor (and filter gradients
+ * back). Algorithms come from cuDNN's heuristics (the _v7 queries: no timing runs); their workspace is
+ * a scratch tensor of the engine's caching allocator. $TIDE_GPU_TF32=1 allows TF32 tensor cores
+ * (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION); the default is FMA math in float32.
+ * Built only when meson found cuDNN (option cudnn_dir or $CUDNN_PATH); otherwise these kernels fail
+ * with a message saying so. */
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "common.cuh"
+
+#define MSG_MAX 512
+
+#ifndef TIDE_CUDA_HAVE_CUDNN
+
+void cuda_dnn_close(void) {}
+
+#define NO_CUDNN(fn)                                                                                            \
+    extern "C" tide_status fn(tide_kernel_ctx *ctx, void *)                                                     \
+    {                                                                                                           \
+        return tide_kernel_error(ctx, TIDE_UNIMPLEMENTED, "this CUDA kernel module was built without cuDNN "    \
+                                 "(meson -Dcudnn_dir=... or $CUDNN_PATH at setup)");                            \
+    }
+NO_CUDNN(cuda_conv2d)
+NO_CUDNN(cuda_conv2d_backprop_input)
+NO_CUDNN(cuda_conv2d_backprop_filter)
+NO_CUDNN(cuda_max_pool)
+NO_CUDNN(cuda_avg_pool)
+NO_CUDNN(cuda_max_pool_grad)
+NO_CUDNN(cuda_avg_pool_grad)
+
+#else
+
+#include <cudnn.h>
+
+#define MAX_GPUS 64
+
+static std::mutex dnn_lock;
+static cudnnHandle_t handles[MAX_GPUS];
+
+void cuda_dnn_close(void)
+{
+    std::lock_guard<std::mutex> hold(dnn_lock);
+    for (int i = 0; i < MAX_GPUS; i++)
+        if (handles[i]) {
+            cudnnDestroy(handles[i]);
+            handles[i] = NULL;
+        }
+}
+
+static bool tf32_wanted(void)
+{
+    const char *v = getenv("TIDE_GPU_TF32");
+    return v && strcmp(v, "1") == 0;
+}
+
+static tide_status dnn_failed(tide_kernel_ctx *ctx, cudnnStatus_t st, const char *what)
+{
+    return tide_kernel_error(ctx, st == CUDNN_STATUS_ALLOC_FAILED ? TIDE_RESOURCE_EXHAUSTED : TIDE_INTERNAL,
+                             "cuDNN %s: %s", what, cudnnGetErrorString(st));
+}
+
+#define DNN(ctx, call)                                                                                          \
+    do {                                                                                                        \
+        cudnnStatus_t st_ = (call);                                                                             \
+        if (st_ != CUDNN_STATUS_SUCCESS)                                                                        \
+            return dnn_failed(ctx, st_, #call);                                                                 \
+    } while (0)
+
+/* Everything one cuDNN call needs, released by its destructor (descriptors, scratch tensors). */
+struct dnn_call {
+    tide_kernel_ctx *ctx;
+    cudaStream_t stream = NULL;
+    cudnnHandle_t handle = NULL;
+    cudnnTensorDescriptor_t x = NULL, y = NULL;
+    cudnnFilterDescriptor_t w = NULL;
+    cudnnConvolutionDescriptor_t conv = NULL;
+    cudnnPoolingDescriptor_t pool = NULL;
+    tide_tensor *scratch[3] = {NULL, NULL, NULL};
+    std::unique_lock<std::mutex> hold;
+
+    explicit dnn_call(tide_kernel_ctx *c) : ctx(c), hold(dnn_lock, std::defer_lock) {}
+    ~dnn_call()
+    {
+        if (stream && (scratch[0] || scratch[1] || scratch[2]))
+            cudaStreamSynchronize(stream); /* the scratch blocks go back to the cache: let the GPU finish */
+        for (tide_tensor *t : scratch)
+            if (t)
+                tide_tensor_release(t);
+        if (x) cudnnDestroyTensorDescriptor(x);
+        if (y) cudnnDestroyTensorDescriptor(y);
+        if (w) cudnnDestroyFilterDescriptor(w);
+        if (conv) cudnnDestroyConvolutionDescriptor(conv);
+        if (pool) cudnnDestroyPoolingDescriptor(pool);
+    }
+
+    /* The device's handle on the kernel's stream, the lock held from here on. */
+    tide_status begin()
+    {
+        stream = cuda_begin(ctx);
+        if (!stream)
+            return tide_kernel_status(ctx);
+        int gpu = tide_device_ordinal(tide_kernel_device(ctx));
+        if (gpu < 0 || gpu >= MAX_GPUS)
+            return tide_kernel_error(ctx, TIDE_INTERNAL, "GPU %d: cuDNN handles are kept for %d GPUs", gpu, MAX_GPUS);
+        hold.lock();
+        if (!handles[gpu])
+            DNN(ctx, cudnnCreate(&handles[gpu]));
+        handle = handles[gpu];
+        DNN(ctx, cudnnSetStream(handle, stream));
+        return TIDE_OK;
+    }
+
+    /* A scratch float32 tensor of n elements (slot i), or of bytes when bytes is set. */
+    void *temp(int i, int64_t n)
+    {
+        tide_shape s = {1, {n > 0 ? n : 1}};
+        scratch[i] = tide_cuda_api->alloc_temp(ctx, TIDE_FLOAT32, &s);
+        return scratch[i] ? tide_tensor_device_pointer(scratch[i]) : NULL;
+    }
+};
+
+static tide_status nhwc(tide_kernel_ctx *ctx, cudnnTensorDescriptor_t *d, const int64_t dims[4])
+{
+    DNN(ctx, cudnnCreateTensorDescriptor(d));
+    DNN(ctx, cudnnSetTensor4dDescriptor(*d, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, (int)dims[0], (int)dims[3],
+                                        (int)dims[1], (int)dims[2]));
+    return TIDE_OK;
+}
+
+/* ---------------------------------------------------------------- convolutions */
+
+/* The geometry of the call (input dims, filter dims, and for gradients out_backprop's), checked. */
+struct conv_shape {
+    int64_t in[4], filter[4], out[4];
+    tide_conv_geometry g;
+};
+
+/* Descriptors of x, filter (KRSC), y and the convolution, checking that cuDNN's symmetric padding gives
+ * tide's output size. */
+static tide_status conv_descriptors(dnn_call &c, const conv_shape &s)
+{
+    tide_kernel_ctx *ctx = c.ctx;
+    const tide_conv_geometry &g = s.g;
+    if (nhwc(ctx, &c.x, s.in) != TIDE_OK || nhwc(ctx, &c.y, s.out) != TIDE_OK)
+        return tide_kernel_status(ctx);
+    DNN(ctx, cudnnCreateFilterDescriptor(&c.w));
+    DNN(ctx, cudnnSetFilter4dDescriptor(c.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, (int)s.filter[3], (int)s.filter[2],
+                                        (int)s.filter[0], (int)s.filter[1]));
+    DNN(ctx, cudnnCreateConvolutionDescriptor(&c.conv));
+    DNN(ctx, cudnnSetConvolution2dDescriptor(c.conv, (int)g.pad_top, (int)g.pad_left, (int)g.win.stride_h,
+                                             (int)g.win.stride_w, (int)g.win.dilation_h, (int)g.win.dilation_w,
+                                             CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    DNN(ctx, cudnnSetConvolutionMathType(c.conv, tf32_wanted() ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION : CUDNN_FMA_MATH));
+    int n, ch, h, w;
+    DNN(ctx, cudnnGetConvolution2dForwardOutputDim(c.conv, c.x, c.w, &n, &ch, &h, &w));
+    if (h != g.out_h || w != g.out_w)
+        return tide_kernel_error(ctx, TIDE_UNIMPLEMENTED, "uneven padding on the GPU: input %lld x %lld with window "
+                                 "%lld x %lld, strides %lld, %lld gives %lld x %lld, but cuDNN's even padding (%lld, "
+                                 "%lld) gives %d x %d; run this node on the CPU", (long long)g.in_h, (long long)g.in_w,
+                                 (long long)g.win.size_h, (long long)g.win.size_w, (long long)g.win.stride_h,
+                                 (long long)g.win.stride_w, (long long)g.out_h, (long long)g.out_w,
+                                 (long long)g.pad_top, (long long)g.pad_left, h, w);
+    return TIDE_OK;
+}
+
+/* Reads the window attrs and the dims of the call's tensors. what: 0 forward (input, filter), 1
+ * backprop input (input_sizes read from GPU memory, filter, out_backprop), 2 backprop filter (input,
+ * filter_sizes, out_backprop). */
+static tide_status conv_setup(tide_kernel_ctx *ctx, int what, conv_shape *s)
+{
+    tide_conv_window win;
+    char msg[MSG_MAX];
+    if (!tide_conv_read_attrs(tide_kernel_attrs(ctx), &win, msg, sizeof msg))
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+    static const char *const names[3][2] = {{"input", "filter"}, {"input_sizes", "filter"}, {"input", "filter_sizes"}};
+    for (int i = 0; i < 2; i++) {
+        int64_t *dims = i == 0 ? s->in : s->filter;
+        const tide_tensor *t = tide_kernel_input(ctx, i);
+        bool sizes = (what == 1 && i == 0) || (what == 2 && i == 1);
+        if (sizes) {
+            int64_t got = cuda_read_ints(ctx, t, dims, 4, names[what][i]);
+            if (got < 0)
+                return tide_kernel_status(ctx);
+            if (got != 4)
+                return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s must hold 4 values, got %lld", names[what][i],
+                                         (long long)got);
+        } else if (!tide_conv_input_dims(tide_tensor_shape(t), names[what][i], dims, msg, sizeof msg)) {
+            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+        }
+    }
+    bool ok;
+    if (what == 0) {
+        ok = tide_conv_geometry_make(&win, s->in, s->filter, &s->g, msg, sizeof msg);
+    } else {
+        if (!tide_conv_input_dims(tide_tensor_shape(tide_kernel_input(ctx, 2)), "out_backprop", s->out, msg, sizeof msg))
+            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+        ok = tide_conv_backprop_geometry(&win, s->in, s->filter, s->out, &s->g, msg, sizeof msg);
+    }
+    if (!ok)
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+    s->out[0] = s->g.batch, s->out[1] = s->g.out_h, s->out[2] = s->g.out_w, s->out[3] = s->g.out_c;
+    for (int k = 0; k < 4; k++)
+        if (s->in[k] > INT32_MAX || s->filter[k] > INT32_MAX || s->out[k] > INT32_MAX)
+            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "dimensions beyond cuDNN's int range");
+    return TIDE_OK;
+}
+
+static const int64_t to_krsc[4] = {3, 0, 1, 2}, to_hwio[4] = {1, 2, 3, 0};
+
+/* The workspace of an algorithm (slot 1), or NULL for none; false when it could not be had. */
+static bool workspace(dnn_call &c, size_t bytes, void **ws)
+{
+    *ws = bytes ? c.temp(1, (int64_t)(bytes + 3) / 4) : NULL;
+    return !bytes || *ws;
+}
+
+/* The algorithm cuDNN's heuristics rank first for `what` (0 forward, 1 backward data, 2 backward
+ * filter), its workspace, and the call; w is the filter (or its gradient) in KRSC. */
+static tide_status conv_call(dnn_call &c, int what, float *w, tide_tensor *out)
+{
+    tide_kernel_ctx *ctx = c.ctx;
+    const float one = 1.0f, zero = 0.0f;
+    const float *x = fptr(tide_kernel_input(ctx, 0)), *dy = fptr(tide_kernel_input(ctx, 2));
+    int found = 0;
+    size_t bytes = 0;
+    void *ws;
+    if (what == 0) {
+        cudnnConvolutionFwdAlgoPerf_t perf[8];
+        DNN(ctx, cudnnGetConvolutionForwardAlgorithm_v7(c.handle, c.x, c.w, c.conv, c.y, 8, &found, perf));
+        if (found >= 1)
+            DNN(ctx, cudnnGetConvolutionForwardWorkspaceSize(c.handle, c.x, c.w, c.conv, c.y, perf[0].algo, &bytes));
+        if (found >= 1 && workspace(c, bytes, &ws))
+            DNN(ctx, cudnnConvolutionForward(c.handle, &one, c.x, x, c.w, w, c.conv, perf[0].algo, ws, bytes, &zero, c.y,
+                                             fptr(out)));
+    } else if (what == 1) {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[8];
+        DNN(ctx, cudnnGetConvolutionBackwardDataAlgorithm_v7(c.handle, c.w, c.y, c.conv, c.x, 8, &found, perf));
+        if (found >= 1)
+            DNN(ctx, cudnnGetConvolutionBackwardDataWorkspaceSize(c.handle, c.w, c.y, c.conv, c.x, perf[0].algo, &bytes));
+        if (found >= 1 && workspace(c, bytes, &ws))
+            DNN(ctx, cudnnConvolutionBackwardData(c.handle, &one, c.w, w, c.y, dy, c.conv, perf[0].algo, ws, bytes, &zero,
+                                                  c.x, fptr(out)));
+    } else {
+        cudnnConvolutionBwdFilterAlgoPerf_t perf[8];
+        DNN(ctx, cudnnGetConvolutionBackwardFilterAlgorithm_v7(c.handle, c.x, c.y, c.conv, c.w, 8, &found, perf));
+        if (found >= 1)
+            DNN(ctx, cudnnGetConvolutionBackwardFilterWorkspaceSize(c.handle, c.x, c.y, c.conv, c.w, perf[0].algo, &bytes));
+        if (found >= 1 && workspace(c, bytes, &ws))
+            DNN(ctx, cudnnConvolutionBackwardFilter(c.handle, &one, c.x, x, c.y, dy, c.conv, perf[0].algo, ws, bytes,
+                                                    &zero, c.w, w));
+    }
+    if (found < 1)
+        return tide_kernel_error(ctx, TIDE_INTERNAL, "cuDNN offers no algorithm for this convolution");
+    return tide_kernel_status(ctx);
+}
+
+/* Conv2D (what 0: input, filter), Conv2DBackpropInput (1: input_sizes, filter, out_backprop) and
+ * Conv2DBackpropFilter (2: input, filter_sizes, out_backprop). */
+static tide_status conv(tide_kernel_ctx *ctx, int what)
+{
+    conv_shape s;
+    if (conv_setup(ctx, what, &s) != TIDE_OK)
+        return tide_kernel_status(ctx);
+    const int64_t *dims = what == 0 ? s.out : what == 1 ? s.in : s.filter;
+    tide_shape shape = {4, {dims[0], dims[1], dims[2], dims[3]}};
+    tide_tensor *out = tide_kernel_alloc_output(ctx, 0, &shape, what != 0);
+    if (!out)
+        return tide_kernel_status(ctx);
+    if (tide_tensor_num_elements(out) == 0 || (what && tide_tensor_num_elements(tide_kernel_input(ctx, 2)) == 0))
+        return TIDE_OK;
+    dnn_call c(ctx);
+    if (c.begin() != TIDE_OK || conv_descriptors(c, s) != TIDE_OK)
+        return tide_kernel_status(ctx);
+    float *w = (float *)c.temp(0, s.filter[0] * s.filter[1] * s.filter[2] * s.filter[3]);
+    if (!w)
+        return tide_kernel_status(ctx);
+    if (what != 2 && cuda_check(ctx, cuda_transpose_launch(fptr(tide_kernel_input(ctx, 1)), w, 4, s.filter, to_krsc,
+                                                           c.stream), "the filter's transpose") != TIDE_OK)
+        return tide_kernel_status(ctx);
+    if (conv_call(c, what, w, out) != TIDE_OK || what != 2)
+        return tide_kernel_status(ctx);
+    int64_t krsc[4] = {s.filter[3], s.filter[0], s.filter[1], s.filter[2]};
+    return cuda_check(ctx, cuda_transpose_launch(w, fptr(out), 4, krsc, to_hwio, c.stream),
+                      "the filter gradient's transpose");
+}
+
+extern "C" tide_status cuda_conv2d(tide_kernel_ctx *ctx, void *) { return conv(ctx, 0); }
+extern "C" tide_status cuda_conv2d_backprop_input(tide_kernel_ctx *ctx, void *) { return conv(ctx, 1); }
+extern "C" tide_status cuda_conv2d_backprop_filter(tide_kernel_ctx *ctx, void *) { return conv(ctx, 2); }
+
+/* ---------------------------------------------------------------- pooling */
+
+/* Descriptors for pooling input dims in (pooled: out) with the window attrs; checks the geometry as
+ * the CPU does and that cuDNN's even padding gives the same output size. */
+static tide_status pool_setup(dnn_call &c, bool max, const int64_t in[4], const int64_t *pooled, int64_t out[4])
+{
+    tide_kernel_ctx *ctx = c.ctx;
+    tide_conv_window win;
+    tide_conv_geometry g;
+    char msg[MSG_MAX];
+    if (!tide_pool_read_attrs(tide_kernel_attrs(ctx), &win, msg, sizeof msg) ||
+        !tide_pool_geometry(&win, in, pooled, "grad", &g, msg, sizeof msg))
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+    out[0] = g.batch, out[1] = g.out_h, out[2] = g.out_w, out[3] = g.out_c;
+    if (c.begin() != TIDE_OK || nhwc(ctx, &c.x, in) != TIDE_OK || nhwc(ctx, &c.y, out) != TIDE_OK)
+        return tide_kernel_status(ctx);
+    DNN(ctx, cudnnCreatePoolingDescriptor(&c.pool));
+    DNN(ctx, cudnnSetPooling2dDescriptor(c.pool, max ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
+                                         CUDNN_PROPAGATE_NAN, (int)win.size_h, (int)win.size_w, (int)g.pad_top,
+                                         (int)g.pad_left, (int)win.stride_h, (int)win.stride_w));
+    int n, ch, h, w;
+    DNN(ctx, cudnnGetPooling2dForwardOutputDim(c.pool, c.x, &n, &ch, &h, &w));
+    if (h != g.out_h || w != g.out_w)
+        return tide_kernel_error(ctx, TIDE_UNIMPLEMENTED, "uneven padding on the GPU: pooling %lld x %lld with window "
+                                 "%lld x %lld, strides %lld, %lld gives %lld x %lld, but cuDNN's even padding gives %d x %d; "
+                                 "run this node on the CPU", (long long)in[1], (long long)in[2], (long long)win.size_h,
+                                 (long long)win.size_w, (long long)win.stride_h, (long long)win.stride_w,
+                                 (long long)g.out_h, (long long)g.out_w, h, w);
+    return TIDE_OK;
+}
+
+static tide_status pool_forward(tide_kernel_ctx *ctx, bool max)
+{
+    const tide_tensor *x = tide_kernel_input(ctx, 0);
+    int64_t in[4], out[4];
+    char msg[MSG_MAX];
+    if (!tide_conv_input_dims(tide_tensor_shape(x), "value", in, msg, sizeof msg))
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+    dnn_call c(ctx);
+    if (pool_setup(c, max, in, NULL, out) != TIDE_OK)
+        return tide_kernel_status(ctx);
+    tide_shape shape = {4, {out[0], out[1], out[2], out[3]}};
+    tide_tensor *y = tide_kernel_alloc_output(ctx, 0, &shape, false);
+    if (!y)
+        return tide_kernel_status(ctx);
+    if (tide_tensor_num_elements(y) == 0)
+        return TIDE_OK;
+    const float one = 1.0f, zero = 0.0f;
+    DNN(ctx, cudnnPoolingForward(c.handle, c.pool, &one, c.x, fptr(x), &zero, c.y, fptr(y)));
+    return TIDE_OK;
+}
+
+extern "C" tide_status cuda_max_pool(tide_kernel_ctx *ctx, void *) { return pool_forward(ctx, true); }
+extern "C" tide_status cuda_avg_pool(tide_kernel_ctx *ctx, void *) { return pool_forward(ctx, false); }
+
+/* MaxPoolGrad (orig_input, orig_output, grad) and AvgPoolGrad (orig_input_shape, grad). */
+static tide_status pool_backward(tide_kernel_ctx *ctx, bool max)
+{
+    const tide_tensor *grad = tide_kernel_input(ctx, max ? 2 : 1);
+    int64_t in[4], out[4], pooled[4];
+    char msg[MSG_MAX];
+    if (max && !tide_conv_input_dims(tide_tensor_shape(tide_kernel_input(ctx, 0)), "orig_input", in, msg, sizeof msg))
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+    if (!max) {
+        int64_t got = cuda_read_ints(ctx, tide_kernel_input(ctx, 0), in, 4, "orig_input_shape");
+        if (got < 0)
+            return tide_kernel_status(ctx);
+        if (got != 4)
+            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "orig_input_shape must hold 4 values, got %lld",
+                                     (long long)got);
+    }
+    if (!tide_conv_input_dims(tide_tensor_shape(grad), "grad", pooled, msg, sizeof msg))
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
+    dnn_call c(ctx);
+    if (pool_setup(c, max, in, pooled, out) != TIDE_OK)
+        return tide_kernel_status(ctx);
+    tide_shape shape = {4, {in[0], in[1], in[2], in[3]}};
+    tide_tensor *dx = tide_kernel_alloc_output(ctx, 0, &shape, true);
+    if (!dx)
+        return tide_kernel_status(ctx);
+    if (tide_tensor_num_elements(dx) == 0 || tide_tensor_num_elements(grad) == 0)
+        return TIDE_OK;
+    const float one = 1.0f, zero = 0.0f;
+    /* average pooling reads neither y nor x: cuDNN still wants pointers, so grad and dx stand in */
+    const float *x = max ? fptr(tide_kernel_input(ctx, 0)) : fptr(dx), *y = max ? fptr(tide_kernel_input(ctx, 1)) : fptr(grad);
+    DNN(ctx, cudnnPoolingBackward(c.handle, c.pool, &one, c.y, y, c.y, fptr(grad), c.x, x, &zero, c.x, fptr(dx)));
+    return TIDE_OK;
+}
+
+extern "C" tide_status cuda_max_pool_grad(tide_kernel_ctx *ctx, void *) { return pool_backward(ctx, true); }
+extern "C" tide_status cuda_avg_pool_grad(tide_kernel_ctx *ctx, void *) { return pool_backward(ctx, false); }
+
+#endif

@@ -1,0 +1,53 @@
+/* random.cu — RandomUniform and RandomNormal (float32) on the GPU, drawing the CPU's stream: the node's
+ * Philox4x32-10 generator is keyed on the host by the CPU's seed rule (cuda_kernels.c calls
+ * tide_philox_seed), each run reserves its blocks there, and block b of the run gives elements
+ * 4b..4b+3 exactly as kernels/cpu/random.c maps them (uniform: a word each, top 24 bits; normal:
+ * Box-Muller on word pairs (0,1) and (2,3)). Uniforms are bit-identical to the CPU's; normals differ
+ * only where CUDA's logf, sqrtf and sincosf round differently from glibc's (a few ulps). */
+#include "common.cuh"
+#include "philox_block.h"
+
+__global__ void random_kernel(float *out, int64_t n, tide_philox_key key, uint64_t base, bool normal)
+{
+    CUDA_FOR(b, (n + 3) / 4) {
+        uint32_t w[4];
+        tide_philox_block_at(key, base + (uint64_t)b, w);
+        float v[4];
+        if (normal) {
+            for (int k = 0; k < 4; k += 2) {
+                float r = sqrtf(-2.0f * logf(tide_philox_unit_open0(w[k]))), s, c;
+                sincosf(6.283185307179586476925286766559f * tide_philox_unit(w[k + 1]), &s, &c);
+                v[k] = r * c;
+                v[k + 1] = r * s;
+            }
+        } else {
+            for (int k = 0; k < 4; k++)
+                v[k] = tide_philox_unit(w[k]);
+        }
+        for (int k = 0; k < 4 && b * 4 + k < n; k++)
+            out[b * 4 + k] = v[k];
+    }
+}
+
+static tide_status random_common(tide_kernel_ctx *ctx, void *node_state, bool normal)
+{
+    tide_shape shape;
+    if (!cuda_read_shape(ctx, tide_kernel_input(ctx, 0), &shape, "shape"))
+        return tide_kernel_status(ctx);
+    tide_tensor *y = tide_kernel_alloc_output(ctx, 0, &shape, false);
+    cudaStream_t s = y ? cuda_begin(ctx) : NULL;
+    if (!s)
+        return tide_kernel_status(ctx);
+    int64_t n = tide_tensor_num_elements(y);
+    uint32_t key[2];
+    tide_philox_key k;
+    uint64_t base = tide_cuda_api->philox_reserve(node_state, (uint64_t)((n + 3) / 4), key, &k.stream);
+    k.k0 = key[0];
+    k.k1 = key[1];
+    if (n > 0)
+        random_kernel<<<cuda_blocks((n + 3) / 4), TIDE_CUDA_THREADS, 0, s>>>(fptr(y), n, k, base, normal);
+    return cuda_launched(ctx, "the Philox kernel");
+}
+
+extern "C" tide_status cuda_random_uniform(tide_kernel_ctx *ctx, void *state) { return random_common(ctx, state, false); }
+extern "C" tide_status cuda_random_normal(tide_kernel_ctx *ctx, void *state) { return random_common(ctx, state, true); }

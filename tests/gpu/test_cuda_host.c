@@ -1,0 +1,268 @@
+/* test_cuda_host.c — what of the GPU kernels can be tested without a GPU (suite 'cuda', built where
+ * nvcc is found, runs everywhere):
+ *  - the index arithmetic the kernels run on the device (kernels/cuda/index_plan.h, compiled here as
+ *    host C): the broadcasting plan against a naive multi-index walk, and element-wise Add, Sum over
+ *    random axes and Transpose computed through the plans against the CPU kernels on random shapes;
+ *  - the Philox block of random.cu (philox_block.h) against the CPU's generator, bit for bit;
+ *  - the registration: every entry of the kernel list names a registered op that now lists a gpu
+ *    kernel, and the list covers the ops the brief requires. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../kernels/cpu/philox.h"
+#include "../../kernels/cuda/cuda_kernels.h"
+#include "../../kernels/cuda/index_plan.h"
+#include "../../kernels/cuda/philox_block.h"
+#include "harness.h"
+
+/* A random shape of rank 0..4 with dims 1..5. */
+static tide_shape random_shape(void)
+{
+    tide_shape s = {(int)th_rand(0, 5), {0}};
+    for (int k = 0; k < s.rank; k++)
+        s.dims[k] = (int64_t)th_rand(1, 6);
+    return s;
+}
+
+/* b derived from a so that they broadcast: some dims set to 1, some leading dims dropped. */
+static tide_shape broadcast_partner(const tide_shape *a)
+{
+    tide_shape b = *a;
+    int drop = a->rank ? (int)th_rand(0, a->rank + 1) : 0;
+    b.rank = a->rank - drop;
+    for (int k = 0; k < b.rank; k++) {
+        b.dims[k] = a->dims[k + drop];
+        if (th_rand(0, 1) < 0.4)
+            b.dims[k] = 1;
+    }
+    return b;
+}
+
+static tide_tensor *random_f32(const tide_shape *s)
+{
+    int64_t n = tide_shape_num_elements(s);
+    float *v = malloc(sizeof *v * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (float)th_rand(-4, 4);
+    tide_tensor *t = th_f32(s->rank, s->dims, v);
+    free(v);
+    return t;
+}
+
+/* Offsets of output element i by a naive walk over the unmerged, right-aligned shapes. */
+static void naive_offsets(const tide_shape *a, const tide_shape *b, const tide_shape *out, int64_t i, int64_t *oa,
+                          int64_t *ob)
+{
+    int64_t coord[TIDE_MAX_RANK];
+    for (int k = out->rank - 1; k >= 0; k--) {
+        coord[k] = i % out->dims[k];
+        i /= out->dims[k];
+    }
+    const tide_shape *in[2] = {a, b};
+    int64_t *off[2] = {oa, ob};
+    for (int s = 0; s < 2; s++) {
+        int64_t o = 0;
+        for (int k = 0; k < in[s]->rank; k++) {
+            int64_t c = coord[k + out->rank - in[s]->rank];
+            o = o * in[s]->dims[k] + (in[s]->dims[k] == 1 ? 0 : c);
+        }
+        *off[s] = o;
+    }
+}
+
+static void test_broadcast_plan(void)
+{
+    for (int round = 0; round < 300; round++) {
+        tide_shape a = random_shape(), b = broadcast_partner(&a);
+        if (round % 2) {
+            tide_shape t = a;
+            a = b;
+            b = t;
+        }
+        tide_bcast p;
+        CU_ASSERT_FATAL(tide_bcast_plan(a.rank, a.dims, b.rank, b.dims, &p));
+        tide_shape out;
+        CU_ASSERT_FATAL(tide_shape_broadcast(&a, &b, &out));
+        CU_ASSERT_EQUAL(p.num_elements, tide_shape_num_elements(&out));
+        CU_ASSERT(p.rank <= out.rank);
+        bool same = true;
+        for (int64_t i = 0; i < p.num_elements; i++) {
+            int64_t x, y, nx, ny;
+            tide_bcast_offsets(&p, i, &x, &y);
+            naive_offsets(&a, &b, &out, i, &nx, &ny);
+            same &= x == nx && y == ny;
+        }
+        CU_ASSERT(same);
+    }
+    /* merging: [64, 128] + [128] walks two dims, equal shapes one, a scalar none */
+    tide_bcast p;
+    CU_ASSERT(tide_bcast_plan(2, TH_DIMS(64, 128), 1, TH_DIMS(128), &p) && p.rank == 2);
+    CU_ASSERT(tide_bcast_plan(3, TH_DIMS(8, 8, 8), 3, TH_DIMS(8, 8, 8), &p) && p.rank == 1 && p.stride_a[0] == 1);
+    CU_ASSERT(tide_bcast_plan(0, NULL, 0, NULL, &p) && p.rank == 0 && p.num_elements == 1);
+    CU_ASSERT(!tide_bcast_plan(1, TH_DIMS(3), 1, TH_DIMS(4), &p));
+}
+
+/* Add through the plan (as elementwise.cu's kernels index) against the CPU's Add. */
+static void test_add_through_plan(void)
+{
+    for (int round = 0; round < 100; round++) {
+        tide_shape a = random_shape(), b = broadcast_partner(&a);
+        tide_tensor *ta = random_f32(&a), *tb = random_f32(&b);
+        tide_tensor *want = th_run1("Add", (tide_tensor *[]){ta, tb}, 2, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+        tide_bcast p = {0};
+        CU_ASSERT_FATAL(tide_bcast_plan(a.rank, a.dims, b.rank, b.dims, &p));
+        float *z = malloc(sizeof *z * (size_t)(p.num_elements + 1));
+        const float *x = tide_tensor_data(ta), *y = tide_tensor_data(tb);
+        for (int64_t i = 0; i < p.num_elements; i++) {
+            int64_t oa, ob;
+            tide_bcast_offsets(&p, i, &oa, &ob);
+            z[i] = x[oa] + y[ob];
+        }
+        tide_tensor *got = th_f32(tide_tensor_rank(want), tide_tensor_shape(want)->dims, z);
+        TH_ASSERT_CLOSE(got, want, 0, 0);
+        free(z);
+        tide_tensor_release(got);
+        tide_tensor_release(want);
+        tide_tensor_release(ta);
+        tide_tensor_release(tb);
+    }
+}
+
+/* Sum over random axes through the reduction plan (as reduce.cu walks) against the CPU's Sum. */
+static void test_sum_through_plan(void)
+{
+    for (int round = 0; round < 100; round++) {
+        tide_shape s = random_shape();
+        bool reduce[TIDE_PLAN_MAX_RANK] = {false};
+        int32_t axes[TIDE_MAX_RANK];
+        int n = 0;
+        for (int k = 0; k < s.rank; k++)
+            if (th_rand(0, 1) < 0.5) {
+                reduce[k] = true;
+                axes[n++] = k;
+            }
+        tide_tensor *x = random_f32(&s), *ax = th_i32(1, TH_DIMS(n), axes);
+        tide_tensor *want = th_run1("Sum", (tide_tensor *[]){x, ax}, 2, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+        tide_reduce_plan p;
+        tide_plan_reduce(s.rank, s.dims, reduce, &p);
+        CU_ASSERT_EQUAL(p.num_outputs, tide_tensor_num_elements(want));
+        const float *v = tide_tensor_data(x);
+        float *out = malloc(sizeof *out * (size_t)(p.num_outputs + 1));
+        for (int64_t o = 0; o < p.num_outputs; o++) {
+            const float *base = v + tide_walk_offset(&p.kept, o);
+            double acc = 0;
+            for (int64_t r = 0; r < p.reduce_size; r++)
+                acc += base[tide_walk_offset(&p.reduced, r)];
+            out[o] = (float)acc;
+        }
+        tide_tensor *got = th_f32(tide_tensor_rank(want), tide_tensor_shape(want)->dims, out);
+        TH_ASSERT_CLOSE(got, want, 1e-6, 1e-6);
+        free(out);
+        tide_tensor_release(got);
+        tide_tensor_release(want);
+        tide_tensor_release(x);
+        tide_tensor_release(ax);
+    }
+}
+
+/* Transpose through the plan (as array.cu walks) against the CPU's Transpose, bit for bit. */
+static void test_transpose_through_plan(void)
+{
+    for (int round = 0; round < 100; round++) {
+        tide_shape s = random_shape();
+        int64_t perm[TIDE_MAX_RANK];
+        int32_t perm32[TIDE_MAX_RANK];
+        for (int k = 0; k < s.rank; k++)
+            perm[k] = k;
+        for (int k = s.rank - 1; k > 0; k--) {
+            int j = (int)th_rand(0, k + 1);
+            int64_t t = perm[k];
+            perm[k] = perm[j];
+            perm[j] = t;
+        }
+        for (int k = 0; k < s.rank; k++)
+            perm32[k] = (int32_t)perm[k];
+        tide_tensor *x = random_f32(&s), *pt = th_i32(1, TH_DIMS(s.rank), perm32);
+        tide_tensor *want = th_run1("Transpose", (tide_tensor *[]){x, pt}, 2, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+        tide_walk w;
+        tide_plan_transpose(s.rank, s.dims, perm, &w);
+        int64_t n = tide_tensor_num_elements(x);
+        float *out = malloc(sizeof *out * (size_t)(n + 1));
+        const float *v = tide_tensor_data(x);
+        for (int64_t i = 0; i < n; i++)
+            out[i] = v[tide_walk_offset(&w, i)];
+        tide_tensor *got = th_f32(tide_tensor_rank(want), tide_tensor_shape(want)->dims, out);
+        TH_ASSERT_CLOSE(got, want, 0, 0);
+        free(out);
+        tide_tensor_release(got);
+        tide_tensor_release(want);
+        tide_tensor_release(x);
+        tide_tensor_release(pt);
+    }
+}
+
+static void test_philox_block(void)
+{
+    bool same = true;
+    for (int round = 0; round < 1000; round++) {
+        tide_philox gen = {.key = {(uint32_t)th_rand(0, 4294967295.0), (uint32_t)th_rand(0, 4294967295.0)},
+                           .stream = (uint64_t)th_rand(0, 1e18)};
+        uint64_t block = (uint64_t)th_rand(0, 1e15);
+        uint32_t want[4], got[4];
+        tide_philox_block(&gen, block, want);
+        tide_philox_block_at((tide_philox_key){gen.key[0], gen.key[1], gen.stream}, block, got);
+        same &= memcmp(want, got, sizeof want) == 0 && tide_philox_unit(got[0]) == tide_philox_uniform_f32(want[0]);
+    }
+    CU_ASSERT(same);
+}
+
+static void test_registration(void)
+{
+    const char *ops[128];
+    int n = tide__cuda_kernel_ops(ops, 128);
+    CU_ASSERT_FATAL(n > 0 && n <= 128);
+    for (int i = 0; i < n; i++) {
+        char *help = tide_registry_op_help(ops[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(help);
+        const char *kernels = strstr(help, "- kernels: ");
+        bool has_gpu = kernels && strstr(kernels, "gpu") && strchr(kernels, '\n') > strstr(kernels, "gpu");
+        if (!has_gpu)
+            fprintf(stderr, "%s lists no gpu kernel\n", ops[i]);
+        CU_ASSERT(has_gpu);
+        free(help);
+    }
+    static const char *const required[] = {"Add", "Mul", "Sub", "Relu", "ReluGrad", "Sum", "Mean", "Max", "MatMul",
+                                           "BatchMatMul", "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter",
+                                           "MaxPool", "AvgPool", "Softmax", "SoftmaxCrossEntropyWithLogits",
+                                           "SparseSoftmaxCrossEntropyWithLogits", "ApplyGradientDescent", "ApplyAdam",
+                                           "Cast", "Fill", "ZerosLike", "RandomUniform", "RandomNormal", "ConcatV2",
+                                           "Slice", "Transpose", "GatherV2"};
+    for (size_t r = 0; r < sizeof required / sizeof required[0]; r++) {
+        bool listed = false;
+        for (int i = 0; i < n; i++)
+            listed |= strcmp(ops[i], required[r]) == 0;
+        if (!listed)
+            fprintf(stderr, "%s has no gpu kernel\n", required[r]);
+        CU_ASSERT(listed);
+    }
+    /* the kernels without device code */
+    static const char *const host_side[] = {"Variable", "Identity", "StopGradient", "NoOp"};
+    for (size_t i = 0; i < sizeof host_side / sizeof host_side[0]; i++) {
+        char *help = tide_registry_op_help(host_side[i]);
+        const char *kernels = help ? strstr(help, "- kernels: ") : NULL;
+        CU_ASSERT(kernels && strstr(kernels, "gpu") && strstr(kernels, "gpu") < strchr(kernels, '\n'));
+        free(help);
+    }
+}
+
+int main(void)
+{
+    static const th_test tests[] = {TH_TEST(test_broadcast_plan), TH_TEST(test_add_through_plan),
+                                    TH_TEST(test_sum_through_plan), TH_TEST(test_transpose_through_plan),
+                                    TH_TEST(test_philox_block), TH_TEST(test_registration), TH_END};
+    return th_main("cuda_host", tests);
+}

@@ -1,0 +1,671 @@
+/* test_gpu_kernels.c — every GPU kernel against the CPU kernel on the same random inputs (suite 'gpu').
+ * Each case builds a graph of Placeholders (fed on /cpu:0) and the op under test asked for the device,
+ * runs it there and on /cpu:0 in fresh sessions, checks that the node really ran on the device (soft
+ * placement would otherwise compare the CPU with itself) and compares every output within the case's
+ * tolerance: exact for data movement, casts and uniforms; 1e-6 relative for + - * / and reductions
+ * (one float rounding, sums in double on both); 2e-5 relative plus 1e-6 for CUDA's math library
+ * (expf, logf, tanhf, powf...), softmax and normals; matrix products and convolutions 1e-4 relative
+ * plus 1e-4 times the reduced length (other summation orders in float32). Errors the GPU kernels
+ * raise themselves (a bad sparse label, a gather index out of range, uneven cuDNN padding) are
+ * checked for their messages. Then the fused optimizers on variables, the gradients of a small
+ * network on the device against the CPU's and against float32 central differences computed on the
+ * device.
+ *
+ * The device is /gpu:0, or $TIDE_GPU_TEST_DEVICE: with /sim:0 the same cases run on the simulated
+ * accelerator (the CPU's kernels), which checks the test itself on machines without a GPU. Reports
+ * skipped (77) when the engine has no such device. Nothing of it has run on a GPU yet. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+static const char *device = "/gpu:0";
+static tide_engine *engine;
+
+/* ---------------------------------------------------------------- inputs */
+
+static tide_tensor *uniform(double lo, double hi, int rank, const int64_t *dims)
+{
+    tide_shape s = tide_shape_make(rank, dims);
+    int64_t n = tide_shape_num_elements(&s);
+    float *v = malloc(sizeof *v * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (float)th_rand(lo, hi);
+    tide_tensor *t = th_f32(rank, dims, v);
+    free(v);
+    return t;
+}
+#define U(lo, hi, ...) uniform(lo, hi, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), TH_DIMS(__VA_ARGS__))
+#define SCALAR(v) th_f32(0, NULL, (const float[]){v})
+#define I32(...) th_i32(1, TH_DIMS(sizeof((int32_t[]){__VA_ARGS__}) / sizeof(int32_t)), (const int32_t[]){__VA_ARGS__})
+#define I32_SCALAR(v) th_i32(0, NULL, (const int32_t[]){v})
+
+/* ---------------------------------------------------------------- running one op on a device */
+
+/* Runs op on `where` with inputs fed through Placeholders; outs[0..n_out) get the fetched outputs.
+ * *placed gets the device the op's node ran on (a copy). */
+static tide_status run_on(const char *where, const char *op, tide_tensor *const *in, int n, const tide_attrs *attrs,
+                          tide_tensor **outs, int n_out, char *placed, size_t placed_size, tide_error *err)
+{
+    tide_graph *g = tide_graph_new();
+    tide_feed feeds[8];
+    tide_output ins[8];
+    tide_status st = TIDE_OK;
+    for (int i = 0; i < n && st == TIDE_OK; i++) {
+        tide_node_builder *b = tide_node_builder_new(g, "Placeholder", NULL);
+        tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", tide_tensor_dtype(in[i]));
+        tide_node_builder_set_device(b, "/cpu:0");
+        tide_node *p = tide_node_builder_finish(b, err);
+        st = p ? TIDE_OK : tide_error_code(err);
+        ins[i] = (tide_output){p, 0};
+        feeds[i] = (tide_feed){{p, 0}, in[i]};
+    }
+    tide_node *node = NULL;
+    if (st == TIDE_OK) {
+        tide_node_builder *b = tide_node_builder_new(g, op, "op");
+        tide_node_builder_add_inputs_flat(b, ins, n);
+        if (attrs)
+            tide_attrs_merge(tide_node_builder_attrs(b), attrs);
+        tide_node_builder_set_device(b, where);
+        node = tide_node_builder_finish(b, err);
+        st = node ? TIDE_OK : tide_error_code(err);
+    }
+    if (st == TIDE_OK) {
+        tide_session *s = tide_session_new(engine, g, NULL, err);
+        tide_output fetches[8];
+        for (int i = 0; i < n_out; i++)
+            fetches[i] = (tide_output){node, i};
+        st = s ? tide_session_run(s, NULL, feeds, n, fetches, n_out, outs, NULL, 0, NULL, err) : tide_error_code(err);
+        const char *d = tide_node_assigned_device(node);
+        snprintf(placed, placed_size, "%s", d ? d : "(not placed)");
+        tide_session_free(s);
+    }
+    tide_graph_free(g);
+    return st;
+}
+
+/* op on the device and on the CPU, outputs compared within rtol + atol. */
+static void compare_impl(const char *op, tide_tensor **in, int n, tide_attrs *attrs, int n_out, double rtol,
+                         double atol, const char *file, int line)
+{
+    tide_tensor *dev[4] = {0}, *cpu[4] = {0};
+    char placed[256], cpu_placed[256];
+    tide_error *err = tide_error_new();
+    tide_status st = run_on(device, op, in, n, attrs, dev, n_out, placed, sizeof placed, err);
+    if (st != TIDE_OK)
+        fprintf(stderr, "%s:%d: %s on %s failed: %s\n", file, line, op, device, tide_error_message(err));
+    CU_ASSERT_EQUAL(st, TIDE_OK);
+    tide_status cst = run_on("/cpu:0", op, in, n, attrs, cpu, n_out, cpu_placed, sizeof cpu_placed, err);
+    CU_ASSERT_EQUAL(cst, TIDE_OK);
+    if (st == TIDE_OK) {
+        char type[8];
+        snprintf(type, sizeof type, "%.3s", device + 1); /* "gpu" of "/gpu:0", "sim" of "/sim:0" */
+        bool there = strstr(placed, type) != NULL;
+        if (!there)
+            fprintf(stderr, "%s:%d: %s ran on %s, not %s (no kernel there?)\n", file, line, op, placed, device);
+        CU_ASSERT(there);
+    }
+    if (st == TIDE_OK && cst == TIDE_OK)
+        for (int i = 0; i < n_out; i++) {
+            if (getenv("TIDE_TEST_VERBOSE"))
+                fprintf(stderr, "%s:%d: %s output %d\n", file, line, op, i);
+            th_assert_close_impl(dev[i], cpu[i], rtol, atol, file, line);
+        }
+    for (int i = 0; i < n_out; i++) {
+        tide_tensor_release(dev[i]);
+        tide_tensor_release(cpu[i]);
+    }
+    for (int i = 0; i < n; i++)
+        tide_tensor_release(in[i]);
+    tide_attrs_free(attrs);
+    tide_error_free(err);
+}
+#define COMPARE(op, in, attrs, n_out, rtol, atol) \
+    compare_impl(op, in, (int)(sizeof in / sizeof in[0]), attrs, n_out, rtol, atol, __FILE__, __LINE__)
+
+/* op on the device must fail with code and a message containing needle. */
+static void fails_impl(const char *op, tide_tensor **in, int n, tide_attrs *attrs, tide_status code,
+                       const char *needle, const char *file, int line)
+{
+    tide_tensor *out[4] = {0};
+    char placed[256];
+    tide_error *err = tide_error_new();
+    tide_status st = run_on(device, op, in, n, attrs, out, 1, placed, sizeof placed, err);
+    bool ok = st == code && strstr(tide_error_message(err), needle);
+    if (!ok)
+        fprintf(stderr, "%s:%d: %s on %s: status %d, message '%s'; expected %d with '%s'\n", file, line, op, device,
+                st, tide_error_message(err), code, needle);
+    CU_ASSERT(ok);
+    tide_tensor_release(out[0]);
+    for (int i = 0; i < n; i++)
+        tide_tensor_release(in[i]);
+    tide_attrs_free(attrs);
+    tide_error_free(err);
+}
+#define FAILS(op, in, attrs, code, needle) \
+    fails_impl(op, in, (int)(sizeof in / sizeof in[0]), attrs, code, needle, __FILE__, __LINE__)
+
+static tide_attrs *attrs_of(const char *bools, bool value)
+{
+    tide_attrs *a = tide_attrs_new();
+    if (bools)
+        tide_attrs_set_bool(a, bools, value);
+    return a;
+}
+
+/* ---------------------------------------------------------------- element-wise */
+
+typedef struct binary_case {
+    const char *op;
+    double lo, hi; /* both inputs */
+    double rtol;
+} binary_case;
+
+static const binary_case binaries[] = {
+    {"Add", -4, 4, 0},        {"AddV2", -4, 4, 0},    {"Sub", -4, 4, 0},       {"Mul", -4, 4, 0},
+    {"Div", 0.5, 4, 1e-6},    {"RealDiv", 0.5, 4, 1e-6}, {"Maximum", -4, 4, 0}, {"Minimum", -4, 4, 0},
+    {"SquaredDifference", -4, 4, 1e-6}, {"Pow", 0.5, 2, 2e-5}, {"DivNoNan", 0.5, 4, 1e-6},
+    {"ReluGrad", -4, 4, 0},   {"SigmoidGrad", 0.1, 0.9, 1e-6}, {"TanhGrad", -0.9, 0.9, 1e-6},
+    {"SqrtGrad", 0.5, 4, 1e-6}, {"RsqrtGrad", 0.5, 4, 1e-6}, {"ReciprocalGrad", 0.5, 4, 1e-6},
+};
+
+static void test_binary(void)
+{
+    for (size_t i = 0; i < sizeof binaries / sizeof binaries[0]; i++) {
+        const binary_case *c = &binaries[i];
+        bool grad = strstr(c->op, "Grad") != NULL; /* the gradient ops take equal shapes */
+        tide_tensor *same[] = {U(c->lo, c->hi, 1000), U(c->lo, c->hi, 1000)};
+        COMPARE(c->op, same, NULL, 1, c->rtol, 1e-7);
+        if (grad)
+            continue;
+        tide_tensor *rows[] = {U(c->lo, c->hi, 64, 128), U(c->lo, c->hi, 128)};
+        COMPARE(c->op, rows, NULL, 1, c->rtol, 1e-7);
+        tide_tensor *both[] = {U(c->lo, c->hi, 3, 1, 5), U(c->lo, c->hi, 4, 1)};
+        COMPARE(c->op, both, NULL, 1, c->rtol, 1e-7);
+        tide_tensor *scalar[] = {SCALAR((float)((c->lo + c->hi) / 2)), U(c->lo, c->hi, 7, 3)};
+        COMPARE(c->op, scalar, NULL, 1, c->rtol, 1e-7);
+    }
+    tide_tensor *bad[] = {U(-1, 1, 3, 4), U(-1, 1, 5)};
+    FAILS("Add", bad, NULL, TIDE_INVALID_ARGUMENT, "[3, 4]");
+}
+
+typedef struct unary_case {
+    const char *op;
+    double lo, hi;
+    double rtol;
+} unary_case;
+
+static const unary_case unaries[] = {
+    {"Neg", -4, 4, 0},        {"Abs", -4, 4, 0},         {"Sign", -4, 4, 0},      {"Square", -4, 4, 0},
+    {"Reciprocal", 0.5, 4, 1e-6}, {"Sqrt", 0, 9, 1e-6},  {"Rsqrt", 0.5, 9, 2e-5}, {"Exp", -8, 8, 2e-5},
+    {"Log", 0.01, 9, 2e-5},   {"Log1p", -0.5, 9, 2e-5},  {"Tanh", -4, 4, 2e-5},   {"Sigmoid", -8, 8, 2e-5},
+    {"Relu", -4, 4, 0},       {"Floor", -4, 4, 0},       {"Ceil", -4, 4, 0},      {"Sin", -4, 4, 2e-5},
+    {"Cos", -4, 4, 2e-5},     {"Softplus", -8, 8, 2e-5},
+};
+
+static void test_unary(void)
+{
+    for (size_t i = 0; i < sizeof unaries / sizeof unaries[0]; i++) {
+        tide_tensor *in[] = {U(unaries[i].lo, unaries[i].hi, 33, 31)};
+        COMPARE(unaries[i].op, in, NULL, 1, unaries[i].rtol, 1e-6);
+    }
+    tide_tensor *bias[] = {U(-2, 2, 32, 10), U(-2, 2, 10)};
+    COMPARE("BiasAdd", bias, NULL, 1, 0, 0);
+    tide_tensor *bias4[] = {U(-2, 2, 2, 5, 5, 3), U(-2, 2, 3)};
+    COMPARE("BiasAdd", bias4, NULL, 1, 0, 0);
+}
+
+/* ---------------------------------------------------------------- reductions */
+
+static void test_reductions(void)
+{
+    static const char *const ops[] = {"Sum", "Mean", "Max", "Min"};
+    for (size_t o = 0; o < 4; o++) {
+        for (int keep = 0; keep < 2; keep++) {
+            tide_tensor *a0[] = {U(-2, 2, 4, 5, 6), I32(0)};
+            COMPARE(ops[o], a0, attrs_of("keep_dims", keep), 1, 1e-6, 1e-6);
+            tide_tensor *a02[] = {U(-2, 2, 4, 5, 6), I32(0, -1)};
+            COMPARE(ops[o], a02, attrs_of("keep_dims", keep), 1, 1e-6, 1e-6);
+            tide_tensor *all[] = {U(-2, 2, 4, 5, 6), I32(0, 1, 2)};
+            COMPARE(ops[o], all, attrs_of("keep_dims", keep), 1, 1e-6, 1e-6);
+        }
+        tide_tensor *rows[] = {U(-2, 2, 1000, 300), I32(1)}; /* a block per output */
+        COMPARE(ops[o], rows, NULL, 1, 1e-6, 1e-5);
+        tide_tensor *cols[] = {U(-2, 2, 1000, 300), I32(0)};
+        COMPARE(ops[o], cols, NULL, 1, 1e-6, 1e-5);
+        tide_tensor *none[] = {U(-2, 2, 3, 4), th_i32(1, TH_DIMS(0), NULL)};
+        COMPARE(ops[o], none, NULL, 1, 0, 0);
+    }
+    tide_tensor *bias_grad[] = {U(-2, 2, 128, 10)};
+    COMPARE("BiasAddGrad", bias_grad, NULL, 1, 1e-6, 1e-5);
+    tide_tensor *bad[] = {U(-2, 2, 3, 4), I32(2)};
+    FAILS("Sum", bad, NULL, TIDE_INVALID_ARGUMENT, "out of range");
+}
+
+/* ---------------------------------------------------------------- matrices */
+
+static void test_matmul(void)
+{
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            tide_tensor *in[] = {ta ? U(-1, 1, 128, 64) : U(-1, 1, 64, 128), tb ? U(-1, 1, 32, 128) : U(-1, 1, 128, 32)};
+            tide_attrs *a = tide_attrs_new();
+            tide_attrs_set_bool(a, "transpose_a", ta);
+            tide_attrs_set_bool(a, "transpose_b", tb);
+            COMPARE("MatMul", in, a, 1, 1e-4, 128 * 1e-6);
+        }
+    tide_tensor *odd[] = {U(-1, 1, 513, 257), U(-1, 1, 257, 129)};
+    COMPARE("MatMul", odd, NULL, 1, 1e-4, 257 * 1e-6);
+    tide_tensor *empty_k[] = {U(-1, 1, 4, 0), U(-1, 1, 0, 3)};
+    COMPARE("MatMul", empty_k, NULL, 1, 0, 0);
+    for (int adj = 0; adj < 4; adj++) {
+        tide_tensor *in[] = {adj & 1 ? U(-1, 1, 3, 2, 5, 4) : U(-1, 1, 3, 2, 4, 5),
+                             adj & 2 ? U(-1, 1, 3, 2, 6, 5) : U(-1, 1, 3, 2, 5, 6)};
+        tide_attrs *a = tide_attrs_new();
+        tide_attrs_set_bool(a, "adj_x", adj & 1);
+        tide_attrs_set_bool(a, "adj_y", adj & 2);
+        COMPARE("BatchMatMul", in, a, 1, 1e-5, 1e-5);
+    }
+    tide_tensor *bad[] = {U(-1, 1, 4, 5), U(-1, 1, 4, 5)};
+    FAILS("MatMul", bad, NULL, TIDE_INVALID_ARGUMENT, "inner dimensions differ");
+}
+
+/* ---------------------------------------------------------------- softmax and cross-entropy */
+
+static void test_softmax(void)
+{
+    tide_tensor *sm[] = {U(-5, 5, 32, 10)};
+    COMPARE("Softmax", sm, NULL, 1, 2e-5, 1e-7);
+    tide_tensor *wide[] = {U(-5, 5, 3, 4, 1000)};
+    COMPARE("Softmax", wide, NULL, 1, 2e-5, 1e-8);
+    tide_tensor *lsm[] = {U(-5, 5, 32, 10)};
+    COMPARE("LogSoftmax", lsm, NULL, 1, 2e-5, 1e-6);
+    tide_tensor *labels = U(0, 1, 32, 10);
+    tide_tensor *xent[] = {U(-5, 5, 32, 10), labels};
+    COMPARE("SoftmaxCrossEntropyWithLogits", xent, NULL, 2, 2e-5, 1e-6);
+    tide_tensor *sparse[] = {U(-5, 5, 32, 10), I32(0, 9, 3, 4, 5, 6, 7, 8, 1, 2, 0, 9, 3, 4, 5, 6, 7, 8, 1, 2, 0, 9, 3,
+                                                    4, 5, 6, 7, 8, 1, 2, 5, 5)};
+    COMPARE("SparseSoftmaxCrossEntropyWithLogits", sparse, NULL, 2, 2e-5, 1e-6);
+    tide_tensor *bad[] = {U(-5, 5, 3, 10), I32(0, 10, 3)};
+    FAILS("SparseSoftmaxCrossEntropyWithLogits", bad, NULL, TIDE_INVALID_ARGUMENT, "label 10 of row 1 is outside [0, 10)");
+}
+
+/* ---------------------------------------------------------------- convolutions and pooling */
+
+static tide_attrs *conv_attrs(int stride, const char *padding, int dilation)
+{
+    tide_attrs *a = tide_attrs_new();
+    tide_attrs_set_int_list(a, "strides", TH_DIMS(1, stride, stride, 1), 4);
+    tide_attrs_set_int_list(a, "dilations", TH_DIMS(1, dilation, dilation, 1), 4);
+    tide_attrs_set_string(a, "padding", padding);
+    return a;
+}
+
+static tide_attrs *pool_attrs(int k, int stride, const char *padding)
+{
+    tide_attrs *a = tide_attrs_new();
+    tide_attrs_set_int_list(a, "ksize", TH_DIMS(1, k, k, 1), 4);
+    tide_attrs_set_int_list(a, "strides", TH_DIMS(1, stride, stride, 1), 4);
+    tide_attrs_set_string(a, "padding", padding);
+    return a;
+}
+
+static void test_conv(void)
+{
+    static const struct {
+        int stride, dilation;
+        const char *padding;
+    } shapes[] = {{1, 1, "SAME"}, {1, 1, "VALID"}, {2, 1, "VALID"}, {1, 2, "SAME"}, {3, 1, "SAME"}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        int s = shapes[i].stride, d = shapes[i].dilation;
+        const char *p = shapes[i].padding;
+        tide_tensor *fwd[] = {U(-1, 1, 2, 9, 9, 3), U(-1, 1, 3, 3, 3, 4)};
+        COMPARE("Conv2D", fwd, conv_attrs(s, p, d), 1, 1e-4, 27 * 1e-6);
+        /* the output's size for these geometries: SAME ceil(9 / s); VALID (9 - 3) / s + 1 */
+        int64_t out = strcmp(p, "SAME") == 0 ? (9 + s - 1) / s : (9 - (3 - 1) * d - 1) / s + 1;
+        tide_tensor *bin[] = {I32(2, 9, 9, 3), U(-1, 1, 3, 3, 3, 4), U(-1, 1, 2, out, out, 4)};
+        COMPARE("Conv2DBackpropInput", bin, conv_attrs(s, p, d), 1, 1e-4, 36 * 1e-6);
+        tide_tensor *bf[] = {U(-1, 1, 2, 9, 9, 3), I32(3, 3, 3, 4), U(-1, 1, 2, out, out, 4)};
+        COMPARE("Conv2DBackpropFilter", bf, conv_attrs(s, p, d), 1, 1e-4, 2 * out * out * 1e-6);
+    }
+    /* SAME with stride 2 over 8: a total padding of 1, which cuDNN cannot place unevenly */
+    if (strstr(device, "gpu")) {
+        tide_tensor *uneven[] = {U(-1, 1, 1, 8, 8, 3), U(-1, 1, 3, 3, 3, 4)};
+        FAILS("Conv2D", uneven, conv_attrs(2, "SAME", 1), TIDE_UNIMPLEMENTED, "uneven padding");
+    }
+    static const struct {
+        int k, stride;
+        const char *padding;
+    } pools[] = {{2, 2, "VALID"}, {3, 1, "SAME"}, {3, 2, "VALID"}};
+    for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++) {
+        int k = pools[i].k, s = pools[i].stride;
+        const char *p = pools[i].padding;
+        int64_t out = strcmp(p, "SAME") == 0 ? (8 + s - 1) / s : (8 - k) / s + 1;
+        tide_tensor *mp[] = {U(-1, 1, 2, 8, 8, 3)};
+        COMPARE("MaxPool", mp, pool_attrs(k, s, p), 1, 0, 0);
+        tide_tensor *ap[] = {U(-1, 1, 2, 8, 8, 3)};
+        COMPARE("AvgPool", ap, pool_attrs(k, s, p), 1, 1e-6, 1e-7);
+        tide_tensor *agrad[] = {I32(2, 8, 8, 3), U(-1, 1, 2, out, out, 3)};
+        COMPARE("AvgPoolGrad", agrad, pool_attrs(k, s, p), 1, 1e-6, 1e-7);
+        /* MaxPoolGrad needs the forward output: made on the CPU here */
+        tide_tensor *x = U(-1, 1, 2, 8, 8, 3);
+        tide_attrs *pa = pool_attrs(k, s, p);
+        tide_tensor *y = th_run1("MaxPool", &x, 1, pa);
+        tide_attrs_free(pa);
+        tide_tensor *mgrad[] = {x, y, U(-1, 1, 2, out, out, 3)};
+        COMPARE("MaxPoolGrad", mgrad, pool_attrs(k, s, p), 1, 0, 0);
+    }
+}
+
+/* ---------------------------------------------------------------- data movement, casts, fills */
+
+static void test_data(void)
+{
+    tide_tensor *to_int[] = {U(-1e10, 1e10, 100)};
+    tide_attrs *a = tide_attrs_new();
+    tide_attrs_set_type(a, "DstT", TIDE_INT32);
+    COMPARE("Cast", to_int, a, 1, 0, 0);
+    tide_tensor *to_i64[] = {U(-100, 100, 100)};
+    a = tide_attrs_new();
+    tide_attrs_set_type(a, "DstT", TIDE_INT64);
+    COMPARE("Cast", to_i64, a, 1, 0, 0);
+    tide_tensor *to_f[] = {I32(-7, 0, 3, 2147483647, -2147483647 - 1)};
+    a = tide_attrs_new();
+    tide_attrs_set_type(a, "DstT", TIDE_FLOAT32);
+    COMPARE("Cast", to_f, a, 1, 0, 0);
+    tide_tensor *fill[] = {I32(3, 4, 5), SCALAR(2.5f)};
+    COMPARE("Fill", fill, NULL, 1, 0, 0);
+    tide_tensor *zeros[] = {U(-1, 1, 6, 7)};
+    COMPARE("ZerosLike", zeros, NULL, 1, 0, 0);
+    tide_tensor *ones[] = {U(-1, 1, 6, 7)};
+    COMPARE("OnesLike", ones, NULL, 1, 0, 0);
+    tide_tensor *tr[] = {U(-1, 1, 2, 3, 4, 5), I32(3, 1, 0, 2)};
+    COMPARE("Transpose", tr, NULL, 1, 0, 0);
+    tide_tensor *tr2[] = {U(-1, 1, 300, 200), I32(1, 0)};
+    COMPARE("Transpose", tr2, NULL, 1, 0, 0);
+    tide_tensor *slice[] = {U(-1, 1, 5, 6, 7), I32(1, 0, 2), I32(3, -1, 4)};
+    COMPARE("Slice", slice, NULL, 1, 0, 0);
+    tide_tensor *concat[] = {U(-1, 1, 4, 2, 3), U(-1, 1, 4, 5, 3), U(-1, 1, 4, 1, 3), I32_SCALAR(1)};
+    COMPARE("ConcatV2", concat, NULL, 1, 0, 0);
+    tide_tensor *concat_last[] = {U(-1, 1, 4, 2), U(-1, 1, 4, 5), I32_SCALAR(-1)};
+    COMPARE("ConcatV2", concat_last, NULL, 1, 0, 0);
+    tide_tensor *gather[] = {U(-1, 1, 10, 4), I32(9, 0, 3, 3, 7), I32_SCALAR(0)};
+    COMPARE("GatherV2", gather, NULL, 1, 0, 0);
+    tide_tensor *gather1[] = {U(-1, 1, 3, 10, 4), th_i64(2, TH_DIMS(2, 2), (const int64_t[]){1, 9, 0, 2}),
+                              I32_SCALAR(1)};
+    COMPARE("GatherV2", gather1, NULL, 1, 0, 0);
+    tide_tensor *bad[] = {U(-1, 1, 10, 4), I32(9, 10), I32_SCALAR(0)};
+    FAILS("GatherV2", bad, NULL, TIDE_INVALID_ARGUMENT, "[0, 10)");
+}
+
+static void test_random(void)
+{
+    static const char *const ops[] = {"RandomUniform", "RandomNormal"};
+    for (int o = 0; o < 2; o++) {
+        tide_tensor *in[] = {I32(33, 17)}; /* 561 values: the last block only partly used */
+        tide_attrs *a = tide_attrs_new();
+        tide_attrs_set_type(a, "dtype", TIDE_FLOAT32);
+        tide_attrs_set_int(a, "seed", 42);
+        tide_attrs_set_int(a, "seed2", 7);
+        COMPARE(ops[o], in, a, 1, o ? 2e-5 : 0, o ? 1e-6 : 0);
+    }
+}
+
+/* ---------------------------------------------------------------- optimizers on variables */
+
+/* var (and Adam's m, v) initialised from fed values, one update on `where`; the new values fetched. */
+static tide_status run_update(const char *where, bool adam, tide_tensor *const *values, tide_tensor *grad,
+                              tide_tensor **out, tide_error *err)
+{
+    tide_graph *g = tide_graph_new();
+    tide_graph_push_device(g, where);
+    int nvars = adam ? 3 : 1;
+    tide_node *vars[3];
+    tide_feed feeds[4];
+    tide_status st = TIDE_OK;
+    for (int k = 0; k < nvars && st == TIDE_OK; k++) {
+        char name[32]; /* variables live in the engine: one name per device and kind */
+        snprintf(name, sizeof name, "%s_%.3s_v%d", adam ? "adam" : "sgd", where + 1, k);
+        tide_node_builder *p = tide_node_builder_new(g, "Placeholder", NULL);
+        tide_attrs_set_type(tide_node_builder_attrs(p), "dtype", TIDE_FLOAT32);
+        tide_attrs_set_shape(tide_node_builder_attrs(p), "shape", tide_tensor_shape(values[k]));
+        tide_node_builder_set_device(p, "/cpu:0");
+        tide_node *ph = tide_node_builder_finish(p, err);
+        vars[k] = ph ? tide_variable_new(g, name, (tide_output){ph, 0}, true, err) : NULL;
+        st = vars[k] ? TIDE_OK : tide_error_code(err);
+        feeds[k] = (tide_feed){{ph, 0}, values[k]};
+    }
+    tide_node *gp = NULL;
+    if (st == TIDE_OK) {
+        tide_node_builder *p = tide_node_builder_new(g, "Placeholder", NULL);
+        tide_attrs_set_type(tide_node_builder_attrs(p), "dtype", TIDE_FLOAT32);
+        tide_node_builder_set_device(p, "/cpu:0");
+        gp = tide_node_builder_finish(p, err);
+        feeds[nvars] = (tide_feed){{gp, 0}, grad};
+        st = gp ? TIDE_OK : tide_error_code(err);
+    }
+    tide_node *update = NULL;
+    if (st == TIDE_OK) {
+        static const float adam_h[] = {0.9f, 0.999f, 0.01f, 0.9f, 0.999f, 1e-7f}; /* b1^t, b2^t, lr, b1, b2, eps */
+        tide_output ins[10];
+        int n = 0;
+        for (int k = 0; k < nvars; k++)
+            ins[n++] = (tide_output){vars[k], 0};
+        for (int h = 0; h < (adam ? 6 : 1); h++) {
+            tide_tensor *v = th_f32(0, NULL, adam ? &adam_h[h] : (const float[]){0.1f});
+            tide_node_builder *c = tide_node_builder_new(g, "Const", NULL);
+            tide_attrs_set_tensor(tide_node_builder_attrs(c), "value", v);
+            tide_attrs_set_type(tide_node_builder_attrs(c), "dtype", TIDE_FLOAT32);
+            tide_node *cn = tide_node_builder_finish(c, err);
+            tide_tensor_release(v);
+            ins[n++] = (tide_output){cn, 0};
+        }
+        ins[n++] = (tide_output){gp, 0};
+        tide_node_builder *b = tide_node_builder_new(g, adam ? "ApplyAdam" : "ApplyGradientDescent", "update");
+        tide_node_builder_add_inputs_flat(b, ins, n);
+        update = tide_node_builder_finish(b, err);
+        st = update ? TIDE_OK : tide_error_code(err);
+    }
+    tide_node *init = st == TIDE_OK ? tide_global_variables_initializer(g, err) : NULL;
+    tide_session *s = init ? tide_session_new(engine, g, NULL, err) : NULL;
+    st = s ? tide_session_run(s, NULL, feeds, nvars, NULL, 0, NULL, &init, 1, NULL, err) : tide_error_code(err);
+    if (st == TIDE_OK) {
+        tide_output fetch[3];
+        for (int k = 0; k < nvars; k++)
+            fetch[k] = (tide_output){vars[k], 0};
+        st = tide_session_run(s, NULL, &feeds[nvars], 1, NULL, 0, NULL, &update, 1, NULL, err);
+        if (st == TIDE_OK)
+            st = tide_session_run(s, NULL, NULL, 0, fetch, nvars, out, NULL, 0, NULL, err);
+        const char *placed = tide_node_assigned_device(update);
+        char type[8];
+        snprintf(type, sizeof type, "%.3s", where + 1);
+        if (st == TIDE_OK && (!placed || !strstr(placed, type)))
+            st = tide_error_set(err, TIDE_INTERNAL, "the update ran on %s, not %s", placed ? placed : "?", where);
+    }
+    tide_session_free(s);
+    tide_graph_pop_device(g);
+    tide_graph_free(g);
+    return st;
+}
+
+static void test_optimizers(void)
+{
+    for (int adam = 0; adam < 2; adam++) {
+        tide_tensor *values[3] = {U(-1, 1, 20, 30), U(-1, 1, 20, 30), U(0, 1, 20, 30)};
+        tide_tensor *grad = U(-1, 1, 20, 30), *dev[3] = {0}, *cpu[3] = {0};
+        tide_error *err = tide_error_new();
+        tide_status st = run_update(device, adam, values, grad, dev, err);
+        if (st != TIDE_OK)
+            fprintf(stderr, "%s on %s: %s\n", adam ? "ApplyAdam" : "ApplyGradientDescent", device, tide_error_message(err));
+        CU_ASSERT_EQUAL(st, TIDE_OK);
+        CU_ASSERT_EQUAL(run_update("/cpu:0", adam, values, grad, cpu, err), TIDE_OK);
+        for (int k = 0; k < (adam ? 3 : 1); k++) {
+            if (dev[k] && cpu[k])
+                TH_ASSERT_CLOSE(dev[k], cpu[k], 1e-6, 1e-7);
+            tide_tensor_release(dev[k]);
+            tide_tensor_release(cpu[k]);
+        }
+        for (int k = 0; k < 3; k++)
+            tide_tensor_release(values[k]);
+        tide_tensor_release(grad);
+        tide_error_free(err);
+    }
+}
+
+/* ---------------------------------------------------------------- gradients on the device */
+
+/* loss = SoftmaxCrossEntropy(Relu(x W + b) W2, labels) summed, built on `where`; *dxs gets d loss /
+ * d (x, W, b, W2) evaluated there; with `shift` (>= 0), element shift of W is moved by h first. */
+static tide_status network(const char *where, tide_tensor *const *in, int shift, float h, tide_tensor **grads,
+                           double *loss_out, tide_error *err)
+{
+    tide_graph *g = tide_graph_new();
+    tide_status st = TIDE_OK;
+    tide_node *ph[5];
+    tide_feed feeds[5];
+    tide_tensor *w = NULL;
+    for (int i = 0; i < 5 && st == TIDE_OK; i++) {
+        tide_node_builder *b = tide_node_builder_new(g, "Placeholder", NULL);
+        tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", TIDE_FLOAT32);
+        tide_node_builder_set_device(b, "/cpu:0");
+        ph[i] = tide_node_builder_finish(b, err);
+        st = ph[i] ? TIDE_OK : tide_error_code(err);
+        tide_tensor *v = in[i];
+        if (i == 1 && shift >= 0) {
+            w = tide_tensor_copy(in[1], err);
+            ((float *)tide_tensor_data(w))[shift] += h;
+            v = w;
+        }
+        feeds[i] = (tide_feed){{ph[i], 0}, v};
+    }
+    tide_graph_push_device(g, where);
+    tide_node *loss = NULL;
+    if (st == TIDE_OK) {
+        const char *ops[] = {"MatMul", "BiasAdd", "Relu", "MatMul", "SoftmaxCrossEntropyWithLogits", "Sum"};
+        tide_output cur = {ph[0], 0};
+        tide_tensor *axis = I32(0);
+        tide_node *ax = NULL;
+        {
+            tide_node_builder *c = tide_node_builder_new(g, "Const", NULL);
+            tide_attrs_set_tensor(tide_node_builder_attrs(c), "value", axis);
+            tide_attrs_set_type(tide_node_builder_attrs(c), "dtype", TIDE_INT32);
+            ax = tide_node_builder_finish(c, err);
+        }
+        tide_tensor_release(axis);
+        tide_output second[] = {{ph[1], 0}, {ph[2], 0}, {NULL, 0}, {ph[3], 0}, {ph[4], 0}, {ax, 0}};
+        for (int k = 0; k < 6 && st == TIDE_OK; k++) {
+            tide_node_builder *b = tide_node_builder_new(g, ops[k], NULL);
+            tide_output two[2] = {cur, second[k]};
+            tide_node_builder_add_inputs_flat(b, two, second[k].node ? 2 : 1);
+            tide_node *n = tide_node_builder_finish(b, err);
+            st = n ? TIDE_OK : tide_error_code(err);
+            cur = (tide_output){n, 0};
+        }
+        loss = cur.node;
+    }
+    tide_output dxs[4] = {{0}}, xs[4] = {{ph[0], 0}, {ph[1], 0}, {ph[2], 0}, {ph[3], 0}}, y = {loss, 0};
+    if (st == TIDE_OK && grads)
+        st = tide_gradients(g, &y, 1, xs, 4, NULL, dxs, err);
+    tide_graph_pop_device(g);
+    tide_session *s = st == TIDE_OK ? tide_session_new(engine, g, NULL, err) : NULL;
+    if (s) {
+        tide_output fetch[5] = {y, dxs[0], dxs[1], dxs[2], dxs[3]};
+        tide_tensor *out[5] = {0};
+        st = tide_session_run(s, NULL, feeds, 5, fetch, grads ? 5 : 1, out, NULL, 0, NULL, err);
+        if (st == TIDE_OK) {
+            *loss_out = tide_tensor_get_f64(out[0], 0);
+            for (int i = 0; i < 4 && grads; i++)
+                grads[i] = out[i + 1];
+        }
+        tide_tensor_release(out[0]);
+        const char *placed = tide_node_assigned_device(loss);
+        char type[8];
+        snprintf(type, sizeof type, "%.3s", where + 1);
+        if (st == TIDE_OK && (!placed || !strstr(placed, type)))
+            st = tide_error_set(err, TIDE_INTERNAL, "the loss ran on %s, not %s", placed ? placed : "?", where);
+        tide_session_free(s);
+    } else if (st == TIDE_OK) {
+        st = tide_error_code(err);
+    }
+    tide_tensor_release(w);
+    tide_graph_free(g);
+    return st;
+}
+
+static void test_gradients(void)
+{
+    tide_tensor *labels = U(0.1, 1, 16, 5); /* rows summing to 1: backprop is then the true gradient */
+    float *l = tide_tensor_data(labels);
+    for (int r = 0; r < 16; r++) {
+        float sum = 0;
+        for (int c = 0; c < 5; c++)
+            sum += l[r * 5 + c];
+        for (int c = 0; c < 5; c++)
+            l[r * 5 + c] /= sum;
+    }
+    tide_tensor *in[5] = {U(-1, 1, 16, 12), U(-0.5, 0.5, 12, 8), U(-0.1, 0.1, 8), U(-0.5, 0.5, 8, 5), labels};
+    tide_tensor *dev[4] = {0}, *cpu[4] = {0};
+    double loss_dev = 0, loss_cpu = 0;
+    tide_error *err = tide_error_new();
+    tide_status st = network(device, in, -1, 0, dev, &loss_dev, err);
+    if (st != TIDE_OK)
+        fprintf(stderr, "gradients on %s: %s\n", device, tide_error_message(err));
+    CU_ASSERT_EQUAL_FATAL(st, TIDE_OK);
+    CU_ASSERT_EQUAL_FATAL(network("/cpu:0", in, -1, 0, cpu, &loss_cpu, err), TIDE_OK);
+    CU_ASSERT(fabs(loss_dev - loss_cpu) <= 1e-5 * fabs(loss_cpu));
+    for (int i = 0; i < 4; i++)
+        TH_ASSERT_CLOSE(dev[i], cpu[i], 1e-4, 1e-6);
+    /* d loss / d W against float32 central differences computed on the device (h = 1e-2: float32) */
+    const float *sym = tide_tensor_data(dev[1]);
+    int bad = 0;
+    for (int j = 0; j < 96; j += 7) {
+        double up = 0, down = 0;
+        CU_ASSERT_EQUAL(network(device, in, j, 1e-2f, NULL, &up, err), TIDE_OK);
+        CU_ASSERT_EQUAL(network(device, in, j, -1e-2f, NULL, &down, err), TIDE_OK);
+        double num = (up - down) / 2e-2;
+        if (fabs(num - sym[j]) > 2e-3 + 2e-2 * fabs(num)) {
+            fprintf(stderr, "dW[%d]: symbolic %g, numeric %g on %s\n", j, sym[j], num, device);
+            bad++;
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    for (int i = 0; i < 4; i++) {
+        tide_tensor_release(dev[i]);
+        tide_tensor_release(cpu[i]);
+    }
+    for (int i = 0; i < 5; i++)
+        tide_tensor_release(in[i]);
+    tide_error_free(err);
+}
+
+int main(void)
+{
+    const char *want = getenv("TIDE_GPU_TEST_DEVICE");
+    if (want && want[0])
+        device = want;
+    tide_engine_options o;
+    tide_engine_options_init(&o);
+    o.num_threads = 2;
+    if (strstr(device, "sim"))
+        o.num_sim_devices = 1;
+    engine = tide_engine_new(&o, NULL);
+    bool found = false;
+    for (int i = 0; engine && i < tide_engine_num_devices(engine); i++) {
+        char name[64];
+        tide_device_short_name(tide_engine_device_name(engine, i), name, sizeof name);
+        found |= strcmp(name, device) == 0;
+    }
+    if (!found) {
+        printf("skip: no %s (the CUDA device type found no GPU: no NVIDIA driver, runtime or device)\n", device);
+        tide_engine_free(engine);
+        return 77;
+    }
+    static const th_test tests[] = {TH_TEST(test_binary),    TH_TEST(test_unary),   TH_TEST(test_reductions),
+                                    TH_TEST(test_matmul),    TH_TEST(test_softmax), TH_TEST(test_conv),
+                                    TH_TEST(test_data),      TH_TEST(test_random),  TH_TEST(test_optimizers),
+                                    TH_TEST(test_gradients), TH_END};
+    int rc = th_main("gpu_kernels", tests);
+    tide_engine_free(engine);
+    return rc;
+}
