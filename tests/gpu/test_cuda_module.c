@@ -36,7 +36,8 @@ static void test_module_table(void)
     printf("module %s: %d kernels, built for %s\n", module_path, m->num_kernels, m->built_for);
     /* only the entry point is exported: the forwarding functions stay inside the module */
     CU_ASSERT_PTR_NULL(dlsym(lib, "tide_kernel_input"));
-    dlclose(lib);
+    /* not closed, as the engine never closes it: cuBLAS and cuDNN carry their own C++ runtime, whose
+     * exception pools (72704 bytes each) LeakSanitizer would report once their library is unmapped */
 }
 
 int main(int argc, char **argv)
