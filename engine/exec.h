@@ -65,6 +65,8 @@ typedef struct tide_exec_item {
     tide_device *device;
     const tide_node **twins;   /* nodes merged into this one by CSE (observers see their tensors too) */
     int num_twins;
+    struct tide_fusion *fused; /* a fused group's item (fusion.h): node is its root, kn runs the group
+                                  (kn.state is this); NULL for others */
     /* Control flow (plan_frames.c; all 0 in a plan without Switch, Merge or loops). */
     int frame;                 /* the static frame the item runs in */
     int local;                 /* index within its frame */
@@ -117,16 +119,19 @@ typedef struct tide_plan {
     int num_warnings;
     double simulated_s;        /* the placement's simulated step time */
     int num_merged;            /* nodes merged into a twin by CSE */
+    int num_fused_groups;      /* items that run a fused group of element-wise nodes (fusion.h) */
+    int num_fused_nodes;       /* the nodes in those groups */
     bool control_flow;         /* has control-flow ops: dead tensors and frames (frames.c) */
     int num_frames;            /* static frames, the root first (1 without loops) */
     tide_plan_frame *frames;
     int num_alap_edges;        /* control edges added to start _Recv items as late as possible */
 } tide_plan;
 
-/* Builds a plan (pruning, placement, kernels). NULL with err on failure. */
+/* Builds a plan (pruning, placement, kernels). fuse: fuse element-wise groups (fusion.h). NULL with
+ * err on failure. */
 tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feeds, int num_feeds,
                             const tide_output *fetches, int num_fetches, tide_node *const *targets,
-                            int num_targets, tide_error *err);
+                            int num_targets, bool fuse, tide_error *err);
 void tide__plan_free(tide_plan *p);
 /* Asks the engine's observers which nodes' tensors they want. */
 void tide__plan_update_observers(tide_plan *p, tide_engine *e);

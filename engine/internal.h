@@ -581,7 +581,7 @@ struct tide_engine {
     struct tide_cost_table *cost_table; /* measured node times for placement (placement.h) */
     int num_cpu_devices;                /* devices[0..num_cpu_devices) are the CPU's; /cpu:0 is the host */
     tide_placement_kind placement;      /* the strategy of every plan */
-    bool cse, alap, compress_transfers; /* plan passes (tide_engine_options: no_cse, no_alap, ...) */
+    bool cse, alap, compress_transfers, fusion; /* plan passes (tide_engine_options: no_cse, no_alap, ...) */
     _Atomic(struct tide_watcher *) watcher; /* wakes waiting kernels of cancelled or late runs (cancel.h) */
 };
 

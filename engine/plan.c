@@ -8,6 +8,9 @@
  *   5. find and initialise each node's kernel;
  *   5a. frames (plan_frames.c): the loop frame every node runs in, and what the executor does with
  *      control-flow items (Enter, Exit, NextIteration, Merge);
+ *   5c. fusion (fusion.c): groups of element-wise nodes on one CPU device become one item each,
+ *      which runs the group in one pass over the data (when the session fuses: not while a debugger
+ *      is attached, not in plans with control flow);
  *   5b. partition: every data edge between nodes placed on different devices goes through a _Send
  *      item on the source device and a _Recv item on the destination device, one _Recv per (tensor,
  *      destination device) however many consumers it has. Their nodes are synthetic (made by the
@@ -28,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec.h"
+#include "fusion.h"
 #include "placement.h"
 
 /* One cross-device tensor: the output `output` of item src, needed on device dst. */
@@ -67,6 +70,12 @@ static int find_feed(const builder *b, const tide_node *n, int index)
 static bool is_fed(void *arg, const tide_node *n, int index)
 {
     return find_feed(arg, n, index) >= 0;
+}
+
+/* The node whose inputs an item is wired from: a fused group's externals, else its node's. */
+static const tide_node *wiring_node(const tide_exec_item *it)
+{
+    return it->fused ? &it->fused->wiring : it->node;
 }
 
 /* A node whose every output is fed does not run: a control edge from it is met at once (TensorFlow
@@ -549,7 +558,7 @@ static tide_status host_transfers(builder *b, const tide_output *fetches, int nf
     int feed_base = b->num_needed;
     tide_status st = TIDE_OK;
     for (int k = 0; k < b->num_needed && st == TIDE_OK; k++) {
-        const tide_node *node = p->items[k].node;
+        const tide_node *node = wiring_node(&p->items[k]);
         if (p->items[k].device->host_visible)
             continue;
         for (int i = 0; i < node->num_inputs && st == TIDE_OK; i++) {
@@ -582,7 +591,7 @@ static tide_status partition(builder *b, const tide_output *fetches, int nf)
         b->first_transfer[k] = -1;
     tide_status st = TIDE_OK;
     for (int k = 0; k < b->num_needed && st == TIDE_OK; k++) {
-        const tide_node *node = p->items[k].node;
+        const tide_node *node = wiring_node(&p->items[k]);
         for (int i = 0; i < node->num_inputs && st == TIDE_OK; i++) {
             tide_output in = node->inputs[i];
             if (tide__input_is_ref(node, i) || find_feed(b, in.node, in.index) >= 0)
@@ -817,7 +826,7 @@ static tide_status wire(builder *b, const tide_output *fetches, int nf)
     int feed_base = b->num_needed, fetch_base = feed_base + b->num_feeds;
     tide_status st = tide__plan_number_frames(p, b->err); /* input slots per frame */
     for (int k = 0; k < b->num_needed && st == TIDE_OK; k++) {
-        const tide_node *node = p->items[k].node;
+        const tide_node *node = wiring_node(&p->items[k]);
         for (int i = 0; i < node->num_inputs && st == TIDE_OK; i++) {
             tide_output in = node->inputs[i];
             if (tide__input_is_ref(node, i))
@@ -1015,7 +1024,7 @@ static tide_status make_items(builder *b, const tide_output *fetches, int nf, ti
 
 tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feeds, int num_feeds,
                             const tide_output *fetches, int num_fetches, tide_node *const *targets,
-                            int num_targets, tide_error *err)
+                            int num_targets, bool fuse, tide_error *err)
 {
     builder b = {.engine = e, .graph = g, .feeds = feeds, .num_feeds = num_feeds, .err = err};
     b.plan = calloc(1, sizeof *b.plan);
@@ -1035,6 +1044,12 @@ tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feed
         st = make_items(&b, fetches, num_fetches, targets, num_targets);
     if (st == TIDE_OK)
         st = tide__plan_assign_frames(b.plan, b.num_needed, b.node_item, is_fed, &b, err);
+    if (st == TIDE_OK && fuse) {
+        tide_fuse_args fa = {.engine = e, .graph = g, .num_node_items = b.num_needed, .node_item = b.node_item,
+                             .fetches = fetches, .num_fetches = num_fetches, .is_fed = is_fed, .arg = &b};
+        st = tide__plan_fuse(b.plan, &fa, err);
+        b.num_needed = fa.num_node_items;
+    }
     if (st == TIDE_OK)
         st = partition(&b, fetches, num_fetches);
     if (st == TIDE_OK)
@@ -1052,6 +1067,8 @@ tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feed
             atomic_store(&((tide_node *)b.plan->items[k].node)->used_by_plan, true);
             for (int t = 0; t < b.plan->items[k].num_twins; t++)
                 atomic_store(&((tide_node *)b.plan->items[k].twins[t])->used_by_plan, true);
+            for (int m = 0; b.plan->items[k].fused && m < b.plan->items[k].fused->num_members; m++)
+                atomic_store(&((tide_node *)b.plan->items[k].fused->members[m].node)->used_by_plan, true);
         }
         pthread_mutex_unlock(&g->lock);
         b.plan->observers_version = -1;

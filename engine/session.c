@@ -19,6 +19,7 @@ struct tide_session {
     atomic_llong step;
     atomic_int cancel_gen;
     atomic_bool closed;          /* tide_session_close: runs are refused */
+    atomic_bool fusion;          /* plans fuse element-wise groups (when the engine's option allows) */
     /* tide_session_warnings' view: rebuilt (under lock) when warnings were added since the last call;
      * earlier views are kept until the session is freed, as the contract promises their callers. */
     const char **warnings;
@@ -49,6 +50,7 @@ tide_session *tide_session_new(tide_engine *engine, tide_graph *g, const tide_se
     atomic_init(&s->step, opts ? opts->first_step : 0);
     atomic_init(&s->cancel_gen, 0);
     atomic_init(&s->closed, false);
+    atomic_init(&s->fusion, !(opts && opts->no_fusion));
     atomic_fetch_add(&engine->live_sessions, 1);
     return s;
 }
@@ -88,6 +90,17 @@ void tide_session_close(tide_session *s)
     tide_session_cancel(s);
 }
 
+void tide_session_set_fusion(tide_session *s, bool on)
+{
+    if (s)
+        atomic_store(&s->fusion, on);
+}
+
+bool tide_session_fusion_enabled(const tide_session *s)
+{
+    return s && s->engine->fusion && atomic_load(&((tide_session *)s)->fusion);
+}
+
 bool tide_session_is_closed(const tide_session *s)
 {
     return atomic_load(&((tide_session *)s)->closed);
@@ -106,11 +119,13 @@ tide_status tide_session_extend(tide_session *s, const char *text, tide_error *e
     return tide_graph_extend_text(s->graph, text, err);
 }
 
-/* The cache key: node ids and output indices of feeds, fetches and targets, in the caller's order. */
-static char *plan_key(const tide_graph *g, const tide_feed *feeds, int nfeeds, const tide_output *fetches,
-                      int nfetches, tide_node *const *targets, int ntargets)
+/* The cache key: node ids and output indices of feeds, fetches and targets, in the caller's order.
+ * A fused plan's key starts with the observers' version it was made for (fusion_version >= 0): which
+ * nodes are watched decides what may be fused away, so a new watch makes a new plan. */
+static char *plan_key(const tide_graph *g, int fusion_version, const tide_feed *feeds, int nfeeds,
+                      const tide_output *fetches, int nfetches, tide_node *const *targets, int ntargets)
 {
-    size_t cap = 32 + 24 * (size_t)(nfeeds + nfetches + ntargets);
+    size_t cap = 48 + 24 * (size_t)(nfeeds + nfetches + ntargets);
     char *key = malloc(cap);
     if (!key)
         return NULL;
@@ -118,6 +133,8 @@ static char *plan_key(const tide_graph *g, const tide_feed *feeds, int nfeeds, c
     size_t at = 0;
     if (g->compress_transfers) /* the graph's transfer compression changes the plan */
         at += (size_t)snprintf(key, cap, "z,");
+    if (fusion_version >= 0)
+        at += (size_t)snprintf(key + at, cap - at, "F%d,", fusion_version);
     for (int i = 0; i < nfeeds; i++)
         at += (size_t)snprintf(key + at, cap - at, "f%d:%d,", feeds[i].output.node ? feeds[i].output.node->id : -1,
                                feeds[i].output.index);
@@ -135,10 +152,13 @@ static bool owned(const tide_graph *g, const tide_node *n)
     return n && n->id >= 0 && n->id < g->num_nodes && g->nodes[n->id] == n;
 }
 
-static tide_plan *get_plan(tide_session *s, const tide_feed *feeds, int nfeeds, const tide_output *fetches,
-                           int nfetches, tide_node *const *targets, int ntargets, tide_error *err)
+/* fuse: the run's plan fuses element-wise groups (fusion on, no debugger attached). */
+static tide_plan *get_plan(tide_session *s, bool fuse, const tide_feed *feeds, int nfeeds,
+                           const tide_output *fetches, int nfetches, tide_node *const *targets, int ntargets,
+                           tide_error *err)
 {
-    char *key = plan_key(s->graph, feeds, nfeeds, fetches, nfetches, targets, ntargets);
+    int fusion_version = fuse ? atomic_load(&s->engine->observers_version) : -1;
+    char *key = plan_key(s->graph, fusion_version, feeds, nfeeds, fetches, nfetches, targets, ntargets);
     if (!key) {
         tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
         return NULL;
@@ -153,7 +173,7 @@ static tide_plan *get_plan(tide_session *s, const tide_feed *feeds, int nfeeds, 
     for (int i = 0; valid && i < ntargets; i++)
         valid = owned(s->graph, targets[i]);
     if (!valid) {
-        p = tide__plan_build(s->engine, s->graph, feeds, nfeeds, fetches, nfetches, targets, ntargets, err);
+        p = tide__plan_build(s->engine, s->graph, feeds, nfeeds, fetches, nfetches, targets, ntargets, fuse, err);
         if (p && s->num_plans == s->cap_plans) {
             int cap = s->cap_plans ? s->cap_plans * 2 : 8;
             tide_plan **list = realloc(s->plan_list, (size_t)cap * sizeof *list);
@@ -217,9 +237,14 @@ static tide_status run_with_error(tide_session *s, const tide_run_options *opts,
         return tide_error_set(err, TIDE_INVALID_ARGUMENT, "Run: inconsistent feed/fetch/target arrays");
     for (int i = 0; i < num_fetches; i++)
         fetch_values[i] = NULL;
-    tide_plan *p = get_plan(s, feeds, num_feeds, fetches, num_fetches, targets, num_targets, err);
-    if (!p)
+    tide_debugger_slot debugger; /* taken first: while one is attached, plans are made without fusion */
+    tide__debugger_snapshot(s->engine, &debugger);
+    bool fuse = tide_session_fusion_enabled(s) && !debugger.entry;
+    tide_plan *p = get_plan(s, fuse, feeds, num_feeds, fetches, num_fetches, targets, num_targets, err);
+    if (!p) {
+        tide__debugger_release(&debugger);
         return tide_error_code(err);
+    }
     tide_step_args a = {.engine = s->engine, .session = s, .plan = p, .feeds = feeds,
                         .fetch_values = fetch_values, .opts = opts, .cancel_gen = &s->cancel_gen,
                         .cancel_at_start = atomic_load(&s->cancel_gen)};
@@ -231,7 +256,7 @@ static tide_status run_with_error(tide_session *s, const tide_run_options *opts,
                              .target_names = (const char *const *)p->target_names,
                              .tracing = opts && opts->trace, .feeds = feeds};
     tide__observers_snapshot(s->engine, &a.observers, &a.num_observers);
-    tide__debugger_snapshot(s->engine, &a.debugger);
+    a.debugger = debugger;
     if (a.debugger.entry)
         tide__plan_update_debugger(p, s->engine, &a.debugger);
     for (int o = 0; o < a.num_observers && !a.info.tracing; o++)

@@ -292,6 +292,12 @@ typedef struct tide_engine_options {
      * it would start, by the cost model) unless it is on the critical path, which bounds the memory
      * that received tensors hold. no_alap (or $TIDE_ALAP=0) starts every _Recv at once. */
     bool no_alap;
+    /* Plans fuse chains and trees of element-wise ops (bias add, activations, their gradients, the
+     * arithmetic of an update) into one item that makes one pass over the data without intermediate
+     * tensors (docs/fusion.md) unless no_fusion is set (or $TIDE_FUSION=0); a session may turn it off
+     * for its own runs (tide_session_set_fusion). A fetched or watched node is never fused away, and
+     * plans are made without fusion while a debugger is attached. */
+    bool no_fusion;
     /* Every float32 tensor that crosses devices travels as bfloat16 (its upper 16 bits; the low
      * mantissa bits are lost) and is restored to float32 on arrival: the white paper's lossy
      * compression (§5.5). Per graph: tide_graph_set_compress_transfers; per tensor: the bool attr
@@ -529,6 +535,7 @@ bool tide_node_is_stateful(const tide_node *n);
 
 typedef struct tide_session_options {
     int64_t first_step; /* reserved; 0 */
+    bool no_fusion;     /* this session's plans fuse no element-wise ops (tide_engine_options.no_fusion) */
 } tide_session_options;
 
 /* A session runs subgraphs of g on engine. The session holds g: the caller may tide_graph_free it
@@ -538,6 +545,12 @@ tide_session *tide_session_new(tide_engine *engine, tide_graph *g, const tide_se
                                tide_error *err);
 void tide_session_free(tide_session *s);
 tide_graph *tide_session_graph(const tide_session *s); /* borrowed */
+/* Element-wise fusion for this session's later runs (on unless the engine or the session options
+ * turned it off): false plans every node as an item of its own, as the graph says. The session keeps
+ * the plans of both settings. fusion_enabled says what the session's runs do now (off when the
+ * engine's option is). */
+void tide_session_set_fusion(tide_session *s, bool on);
+bool tide_session_fusion_enabled(const tide_session *s);
 tide_engine *tide_session_engine(const tide_session *s); /* borrowed */
 /* Atomic extension of the session's graph by text (see tide_graph_extend_text). */
 tide_status tide_session_extend(tide_session *s, const char *text, tide_error *err);

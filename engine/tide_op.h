@@ -116,6 +116,25 @@ enum {
 
 typedef struct tide_kernel_ctx tide_kernel_ctx;
 
+/* What an element-wise kernel offers to fusion (engine/fusion.c): the loop computing its op over n
+ * elements of one dtype, for plans that run a chain of such ops tile by tile in one pass. The loop
+ * must be the one the kernel's compute uses, so that fused and unfused plans agree bit for bit; it
+ * reads element i of every input before writing element i of its output (which may be an input).
+ * Exactly one of the four loops is set: unary or binary (x, y of one length), or their variants
+ * taking `param` (an attr such as LeakyRelu's alpha). `broadcast` has bit i set when input i may be
+ * a scalar or a vector along the last axis (NumPy broadcasting, BiasAdd's bias) rather than of the
+ * output's shape; inputs without the bit must have the output's shape (the kernel refuses others).
+ * cost: nanoseconds per element, as the kernel tells parallel_for. */
+typedef struct tide_elementwise {
+    void (*unary)(const void *x, void *y, int64_t n);
+    void (*binary)(const void *x, const void *y, void *z, int64_t n);
+    void (*unary_p)(const void *x, void *y, int64_t n, double param);
+    void (*binary_p)(const void *x, const void *y, void *z, int64_t n, double param);
+    double param;
+    double cost;
+    unsigned broadcast;
+} tide_elementwise;
+
 typedef struct tide_kernel_spec {
     const char *op;
     const char *device_type;         /* "cpu", "gpu" (the type in device names; docs/devices.md) */
@@ -135,6 +154,10 @@ typedef struct tide_kernel_spec {
      * (or whatever it handed the work to) calls tide_kernel_done(ctx, status) exactly once, from any
      * thread, after which ctx must not be touched. */
     void (*compute_async)(tide_kernel_ctx *ctx);
+    /* Optional, for element-wise kernels: once per node when a plan is made, after init (the same
+     * calls of ctx are valid), fills *loops and returns true when this node's computation is one loop
+     * over its elements that fusion may run tile by tile (tide_elementwise); false otherwise. */
+    bool (*elementwise)(tide_kernel_ctx *ctx, tide_elementwise *loops);
 } tide_kernel_spec;
 
 void tide_kernel_register(const tide_kernel_spec *spec);

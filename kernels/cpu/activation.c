@@ -190,6 +190,17 @@ static tide_status elementwise_compute(tide_kernel_ctx *ctx)
     return TIDE_OK;
 }
 
+/* Fusion (tide_elementwise): the same loop and parameter; the binary ops want one shape. */
+static bool elementwise_loops(tide_kernel_ctx *ctx, tide_elementwise *ew)
+{
+    const elementwise_op *op = tide_kernel_state(ctx);
+    int d = tide_kernel_input_dtype(ctx, 0) == TIDE_FLOAT64;
+    *ew = (tide_elementwise){.unary_p = op->unary[d], .binary_p = op->binary[d], .cost = op->cost};
+    if (tide_attrs_get_float(tide_kernel_attrs(ctx), "alpha", &ew->param))
+        ew->param = (float)ew->param;
+    return true;
+}
+
 static void register_activation_kernels(void)
 {
     /* Not TIDE_KERNEL_EXPENSIVE: large inputs are split by parallel_for inside the kernel, and a
@@ -200,6 +211,7 @@ static void register_activation_kernels(void)
             .device_type = "cpu",
             .init = elementwise_init,
             .compute = elementwise_compute,
+            .elementwise = elementwise_loops,
         });
 }
 TIDE_REGISTER(register_activation_kernels)

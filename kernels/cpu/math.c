@@ -739,6 +739,31 @@ static tide_status unary_compute(tide_kernel_ctx *ctx)
     return TIDE_OK;
 }
 
+/* ---------------------------------------------------------------- fusion (tide_elementwise) */
+
+/* float32 and float64 offer their vv loop (a scalar operand reaches it splatted along a tile: the
+ * same expression per element as the sv and vs loops), broadcasting where the op does. The checks of
+ * y never refuse a float. */
+static bool binary_elementwise(tide_kernel_ctx *ctx, tide_elementwise *ew)
+{
+    const binary_op *op = tide_kernel_state(ctx);
+    tide_dtype dt = tide_kernel_input_dtype(ctx, 0);
+    if (dt != TIDE_FLOAT32 && dt != TIDE_FLOAT64)
+        return false;
+    *ew = (tide_elementwise){.binary = op->loops[dt].vv, .cost = op->cost, .broadcast = op->same_shape[0] ? 0u : 3u};
+    return true;
+}
+
+static bool unary_elementwise(tide_kernel_ctx *ctx, tide_elementwise *ew)
+{
+    const unary_op *op = tide_kernel_state(ctx);
+    tide_dtype dt = tide_kernel_input_dtype(ctx, 0);
+    if (dt != TIDE_FLOAT32 && dt != TIDE_FLOAT64)
+        return false;
+    *ew = (tide_elementwise){.unary = op->loops[dt], .cost = op->cost};
+    return true;
+}
+
 /* ---------------------------------------------------------------- AddN */
 
 /* Elements per block: every input is added into a block before the next, so it stays in cache. */
@@ -900,11 +925,11 @@ static void register_math_kernels(void)
     for (size_t i = 0; i < COUNT(binary_ops); i++)
         tide_kernel_register(&(tide_kernel_spec){.op = binary_ops[i].name, .device_type = "cpu",
                                                   .flags = binary_ops[i].flags, .init = binary_init,
-                                                  .compute = binary_compute});
+                                                  .compute = binary_compute, .elementwise = binary_elementwise});
     for (size_t i = 0; i < COUNT(unary_ops); i++)
         tide_kernel_register(&(tide_kernel_spec){.op = unary_ops[i].name, .device_type = "cpu",
                                                   .flags = unary_ops[i].flags, .init = unary_init,
-                                                  .compute = unary_compute});
+                                                  .compute = unary_compute, .elementwise = unary_elementwise});
     tide_kernel_register(&(tide_kernel_spec){.op = "AddN", .device_type = "cpu", .init = addn_init,
                                               .compute = addn_compute});
     tide_kernel_register(&(tide_kernel_spec){.op = "ClipByValue", .device_type = "cpu",

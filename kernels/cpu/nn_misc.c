@@ -63,18 +63,21 @@ typedef struct bias_job {
     int64_t channels;
 } bias_job;
 
+/* bias_row: o = v + b over n elements (a row, or for fusion a tile with the bias laid along it). */
 #define BIAS_ADD(sfx, T)                                                                     \
+    static void bias_row_##sfx(const void *pv, const void *pb, void *po, int64_t n)          \
+    {                                                                                        \
+        const T *v = pv, *b = pb;                                                            \
+        T *o = po;                                                                           \
+        IVDEP for (int64_t k = 0; k < n; k++)                                                \
+            o[k] = v[k] + b[k];                                                              \
+    }                                                                                        \
     static void bias_add_##sfx(int64_t begin, int64_t end, void *arg)                        \
     {                                                                                        \
         const bias_job *j = arg;                                                             \
-        const T *b = j->bias;                                                                \
         int64_t c = j->channels;                                                             \
-        for (int64_t r = begin; r < end; r++) {                                              \
-            const T *v = (const T *)j->value + r * c;                                        \
-            T *o = (T *)j->out + r * c;                                                      \
-            IVDEP for (int64_t k = 0; k < c; k++)                                            \
-                o[k] = v[k] + b[k];                                                          \
-        }                                                                                    \
+        for (int64_t r = begin; r < end; r++)                                                \
+            bias_row_##sfx((const T *)j->value + r * c, j->bias, (T *)j->out + r * c, c);    \
     }
 BIAS_ADD(f32, float)
 BIAS_ADD(f64, double)
@@ -95,6 +98,14 @@ static tide_status bias_add_compute(tide_kernel_ctx *ctx)
                              tide_tensor_dtype(value) == TIDE_FLOAT32 ? bias_add_f32 : bias_add_f64,
                              &j);
     return TIDE_OK;
+}
+
+/* Fusion (tide_elementwise): the row loop, input 1 a bias along the last axis. */
+static bool bias_add_elementwise(tide_kernel_ctx *ctx, tide_elementwise *ew)
+{
+    bool f32 = tide_kernel_input_dtype(ctx, 0) == TIDE_FLOAT32;
+    *ew = (tide_elementwise){.binary = f32 ? bias_row_f32 : bias_row_f64, .cost = 0.3, .broadcast = 2u};
+    return true;
 }
 
 /* ---------------------------------------------------------------- sums of squares (L2Loss) */
@@ -278,7 +289,8 @@ static void register_nn_misc_kernels(void)
     /* Not TIDE_KERNEL_EXPENSIVE: large inputs are split by parallel_for inside the kernel, and a
      * kernel the executor runs inline finds its input exclusive and can write over it. */
     tide_kernel_register(&(tide_kernel_spec){.op = "BiasAdd", .device_type = "cpu",
-                                              .init = bias_init, .compute = bias_add_compute});
+                                              .init = bias_init, .compute = bias_add_compute,
+                                              .elementwise = bias_add_elementwise});
     tide_kernel_register(&(tide_kernel_spec){.op = "BiasAddGrad", .device_type = "cpu",
                                               .init = bias_init, .compute = bias_add_grad_compute});
     tide_kernel_register(&(tide_kernel_spec){.op = "L2Loss", .device_type = "cpu",
