@@ -21,4 +21,11 @@ tide_status tide__ckpt_fsync_directory(const char *dir, tide_error *err);
  * is touched. Returns how many were deleted. */
 int tide__ckpt_remove_stale_temporaries(const char *dir);
 
+/* How long the phases of the last tide_npz_write in this process took, in nanoseconds (for
+ * tests/bench/bench_checkpoint.c): the archive written into the temporary file, its fsync, the rename
+ * over the target (which frees the old file's blocks), the directory's fsync. Written whole after each
+ * successful write (atomically per field: concurrent writes may mix their phases). */
+enum { TIDE_NPZ_ARCHIVE, TIDE_NPZ_FSYNC, TIDE_NPZ_RENAME, TIDE_NPZ_DIR_FSYNC, TIDE_NPZ_PHASES };
+void tide__npz_last_phases(int64_t ns[TIDE_NPZ_PHASES]);
+
 #endif

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <unistd.h>
 #include <zip.h>
 
@@ -140,6 +142,21 @@ static tide_status write_archive(int fd, const char *path, const char *const *na
     return st;
 }
 
+static _Atomic int64_t last_phases[TIDE_NPZ_PHASES];
+
+void tide__npz_last_phases(int64_t ns[TIDE_NPZ_PHASES])
+{
+    for (int i = 0; i < TIDE_NPZ_PHASES; i++)
+        ns[i] = atomic_load(&last_phases[i]);
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 tide_status tide_npz_write(const char *path, const char *const *names, tide_tensor *const *tensors, int n,
                            tide_error *err)
 {
@@ -156,6 +173,8 @@ tide_status tide_npz_write(const char *path, const char *const *names, tide_tens
         return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "%s: out of memory", path);
     }
     tide__ckpt_remove_stale_temporaries(dir);
+    int64_t t[TIDE_NPZ_PHASES + 1];
+    t[0] = now_ns();
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         st = tide_error_set(err, errno == ENOENT ? TIDE_NOT_FOUND : TIDE_INVALID_ARGUMENT, "cannot write %s: %s",
@@ -164,16 +183,22 @@ tide_status tide_npz_write(const char *path, const char *const *names, tide_tens
         st = write_archive(fd, path, names, tensors, n, err);
     else if (!write_all(fd, empty_zip, sizeof empty_zip))
         st = tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot write %s: %s", path, strerror(errno));
+    t[1] = now_ns();
     if (fd >= 0 && st == TIDE_OK && fsync(fd) != 0)
         st = tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot fsync %s: %s", tmp, strerror(errno));
     if (fd >= 0 && close(fd) != 0 && st == TIDE_OK)
         st = tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot write %s: %s", path, strerror(errno));
+    t[2] = now_ns();
     if (st == TIDE_OK && rename(tmp, path) != 0)
         st = tide_error_set(err, TIDE_INVALID_ARGUMENT, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
     if (st != TIDE_OK && fd >= 0)
         unlink(tmp);
+    t[3] = now_ns();
     if (st == TIDE_OK)
         st = tide__ckpt_fsync_directory(dir, err);
+    t[4] = now_ns();
+    for (int i = 0; st == TIDE_OK && i < TIDE_NPZ_PHASES; i++)
+        atomic_store(&last_phases[i], t[i + 1] - t[i]);
     free(tmp);
     free(dir);
     return st;
