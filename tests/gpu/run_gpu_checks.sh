@@ -1,25 +1,112 @@
 #!/bin/sh
-# run_gpu_checks.sh — the GPU checks, for the device machine (an NVIDIA H200 lent by the `device` tool;
-# /work/shared/device/README.md is the recipe this follows). Run from the repository root there, with
-# .debs and .device carried:
-#     sh tests/gpu/run_gpu_checks.sh            # writes $OUT/gpu-checks.log (or ./gpu-checks.log)
-# It builds tide with CUDA (the gpu device type is C over the CUDA runtime, opened with dlopen; there are
-# no CUDA kernels yet, so no -arch to pick), prints what the machine has (driver, GPU, where cuDNN is), runs the
-# 'gpu' suite (tests/gpu/test_gpu.c: the device interface on /gpu:0) and the simulated-device suites as a
-# control, and keeps meson's logs. Nothing in tide has run on a GPU before this script is run.
+# run_gpu_checks.sh — every GPU check and benchmark in one run, for the device machine (an NVIDIA H200 lent by
+# the `device` tool; /work/shared/device/README.md is the recipe this follows). Prepare here first with
+# tests/gpu/prepare_gpu_run.sh, then run there from the repository root with the prepared folders carried:
+#     run(command="sh tests/gpu/run_gpu_checks.sh",
+#         carry=[".debs", ".device", ".fashion-mnist", ".cudnn-include"], timeout_s=600)
+# It prints and writes to $OUT (or ./gpu-out): gpu-checks.log (everything), gpu-testlog.txt (meson's log),
+# gpu-bench.jsonl (tide's and PyTorch's figures, and the ratios). Steps, each under a time limit so that
+# the whole stays under about 8 minutes:
+#   1. the machine: GPU, driver, where cuDNN is (PyTorch's wheel: nvidia/cudnn), PyTorch's version;
+#   2. the build: -Dcuda=enabled, cuDNN through -Dcudnn_dir, ninja -j16 (nvcc for sm_90 + PTX);
+#   3. the suites 'cuda' and 'gpu': the device interface on /gpu:0 (test_gpu), every GPU kernel against
+#      the CPU's with the gradients on the GPU (test_gpu_kernels), the host-side checks; and the
+#      random-graph partition test and device-interface suites as a control;
+#   4. compute-sanitizer (memcheck) over the kernel checks, where the toolkit has it;
+#   5. the MLP example trained on /gpu:0 and on the CPU: test accuracies within 0.02;
+#   6. the benchmarks (bench_gpu) and PyTorch's peer figures (peer_gpu_torch.py), and their ratios.
+# Nothing in tide had run on a GPU before this script is first run.
 set -u
-out=${OUT:-.}
+out=${OUT:-gpu-out}
+mkdir -p "$out"
 log=$out/gpu-checks.log
+bench=$out/gpu-bench.jsonl
+: > "$bench"
+b=/tmp/b
+step() { echo; echo "== $* ($(date -u +%T))"; }
 {
-  echo "== machine"
+  step "machine"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | head -5
-  echo "cuDNN: $(find / -name 'libcudnn.so*' 2>/dev/null | head -3 | tr '\n' ' ')"
-  echo "== build"
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())' 2>&1 | tail -1
+  cudnn_lib=$(find / -name 'libcudnn.so.9' -not -path '*/proc/*' 2>/dev/null | head -1)
+  echo "cuDNN library: ${cudnn_lib:-none found}"
+  cudnn_dir=
+  if [ -n "$cudnn_lib" ]; then
+    root=$(dirname "$(dirname "$cudnn_lib")")
+    cudnn_dir=/tmp/cudnn
+    mkdir -p $cudnn_dir
+    ln -sfn "$(dirname "$cudnn_lib")" $cudnn_dir/lib
+    if [ -f "$root/include/cudnn.h" ]; then ln -sfn "$root/include" $cudnn_dir/include
+    else ln -sfn "$PWD/.cudnn-include" $cudnn_dir/include; fi
+    echo "cuDNN for the build: $cudnn_dir (headers from $(readlink $cudnn_dir/include))"
+    export LD_LIBRARY_PATH="$(dirname "$cudnn_lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+
+  step "build"
   . .device/sysroot.sh .debs
-  meson setup /tmp/b -Dcuda=enabled -Dgraphviz=disabled 2>&1 | tail -5
-  ninja -C /tmp/b tests/gpu_test_gpu tests/engine_test_devices 2>&1 | tail -3
-  echo "== the GPU suite"
-  meson test -C /tmp/b --no-rebuild --print-errorlogs test_gpu test_devices 2>&1 | tail -20
-  cp /tmp/b/meson-logs/testlog.txt "$out/gpu-testlog.txt" 2>/dev/null
-} > "$log" 2>&1
-cat "$log"
+  export PATH=/opt/tide-sysroot/usr/bin:$PATH  # protoc and protoc-c from the carried packages
+  timeout 120 meson setup $b -Dcuda=enabled -Dgraphviz=disabled -Dcudnn_dir=$cudnn_dir 2>&1 | tail -12
+  timeout 300 ninja -C $b -j16 2>&1 | tail -5
+  ls -la $b/kernels/libtide_cuda_kernels.so 2>&1
+
+  step "the suites cuda and gpu, and the device-interface suites"
+  timeout 240 meson test -C $b --no-rebuild --print-errorlogs --suite cuda --suite gpu test_devices test_partition \
+    test_transfers 2>&1 | tail -40
+  cp $b/meson-logs/testlog.txt "$out/gpu-testlog.txt" 2>/dev/null
+
+  step "compute-sanitizer"
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  if [ -n "$cs" ]; then
+    (TIDE_TEST_ONLY=test_binary,test_reductions,test_matmul,test_softmax,test_data,test_optimizers \
+      timeout 180 "$cs" --tool memcheck --error-exitcode 9 $b/tests/gpu_test_gpu_kernels 2>&1
+     echo "compute-sanitizer exit status: $? (9: errors found, 124: out of time)") | tail -16
+  else
+    echo "compute-sanitizer: not on this machine"
+  fi
+
+  step "the MLP trained on /gpu:0 and on the CPU"
+  if [ -f .fashion-mnist/train-images-idx3-ubyte.gz ]; then
+    export TIDE_FASHION_MNIST=$PWD/.fashion-mnist
+    cpu=$(timeout 150 $b/examples/mlp_fashion_mnist --steps 300 --eval 2000 --quiet 2>&1 | tail -3)
+    gpu=$(timeout 150 $b/examples/mlp_fashion_mnist --steps 300 --eval 2000 --quiet --device /gpu:0 2>&1 | tail -5)
+    printf 'CPU:\n%s\nGPU:\n%s\n' "$cpu" "$gpu"
+    python3 - "$cpu" "$gpu" <<'PY'
+import re, sys
+acc = [re.search(r"test accuracy ([0-9.]+)\s*$", t) for t in sys.argv[1:3]]
+if not all(acc):
+    print("MLP: FAILED (no accuracy line)")
+else:
+    a, b = (float(m.group(1)) for m in acc)
+    print("MLP: %s (accuracy %.4f on the CPU, %.4f on the GPU)" % ("OK" if abs(a - b) <= 0.02 else "FAILED", a, b))
+PY
+  else
+    echo "MLP: skipped (no .fashion-mnist carried)"
+  fi
+
+  step "benchmarks"
+  timeout 150 $b/tests/gpu_bench_gpu 2>&1 | tee -a "$bench"
+  timeout 150 python3 tests/gpu/peer_gpu_torch.py 2>&1 | tee -a "$bench"
+  python3 - "$bench" <<'PY' | tee -a "$bench"
+import json, sys
+f = {}
+for line in open(sys.argv[1]):
+    try:
+        d = json.loads(line)
+        f[d["name"]] = d
+    except (ValueError, KeyError):
+        pass
+def emit(name, value, **extra):
+    print(json.dumps(dict(name=name, value=value, unit="ratio", **extra)))
+if "gpu.op_us" in f and f.get("torch.gpu.op_us", {}).get("value"):
+    emit("gpu.op_us.ratio_vs_torch_eager", f["torch.gpu.op_us"]["value"] / f["gpu.op_us"]["value"],
+         note="torch us / tide us; >= 1 means tide is as fast")
+if "gpu.matmul8192.ratio_vs_cublas" in f and f.get("torch.gpu.matmul8192_ms", {}).get("value"):
+    emit("gpu.matmul8192.ratio_vs_torch", f["torch.gpu.matmul8192_ms"]["value"] / f["gpu.matmul8192.ratio_vs_cublas"]["tide_ms"])
+mlp = f.get("gpu.mlp.steps_per_s", {}).get("value")
+for peer in ("eager", "cudagraph"):
+    p = f.get("torch.gpu.mlp_%s_steps_per_s" % peer, {}).get("value")
+    if mlp and p:
+        emit("gpu.mlp.ratio_vs_torch_" + peer, mlp / p)
+PY
+  step "done"
+} 2>&1 | tee "$log"

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""peer_gpu_torch.py — PyTorch's figures for tests/gpu/bench_gpu.c, measured the same way on the same GPU
+(run_gpu_checks.sh runs both): a chain of 200 scalar adds (eager, the host waiting at the end of each
+chain), one 8192^3 float32 matmul (cuBLAS under torch.mm; TF32 off unless TIDE_GPU_TF32=1), and the
+784-512-256-10 ReLU MLP step (batch 128, softmax cross-entropy, SGD) eager and replayed as a CUDA graph.
+One JSON line per figure; medians of rounds after warm-up. Without torch or a GPU, says so."""
+import json
+import os
+import statistics
+import time
+
+try:
+    import torch
+except ImportError:
+    print(json.dumps({"name": "torch.gpu", "value": None, "skipped": "torch is not importable"}))
+    raise SystemExit(0)
+if not torch.cuda.is_available():
+    print(json.dumps({"name": "torch.gpu", "value": None, "skipped": "torch sees no GPU"}))
+    raise SystemExit(0)
+
+dev = torch.device("cuda")
+torch.backends.cuda.matmul.allow_tf32 = os.environ.get("TIDE_GPU_TF32") == "1"
+torch.backends.cudnn.allow_tf32 = os.environ.get("TIDE_GPU_TF32") == "1"
+
+
+def median_time(fn, warm, rounds, runs):
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(runs):
+            fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) / runs)
+    return statistics.median(times)
+
+
+def emit(name, value, unit, **extra):
+    print(json.dumps(dict(name=name, value=value, unit=unit, torch=torch.__version__, **extra)), flush=True)
+
+
+CHAIN = 200
+v = torch.full((), 1e-3, device=dev)
+
+
+def chain():
+    y = v
+    for _ in range(CHAIN):
+        y = y + v
+    return y.item()  # the host waits for the chain, as a tide run fetching y does
+
+
+t = median_time(chain, 20, 9, 50)
+emit("torch.gpu.op_us", t * 1e6 / CHAIN, "us", chain=CHAIN)
+
+n = 8192
+a = torch.rand(n, n, device=dev) * 2 - 1
+b = torch.rand(n, n, device=dev) * 2 - 1
+t = median_time(lambda: torch.mm(a, b), 2, 9, 1)
+emit("torch.gpu.matmul8192_ms", t * 1e3, "ms", tflops=2 * n ** 3 / t * 1e-12)
+del a, b
+
+batch = 128
+model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256), torch.nn.ReLU(),
+                            torch.nn.Linear(256, 10)).to(dev)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.rand(batch, 784, device=dev)
+labels = torch.full((batch, 10), 0.1, device=dev)
+
+
+def step():
+    opt.zero_grad(set_to_none=False)
+    loss = torch.nn.functional.cross_entropy(model(x), labels)
+    loss.backward()
+    opt.step()
+
+
+t = median_time(step, 20, 9, 30)
+emit("torch.gpu.mlp_eager_steps_per_s", 1 / t, "steps/s", batch=batch)
+
+s = torch.cuda.Stream()
+s.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(s):
+    for _ in range(3):
+        step()
+torch.cuda.current_stream().wait_stream(s)
+graph = torch.cuda.CUDAGraph()
+with torch.cuda.graph(graph):
+    step()
+t = median_time(graph.replay, 20, 9, 100)
+emit("torch.gpu.mlp_cudagraph_steps_per_s", 1 / t, "steps/s", batch=batch)
