@@ -1,9 +1,73 @@
-/* cpu_util.c — NumPy broadcasting, kernel-table registration and output allocation for the CPU
- * kernels (see cpu_util.h). */
+/* cpu_util.c — NumPy broadcasting, kernel-table registration, output allocation and the run-time
+ * choice of instruction set for the CPU kernels (see cpu_util.h). */
 #include "cpu_util.h"
 
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---------------------------------------------------------------- instruction set */
+
+static _Atomic int supported_isa = -1; /* every thread computes the same value */
+static _Atomic int env_cap = -1;       /* $TIDE_CPU_ISA, read once */
+static _Atomic int limit_cap = TIDE_ISA_AVX512;
+
+tide_cpu_isa tide_cpu_isa_supported(void)
+{
+    int isa = atomic_load_explicit(&supported_isa, memory_order_relaxed);
+    if (isa >= 0)
+        return (tide_cpu_isa)isa;
+    isa = TIDE_ISA_PORTABLE;
+#if TIDE_ISA_DISPATCH_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        isa = TIDE_ISA_AVX2;
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
+            isa = TIDE_ISA_AVX512;
+    }
+#endif
+    atomic_store_explicit(&supported_isa, isa, memory_order_relaxed);
+    return (tide_cpu_isa)isa;
+}
+
+const char *tide_cpu_isa_name(tide_cpu_isa isa)
+{
+    return isa == TIDE_ISA_AVX512 ? "avx512" : isa == TIDE_ISA_AVX2 ? "avx2" : "portable";
+}
+
+/* $TIDE_CPU_ISA as a cap; unset, empty or unknown (then said once on stderr): no cap. */
+static int read_env_cap(void)
+{
+    const char *v = getenv("TIDE_CPU_ISA");
+    if (!v || !*v)
+        return TIDE_ISA_AVX512;
+    for (int isa = TIDE_ISA_PORTABLE; isa <= TIDE_ISA_AVX512; isa++)
+        if (!strcmp(v, tide_cpu_isa_name((tide_cpu_isa)isa)))
+            return isa;
+    fprintf(stderr, "tide: TIDE_CPU_ISA=%s is not portable, avx2 or avx512; ignored\n", v);
+    return TIDE_ISA_AVX512;
+}
+
+tide_cpu_isa tide_cpu_isa_active(void)
+{
+    int env = atomic_load_explicit(&env_cap, memory_order_relaxed);
+    if (env < 0) {
+        int expected = -1;
+        env = read_env_cap();
+        if (!atomic_compare_exchange_strong(&env_cap, &expected, env))
+            env = expected; /* another thread read it first */
+    }
+    int isa = (int)tide_cpu_isa_supported(), cap = atomic_load_explicit(&limit_cap, memory_order_relaxed);
+    isa = isa < env ? isa : env;
+    return (tide_cpu_isa)(isa < cap ? isa : cap);
+}
+
+tide_cpu_isa tide_cpu_isa_limit(tide_cpu_isa max)
+{
+    return (tide_cpu_isa)atomic_exchange(&limit_cap, (int)max);
+}
 
 bool tide_bcast_init(tide_bcast *bc, const tide_shape *a, const tide_shape *b)
 {

@@ -1,6 +1,7 @@
 /* cpu_util.h — helpers shared by the CPU kernel families: NumPy broadcasting of two operands walked
  * row by row, registering a family's table of kernels, and the pieces of vectorised loops (IVDEP,
- * float32 exp, arrays of square roots). Kernels only; the engine never includes this.
+ * float32 exp, arrays of square roots) and their run-time choice of instruction set (below). Kernels
+ * only; the engine never includes this.
  *
  * Vectorised files. GCC 12 at -O2 (the default build) vectorises only with its "very cheap" cost
  * model, which leaves loops of unknown length scalar; files whose loops are what they are for say
@@ -22,6 +23,69 @@
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#endif
+
+/* Run-time choice of instruction set. The build targets the baseline ISA (plain x86-64: SSE2), so the
+ * loops that pay from wider vectors are compiled again for AVX2+FMA and AVX-512 (F, VL, BW, DQ) with
+ * GCC's target attribute, and a dispatcher picks one per call:
+ *
+ *     #define MY_LOOP(name, TARGET, ISA, T) TARGET static void name(const T *x, T *y, int64_t n) {...}
+ *     TIDE_ISA_VARIANTS(MY_LOOP, exp_f32, float)  -> exp_f32_portable, exp_f32_avx2, exp_f32_avx512
+ *     static void exp_f32(const float *x, float *y, int64_t n) { TIDE_ISA_DISPATCH(exp_f32, x, y, n); }
+ *
+ * TARGET is the function attribute, ISA the suffix of ISA-specific helpers (empty, _avx2, _avx512:
+ * TIDE_ISA_FN(tide_sqrt_f32, ISA)). The static inline helpers here (tide_fast_expf...) inline into
+ * every variant, so one loop body is auto-vectorised at each width. No -ffp-contract (ISO C mode):
+ * no multiply-add is fused, so the variants compute the same operations in the same order as the
+ * portable loop, and element-wise results are bit-identical (tests/kernels/test_vecwidth.c).
+ *
+ * The ISA used is the best the CPU has (cpuid, once), capped by $TIDE_CPU_ISA (portable, avx2 or
+ * avx512, read once: TIDE_CPU_ISA=portable forces the portable loops everywhere) and by
+ * tide_cpu_isa_limit (tests and benchmarks compare the variants in one process). Elsewhere than
+ * x86-64 with GCC or clang there is only the portable variant. */
+typedef enum tide_cpu_isa {
+    TIDE_ISA_PORTABLE = 0,
+    TIDE_ISA_AVX2 = 1,   /* AVX2 + FMA */
+    TIDE_ISA_AVX512 = 2, /* AVX-512 F, VL, BW, DQ (and AVX2 + FMA) */
+} tide_cpu_isa;
+
+/* What the CPU supports (detected once; thread-safe). */
+tide_cpu_isa tide_cpu_isa_supported(void);
+/* What the vectorised loops use now: the supported ISA capped by $TIDE_CPU_ISA and the limit. */
+tide_cpu_isa tide_cpu_isa_active(void);
+/* Caps the ISA at `max` for every kernel of the process from now on (TIDE_ISA_AVX512: no cap but the
+ * CPU's and $TIDE_CPU_ISA's); returns the previous cap. For tests and benchmarks, between runs. */
+tide_cpu_isa tide_cpu_isa_limit(tide_cpu_isa max);
+/* "portable", "avx2", "avx512". */
+const char *tide_cpu_isa_name(tide_cpu_isa isa);
+
+#define TIDE_ISA_FN(name, ISA) name##ISA
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TIDE_ISA_DISPATCH_X86 1
+#include <immintrin.h>
+#define TIDE_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#if defined(__clang__)
+#define TIDE_TARGET_AVX512 __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512dq")))
+#else /* GCC would otherwise prefer 256-bit vectors in AVX-512 code */
+#define TIDE_TARGET_AVX512                                                                   \
+    __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512dq,prefer-vector-width=512")))
+#endif
+#define TIDE_ISA_VARIANTS(DEFINE, name, ...)                                                 \
+    DEFINE(name##_portable, , , __VA_ARGS__)                                                 \
+    DEFINE(name##_avx2, TIDE_TARGET_AVX2, _avx2, __VA_ARGS__)                                \
+    DEFINE(name##_avx512, TIDE_TARGET_AVX512, _avx512, __VA_ARGS__)
+#define TIDE_ISA_DISPATCH(name, ...)                                                         \
+    do {                                                                                     \
+        switch (tide_cpu_isa_active()) {                                                     \
+        case TIDE_ISA_AVX512: name##_avx512(__VA_ARGS__); break;                             \
+        case TIDE_ISA_AVX2: name##_avx2(__VA_ARGS__); break;                                 \
+        default: name##_portable(__VA_ARGS__); break;                                        \
+        }                                                                                    \
+    } while (0)
+#else
+#define TIDE_ISA_DISPATCH_X86 0
+#define TIDE_ISA_VARIANTS(DEFINE, name, ...) DEFINE(name##_portable, , , __VA_ARGS__)
+#define TIDE_ISA_DISPATCH(name, ...) name##_portable(__VA_ARGS__)
 #endif
 
 /* Broadcasting a and b to out. After tide_bcast_init the shapes are collapsed (adjacent dims that
@@ -98,26 +162,45 @@ static inline float tide_fast_expf(float x)
 
 /* tide_sqrt_f32 / _f64(x, y, n, reciprocal): y[i] = sqrt(x[i]), or 1 / sqrt(x[i]), for i < n,
  * correctly rounded; y may be x. C's sqrt may set errno, which keeps a compiler's loop scalar; SSE2
- * computes the same roots several at a time, the scalar loop the rest. */
+ * computes the same roots several at a time, the scalar loop the rest. The _avx2 and _avx512
+ * versions (for loops of those targets, see TIDE_ISA_VARIANTS) take 8 and 16 floats at a time: the
+ * same correctly rounded roots and quotients, so the same results. */
+#define TIDE_SQRT_BLOCK(V, W, LOADU, SQRT, DIV, SET1, STOREU)                                \
+    for (; i + (W) <= n; i += (W)) {                                                         \
+        V v = SQRT(LOADU(x + i));                                                            \
+        STOREU(y + i, reciprocal ? DIV(SET1(1), v) : v);                                     \
+    }
 #if defined(__SSE2__)
 #define TIDE_SQRT_SSE2(V, PS)                                                                \
-    for (; i + (int64_t)(sizeof(V) / sizeof *x) <= n; i += (int64_t)(sizeof(V) / sizeof *x)) { \
-        V v = _mm_sqrt_##PS(_mm_loadu_##PS(x + i));                                          \
-        _mm_storeu_##PS(y + i, reciprocal ? _mm_div_##PS(_mm_set1_##PS(1), v) : v);          \
-    }
+    TIDE_SQRT_BLOCK(V, (int64_t)(sizeof(V) / sizeof *x), _mm_loadu_##PS, _mm_sqrt_##PS,       \
+                    _mm_div_##PS, _mm_set1_##PS, _mm_storeu_##PS)
 #else
 #define TIDE_SQRT_SSE2(V, PS)
 #endif
-#define TIDE_DEFINE_SQRT(SFX, T, SQRT, V, PS)                                                \
-    static inline void tide_sqrt_##SFX(const T *x, T *y, int64_t n, bool reciprocal)         \
+#define TIDE_DEFINE_SQRT(SFX, TARGET, T, SQRT, BLOCKS)                                       \
+    TARGET static inline void tide_sqrt_##SFX(const T *x, T *y, int64_t n, bool reciprocal)  \
     {                                                                                        \
         int64_t i = 0;                                                                       \
-        TIDE_SQRT_SSE2(V, PS)                                                                \
+        BLOCKS                                                                               \
         for (; i < n; i++)                                                                   \
             y[i] = reciprocal ? (T)1 / SQRT(x[i]) : SQRT(x[i]);                              \
     }
-TIDE_DEFINE_SQRT(f32, float, sqrtf, __m128, ps)
-TIDE_DEFINE_SQRT(f64, double, sqrt, __m128d, pd)
+TIDE_DEFINE_SQRT(f32, , float, sqrtf, TIDE_SQRT_SSE2(__m128, ps))
+TIDE_DEFINE_SQRT(f64, , double, sqrt, TIDE_SQRT_SSE2(__m128d, pd))
+#if TIDE_ISA_DISPATCH_X86
+TIDE_DEFINE_SQRT(f32_avx2, TIDE_TARGET_AVX2, float, sqrtf,
+                 TIDE_SQRT_BLOCK(__m256, 8, _mm256_loadu_ps, _mm256_sqrt_ps, _mm256_div_ps,
+                                 _mm256_set1_ps, _mm256_storeu_ps))
+TIDE_DEFINE_SQRT(f64_avx2, TIDE_TARGET_AVX2, double, sqrt,
+                 TIDE_SQRT_BLOCK(__m256d, 4, _mm256_loadu_pd, _mm256_sqrt_pd, _mm256_div_pd,
+                                 _mm256_set1_pd, _mm256_storeu_pd))
+TIDE_DEFINE_SQRT(f32_avx512, TIDE_TARGET_AVX512, float, sqrtf,
+                 TIDE_SQRT_BLOCK(__m512, 16, _mm512_loadu_ps, _mm512_sqrt_ps, _mm512_div_ps,
+                                 _mm512_set1_ps, _mm512_storeu_ps))
+TIDE_DEFINE_SQRT(f64_avx512, TIDE_TARGET_AVX512, double, sqrt,
+                 TIDE_SQRT_BLOCK(__m512d, 8, _mm512_loadu_pd, _mm512_sqrt_pd, _mm512_div_pd,
+                                 _mm512_set1_pd, _mm512_storeu_pd))
+#endif
 
 /* a * b for dimension products, saturating at INT64_MAX instead of overflowing: an empty tensor may
  * have huge other dimensions ([1e12, 0, 1e12]); the allocation of any such real output then fails

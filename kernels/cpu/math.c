@@ -94,6 +94,15 @@ typedef void (*un_loop)(const void *x, void *y, int64_t n);
         }                                                                                   \
     }
 
+/* UN_LOOP in the ISA variants of cpu_util.h (name_portable, name_avx2, name_avx512) and a
+ * dispatcher under the plain name: for the loops wider vectors speed up (tests/bench/bench_vecwidth.c
+ * measures each; the others stay at the baseline width). */
+#define UN_LOOP_VARIANT(name, TARGET, ISA, T, EXPR)                                        \
+    TARGET UN_LOOP(name, T, EXPR)
+#define UN_LOOP_WIDE(name, T, EXPR)                                                         \
+    TIDE_ISA_VARIANTS(UN_LOOP_VARIANT, name, T, EXPR)                                       \
+    static void name(const void *px, void *py, int64_t n) { TIDE_ISA_DISPATCH(name, px, py, n); }
+
 /* float16 / bfloat16: chunks converted to float32, computed by the float32 loop, rounded back. */
 #define HALF_CHUNK 256
 enum { KIND_VV, KIND_SV, KIND_VS };
@@ -311,12 +320,19 @@ FLOAT_BIN_TABLE(recipgrad)
 #define SIGN_FLT(op, s, T, U, DT) UN_LOOP(op##_##s, T, x > 0 ? (T)1 : x < 0 ? (T)-1 : x)
 #define SQUARE_INT(op, s, T, U, DT) UN_LOOP(op##_##s, T, (T)((U)x * (U)x))
 #define SQUARE_NUM(op, s, T, U, DT) UN_LOOP(op##_##s, T, x * x)
-/* Sqrt, Rsqrt: tide_sqrt_f32/_f64 (SSE2 where there is, correctly rounded). */
+/* Sqrt, Rsqrt: tide_sqrt_f32/_f64 (SSE2, AVX2 or AVX-512 by the CPU, correctly rounded). */
+#define SQRT_LOOP_VARIANT(name, TARGET, ISA, SFX, RECIP)                                    \
+    TARGET static void name(const void *px, void *py, int64_t n)                             \
+    {                                                                                        \
+        TIDE_ISA_FN(tide_sqrt_##SFX, ISA)(px, py, n, RECIP);                                 \
+    }
 #define SQRT_LOOP(name, SFX, RECIP)                                                          \
-    static void name(const void *px, void *py, int64_t n) { tide_sqrt_##SFX(px, py, n, RECIP); }
+    TIDE_ISA_VARIANTS(SQRT_LOOP_VARIANT, name, SFX, RECIP)                                   \
+    static void name(const void *px, void *py, int64_t n) { TIDE_ISA_DISPATCH(name, px, py, n); }
 /* float32 exp (tide_fast_expf), tanh and sigmoid: branch-free approximations the compiler
  * vectorises (libm's calls cannot be), as TensorFlow's Eigen kernels do. tanh: Eigen's 13/6
- * rational approximation, within 7 ulp (tanh rounds to +-1 beyond +-9). */
+ * rational approximation, within 7 ulp (tanh rounds to +-1 beyond +-9). Measured against libm in
+ * double over every 257th float32 (tests/kernels/test_vecwidth.c): exp 1 ulp, sigmoid 3, tanh 6. */
 static inline float fast_tanhf(float x)
 {
     float c = x > 9.0f ? 9.0f : x < -9.0f ? -9.0f : x, c2 = c * c;
@@ -380,17 +396,17 @@ SQRT_LOOP(rsqrt_f32, f32, true)
 SQRT_LOOP(rsqrt_f64, f64, true)
 HALVES(HALF_UN, sqrt)
 HALVES(HALF_UN, rsqrt)
-UN_LOOP(exp_f32, float, tide_fast_expf(x))
+UN_LOOP_WIDE(exp_f32, float, tide_fast_expf(x))
 UN_LOOP(exp_f64, double, exp(x))
 HALVES(HALF_UN, exp)
 FLOATS(LOG_FLT, log) HALVES(HALF_UN, log)
 FLOATS(LOG1P_FLT, log1p) HALVES(HALF_UN, log1p)
 FLOATS(SIN_FLT, sin) HALVES(HALF_UN, sin)
 FLOATS(COS_FLT, cos) HALVES(HALF_UN, cos)
-UN_LOOP(tanh_f32, float, fast_tanhf(x))
+UN_LOOP_WIDE(tanh_f32, float, fast_tanhf(x))
 UN_LOOP(tanh_f64, double, tanh(x))
 HALVES(HALF_UN, tanh)
-UN_LOOP(sigmoid_f32, float, fast_sigmoidf(x))
+UN_LOOP_WIDE(sigmoid_f32, float, fast_sigmoidf(x))
 UN_LOOP(sigmoid_f64, double, sigmoid_d(x))
 HALVES(HALF_UN, sigmoid)
 

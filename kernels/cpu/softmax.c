@@ -4,7 +4,8 @@
  * All four work row by row over the last dimension (the classes), rows split across threads with
  * tide_kernel_parallel_for. A row is shifted by its maximum before exp, so exp never overflows and
  * the largest term is exp(0) = 1; the sum of exponentials accumulates in double. With m the row's
- * maximum and s = sum(exp(x - m)) (float32 exp: tide_fast_expf, within 1 ulp, vectorised):
+ * maximum and s = sum(exp(x - m)) (float32 exp: tide_fast_expf, within 1 ulp, vectorised at the
+ * CPU's width, see TIDE_ISA_VARIANTS in cpu_util.h):
  *   softmax = exp(x - m) / s        log_softmax = x - m - log(s)
  *   loss = -sum(labels * log_softmax)   backprop = softmax - labels (one_hot(label) when sparse)
  * A NaN anywhere in a row makes the whole row NaN; +inf logits give NaN (inf - inf), as in
@@ -49,8 +50,8 @@ static inline int64_t label_at(const rows_job *j, int64_t r)
 
 /* The row functions of one dtype: T the element type, EXP its exp. Reductions run over LANES
  * accumulators (sums in double) and add them in a fixed order. */
-#define ROW_FUNCTIONS(sfx, T, EXP)                                                            \
-    static inline T row_max_##sfx(const T *x, int64_t c)                                      \
+#define ROW_FUNCTIONS(sfx, TARGET, ISA, T, EXP)                                                         \
+    TARGET static inline T row_max_##sfx(const T *x, int64_t c)                                      \
     {                                                                                         \
         T lane[LANES];                                                                        \
         for (int l = 0; l < LANES; l++)                                                       \
@@ -67,7 +68,7 @@ static inline int64_t label_at(const rows_job *j, int64_t r)
         return m;                                                                             \
     }                                                                                         \
     /* sum(a[k] * (b ? b[k] - shift : 1)) in double. */                                       \
-    static inline double row_sum_##sfx(const T *a, const T *b, T shift, int64_t c)            \
+    TARGET static inline double row_sum_##sfx(const T *a, const T *b, T shift, int64_t c)            \
     {                                                                                         \
         double lane[LANES] = {0};                                                             \
         int64_t k = 0;                                                                        \
@@ -88,14 +89,14 @@ static inline int64_t label_at(const rows_job *j, int64_t r)
                ((lane[4] + lane[5]) + (lane[6] + lane[7]));                                   \
     }                                                                                         \
     /* y[k] = exp(x[k] - m) (y may be x); returns their sum. */                               \
-    static inline double row_exp_##sfx(const T *x, T m, T *y, int64_t c)                     \
+    TARGET static inline double row_exp_##sfx(const T *x, T m, T *y, int64_t c)                     \
     {                                                                                         \
         IVDEP for (int64_t k = 0; k < c; k++)                                                 \
             y[k] = EXP(x[k] - m);                                                             \
         return row_sum_##sfx(y, NULL, 0, c);                                                  \
     }                                                                                         \
     /* sum(exp(z)) without keeping the exponentials. */                                       \
-    static inline double row_sum_exp_##sfx(const T *z, int64_t c)                             \
+    TARGET static inline double row_sum_exp_##sfx(const T *z, int64_t c)                             \
     {                                                                                         \
         T tmp[TILE];                                                                          \
         double s = 0;                                                                         \
@@ -107,12 +108,12 @@ static inline int64_t label_at(const rows_job *j, int64_t r)
         }                                                                                     \
         return s;                                                                             \
     }                                                                                         \
-    static inline void row_scale_##sfx(T *y, T factor, int64_t c)                             \
+    TARGET static inline void row_scale_##sfx(T *y, T factor, int64_t c)                             \
     {                                                                                         \
         for (int64_t k = 0; k < c; k++)                                                       \
             y[k] *= factor;                                                                   \
     }                                                                                         \
-    static void rows_##sfx(const rows_job *j, int64_t begin, int64_t end)                     \
+    TARGET static void rows_##sfx(const rows_job *j, int64_t begin, int64_t end)                     \
     {                                                                                         \
         int64_t c = j->classes;                                                               \
         for (int64_t r = begin; r < end; r++) {                                               \
@@ -147,10 +148,12 @@ static inline int64_t label_at(const rows_job *j, int64_t r)
         }                                                                                     \
     }
 
-ROW_FUNCTIONS(f32, float, tide_fast_expf)
-ROW_FUNCTIONS(f64, double, exp)
+/* float32 in the ISA variants of cpu_util.h (its exp vectorises at each width); float64 calls libm's
+ * exp, which no width speeds up. */
+TIDE_ISA_VARIANTS(ROW_FUNCTIONS, f32, float, tide_fast_expf)
+ROW_FUNCTIONS(f64, , , double, exp)
 
-static void f32_range(int64_t begin, int64_t end, void *arg) { rows_f32(arg, begin, end); }
+static void f32_range(int64_t begin, int64_t end, void *arg) { TIDE_ISA_DISPATCH(rows_f32, arg, begin, end); }
 static void f64_range(int64_t begin, int64_t end, void *arg) { rows_f64(arg, begin, end); }
 
 static tide_status check_dtype(tide_kernel_ctx *ctx, void **state)
