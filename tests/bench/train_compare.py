@@ -4,15 +4,18 @@
 Usage: train_compare.py MLP_PROGRAM CNN_PROGRAM [--steps N] [--rounds R] [--sgd-only]
 
 Adam (the examples' optimizer): for each model (the MLP 784-512-256-10 and the layers-tutorial CNN,
-batch 100, Adam 1e-3, the same graphs as examples/mlp_fashion_mnist and examples/cnn_fashion_mnist) it
-runs tide's example in --bench mode, then the same model in PyTorch (Debian's python3-torch, CPU, 2
-threads) under each configuration a careful user would try on these 2 cores — the defaults;
-OMP_WAIT_POLICY=PASSIVE; OPENBLAS_NUM_THREADS=1 (one thread pool, PyTorch's); and for the CNN also
-channels_last memory format with OMP_WAIT_POLICY=PASSIVE and OPENBLAS_THREAD_TIMEOUT=4, or with
-OPENBLAS_NUM_THREADS=1 — and divides tide's steps/s by the fastest (train.{mlp,cnn}.ratio_vs_torch).
+batch 100, Adam 1e-3, the same graphs as examples/mlp_fashion_mnist and examples/cnn_fashion_mnist),
+PyTorch's configuration is chosen first: one process of the same model in PyTorch (Debian's
+python3-torch, CPU, 2 threads) under each configuration a careful user would try on these 2 cores —
+the defaults; OMP_WAIT_POLICY=PASSIVE; OPENBLAS_NUM_THREADS=1 (one thread pool, PyTorch's); and for the
+CNN also channels_last memory format with OMP_WAIT_POLICY=PASSIVE and OPENBLAS_THREAD_TIMEOUT=4, or with
+OPENBLAS_NUM_THREADS=1 (torch.{mlp,cnn}.steps_per_s, "role": "choice"). Then tide's example and PyTorch
+in the fastest of them run in R interleaved rounds, as the SGD part below does, and
+train.{mlp,cnn}.ratio_vs_torch is the ratio of the medians over the rounds (the median of the rounds'
+own ratios beside it); train.{mlp,cnn}.steps_per_s is tide's median.
 
 Plain SGD (issue 19; learning rate 0.01): the CNN at batch 100 and the MLP at batch 128, in R
-interleaved rounds (default 5): each round runs one process of each peer in turn — tide's example
+interleaved rounds (default 5; odd rounds run the peers in reverse order): each round runs one process of each peer in turn — tide's example
 (--optimizer sgd), PyTorch in its best configuration from the issue (2 threads, OMP_WAIT_POLICY=PASSIVE,
 OPENBLAS_THREAD_TIMEOUT=4, channels_last for the CNN) and, for the MLP, a NumPy step written by hand
 (numpy_mlp.py, OPENBLAS_NUM_THREADS=2) that also times the step's eight GEMMs alone through
@@ -131,58 +134,75 @@ def run_numpy(steps, batch):
     return json.loads(out.stdout.strip().splitlines()[-1]), None
 
 
-def compare_adam(programs, steps, have_torch):
-    """The examples as they are (Adam, batch 100) against every PyTorch configuration, one process each."""
+ADAM_CONFIGS = [("defaults", {}, False), ("OMP_WAIT_POLICY=PASSIVE", {"OMP_WAIT_POLICY": "PASSIVE"}, False),
+                ("OPENBLAS_NUM_THREADS=1", {"OPENBLAS_NUM_THREADS": "1"}, False)]
+ADAM_CNN_CONFIGS = [("channels_last+PASSIVE+OPENBLAS_THREAD_TIMEOUT=4",
+                     {"OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_THREAD_TIMEOUT": "4"}, True),
+                    ("channels_last+OPENBLAS_NUM_THREADS=1", {"OPENBLAS_NUM_THREADS": "1"}, True)]
+
+
+def choose_torch_adam_config(model, steps):
+    """One PyTorch process per configuration (Adam, batch 100); the fastest as (name, env, channels_last)."""
+    configs = ADAM_CONFIGS + (ADAM_CNN_CONFIGS if model == "cnn" else [])
+    best, best_rate = None, 0
+    for config in configs:
+        rate, error = run_torch(model, steps, config[1], config[2])
+        print(json.dumps({"name": "torch.%s.steps_per_s" % model, "config": config[0], "value": rate,
+                          "unit": "steps/s", "role": "choice of PyTorch's configuration (one process)",
+                          "optimizer": "adam", "batch": 100, "steps_per_sub_round": steps, "torch_threads": 2,
+                          **({"error": error} if error else {})}), flush=True)
+        if rate and rate > best_rate:
+            best, best_rate = config, rate
+    return best
+
+
+def compare_adam(programs, steps, rounds, have_torch):
+    """The examples as they are (Adam, batch 100) against PyTorch's fastest configuration, interleaved."""
     for model in ("mlp", "cnn"):
-        tide = run_tide(programs[model], steps[model])
-        print(json.dumps(tide), flush=True)
-        if not have_torch:
+        torch_config = choose_torch_adam_config(model, steps[model]) if have_torch else None
+        results, errors = interleaved_rounds(model, programs[model], steps[model], rounds, "adam", 100,
+                                             torch_config, False)
+        tide_rates = [r["tide"]["value"] for r in results]
+        config = {"optimizer": "adam", "lr": 0.001, "batch": 100, "rounds": rounds,
+                  "steps_per_sub_round": steps[model], "tide_threads": results[0]["tide"].get("threads"),
+                  "torch_threads": 2}
+        print(json.dumps({"name": "train.%s.steps_per_s" % model, "value": median_of(tide_rates),
+                          "unit": "steps/s", "round_values": tide_rates,
+                          "cpu_ms_per_step": median_of([r["tide"].get("cpu_ms_per_step") for r in results]),
+                          **config}), flush=True)
+        if not torch_config:
             print(json.dumps({"name": "train.%s.ratio_vs_torch" % model, "value": None, "unit": "ratio",
-                              "skipped": "python3-torch is not installed"}))
+                              "skipped": "python3-torch is not installed" if not have_torch
+                              else "PyTorch failed in every configuration", **config}))
             continue
-        configs = [("defaults", {}, False), ("OMP_WAIT_POLICY=PASSIVE", {"OMP_WAIT_POLICY": "PASSIVE"}, False),
-                   ("OPENBLAS_NUM_THREADS=1", {"OPENBLAS_NUM_THREADS": "1"}, False)]
-        if model == "cnn":
-            configs += [("channels_last+PASSIVE+OPENBLAS_THREAD_TIMEOUT=4",
-                         {"OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_THREAD_TIMEOUT": "4"}, True),
-                        ("channels_last+OPENBLAS_NUM_THREADS=1", {"OPENBLAS_NUM_THREADS": "1"}, True)]
-        # One process per peer: each figure is the median of the process's 5 sub-rounds (not interleaved).
-        adam_config = {"optimizer": "adam", "batch": 100, "processes_per_peer": 1, "sub_rounds": 5,
-                       "steps_per_sub_round": steps[model], "tide_threads": tide.get("threads"), "torch_threads": 2}
-        results = {}
-        for name, env, cl in configs:
-            rate, error = run_torch(model, steps[model], env, cl)
-            results[name] = rate
-            print(json.dumps({"name": "torch.%s.steps_per_s" % model, "config": name, "value": rate,
-                              "unit": "steps/s", **adam_config, **({"error": error} if error else {})}), flush=True)
-        best_name = max((k for k in results if results[k]), key=lambda k: results[k], default=None)
-        if best_name is None:
-            continue
-        print(json.dumps({"name": "train.%s.ratio_vs_torch" % model,
-                          "value": round(tide["value"] / results[best_name], 3), "unit": "ratio",
-                          "tide_steps_per_s": tide["value"], "torch_steps_per_s": round(results[best_name], 2),
-                          "torch_config": best_name, **adam_config}), flush=True)
+        torch_rates = [r.get("torch") for r in results]
+        print(json.dumps({"name": "torch.%s.adam.steps_per_s" % model, "value": median_of(torch_rates),
+                          "unit": "steps/s", "config": torch_config[0], "round_values": torch_rates, **config,
+                          **({"error": errors["torch"]} if "torch" in errors else {})}), flush=True)
+        print(json.dumps(ratio_line("train.%s.ratio_vs_torch" % model, tide_rates, torch_rates, config,
+                                    torch_steps_per_s=median_of(torch_rates), torch_config=torch_config[0])),
+              flush=True)
 
 
-def sgd_rounds(model, program, steps, rounds, have_torch, have_numpy):
-    """Runs the interleaved rounds of one model: a list per round of {peer: figures} (None when it failed)."""
-    batch = SGD_BATCH[model]
-    torch_config, torch_env, channels_last = TORCH_BEST[model]
-    peers = ["tide"] + (["torch"] if have_torch else []) + (["numpy"] if have_numpy and model == "mlp" else [])
+def interleaved_rounds(model, program, steps, rounds, optimizer, batch, torch_config, with_numpy):
+    """Runs R interleaved rounds of one model: a list per round of {peer: figures} (None when it failed),
+    and the peers' last errors. torch_config: (name, env, channels_last), or None to leave PyTorch out."""
+    peers = ["tide"] + (["torch"] if torch_config else []) + (["numpy"] if with_numpy else [])
+    tide_args = ["--optimizer", optimizer, "--batch", str(batch)] + (
+        ["--lr", str(SGD_LR)] if optimizer == "sgd" else [])
     results, errors = [], {}
     for r in range(rounds):
         round_result = {}
         for peer in (peers if r % 2 == 0 else peers[::-1]):
             if peer == "tide":
-                tide = run_tide(program, steps, ["--optimizer", "sgd", "--lr", str(SGD_LR), "--batch", str(batch)])
-                round_result["tide"] = tide
+                round_result["tide"] = run_tide(program, steps, tide_args)
             elif peer == "torch":
-                rate, errors["torch"] = run_torch(model, steps, torch_env, channels_last, "sgd", batch)
+                rate, errors["torch"] = run_torch(model, steps, torch_config[1], torch_config[2], optimizer, batch)
                 round_result["torch"] = rate
             else:
                 round_result["numpy"], errors["numpy"] = run_numpy(steps, batch)
         results.append(round_result)
-    return results, {k: v for k, v in errors.items() if v}, torch_config
+    return results, {k: v for k, v in errors.items() if v}
 
 
 def median_of(values):
@@ -204,8 +224,10 @@ def ratio_line(name, tide_rates, peer_rates, config, **fields):
 def compare_sgd(programs, steps, rounds, have_torch, have_numpy):
     """Plain SGD: tide, PyTorch's best configuration and (MLP) the NumPy step, in interleaved rounds."""
     for model in ("cnn", "mlp"):
-        results, errors, torch_config = sgd_rounds(model, programs[model], steps[model], rounds, have_torch,
-                                                   have_numpy)
+        torch_config = TORCH_BEST[model][0]
+        results, errors = interleaved_rounds(model, programs[model], steps[model], rounds, "sgd",
+                                             SGD_BATCH[model], TORCH_BEST[model] if have_torch else None,
+                                             have_numpy and model == "mlp")
         tide_rates = [r["tide"]["value"] for r in results]
         config = {"optimizer": "sgd", "lr": SGD_LR, "batch": SGD_BATCH[model], "rounds": rounds,
                   "steps_per_sub_round": steps[model], "tide_threads": results[0]["tide"].get("threads"),
@@ -295,7 +317,7 @@ def main():
     except ImportError:
         have_numpy = False
     if not sgd_only:
-        compare_adam(programs, steps, have_torch)
+        compare_adam(programs, steps, rounds, have_torch)
     compare_sgd(programs, steps, rounds, have_torch, have_numpy)
 
 
