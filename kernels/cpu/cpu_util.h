@@ -74,19 +74,21 @@ const char *tide_cpu_isa_name(tide_cpu_isa isa);
     DEFINE(name##_portable, , , __VA_ARGS__)                                                 \
     DEFINE(name##_avx2, TIDE_TARGET_AVX2, _avx2, __VA_ARGS__)                                \
     DEFINE(name##_avx512, TIDE_TARGET_AVX512, _avx512, __VA_ARGS__)
-#define TIDE_ISA_DISPATCH(name, ...)                                                         \
+/* TIDE_ISA_DISPATCH_SFX calls name_<isa>SFX: for families whose DEFINE makes several functions. */
+#define TIDE_ISA_DISPATCH_SFX(name, SFX, ...)                                                \
     do {                                                                                     \
         switch (tide_cpu_isa_active()) {                                                     \
-        case TIDE_ISA_AVX512: name##_avx512(__VA_ARGS__); break;                             \
-        case TIDE_ISA_AVX2: name##_avx2(__VA_ARGS__); break;                                 \
-        default: name##_portable(__VA_ARGS__); break;                                        \
+        case TIDE_ISA_AVX512: name##_avx512##SFX(__VA_ARGS__); break;                        \
+        case TIDE_ISA_AVX2: name##_avx2##SFX(__VA_ARGS__); break;                            \
+        default: name##_portable##SFX(__VA_ARGS__); break;                                   \
         }                                                                                    \
     } while (0)
 #else
 #define TIDE_ISA_DISPATCH_X86 0
 #define TIDE_ISA_VARIANTS(DEFINE, name, ...) DEFINE(name##_portable, , , __VA_ARGS__)
-#define TIDE_ISA_DISPATCH(name, ...) name##_portable(__VA_ARGS__)
+#define TIDE_ISA_DISPATCH_SFX(name, SFX, ...) name##_portable##SFX(__VA_ARGS__)
 #endif
+#define TIDE_ISA_DISPATCH(name, ...) TIDE_ISA_DISPATCH_SFX(name, , __VA_ARGS__)
 
 /* Broadcasting a and b to out. After tide_bcast_init the shapes are collapsed (adjacent dims that
  * broadcast the same way are merged), so `rank` may be smaller than either input's.

@@ -35,6 +35,15 @@ static const bench_op OPS[] = {
                 "s = Const(value=tensor(int32, [2], [-1, 1000]), dtype=int32)\n", false},
     {"log_softmax", "x = Placeholder(dtype=float32)\n r = Reshape(x, s)\n y = LogSoftmax(r)\n"
                     "s = Const(value=tensor(int32, [2], [-1, 1000]), dtype=int32)\n", false},
+#define ROWS "r = Reshape(x, s)\n s = Const(value=tensor(int32, [2], [-1, 1000]), dtype=int32)\n"
+#define AXES(v) "a = Const(value=tensor(int32, [" v "]), dtype=int32)\n"
+    {"sum_last_axis", "x = Placeholder(dtype=float32)\n" ROWS AXES("1], [1") "y = Sum(r, a)\n", false},
+    {"sum_first_axis", "x = Placeholder(dtype=float32)\n" ROWS AXES("1], [0") "y = Sum(r, a)\n", false},
+    {"sum_all", "x = Placeholder(dtype=float32)\n" ROWS AXES("2], [0, 1") "y = Sum(r, a)\n", false},
+    {"mean_last_axis", "x = Placeholder(dtype=float32)\n" ROWS AXES("1], [1") "y = Mean(r, a)\n", false},
+    {"max_last_axis", "x = Placeholder(dtype=float32)\n" ROWS AXES("1], [1") "y = Max(r, a)\n", false},
+    {"max_all", "x = Placeholder(dtype=float32)\n" ROWS AXES("2], [0, 1") "y = Max(r, a)\n", false},
+    {"min_first_axis", "x = Placeholder(dtype=float32)\n" ROWS AXES("1], [0") "y = Min(r, a)\n", false},
     {"apply_adam",
      "x = Placeholder(dtype=float32)\n" VAR("var") VAR("m") VAR("v") INIT("var") INIT("m") INIT("v")
      "init = NoOp(^i_var, ^i_m, ^i_v)\n"

@@ -2,7 +2,8 @@
  * portable, AVX2+FMA, AVX-512): the detection and its caps ($TIDE_CPU_ISA, tide_cpu_isa_limit), and
  * every vector path forced on and compared with the portable path on the same inputs: random data
  * mixed with edge values (NaN, +-inf, +-0, denormals, the limits of exp's range) at sizes that are not
- * multiples of the vector width. The variants compute the same operations in the same order (no
+ * multiples of the vector width: the element-wise ops, the softmaxes, the reductions and the
+ * optimizer updates. The variants compute the same operations in the same order (no
  * fused multiply-add), so results must be bit-identical (NaN equals NaN). Also the error of the
  * float32 exp, sigmoid and tanh against double-precision libm over the float range, in ulp.
  *
@@ -172,6 +173,32 @@ static void test_softmax_ops_match_portable(void)
                 tide_tensor_release(l);
                 tide_tensor_release(sparse);
             }
+}
+
+/* Sum, Mean, Max, Min over the last axis, the first and all axes, float32 and float64: rows of the
+ * sizes above, with and without edge values (a NaN must reach the result of its row or column). */
+static void test_reductions_match_portable(void)
+{
+    int best = wide_isas();
+    if (!best)
+        return;
+    static const char *const ops[] = {"Sum", "Mean", "Max", "Min", "Prod"};
+    static const int32_t axes[3][2] = {{1, 1}, {0, 0}, {0, 1}};
+    static const int64_t rows[] = {1, 3, 40};
+    for (int dt = 0; dt < 2; dt++)
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
+            for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+                for (size_t s = 0; s < NUM_SIZES; s++)
+                    for (int a = 0; a < 3; a++) {
+                        int64_t dims[2] = {rows[r], SIZES[s]};
+                        bool prod = o == 4;
+                        tide_tensor *x = edge_tensor(dt ? TIDE_FLOAT64 : TIDE_FLOAT32, 2, dims, prod ? 0.5 : -100,
+                                                     prod ? 1.5 : 100, (s + (size_t)a) % 2 == 0);
+                        tide_tensor *ax = th_i32(1, TH_DIMS(a == 2 ? 2 : 1), axes[a]);
+                        compare_op(ops[o], (tide_tensor *[]){x, ax}, 2, 1, best);
+                        tide_tensor_release(x);
+                        tide_tensor_release(ax);
+                    }
 }
 
 /* ---------------------------------------------------------------- optimizer updates */
@@ -371,6 +398,7 @@ int main(void)
         TH_TEST(test_detection_and_caps),
         TH_TEST(test_unary_ops_match_portable),
         TH_TEST(test_softmax_ops_match_portable),
+        TH_TEST(test_reductions_match_portable),
         TH_TEST(test_optimizer_updates_match_portable),
         TH_TEST(test_float32_accuracy_against_libm),
         TH_END,
