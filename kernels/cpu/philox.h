@@ -79,7 +79,7 @@ static inline void tide_philox_block(const tide_philox *gen, uint64_t block, uin
 /* Blocks first, first + stride, ... (TIDE_PHILOX_LANES of them) at once: the lanes are independent,
  * so the rounds interleave (or vectorise) instead of waiting on one block's multiply chain.
  * w[word][lane]. */
-static inline void tide_philox_lanes(const tide_philox *gen, uint64_t first, uint64_t stride,
+static inline __attribute__((always_inline)) void tide_philox_lanes(const tide_philox *gen, uint64_t first, uint64_t stride,
                                      uint32_t w[4][TIDE_PHILOX_LANES])
 {
     uint32_t c0[TIDE_PHILOX_LANES], c1[TIDE_PHILOX_LANES], c2[TIDE_PHILOX_LANES], c3[TIDE_PHILOX_LANES];

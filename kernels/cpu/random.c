@@ -22,6 +22,12 @@
 #include "../../engine/ops/op_util.h"
 #include "../../engine/ops/random_ops.h"
 #include "../../engine/tide_op.h"
+
+/* Loops of unknown length vectorised (cpu_util.h: before including it): Philox's lanes. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#endif
+#include "cpu_util.h"
 #include "philox.h"
 
 __extension__ typedef unsigned __int128 u128;
@@ -105,7 +111,7 @@ typedef struct gen_job {
 } gen_job;
 
 /* count (<= LANES) blocks into w: all lanes at once when full, else one by one (small outputs). */
-static inline void philox_some(const tide_philox *gen, uint64_t first, uint64_t stride, int64_t count,
+static inline __attribute__((always_inline)) void philox_some(const tide_philox *gen, uint64_t first, uint64_t stride, int64_t count,
                                uint32_t w[4][LANES])
 {
     if (count == LANES) {
@@ -148,7 +154,7 @@ static inline void philox_some(const tide_philox *gen, uint64_t first, uint64_t 
 
 #define AS_IS(x) (x)
 
-static void uniform_chunk(int64_t begin, int64_t end, void *arg)
+static inline __attribute__((always_inline)) void uniform_fill(int64_t begin, int64_t end, void *arg)
 {
     const gen_job *j = arg;
     switch (j->r->dtype) {
@@ -172,7 +178,7 @@ static void uniform_chunk(int64_t begin, int64_t end, void *arg)
     }
 }
 
-static void normal_chunk(int64_t begin, int64_t end, void *arg)
+static inline __attribute__((always_inline)) void normal_fill(int64_t begin, int64_t end, void *arg)
 {
     const gen_job *j = arg;
     switch (j->r->dtype) {
@@ -219,7 +225,7 @@ static void truncated_group_d(const gen_job *j, int64_t g, const uint32_t w0[4],
     }
 }
 
-static void truncated_chunk(int64_t begin, int64_t end, void *arg)
+static inline __attribute__((always_inline)) void truncated_fill(int64_t begin, int64_t end, void *arg)
 {
     const gen_job *j = arg;
     switch (j->r->dtype) {
@@ -248,7 +254,7 @@ static inline uint64_t scale128(const uint32_t w[4], uint64_t range)
     return (uint64_t)(t >> 64);
 }
 
-static void uniform_int_chunk(int64_t begin, int64_t end, void *arg)
+static inline __attribute__((always_inline)) void uniform_int_fill(int64_t begin, int64_t end, void *arg)
 {
     const gen_job *j = arg;
     /* lo + offset < maxval, so the int32 sum fits; int64 wraps through uint64 (no overflow). */
@@ -262,6 +268,18 @@ static void uniform_int_chunk(int64_t begin, int64_t end, void *arg)
     else
         FOR_BLOCKS(int64_t, uint64_t, 1, v[0] = (uint64_t)lo + scale128(w, range), (int64_t));
 }
+
+/* Each fill in the ISA variants of cpu_util.h (Philox's lanes vectorise at each width; the words and
+ * so the numbers are the same), and its dispatcher, the chunk function of parallel_for. */
+#define CHUNK_VARIANT(name, TARGET, ISA, FILL)                                                 \
+    TARGET static void name(int64_t begin, int64_t end, void *arg) { FILL(begin, end, arg); }
+#define CHUNK(name, FILL)                                                                      \
+    TIDE_ISA_VARIANTS(CHUNK_VARIANT, name, FILL)                                               \
+    static void name(int64_t begin, int64_t end, void *arg) { TIDE_ISA_DISPATCH(name, begin, end, arg); }
+CHUNK(uniform_chunk, uniform_fill)
+CHUNK(normal_chunk, normal_fill)
+CHUNK(truncated_chunk, truncated_fill)
+CHUNK(uniform_int_chunk, uniform_int_fill)
 
 /* ---------------------------------------------------------------- kernels */
 

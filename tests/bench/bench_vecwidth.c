@@ -6,7 +6,9 @@
  * float32 tensors of N elements (argv[2], default 262,000: 1 MB per tensor, in the L2 cache, so the
  * loop's arithmetic shows and not the memory's bandwidth). Per op and ISA one JSON line
  * vecwidth.<op>.<isa>.ns_per_element, and per op vecwidth.<op>.speedup (portable / best ISA).
- * The CPU's best ISA is printed first (vecwidth.isa). Ops whose ISA the CPU lacks are skipped. */
+ * The CPU's best ISA is printed first (vecwidth.isa); ISAs the CPU lacks, or that $TIDE_CPU_ISA caps,
+ * are left out. argv[3] runs only the ops whose name contains it: with $TIDE_CPU_ISA, instruction
+ * counts per ISA (perf stat -e instructions) on a loaded machine. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,6 +46,10 @@ static const bench_op OPS[] = {
     {"max_last_axis", "x = Placeholder(dtype=float32)\n" ROWS AXES("1], [1") "y = Max(r, a)\n", false},
     {"max_all", "x = Placeholder(dtype=float32)\n" ROWS AXES("2], [0, 1") "y = Max(r, a)\n", false},
     {"min_first_axis", "x = Placeholder(dtype=float32)\n" ROWS AXES("1], [0") "y = Min(r, a)\n", false},
+#define SHAPE "x = Placeholder(dtype=float32)\n n = Const(value=tensor(int64, [1], [%1$lld]), dtype=int64)\n"
+    {"random_uniform", SHAPE "y = RandomUniform(n, dtype=float32, seed=1, seed2=2)\n", false},
+    {"random_normal", SHAPE "y = RandomNormal(n, dtype=float32, seed=1, seed2=2)\n", false},
+    {"truncated_normal", SHAPE "y = TruncatedNormal(n, dtype=float32, seed=1, seed2=2)\n", false},
     {"apply_adam",
      "x = Placeholder(dtype=float32)\n" VAR("var") VAR("m") VAR("v") INIT("var") INIT("m") INIT("v")
      "init = NoOp(^i_var, ^i_m, ^i_v)\n"
@@ -114,8 +120,9 @@ int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 15;
     int64_t n = argc > 2 ? atoll(argv[2]) : 262000;
+    const char *only = argc > 3 ? argv[3] : NULL; /* ops whose name contains this */
     if (rounds < 1 || n < 1000 || n % 1000) {
-        fprintf(stderr, "usage: bench_vecwidth [ROUNDS >= 1] [N, a multiple of 1000 (rows of the softmaxes)]\n");
+        fprintf(stderr, "usage: bench_vecwidth [ROUNDS >= 1] [N, a multiple of 1000 (rows of the softmaxes)] [OPS]\n");
         return 2;
     }
     tide_error *err = tide_error_new();
@@ -130,15 +137,16 @@ int main(int argc, char **argv)
              (long long)n, rounds);
     bench_emit("vecwidth.isa", best, "level (0 portable, 1 avx2, 2 avx512)", extra);
     static prepared p[NUM_OPS];
+    bool skip[NUM_OPS];
     for (size_t k = 0; k < NUM_OPS; k++)
-        if (!prepare(e, &OPS[k], n, &p[k], err)) {
+        if (!(skip[k] = only && !strstr(OPS[k].name, only)) && !prepare(e, &OPS[k], n, &p[k], err)) {
             fprintf(stderr, "bench_vecwidth: %s: %s\n", OPS[k].name, tide_error_message(err));
             return 1;
         }
     double *t = calloc(NUM_OPS * NUM_ISAS * (size_t)rounds, sizeof *t);
     for (int r = -1; r < rounds; r++) /* round -1 warms up */
         for (size_t k = 0; k < NUM_OPS; k++)
-            for (int isa = 0; isa <= best; isa++) {
+            for (int isa = 0; isa <= best && !skip[k]; isa++) {
                 tide_cpu_isa_limit((tide_cpu_isa)isa);
                 double s = run_once(&p[k], strncmp(OPS[k].name, "apply", 5) != 0, err);
                 if (s < 0) {
@@ -150,6 +158,8 @@ int main(int argc, char **argv)
             }
     tide_cpu_isa_limit(TIDE_ISA_AVX512);
     for (size_t k = 0; k < NUM_OPS; k++) {
+        if (skip[k])
+            continue;
         double ns[NUM_ISAS];
         for (int isa = 0; isa <= best; isa++) {
             ns[isa] = bench_median(&t[(k * NUM_ISAS + (size_t)isa) * (size_t)rounds], rounds) * 1e9 / (double)n;

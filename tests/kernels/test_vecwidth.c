@@ -3,7 +3,7 @@
  * every vector path forced on and compared with the portable path on the same inputs: random data
  * mixed with edge values (NaN, +-inf, +-0, denormals, the limits of exp's range) at sizes that are not
  * multiples of the vector width: the element-wise ops, the softmaxes, the reductions and the
- * optimizer updates. The variants compute the same operations in the same order (no
+ * optimizer updates; and the random ops' streams. The variants compute the same operations in the same order (no
  * fused multiply-add), so results must be bit-identical (NaN equals NaN). Also the error of the
  * float32 exp, sigmoid and tanh against double-precision libm over the float range, in ulp.
  *
@@ -56,6 +56,8 @@ static bool same_bits(const tide_tensor *a, const tide_tensor *b)
         return false;
     bool f32 = tide_tensor_dtype(a) == TIDE_FLOAT32;
     const char *pa = tide_tensor_data((tide_tensor *)a), *pb = tide_tensor_data((tide_tensor *)b);
+    if (!f32 && tide_tensor_dtype(a) != TIDE_FLOAT64) /* integers: every bit */
+        return memcmp(pa, pb, (size_t)n * tide_dtype_size(tide_tensor_dtype(a))) == 0;
     for (int64_t i = 0; i < n; i++) {
         double x = f32 ? ((const float *)pa)[i] : ((const double *)pa)[i];
         double y = f32 ? ((const float *)pb)[i] : ((const double *)pb)[i];
@@ -110,14 +112,15 @@ static void test_detection_and_caps(void)
 /* ---------------------------------------------------------------- element-wise and row ops */
 
 /* Runs op on inputs at every ISA and checks each output against the portable one. */
-static void compare_op(const char *op, tide_tensor *const *in, int num_in, int num_out, int best)
+static void compare_op_attrs(const char *op, tide_tensor *const *in, int num_in, const tide_attrs *attrs,
+                             int num_out, int best)
 {
     tide_tensor *want[2] = {NULL, NULL}, *got[2] = {NULL, NULL};
     tide_cpu_isa_limit(TIDE_ISA_PORTABLE);
-    CU_ASSERT_EQUAL_FATAL(th_run(op, in, num_in, NULL, want, num_out, NULL), TIDE_OK);
+    CU_ASSERT_EQUAL_FATAL(th_run(op, in, num_in, attrs, want, num_out, NULL), TIDE_OK);
     for (int isa = TIDE_ISA_AVX2; isa <= best; isa++) {
         tide_cpu_isa_limit((tide_cpu_isa)isa);
-        CU_ASSERT_EQUAL_FATAL(th_run(op, in, num_in, NULL, got, num_out, NULL), TIDE_OK);
+        CU_ASSERT_EQUAL_FATAL(th_run(op, in, num_in, attrs, got, num_out, NULL), TIDE_OK);
         for (int k = 0; k < num_out; k++) {
             if (!same_bits(got[k], want[k])) {
                 fprintf(stderr, "%s output %d: %s differs from portable (%lld elements)\n", op, k,
@@ -130,6 +133,11 @@ static void compare_op(const char *op, tide_tensor *const *in, int num_in, int n
     tide_cpu_isa_limit(TIDE_ISA_AVX512);
     for (int k = 0; k < num_out; k++)
         tide_tensor_release(want[k]);
+}
+
+static void compare_op(const char *op, tide_tensor *const *in, int num_in, int num_out, int best)
+{
+    compare_op_attrs(op, in, num_in, NULL, num_out, best);
 }
 
 static void test_unary_ops_match_portable(void)
@@ -199,6 +207,44 @@ static void test_reductions_match_portable(void)
                         tide_tensor_release(x);
                         tide_tensor_release(ax);
                     }
+}
+
+/* The random ops draw the same streams at every ISA (Philox's lanes vectorised): every dtype, seeded,
+ * at sizes that leave partial blocks and partial groups of lanes. */
+static void test_random_streams_match_portable(void)
+{
+    int best = wide_isas();
+    if (!best)
+        return;
+    static const char *const ops[] = {"RandomUniform", "RandomNormal", "TruncatedNormal"};
+    static const tide_dtype dtypes[] = {TIDE_FLOAT32, TIDE_FLOAT64, TIDE_FLOAT16, TIDE_BFLOAT16};
+    for (size_t s = 0; s < NUM_SIZES; s++) {
+        int64_t n = SIZES[s] * 3, one = 1;
+        tide_tensor *shape = th_i64(1, &one, &n);
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
+            for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
+                tide_attrs *a = tide_attrs_new();
+                tide_attrs_set_type(a, "dtype", dtypes[d]);
+                tide_attrs_set_int(a, "seed", 7 + (int64_t)s);
+                tide_attrs_set_int(a, "seed2", 3);
+                compare_op_attrs(ops[o], &shape, 1, a, 1, best);
+                tide_attrs_free(a);
+            }
+        for (int wide = 0; wide < 2; wide++) {
+            int64_t lo = -5, hi = 1000003;
+            int32_t lo32 = -5, hi32 = 1000003;
+            tide_tensor *in[3] = {shape, wide ? th_i64(0, NULL, &lo) : th_i32(0, NULL, &lo32),
+                                  wide ? th_i64(0, NULL, &hi) : th_i32(0, NULL, &hi32)};
+            tide_attrs *a = tide_attrs_new();
+            tide_attrs_set_int(a, "seed", 11);
+            tide_attrs_set_int(a, "seed2", (int64_t)s);
+            compare_op_attrs("RandomUniformInt", in, 3, a, 1, best);
+            tide_attrs_free(a);
+            tide_tensor_release(in[1]);
+            tide_tensor_release(in[2]);
+        }
+        tide_tensor_release(shape);
+    }
 }
 
 /* ---------------------------------------------------------------- optimizer updates */
@@ -399,6 +445,7 @@ int main(void)
         TH_TEST(test_unary_ops_match_portable),
         TH_TEST(test_softmax_ops_match_portable),
         TH_TEST(test_reductions_match_portable),
+        TH_TEST(test_random_streams_match_portable),
         TH_TEST(test_optimizer_updates_match_portable),
         TH_TEST(test_float32_accuracy_against_libm),
         TH_END,
