@@ -322,7 +322,7 @@ static void run_apply(const apply_case *c, tide_dtype dt, int64_t n, int run, ti
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     tide_feed feeds[3];
     for (int k = 0; k < c->num_refs; k++) { /* slots positive: accumulators, mean squares */
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "p%d", k);
         feeds[k] = (tide_feed){{tide_graph_node(g, name), 0}, edge_tensor(dt, 1, &n, k ? 0.01 : -1, 1, false)};
     }
@@ -334,7 +334,7 @@ static void run_apply(const apply_case *c, tide_dtype dt, int64_t n, int run, ti
         tide_tensor_release(gf.value);
     }
     for (int k = 0; k < c->num_refs; k++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "r%d", k);
         tide_output o = {tide_graph_node(g, name), 0};
         out[k] = NULL;
