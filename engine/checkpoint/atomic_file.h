@@ -6,7 +6,8 @@
 
 #include "tide.h"
 
-/* "PATH.tmp-PID", this process's temporary file for path (malloc'd; NULL when out of memory). */
+/* "PATH.tmp-PID@HOST", this process's temporary file for path (HOST: this machine's name, letters,
+ * digits, '.' and '-' of it; malloc'd; NULL when out of memory). */
 char *tide__ckpt_temp_name(const char *path);
 
 /* The directory that holds path (malloc'd; "." for a bare name; NULL when out of memory). */
@@ -15,10 +16,11 @@ char *tide__ckpt_directory_of(const char *path);
 /* fsync of the directory dir, which makes the renames in it durable. */
 tide_status tide__ckpt_fsync_directory(const char *dir, tide_error *err);
 
-/* Deletes dir's temporary files of processes that no longer run: "NAME.npz.tmp-PID" and
- * "checkpoint.tmp-PID" (what a save killed mid-write leaves). Those of this process and of live ones
- * stay (they may be being written). A file that cannot be deleted is reported on stderr; nothing else
- * is touched. Returns how many were deleted. */
+/* Deletes dir's temporary files of processes of this machine that no longer run: "NAME.npz.tmp-PID@HOST"
+ * and "checkpoint.tmp-PID@HOST" (what a save killed mid-write leaves; also without "@HOST", as earlier
+ * versions named them). Those of this process, of live ones and of other machines stay (they may be
+ * being written). A file that cannot be deleted is reported on stderr; nothing else is touched.
+ * Returns how many were deleted. */
 int tide__ckpt_remove_stale_temporaries(const char *dir);
 
 /* How long the phases of the last tide_npz_write in this process took, in nanoseconds (for

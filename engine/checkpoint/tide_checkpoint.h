@@ -17,12 +17,12 @@ extern "C" {
 /* ---------------------------------------------------------------- .npz files */
 
 /* Writes the tensors as NAME.npy entries of a zip (stored, not compressed: numpy.savez's layout) to
- * path atomically: libzip writes the archive into a temporary file beside path ("PATH.tmp-PID",
+ * path atomically: libzip writes the archive into a temporary file beside path ("PATH.tmp-PID@HOST",
  * reading the tensors where they are, in large writes on a writer thread), fsync, rename over path,
  * fsync of the directory. A crash at any point leaves the old file or the new one, complete; the
- * temporary files that killed saves left in path's directory are deleted first (those of processes
- * that no longer run). Names must be unique and non-empty; the dtypes those of .npy (not string,
- * bfloat16). */
+ * temporary files that killed saves left in path's directory are deleted first (those of this
+ * machine's processes that no longer run). Names must be unique and non-empty; the dtypes those of
+ * .npy (not string, bfloat16). */
 tide_status tide_npz_write(const char *path, const char *const *names, tide_tensor *const *tensors, int n,
                            tide_error *err);
 
