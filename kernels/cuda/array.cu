@@ -326,3 +326,58 @@ extern "C" tide_status cuda_gather(tide_kernel_ctx *ctx, void *)
                                  found, (long long)ps->dims[axis], (long long)axis, cuda_shape_str(ps));
     return TIDE_OK;
 }
+
+/* ---------------------------------------------------------------- Reshape, Shape */
+
+/* Reshape: a view of the same GPU memory (the shape, one -1 allowed, read back from the GPU). */
+extern "C" tide_status cuda_reshape(tide_kernel_ctx *ctx, void *)
+{
+    tide_tensor *x = tide_kernel_input(ctx, 0);
+    int64_t dims[TIDE_MAX_RANK];
+    int64_t rank = cuda_read_ints(ctx, tide_kernel_input(ctx, 1), dims, TIDE_MAX_RANK, "shape");
+    if (rank < 0)
+        return tide_kernel_status(ctx);
+    tide_shape shape = {(int)rank, {0}};
+    for (int k = 0; k < rank; k++) {
+        if (dims[k] < -1)
+            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "shape[%d] = %lld: dimensions must be >= 0, or -1 "
+                                     "for the one inferred", k, (long long)dims[k]);
+        shape.dims[k] = dims[k];
+    }
+    tide_error *err = tide_error_new();
+    tide_tensor *view = tide_tensor_reshape(x, &shape, err);
+    tide_status st = view ? TIDE_OK : tide_kernel_error(ctx, tide_error_code(err), "tensor %s: %s",
+                                                        cuda_shape_str(tide_tensor_shape(x)), tide_error_message(err));
+    tide_error_free(err);
+    if (view) {
+        tide_kernel_set_output(ctx, 0, view);
+        tide_tensor_release(view);
+    }
+    return st;
+}
+
+/* Shape: the input's dims (known on the host) copied into a GPU vector of out_type. */
+extern "C" tide_status cuda_shape(tide_kernel_ctx *ctx, void *)
+{
+    const tide_shape *in = tide_tensor_shape(tide_kernel_input(ctx, 0));
+    bool wide = tide_kernel_output_dtype(ctx, 0) == TIDE_INT64;
+    tide_shape out = {1, {in->rank}};
+    tide_tensor *y = tide_kernel_alloc_output(ctx, 0, &out, false);
+    cudaStream_t s = y ? cuda_begin(ctx) : NULL;
+    if (!s || in->rank == 0)
+        return tide_kernel_status(ctx);
+    int64_t d64[TIDE_MAX_RANK];
+    int32_t d32[TIDE_MAX_RANK];
+    for (int k = 0; k < in->rank; k++) {
+        if (!wide && in->dims[k] > INT32_MAX)
+            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "dimension %d of %s does not fit out_type int32", k,
+                                     cuda_shape_str(in));
+        d64[k] = in->dims[k];
+        d32[k] = (int32_t)in->dims[k];
+    }
+    /* host stack memory: copied to staging before cudaMemcpyAsync returns (pageable), and the device's
+     * compute waits for the stream after the kernel anyway */
+    return cuda_check(ctx, cudaMemcpyAsync(tide_tensor_device_pointer(y), wide ? (const void *)d64 : (const void *)d32,
+                                           (size_t)in->rank * (wide ? 8 : 4), cudaMemcpyHostToDevice, s),
+                      "Shape's copy");
+}

@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 /* Raised whenever the table below or the kernel list changes: a module of another version is refused. */
-#define TIDE_CUDA_ABI_VERSION 1
+#define TIDE_CUDA_ABI_VERSION 2
 
 /* Flags of a kernel entry. */
 enum {
@@ -119,7 +119,12 @@ enum {
     X("Transpose", ("T: {float32}"), cuda_transpose, 0)                                                      \
     X("ConcatV2", ("T: {float32}"), cuda_concat, 0)                                                          \
     X("Slice", ("T: {float32}"), cuda_slice, 0)                                                              \
-    X("GatherV2", ("Tparams: {float32}", "Tindices: {int32, int64}"), cuda_gather, 0)
+    X("GatherV2", ("Tparams: {float32}", "Tindices: {int32, int64}"), cuda_gather, 0)                      \
+    /* shapes: Reshape is a view; Shape writes the dims into GPU memory (no tensor crosses to the host) */  \
+    X("Reshape", ("T: {float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8, uint16, bool}"), \
+      cuda_reshape, 0)                                                                                      \
+    X("Shape", ("T: {float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8, uint16, bool}"),   \
+      cuda_shape, 0)
 
 /* What a module's kernel gets besides its context: the per-node state the engine keeps (a Philox
  * generator for TIDE_CUDA_PHILOX entries, else NULL). */
@@ -150,6 +155,10 @@ typedef tide_status (*tide_cuda_kernel_fn)(tide_kernel_ctx *ctx, void *node_stat
     X(bool, tide_tensor_is_exclusive, (const tide_tensor *t), (t))                                          \
     X(void, tide_tensor_release, (tide_tensor *t), (t))                                                     \
     X(tide_tensor *, tide_tensor_reshape, (tide_tensor *t, const tide_shape *s, tide_error *err), (t, s, err)) \
+    X(tide_error *, tide_error_new, (void), ())                                                             \
+    X(void, tide_error_free, (tide_error *e), (e))                                                          \
+    X(const char *, tide_error_message, (const tide_error *e), (e))                                         \
+    X(tide_status, tide_error_code, (const tide_error *e), (e))                                             \
     X(char *, tide_shape_format, (const tide_shape *s, char *buf, size_t size), (s, buf, size))            \
     X(const char *, tide_dtype_name, (tide_dtype dt), (dt))                                                 \
     X(size_t, tide_dtype_size, (tide_dtype dt), (dt))                                                       \

@@ -397,6 +397,16 @@ static void test_data(void)
     COMPARE("GatherV2", gather1, NULL, 1, 0, 0);
     tide_tensor *bad[] = {U(-1, 1, 10, 4), I32(9, 10), I32_SCALAR(0)};
     FAILS("GatherV2", bad, NULL, TIDE_INVALID_ARGUMENT, "[0, 10)");
+    tide_tensor *reshape[] = {U(-1, 1, 2, 3, 4), I32(-1, 4)};
+    COMPARE("Reshape", reshape, NULL, 1, 0, 0);
+    tide_tensor *shape[] = {U(-1, 1, 2, 3, 4)};
+    a = tide_attrs_new();
+    tide_attrs_set_type(a, "out_type", TIDE_INT64);
+    COMPARE("Shape", shape, a, 1, 0, 0);
+    tide_tensor *shape32[] = {U(-1, 1, 5, 1)};
+    COMPARE("Shape", shape32, NULL, 1, 0, 0);
+    tide_tensor *bad_reshape[] = {U(-1, 1, 2, 3), I32(4, -1)};
+    FAILS("Reshape", bad_reshape, NULL, TIDE_INVALID_ARGUMENT, "reshape");
 }
 
 static void test_random(void)
