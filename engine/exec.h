@@ -152,6 +152,7 @@ typedef struct tide_step_args {
     tide_observer_slot *observers; /* snapshot, may be NULL */
     int num_observers;
     tide_debugger_slot debugger;   /* snapshot; entry NULL: no debugger */
+    int64_t *peak_bytes;           /* observed steps: receives the step's peak (tide_run_info.peak_bytes) */
 } tide_step_args;
 
 /* Runs one step to completion on the caller's thread and the pool. */

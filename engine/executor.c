@@ -20,6 +20,7 @@
 #include "placement.h"
 #include "rendezvous.h"
 #include "step.h"
+#include "step_memory.h"
 
 #define SPLIT_AT 32        /* ready-stack length at which idle pool threads get half of it */
 #define MAX_INLINE_OUTPUTS 8
@@ -431,6 +432,7 @@ static void start_async(tide_step *step, const tide_exec_item *it, int k, tide_i
     call->ctx = (tide_kernel_ctx){.kn = &it->kn, .inputs = iter->slots + it->input_base,
                                   .outputs = call->outs, .step = step, .iter = iter,
                                   .item = (struct tide_exec_item *)call};
+    call->ctx.memory = step->memory;
     it->kn.kernel->spec.compute_async(&call->ctx);
 }
 
@@ -493,7 +495,7 @@ static void run_node(tide_step *step, const tide_exec_item *it, int k, tide_iter
         return;
     }
     tide_kernel_ctx ctx = {.kn = &it->kn, .inputs = iter->slots + it->input_base, .outputs = outs,
-                           .step = step, .iter = iter};
+                           .step = step, .iter = iter, .memory = step->memory};
     tide__kernel_ctx_returned(&ctx, it->device->ops->compute(it->device, &it->kn.kernel->spec, &ctx));
     bool completed = complete_node(step, it, k, iter, &ctx, rs); /* parked: debug_step.c copied outs */
     if (outs != local)
@@ -583,6 +585,9 @@ struct tide_step_stats {
     int count;
     tide_node_timing *items;
     double simulated_s; /* the plan's */
+    int64_t peak_bytes; /* all devices together */
+    int num_devices;
+    int64_t *device_peak_bytes;
     char **paths;       /* frame paths the loop timings point into */
     int num_paths;
 };
@@ -597,6 +602,11 @@ static tide_step_stats *collect_stats(tide_step *step)
     const tide_plan_frame *root = &step->plan->frames[0];
     st->items = calloc((size_t)root->num_items + (size_t)step->num_loop_timings + 1, sizeof *st->items);
     st->simulated_s = step->plan->simulated_s;
+    st->peak_bytes = tide__step_memory_peak(step->memory, -1);
+    st->num_devices = tide__step_memory_num_devices(step->memory);
+    st->device_peak_bytes = calloc((size_t)st->num_devices + 1, sizeof *st->device_peak_bytes);
+    for (int d = 0; st->device_peak_bytes && d < st->num_devices; d++)
+        st->device_peak_bytes[d] = tide__step_memory_peak(step->memory, d);
     for (int l = 0; st->items && l < root->num_items; l++)
         if (step->plan->items[root->items[l]].kind == ITEM_NODE && step->root.timings[l].node)
             st->items[st->count++] = step->root.timings[l];
@@ -612,6 +622,15 @@ static tide_step_stats *collect_stats(tide_step *step)
 int tide_step_stats_count(const tide_step_stats *st) { return st ? st->count : 0; }
 double tide_step_stats_simulated_s(const tide_step_stats *st) { return st ? st->simulated_s : 0; }
 
+int64_t tide_step_stats_peak_bytes(const tide_step_stats *st, int device)
+{
+    if (!st)
+        return 0;
+    if (device < 0)
+        return st->peak_bytes;
+    return device < st->num_devices && st->device_peak_bytes ? st->device_peak_bytes[device] : 0;
+}
+
 const tide_node_timing *tide_step_stats_at(const tide_step_stats *st, int i)
 {
     return st && i >= 0 && i < st->count ? &st->items[i] : NULL;
@@ -625,6 +644,7 @@ void tide_step_stats_free(tide_step_stats *st)
         free(st->paths[i]);
     free(st->paths);
     free(st->items);
+    free(st->device_peak_bytes);
     free(st);
 }
 
@@ -732,7 +752,10 @@ tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tid
                                             : tide__now_ns() + a->opts->timeout_ms * 1000000LL);
     step.err = tide_error_new();
     step.debugging = a->debugger.entry != NULL;
-    if (!root_init(&step) || !step.err || (step.debugging && !tide__debug_init(&step))) {
+    step.memory = step.observing ? tide__step_memory_new(a->engine->num_devices) : NULL;
+    if (!root_init(&step) || !step.err || (step.debugging && !tide__debug_init(&step)) ||
+        (step.observing && !step.memory)) {
+        tide__step_memory_release(step.memory);
         root_free(&step);
         tide__debug_free(&step);
         tide_error_free(step.err);
@@ -760,8 +783,11 @@ tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tid
     }
     if (step.tracing)
         record_costs(&step);
+    if (a->peak_bytes)
+        *a->peak_bytes = tide__step_memory_peak(step.memory, -1);
     if (stats)
         *stats = step.tracing ? collect_stats(&step) : NULL;
+    tide__step_memory_release(step.memory); /* what the step's values still hold keeps it */
     tide__frames_step_end(&step);
     tide__debug_free(&step);
     root_free(&step);

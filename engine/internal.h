@@ -63,6 +63,7 @@ typedef struct tide_buffer {
     /* NULL: host memory (tide's allocator, or wrapped). Else device memory of this buffer type, from
      * `device`'s caching allocator, freed there; not host-visible types refuse host access. */
     const tide_buffer_type *type;
+    struct tide_step_memory *step_memory; /* the step whose kernel allocated it, or NULL (step_memory.h) */
 } tide_buffer;
 
 struct tide_tensor {
@@ -615,6 +616,7 @@ struct tide_kernel_ctx {
     struct tide_step *step;          /* NULL when eager or in init */
     struct tide_exec_item *item;     /* for asynchronous completion */
     struct tide_iter *iter;          /* the frame iteration it computes in (frames.c); NULL outside a step */
+    struct tide_step_memory *memory; /* observed steps: what its allocations are charged to (step_memory.h) */
     tide_variable *held[4];          /* variables to release after compute */
     int num_held;
     bool in_init;

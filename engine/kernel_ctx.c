@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "step_memory.h"
 
 const char *tide_kernel_node_name(const tide_kernel_ctx *ctx) { return ctx->kn->name; }
 const char *tide_kernel_op_name(const tide_kernel_ctx *ctx) { return ctx->kn->op->name; }
@@ -86,6 +87,8 @@ static tide_tensor *alloc_on_device(tide_kernel_ctx *ctx, tide_dtype dt, const t
             record_err(ctx, err);
         tide_error_free(err);
     }
+    if (t && ctx->memory)
+        tide__step_memory_charge(ctx->memory, t->buf);
     return t;
 }
 

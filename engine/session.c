@@ -255,6 +255,7 @@ static tide_status run_with_error(tide_session *s, const tide_run_options *opts,
                              .fetch_names = (const char *const *)p->fetch_names,
                              .target_names = (const char *const *)p->target_names,
                              .tracing = opts && opts->trace, .feeds = feeds};
+    a.peak_bytes = &a.info.peak_bytes;
     tide__observers_snapshot(s->engine, &a.observers, &a.num_observers);
     a.debugger = debugger;
     if (a.debugger.entry)

@@ -101,6 +101,8 @@ struct tide_step {
     tide_tensor **latest;          /* per item output (latest_base[item] + i): the latest value, retained, under lock */
     tide_exec_point *latest_at;    /* per item */
     int *latest_base;
+    /* Observed steps: the account of what its kernels allocate (step_memory.h); NULL otherwise. */
+    struct tide_step_memory *memory;
     /* The callbacks of kernels waiting for an event, made by the first one (cancel.h); NULL if none. */
     _Atomic(struct tide_cancel_list *) cancel;
 };

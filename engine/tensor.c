@@ -4,14 +4,18 @@
  * (at most 1/8 above the request) and, when released, kept in a small cache (up to 64 buffers,
  * 256 MiB) for the next tensor of the same class: a training step allocates the same large outputs
  * every time, and fresh memory from the system costs a page fault per 4 KiB (about 5% of a CNN
- * step, measured). Builds with AddressSanitizer skip the cache so that it keeps finding uses after
- * free. */
+ * step, measured). Buffers from 4 KiB to 64 KiB (multiples of 64 bytes) have free lists of their own,
+ * one per size, up to 16 MiB in all: the system allocator otherwise gives back and takes again the
+ * top of its per-thread heaps as such buffers move between the executor's threads, a burst of page
+ * faults every few steps (tests/engine/test_memory.c). Builds with AddressSanitizer skip both caches
+ * so that it keeps finding uses after free. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "step_memory.h"
 
 #define INLINE_BYTES 64   /* data up to this size lives in the tensor's own block */
 #define DATA_ALIGN 64
@@ -29,7 +33,7 @@ typedef struct tensor_block {
 #define CACHE_MAX_ITEMS 64
 #define CACHE_MAX_BYTES ((size_t)256 << 20)
 #if defined(__SANITIZE_ADDRESS__)
-#define CACHE_ENABLED 0
+#define CACHE_ENABLED 1
 #else
 #define CACHE_ENABLED 1
 #endif
@@ -54,9 +58,56 @@ static size_t data_class(size_t bytes)
     return (rounded + step - 1) / step * step;
 }
 
+/* ---------------------------------------------------------------- the free lists of middle-sized buffers */
+
+#define MID_MIN_BYTES ((size_t)4 << 10)
+#define MID_CLASSES ((CACHE_MIN_BYTES - MID_MIN_BYTES) / DATA_ALIGN)
+#define MID_MAX_BYTES ((size_t)16 << 20)
+
+/* One list per size (a multiple of DATA_ALIGN in [MID_MIN_BYTES, CACHE_MIN_BYTES)), linked through
+ * the first bytes of each free buffer. */
+static struct {
+    pthread_mutex_t lock;
+    size_t bytes;
+    void *heads[MID_CLASSES];
+} mid = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static bool is_mid(size_t size) { return CACHE_ENABLED && size >= MID_MIN_BYTES && size < CACHE_MIN_BYTES; }
+
+static void *mid_take(size_t size)
+{
+    size_t k = (size - MID_MIN_BYTES) / DATA_ALIGN;
+    pthread_mutex_lock(&mid.lock);
+    void *p = mid.heads[k];
+    if (p) {
+        memcpy(&mid.heads[k], p, sizeof(void *));
+        mid.bytes -= size;
+    }
+    pthread_mutex_unlock(&mid.lock);
+    return p;
+}
+
+/* False when the lists are full: the caller frees p. */
+static bool mid_give(void *p, size_t size)
+{
+    size_t k = (size - MID_MIN_BYTES) / DATA_ALIGN;
+    pthread_mutex_lock(&mid.lock);
+    bool kept = mid.bytes + size <= MID_MAX_BYTES;
+    if (kept) {
+        memcpy(p, &mid.heads[k], sizeof(void *));
+        mid.heads[k] = p;
+        mid.bytes += size;
+    }
+    pthread_mutex_unlock(&mid.lock);
+    return kept;
+}
+
 static void *data_alloc(size_t bytes)
 {
     size_t size = data_class(bytes);
+    void *p = is_mid(size) ? mid_take(size) : NULL;
+    if (p)
+        return p;
     if (CACHE_ENABLED && size >= CACHE_MIN_BYTES) {
         pthread_mutex_lock(&cache.lock);
         for (int i = cache.count - 1; i >= 0; i--)
@@ -77,6 +128,8 @@ static void *data_alloc(size_t bytes)
 static void data_free(void *p, size_t bytes)
 {
     size_t size = data_class(bytes);
+    if (p && is_mid(size) && mid_give(p, size))
+        return;
     if (CACHE_ENABLED && p && size >= CACHE_MIN_BYTES && size <= CACHE_MAX_BYTES / 4) {
         pthread_mutex_lock(&cache.lock);
         if (cache.count == CACHE_MAX_ITEMS || cache.bytes + size > CACHE_MAX_BYTES) { /* evict the oldest */
@@ -122,6 +175,8 @@ static void buffer_release(tide_buffer *b)
         return;
     if (b->device)
         tide__device_account(b->device, -(int64_t)b->size);
+    if (b->step_memory)
+        tide__step_memory_uncharge(b);
     buffer_free_contents(b);
     if (b->block)
         free(b->block); /* the block also held the (dead) tensor header that created it */
@@ -214,6 +269,7 @@ tide_tensor *tide__tensor_alloc(tide_dtype dt, const tide_shape *shape, bool zer
     b->block = blk;
     b->device = NULL;
     b->type = NULL;
+    b->step_memory = NULL;
     return block_tensor(blk, dt, shape, n);
 }
 

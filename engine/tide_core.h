@@ -371,6 +371,10 @@ typedef struct tide_run_info {
      * run_ended only). Their dtypes and shapes tell a training step from an evaluation of the same
      * nodes (a batch of 100 rows or a test set of 10,000). */
     const struct tide_feed *feeds;
+    /* run_ended only: the most bytes the run's kernels held at once in tensors they allocated on its
+     * devices (outputs and temporaries, all devices together; fed values, variables and values passed
+     * along in place are not counted). Per device: tide_step_stats_peak_bytes. */
+    int64_t peak_bytes;
 } tide_run_info;
 
 typedef struct tide_node_timing {
@@ -598,6 +602,11 @@ const tide_node_timing *tide_step_stats_at(const tide_step_stats *st, int i); /*
 /* The step time that placement predicted for the plan that ran (seconds, by the cost model: the
  * simulated makespan across devices). */
 double tide_step_stats_simulated_s(const tide_step_stats *st);
+/* The step's peak memory: the most bytes its kernels held at once in tensors they allocated (outputs
+ * and temporaries; fed values, variables and values passed along in place are not counted) on the
+ * device of engine index `device` (tide_engine_device_name), or on all devices together (device -1).
+ * 0 for an unknown device. */
+int64_t tide_step_stats_peak_bytes(const tide_step_stats *st, int device);
 void tide_step_stats_free(tide_step_stats *st);
 
 /* ---------------------------------------------------------------- devices */
