@@ -268,6 +268,19 @@ static void print_run(const tide_store_table *t)
     printf("  tensors logged: %s\n", cell(t, "tensors"));
 }
 
+/* The run's peak memory (runs.peak_bytes: NULL in files older than schema 8, or when its end was lost). */
+static void print_peak(const char *path, const char *id)
+{
+    const char *params[] = {id};
+    tide_store_table *t = tide_store_query_named(path, TIDE_STORE_Q_RUN_BRIEF, params, 1, 1, NULL);
+    if (t && tide_store_table_num_rows(t) > 0 && !tide_store_table_is_null(t, 0, 4)) {
+        char bytes[32];
+        format_bytes(strtod(tide_store_table_cell(t, 0, 4), NULL), bytes, sizeof bytes);
+        printf("  peak memory: %s (tensors its kernels allocated, live at once)\n", bytes);
+    }
+    tide_store_table_free(t);
+}
+
 repl_result repl_cmd_run(repl *r, int argc, char **argv)
 {
     int64_t id = 0;
@@ -286,6 +299,7 @@ repl_result repl_cmd_run(repl *r, int argc, char **argv)
     }
     print_run(t);
     int64_t run = strtoll(cell(t, "id"), NULL, 10);
+    print_peak(path, cell(t, "id"));
     bool traced = strcmp(cell(t, "traced"), "1") == 0;
     tide_store_table *slowest = traced ? tide_store_query_slowest_nodes(path, run, SLOWEST_NODES, r->err) : NULL;
     if (!traced)

@@ -92,6 +92,7 @@ static void run_ended(void *user, const tide_run_info *run, tide_status status, 
     r->step = run->step;
     r->u.run.started_at_ns = st_realtime_ns() - wall_ns;
     r->u.run.wall_ns = wall_ns;
+    r->u.run.peak_bytes = run->peak_bytes;
     r->u.run.status = (int)status;
     r->u.run.traced = run->tracing;
     r->u.run.error = status == TIDE_OK ? NULL : st_strdup(message ? message : "");

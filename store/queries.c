@@ -165,8 +165,9 @@ static const named_query queries[] = {
         {"LATEST_GRAPH_SESSION", 0,
          "SELECT session_id FROM graphs WHERE session_id IS NOT NULL ORDER BY id DESC LIMIT 1", 0, NULL},
     [TIDE_STORE_Q_SESSION_EXISTS] = {"SESSION_EXISTS", 1, "SELECT id FROM sessions WHERE id = ?1", 0, NULL},
-    [TIDE_STORE_Q_RUN_BRIEF] = {"RUN_BRIEF", 1, "SELECT session_id, step, wall_ns, traced FROM runs WHERE id = ?1",
-                                0, NULL},
+    [TIDE_STORE_Q_RUN_BRIEF] = {"RUN_BRIEF", 1,
+                                "SELECT session_id, step, wall_ns, traced, peak_bytes FROM runs WHERE id = ?1", 8,
+                                "SELECT session_id, step, wall_ns, traced, NULL AS peak_bytes FROM runs WHERE id = ?1"},
     [TIDE_STORE_Q_SESSION_GRAPH] =
         {"SESSION_GRAPH", 2,
          "SELECT id, version FROM graphs WHERE session_id = ?1 AND (?2 = 0 OR version = ?2) ORDER BY id DESC LIMIT 1",

@@ -126,9 +126,13 @@ static const char migrate_6_to_7[] = "ALTER TABLE node_timings ADD COLUMN frame 
                                      "ALTER TABLE tensors ADD COLUMN frame TEXT;\n"
                                      "ALTER TABLE tensors ADD COLUMN iteration INTEGER;\n";
 
+/* Version 7 -> 8: each run records its peak memory: the most bytes its kernels held at once in the
+ * tensors they allocated (tide_run_info.peak_bytes; NULL for runs logged before, or whose end was lost). */
+static const char migrate_7_to_8[] = "ALTER TABLE runs ADD COLUMN peak_bytes INTEGER;\n";
+
 static const char *const migrations[TIDE_STORE_SCHEMA_VERSION] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3,
                                                                    migrate_3_to_4, migrate_4_to_5, migrate_5_to_6,
-                                                                   migrate_6_to_7};
+                                                                   migrate_6_to_7, migrate_7_to_8};
 
 static tide_status sql_fail(sqlite3 *db, const char *path, const char *what, tide_error *err)
 {

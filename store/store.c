@@ -175,7 +175,7 @@ st_lost_end st_lost_end_of(const st_record *r)
 {
     return (st_lost_end){.run_id = r->run_id, .session = r->session, .step = r->step,
                          .started_at_ns = r->u.run.started_at_ns, .wall_ns = r->u.run.wall_ns,
-                         .status = r->u.run.status, .traced = r->u.run.traced};
+                         .peak_bytes = r->u.run.peak_bytes, .status = r->u.run.status, .traced = r->u.run.traced};
 }
 
 static bool is_run_record(const st_record *r) { return r->kind == ST_RUN_START || r->kind == ST_RUN_END; }

@@ -59,6 +59,7 @@ typedef struct st_record {
         struct { /* ST_RUN_START, ST_RUN_END */
             int64_t started_at_ns; /* CLOCK_REALTIME */
             int64_t wall_ns;
+            int64_t peak_bytes;    /* ST_RUN_END: tide_run_info.peak_bytes */
             int status;
             bool traced;
             bool written_with_start; /* ST_RUN_END: the writer wrote it with its start's row */
@@ -134,7 +135,7 @@ typedef struct st_lineage st_lineage;
 typedef struct st_lost_end {
     uint64_t run_id;
     const void *session;
-    int64_t step, started_at_ns, wall_ns;
+    int64_t step, started_at_ns, wall_ns, peak_bytes;
     int status;
     bool traced;
 } st_lost_end;

@@ -33,8 +33,8 @@ static const char *const sql[Q_COUNT] = {
     [Q_ROLLBACK] = "ROLLBACK",
     [Q_SESSION] = "INSERT INTO sessions(label, threads, devices) VALUES (?, ?, ?)",
     [Q_RUN] = "INSERT INTO runs(session_id, step, run_id, started_at_ns, wall_ns, status, error, feeds, "
-              "fetches, targets, traced, feed_shapes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    [Q_RUN_END] = "UPDATE runs SET wall_ns = ?, status = ?, error = ? WHERE id = ?",
+              "fetches, targets, traced, feed_shapes, peak_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    [Q_RUN_END] = "UPDATE runs SET wall_ns = ?, status = ?, error = ?, peak_bytes = ? WHERE id = ?",
     [Q_TIMING] = "INSERT INTO node_timings(run_id, node, op, device, thread, scheduled_ns, start_ns, end_ns, "
                  "output_bytes, shapes, frame, iteration) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [Q_TENSOR] = "INSERT INTO tensors(run_id, step, node, output, dtype, shape, min, max, mean, std, "
@@ -209,7 +209,7 @@ static void bind_id(sqlite3_stmt *st, int i, int64_t id)
 typedef struct run_fields {
     const void *session;
     uint64_t run_id;
-    int64_t step, started_at_ns, wall_ns;
+    int64_t step, started_at_ns, wall_ns, peak_bytes;
     int status;
     bool ended, traced;
     const char *error, *feeds, *fetches, *targets, *feed_shapes;
@@ -226,6 +226,7 @@ static bool insert_run(writer *w, const run_fields *f)
         sqlite3_bind_int64(st, 5, f->wall_ns);
         sqlite3_bind_int(st, 6, f->status);
         bind_text(st, 7, f->error);
+        sqlite3_bind_int64(st, 13, f->peak_bytes);
     }
     bind_text(st, 8, f->feeds);
     bind_text(st, 9, f->fetches);
@@ -235,14 +236,17 @@ static bool insert_run(writer *w, const run_fields *f)
     return done(w, st, "inserting a run");
 }
 
-static bool update_run_end(writer *w, int64_t row, int64_t wall_ns, int status, const char *error)
+/* wall_ns and peak_bytes < 0: unknown (NULL). */
+static bool update_run_end(writer *w, int64_t row, int64_t wall_ns, int64_t peak_bytes, int status, const char *error)
 {
     sqlite3_stmt *st = stmt(w, Q_RUN_END);
     if (wall_ns >= 0)
         sqlite3_bind_int64(st, 1, wall_ns);
     sqlite3_bind_int(st, 2, status);
     bind_text(st, 3, error);
-    sqlite3_bind_int64(st, 4, row);
+    if (peak_bytes >= 0)
+        sqlite3_bind_int64(st, 4, peak_bytes);
+    sqlite3_bind_int64(st, 5, row);
     return done(w, st, "updating a run");
 }
 
@@ -250,7 +254,7 @@ static run_fields fields_of(const st_record *r, bool ended)
 {
     return (run_fields){.session = r->session, .run_id = r->run_id, .step = r->step,
                         .started_at_ns = r->u.run.started_at_ns, .wall_ns = r->u.run.wall_ns,
-                        .status = r->u.run.status, .ended = ended, .traced = r->u.run.traced,
+                        .peak_bytes = r->u.run.peak_bytes, .status = r->u.run.status, .ended = ended, .traced = r->u.run.traced,
                         .error = r->u.run.error, .feeds = r->u.run.feeds, .fetches = r->u.run.fetches,
                         .targets = r->u.run.targets, .feed_shapes = r->u.run.feed_shapes};
 }
@@ -294,7 +298,7 @@ static bool write_run_end(writer *w, st_record *r)
         run_fields f = fields_of(r, true);
         return insert_run(w, &f);
     }
-    if (!update_run_end(w, w->runs.v[i].row, r->u.run.wall_ns, r->u.run.status, r->u.run.error))
+    if (!update_run_end(w, w->runs.v[i].row, r->u.run.wall_ns, r->u.run.peak_bytes, r->u.run.status, r->u.run.error))
         return false;
     run_remove(&w->runs, i);
     return true;
@@ -313,10 +317,11 @@ static bool write_late_ends(writer *w)
         const char *error = e->end.status == TIDE_OK ? NULL : ERROR_LOST_MESSAGE;
         bool ok;
         if (e->row) {
-            ok = update_run_end(w, e->row, e->end.wall_ns, e->end.status, error);
+            ok = update_run_end(w, e->row, e->end.wall_ns, e->end.peak_bytes, e->end.status, error);
         } else {
             run_fields f = {.session = e->end.session, .run_id = e->run_id, .step = e->end.step,
                             .started_at_ns = e->end.started_at_ns, .wall_ns = e->end.wall_ns,
+                            .peak_bytes = e->end.peak_bytes,
                             .status = e->end.status, .ended = true, .traced = e->end.traced, .error = error};
             ok = insert_run(w, &f);
         }
@@ -334,7 +339,7 @@ static int64_t mark_unknown_ends(writer *w)
     int64_t n = 0;
     for (int i = 0; i < w->runs.n; i++)
         if (w->runs.v[i].row && !w->runs.v[i].ended)
-            n += update_run_end(w, w->runs.v[i].row, -1, STATUS_UNKNOWN, ERROR_LOST_END);
+            n += update_run_end(w, w->runs.v[i].row, -1, -1, STATUS_UNKNOWN, ERROR_LOST_END);
     return n;
 }
 

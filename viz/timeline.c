@@ -28,8 +28,8 @@ typedef struct tl_transfer {
 } tl_transfer;
 
 typedef struct tl_run {
-    int64_t id, session, step, wall_ns;
-    bool has_wall, traced;
+    int64_t id, session, step, wall_ns, peak_bytes;
+    bool has_wall, traced, has_peak;
     tide_store_table *rows;
     tide_store_table *iterations; /* frame, iteration per row (NULL: none known) */
     int num_rows;
@@ -207,6 +207,8 @@ static tide_status load_run(const char *db_path, int64_t id, tl_run *r, tide_err
         r->wall_ns = vz_cell_int(t, 0, 2);
         r->has_wall = !tide_store_table_is_null(t, 0, 2);
         r->traced = vz_cell_int(t, 0, 3) != 0;
+        r->peak_bytes = vz_cell_int(t, 0, 4);
+        r->has_peak = !tide_store_table_is_null(t, 0, 4);
     }
     tide_store_table_free(t);
     if (!found)
@@ -277,6 +279,11 @@ static void run_json(tide_json *j, const tl_run *r)
         tide_json_null(j);
     tide_json_key(j, "traced");
     tide_json_bool(j, r->traced);
+    tide_json_key(j, "peak_bytes");
+    if (r->has_peak)
+        tide_json_int(j, r->peak_bytes);
+    else
+        tide_json_null(j);
     tide_json_key(j, "lanes");
     tide_json_begin_array(j);
     for (int i = 0; i < r->num_lanes; i++) {
@@ -536,6 +543,10 @@ char *tide_viz_chrome_trace(const char *db_path, int64_t run, size_t *len, tide_
     tide_json_int(&j, r.id);
     tide_json_key(&j, "step");
     tide_json_int(&j, r.step);
+    if (r.has_peak) { /* the step's peak memory (runs.peak_bytes) */
+        tide_json_key(&j, "peak_bytes");
+        tide_json_int(&j, r.peak_bytes);
+    }
     tide_json_end_object(&j);
     tide_json_end_object(&j);
     tl_run_free(&r);

@@ -168,6 +168,8 @@ def test_session(tmp):
 
     # :run
     has(":run of a traced run: header", r"^run 11: step 10 of session 1, OK, [\d.]+ ms, started ", out("run_traced"))
+    has(":run shows the step's peak memory", r"^  peak memory: [1-9][\d.]* (bytes|KiB|MiB) \(tensors its kernels allocated",
+        out("run_plain"))
     has(":run of a traced run: the slowest nodes", r"traced: \d+ nodes timed; the slowest:\n"
         r"node\s+op\s+device\s+thread\s+time_us\s+pct_of_wall\n", out("run_traced"))
     slow = re.findall(r"^(\S+)\s+(\w+)\s+/cpu:0\s+-?\d+\s+([\d.]+)\s+([\d.]+)$", out("run_traced"), re.M)
@@ -217,7 +219,7 @@ def test_session(tmp):
     has(":sql -w 8: cells clipped at 8", r"^a lon\.\.\.  7$", out("sql_narrow"))
     has(":sql -w with a bad width: usage", r"^usage: :sql \[-w N\] QUERY", err("sql_bad_width"))
     check("the refused writes changed nothing", not os.path.exists(os.path.join(tmp, "other.db")) and
-          db_rows(log, "PRAGMA user_version")[0][0] == 7, "")  # schema version 7 (store/store.h)
+          db_rows(log, "PRAGMA user_version")[0][0] == 8, "")  # schema version 8 (store/store.h)
 
     # :watch, :unwatch
     has(":watch W", r"^watching W: ", out("watch_list"))

@@ -258,8 +258,8 @@ static const char schema_v1_file[] =
     "PRAGMA user_version = 1;";
 
 /* Every earlier version migrates: version 1 gains tensors.kind and the summaries table (2), then
- * node_timings.shapes (3), graph_nodes (4), a wider name index (5), then runs.feed_shapes (6, NULL in the
- * old rows), and keeps its rows; the migrated file takes new records. */
+ * node_timings.shapes (3), graph_nodes (4), a wider name index (5), runs.feed_shapes (6, NULL in the
+ * old rows), loop frames (7), then runs.peak_bytes (8, NULL in the old rows), and keeps its rows; the migrated file takes new records. */
 static void test_version1_migrates(void)
 {
     temp_db_new("tide-store");
@@ -278,6 +278,7 @@ static void test_version1_migrates(void)
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM pragma_table_info('tensors') WHERE name IN "
                               "('frame', 'iteration')"), 2);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE run_id = 7 AND feed_shapes IS NULL"), 1);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE run_id = 7 AND peak_bytes IS NULL"), 1);
     ASSERT_TEXT(db, "SELECT label FROM sessions WHERE id = 1", "old");
     ASSERT_TEXT(db, "SELECT kind FROM tensors WHERE node = 'loss'", "watched");
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM summaries"), 0);
@@ -355,6 +356,10 @@ static void test_runs_logged(void)
                               "AND traced = 0"),
                     4);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(DISTINCT run_id) FROM runs"), 4);
+    /* Each run's peak memory: m = a·a is the one tensor its kernels allocate (2×2 float32), y = m + a
+     * is computed in place (m dies with it); the failed run allocated nothing. */
+    ASSERT_TEXT(db, "SELECT group_concat(peak_bytes, ',') FROM (SELECT peak_bytes FROM runs ORDER BY id)",
+                "16,16,16,0");
 
     /* the graph version logged by the caller, before any run */
     char *text = tide_graph_to_text(f.g, NULL);

@@ -470,7 +470,8 @@ static void test_chrome_trace(void)
                        "len([e for e in d[\"traceEvents\"] if e[\"ph\"] == \"f\" and e[\"bp\"] == \"e\"]) and "
                        "all(e[\"dur\"] >= 0 and e[\"ts\"] >= 0 and \"op\" in e[\"args\"] and \"bytes\" in e[\"args\"] "
                        "for e in d[\"traceEvents\"] if e[\"ph\"] == \"X\") and "
-                       "any(e[\"name\"] == \"sum\" for e in d[\"traceEvents\"] if e[\"ph\"] == \"X\")"));
+                       "any(e[\"name\"] == \"sum\" for e in d[\"traceEvents\"] if e[\"ph\"] == \"X\") and "
+                       "d[\"otherData\"][\"peak_bytes\"] > 0")); /* the step's peak memory (runs.peak_bytes) */
     free(json);
 }
 

@@ -148,7 +148,8 @@
     let y = AXIS_H;
     maxT = 1;
     for (const r of data.runs) {
-      rows.push({kind: 'run', y, run: r, label: 'run ' + r.id + ' · step ' + r.step + ' · ' + fmtUs(r.wall_us)});
+      rows.push({kind: 'run', y, run: r, label: 'run ' + r.id + ' · step ' + r.step + ' · ' + fmtUs(r.wall_us) +
+                 (r.peak_bytes != null ? ' · peak ' + tide.fmtBytes(r.peak_bytes) : '')});
       y += RUN_H;
       const depth = stack(r);
       r.lanes.forEach((l, i) => {
