@@ -367,7 +367,7 @@ static tide_status adopt_outputs(tide_device *d, tide_kernel_ctx *ctx)
             return st;
         }
         tide_error_free(err);
-        tide__step_memory_charge(ctx->memory, moved->buf);
+        tide__step_memory_charge(tide__step_memory_of(ctx->step), moved->buf);
         memcpy(moved->buf->data, (const char *)t->buf->data + t->offset, tide_tensor_byte_size(t));
         tide_tensor_release(t);
         ctx->outputs[i] = moved;

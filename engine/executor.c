@@ -68,6 +68,11 @@ bool tide__step_cancelled(struct tide_step *step)
     return should_skip(step);
 }
 
+struct tide_step_memory *tide__step_memory_of(struct tide_step *step)
+{
+    return step ? step->memory : NULL;
+}
+
 uint64_t tide__step_run_id(struct tide_step *step)
 {
     return step->args->info.run_id;
@@ -432,7 +437,6 @@ static void start_async(tide_step *step, const tide_exec_item *it, int k, tide_i
     call->ctx = (tide_kernel_ctx){.kn = &it->kn, .inputs = iter->slots + it->input_base,
                                   .outputs = call->outs, .step = step, .iter = iter,
                                   .item = (struct tide_exec_item *)call};
-    call->ctx.memory = step->memory;
     it->kn.kernel->spec.compute_async(&call->ctx);
 }
 
@@ -495,7 +499,7 @@ static void run_node(tide_step *step, const tide_exec_item *it, int k, tide_iter
         return;
     }
     tide_kernel_ctx ctx = {.kn = &it->kn, .inputs = iter->slots + it->input_base, .outputs = outs,
-                           .step = step, .iter = iter, .memory = step->memory};
+                           .step = step, .iter = iter};
     tide__kernel_ctx_returned(&ctx, it->device->ops->compute(it->device, &it->kn.kernel->spec, &ctx));
     bool completed = complete_node(step, it, k, iter, &ctx, rs); /* parked: debug_step.c copied outs */
     if (outs != local)

@@ -616,7 +616,6 @@ struct tide_kernel_ctx {
     struct tide_step *step;          /* NULL when eager or in init */
     struct tide_exec_item *item;     /* for asynchronous completion */
     struct tide_iter *iter;          /* the frame iteration it computes in (frames.c); NULL outside a step */
-    struct tide_step_memory *memory; /* observed steps: what its allocations are charged to (step_memory.h) */
     tide_variable *held[4];          /* variables to release after compute */
     int num_held;
     bool in_init;

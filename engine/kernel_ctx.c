@@ -87,8 +87,8 @@ static tide_tensor *alloc_on_device(tide_kernel_ctx *ctx, tide_dtype dt, const t
             record_err(ctx, err);
         tide_error_free(err);
     }
-    if (t && ctx->memory)
-        tide__step_memory_charge(ctx->memory, t->buf);
+    if (t && ctx->step) /* an observed step's account (not part of the context: the per-node path stays as it was) */
+        tide__step_memory_charge(tide__step_memory_of(ctx->step), t->buf);
     return t;
 }
 

@@ -1,5 +1,5 @@
 /* step_memory.h — what one step's kernels hold in memory (step_memory.c). The executor makes an account
- * per observed step and hands it to each kernel's context; every tensor a kernel allocates on its
+ * per observed step, which the kernels' contexts find through their step; every tensor a kernel allocates on its
  * device through the context (outputs, temporaries: tide_kernel_alloc_output, forward_or_alloc) is
  * charged to it, per device and in total, and the buffer keeps the account until it is freed, on
  * whatever thread and whenever that is (a fetched value outlives its step: the account lives until its
@@ -22,6 +22,9 @@ void tide__step_memory_release(tide_step_memory *m);
  * back to its account. m NULL, or a buffer of no device: nothing. */
 void tide__step_memory_charge(tide_step_memory *m, struct tide_buffer *b);
 void tide__step_memory_uncharge(struct tide_buffer *b);
+/* The account of a step (executor.c): NULL when the step is not observed, or step is NULL. */
+struct tide_step;
+tide_step_memory *tide__step_memory_of(struct tide_step *step);
 /* The peak of one device (its engine index), or of all devices together (device -1); 0 for m NULL. */
 int64_t tide__step_memory_peak(const tide_step_memory *m, int device);
 int tide__step_memory_num_devices(const tide_step_memory *m);
