@@ -138,12 +138,14 @@ static void test_observers_get_the_peak(void)
     tide_graph_free(g);
 }
 
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 static long minor_faults(void)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_minflt;
 }
+#endif
 
 #define WARM_UP_STEPS 10
 #define STEADY_STEPS 30
