@@ -203,6 +203,34 @@ DEFINE_MICROKERNELS(double, vec_f64, f64)
 DEFINE_MICROKERNELS(float, vec16_f32, p32)
 DEFINE_MICROKERNELS(double, vec16_f64, p64)
 
+/* DEFINE_WIDE_FILTER(T, V, SFX): filt4_rows_SFX, the filter-like kernel over FOUR vectors of
+ * channels (64 float32 with AVX-512, used when cout is past one block of two): 4*R accumulators
+ * (24 of the 32 zmm registers), so each broadcast of the canvas feeds four FMAs instead of two (per
+ * pixel: 4 vector loads of dy and R broadcasts for 4*R FMAs). The CNN layer's backprop-filter, in
+ * interleaved runs against AVX2 on the loaded machine: 1.84x -> 1.90x AVX2's speed. The same for the
+ * forward kernel measured no gain (1.94x -> 1.92x), so it has none. */
+#define DEFINE_WIDE_FILTER(T, V, SFX)                                                            \
+    INLINE void filt4_rows_##SFX(const int R, const T *const *pix, int64_t npix, int64_t off,    \
+                                 const T *dy, int64_t dstride, T *acc_mem)                       \
+    {                                                                                            \
+        V acc[MR][4];                                                                            \
+        _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                                      \
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)                                  \
+                acc[r][v] = *(const V *)(acc_mem + (r * 4 + v) * VL_##SFX);                      \
+        for (int64_t p = 0; p < npix; p++, dy += dstride) {                                      \
+            const T *a = pix[p] + off;                                                           \
+            V d[4];                                                                              \
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) d[v] = *(const V *)(dy + v * VL_##SFX); \
+            _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                                  \
+                _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[r][v] += a[r] * d[v];    \
+        }                                                                                        \
+        _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                                      \
+            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)                                  \
+                *(V *)(acc_mem + (r * 4 + v) * VL_##SFX) = acc[r][v];                            \
+    }
+DEFINE_WIDE_FILTER(float, vec64_f32, z32)
+DEFINE_WIDE_FILTER(double, vec64_f64, z64)
+
 /* The entry points take R at run time and switch to the compile-time instances. */
 typedef void (*fwd_block_fn)(int R, const void *const *rows, const conv_piece *pieces, int npieces,
                              const void *w, void *out, int64_t ostride, bool accumulate);
@@ -221,6 +249,7 @@ typedef void (*filt_block_fn)(int R, const void *const *pix, int64_t npix, int64
 #define FWD_CALL(K, R) fwd_rows_##K(R, (const void *)rows, pieces, npieces, w, out, ostride, accumulate)
 #define DOT_CALL(K, R) dot_rows_##K(R, (const void *)rows, pieces, npieces, w, out, ostride, accumulate)
 #define FILT_CALL(K, R) filt_rows_##K(R, (const void *)pix, npix, off, dy, dstride, acc)
+#define FILT4_CALL(K, R) filt4_rows_##K(R, (const void *)pix, npix, off, dy, dstride, acc)
 
 /* The entry points of the micro-kernels with suffix K, compiled with function attributes ATTR. */
 #define DEFINE_ENTRY_POINTS(K, ATTR)                                                             \
@@ -249,6 +278,16 @@ DEFINE_ENTRY_POINTS(f32, AVX2_FN)
 DEFINE_ENTRY_POINTS(f64, AVX2_FN)
 DEFINE_ENTRY_POINTS(z32, AVX512_FN)
 DEFINE_ENTRY_POINTS(z64, AVX512_FN)
+AVX512_FN static void filt4_block_z32(int R, const void *const *pix, int64_t npix, int64_t off, const void *dy,
+                                      int64_t dstride, void *acc)
+{
+    SWITCH_ROWS(R, FILT4_CALL, z32)
+}
+AVX512_FN static void filt4_block_z64(int R, const void *const *pix, int64_t npix, int64_t off, const void *dy,
+                                      int64_t dstride, void *acc)
+{
+    SWITCH_ROWS(R, FILT4_CALL, z64)
+}
 #endif
 
 /* What the drivers need to know about a dtype. */
@@ -258,6 +297,7 @@ typedef struct conv_type {
     fwd_block_fn fwd;
     fwd_block_fn dot; /* the narrow variant: one output channel, vectors along k */
     filt_block_fn filt;
+    filt_block_fn filt_wide; /* over 2 * vb channels (AVX-512), or NULL */
 } conv_type;
 
 /* The micro-kernel families, best last. */
@@ -297,7 +337,8 @@ static conv_type type_of(tide_dtype dt)
         return (conv_type){.esize = esize, .vb = 2 * (f32 ? VL_z32 : VL_z64),
                            .fwd = f32 ? fwd_block_z32 : fwd_block_z64,
                            .dot = f32 ? dot_block_z32 : dot_block_z64,
-                           .filt = f32 ? filt_block_z32 : filt_block_z64};
+                           .filt = f32 ? filt_block_z32 : filt_block_z64,
+                           .filt_wide = f32 ? filt4_block_z32 : filt4_block_z64};
     case CONV_AVX2:
         return (conv_type){.esize = esize, .vb = 2 * (f32 ? VL_f32 : VL_f64),
                            .fwd = f32 ? fwd_block_f32 : fwd_block_f64,
@@ -328,6 +369,7 @@ typedef struct conv_job {
     int64_t canvas_w, k_total;
     int64_t vb, cblocks; /* output channels per block (ty.vb, or 1 when narrow), blocks */
     fwd_block_fn block;  /* forward-like: ty.fwd, or ty.dot when narrow */
+    filt_block_fn filt;  /* filter gradient: ty.filt, or ty.filt_wide (vb = 2 * ty.vb) */
     int64_t tile_rows, tiles; /* output rows per tile, tiles per image */
     conv_piece *pieces;
     int npieces;
@@ -369,8 +411,10 @@ static bool job_prepare(conv_job *j, int64_t min_units, bool forward_like)
     j->canvas_w = (j->out_w - 1) * j->stride_w + (j->kw - 1) * j->dil_w + 1;
     j->k_total = j->kh * j->kw * j->cin;
     const bool narrow = forward_like && j->cout * 4 <= j->ty.vb;
-    j->vb = narrow ? 1 : j->ty.vb;
+    const bool wide = !forward_like && j->ty.filt_wide && j->cout > j->ty.vb;
+    j->vb = narrow ? 1 : wide ? 2 * j->ty.vb : j->ty.vb;
     j->block = narrow ? j->ty.dot : j->ty.fwd;
+    j->filt = wide ? j->ty.filt_wide : j->ty.filt;
     j->cblocks = (j->cout + j->vb - 1) / j->vb;
     const int64_t bytes_per_k = j->vb * (int64_t)j->ty.esize;
     const int64_t chunk_k = max64(MR, (bytes_per_k > 64 ? CHUNK_BYTES_WIDE : CHUNK_BYTES) / bytes_per_k);
@@ -595,7 +639,7 @@ static void filter_unit(const conv_job *j, conv_scratch *s, int64_t unit, char *
             for (int i = 0; i < j->npieces; i++) {
                 const conv_piece *pc = &j->pieces[i];
                 for (int64_t r = 0; r < pc->len; r += MR)
-                    j->ty.filt((int)min64(MR, pc->len - r), s->pix + p0, count, pc->off + r, dyb,
+                    j->filt((int)min64(MR, pc->len - r), s->pix + p0, count, pc->off + r, dyb,
                                dstride, accb + (size_t)((pc->k0 + r) * j->vb) * es);
             }
         }
