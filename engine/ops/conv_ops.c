@@ -561,8 +561,8 @@ static void register_conv_ops(void)
                "kh, kw, c of input[n, i*sh + kh*dh - pad_top, j*sw + kw*dw - pad_left, c] * "
                "filter[kh, kw, c, o], with zeros outside the input. " CONV_ATTR_DOC
                "Malformed attrs fail at graph time; differing depths or a filter larger than a "
-               "VALID input are INVALID_ARGUMENT naming both shapes. float32 runs a direct AVX2/FMA "
-               "kernel (no im2col) on CPUs that have it.",
+               "VALID input are INVALID_ARGUMENT naming both shapes. The CPU kernels are direct (no "
+               "im2col), with AVX-512 or AVX2/FMA micro-kernels chosen at run time by what the CPU has.",
         .tf_differences = CONV_TF_DIFFERENCES,
     });
     tide_op_register(&(tide_op_spec){
