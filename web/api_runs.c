@@ -21,10 +21,10 @@ static void server_json(web_request *rq, char *buf, size_t size)
     web_guard_counts_get(rq->w->guard, &c);
     const web_limits *l = &rq->w->limits;
     snprintf(buf, size,
-             "{\"connections\":%" PRId64 ",\"accepted\":%" PRId64 ",\"refused\":%" PRId64 ",\"evicted\":%" PRId64
+             "{\"connections\":%" PRId64 ",\"in_header\":%" PRId64 ",\"accepted\":%" PRId64 ",\"refused\":%" PRId64 ",\"evicted\":%" PRId64
              ",\"timed_out\":%" PRId64 ",\"max_connections\":%d,\"max_per_address\":%d,\"header_timeout_ms\":%"
              PRId64 ",\"reply_timeout_ms\":%" PRId64 "}",
-             c.open, c.accepted, c.refused, c.evicted, c.timed_out, l->max_connections, l->max_per_address,
+             c.open, c.in_header, c.accepted, c.refused, c.evicted, c.timed_out, l->max_connections, l->max_per_address,
              l->header_timeout_ms, l->reply_timeout_ms);
 }
 

@@ -370,6 +370,9 @@ void web_guard_counts_get(web_guard *g, web_guard_counts *out)
 {
     pthread_mutex_lock(&g->lock);
     *out = g->counts;
+    out->in_header = 0;
+    for (const struct web_conn *c = g->head; c; c = c->next)
+        out->in_header += !c->shut && c->state == CONN_HEADERS;
     pthread_mutex_unlock(&g->lock);
 }
 

@@ -44,6 +44,7 @@ typedef struct web_limits {
 
 typedef struct web_guard_counts {
     int64_t open;      /* connections open now */
+    int64_t in_header; /* of them, in the middle of a request's header (its request line seen) */
     int64_t accepted;  /* since the start */
     int64_t refused;   /* new connections refused: every other one was busy with a request */
     int64_t evicted;   /* closed to make room for a new one */

@@ -5,8 +5,9 @@ Usage: web_abuse.py TIDE. Serves a small run log with `tide serve` and checks: n
 while 150 connections trickle header lines and 50 sit idle on the same address, and while 300 are held
 from ten other addresses; the header deadline (a trickled request gets 408, an idle connection is closed,
 keep-alive still works); the limits per address and in all (the connection that waited longest is
-closed to make room: silently when idle, with 503 in the middle of its header; never one whose
-whole request arrived unread while the server was behind); the request checks (a raw
+closed to make room, and only that one: silently when idle, with 503 in the middle of its header; never
+one whose whole request arrived unread while the server was behind; the test opens each connection once
+the server registered the one before, and checks the one the server registered first is closed); the request checks (a raw
 NUL byte in the URI, two Content-Length headers, Content-Length with Transfer-Encoding: 400, and nothing
 smuggled after them); a log deleted while served (500 naming it). Prints one line per failed check;
 exits 1 if any."""
@@ -203,11 +204,51 @@ def check_request_arrived_kept(p, port):
           answers == [b"HTTP/1.1 200"] * 3, answers)
 
 
+class ServerView:
+    """What the server has registered: /api/status's count of open connections, read on a keep-alive
+    connection from an address of its own (it counts itself)."""
+
+    def __init__(self, port, source="127.0.0.30"):
+        self.c = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
+
+    def connections(self, count="connections"):
+        self.c.request("GET", "/api/status")
+        r = self.c.getresponse()
+        return json.loads(r.read())["server"][count]
+
+    def wait_for(self, want, count="connections", seconds=10.0):
+        """Polls until the server's count is `want` (its connections include this one); the last count."""
+        end, got = time.monotonic() + seconds, self.connections(count)
+        while got != want and time.monotonic() < end:
+            time.sleep(0.01)
+            got = self.connections(count)
+        return got
+
+    def close(self):
+        self.c.close()
+
+
+def open_in_order(port, view, sources):
+    """Connections from sources, each opened once the server registered the one before. The server orders
+    connections by when it registers them; a loaded server takes several from its queue at once, on
+    several threads, in no defined order, and a connection taken but not yet registered is not counted
+    against the limits yet (the CI flake of "the oldest idle one was closed": [False, True, True]). So the
+    test makes the order its own: what the server promises is the order it registered, and each check
+    below still fails when it closes another connection, or two."""
+    socks = []
+    ordered = view.wait_for(1) == 1  # nothing else of the test is open
+    for src in sources:
+        socks.append(connect(port, src))
+        ordered = view.wait_for(1 + len(socks)) == 1 + len(socks) and ordered
+    check("(the server registered the test's connections one by one)", ordered, view.connections())
+    return socks
+
+
 def test_limits(tide_log):
     p, port = start_server([tide_log, "--max-per-address", "4", "--max-connections", "8"])
+    view = ServerView(port)
     try:
-        idle = [connect(port) for _ in range(4)]
-        time.sleep(0.2)
+        idle = open_in_order(port, view, ["127.0.0.1"] * 4)
         st, _, _ = get(port, "/api/status")
         check("a fifth connection from one address is served", st == 200, st)
         closed, _ = closed_within(idle[0], 1.0)
@@ -216,29 +257,34 @@ def test_limits(tide_log):
         check("...and only that one", still == [True, True, True], still)
         for s in idle:
             s.close()
-        time.sleep(0.3)
-        partial = [connect(port) for _ in range(4)]
-        for s in partial:
+        partial = open_in_order(port, view, ["127.0.0.1"] * 4)
+        for s in partial:  # (one in the middle of its header goes first: the server must have read them all)
             s.sendall(b"GET /api/status HTTP/1.1\r\n")
-            time.sleep(0.05)
+        got = view.wait_for(4, "in_header")
+        check("(the server read the four request lines)", got == 4, got)
         st, _, _ = get(port, "/api/status")
         closed, got = closed_within(partial[0], 2.0)
         check("a connection closed in the middle of its header gets 503", st == 200 and closed and
               got.startswith(b"HTTP/1.1 503 ") and b"Retry-After: 1" in got, (st, got[:200]))
+        still = [not closed_within(s, 0.05)[0] for s in partial[1:]]
+        check("...and only that one", still == [True, True, True], still)
         for s in partial:
             s.close()
-        time.sleep(0.3)
-        others = [connect(port, "127.0.0.%d" % k) for k in range(2, 10)]
-        time.sleep(0.2)
+        # seven addresses and the view's: 8 connections in all; the probe's is one too many
+        others = open_in_order(port, view, ["127.0.0.%d" % k for k in range(2, 9)])
         st, _, _ = get(port, "/api/status", source="127.0.0.20")
         closed, _ = closed_within(others[0], 1.0)
         check("over max-connections: served, the oldest idle connection of any address closed", st == 200 and closed,
               (st, closed))
+        still = [not closed_within(s, 0.05)[0] for s in others[1:]]
+        check("...and only that one", still == [True] * 6, still)
         for s in others:
             s.close()
+        view.close()
         time.sleep(0.3)
         check_request_arrived_kept(p, port)
     finally:
+        view.close()
         stop_server(p)
     for args in (["--max-connections", "0"], ["--max-per-address", "x"], ["--header-timeout", "0"],
                  ["--header-timeout", "-1"]):
