@@ -27,6 +27,17 @@ tide_engine *th_engine(void)
     return engine;
 }
 
+tide_engine *th_engine_new(const tide_engine_options *o)
+{
+    tide_error *err = tide_error_new();
+    tide_engine *e = tide_engine_new(o, err);
+    if (!e)
+        fprintf(stderr, "engine: %s\n", tide_error_message(err));
+    tide_error_free(err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    return e;
+}
+
 tide_tensor *th_tensor(tide_dtype dt, int rank, const int64_t *dims, const void *data)
 {
     tide_shape s = tide_shape_make(rank, dims);

@@ -12,6 +12,9 @@
 
 /* The process-wide engine (2 threads, 1 CPU device), created on first use. */
 tide_engine *th_engine(void);
+/* A new engine with options o, for the caller to free. When it cannot be made, the engine's message is
+ * printed and the test fails at once (a fatal assertion). */
+tide_engine *th_engine_new(const tide_engine_options *o);
 
 /* Tensors from C arrays; dims may be NULL when rank is 0. Abort the test process on OOM only. */
 tide_tensor *th_tensor(tide_dtype dt, int rank, const int64_t *dims, const void *data);

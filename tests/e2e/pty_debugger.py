@@ -8,15 +8,13 @@ middle of a script.
     python3 tests/e2e/pty_debugger.py path/to/tide
 
 Prints one line per check ("ok N - ..." or "FAIL N - ...") and exits 1 if any fails. The terminal
-driving (Session) is pty_repl.py's.
+driving (Session) and the checks' frame (PtyChecks) are pty_repl.py's.
 """
 import os
-import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pty_repl import PROMPT, Session, Timeout  # noqa: E402
+from pty_repl import PROMPT, PtyChecks, main_of  # noqa: E402
 
 STOP = r"tide\[step (\d+) at '([^']+)'\]> $"
 
@@ -31,33 +29,7 @@ MODEL = [
 ]
 
 
-class Checks:
-    def __init__(self, tide):
-        self.tide = os.path.abspath(tide)
-        self.home = tempfile.mkdtemp(prefix="tide-dbg-")
-        self.failed = 0
-        self.number = 0
-
-    def run(self, description, fn):
-        self.number += 1
-        try:
-            fn()
-            print(f"ok {self.number} - {description}")
-        except (Timeout, AssertionError) as e:
-            self.failed += 1
-            print(f"FAIL {self.number} - {description}: {e}")
-        sys.stdout.flush()
-
-    def start(self, argv=None):
-        s = Session(argv or [self.tide], self.home)
-        if not argv:
-            s.expect(PROMPT, 10)
-        return s
-
-    def enter(self, s, line, expect=PROMPT, timeout=10):
-        s.type(line + "\r")
-        return s.expect(expect, timeout)
-
+class Checks(PtyChecks):
     def model(self, s):
         for line in MODEL:
             self.enter(s, line)
@@ -118,20 +90,17 @@ class Checks:
         finally:
             s.close()
 
-    def all(self):
-        self.run("break on a hidden layer, step three nodes, print, override, continue: the result reflects it",
-                 self.break_step_print_override)
-        self.run("Ctrl-C at a stop aborts the run and the prompt comes back", self.ctrl_c_aborts)
-        self.run("tide --debug FILE.lua: the stop prompt in the middle of a script", self.script_with_debug)
-        shutil.rmtree(self.home, ignore_errors=True)
-        return 1 if self.failed else 0
+    def checks(self):
+        return [
+            ("break on a hidden layer, step three nodes, print, override, continue: the result reflects it",
+             self.break_step_print_override),
+            ("Ctrl-C at a stop aborts the run and the prompt comes back", self.ctrl_c_aborts),
+            ("tide --debug FILE.lua: the stop prompt in the middle of a script", self.script_with_debug),
+        ]
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: pty_debugger.py path/to/tide", file=sys.stderr)
-        return 2
-    return Checks(sys.argv[1]).all()
+    return main_of(Checks, "pty_debugger.py")
 
 
 if __name__ == "__main__":

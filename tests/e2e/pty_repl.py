@@ -172,17 +172,29 @@ class Session:
         os.close(self.fd)
 
 
-class Checks:
+class PtyChecks:
+    """Numbered checks of tide at a terminal (this file's, pty_debugger.py's): each check is a method that
+    drives Sessions under one temporary HOME and raises AssertionError or Timeout when it fails; all()
+    runs the (description, method) pairs of checks(), prints "ok N - ..." or "FAIL N - ..." for each and
+    returns the exit status."""
+
     def __init__(self, tide):
         self.tide = os.path.abspath(tide)
         self.home = tempfile.mkdtemp(prefix="tide-pty-")
         self.failed = 0
         self.number = 0
 
-    def start(self):
-        s = Session([self.tide], self.home)
-        s.expect(PROMPT, 10)
+    def start(self, argv=None):
+        """A session of argv (default: tide alone, once its prompt shows)."""
+        s = Session(argv or [self.tide], self.home)
+        if not argv:
+            s.expect(PROMPT, 10)
         return s
+
+    def enter(self, s, line, expect=PROMPT, timeout=10):
+        """Types line and Enter; the match of what is expected next."""
+        s.type(line + "\r")
+        return s.expect(expect, timeout)
 
     def run(self, description, fn):
         self.number += 1
@@ -193,6 +205,26 @@ class Checks:
             self.failed += 1
             print(f"FAIL {self.number} - {description}: {e}")
         sys.stdout.flush()
+
+    def all(self):
+        for description, fn in self.checks():
+            self.run(description, fn)
+        shutil.rmtree(self.home, ignore_errors=True)
+        return 1 if self.failed else 0
+
+
+def main_of(checks_class, script):
+    """The main() of a file of PtyChecks: its one argument is the tide binary."""
+    if len(sys.argv) != 2:
+        print(f"usage: {script} path/to/tide", file=sys.stderr)
+        return 2
+    if not os.access(sys.argv[1], os.X_OK):
+        print(f"{script}: {sys.argv[1]} is not an executable", file=sys.stderr)
+        return 2
+    return checks_class(sys.argv[1]).all()
+
+
+class Checks(PtyChecks):
 
     # ---------------------------------------------------------------- the checks
 
@@ -467,34 +499,25 @@ class Checks:
         finally:
             s.close()
 
-    def all(self):
-        self.run("banner and prompt; 1+2 prints 3; UTF-8 input", self.prompt_and_expression)
-        self.run("Tab completes op functions, commands, node names; lists several candidates",
-                 self.completion)
-        self.run("completion lists one name per function, only names that evaluate, asks past a screenful",
-                 self.completion_lists)
-        self.run("an incomplete statement continues on a '...>' line", self.multi_line)
-        self.run("history is kept across sessions in ~/.tide_history", self.history)
-        self.run("Ctrl-C at the prompt discards the line (and a pending entry)",
-                 self.ctrl_c_at_prompt)
-        self.run("Ctrl-C during a long run cancels it; the REPL and its state survive",
-                 self.ctrl_c_during_run)
-        self.run("Ctrl-C at random moments of a loop of runs (also inside pcall) always stops it",
-                 self.ctrl_c_lands_anywhere)
-        self.run("a second Ctrl-C ends an entry stuck in C code", self.second_ctrl_c_ends_stuck_entry)
-        self.run("Ctrl-D exits with status 0", self.ctrl_d_exits)
-        shutil.rmtree(self.home, ignore_errors=True)
-        return 1 if self.failed else 0
+    def checks(self):
+        return [
+            ("banner and prompt; 1+2 prints 3; UTF-8 input", self.prompt_and_expression),
+            ("Tab completes op functions, commands, node names; lists several candidates", self.completion),
+            ("completion lists one name per function, only names that evaluate, asks past a screenful",
+             self.completion_lists),
+            ("an incomplete statement continues on a '...>' line", self.multi_line),
+            ("history is kept across sessions in ~/.tide_history", self.history),
+            ("Ctrl-C at the prompt discards the line (and a pending entry)", self.ctrl_c_at_prompt),
+            ("Ctrl-C during a long run cancels it; the REPL and its state survive", self.ctrl_c_during_run),
+            ("Ctrl-C at random moments of a loop of runs (also inside pcall) always stops it",
+             self.ctrl_c_lands_anywhere),
+            ("a second Ctrl-C ends an entry stuck in C code", self.second_ctrl_c_ends_stuck_entry),
+            ("Ctrl-D exits with status 0", self.ctrl_d_exits),
+        ]
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: pty_repl.py path/to/tide", file=sys.stderr)
-        return 2
-    if not os.access(sys.argv[1], os.X_OK):
-        print(f"pty_repl.py: {sys.argv[1]} is not an executable", file=sys.stderr)
-        return 2
-    return Checks(sys.argv[1]).all()
+    return main_of(Checks, "pty_repl.py")
 
 
 if __name__ == "__main__":

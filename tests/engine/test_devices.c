@@ -29,13 +29,7 @@ static tide_engine *sim_engine(int num_sim, int64_t limit)
     o.num_threads = 2;
     o.num_sim_devices = num_sim;
     o.device_memory_limit = limit;
-    tide_error *err = tide_error_new();
-    tide_engine *e = tide_engine_new(&o, err);
-    if (!e)
-        fprintf(stderr, "engine: %s\n", tide_error_message(err));
-    tide_error_free(err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-    return e;
+    return th_engine_new(&o);
 }
 
 static tide_tensor *ramp(int64_t rows, int64_t cols, float scale)

@@ -30,13 +30,7 @@ static tide_engine *engine_opts(int devices, bool no_cse, bool no_alap, bool com
     o.no_alap = no_alap;
     o.compress_transfers = compress;
     o.placement = kind;
-    tide_error *err = tide_error_new();
-    tide_engine *e = tide_engine_new(&o, err);
-    if (!e)
-        fprintf(stderr, "engine: %s\n", tide_error_message(err));
-    tide_error_free(err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-    return e;
+    return th_engine_new(&o);
 }
 
 static tide_node *on(tide_graph *g, const char *op, const char *name, const char *device, int n, tide_node *const *ins)

@@ -27,13 +27,7 @@ static tide_engine *gpu_engine(int64_t limit)
     tide_engine_options_init(&o);
     o.num_threads = 2;
     o.device_memory_limit = limit;
-    tide_error *err = tide_error_new();
-    tide_engine *e = tide_engine_new(&o, err);
-    if (!e)
-        fprintf(stderr, "engine: %s\n", tide_error_message(err));
-    tide_error_free(err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-    return e;
+    return th_engine_new(&o);
 }
 
 static tide_tensor *ramp(int64_t n)
