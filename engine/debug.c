@@ -1,7 +1,9 @@
 /* debug.c — the debugger an engine holds (tide_debug.h): attaching and detaching it (detaching waits
- * for its callbacks in flight, with the observers' entries: observers.c), the copy each run takes, and
- * health summaries of tensors (DebugNumericSummary), computed on the caller's thread in one pass. */
+ * for its callbacks in flight, with the observers' entries: observers.c), the copy each run takes,
+ * health summaries of tensors (DebugNumericSummary), computed on the caller's thread in one pass, and
+ * the much cheaper question has_inf_or_nan asks of every output: is any element non-finite. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "internal.h"
@@ -152,4 +154,94 @@ bool tide_tensor_health(const tide_tensor *t, tide_health *h)
     }
     tide_tensor_release(host);
     return true;
+}
+
+/* ---------------------------------------------------------------- any NaN or infinity */
+
+/* An element is NaN or infinite when its exponent field is all ones: then (bits & ~sign) + (the
+ * exponent's lowest bit) carries into the sign bit, and never otherwise. ORing that over the tensor is
+ * a reduction without branches or a loop-carried compare, which GCC vectorises (16 bytes a cycle with
+ * SSE2, 32 with AVX2, chosen at run time). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define VECTORISED(...) __attribute__((optimize("tree-vectorize") __VA_OPT__(, ) __VA_ARGS__))
+#else
+#define VECTORISED(...) __attribute__((__VA_ARGS__))
+#endif
+#define NONFINITE_FN(name, T, attrs)                                                              \
+    attrs static bool name(const T *bits, int64_t n, T abs_mask, T exponent_lsb)                  \
+    {                                                                                             \
+        T acc = 0;                                                                                \
+        for (int64_t i = 0; i < n; i++)                                                           \
+            acc |= (T)((T)(bits[i] & abs_mask) + exponent_lsb);                                    \
+        return acc >> (sizeof(T) * 8 - 1);                                                        \
+    }
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_AVX2_PATH 1
+NONFINITE_FN(nonfinite16_avx2, uint16_t, __attribute__((target("avx2"))) VECTORISED())
+NONFINITE_FN(nonfinite32_avx2, uint32_t, __attribute__((target("avx2"))) VECTORISED())
+NONFINITE_FN(nonfinite64_avx2, uint64_t, __attribute__((target("avx2"))) VECTORISED())
+#endif
+NONFINITE_FN(nonfinite16, uint16_t, VECTORISED())
+NONFINITE_FN(nonfinite32, uint32_t, VECTORISED())
+NONFINITE_FN(nonfinite64, uint64_t, VECTORISED())
+
+static bool use_avx2(void)
+{
+#ifdef HAVE_AVX2_PATH
+    static atomic_int cached = -1; /* -1: not asked yet */
+    int yes = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (yes < 0) {
+        __builtin_cpu_init();
+        yes = __builtin_cpu_supports("avx2") ? 1 : 0;
+        atomic_store_explicit(&cached, yes, memory_order_relaxed);
+    }
+    return yes;
+#else
+    return false;
+#endif
+}
+
+static bool nonfinite_bits(const void *data, int64_t n, int width, uint64_t abs_mask, uint64_t lsb)
+{
+#ifdef HAVE_AVX2_PATH
+    if (use_avx2())
+        return width == 16   ? nonfinite16_avx2(data, n, (uint16_t)abs_mask, (uint16_t)lsb)
+               : width == 32 ? nonfinite32_avx2(data, n, (uint32_t)abs_mask, (uint32_t)lsb)
+                             : nonfinite64_avx2(data, n, abs_mask, lsb);
+#endif
+    return width == 16   ? nonfinite16(data, n, (uint16_t)abs_mask, (uint16_t)lsb)
+           : width == 32 ? nonfinite32(data, n, (uint32_t)abs_mask, (uint32_t)lsb)
+                         : nonfinite64(data, n, abs_mask, lsb);
+}
+
+bool tide_tensor_has_inf_or_nan(const tide_tensor *t)
+{
+    if (!t || t == tide__dead || t->num_elements == 0)
+        return false;
+    const void *data = tide_tensor_data(t);
+    tide_health h;
+    if (!data) /* in an accelerator's memory: the summary of a host copy */
+        return tide_tensor_health(t, &h) && tide_health_bad(&h);
+    switch (t->dtype) {
+    case TIDE_FLOAT32:
+        return nonfinite_bits(data, t->num_elements, 32, 0x7fffffffu, 0x00800000u);
+    case TIDE_FLOAT64:
+        return nonfinite_bits(data, t->num_elements, 64, 0x7fffffffffffffffull, 0x0010000000000000ull);
+    case TIDE_FLOAT16:
+        return nonfinite_bits(data, t->num_elements, 16, 0x7fffu, 0x0400u);
+    case TIDE_BFLOAT16:
+        return nonfinite_bits(data, t->num_elements, 16, 0x7fffu, 0x0080u);
+    case TIDE_BOOL:
+    case TIDE_INT8:
+    case TIDE_INT16:
+    case TIDE_INT32:
+    case TIDE_INT64:
+    case TIDE_UINT8:
+    case TIDE_UINT16:
+    case TIDE_STRING:
+    case TIDE_INVALID_DTYPE:
+        return false; /* no infinities */
+    default: /* the rest (complex numbers): the whole summary */
+        return tide_tensor_health(t, &h) && tide_health_bad(&h);
+    }
 }

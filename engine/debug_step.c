@@ -8,10 +8,24 @@
  *     -> the execution goes on on its device's threads: its kernel (parked before) or the delivery of
  *        its outputs (parked after); the deadline is pushed back by the time spent stopped.
  *
+ * The values a stop can show (latest[]): each output is kept (one more reference, no copy) when its
+ * node ends, but only while the executor holds it too. Just before a kernel runs, the debugger lets go
+ * of every input that nothing else but that kernel's input slot holds (tide__debug_let_go): the kernel
+ * may then write its output over it in place, and the buffer goes back to the allocator's cache when
+ * it would without a debugger, as the executor's speed needs (not for the inputs of a node the debugger
+ * watches: its check after it ran sees them as they were). Such a value is gone from then on, and
+ * :print says so (as gdb's "optimized out"), never showing what was written over it. In the root frame
+ * each item runs once a step, so its entries are written by the one thread that ran it, without a lock;
+ * a reader (tide_debug_step_value) announces itself in `readers`, and a value let go of meanwhile is
+ * released at the step's end instead (the two sides' sequentially consistent accesses make one of them
+ * see the other). Loops' items run many times a step: their entries change under the step's lock and
+ * are never let go of.
+ *
  * Only steps run with a debugger attached come here (step->debugging): the rest of the executor pays
  * one branch per node for it. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
 
 #include "step.h"
@@ -20,6 +34,36 @@ struct tide_debug_step {
     tide_step *step;
     parked *at;
 };
+
+/* What latest[] holds for a value the debugger let go of (never dereferenced). */
+static tide_tensor gone_marker;
+#define GONE (&gone_marker)
+
+typedef struct tide_tensor_list {
+    struct tide_tensor_list *next;
+    tide_tensor *t;
+} tide_tensor_list;
+
+/* Which latest[] entry feeds each input slot of the root frame (-1: none, e.g. a feed). */
+static bool map_slot_sources(tide_step *step)
+{
+    const tide_plan *p = step->plan;
+    int slots = p->frames[0].num_slots;
+    step->slot_source = malloc(sizeof(int) * ((size_t)slots + 1));
+    if (!step->slot_source)
+        return false;
+    for (int i = 0; i < slots; i++)
+        step->slot_source[i] = -1;
+    for (int k = 0; k < p->num_items; k++) {
+        const tide_exec_item *it = &p->items[k];
+        for (int e = 0; it->kind == ITEM_NODE && it->frame == 0 && e < it->num_edges; e++) {
+            const tide_edge *edge = &it->edges[e];
+            if (edge->slot >= 0 && edge->slot < slots && p->items[edge->dst].frame == 0)
+                step->slot_source[edge->slot] = step->latest_base[k] + edge->output;
+        }
+    }
+    return true;
+}
 
 bool tide__debug_init(tide_step *step)
 {
@@ -36,10 +80,12 @@ bool tide__debug_init(tide_step *step)
         atomic_init(&step->states[k], (unsigned char)(p->items[k].initial_pending == 0 && p->items[k].frame == 0
                                                           ? TIDE_DEBUG_READY : TIDE_DEBUG_WAITING));
     }
-    step->latest = calloc((size_t)total + 1, sizeof *step->latest);
+    step->latest = calloc((size_t)total + 1, sizeof *step->latest); /* all NULL: not produced yet */
     atomic_init(&step->stepping, false);
     atomic_init(&step->executions, 0);
-    return step->latest != NULL;
+    atomic_init(&step->readers, 0);
+    step->let_go_late = NULL;
+    return step->latest != NULL && map_slot_sources(step);
 }
 
 void tide__debug_free(tide_step *step)
@@ -47,17 +93,28 @@ void tide__debug_free(tide_step *step)
     if (step->latest) {
         const tide_plan *p = step->plan;
         for (int k = 0; k < p->num_items; k++)
-            for (int i = 0; p->items[k].kind == ITEM_NODE && i < p->items[k].kn.num_outputs; i++)
-                tide_tensor_release(step->latest[step->latest_base[k] + i]);
+            for (int i = 0; p->items[k].kind == ITEM_NODE && i < p->items[k].kn.num_outputs; i++) {
+                tide_tensor *t = atomic_load(&step->latest[step->latest_base[k] + i]);
+                if (t != GONE)
+                    tide_tensor_release(t);
+            }
+    }
+    for (tide_tensor_list *l = step->let_go_late, *next; l; l = next) {
+        next = l->next;
+        tide_tensor_release(l->t);
+        free(l);
     }
     free(step->states);
     free(step->latest);
     free(step->latest_base);
     free(step->latest_at);
+    free(step->slot_source);
     step->states = NULL;
     step->latest = NULL;
     step->latest_base = NULL;
     step->latest_at = NULL;
+    step->slot_source = NULL;
+    step->let_go_late = NULL;
 }
 
 static tide_exec_point point_of(const tide_iter *iter)
@@ -128,7 +185,8 @@ bool tide__debug_before(tide_step *step, const tide_exec_item *it, int k, tide_i
     tide__debug_state(step, k, TIDE_DEBUG_RUNNING);
     bool stepped = atomic_load_explicit(&step->stepping, memory_order_relaxed) &&
                    atomic_exchange(&step->stepping, false);
-    if (!stepped && !atomic_load_explicit(&it->debug_watched, memory_order_relaxed))
+    if (!stepped && (step->args->debugger.d.after_only ||
+                     !atomic_load_explicit(&it->debug_watched, memory_order_relaxed)))
         return false;
     tide_debug_action a = stepped ? TIDE_DEBUG_PAUSE : ask(step, it, iter, false, seq, NULL);
     if (a != TIDE_DEBUG_PAUSE)
@@ -161,16 +219,81 @@ bool tide__debug_after(tide_step *step, const tide_exec_item *it, int k, tide_it
     return act(step, a, p);
 }
 
+/* Releases t, which was taken out of latest[] (seq_cst): now, unless a reader may have loaded it
+ * before (then at the step's end). */
+static void release_taken(tide_step *step, tide_tensor *t)
+{
+    if (!t || t == GONE)
+        return;
+    if (atomic_load(&step->readers) == 0) {
+        tide_tensor_release(t);
+        return;
+    }
+    tide_tensor_list *l = malloc(sizeof *l);
+    pthread_mutex_lock(&step->lock);
+    if (l) {
+        *l = (tide_tensor_list){step->let_go_late, t};
+        step->let_go_late = l;
+    }
+    pthread_mutex_unlock(&step->lock);
+    if (!l) { /* out of memory: wait for the readers rather than free under them */
+        while (atomic_load(&step->readers) > 0)
+            sched_yield();
+        tide_tensor_release(t);
+    }
+}
+
+/* The entry of item k's output: a new reference, GONE, or NULL; its execution point to *at. */
+static tide_tensor *read_latest(tide_step *step, int k, int output, tide_exec_point *at)
+{
+    _Atomic(tide_tensor *) *entry = &step->latest[step->latest_base[k] + output];
+    tide_tensor *v;
+    if (step->plan->items[k].frame == 0) {
+        atomic_fetch_add(&step->readers, 1);
+        v = atomic_load(entry);
+        if (v != GONE)
+            tide_tensor_retain(v);
+        atomic_fetch_sub(&step->readers, 1);
+        if (at)
+            *at = (tide_exec_point){"", 0};
+        return v;
+    }
+    pthread_mutex_lock(&step->lock);
+    v = tide_tensor_retain(atomic_load(entry));
+    if (at)
+        *at = step->latest_at[k];
+    pthread_mutex_unlock(&step->lock);
+    return v;
+}
+
 void tide__debug_record(tide_step *step, const tide_exec_item *it, int k, tide_iter *iter, tide_tensor **outs)
 {
-    pthread_mutex_lock(&step->lock);
-    for (int i = 0; i < it->kn.num_outputs; i++) {
-        tide_tensor **slot = &step->latest[step->latest_base[k] + i];
-        tide_tensor_release(*slot);
-        *slot = tide_tensor_retain(outs[i]);
+    _Atomic(tide_tensor *) *entry = &step->latest[step->latest_base[k]];
+    if (it->frame == 0) { /* runs once a step: the entries are still empty, and only this thread writes them */
+        for (int i = 0; i < it->kn.num_outputs; i++)
+            atomic_store(&entry[i], tide_tensor_retain(outs[i]));
+        return;
     }
+    pthread_mutex_lock(&step->lock);
+    for (int i = 0; i < it->kn.num_outputs; i++)
+        tide_tensor_release(atomic_exchange(&entry[i], tide_tensor_retain(outs[i])));
     step->latest_at[k] = point_of(iter);
     pthread_mutex_unlock(&step->lock);
+}
+
+void tide__debug_let_go(tide_step *step, const tide_exec_item *it, tide_iter *iter)
+{
+    if (iter != &step->root || atomic_load_explicit(&it->debug_watched, memory_order_relaxed))
+        return; /* a watched node's check after it ran sees its inputs as they were */
+    for (int i = 0; i < it->num_inputs; i++) {
+        tide_tensor *t = iter->slots[it->input_base + i];
+        int source = step->slot_source[it->input_base + i];
+        if (!t || t == tide__dead || source < 0 || atomic_load_explicit(&t->refs, memory_order_relaxed) != 2)
+            continue; /* others hold it too (or nothing to let go of): nobody writes over it */
+        tide_tensor *expected = t;
+        if (atomic_compare_exchange_strong(&step->latest[source], &expected, GONE))
+            release_taken(step, t);
+    }
 }
 
 /* ---------------------------------------------------------------- presenting a stop */
@@ -275,12 +398,12 @@ tide_status tide_debug_step_value(const tide_debug_step *s, const tide_node *nod
             *at = point_of(s->at->iter);
         v = tide_tensor_retain(v);
     } else {
-        pthread_mutex_lock(&step->lock);
-        v = tide_tensor_retain(step->latest[step->latest_base[k] + output]);
-        if (at)
-            *at = step->latest_at[k];
-        pthread_mutex_unlock(&step->lock);
+        v = read_latest(step, k, output, at);
     }
+    if (v == GONE)
+        return tide_error_set(err, TIDE_NOT_FOUND, "'%s:%d' is gone: every node that reads it has started, and the "
+                              "debugger keeps no copies (a breakpoint on '%s' stops while it is there)", node->name,
+                              output, node->name);
     if (!v)
         return tide_error_set(err, TIDE_NOT_FOUND, "'%s:%d' has not been computed yet in this step (%s)", node->name,
                               output, tide_debug_node_state_name(tide_debug_step_node_state(s, node)));
@@ -329,12 +452,15 @@ tide_status tide_debug_step_set_value(tide_debug_step *s, const tide_node *node,
     }
     tide_tensor_release(*slot);
     *slot = tide_tensor_retain(value);
-    if (p->after) { /* what :print shows from now on */
-        pthread_mutex_lock(&step->lock);
-        tide_tensor **latest = &step->latest[step->latest_base[p->item] + output];
-        tide_tensor_release(*latest);
-        *latest = tide_tensor_retain(value);
-        pthread_mutex_unlock(&step->lock);
+    if (p->after) { /* what :print shows from now on (its consumers have not read it: still kept) */
+        _Atomic(tide_tensor *) *latest = &step->latest[step->latest_base[p->item] + output];
+        if (it->frame == 0) {
+            release_taken(step, atomic_exchange(latest, tide_tensor_retain(value)));
+        } else {
+            pthread_mutex_lock(&step->lock);
+            tide_tensor_release(atomic_exchange(latest, tide_tensor_retain(value)));
+            pthread_mutex_unlock(&step->lock);
+        }
     }
     tide_tensor_release(placed);
     return TIDE_OK;

@@ -484,8 +484,11 @@ static void run_node(tide_step *step, const tide_exec_item *it, int k, tide_iter
         skip_item(step, it, iter, rs);
         return;
     }
-    if (__builtin_expect(step->debugging, 0) && !checked && tide__debug_before(step, it, k, iter))
-        return; /* parked: resumed by tide__run_resumed */
+    if (__builtin_expect(step->debugging, 0)) {
+        if (!checked && tide__debug_before(step, it, k, iter))
+            return; /* parked: resumed by tide__run_resumed */
+        tide__debug_let_go(step, it, iter); /* the kernel may write over inputs only it holds */
+    }
     if (it->async) {
         start_async(step, it, k, iter);
         return;

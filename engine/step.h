@@ -98,9 +98,15 @@ struct tide_step {
     atomic_llong executions;       /* started so far (the events' seq) */
     parked *parked_head, *parked_tail; /* waiting to be presented, under lock */
     _Atomic unsigned char *states; /* per item: its tide_debug_node_state (latest execution) */
-    tide_tensor **latest;          /* per item output (latest_base[item] + i): the latest value, retained, under lock */
-    tide_exec_point *latest_at;    /* per item */
+    /* Per item output (latest_base[item] + i): the latest value, retained; tide__gone once the
+     * debugger let go of it so that its last reader could write over it (debug_step.c). Items of the
+     * root frame run once a step: their entries are written without a lock; loops' under `lock`. */
+    _Atomic(tide_tensor *) *latest;
+    tide_exec_point *latest_at;    /* per item (loops: under lock) */
     int *latest_base;
+    int *slot_source;              /* per root input slot: the latest[] entry feeding it, or -1 */
+    atomic_int readers;            /* threads reading latest[] right now (tide_debug_step_value) */
+    struct tide_tensor_list *let_go_late; /* let go of while someone read: released at the end, under lock */
     /* Observed steps: the account of what its kernels allocate (step_memory.h); NULL otherwise. */
     struct tide_step_memory *memory;
     /* The callbacks of kernels waiting for an event, made by the first one (cancel.h); NULL if none. */
@@ -130,6 +136,9 @@ bool tide__debug_before(tide_step *step, const tide_exec_item *it, int k, tide_i
 bool tide__debug_after(tide_step *step, const tide_exec_item *it, int k, tide_iter *iter, tide_kernel_ctx *ctx,
                        tide_tensor **outs);
 void tide__debug_record(tide_step *step, const tide_exec_item *it, int k, tide_iter *iter, tide_tensor **outs);
+/* Just before item k's kernel runs (in the root frame): the debugger lets go of each input it is the
+ * only other holder of, so that the kernel may write over it in place as it would without a debugger. */
+void tide__debug_let_go(tide_step *step, const tide_exec_item *it, tide_iter *iter);
 bool tide__debug_present(tide_step *step);
 static inline void tide__debug_state(tide_step *step, int k, tide_debug_node_state s)
 {

@@ -64,6 +64,9 @@ typedef struct tide_debugger {
     tide_debug_action (*check)(void *user, const tide_debug_event *ev);
     /* On the thread that called tide_session_run, while ev's execution is parked. */
     tide_debug_command (*paused)(void *user, tide_debug_step *step, const tide_debug_event *ev);
+    /* true: `check` is asked only after executions (a debugger whose breakpoints look at outputs),
+     * which saves watched nodes the call before; stepping still stops before the next one. */
+    bool after_only;
 } tide_debugger;
 
 /* Attaches d (copied) to the engine, replacing any debugger attached before; runs starting from now
@@ -115,6 +118,10 @@ typedef struct tide_health {
 
 /* Fills *h; false (h zeroed) for a dtype that has no numbers (string) or no tensor. */
 bool tide_tensor_health(const tide_tensor *t, tide_health *h);
+/* Whether any element of t is NaN or infinite: what has_inf_or_nan asks of every output, a pass
+ * over the exponent bits of host floats (vectorised, AVX2 where the CPU has it); integers and bools
+ * have none; the whole summary for the rest (complex, a tensor in an accelerator's memory). */
+bool tide_tensor_has_inf_or_nan(const tide_tensor *t);
 /* Any NaN or infinity counted. */
 static inline bool tide_health_bad(const tide_health *h) { return h->nan + h->neg_inf + h->pos_inf > 0; }
 

@@ -243,7 +243,7 @@ static bool dbg_watches(void *user, const tide_node *n)
 static tide_debug_action dbg_check(void *user, const tide_debug_event *ev)
 {
     repl_debugger *d = user;
-    if (!ev->after)
+    if (!ev->after) /* not asked (after_only): a guard */
         return TIDE_DEBUG_CONTINUE;
     bool stop = false;
     pthread_rwlock_rdlock(&d->lock);
@@ -456,7 +456,8 @@ void repl_debugger_update(repl_debugger *d)
     pthread_mutex_lock(&d->attach_lock);
     int detach = 0;
     if (wanted && !d->attached) {
-        tide_debugger dbg = {.user = d, .watches = dbg_watches, .check = dbg_check, .paused = dbg_paused};
+        tide_debugger dbg = {.user = d, .watches = dbg_watches, .check = dbg_check, .paused = dbg_paused,
+                             .after_only = true}; /* dbg_check stops after nodes only */
         tide_error *err = tide_error_new();
         d->attached = tide_engine_attach_debugger(d->r->engine, &dbg, err);
         if (!d->attached)

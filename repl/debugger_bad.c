@@ -4,15 +4,15 @@
  * read was finite (or came from a node the breakpoint ignores): the first node, in execution order,
  * where the non-finite values start, not one of the many that only pass them on. Its consumers wait
  * while it is parked, so the origin stops before anything downstream of it. The check runs on the
- * executor thread that ran the node (C only: tide_tensor_health over its outputs, and over its inputs
- * only when an output is bad). Transfers between devices (_Send, _Recv) only carry values: they are
+ * executor thread that ran the node (C only: tide_tensor_has_inf_or_nan over its outputs, a vectorised
+ * pass over the exponent bits, and over its inputs only when an output is bad; the whole health
+ * summaries only for the stop's message). Transfers between devices (_Send, _Recv) only carry values: they are
  * never origins.
  *
  * Gradient nodes are the ones gradients() built: their names are "gradients[_N]/<forward>_grad/...".
  */
 #include <ctype.h>
 #include <fnmatch.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,61 +26,6 @@ static bool ignored(const repl_breakpoint *bp, const char *name)
     return false;
 }
 
-/* Whether any exponent field in n elements of `bits` (unsigned integers of the float's width) is all
- * ones (NaN or an infinity): the largest masked exponent, a reduction GCC vectorises when asked
- * (at -O2 it does not). */
-#if defined(__GNUC__) && !defined(__clang__)
-#define VECTORISED __attribute__((optimize("tree-vectorize")))
-#else
-#define VECTORISED
-#endif
-#define ANY_ALL_ONES_FN(name, T)                                                                   \
-    VECTORISED static bool name(const T *bits, int64_t n, T mask)                                  \
-    {                                                                                              \
-        T top = 0;                                                                                 \
-        for (int64_t i = 0; i < n; i++) {                                                          \
-            T e = bits[i] & mask;                                                                  \
-            top = e > top ? e : top;                                                               \
-        }                                                                                          \
-        return top == mask;                                                                        \
-    }
-ANY_ALL_ONES_FN(any_all_ones16, uint16_t)
-ANY_ALL_ONES_FN(any_all_ones32, uint32_t)
-ANY_ALL_ONES_FN(any_all_ones64, uint64_t)
-
-/* Any NaN or infinity in t: a pass over the exponent bits of the host floats (integers have none);
- * the full summary (tide_tensor_health) for the rest, such as a tensor in an accelerator's memory. */
-static bool tensor_bad(const tide_tensor *t)
-{
-    if (!t)
-        return false;
-    int64_t n = tide_tensor_num_elements(t);
-    const void *data = n ? tide_tensor_data(t) : NULL;
-    switch (n && data ? tide_tensor_dtype(t) : TIDE_INVALID_DTYPE) {
-    case TIDE_FLOAT32:
-        return any_all_ones32(data, n, 0x7f800000u);
-    case TIDE_FLOAT64:
-        return any_all_ones64(data, n, 0x7ff0000000000000ull);
-    case TIDE_FLOAT16:
-        return any_all_ones16(data, n, 0x7c00u);
-    case TIDE_BFLOAT16:
-        return any_all_ones16(data, n, 0x7f80u);
-    case TIDE_BOOL:
-    case TIDE_INT8:
-    case TIDE_INT16:
-    case TIDE_INT32:
-    case TIDE_INT64:
-    case TIDE_UINT8:
-    case TIDE_UINT16:
-    case TIDE_STRING:
-        return false;
-    default: {
-        tide_health h;
-        return n && tide_tensor_health(t, &h) && tide_health_bad(&h);
-    }
-    }
-}
-
 bool repl_bad_origin(const repl_breakpoint *bp, const tide_debug_event *ev)
 {
     const char *op = tide_node_op(ev->node);
@@ -88,7 +33,7 @@ bool repl_bad_origin(const repl_breakpoint *bp, const tide_debug_event *ev)
         return false;
     bool bad = false;
     for (int i = 0; i < ev->num_outputs && !bad; i++)
-        bad = tensor_bad(ev->outputs[i]);
+        bad = tide_tensor_has_inf_or_nan(ev->outputs[i]);
     if (!bad)
         return false;
     for (int i = 0; i < ev->num_inputs; i++) {
@@ -97,7 +42,7 @@ bool repl_bad_origin(const repl_breakpoint *bp, const tide_debug_event *ev)
         tide_output in = tide_node_input(ev->node, i);
         if (in.node && ignored(bp, tide_node_name(in.node)))
             continue; /* an expected non-finite value: the node that reads it is to blame for what it makes */
-        if (tensor_bad(ev->inputs[i]))
+        if (tide_tensor_has_inf_or_nan(ev->inputs[i]))
             return false; /* passed on from upstream */
     }
     return true;

@@ -3,18 +3,20 @@
 --   tide --no-log tests/bench/debug_overhead.lua [CYCLES] [STEPS]
 --
 -- An MLP (784-512-256-10, ReLU, softmax cross-entropy, SGD) trains on a fixed random batch of 128.
--- Three configurations take turns in the same process, in rounds of STEPS steps (default 20), as
--- ABC CBA ... over CYCLES cycles (default 8) so that a drift of the machine's speed falls on all alike:
+-- Three configurations take turns in the same process, in rounds of STEPS steps (default 50: about
+-- 0.1 s a round on a quiet machine, long enough for a 2 % goal), as ABC CBA ... over CYCLES cycles
+-- (default 10) so that a drift of the machine's speed falls on all alike:
 --   none      no breakpoint: the debugger is detached
 --   attached  a breakpoint on a node that never runs: attached, nothing watched
---   health    has_inf_or_nan: every node checked, a health summary of every output (nothing fires)
+--   health    has_inf_or_nan: every node checked after it ran, every output scanned for NaN and
+--             infinities (nothing fires; no health summaries: those are made only for a stop)
 -- Each cycle gives a ratio per configuration (its round time / the "none" round's); the figures are
 -- the medians of those ratios, as JSON lines:
 --   debug.attached_overhead_pct  (median attached / none - 1) x 100; goal <= 2
 --   debug.health_overhead_pct    (median health / none - 1) x 100; goal <= 15
 -- Timings on a loaded machine are noisy: the lines say how many cycles and the per-step times.
-local cycles = tonumber(arg and arg[1]) or 8
-local steps = tonumber(arg and arg[2]) or 20
+local cycles = tonumber(arg and arg[1]) or 10
+local steps = tonumber(arg and arg[2]) or 50
 local B = 128
 
 x = placeholder(float32, {B, 784})

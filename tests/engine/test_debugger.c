@@ -2,8 +2,12 @@
  * states of the other nodes at the stop, reading and overriding values (the fetched result reflects
  * the override), stepping node by node, aborting, the deadline standing still while stopped, other
  * branches running on while one is stopped, two devices (no deadlock with _Send/_Recv), a stop at one
- * iteration of a loop, detaching while callbacks run, and health summaries against counts made here. */
+ * iteration of a loop, detaching while callbacks run, health summaries against counts made here, the
+ * non-finite check has_inf_or_nan uses, and an attached debugger leaving the executor its in-place
+ * writes (the same peak memory as without one; a value written over is reported gone). */
+#include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -51,6 +55,12 @@ static bool watches_all(void *user, const tide_node *n)
     (void)user;
     (void)n;
     return true;
+}
+
+static bool watch_e(void *user, const tide_node *n)
+{
+    (void)user;
+    return strcmp(tide_node_name(n), "e") == 0;
 }
 
 static tide_debug_action check(void *user, const tide_debug_event *ev)
@@ -482,11 +492,125 @@ static void test_health(void)
     CU_ASSERT_FALSE(tide_tensor_health(NULL, &h));
 }
 
+
+/* tide_tensor_has_inf_or_nan against each position of a bad element (the vector loop and its tail),
+ * every float width, values that are large or tiny but finite, and the dtypes without infinities. */
+static void test_has_inf_or_nan(void)
+{
+    float v[67];
+    for (int n = 0; n <= 67; n++)
+        for (int bad = -1; bad < n; bad++) {
+            for (int i = 0; i < n; i++)
+                v[i] = i % 3 == 0 ? FLT_MAX : i % 3 == 1 ? -FLT_MIN / 4 : -0.0f; /* finite extremes */
+            if (bad >= 0)
+                v[bad] = bad % 3 == 0 ? NAN : bad % 3 == 1 ? -INFINITY : INFINITY;
+            tide_tensor *t = th_f32(1, TH_DIMS(n), v);
+            if (tide_tensor_has_inf_or_nan(t) != (bad >= 0)) {
+                fprintf(stderr, "float32[%d] with a bad element at %d: wrong answer\n", n, bad);
+                CU_FAIL("has_inf_or_nan of a float32 tensor");
+            }
+            tide_tensor_release(t);
+        }
+    double d[5] = {DBL_MAX, -DBL_MAX, 1e-310, 0, 1};
+    tide_tensor *t = th_f64(1, TH_DIMS(5), d);
+    CU_ASSERT_FALSE(tide_tensor_has_inf_or_nan(t));
+    tide_tensor_release(t);
+    d[3] = -INFINITY;
+    t = th_f64(1, TH_DIMS(5), d);
+    CU_ASSERT_TRUE(tide_tensor_has_inf_or_nan(t));
+    tide_tensor_release(t);
+    int64_t dims[1] = {9};
+    tide_shape shape = tide_shape_make(1, dims);
+    for (int half = 0; half < 2; half++) { /* float16: exponent 0x7c00; bfloat16: 0x7f80 */
+        tide_tensor *h = tide_tensor_new(half ? TIDE_BFLOAT16 : TIDE_FLOAT16, &shape, NULL);
+        uint16_t *bits = tide_tensor_data(h);
+        for (int i = 0; i < 9; i++)
+            bits[i] = half ? 0x7f7f : 0x7bff; /* the largest finite */
+        CU_ASSERT_FALSE(tide_tensor_has_inf_or_nan(h));
+        bits[8] = half ? 0xff80 : 0xfc00; /* -inf */
+        CU_ASSERT_TRUE(tide_tensor_has_inf_or_nan(h));
+        tide_tensor_release(h);
+    }
+    int32_t iv[3] = {-1, 0x7f800000, 5};
+    t = th_i32(1, TH_DIMS(3), iv);
+    CU_ASSERT_FALSE(tide_tensor_has_inf_or_nan(t)); /* an integer with the bits of +inf is a number */
+    tide_tensor_release(t);
+    CU_ASSERT_FALSE(tide_tensor_has_inf_or_nan(NULL));
+}
+
+/* A chain of element-wise nodes over 1 MiB (x = -1; a = -x, b = relu(a), c = -b, d = -c, e = -d),
+ * each of which may write over its input: with a debugger attached, watching only e, the step's peak
+ * memory is what it is without one plus e's input (kept for e's check: a watched node sees its inputs
+ * as they were), and at the stop a value written over is reported gone while e's input is there. */
+enum { CHAIN_N = 1 << 18 };
+static tide_node *chain[6];
+
+static void chain_values(script *s, tide_debug_step *step, const tide_debug_event *ev)
+{
+    (void)ev;
+    tide_tensor *v = NULL;
+    tide_error *err = tide_error_new();
+    s->ok = tide_debug_step_value(step, chain[1], 0, &v, NULL, err) == TIDE_NOT_FOUND && !v &&
+            strstr(tide_error_message(err), "is gone") != NULL; /* a: b's Relu wrote over it */
+    s->ok &= tide_debug_step_value(step, chain[4], 0, &v, NULL, NULL) == TIDE_OK && item(v) == 1.0f; /* e's input */
+    tide_tensor_release(v);
+    s->ok &= tide_debug_step_value(step, chain[5], 0, &v, NULL, NULL) == TIDE_OK && item(v) == -1.0f;
+    tide_tensor_release(v);
+    tide_error_free(err);
+}
+
+static int64_t chain_peak(tide_session *ses, float *first)
+{
+    tide_engine_reset_peak_memory(th_engine());
+    tide_tensor *out = gu_fetch(ses, chain[5]);
+    int64_t in_use = 0, peak = 0;
+    CU_ASSERT_TRUE(tide_engine_device_memory(th_engine(), 0, &in_use, &peak));
+    *first = item(out);
+    tide_tensor_release(out);
+    return peak;
+}
+
+static void test_attached_writes_in_place(void)
+{
+    tide_graph *g = tide_graph_new();
+    float *ones = malloc(sizeof(float) * CHAIN_N);
+    for (int i = 0; i < CHAIN_N; i++)
+        ones[i] = -1;
+    tide_tensor *x = th_f32(1, TH_DIMS(CHAIN_N), ones);
+    free(ones);
+    chain[0] = gu_const(g, "x", x);
+    const char *ops[5] = {"Neg", "Relu", "Neg", "Neg", "Neg"}, *names[5] = {"a", "b", "c", "d", "e"};
+    for (int i = 1; i < 6; i++)
+        chain[i] = gu_op(g, ops[i - 1], names[i - 1], 1, &chain[i - 1]);
+    tide_session *ses = tide_session_new(th_engine(), g, NULL, NULL);
+    float first = 0;
+    chain_peak(ses, &first); /* the allocator's cache warmed */
+    int64_t alone = chain_peak(ses, &first);
+    CU_ASSERT_EQUAL(first, -1.0f);
+    script s = {.stop_at = "e", .after = true, .at_iteration = -1, .at_stop = chain_values};
+    pthread_mutex_init(&s.lock, NULL);
+    tide_debugger d = {.user = &s, .watches = watch_e, .check = check, .paused = paused};
+    int id = tide_engine_attach_debugger(th_engine(), &d, NULL);
+    int64_t attached = chain_peak(ses, &first);
+    CU_ASSERT_EQUAL(first, -1.0f);
+    CU_ASSERT_EQUAL(s.stops, 1);
+    CU_ASSERT_TRUE(s.ok);
+    if (attached > alone + (int64_t)sizeof(float) * CHAIN_N + 4096) { /* e's input d is kept for its check */
+        fprintf(stderr, "peak %lld bytes attached, %lld alone\n", (long long)attached, (long long)alone);
+        CU_FAIL("an attached debugger kept values the kernels would have written over");
+    }
+    tide_engine_detach_debugger(th_engine(), id);
+    tide_session_free(ses);
+    tide_tensor_release(x);
+    tide_graph_free(g);
+}
+
 int main(void)
 {
     static const th_test tests[] = {TH_TEST(test_stop_inspect_override), TH_TEST(test_stepping), TH_TEST(test_abort),
                                     TH_TEST(test_deadline_and_other_branches), TH_TEST(test_two_devices),
                                     TH_TEST(test_stop_in_loop), TH_TEST(test_detach_waits), TH_TEST(test_health),
-                                    TH_TEST(test_watches_change_at_stop), TH_END};
+                                    TH_TEST(test_watches_change_at_stop), TH_TEST(test_has_inf_or_nan),
+                                    TH_TEST(test_attached_writes_in_place), TH_END};
     return th_main("debugger", tests);
 }
