@@ -371,13 +371,27 @@ static int item_of(const tide_step *step, const tide_node *node)
     return -1;
 }
 
+/* The feed of node's output `output` in this run (any output: -1), or NULL: a fed node does not run,
+ * its value is the caller's (held by the caller for the whole run). */
+static const tide_feed *feed_of(const tide_step *step, const tide_node *node, int output)
+{
+    for (int i = 0; node && i < step->plan->num_feeds; i++) {
+        const tide_feed *f = &step->args->feeds[i];
+        if (f->output.node == node && (output < 0 || f->output.index == output))
+            return f;
+    }
+    return NULL;
+}
+
 const tide_run_info *tide_debug_step_run(const tide_debug_step *s) { return &s->step->args->info; }
 int64_t tide_debug_step_executions(const tide_debug_step *s) { return atomic_load(&s->step->executions); }
 
 tide_debug_node_state tide_debug_step_node_state(const tide_debug_step *s, const tide_node *node)
 {
     int k = item_of(s->step, node);
-    return k < 0 ? TIDE_DEBUG_NOT_IN_STEP : (tide_debug_node_state)atomic_load(&s->step->states[k]);
+    if (k < 0)
+        return feed_of(s->step, node, -1) ? TIDE_DEBUG_DONE : TIDE_DEBUG_NOT_IN_STEP;
+    return (tide_debug_node_state)atomic_load(&s->step->states[k]);
 }
 
 tide_status tide_debug_step_value(const tide_debug_step *s, const tide_node *node, int output, tide_tensor **value,
@@ -386,6 +400,13 @@ tide_status tide_debug_step_value(const tide_debug_step *s, const tide_node *nod
     *value = NULL;
     tide_step *step = s->step;
     int k = item_of(step, node);
+    const tide_feed *fed = k < 0 ? feed_of(step, node, output) : NULL;
+    if (fed) { /* the caller's value */
+        if (at)
+            *at = (tide_exec_point){"", 0};
+        *value = tide_tensor_to_host(fed->value, err);
+        return *value ? TIDE_OK : tide_error_code(err);
+    }
     if (!node || k < 0)
         return tide_error_set(err, TIDE_NOT_FOUND, "'%s' does not run in this step", node ? node->name : "(null)");
     if (output < 0 || output >= step->plan->items[k].kn.num_outputs)

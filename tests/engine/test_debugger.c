@@ -605,12 +605,48 @@ static void test_attached_writes_in_place(void)
     tide_graph_free(g);
 }
 
+/* A fed placeholder is in the step: at a stop its value is the one fed, and its state is done. */
+static tide_node *fed_p;
+
+static void fed_value(script *s, tide_debug_step *step, const tide_debug_event *ev)
+{
+    (void)ev;
+    tide_tensor *v = NULL;
+    s->ok = tide_debug_step_value(step, fed_p, 0, &v, NULL, NULL) == TIDE_OK && item(v) == 5.0f;
+    tide_tensor_release(v);
+    s->ok &= tide_debug_step_node_state(step, fed_p) == TIDE_DEBUG_DONE;
+    s->ok &= tide_debug_step_value(step, fed_p, 1, &v, NULL, NULL) != TIDE_OK && !v; /* it has one output */
+}
+
+static void test_fed_placeholder(void)
+{
+    tide_graph *g = tide_graph_new();
+    fed_p = gu_placeholder(g, "p", TIDE_FLOAT32, 0, NULL);
+    tide_node *e = op2(g, "Mul", "e", O(fed_p), O(gu_scalar_f32(g, "three", 3)));
+    script s = {.stop_at = "e", .after = true, .at_iteration = -1, .at_stop = fed_value};
+    int id = attach(&s);
+    tide_session *ses = tide_session_new(th_engine(), g, NULL, NULL);
+    float five = 5;
+    tide_tensor *fed = th_f32(0, NULL, &five), *out = NULL;
+    tide_feed feed = {O(fed_p), fed};
+    tide_output fetch = O(e);
+    CU_ASSERT_EQUAL(tide_session_run(ses, NULL, &feed, 1, &fetch, 1, &out, NULL, 0, NULL, NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(item(out), 15.0f);
+    CU_ASSERT_EQUAL(s.stops, 1);
+    CU_ASSERT_TRUE(s.ok);
+    tide_tensor_release(out);
+    tide_tensor_release(fed);
+    tide_engine_detach_debugger(th_engine(), id);
+    tide_session_free(ses);
+    tide_graph_free(g);
+}
+
 int main(void)
 {
     static const th_test tests[] = {TH_TEST(test_stop_inspect_override), TH_TEST(test_stepping), TH_TEST(test_abort),
                                     TH_TEST(test_deadline_and_other_branches), TH_TEST(test_two_devices),
                                     TH_TEST(test_stop_in_loop), TH_TEST(test_detach_waits), TH_TEST(test_health),
                                     TH_TEST(test_watches_change_at_stop), TH_TEST(test_has_inf_or_nan),
-                                    TH_TEST(test_attached_writes_in_place), TH_END};
+                                    TH_TEST(test_attached_writes_in_place), TH_TEST(test_fed_placeholder), TH_END};
     return th_main("debugger", tests);
 }
