@@ -98,7 +98,7 @@ struct tide_step {
     atomic_llong executions;       /* started so far (the events' seq) */
     parked *parked_head, *parked_tail; /* waiting to be presented, under lock */
     _Atomic unsigned char *states; /* per item: its tide_debug_node_state (latest execution) */
-    /* Per item output (latest_base[item] + i): the latest value, retained; tide__gone once the
+    /* Per item output (latest_base[item] + i): the latest value, retained; a marker (GONE) once the
      * debugger let go of it so that its last reader could write over it (debug_step.c). Items of the
      * root frame run once a step: their entries are written without a lock; loops' under `lock`. */
     _Atomic(tide_tensor *) *latest;
