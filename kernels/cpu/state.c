@@ -1,9 +1,66 @@
 /* state.c — CPU kernels of variables: Variable (read), Assign, AssignAdd, AssignSub. Updates write in
  * place when the variable is the only holder of its tensor; otherwise they build a new tensor, so a
- * value handed out earlier never changes under its reader. */
+ * value handed out earlier never changes under its reader.
+ *
+ * Variables are shared by name across an engine's graphs, so a kernel may meet a value that another
+ * device's kernel left in that device's memory (a /sim:0 Assign, then a /cpu:0 one). Such a value is
+ * never touched directly: a read gets a copy on the kernel's device (through the device interface), an
+ * AssignAdd/AssignSub first moves the value there, and an Assign replaces it. The simulated device
+ * runs these same kernels on its own threads, where its memory is in reach (docs/devices.md). */
 #include <string.h>
 
+#include "../../engine/tide_device.h"
 #include "../../engine/tide_op.h"
+
+/* Is t where this kernel's device reads it (host memory for the CPU, its own memory for a device)? A
+ * value elsewhere is read through a copy and moved before being written, so that it follows the
+ * device of the kernels that write it. */
+static bool within_reach(tide_kernel_ctx *ctx, const tide_tensor *t)
+{
+    return tide_device_can_read(tide_kernel_device(ctx), t);
+}
+
+/* A copy of cur (v's value, out of reach) on this kernel's device, with v's lock (held on entry and on
+ * return) dropped meanwhile: the copy waits for the work queued on cur's device, which may itself wait
+ * for v. cur gets one more reference, for the caller to release. NULL with the kernel's error set. */
+static tide_tensor *copy_within_reach(tide_kernel_ctx *ctx, tide_variable *v, tide_tensor *cur)
+{
+    tide_device *here = tide_kernel_device(ctx);
+    tide_tensor_retain(cur);
+    tide_variable_unlock(v);
+    tide_error *err = tide_error_new();
+    tide_tensor *copy = tide_tensor_copy_to_device(cur, here, err);
+    if (!copy) {
+        char from[64], to[64];
+        const char *there = tide_tensor_device_name(cur);
+        tide_device_short_name(there ? there : "host", from, sizeof from);
+        tide_device_short_name(here ? tide_device_name(here) : "host", to, sizeof to);
+        tide_kernel_error(ctx, tide_error_code(err), "variable '%s' holds its value in the memory of %s; copying it "
+                          "to %s, where this node runs, failed: %s", tide_variable_name(v), from, to,
+                          tide_error_message(err));
+    }
+    tide_error_free(err);
+    tide_variable_lock(v);
+    return copy;
+}
+
+/* With v locked: when v's value lies out of this kernel's reach, replaces it by a copy on the kernel's
+ * device (again if another kernel replaced it while the copy ran). */
+static tide_status move_value_within_reach(tide_kernel_ctx *ctx, tide_variable *v)
+{
+    tide_tensor *cur;
+    while ((cur = tide_variable_value(v)) && !within_reach(ctx, cur)) {
+        tide_tensor *copy = copy_within_reach(ctx, v, cur);
+        bool unchanged = tide_variable_value(v) == cur;
+        tide_tensor_release(cur);
+        if (!copy)
+            return tide_kernel_status(ctx);
+        if (unchanged)
+            tide_variable_set_value(v, copy);
+        tide_tensor_release(copy);
+    }
+    return TIDE_OK;
+}
 
 /* A Variable hands out its value only when it agrees with what the node declares: the value may have
  * been left by another graph's declaration of the same name (another shape after the REPL's :reset). */
@@ -21,6 +78,16 @@ static tide_status variable_compute(tide_kernel_ctx *ctx)
     tide_shape held = value ? *tide_tensor_shape(value) : declared;
     tide_dtype held_dtype = value ? tide_tensor_dtype(value) : dtype;
     bool agrees = value && held_dtype == dtype && tide_shape_compatible(&declared, &held);
+    if (agrees && !within_reach(ctx, value)) { /* another device's: this read gets a copy */
+        tide_tensor *copy = copy_within_reach(ctx, v, value);
+        tide_tensor_release(value);
+        tide_variable_unlock(v);
+        if (!copy)
+            return tide_kernel_status(ctx);
+        tide_kernel_set_output(ctx, 0, copy);
+        tide_tensor_release(copy);
+        return TIDE_OK;
+    }
     if (agrees)
         tide_kernel_set_output(ctx, 0, value);
     tide_variable_unlock(v);
@@ -61,7 +128,7 @@ static tide_status assign_compute(tide_kernel_ctx *ctx)
     tide_variable_lock(v);
     tide_tensor *cur = tide_variable_value(v);
     tide_status st = TIDE_OK;
-    if (cur && tide_tensor_dtype(value) != TIDE_STRING && tide_tensor_is_exclusive(cur) &&
+    if (cur && within_reach(ctx, cur) && tide_tensor_dtype(value) != TIDE_STRING && tide_tensor_is_exclusive(cur) &&
         tide_tensor_dtype(cur) == tide_tensor_dtype(value) &&
         tide_shape_equal(tide_tensor_shape(cur), tide_tensor_shape(value))) {
         memcpy(tide_tensor_data(cur), tide_tensor_data(value), tide_tensor_byte_size(value));
@@ -149,9 +216,11 @@ static tide_status assign_update(tide_kernel_ctx *ctx, bool add)
         return tide_kernel_status(ctx);
     tide_tensor *delta = tide_kernel_input(ctx, 1);
     tide_variable_lock(v);
+    tide_status st = move_value_within_reach(ctx, v); /* its elements are then updated in place */
     tide_tensor *cur = tide_variable_value(v);
-    tide_status st = TIDE_OK;
-    if (!cur) {
+    if (st != TIDE_OK) {
+        /* the kernel's error says why */
+    } else if (!cur) {
         st = tide_kernel_error(ctx, TIDE_FAILED_PRECONDITION,
                                "variable '%s' is uninitialized: run its initializer first",
                                tide_variable_name(v));

@@ -495,6 +495,86 @@ static void test_variable_on_device(void)
     tide_engine_free(e);
 }
 
+/* One graph of the variable "v" on a device (its value lives in that device's memory). */
+typedef struct placed_variable {
+    tide_graph *g;
+    tide_session *s;
+    tide_node *v, *assign, *add, *twice;
+} placed_variable;
+
+/* v, an Assign of `init`, an AssignAdd of ones and v * 2, all on `device`, in a graph of their own. */
+static placed_variable place_variable(tide_engine *e, const char *device, const float init[4])
+{
+    placed_variable p = {.g = tide_graph_new()};
+    tide_graph_push_device(p.g, device);
+    p.v = gu_variable(p.g, "v", TIDE_FLOAT32, 1, TH_DIMS(4), NULL);
+    tide_node *value = gu_const(p.g, "value", th_f32(1, TH_DIMS(4), init));
+    tide_node *ones = gu_const(p.g, "ones", th_f32(1, TH_DIMS(4), (const float[]){1, 1, 1, 1}));
+    p.assign = gu_op(p.g, "Assign", "assign", 2, (tide_node *const[]){p.v, value});
+    p.add = gu_op(p.g, "AssignAdd", "add", 2, (tide_node *const[]){p.v, ones});
+    tide_node *two = gu_scalar_f32(p.g, "two", 2.0f);
+    p.twice = gu_op(p.g, "Mul", "twice", 2, (tide_node *const[]){p.v, two});
+    tide_graph_pop_device(p.g);
+    p.s = tide_session_new(e, p.g, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p.s);
+    return p;
+}
+
+static void release_placed(placed_variable *p)
+{
+    tide_session_free(p->s);
+    tide_graph_free(p->g);
+}
+
+/* Runs `target` of graph t (when not NULL), then fetches n of graph r and compares it with want. */
+static bool fetches(placed_variable *t, tide_node *target, placed_variable *r, tide_node *n, const float want[4])
+{
+    tide_error *err = tide_error_new();
+    bool ok = !target || gu_target(t->s, target, err) == TIDE_OK;
+    if (!ok)
+        fprintf(stderr, "run failed: %s\n", tide_error_message(err));
+    tide_error_free(err);
+    tide_tensor *got = ok ? gu_fetch(r->s, n) : NULL;
+    tide_tensor *expected = th_f32(1, TH_DIMS(4), want);
+    ok = ok && same_bits(got, expected);
+    tide_tensor_release(got);
+    tide_tensor_release(expected);
+    return ok;
+}
+
+/* Variables are shared by name in the engine: one whose value lives in /sim:0's memory is assigned,
+ * updated and read by kernels of /cpu:0 and /sim:1 (other graphs placing the same name elsewhere),
+ * and back. The CPU's Assign once wrote in place into the device's memory through a NULL pointer. */
+static void test_variable_shared_across_devices(void)
+{
+    tide_engine *e = sim_engine(2, 0);
+    placed_variable sim0 = place_variable(e, "/sim:0", (const float[]){1, 2, 3, 4});
+    placed_variable cpu = place_variable(e, "/cpu:0", (const float[]){10, 20, 30, 40});
+    placed_variable sim1 = place_variable(e, "/sim:1", (const float[]){5, 6, 7, 8});
+    /* written on the device, replaced from the host */
+    CU_ASSERT(fetches(&sim0, sim0.assign, &sim0, sim0.v, (const float[]){1, 2, 3, 4}));
+    CU_ASSERT(fetches(&cpu, cpu.assign, &cpu, cpu.v, (const float[]){10, 20, 30, 40}));
+    CU_ASSERT(fetches(&sim0, NULL, &sim0, sim0.twice, (const float[]){20, 40, 60, 80}));
+    /* on the device again, read and updated by the host's kernels */
+    CU_ASSERT(fetches(&sim0, sim0.assign, &cpu, cpu.v, (const float[]){1, 2, 3, 4}));
+    CU_ASSERT(fetches(&sim0, sim0.assign, &cpu, cpu.twice, (const float[]){2, 4, 6, 8}));
+    CU_ASSERT(fetches(&sim0, sim0.assign, &cpu, cpu.v, (const float[]){1, 2, 3, 4}));
+    CU_ASSERT(fetches(&cpu, cpu.add, &cpu, cpu.v, (const float[]){2, 3, 4, 5}));
+    CU_ASSERT(fetches(&sim0, sim0.add, &sim0, sim0.v, (const float[]){3, 4, 5, 6}));
+    /* between two devices */
+    CU_ASSERT(fetches(&sim0, sim0.assign, &sim1, sim1.twice, (const float[]){2, 4, 6, 8}));
+    CU_ASSERT(fetches(&sim0, sim0.assign, &sim1, sim1.v, (const float[]){1, 2, 3, 4}));
+    CU_ASSERT(fetches(&sim1, sim1.add, &sim0, sim0.v, (const float[]){2, 3, 4, 5}));
+    CU_ASSERT(fetches(&sim1, sim1.assign, &sim0, sim0.twice, (const float[]){10, 12, 14, 16}));
+    CU_ASSERT(fetches(&sim0, sim0.add, &sim1, sim1.v, (const float[]){6, 7, 8, 9}));
+    CU_ASSERT(fetches(&sim1, sim1.assign, &sim1, sim1.v, (const float[]){5, 6, 7, 8}));
+    CU_ASSERT(fetches(&sim0, sim0.assign, &cpu, cpu.v, (const float[]){1, 2, 3, 4}));
+    release_placed(&sim1);
+    release_placed(&cpu);
+    release_placed(&sim0);
+    tide_engine_free(e);
+}
+
 /* The step debugger on a device: health summaries of a device's tensors, values read as host copies
  * while stopped, and a host value put in place of a device's output reaching its consumer there. */
 typedef struct debug_probe {
@@ -606,6 +686,7 @@ int main(void)
                                     TH_TEST(test_memory_accounting), TH_TEST(test_memory_limit),
                                     TH_TEST(test_streams_and_events), TH_TEST(test_runs_across_host_and_device),
                                     TH_TEST(test_observers_get_host_copies), TH_TEST(test_variable_on_device),
+                                    TH_TEST(test_variable_shared_across_devices),
                                     TH_TEST(test_debugger_on_device), TH_TEST(test_cost_model_per_type), TH_END};
     return th_main("devices", tests);
 }
