@@ -19,6 +19,7 @@
 #include <string.h>
 #include <tgmath.h>
 
+#include "../../engine/tide_device.h"
 #include "../../engine/tide_op.h"
 
 /* Loops of unknown length vectorised, selects of floats too (cpu_util.h: before including it). */
@@ -308,6 +309,18 @@ static tide_status check_values(tide_kernel_ctx *ctx, const apply_kind *kind, ap
             return tide_kernel_error(ctx, TIDE_FAILED_PRECONDITION,
                                      "variable '%s' (%s) is uninitialized: run its initializer first",
                                      tide_variable_name(vs->var[k]), kind->names[k]);
+        if (!tide_device_can_read(tide_kernel_device(ctx), vs->cur[k])) { /* another device's memory */
+            char there[64], here[64];
+            const char *held = tide_tensor_device_name(vs->cur[k]);
+            const tide_device *d = tide_kernel_device(ctx);
+            tide_device_short_name(held ? held : "host", there, sizeof there);
+            tide_device_short_name(d ? tide_device_name(d) : "host", here, sizeof here);
+            return tide_kernel_error(ctx, TIDE_FAILED_PRECONDITION,
+                                     "variable '%s' (%s) holds its value in the memory of %s, not of %s where this "
+                                     "update runs: run it where the variable's other updates run (or assign the "
+                                     "variable on %s first)", tide_variable_name(vs->var[k]), kind->names[k], there,
+                                     here, here);
+        }
         if (!tide_shape_equal(tide_tensor_shape(vs->cur[k]), tide_tensor_shape(grad)))
             return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT,
                                      "%s of shape %s does not match variable '%s' (%s) of shape %s",

@@ -569,6 +569,20 @@ static void test_variable_shared_across_devices(void)
     CU_ASSERT(fetches(&sim0, sim0.add, &sim1, sim1.v, (const float[]){6, 7, 8, 9}));
     CU_ASSERT(fetches(&sim1, sim1.assign, &sim1, sim1.v, (const float[]){5, 6, 7, 8}));
     CU_ASSERT(fetches(&sim0, sim0.assign, &cpu, cpu.v, (const float[]){1, 2, 3, 4}));
+    /* a fused optimizer update does not move the value: an error naming the variable and both devices */
+    tide_graph_push_device(cpu.g, "/cpu:0");
+    tide_node *alpha = gu_scalar_f32(cpu.g, "alpha", 0.5f);
+    tide_node *grad = gu_const(cpu.g, "grad", th_f32(1, TH_DIMS(4), (const float[]){2, 2, 2, 2}));
+    tide_node *descend = gu_op(cpu.g, "ApplyGradientDescent", "descend", 3, (tide_node *const[]){cpu.v, alpha, grad});
+    tide_graph_pop_device(cpu.g);
+    tide_error *err = tide_error_new();
+    CU_ASSERT(fetches(&sim0, sim0.assign, &sim0, sim0.v, (const float[]){1, 2, 3, 4}));
+    CU_ASSERT_EQUAL(gu_target(cpu.s, descend, err), TIDE_FAILED_PRECONDITION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "variable 'v' (var) holds its value in the memory of "
+                                                           "/sim:0, not of /cpu:0"));
+    CU_ASSERT(fetches(&cpu, cpu.assign, &cpu, cpu.v, (const float[]){10, 20, 30, 40}));
+    CU_ASSERT(fetches(&cpu, descend, &sim0, sim0.v, (const float[]){9, 19, 29, 39}));
+    tide_error_free(err);
     release_placed(&sim1);
     release_placed(&cpu);
     release_placed(&sim0);
