@@ -309,7 +309,7 @@ static tide_status check_values(tide_kernel_ctx *ctx, const apply_kind *kind, ap
             return tide_kernel_error(ctx, TIDE_FAILED_PRECONDITION,
                                      "variable '%s' (%s) is uninitialized: run its initializer first",
                                      tide_variable_name(vs->var[k]), kind->names[k]);
-        if (!tide_device_can_read(tide_kernel_device(ctx), vs->cur[k])) { /* another device's memory */
+        if (!tide_tensor_is_host_visible(vs->cur[k]) && !tide_device_can_read(tide_kernel_device(ctx), vs->cur[k])) {
             char there[64], here[64];
             const char *held = tide_tensor_device_name(vs->cur[k]);
             const tide_device *d = tide_kernel_device(ctx);
