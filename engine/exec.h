@@ -67,6 +67,7 @@ typedef struct tide_exec_item {
     int num_twins;
     struct tide_fusion *fused; /* a fused group's item (fusion.h): node is its root, kn runs the group
                                   (kn.state is this); NULL for others */
+    const char *fused_members; /* its members' names, "h, r, out" (the timings' `fused`); NULL for others */
     /* Control flow (plan_frames.c; all 0 in a plan without Switch, Merge or loops). */
     int frame;                 /* the static frame the item runs in */
     int local;                 /* index within its frame */

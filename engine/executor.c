@@ -330,6 +330,7 @@ static void observe(tide_step *step, const tide_exec_item *it, tide_iter *iter, 
         t->output_bytes = bytes;
         t->frame = iter->frame ? tide__frame_path(iter->frame) : "";
         t->iteration = iter->n;
+        t->fused = it->fused_members;
         format_shapes(t->output_shapes, sizeof t->output_shapes, outs, it->kn.num_outputs);
         for (int o = 0; o < a->num_observers; o++)
             TIDE__OBSERVE(&a->observers[o], node_finished, &a->info, t);

@@ -292,7 +292,7 @@ static tide_fusion *make_program(fuser *f, const int *items, int count, bool *to
         mb->ew = f->info[items[m]].ew;
         mb->num_in = it->node->num_inputs;
         mb->expensive = it->expensive;
-        fu->cost += mb->ew.cost;
+        fu->cost = mb->ew.cost > fu->cost ? mb->ew.cost : fu->cost;
         for (int i = 0; i < mb->num_in && !*too_big; i++) {
             mb->in[i] = value_of(f, fu, items, count, items[m], i);
             *too_big = mb->in[i] < 0;
@@ -369,6 +369,7 @@ static tide_status make_item(fuser *f, tide_fusion *fu, const int *items, int co
     root->num_inputs = fu->num_ext;
     root->expensive = expensive;
     root->fused = fu;
+    root->fused_members = fu->members_text;
     return TIDE_OK;
 }
 

@@ -44,7 +44,10 @@ typedef struct tide_fusion {
     uint8_t *ext_kind;          /* fusion_kind of each */
     int num_regs;
     tide_dtype dtype;
-    double cost;                /* nanoseconds per element, the members' together */
+    double cost;                /* nanoseconds per element, for parallel_for: the dearest member's (on
+                                   tiles in L1 the cheap loops cost little beside it; the sum of the
+                                   members' costs split [128, 512] chains over two threads, which cost
+                                   more than it saved: bench_fusion) */
     tide_node wiring;           /* what plan.c wires for the item: inputs = ext, no control inputs */
     char *members_text;         /* "a, b, c": the members' names, the root last */
 } tide_fusion;

@@ -391,6 +391,9 @@ typedef struct tide_node_timing {
      * and 0 outside loops. A node inside a loop has one timing per iteration. */
     const char *frame;
     int64_t iteration;
+    /* A fused group's execution (docs/fusion.md): node is the group's root and this lists every
+     * member, "h, r, out" (the root last; borrowed, valid as long as the session); NULL otherwise. */
+    const char *fused;
 } tide_node_timing;
 
 /* Where one execution of a node happened (control flow): inside loops the frame instance ("while",

@@ -48,6 +48,7 @@ typedef repl_command_entry command;
 static repl_result cmd_help(repl *r, int argc, char **argv);
 static repl_result cmd_nodes(repl *r, int argc, char **argv);
 static repl_result cmd_info(repl *r, int argc, char **argv);
+static repl_result cmd_fusion(repl *r, int argc, char **argv);
 static repl_result cmd_graph(repl *r, int argc, char **argv);
 static repl_result cmd_history(repl *r, int argc, char **argv);
 static repl_result cmd_reset(repl *r, int argc, char **argv);
@@ -155,6 +156,15 @@ static const command commands[] = {
      "Example:\n"
      "`:sql SELECT step, mean FROM tensors WHERE node = 'loss' ORDER BY step DESC LIMIT 5`.",
      repl_cmd_sql, false},
+    {"fusion", NULL, 0, 1, "[on|off]", "fuse element-wise chains into one pass (on by default)",
+     "Without an argument: whether the session's plans fuse chains and trees of element-wise ops (bias\n"
+     "add, activations, their gradients, an update's arithmetic) into one item that makes one pass over\n"
+     "the data. `:fusion off` plans every node as an item of its own (per-node timings, the graph as\n"
+     "written); `:fusion on` fuses again. Also tide.fusion(false) in Lua, or TIDE_FUSION=0 for the\n"
+     "process. Watched and fetched nodes are never fused away, and nothing is fused while a breakpoint\n"
+     "is set. A traced run shows a group as one execution of its last node: `:info NODE` names the\n"
+     "group. docs/fusion.md.",
+     cmd_fusion, false},
     {"trace", NULL, 0, 2, "[MODE]", "which runs record per-node timings: on, off, every N",
      "Without MODE: which runs record per-node timings (the run log's trace policy). `:trace on` traces\n"
      "every run, `:trace off` only the runs traced by the caller (run(..., {trace=true})), and\n"
@@ -977,18 +987,32 @@ static void print_inputs(const tide_node *n)
         putchar('\n');
 }
 
+/* Whether name is one of the ", "-separated members of a fused group. */
+static bool fused_member(const char *members, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *at = members; (at = strstr(at, name)) != NULL; at += len)
+        if ((at == members || (at >= members + 2 && at[-2] == ',' && at[-1] == ' ')) && (at[len] == ',' || !at[len]))
+            return true;
+    return false;
+}
+
 /* The node's executions in the last traced run: once, or inside a loop once per iteration (frames and
- * iteration ranges, mean time). */
+ * iteration ranges, mean time); a fused group's, or the group a fused node ran in (docs/fusion.md). */
 static void print_executions(repl *r, const char *name)
 {
     int count = 0, in_loops = 0;
     int64_t total_ns = 0, first = INT64_MAX, last = -1;
-    const char *frame = NULL;
+    const char *frame = NULL, *fused = NULL;
+    const struct repl_execution *into = NULL; /* the fused group it ran in, when it has none of its own */
     bool one_frame = true;
     for (int i = 0; i < r->num_last_trace; i++) {
         const struct repl_execution *e = &r->last_trace[i];
+        if (e->node && e->fused && strcmp(e->node, name) != 0 && fused_member(e->fused, name))
+            into = e;
         if (!e->node || strcmp(e->node, name) != 0)
             continue;
+        fused = e->fused ? e->fused : fused;
         count++;
         total_ns += e->ns;
         if (e->frame) {
@@ -1004,11 +1028,17 @@ static void print_executions(repl *r, const char *name)
         puts("(no traced run yet: run(..., {trace=true}))");
         return;
     }
+    if (count == 0 && into) {
+        printf("none of its own in the last traced run: fused into '%s' (%s)\n", into->node, into->fused);
+        return;
+    }
     if (count == 0) {
         puts("none in the last traced run");
         return;
     }
     printf("%d in the last traced run, %.1f us each on average", count, (double)total_ns / count / 1e3);
+    if (fused)
+        printf(" (a fused group: %s)", fused);
     if (in_loops && one_frame)
         printf("; loop %s, iterations %" PRId64 "-%" PRId64, frame, first, last);
     else if (in_loops)
@@ -1053,6 +1083,24 @@ static repl_result cmd_info(repl *r, int argc, char **argv)
     label(stdout, "stateful", 0);
     puts(tide_node_is_stateful(n) ? "yes" : "no");
     print_executions(r, tide_node_name(n));
+    return REPL_DONE;
+}
+
+/* ---------------------------------------------------------------- :fusion */
+
+static repl_result cmd_fusion(repl *r, int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "on") != 0 && strcmp(argv[1], "off") != 0) {
+        fputs("usage: :fusion [on|off]\n", stderr);
+        return REPL_FAILED;
+    }
+    if (argc == 2)
+        tide_session_set_fusion(r->session, strcmp(argv[1], "on") == 0);
+    bool on = tide_session_fusion_enabled(r->session);
+    printf("fusion %s", on ? "on" : "off");
+    if (!on && argc == 2 && strcmp(argv[1], "on") == 0)
+        printf(" (the engine's option is off: TIDE_FUSION=0)");
+    putchar('\n');
     return REPL_DONE;
 }
 

@@ -150,6 +150,7 @@ void repl_forget_trace(repl *r)
     for (int i = 0; i < r->num_last_trace; i++) {
         free(r->last_trace[i].node);
         free(r->last_trace[i].frame);
+        free(r->last_trace[i].fused);
     }
     free(r->last_trace);
     r->last_trace = NULL;
@@ -168,6 +169,7 @@ static void remember_trace(repl *r, const tide_step_stats *stats)
         struct repl_execution *e = &r->last_trace[r->num_last_trace++];
         e->node = strdup(tide_node_name(t->node));
         e->frame = t->frame && t->frame[0] ? strdup(t->frame) : NULL;
+        e->fused = t->fused ? strdup(t->fused) : NULL;
         e->iteration = t->iteration;
         e->ns = t->end_ns - t->start_ns;
     }
@@ -207,6 +209,10 @@ static int push_stats(lua_State *L, tide_step_stats *stats)
         lua_setfield(L, -2, "bytes");
         lua_pushstring(L, t->output_shapes);
         lua_setfield(L, -2, "shapes");
+        if (t->fused) { /* a fused group (docs/fusion.md): its members, the root (node) last */
+            lua_pushstring(L, t->fused);
+            lua_setfield(L, -2, "fused");
+        }
         if (t->frame && t->frame[0]) { /* inside a loop: one entry per iteration */
             lua_pushstring(L, t->frame);
             lua_setfield(L, -2, "frame");
@@ -389,6 +395,28 @@ static int session_tostring(lua_State *L)
     return 1;
 }
 
+/* fusion([on]): element-wise fusion of session s's later runs (docs/fusion.md); returns whether it is
+ * on (after the change). */
+static int fusion_setting(lua_State *L, tide_session *s, int idx)
+{
+    if (!lua_isnoneornil(L, idx)) {
+        luaL_checktype(L, idx, LUA_TBOOLEAN);
+        tide_session_set_fusion(s, lua_toboolean(L, idx));
+    }
+    lua_pushboolean(L, tide_session_fusion_enabled(s));
+    return 1;
+}
+
+static int l_fusion(lua_State *L)
+{
+    return fusion_setting(L, repl_of(L)->session, 1);
+}
+
+static int session_fusion(lua_State *L)
+{
+    return fusion_setting(L, check_session(L, 1)->session, 2);
+}
+
 /* tide.clock(): monotonic wall-clock seconds. */
 static int l_clock(lua_State *L)
 {
@@ -411,9 +439,11 @@ void repl_close_sessions(repl *r)
 
 void repl_open_run(lua_State *L)
 {
-    static const luaL_Reg session_methods[] = {{"run", session_run}, {"close", session_close}, {NULL, NULL}};
+    static const luaL_Reg session_methods[] = {
+        {"run", session_run}, {"close", session_close}, {"fusion", session_fusion}, {NULL, NULL}};
     static const luaL_Reg functions[] = {
-        {"run", l_run}, {"eval", l_run}, {"session", l_session}, {"clock", l_clock}, {NULL, NULL},
+        {"run", l_run}, {"eval", l_run}, {"session", l_session}, {"clock", l_clock}, {"fusion", l_fusion},
+        {NULL, NULL},
     };
     luaL_newmetatable(L, SESSION_MT);
     luaL_newlib(L, session_methods);

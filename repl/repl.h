@@ -93,6 +93,7 @@ typedef struct repl {
      * node (inside loops, one per iteration). */
     struct repl_execution {
         char *node, *frame; /* frame NULL outside loops */
+        char *fused;        /* a fused group's execution: its members, "h, r, out"; NULL otherwise */
         int64_t iteration, ns;
     } *last_trace;
     int num_last_trace;                /* repl_forget_trace frees them */

@@ -282,6 +282,23 @@ static void test_bias_relu_chain(void)
     CU_ASSERT_EQUAL(group->num_inputs, 3);
     CU_ASSERT_STRING_EQUAL(group->fused->members_text, "h, r, out");
     tide__plan_free(p);
+    /* a traced run's timing of the group: the root's, naming the members */
+    tide_run_options opts = {.trace = true};
+    tide_step_stats *stats = NULL;
+    tide_tensor *value = NULL;
+    CU_ASSERT_EQUAL(tide_session_run(s, &opts, &c.feed, 1, &o, 1, &value, NULL, 0, &stats, NULL), TIDE_OK);
+    int groups = 0;
+    for (int i = 0; i < tide_step_stats_count(stats); i++) {
+        const tide_node_timing *t = tide_step_stats_at(stats, i);
+        if (t->fused) {
+            groups++;
+            CU_ASSERT_PTR_EQUAL(t->node, c.out);
+            CU_ASSERT_STRING_EQUAL(t->fused, "h, r, out");
+        }
+    }
+    CU_ASSERT_EQUAL(groups, 1);
+    tide_step_stats_free(stats);
+    tide_tensor_release(value);
     tide_session_free(s);
     tide_session_free(plain);
     tide_engine_free(e);
