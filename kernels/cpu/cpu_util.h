@@ -74,6 +74,12 @@ const char *tide_cpu_isa_name(tide_cpu_isa isa);
     DEFINE(name##_portable, , , __VA_ARGS__)                                                 \
     DEFINE(name##_avx2, TIDE_TARGET_AVX2, _avx2, __VA_ARGS__)                                \
     DEFINE(name##_avx512, TIDE_TARGET_AVX512, _avx512, __VA_ARGS__)
+/* Families where AVX-512 does not pay (measured) stop at AVX2: name_portable and name_avx2 only. */
+#define TIDE_ISA_VARIANTS_TO_AVX2(DEFINE, name, ...)                                         \
+    DEFINE(name##_portable, , , __VA_ARGS__)                                                 \
+    DEFINE(name##_avx2, TIDE_TARGET_AVX2, _avx2, __VA_ARGS__)
+#define TIDE_ISA_DISPATCH_TO_AVX2(name, ...)                                                 \
+    (tide_cpu_isa_active() >= TIDE_ISA_AVX2 ? name##_avx2(__VA_ARGS__) : name##_portable(__VA_ARGS__))
 /* TIDE_ISA_DISPATCH_SFX calls name_<isa>SFX: for families whose DEFINE makes several functions. */
 #define TIDE_ISA_DISPATCH_SFX(name, SFX, ...)                                                \
     do {                                                                                     \
@@ -87,6 +93,8 @@ const char *tide_cpu_isa_name(tide_cpu_isa isa);
 #define TIDE_ISA_DISPATCH_X86 0
 #define TIDE_ISA_VARIANTS(DEFINE, name, ...) DEFINE(name##_portable, , , __VA_ARGS__)
 #define TIDE_ISA_DISPATCH_SFX(name, SFX, ...) name##_portable##SFX(__VA_ARGS__)
+#define TIDE_ISA_VARIANTS_TO_AVX2(DEFINE, name, ...) DEFINE(name##_portable, , , __VA_ARGS__)
+#define TIDE_ISA_DISPATCH_TO_AVX2(name, ...) name##_portable(__VA_ARGS__)
 #endif
 #define TIDE_ISA_DISPATCH(name, ...) TIDE_ISA_DISPATCH_SFX(name, , __VA_ARGS__)
 
