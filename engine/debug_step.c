@@ -269,9 +269,13 @@ static tide_tensor *read_latest(tide_step *step, int k, int output, tide_exec_po
 void tide__debug_record(tide_step *step, const tide_exec_item *it, int k, tide_iter *iter, tide_tensor **outs)
 {
     _Atomic(tide_tensor *) *entry = &step->latest[step->latest_base[k]];
-    if (it->frame == 0) { /* runs once a step: the entries are still empty, and only this thread writes them */
-        for (int i = 0; i < it->kn.num_outputs; i++)
+    if (it->frame == 0) { /* runs once a step, and only this thread writes its entries now; one may hold an
+                           * override set at a stop after this node (tide_debug_step_set_value): replace it */
+        for (int i = 0; i < it->kn.num_outputs; i++) {
+            tide_tensor *old = atomic_load_explicit(&entry[i], memory_order_relaxed);
             atomic_store(&entry[i], tide_tensor_retain(outs[i]));
+            release_taken(step, old);
+        }
         return;
     }
     pthread_mutex_lock(&step->lock);
