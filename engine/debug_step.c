@@ -85,6 +85,7 @@ bool tide__debug_init(tide_step *step)
     atomic_init(&step->executions, 0);
     atomic_init(&step->readers, 0);
     step->let_go_late = NULL;
+    atomic_init(&step->stopped, false);
     return step->latest != NULL && map_slot_sources(step);
 }
 
@@ -289,6 +290,8 @@ void tide__debug_let_go(tide_step *step, const tide_exec_item *it, tide_iter *it
 {
     if (iter != &step->root || atomic_load_explicit(&it->debug_watched, memory_order_relaxed))
         return; /* a watched node's check after it ran sees its inputs as they were */
+    if (atomic_load_explicit(&step->stopped, memory_order_relaxed))
+        return; /* once the step has stopped, every value produced stays printable until the step ends */
     for (int i = 0; i < it->num_inputs; i++) {
         tide_tensor *t = iter->slots[it->input_base + i];
         int source = step->slot_source[it->input_base + i];
@@ -334,6 +337,7 @@ bool tide__debug_present(tide_step *step)
         const tide_tensor **in = malloc(sizeof *in * (size_t)(ni + no + 1));
         if (in) {
             tide_debug_event ev = event_of(step, it, p->iter, p->after, p->seq, p->outs, in, in + ni);
+            atomic_store(&step->stopped, true);
             tide_debug_step view = {step, p};
             cmd = d->d.paused(d->d.user, &view, &ev);
             free(in);

@@ -106,6 +106,7 @@ struct tide_step {
     int *latest_base;
     int *slot_source;              /* per root input slot: the latest[] entry feeding it, or -1 */
     atomic_int readers;            /* threads reading latest[] right now (tide_debug_step_value) */
+    atomic_bool stopped;           /* a stop was presented: from then on nothing is let go (tide__debug_let_go) */
     struct tide_tensor_list *let_go_late; /* let go of while someone read: released at the end, under lock */
     /* Observed steps: the account of what its kernels allocate (step_memory.h); NULL otherwise. */
     struct tide_step_memory *memory;
