@@ -36,10 +36,18 @@
  * when dilated) it is a contiguous run of the canvas, a "piece". Pieces are grouped into chunks of
  * at most ~16 KiB (24 KiB with AVX-512) of packed filter, which stay in L1 while every pixel block
  * of the tile passes.
- * Output rows whose canvas row for a filter row kh is padding only skip that kh's multiplications
- * (live_rows): the forward-like kernels run each chunk over its live pixels only, the filter kernel
- * each piece (zeros multiplied cost as much as data, and oneDNN skips them: the CNN's 14x14 5x5 SAME
- * layer has 6 of its 70 row-taps in the padding; measured +6-7% for all three ops).
+ * Taps that read only the canvas's zero padding are skipped (zeros multiplied cost as much as data,
+ * and oneDNN skips them: the CNN's 14x14 5x5 SAME layer has 6 of its 70 row-taps and 6 of its 70
+ * column-taps there, 83.6% of the nominal multiply-adds read data). Along the height, output rows
+ * whose canvas row for a filter row kh is padding skip that kh (live_rows): the forward-like kernels
+ * run each chunk over its live rows only, the filter kernel each piece (+6-7% for all three ops).
+ * Along the width (prepare_columns), the output columns fall into classes by the range of filter
+ * columns that read data for them (5x5 SAME: columns 0, 1, the middle, 12, 13); the forward-like
+ * driver orders a tile's pixels class by class and runs each class with its pieces narrowed to its
+ * taps (the micro-kernels take pixel and output pointers, and each piece finds its own weights), and
+ * the filter kernel sums each block of k over the columns its filter columns read data for (spans
+ * of pixels). The chunk that reads data for every pixel (the middle filter row) runs first and
+ * writes the outputs, so the others add without the outputs being zeroed first.
  * Work is split over the engine's threads with tide_kernel_parallel_for (units: images, or row
  * tiles of an image when the batch is small); OpenBLAS is not used, so no second thread pool runs.
  *
@@ -94,36 +102,45 @@ typedef struct conv_piece {
     int64_t off, len;
     int64_t k0; /* the piece's first k */
     int64_t kh; /* its filter row */
+    int64_t kw; /* the filter column of element 0 (elements further on: kw + (at + e) / cin) */
+    int64_t at; /* element 0's place in its run of (kw, c) */
 } conv_piece;
+
+/* Pixels [begin, end) of a tile (row-major), a range the filter-like kernel sums over. */
+typedef struct conv_span {
+    int64_t begin, end;
+} conv_span;
 
 /* ---------------------------------------------------------------- micro-kernels */
 
 /* DEFINE_MICROKERNELS(T, V, SFX) defines, for element type T and its vector type V (VB = two V):
- *   fwd_rows_SFX(R, rows, pieces, n, w, out, ostride, accumulate):
- *       out[r*ostride + 0:VB] (+)= sum over the pieces' k of rows[r][off + j] * w[k*VB + 0:VB]
- *   dot_rows_SFX(R, rows, pieces, n, w, out, ostride, accumulate): the same for one channel,
- *       out[r*ostride] (+)= sum over k of rows[r][off + j] * w[k] (vectors along k, then a tail)
- *   filt_rows_SFX(R, pix, npix, off, dy, dstride, acc):
- *       acc[r*VB + 0:VB] += sum over p < npix of pix[p][off + r] * dy[p*dstride + 0:VB]
+ *   fwd_rows_SFX(R, rows, outs, pieces, n, w, accumulate):
+ *       outs[r][0:VB] (+)= sum over the pieces' k of rows[r][off + j] * w[k*VB + 0:VB]
+ *       (k = the piece's k0 + j: pieces need not be adjacent in k)
+ *   dot_rows_SFX(R, rows, outs, pieces, n, w, accumulate): the same for one channel,
+ *       outs[r][0] (+)= sum over k of rows[r][off + j] * w[k] (vectors along k, then a tail)
+ *   filt_rows_SFX(R, pix, spans, nspans, off, dy, dy0, dstride, acc):
+ *       acc[r*VB + 0:VB] += sum over the spans' pixels p of pix[p][off + r] * dy[(p-dy0)*dstride + 0:VB]
  * for a compile-time R <= MR (the callers below switch on it), keeping the 2*R accumulators in
  * registers. */
 #define DEFINE_MICROKERNELS(T, V, SFX)                                                           \
     enum { VL_##SFX = (int)(sizeof(V) / sizeof(T)) };                                            \
-    INLINE void fwd_rows_##SFX(const int R, const T *const *rows, const conv_piece *pieces,      \
-                               int npieces, const T *w, T *out, int64_t ostride, bool accumulate) \
+    INLINE void fwd_rows_##SFX(const int R, const T *const *rows, T *const *outs,                \
+                               const conv_piece *pieces, int npieces, const T *w, bool accumulate) \
     {                                                                                            \
         V acc[MR][2];                                                                            \
         _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                                      \
         {                                                                                        \
-            acc[r][0] = accumulate ? *(const V *)(out + r * ostride) : (V){0};                   \
-            acc[r][1] = accumulate ? *(const V *)(out + r * ostride + VL_##SFX) : (V){0};        \
+            acc[r][0] = accumulate ? *(const V *)outs[r] : (V){0};                               \
+            acc[r][1] = accumulate ? *(const V *)(outs[r] + VL_##SFX) : (V){0};                  \
         }                                                                                        \
         for (int s = 0; s < npieces; s++) {                                                     \
             const T *a[MR];                                                                      \
             _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) a[r] = rows[r] + pieces[s].off;  \
             const int64_t len = pieces[s].len;                                                   \
-            for (int64_t j = 0; j < len; j++, w += 2 * VL_##SFX) {                               \
-                const V w0 = *(const V *)w, w1 = *(const V *)(w + VL_##SFX);                    \
+            const T *wk = w + pieces[s].k0 * 2 * VL_##SFX;                                       \
+            for (int64_t j = 0; j < len; j++, wk += 2 * VL_##SFX) {                              \
+                const V w0 = *(const V *)wk, w1 = *(const V *)(wk + VL_##SFX);                  \
                 _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                              \
                 {                                                                                \
                     acc[r][0] += a[r][j] * w0;                                                   \
@@ -133,12 +150,13 @@ typedef struct conv_piece {
         }                                                                                        \
         _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                                      \
         {                                                                                        \
-            *(V *)(out + r * ostride) = acc[r][0];                                               \
-            *(V *)(out + r * ostride + VL_##SFX) = acc[r][1];                                    \
+            *(V *)outs[r] = acc[r][0];                                                           \
+            *(V *)(outs[r] + VL_##SFX) = acc[r][1];                                              \
         }                                                                                        \
     }                                                                                            \
-    INLINE void filt_rows_##SFX(const int R, const T *const *pix, int64_t npix, int64_t off,     \
-                                const T *dy, int64_t dstride, T *acc_mem)                        \
+    INLINE void filt_rows_##SFX(const int R, const T *const *pix, const conv_span *spans,        \
+                                int nspans, int64_t off, const T *dy, int64_t dy0,               \
+                                int64_t dstride, T *acc_mem)                                     \
     {                                                                                            \
         V acc[MR][2];                                                                            \
         _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                                      \
@@ -146,13 +164,16 @@ typedef struct conv_piece {
             acc[r][0] = *(const V *)(acc_mem + r * 2 * VL_##SFX);                                \
             acc[r][1] = *(const V *)(acc_mem + r * 2 * VL_##SFX + VL_##SFX);                     \
         }                                                                                        \
-        for (int64_t p = 0; p < npix; p++, dy += dstride) {                                      \
-            const T *a = pix[p] + off;                                                           \
-            const V d0 = *(const V *)dy, d1 = *(const V *)(dy + VL_##SFX);                       \
-            _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                                  \
-            {                                                                                    \
-                acc[r][0] += a[r] * d0;                                                          \
-                acc[r][1] += a[r] * d1;                                                          \
+        for (int sp = 0; sp < nspans; sp++) {                                                    \
+            const T *d = dy + (spans[sp].begin - dy0) * dstride;                                 \
+            for (int64_t p = spans[sp].begin; p < spans[sp].end; p++, d += dstride) {            \
+                const T *a = pix[p] + off;                                                       \
+                const V d0 = *(const V *)d, d1 = *(const V *)(d + VL_##SFX);                     \
+                _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                              \
+                {                                                                                \
+                    acc[r][0] += a[r] * d0;                                                      \
+                    acc[r][1] += a[r] * d1;                                                      \
+                }                                                                                \
             }                                                                                    \
         }                                                                                        \
         _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                                      \
@@ -161,35 +182,36 @@ typedef struct conv_piece {
             *(V *)(acc_mem + r * 2 * VL_##SFX + VL_##SFX) = acc[r][1];                           \
         }                                                                                        \
     }                                                                                            \
-    INLINE void dot_rows_##SFX(const int R, const T *const *rows, const conv_piece *pieces,      \
-                               int npieces, const T *w, T *out, int64_t ostride, bool accumulate) \
+    INLINE void dot_rows_##SFX(const int R, const T *const *rows, T *const *outs,                \
+                               const conv_piece *pieces, int npieces, const T *w, bool accumulate) \
     {                                                                                            \
         V acc[MR];                                                                               \
         T tail[MR];                                                                              \
         _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                                      \
         {                                                                                        \
             acc[r] = (V){0};                                                                     \
-            tail[r] = accumulate ? out[r * ostride] : 0;                                         \
+            tail[r] = accumulate ? *outs[r] : 0;                                                 \
         }                                                                                        \
         for (int s = 0; s < npieces; s++) {                                                     \
             const T *a[MR];                                                                      \
             _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) a[r] = rows[r] + pieces[s].off;  \
             const int64_t len = pieces[s].len;                                                   \
+            const T *wk = w + pieces[s].k0;                                                      \
             int64_t j = 0;                                                                       \
-            for (; j + VL_##SFX <= len; j += VL_##SFX, w += VL_##SFX) {                          \
-                const V wv = *(const V *)w;                                                      \
+            for (; j + VL_##SFX <= len; j += VL_##SFX, wk += VL_##SFX) {                         \
+                const V wv = *(const V *)wk;                                                     \
                 _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                              \
                     acc[r] += *(const V *)(a[r] + j) * wv;                                       \
             }                                                                                    \
-            for (; j < len; j++, w++)                                                            \
-                _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) tail[r] += a[r][j] * *w;     \
+            for (; j < len; j++, wk++)                                                           \
+                _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) tail[r] += a[r][j] * *wk;    \
         }                                                                                        \
         _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                                      \
         {                                                                                        \
             T sum = tail[r];                                                                     \
             for (int i = 0; i < VL_##SFX; i++)                                                   \
                 sum += acc[r][i];                                                                \
-            out[r * ostride] = sum;                                                              \
+            *outs[r] = sum;                                                                      \
         }                                                                                        \
     }
 
@@ -215,19 +237,23 @@ DEFINE_MICROKERNELS(double, vec16_f64, p64)
  * interleaved runs against AVX2 on the loaded machine: 1.84x -> 1.90x AVX2's speed. The same for the
  * forward kernel measured no gain (1.94x -> 1.92x), so it has none. */
 #define DEFINE_WIDE_FILTER(T, V, SFX)                                                            \
-    INLINE void filt4_rows_##SFX(const int R, const T *const *pix, int64_t npix, int64_t off,    \
-                                 const T *dy, int64_t dstride, T *acc_mem)                       \
+    INLINE void filt4_rows_##SFX(const int R, const T *const *pix, const conv_span *spans,       \
+                                 int nspans, int64_t off, const T *dy, int64_t dy0,              \
+                                 int64_t dstride, T *acc_mem)                                    \
     {                                                                                            \
         V acc[MR][4];                                                                            \
         _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                                      \
             _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)                                  \
                 acc[r][v] = *(const V *)(acc_mem + (r * 4 + v) * VL_##SFX);                      \
-        for (int64_t p = 0; p < npix; p++, dy += dstride) {                                      \
-            const T *a = pix[p] + off;                                                           \
-            V d[4];                                                                              \
-            _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) d[v] = *(const V *)(dy + v * VL_##SFX); \
-            _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                                  \
-                _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[r][v] += a[r] * d[v];    \
+        for (int sp = 0; sp < nspans; sp++) {                                                    \
+            const T *dp = dy + (spans[sp].begin - dy0) * dstride;                                \
+            for (int64_t p = spans[sp].begin; p < spans[sp].end; p++, dp += dstride) {           \
+                const T *a = pix[p] + off;                                                       \
+                V d[4];                                                                          \
+                _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) d[v] = *(const V *)(dp + v * VL_##SFX); \
+                _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                              \
+                    _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) acc[r][v] += a[r] * d[v]; \
+            }                                                                                    \
         }                                                                                        \
         _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                                      \
             _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)                                  \
@@ -237,10 +263,10 @@ DEFINE_WIDE_FILTER(float, vec64_f32, z32)
 DEFINE_WIDE_FILTER(double, vec64_f64, z64)
 
 /* The entry points take R at run time and switch to the compile-time instances. */
-typedef void (*fwd_block_fn)(int R, const void *const *rows, const conv_piece *pieces, int npieces,
-                             const void *w, void *out, int64_t ostride, bool accumulate);
-typedef void (*filt_block_fn)(int R, const void *const *pix, int64_t npix, int64_t off,
-                              const void *dy, int64_t dstride, void *acc);
+typedef void (*fwd_block_fn)(int R, const void *const *rows, void *const *outs, const conv_piece *pieces,
+                             int npieces, const void *w, bool accumulate);
+typedef void (*filt_block_fn)(int R, const void *const *pix, const conv_span *spans, int nspans, int64_t off,
+                              const void *dy, int64_t dy0, int64_t dstride, void *acc);
 
 #define SWITCH_ROWS(R, CALL, K)                                                                  \
     switch (R) {                                                                                 \
@@ -251,27 +277,28 @@ typedef void (*filt_block_fn)(int R, const void *const *pix, int64_t npix, int64
     case 2: CALL(K, 2); break;                                                                   \
     default: CALL(K, 1); break;                                                                  \
     }
-#define FWD_CALL(K, R) fwd_rows_##K(R, (const void *)rows, pieces, npieces, w, out, ostride, accumulate)
-#define DOT_CALL(K, R) dot_rows_##K(R, (const void *)rows, pieces, npieces, w, out, ostride, accumulate)
-#define FILT_CALL(K, R) filt_rows_##K(R, (const void *)pix, npix, off, dy, dstride, acc)
-#define FILT4_CALL(K, R) filt4_rows_##K(R, (const void *)pix, npix, off, dy, dstride, acc)
+#define FWD_CALL(K, R) fwd_rows_##K(R, (const void *)rows, (void *)outs, pieces, npieces, w, accumulate)
+#define DOT_CALL(K, R) dot_rows_##K(R, (const void *)rows, (void *)outs, pieces, npieces, w, accumulate)
+#define FILT_CALL(K, R) filt_rows_##K(R, (const void *)pix, spans, nspans, off, dy, dy0, dstride, acc)
+#define FILT4_CALL(K, R) filt4_rows_##K(R, (const void *)pix, spans, nspans, off, dy, dy0, dstride, acc)
 
 /* The entry points of the micro-kernels with suffix K, compiled with function attributes ATTR. */
 #define DEFINE_ENTRY_POINTS(K, ATTR)                                                             \
-    ATTR static void fwd_block_##K(int R, const void *const *rows, const conv_piece *pieces,     \
-                                   int npieces, const void *w, void *out, int64_t ostride,       \
+    ATTR static void fwd_block_##K(int R, const void *const *rows, void *const *outs,            \
+                                   const conv_piece *pieces, int npieces, const void *w,         \
                                    bool accumulate)                                              \
     {                                                                                            \
         SWITCH_ROWS(R, FWD_CALL, K)                                                              \
     }                                                                                            \
-    ATTR static void dot_block_##K(int R, const void *const *rows, const conv_piece *pieces,     \
-                                   int npieces, const void *w, void *out, int64_t ostride,       \
+    ATTR static void dot_block_##K(int R, const void *const *rows, void *const *outs,            \
+                                   const conv_piece *pieces, int npieces, const void *w,         \
                                    bool accumulate)                                              \
     {                                                                                            \
         SWITCH_ROWS(R, DOT_CALL, K)                                                              \
     }                                                                                            \
-    ATTR static void filt_block_##K(int R, const void *const *pix, int64_t npix, int64_t off,    \
-                                    const void *dy, int64_t dstride, void *acc)                  \
+    ATTR static void filt_block_##K(int R, const void *const *pix, const conv_span *spans,       \
+                                    int nspans, int64_t off, const void *dy, int64_t dy0,        \
+                                    int64_t dstride, void *acc)                                  \
     {                                                                                            \
         SWITCH_ROWS(R, FILT_CALL, K)                                                             \
     }
@@ -283,13 +310,13 @@ DEFINE_ENTRY_POINTS(f32, AVX2_FN)
 DEFINE_ENTRY_POINTS(f64, AVX2_FN)
 DEFINE_ENTRY_POINTS(z32, AVX512_FN)
 DEFINE_ENTRY_POINTS(z64, AVX512_FN)
-AVX512_FN static void filt4_block_z32(int R, const void *const *pix, int64_t npix, int64_t off, const void *dy,
-                                      int64_t dstride, void *acc)
+AVX512_FN static void filt4_block_z32(int R, const void *const *pix, const conv_span *spans, int nspans,
+                                      int64_t off, const void *dy, int64_t dy0, int64_t dstride, void *acc)
 {
     SWITCH_ROWS(R, FILT4_CALL, z32)
 }
-AVX512_FN static void filt4_block_z64(int R, const void *const *pix, int64_t npix, int64_t off, const void *dy,
-                                      int64_t dstride, void *acc)
+AVX512_FN static void filt4_block_z64(int R, const void *const *pix, const conv_span *spans, int nspans,
+                                      int64_t off, const void *dy, int64_t dy0, int64_t dstride, void *acc)
 {
     SWITCH_ROWS(R, FILT4_CALL, z64)
 }
@@ -360,6 +387,13 @@ static conv_type type_of(tide_dtype dt)
 
 /* ---------------------------------------------------------------- jobs, canvases, pieces */
 
+/* Output columns sharing one range of filter columns that may read source data, [tap_lo, tap_hi):
+ * the forward-like kernels run their pixels with the pieces narrowed to those taps. */
+typedef struct conv_class {
+    int64_t tap_lo, tap_hi;
+    int64_t col0, ncols; /* its columns: j->class_cols[col0, col0 + ncols) */
+} conv_class;
+
 /* One convolution as the drivers see it: a canvas made from src (see the file comment), moved over
  * by a window of kh x kw taps, producing out_h x out_w pixels of cout channels per image. */
 typedef struct conv_job {
@@ -380,6 +414,15 @@ typedef struct conv_job {
     int npieces;
     int *chunks; /* chunk c is pieces [chunks[c], chunks[c + 1]) */
     int nchunks;
+    /* The width's padding (prepare_columns): output columns [tap_cols[2t], tap_cols[2t + 1]) are
+     * those whose filter column t may read source data; the columns fall into classes of equal tap
+     * ranges, each with the pieces narrowed to its taps. */
+    int64_t *tap_cols;
+    conv_class *classes;
+    int nclasses;
+    int64_t *class_cols;      /* class q's columns: class_cols[classes[q].col0 ...], ascending */
+    conv_piece *class_pieces; /* class q's pieces: [q * npieces, (q + 1) * npieces), some empty */
+    bool *class_live;         /* [q * nchunks + c]: chunk c has a non-empty piece for class q */
     const char *packed; /* forward-like: [cblocks][k_total][vb] */
     char *dst;          /* forward-like: [batch][out_h][out_w][cout], or placed (below) */
     /* A placed output (Conv2DBackpropInput's phases): output pixel (oh, ow) of image n lands at
@@ -404,6 +447,96 @@ static int64_t canvas_rows(const conv_job *j, int64_t out_rows)
 static size_t canvas_bytes(const conv_job *j, int64_t out_rows)
 {
     return (size_t)(canvas_rows(j, out_rows) * j->canvas_w * j->cin) * j->ty.esize;
+}
+
+/* Whether output column ow's filter column t reads a source pixel (not the canvas's padding). */
+static bool column_reads_source(const conv_job *j, int64_t ow, int64_t t)
+{
+    const int64_t at = ow * j->stride_w + t * j->dil_w - j->off_w;
+    return at >= 0 && at % j->up_w == 0 && at / j->up_w < j->src_w;
+}
+
+/* Piece p narrowed to the filter columns [tap_lo, tap_hi) (elements of other columns dropped; len 0
+ * when none is left). */
+static conv_piece narrow_piece(const conv_job *j, conv_piece p, int64_t tap_lo, int64_t tap_hi)
+{
+    const int64_t e0 = min64(p.len, max64(0, (tap_lo - p.kw) * j->cin - p.at));
+    const int64_t e1 = min64(p.len, max64(0, (tap_hi - p.kw) * j->cin - p.at));
+    p.off += e0;
+    p.k0 += e0;
+    p.at += e0;
+    p.len = max64(0, e1 - e0);
+    return p;
+}
+
+/* The width direction of the padding: which output columns each filter column reads source data
+ * for, and the classes of columns with equal tap ranges, their pieces narrowed (the CNN's 5x5 SAME
+ * layer on 14x14: columns 0, 1, 12 and 13 skip 2, 1, 1 and 2 of the 5 taps, 6 of 70 column-taps).
+ * $TIDE_CONV_FULL_WIDTH (any value) keeps every tap of every column (one class): the tests compare
+ * both, the benchmark alternates them. A range is a hull (dilated or upsampled canvases may have
+ * padding between its ends): the zeros inside are multiplied, never data skipped. */
+static bool prepare_columns(conv_job *j)
+{
+    const bool full = getenv("TIDE_CONV_FULL_WIDTH") != NULL;
+    const int64_t ow_n = j->out_w;
+    j->tap_cols = malloc(sizeof *j->tap_cols * (size_t)(2 * max64(1, j->kw)));
+    j->classes = malloc(sizeof *j->classes * (size_t)max64(1, ow_n));
+    j->class_cols = malloc(sizeof *j->class_cols * (size_t)max64(1, ow_n));
+    int64_t *class_of = malloc(sizeof *class_of * (size_t)max64(1, ow_n));
+    if (!j->tap_cols || !j->classes || !j->class_cols || !class_of) {
+        free(class_of);
+        return false;
+    }
+    for (int64_t t = 0; t < j->kw; t++) {
+        int64_t lo = ow_n, hi = 0;
+        for (int64_t ow = 0; ow < ow_n; ow++)
+            if (full || column_reads_source(j, ow, t)) {
+                lo = min64(lo, ow);
+                hi = ow + 1;
+            }
+        j->tap_cols[2 * t] = hi > lo ? lo : 0;
+        j->tap_cols[2 * t + 1] = hi > lo ? hi : 0;
+    }
+    j->nclasses = 0;
+    for (int64_t ow = 0; ow < ow_n; ow++) {
+        int64_t tl = j->kw, th = 0;
+        for (int64_t t = 0; t < j->kw; t++)
+            if (ow >= j->tap_cols[2 * t] && ow < j->tap_cols[2 * t + 1]) {
+                tl = min64(tl, t);
+                th = t + 1;
+            }
+        if (th <= tl)
+            tl = th = 0;
+        int q = 0;
+        while (q < j->nclasses && (j->classes[q].tap_lo != tl || j->classes[q].tap_hi != th))
+            q++;
+        if (q == j->nclasses)
+            j->classes[j->nclasses++] = (conv_class){.tap_lo = tl, .tap_hi = th};
+        class_of[ow] = q;
+        j->classes[q].ncols++;
+    }
+    for (int q = 0, col0 = 0; q < j->nclasses; q++) {
+        j->classes[q].col0 = col0;
+        col0 += (int)j->classes[q].ncols;
+        j->classes[q].ncols = 0;
+    }
+    for (int64_t ow = 0; ow < ow_n; ow++) {
+        conv_class *c = &j->classes[class_of[ow]];
+        j->class_cols[c->col0 + c->ncols++] = ow;
+    }
+    free(class_of);
+    j->class_pieces = malloc(sizeof *j->class_pieces * (size_t)max64(1, j->nclasses * j->npieces));
+    j->class_live = calloc((size_t)max64(1, j->nclasses * j->nchunks), sizeof *j->class_live);
+    if (!j->class_pieces || !j->class_live)
+        return false;
+    for (int q = 0; q < j->nclasses; q++)
+        for (int c = 0; c < j->nchunks; c++)
+            for (int i = j->chunks[c]; i < j->chunks[c + 1]; i++) {
+                conv_piece p = narrow_piece(j, j->pieces[i], j->classes[q].tap_lo, j->classes[q].tap_hi);
+                j->class_pieces[q * j->npieces + i] = p;
+                j->class_live[q * j->nchunks + c] |= p.len > 0;
+            }
+    return true;
 }
 
 /* Fills in the derived fields: canvas width, channel blocks, pieces and chunks of k, tiling. False
@@ -441,12 +574,15 @@ static bool job_prepare(conv_job *j, int64_t min_units, bool forward_like)
                 j->chunks[j->nchunks++] = j->npieces;
                 in_chunk = 0;
             }
-            j->pieces[j->npieces++] = (conv_piece){.off = base + at, .len = len, .k0 = k, .kh = kh};
+            j->pieces[j->npieces++] = (conv_piece){.off = base + at, .len = len, .k0 = k, .kh = kh,
+                                                   .kw = kw, .at = at};
             in_chunk += len;
             k += len;
         }
     }
     j->chunks[j->nchunks] = j->npieces;
+    if (!prepare_columns(j))
+        return false;
     int64_t rows = j->out_h;
     while (rows > 1 && canvas_bytes(j, rows) > CANVAS_BYTES)
         rows = (rows + 1) / 2;
@@ -463,6 +599,11 @@ static void job_free(conv_job *j)
 {
     free(j->pieces);
     free(j->chunks);
+    free(j->tap_cols);
+    free(j->classes);
+    free(j->class_cols);
+    free(j->class_pieces);
+    free(j->class_live);
 }
 
 /* Copies the source pixels that output rows [oh0, oh0 + out_rows) of image n read into canvas
@@ -505,38 +646,49 @@ static void pixel_corners(const conv_job *j, const char *canvas, int64_t out_row
             pix[p] = canvas + (size_t)((r * j->stride_h * j->canvas_w + c * j->stride_w)) * pixel;
 }
 
-/* Scratch of one parallel_for chunk: the canvas, the pixel corners and a [pixels][vb] buffer. */
+/* Scratch of one parallel_for chunk: the canvas, the pixel corners, a [pixels][vb] buffer, and the
+ * forward-like driver's pixels in class order (order, their corners cpix, their outputs outs) or the
+ * filter driver's spans. */
 typedef struct conv_scratch {
     char *canvas;
     const void **pix;
     char *block;
+    int64_t *order;
+    const void **cpix;
+    void **outs;
+    conv_span *spans;
 } conv_scratch;
-
-static bool scratch_new(conv_job *j, conv_scratch *s, int64_t block_pixels)
-{
-    const int64_t pixels = j->tile_rows * j->out_w;
-    s->canvas = malloc(canvas_bytes(j, j->tile_rows) + 64);
-    s->pix = malloc(sizeof *s->pix * (size_t)pixels);
-    s->block = malloc((size_t)(block_pixels * j->vb) * j->ty.esize + 64);
-    if (s->canvas && s->pix && s->block)
-        return true;
-    j->out_of_memory = true;
-    free(s->canvas);
-    free(s->pix);
-    free(s->block);
-    return false;
-}
 
 static void scratch_free(conv_scratch *s)
 {
     free(s->canvas);
     free(s->pix);
     free(s->block);
+    free(s->order);
+    free(s->cpix);
+    free(s->outs);
+    free(s->spans);
+}
+
+static bool scratch_new(conv_job *j, conv_scratch *s, int64_t block_pixels)
+{
+    const size_t pixels = (size_t)(j->tile_rows * j->out_w);
+    s->canvas = malloc(canvas_bytes(j, j->tile_rows) + 64);
+    s->pix = malloc(sizeof *s->pix * pixels);
+    s->block = malloc((size_t)(block_pixels * j->vb) * j->ty.esize + 64);
+    s->order = malloc(sizeof *s->order * pixels);
+    s->cpix = malloc(sizeof *s->cpix * pixels);
+    s->outs = malloc(sizeof *s->outs * pixels);
+    s->spans = malloc(sizeof *s->spans * (size_t)(j->tile_rows + 1));
+    if (s->canvas && s->pix && s->block && s->order && s->cpix && s->outs && s->spans)
+        return true;
+    j->out_of_memory = true;
+    scratch_free(s);
+    return false;
 }
 
 /* ---------------------------------------------------------------- forward-like driver */
 
-/* Output channels [cb*vb, cb*vb + ncols) of the tile's pixels, every chunk of k summed. */
 /* Output rows [*lo, *hi) of the tile of `rows` rows at oh0 whose canvas row for filter row kh may
  * hold source data (first to last; between them an upsampled canvas has zero rows too). Rows
  * outside read only the canvas's zero padding there: the drivers skip their multiplications (the
@@ -554,49 +706,93 @@ static void live_rows(const conv_job *j, int64_t oh0, int64_t rows, int64_t kh, 
     }
 }
 
-/* The pixels [*begin, *end) of the tile that chunk c's pieces read source data for (their rows'
- * union). */
-static void chunk_pixels(const conv_job *j, int c, int64_t oh0, int64_t rows, int64_t *begin, int64_t *end)
+/* The rows [*lo, *hi) of the tile that chunk c's pieces read source data for (their rows' union). */
+static void chunk_rows(const conv_job *j, int c, int64_t oh0, int64_t rows, int64_t *lo, int64_t *hi)
 {
-    int64_t lo = rows, hi = 0;
+    *lo = rows;
+    *hi = 0;
     for (int i = j->chunks[c]; i < j->chunks[c + 1]; i++) {
         int64_t l, h;
         live_rows(j, oh0, rows, j->pieces[i].kh, &l, &h);
         if (h > l) {
-            lo = min64(lo, l);
-            hi = max64(hi, h);
+            *lo = min64(*lo, l);
+            *hi = max64(*hi, h);
         }
     }
-    *begin = hi > lo ? lo * j->out_w : 0;
-    *end = hi > lo ? hi * j->out_w : 0;
+    if (*hi <= *lo)
+        *lo = *hi = 0;
 }
 
-/* Output channels [cb*vb, cb*vb + vb) of the tile's pixels (rows at oh0), every chunk of k summed,
- * each chunk over only the pixels it reads source data for; when a chunk skips some, the block
- * starts from zeros and every chunk accumulates. */
-static void forward_block(const conv_job *j, const void **pix, int64_t oh0, int64_t rows, int64_t cb,
+/* The chunk that reads source data for every pixel of the tile and every column class, or -1: it
+ * runs first and writes the outputs, the others add to them; with none the outputs start at zero.
+ * (For a SAME window, the middle filter row.) */
+static int lead_chunk(const conv_job *j, int64_t oh0, int64_t rows)
+{
+    for (int c = 0; c < j->nchunks; c++) {
+        int64_t lo, hi;
+        chunk_rows(j, c, oh0, rows, &lo, &hi);
+        bool all = lo == 0 && hi == rows;
+        for (int q = 0; q < j->nclasses && all; q++)
+            all = j->class_live[q * j->nchunks + c];
+        if (all)
+            return c;
+    }
+    return -1;
+}
+
+/* The tile's pixels in class order (class by class, each class's pixels row-major) and their canvas
+ * corners: class q holds positions [rows * col0, rows * (col0 + ncols)). */
+static void order_pixels(const conv_job *j, conv_scratch *s, int64_t rows)
+{
+    int64_t i = 0;
+    for (int q = 0; q < j->nclasses; q++)
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < j->classes[q].ncols; c++)
+                s->order[i++] = r * j->out_w + j->class_cols[j->classes[q].col0 + c];
+    for (int64_t p = 0; p < i; p++)
+        s->cpix[p] = s->pix[s->order[p]];
+}
+
+/* n pixels through the micro-kernel in blocks of at most MR, sized evenly (14 pixels: 5 + 5 + 4, not
+ * 6 + 6 + 2: a block of R pixels keeps 2R accumulators, and fewer than 8 leave the two FMA pipes'
+ * 4-cycle latency uncovered). */
+static void run_blocks(const conv_job *j, const void **cpix, void **outs, int64_t n, const conv_piece *pieces,
+                       int npieces, const char *w, bool accumulate)
+{
+    const int64_t blocks = (n + MR - 1) / MR;
+    for (int64_t b = 0; b < blocks; b++) {
+        const int64_t b0 = n * b / blocks, b1 = n * (b + 1) / blocks;
+        j->block((int)(b1 - b0), cpix + b0, outs + b0, pieces, npieces, w, accumulate);
+    }
+}
+
+/* Output channels [cb*vb, cb*vb + vb) of the tile's pixels (rows at oh0, in class order in s), pixel
+ * p's at out + p * ostride: every chunk of k summed, each chunk over only the rows it reads source
+ * data for and each column class with its narrowed pieces; the lead chunk first (lead_chunk). */
+static void forward_block(const conv_job *j, conv_scratch *s, int64_t oh0, int64_t rows, int lead, int64_t cb,
                           char *out, int64_t ostride)
 {
     const size_t es = j->ty.esize;
     const int64_t pixels = rows * j->out_w;
-    bool partial = false;
-    for (int c = 0; c < j->nchunks && !partial; c++) {
-        int64_t begin, end;
-        chunk_pixels(j, c, oh0, rows, &begin, &end);
-        partial = begin > 0 || end < pixels;
-    }
-    if (partial)
+    for (int64_t p = 0; p < pixels; p++)
+        s->outs[p] = out + (size_t)(s->order[p] * ostride) * es;
+    if (lead < 0)
         for (int64_t p = 0; p < pixels; p++)
             memset(out + (size_t)(p * ostride) * es, 0, (size_t)j->vb * es);
-    for (int c = 0; c < j->nchunks; c++) {
-        const conv_piece *first = &j->pieces[j->chunks[c]];
-        const char *w = j->packed + (size_t)((cb * j->k_total + first->k0) * j->vb) * es;
-        int64_t begin = 0, end = pixels;
-        if (partial)
-            chunk_pixels(j, c, oh0, rows, &begin, &end);
-        for (int64_t p = begin; p < end; p += MR)
-            j->block((int)min64(MR, end - p), pix + p, first, j->chunks[c + 1] - j->chunks[c], w,
-                     out + (size_t)(p * ostride) * es, ostride, partial || c > 0);
+    const char *w = j->packed + (size_t)(cb * j->k_total * j->vb) * es;
+    for (int n = 0; n < j->nchunks; n++) {
+        const int c = lead < 0 ? n : n == 0 ? lead : n - 1 < lead ? n - 1 : n;
+        int64_t lo, hi;
+        chunk_rows(j, c, oh0, rows, &lo, &hi);
+        for (int q = 0; q < j->nclasses && hi > lo; q++) {
+            if (!j->class_live[q * j->nchunks + c])
+                continue;
+            const conv_class *cl = &j->classes[q];
+            const int64_t begin = rows * cl->col0 + lo * cl->ncols, end = rows * cl->col0 + hi * cl->ncols;
+            run_blocks(j, s->cpix + begin, s->outs + begin, end - begin,
+                       &j->class_pieces[q * j->npieces + j->chunks[c]], j->chunks[c + 1] - j->chunks[c], w,
+                       c != lead);
+        }
     }
 }
 
@@ -616,14 +812,16 @@ static void forward_unit(const conv_job *j, conv_scratch *s, int64_t unit)
     const int64_t rows = min64(j->tile_rows, j->out_h - oh0), pixels = rows * j->out_w;
     build_canvas(j, n, oh0, rows, s->canvas);
     pixel_corners(j, s->canvas, rows, s->pix);
+    order_pixels(j, s, rows);
+    const int lead = lead_chunk(j, oh0, rows);
     char *dst = j->dst + (size_t)((n * j->out_h + oh0) * j->out_w * j->cout) * es;
     for (int64_t cb = 0; cb < j->cblocks; cb++) {
         const int64_t ncols = min64(j->vb, j->cout - cb * j->vb);
         if (ncols == j->vb && !j->placed) { /* a whole block: straight into the output */
-            forward_block(j, s->pix, oh0, rows, cb, dst + (size_t)(cb * j->vb) * es, j->cout);
+            forward_block(j, s, oh0, rows, lead, cb, dst + (size_t)(cb * j->vb) * es, j->cout);
             continue;
         }
-        forward_block(j, s->pix, oh0, rows, cb, s->block, j->vb);
+        forward_block(j, s, oh0, rows, lead, cb, s->block, j->vb);
         for (int64_t p = 0; p < pixels; p++) {
             char *to = j->placed ? placed_pixel(j, n, oh0, p) : dst + (size_t)(p * j->cout) * es;
             memcpy(to + (size_t)(cb * j->vb) * es, s->block + (size_t)(p * j->vb) * es, (size_t)ncols * es);
@@ -671,8 +869,32 @@ static void pack_dy(const conv_job *j, const char *dy_tile, int64_t p0, int64_t 
     }
 }
 
+/* The spans of the tile's pixels [p0, p1) in rows [lo, hi) and columns [c0, c1) (one span when the
+ * columns are all of them); returns how many. */
+static int pixel_spans(const conv_job *j, int64_t p0, int64_t p1, int64_t lo, int64_t hi, int64_t c0, int64_t c1,
+                       conv_span *spans)
+{
+    int n = 0;
+    const int64_t w = j->out_w;
+    if (c0 == 0 && c1 == w) {
+        lo = max64(lo, p0 / w);
+        hi = min64(hi, (p1 + w - 1) / w);
+        if (hi > lo)
+            spans[n++] = (conv_span){max64(p0, lo * w), min64(p1, hi * w)};
+        return n;
+    }
+    for (int64_t r = lo; r < hi && c1 > c0; r++) {
+        const int64_t b = max64(p0, r * w + c0), e = min64(p1, r * w + c1);
+        if (e > b)
+            spans[n++] = (conv_span){b, e};
+    }
+    return n;
+}
+
 /* Adds the tile's contribution to the partial sums at acc ([cblocks][k_total][vb]). dy is read in
- * place when its rows hold whole channel blocks, else packed first (zeros past cout). */
+ * place when its rows hold whole channel blocks, else packed first (zeros past cout). Each block of
+ * MR k sums over only the pixels it may read source data for: the rows of its filter row (live_rows)
+ * and the columns of its filter columns (tap_cols). */
 static void filter_unit(const conv_job *j, conv_scratch *s, int64_t unit, char *acc)
 {
     const size_t es = j->ty.esize;
@@ -687,21 +909,28 @@ static void filter_unit(const conv_job *j, conv_scratch *s, int64_t unit, char *
         if (!in_place)
             pack_dy(j, dy_tile, p0, count, s->block);
         for (int64_t cb = 0; cb < j->cblocks; cb++) {
-            const char *dyb = in_place ? dy_tile + (size_t)(p0 * j->cout + cb * j->vb) * es
+            const char *dyb = in_place ? dy_tile + (size_t)(cb * j->vb) * es
                                        : s->block + (size_t)(cb * count * j->vb) * es;
-            const int64_t dstride = in_place ? j->cout : j->vb;
+            const int64_t dstride = in_place ? j->cout : j->vb, dy0 = in_place ? 0 : p0;
             char *accb = acc + (size_t)(cb * j->k_total * j->vb) * es;
             for (int i = 0; i < j->npieces; i++) {
                 const conv_piece *pc = &j->pieces[i];
-                int64_t lo, hi; /* only the pixels whose rows read source data for this kh */
+                int64_t lo, hi;
                 live_rows(j, oh0, rows, pc->kh, &lo, &hi);
-                const int64_t begin = max64(p0, lo * j->out_w), end = min64(p0 + count, hi * j->out_w);
-                if (end <= begin)
-                    continue;
-                const char *dyp = dyb + (size_t)((begin - p0) * dstride) * es;
-                for (int64_t r = 0; r < pc->len; r += MR)
-                    j->filt((int)min64(MR, pc->len - r), s->pix + begin, end - begin, pc->off + r, dyp,
-                            dstride, accb + (size_t)((pc->k0 + r) * j->vb) * es);
+                for (int64_t r = 0; r < pc->len && hi > lo; r += MR) {
+                    const int R = (int)min64(MR, pc->len - r);
+                    const int64_t t0 = pc->kw + (pc->at + r) / j->cin, t1 = pc->kw + (pc->at + r + R - 1) / j->cin;
+                    int64_t c0 = j->out_w, c1 = 0;
+                    for (int64_t t = t0; t <= t1; t++)
+                        if (j->tap_cols[2 * t + 1] > j->tap_cols[2 * t]) {
+                            c0 = min64(c0, j->tap_cols[2 * t]);
+                            c1 = max64(c1, j->tap_cols[2 * t + 1]);
+                        }
+                    const int nspans = pixel_spans(j, p0, p0 + count, lo, hi, c0, c1, s->spans);
+                    if (nspans > 0)
+                        j->filt(R, s->pix, s->spans, nspans, pc->off + r, dyb, dy0, dstride,
+                                accb + (size_t)((pc->k0 + r) * j->vb) * es);
+                }
             }
         }
     }

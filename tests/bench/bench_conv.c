@@ -47,9 +47,10 @@ static tide_node *placeholder(tide_graph *g, const char *name, tide_dtype dt, ti
 }
 
 /* The paths each convolution's runs alternate between, in interleaved rounds: the best micro-kernels
- * the CPU has (the figure), the AVX2 ones ($TIDE_CONV_ISA, read by the kernels at every call), and
- * for a strided backprop-input the old upsampled-dy method ($TIDE_CONV_UPSAMPLED) beside the phases. */
-enum { BEST, AVX2, UPSAMPLED, PATHS };
+ * the CPU has (the figure), the AVX2 ones ($TIDE_CONV_ISA, read by the kernels at every call), the
+ * best ones multiplying the width's padding taps too ($TIDE_CONV_FULL_WIDTH), and for a strided
+ * backprop-input the old upsampled-dy method ($TIDE_CONV_UPSAMPLED) beside the phases. */
+enum { BEST, AVX2, FULL_WIDTH, UPSAMPLED, PATHS };
 
 typedef struct timing {
     double median[PATHS], best[PATHS]; /* seconds; median < 0: failed */
@@ -74,6 +75,10 @@ static void use_path(int path)
         setenv("TIDE_CONV_UPSAMPLED", "1", 1);
     else
         unsetenv("TIDE_CONV_UPSAMPLED");
+    if (path == FULL_WIDTH)
+        setenv("TIDE_CONV_FULL_WIDTH", "1", 1);
+    else
+        unsetenv("TIDE_CONV_FULL_WIDTH");
 }
 
 /* Medians of `reps` Session.Runs of op(inputs) fed through Placeholders, per path (interleaved
@@ -100,7 +105,7 @@ static timing time_op(tide_engine *e, const char *op, tide_tensor *const *inputs
     tide_attrs_set_string(a, "padding", "SAME");
     tide_node *node = tide_node_builder_finish(b, err);
     tide_session *s = node ? tide_session_new(e, g, NULL, err) : NULL;
-    timing t = {{-1, -1, -1}, {-1, -1, -1}, {-1, -1, -1}};
+    timing t = {{-1, -1, -1, -1}, {-1, -1, -1, -1}, {-1, -1, -1, -1}};
     double *times = calloc((size_t)(reps * PATHS), sizeof *times);
     double *cpu = calloc((size_t)(reps * PATHS), sizeof *cpu);
     tide_output fetch = {node, 0};
@@ -137,16 +142,17 @@ static timing time_op(tide_engine *e, const char *op, tide_tensor *const *inputs
  * micro-kernels' median in the same interleaved run. */
 static void emit(const char *name, double flops, const timing *t, const char *what, const layer *l)
 {
-    char extra[500], upsampled[80] = "";
+    char extra[600], upsampled[80] = "";
     if (t->median[UPSAMPLED] > 0)
         snprintf(upsampled, sizeof upsampled, "\"upsampled_gflops\": %.1f, \"upsampled_cpu_ms\": %.3f, ",
                  flops / t->median[UPSAMPLED] * 1e-9, t->cpu[UPSAMPLED] * 1e3);
     snprintf(extra, sizeof extra,
              "\"ms\": %.3f, \"best_gflops\": %.1f, \"avx2_gflops\": %.1f, \"cpu_ms\": %.3f, \"avx2_cpu_ms\": %.3f, "
-             "%s\"op\": \"%s\", \"stride\": %lld, \"batch\": %lld, "
+             "\"full_width_gflops\": %.1f, \"full_width_cpu_ms\": %.3f, %s\"op\": \"%s\", \"stride\": %lld, \"batch\": %lld, "
              "\"input\": [%lld, %lld, %lld, %lld], \"filter\": [%lld, %lld, %lld, %lld]",
              t->median[BEST] * 1e3, flops / t->best[BEST] * 1e-9, flops / t->median[AVX2] * 1e-9,
-             t->cpu[BEST] * 1e3, t->cpu[AVX2] * 1e3, upsampled, what, (long long)l->stride, (long long)BATCH, (long long)BATCH, (long long)l->h, (long long)l->w, (long long)l->cin,
+             t->cpu[BEST] * 1e3, t->cpu[AVX2] * 1e3, flops / t->median[FULL_WIDTH] * 1e-9, t->cpu[FULL_WIDTH] * 1e3,
+             upsampled, what, (long long)l->stride, (long long)BATCH, (long long)BATCH, (long long)l->h, (long long)l->w, (long long)l->cin,
              (long long)l->k, (long long)l->k, (long long)l->cin, (long long)l->cout);
     bench_emit(name, flops / t->median[BEST] * 1e-9, "GFLOP/s", extra);
 }
@@ -165,7 +171,7 @@ static int bench_layer(tide_engine *e, const layer *l, int reps, tide_error *err
     tide_tensor *const inputs[3][3] = {{x, f}, {xs, f, dy}, {x, fs, dy}};
     int rc = 0;
     for (int i = 0; i < 3; i++) {
-        const int paths = i == 1 && l->stride > 1 ? 3 : 2;
+        const int paths = i == 1 && l->stride > 1 ? 4 : 3;
         timing t = time_op(e, ops[i], inputs[i], i == 0 ? 2 : 3, false, l->stride, paths, reps, err);
         char name[96];
         snprintf(name, sizeof name, "%s%s.gflops", l->name, suffixes[i]);

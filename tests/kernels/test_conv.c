@@ -367,8 +367,9 @@ static conv_case random_case(unsigned *seed)
 }
 
 /* Every micro-kernel family the CPU has, forced in turn with $TIDE_CONV_ISA (portable, AVX2,
- * AVX-512), on the same random shapes and the tutorial CNN's second layer; a family the CPU lacks is
- * said to be skipped. */
+ * AVX-512), on the same random shapes and the tutorial CNN's second layer, each both ways along the
+ * width: the default skipping the filter columns that read only padding (narrowed pieces per column
+ * class) and $TIDE_CONV_FULL_WIDTH multiplying them; a family the CPU lacks is said to be skipped. */
 static void test_conv_each_isa(void)
 {
     static const char *const isas[3] = {"portable", "avx2", "avx512"};
@@ -385,14 +386,46 @@ static void test_conv_each_isa(void)
             continue;
         }
         setenv("TIDE_CONV_ISA", isas[i], 1);
-        unsigned seed = 19;
-        for (int k = 0; k < 16; k++) {
-            conv_case c = random_case(&seed);
-            check_cases(&c, 1);
+        for (int full_width = 0; full_width < 2; full_width++) {
+            if (full_width)
+                setenv("TIDE_CONV_FULL_WIDTH", "1", 1);
+            unsigned seed = 19;
+            for (int k = 0; k < 16; k++) {
+                conv_case c = random_case(&seed);
+                check_cases(&c, 1);
+            }
+            check_cases(&layer, 1);
+            unsetenv("TIDE_CONV_FULL_WIDTH");
         }
-        check_cases(&layer, 1);
     }
     unsetenv("TIDE_CONV_ISA");
+}
+
+/* The width's padding skipped where it is irregular: explicit paddings wider than the window
+ * (columns reading nothing but padding: zeros), dilated columns (one piece per filter column),
+ * strided and upsampled canvases (Conv2DBackpropInput's former method, whose hulls hold zeros),
+ * filters wider than the input, and a deep input whose filter rows split into several pieces per
+ * chunk (a piece narrowed inside a filter column); each compared with the reference with the skip
+ * and with $TIDE_CONV_FULL_WIDTH. */
+static void test_conv_width_padding(void)
+{
+    static const conv_case cases[] = {
+        {2, 5, 6, 3, 3, 5, 9, 1, 1, 1, 1, false, true, {1, 0, 7, 6}},   /* all-padding columns */
+        {2, 9, 11, 3, 3, 3, 5, 1, 1, 1, 3, true},                       /* dilated columns */
+        {1, 9, 13, 2, 5, 7, 33, 1, 2, 1, 1, true},                      /* stride 2 along the width */
+        {1, 7, 3, 4, 3, 7, 6, 1, 1, 1, 1, true},                        /* filter wider than the input */
+        {1, 6, 9, 150, 3, 5, 40, 1, 1, 1, 1, true},                     /* pieces split inside a column */
+        {1, 13, 12, 2, 3, 3, 9, 2, 2, 2, 2, true},                      /* upsampled (dilated and strided) */
+    };
+    for (int full_width = 0; full_width < 2; full_width++) {
+        if (full_width)
+            setenv("TIDE_CONV_FULL_WIDTH", "1", 1);
+        check_cases(cases, sizeof cases / sizeof cases[0]);
+        setenv("TIDE_CONV_ISA", "portable", 1);
+        check_cases(cases, sizeof cases / sizeof cases[0]);
+        unsetenv("TIDE_CONV_ISA");
+        unsetenv("TIDE_CONV_FULL_WIDTH");
+    }
 }
 
 /* ---------------------------------------------------------------- DepthwiseConv2dNative */
@@ -1223,6 +1256,7 @@ int main(void)
         TH_TEST(test_depthwise),
         TH_TEST(test_conv_portable_kernels),
         TH_TEST(test_conv_each_isa),
+        TH_TEST(test_conv_width_padding),
         TH_TEST(test_conv_backprop_input_phases),
         TH_TEST(test_conv_bad_attrs),
         TH_TEST(test_conv_bad_shapes),
