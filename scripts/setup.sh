@@ -27,6 +27,18 @@ install_missing() {
 }
 install_missing "$packages" ""
 
+# Runs one step of the build with its output kept aside; if it fails, shows the end of that output and
+# stops (a failed build must say why: CI keeps only what this script prints).
+step_log=$(mktemp "${TMPDIR:-/tmp}/tide-setup.XXXXXX")
+trap 'rm -f "$step_log"' EXIT
+quietly() {
+  if ! "$@" >"$step_log" 2>&1; then
+    tail -n 100 "$step_log" >&2
+    echo "setup: failed: $*" >&2
+    exit 1
+  fi
+}
+
 # The tests also drive the pages in a headless browser: Debian's Chromium, and playwright-core from
 # npm (pinned in tests/browser/package-lock.json). Node.js and npm come from Debian unless present.
 # python3-protobuf reads the GraphDefs tide exports (tests/graphdef).
@@ -35,30 +47,31 @@ if [ "$mode" = test ]; then
   command -v npm >/dev/null 2>&1 || test_packages="$test_packages nodejs npm"
   install_missing "$test_packages" " (for the browser and GraphDef tests)"
   [ -d tests/browser/node_modules/playwright-core ] ||
-    npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error >/dev/null
+    quietly npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
-[ -f build/build.ninja ] || meson setup build >/dev/null
-ninja -C build -j "$jobs" >/dev/null
+[ -f build/build.ninja ] || quietly meson setup build
+quietly ninja -C build -j "$jobs"
 
 case "$mode" in
 run)
   shift || true
+  rm -f "$step_log"
   exec build/repl/tide "$@"
   ;;
 test)
-  [ -f build-asan/build.ninja ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
-  ninja -C build-asan -j "$jobs" >/dev/null
+  [ -f build-asan/build.ninja ] || quietly meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
+  quietly ninja -C build-asan -j "$jobs"
   status=0
   echo "== tests (build/)"
   meson test -C build --print-errorlogs --no-rebuild || status=1
   echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
   ASAN_OPTIONS=detect_leaks=1 meson test -C build-asan --print-errorlogs --no-rebuild --timeout-multiplier 3 || status=1
   # The multi-threaded suites once more under ThreadSanitizer.
-  [ -f build-tsan/build.ninja ] || meson setup build-tsan -Db_sanitize=thread -Db_lundef=false >/dev/null
-  ninja -C build-tsan -j "$jobs" tests/engine_test_concurrency tests/engine_test_async tests/engine_test_queue tests/engine_test_readers tests/engine_test_session tests/engine_test_checkpoint \
-    tests/engine_test_debugger tests/engine_test_devices tests/engine_test_fusion tests/engine_test_memory tests/store_test_store tests/repl_test_debugger_web >/dev/null
+  [ -f build-tsan/build.ninja ] || quietly meson setup build-tsan -Db_sanitize=thread -Db_lundef=false
+  quietly ninja -C build-tsan -j "$jobs" tests/engine_test_concurrency tests/engine_test_async tests/engine_test_queue tests/engine_test_readers tests/engine_test_session tests/engine_test_checkpoint \
+    tests/engine_test_debugger tests/engine_test_devices tests/engine_test_fusion tests/engine_test_memory tests/store_test_store tests/repl_test_debugger_web
   echo "== threaded tests under ThreadSanitizer (build-tsan/)"
   TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --no-rebuild --timeout-multiplier 5 \
     test_concurrency test_async test_queue test_readers test_session test_checkpoint test_debugger test_devices test_fusion \
