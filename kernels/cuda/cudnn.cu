@@ -16,7 +16,6 @@
 
 #include "common.cuh"
 
-#define MSG_MAX 512
 
 #ifndef TIDE_CUDA_HAVE_CUDNN
 
@@ -38,9 +37,7 @@ NO_CUDNN(cuda_avg_pool_grad)
 
 #else
 
-#include <cudnn.h>
-
-#define MAX_GPUS 64
+#include "dnn.cuh"
 
 static std::mutex dnn_lock;
 static cudnnHandle_t handles[MAX_GPUS];
@@ -61,73 +58,47 @@ static bool tf32_wanted(void)
     return v && strcmp(v, "1") == 0;
 }
 
-static tide_status dnn_failed(tide_kernel_ctx *ctx, cudnnStatus_t st, const char *what)
+dnn_call::dnn_call(tide_kernel_ctx *c) : ctx(c), hold(dnn_lock, std::defer_lock) {}
+
+dnn_call::~dnn_call()
 {
-    return tide_kernel_error(ctx, st == CUDNN_STATUS_ALLOC_FAILED ? TIDE_RESOURCE_EXHAUSTED : TIDE_INTERNAL,
-                             "cuDNN %s: %s", what, cudnnGetErrorString(st));
+    if (stream && (scratch[0] || scratch[1] || scratch[2]))
+        cudaStreamSynchronize(stream); /* the scratch blocks go back to the cache: let the GPU finish */
+    for (tide_tensor *t : scratch)
+        if (t)
+            tide_tensor_release(t);
+    if (x) cudnnDestroyTensorDescriptor(x);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (bn) cudnnDestroyTensorDescriptor(bn);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    if (pool) cudnnDestroyPoolingDescriptor(pool);
 }
 
-#define DNN(ctx, call)                                                                                          \
-    do {                                                                                                        \
-        cudnnStatus_t st_ = (call);                                                                             \
-        if (st_ != CUDNN_STATUS_SUCCESS)                                                                        \
-            return dnn_failed(ctx, st_, #call);                                                                 \
-    } while (0)
+tide_status dnn_call::begin()
+{
+    stream = cuda_begin(ctx);
+    if (!stream)
+        return tide_kernel_status(ctx);
+    int gpu = tide_device_ordinal(tide_kernel_device(ctx));
+    if (gpu < 0 || gpu >= MAX_GPUS)
+        return tide_kernel_error(ctx, TIDE_INTERNAL, "GPU %d: cuDNN handles are kept for %d GPUs", gpu, MAX_GPUS);
+    hold.lock();
+    if (!handles[gpu])
+        DNN(ctx, cudnnCreate(&handles[gpu]));
+    handle = handles[gpu];
+    DNN(ctx, cudnnSetStream(handle, stream));
+    return TIDE_OK;
+}
 
-/* Everything one cuDNN call needs, released by its destructor (descriptors, scratch tensors). */
-struct dnn_call {
-    tide_kernel_ctx *ctx;
-    cudaStream_t stream = NULL;
-    cudnnHandle_t handle = NULL;
-    cudnnTensorDescriptor_t x = NULL, y = NULL;
-    cudnnFilterDescriptor_t w = NULL;
-    cudnnConvolutionDescriptor_t conv = NULL;
-    cudnnPoolingDescriptor_t pool = NULL;
-    tide_tensor *scratch[3] = {NULL, NULL, NULL};
-    std::unique_lock<std::mutex> hold;
+void *dnn_call::temp(int i, int64_t n)
+{
+    tide_shape s = {1, {n > 0 ? n : 1}};
+    scratch[i] = tide_cuda_api->alloc_temp(ctx, TIDE_FLOAT32, &s);
+    return scratch[i] ? tide_tensor_device_pointer(scratch[i]) : NULL;
+}
 
-    explicit dnn_call(tide_kernel_ctx *c) : ctx(c), hold(dnn_lock, std::defer_lock) {}
-    ~dnn_call()
-    {
-        if (stream && (scratch[0] || scratch[1] || scratch[2]))
-            cudaStreamSynchronize(stream); /* the scratch blocks go back to the cache: let the GPU finish */
-        for (tide_tensor *t : scratch)
-            if (t)
-                tide_tensor_release(t);
-        if (x) cudnnDestroyTensorDescriptor(x);
-        if (y) cudnnDestroyTensorDescriptor(y);
-        if (w) cudnnDestroyFilterDescriptor(w);
-        if (conv) cudnnDestroyConvolutionDescriptor(conv);
-        if (pool) cudnnDestroyPoolingDescriptor(pool);
-    }
-
-    /* The device's handle on the kernel's stream, the lock held from here on. */
-    tide_status begin()
-    {
-        stream = cuda_begin(ctx);
-        if (!stream)
-            return tide_kernel_status(ctx);
-        int gpu = tide_device_ordinal(tide_kernel_device(ctx));
-        if (gpu < 0 || gpu >= MAX_GPUS)
-            return tide_kernel_error(ctx, TIDE_INTERNAL, "GPU %d: cuDNN handles are kept for %d GPUs", gpu, MAX_GPUS);
-        hold.lock();
-        if (!handles[gpu])
-            DNN(ctx, cudnnCreate(&handles[gpu]));
-        handle = handles[gpu];
-        DNN(ctx, cudnnSetStream(handle, stream));
-        return TIDE_OK;
-    }
-
-    /* A scratch float32 tensor of n elements (slot i), or of bytes when bytes is set. */
-    void *temp(int i, int64_t n)
-    {
-        tide_shape s = {1, {n > 0 ? n : 1}};
-        scratch[i] = tide_cuda_api->alloc_temp(ctx, TIDE_FLOAT32, &s);
-        return scratch[i] ? tide_tensor_device_pointer(scratch[i]) : NULL;
-    }
-};
-
-static tide_status nhwc(tide_kernel_ctx *ctx, cudnnTensorDescriptor_t *d, const int64_t dims[4])
+tide_status dnn_nhwc(tide_kernel_ctx *ctx, cudnnTensorDescriptor_t *d, const int64_t dims[4])
 {
     DNN(ctx, cudnnCreateTensorDescriptor(d));
     DNN(ctx, cudnnSetTensor4dDescriptor(*d, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, (int)dims[0], (int)dims[3],
@@ -149,7 +120,7 @@ static tide_status conv_descriptors(dnn_call &c, const conv_shape &s)
 {
     tide_kernel_ctx *ctx = c.ctx;
     const tide_conv_geometry &g = s.g;
-    if (nhwc(ctx, &c.x, s.in) != TIDE_OK || nhwc(ctx, &c.y, s.out) != TIDE_OK)
+    if (dnn_nhwc(ctx, &c.x, s.in) != TIDE_OK || dnn_nhwc(ctx, &c.y, s.out) != TIDE_OK)
         return tide_kernel_status(ctx);
     DNN(ctx, cudnnCreateFilterDescriptor(&c.w));
     DNN(ctx, cudnnSetFilter4dDescriptor(c.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, (int)s.filter[3], (int)s.filter[2],
@@ -310,7 +281,7 @@ static tide_status pool_setup(dnn_call &c, bool max, const int64_t in[4], const 
         !tide_pool_geometry(&win, in, pooled, "grad", &g, msg, sizeof msg))
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
     out[0] = g.batch, out[1] = g.out_h, out[2] = g.out_w, out[3] = g.out_c;
-    if (c.begin() != TIDE_OK || nhwc(ctx, &c.x, in) != TIDE_OK || nhwc(ctx, &c.y, out) != TIDE_OK)
+    if (c.begin() != TIDE_OK || dnn_nhwc(ctx, &c.x, in) != TIDE_OK || dnn_nhwc(ctx, &c.y, out) != TIDE_OK)
         return tide_kernel_status(ctx);
     DNN(ctx, cudnnCreatePoolingDescriptor(&c.pool));
     DNN(ctx, cudnnSetPooling2dDescriptor(c.pool, max ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,

@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 /* Raised whenever the table below or the kernel list changes: a module of another version is refused. */
-#define TIDE_CUDA_ABI_VERSION 2
+#define TIDE_CUDA_ABI_VERSION 3
 
 /* Flags of a kernel entry. */
 enum {
@@ -104,6 +104,13 @@ enum {
     X("AvgPool", ("T: {float32}"), cuda_avg_pool, 0)                                                         \
     X("MaxPoolGrad", ("T: {float32}"), cuda_max_pool_grad, 0)                                                \
     X("AvgPoolGrad", ("T: {float32}"), cuda_avg_pool_grad, 0)                                                \
+    /* batch normalisation (cuDNN) */                                                                      \
+    X("FusedBatchNorm", ("T: {float32}"), cuda_batch_norm, 0)                                                \
+    X("FusedBatchNormV2", ("T: {float32}", "U: {float32}"), cuda_batch_norm, 0)                              \
+    X("FusedBatchNormV3", ("T: {float32}", "U: {float32}"), cuda_batch_norm, 0)                              \
+    X("FusedBatchNormGrad", ("T: {float32}"), cuda_batch_norm_grad, 0)                                       \
+    X("FusedBatchNormGradV2", ("T: {float32}", "U: {float32}"), cuda_batch_norm_grad, 0)                     \
+    X("FusedBatchNormGradV3", ("T: {float32}", "U: {float32}"), cuda_batch_norm_grad, 0)                     \
     /* fused optimizer updates */                                                                          \
     X("ApplyGradientDescent", ("T: {float32}"), cuda_apply_gradient_descent, 0)                              \
     X("ApplyAdam", ("T: {float32}"), cuda_apply_adam, 0)                                                     \
@@ -134,6 +141,7 @@ typedef tide_status (*tide_cuda_kernel_fn)(tide_kernel_ctx *ctx, void *node_stat
 #define TIDE_CUDA_HOST_FUNCTIONS(X)                                                                         \
     X(tide_tensor *, tide_kernel_input, (const tide_kernel_ctx *ctx, int i), (ctx, i))                      \
     X(int, tide_kernel_num_inputs, (const tide_kernel_ctx *ctx), (ctx))                                     \
+    X(int, tide_kernel_num_outputs, (const tide_kernel_ctx *ctx), (ctx))                                    \
     X(tide_dtype, tide_kernel_output_dtype, (const tide_kernel_ctx *ctx, int i), (ctx, i))                  \
     X(tide_tensor *, tide_kernel_alloc_output, (tide_kernel_ctx *ctx, int i, const tide_shape *s, bool zero), \
       (ctx, i, s, zero))                                                                                    \
@@ -181,6 +189,12 @@ typedef tide_status (*tide_cuda_kernel_fn)(tide_kernel_ctx *ctx, void *node_stat
     X(bool, tide_nn_check_logits, (const tide_shape *l, char *msg, size_t size), (l, msg, size))            \
     X(bool, tide_nn_check_xent, (const tide_shape *f, const tide_shape *l, bool sparse, int64_t *batch,    \
       int64_t *classes, char *msg, size_t size), (f, l, sparse, batch, classes, msg, size))                 \
+    X(bool, tide_nn_same_shape, (const tide_shape *a, const tide_shape *b, const char *na, const char *nb,  \
+      tide_shape *merged, char *msg, size_t size), (a, b, na, nb, merged, msg, size))                       \
+    X(bool, tide_nn_check_batch_norm_x, (const tide_shape *x, int64_t *c, char *msg, size_t size),         \
+      (x, c, msg, size))                                                                                    \
+    X(bool, tide_nn_check_channel_vector, (const tide_shape *v, const char *name, bool may_be_empty,        \
+      const tide_shape *x, int64_t *c, char *msg, size_t size), (v, name, may_be_empty, x, c, msg, size))   \
     X(bool, tide_conv_read_attrs, (const tide_attrs *a, tide_conv_window *w, char *msg, size_t size),      \
       (a, w, msg, size))                                                                                    \
     X(bool, tide_pool_read_attrs, (const tide_attrs *a, tide_conv_window *w, char *msg, size_t size),      \

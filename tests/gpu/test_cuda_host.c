@@ -240,7 +240,8 @@ static void test_registration(void)
                                            "MaxPool", "AvgPool", "Softmax", "SoftmaxCrossEntropyWithLogits",
                                            "SparseSoftmaxCrossEntropyWithLogits", "ApplyGradientDescent", "ApplyAdam",
                                            "Cast", "Fill", "ZerosLike", "RandomUniform", "RandomNormal", "ConcatV2",
-                                           "Slice", "Transpose", "GatherV2", "Reshape", "Shape"};
+                                           "Slice", "Transpose", "GatherV2", "Reshape", "Shape", "FusedBatchNorm",
+                                           "FusedBatchNormV3", "FusedBatchNormGrad", "FusedBatchNormGradV3"};
     for (size_t r = 0; r < sizeof required / sizeof required[0]; r++) {
         bool listed = false;
         for (int i = 0; i < n; i++)

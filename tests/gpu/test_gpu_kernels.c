@@ -89,7 +89,7 @@ static tide_status run_on(const char *where, const char *op, tide_tensor *const 
 static void compare_impl(const char *op, tide_tensor **in, int n, tide_attrs *attrs, int n_out, double rtol,
                          double atol, const char *file, int line)
 {
-    tide_tensor *dev[4] = {0}, *cpu[4] = {0};
+    tide_tensor *dev[8] = {0}, *cpu[8] = {0};
     char placed[256], cpu_placed[256];
     tide_error *err = tide_error_new();
     tide_status st = run_on(device, op, in, n, attrs, dev, n_out, placed, sizeof placed, err);
@@ -356,6 +356,49 @@ static void test_conv(void)
         tide_tensor *mgrad[] = {x, y, U(-1, 1, 2, out, out, 3)};
         COMPARE("MaxPoolGrad", mgrad, pool_attrs(k, s, p), 1, 0, 0);
     }
+}
+
+/* ---------------------------------------------------------------- batch normalisation */
+
+static tide_attrs *bn_attrs(bool training, double epsilon)
+{
+    tide_attrs *a = tide_attrs_new();
+    tide_attrs_set_bool(a, "is_training", training);
+    tide_attrs_set_float(a, "epsilon", epsilon);
+    return a;
+}
+
+/* The forward ops (training and inference, rows 1 and many) and the gradients, against the CPU's
+ * (statistics in double there, float32 in cuDNN: 1e-4 relative, and for the sums over rows 1e-5 per
+ * row absolute). */
+static void test_batch_norm(void)
+{
+    static const char *const fwd[] = {"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"};
+    static const char *const grad[] = {"FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3"};
+    for (int v = 0; v < 3; v++) {
+        int n_out = v == 2 ? 6 : 5;
+        tide_tensor *train4[] = {U(-2, 3, 4, 5, 5, 3), U(0.5, 2, 3), U(-1, 1, 3), th_f32(1, TH_DIMS(0), NULL),
+                                 th_f32(1, TH_DIMS(0), NULL)};
+        COMPARE(fwd[v], train4, bn_attrs(true, 1e-3), n_out, 1e-4, 1e-5);
+        tide_tensor *train2[] = {U(-2, 3, 300, 70), U(0.5, 2, 70), U(-1, 1, 70), U(-1, 1, 70), U(0.5, 1, 70)};
+        COMPARE(fwd[v], train2, bn_attrs(true, 1e-4), n_out, 1e-4, 1e-5);
+        tide_tensor *one_row[] = {U(-2, 3, 1, 6), U(0.5, 2, 6), U(-1, 1, 6), th_f32(1, TH_DIMS(0), NULL),
+                                  th_f32(1, TH_DIMS(0), NULL)};
+        COMPARE(fwd[v], one_row, bn_attrs(true, 1e-3), n_out, 1e-5, 1e-6);
+        tide_tensor *infer[] = {U(-2, 3, 2, 4, 4, 5), U(0.5, 2, 5), U(-1, 1, 5), U(-1, 1, 5), U(0.2, 2, 5)};
+        COMPARE(fwd[v], infer, bn_attrs(false, 1e-3), n_out, 1e-5, 1e-6);
+        for (int training = 0; training < 2; training++) {
+            int extra = v == 2 ? 1 : 0; /* V3's reserve_space_3 (empty, not read) */
+            tide_tensor *g[6] = {U(-1, 1, 4, 6, 6, 8), U(-2, 3, 4, 6, 6, 8), U(0.5, 2, 8), U(-0.5, 0.5, 8),
+                                 U(0.5, 2, 8), th_f32(1, TH_DIMS(0), NULL)};
+            compare_impl(grad[v], g, 5 + extra, bn_attrs(training, 1e-3), 3, 1e-4, 144 * 1e-6, __FILE__, __LINE__);
+            if (!extra)
+                tide_tensor_release(g[5]);
+        }
+    }
+    tide_tensor *bad[] = {U(-1, 1, 4, 3), U(0.5, 2, 4), U(-1, 1, 3), th_f32(1, TH_DIMS(0), NULL),
+                          th_f32(1, TH_DIMS(0), NULL)};
+    FAILS("FusedBatchNorm", bad, bn_attrs(true, 1e-3), TIDE_INVALID_ARGUMENT, "scale");
 }
 
 /* ---------------------------------------------------------------- data movement, casts, fills */
@@ -673,6 +716,7 @@ int main(void)
     }
     static const th_test tests[] = {TH_TEST(test_binary),    TH_TEST(test_unary),   TH_TEST(test_reductions),
                                     TH_TEST(test_matmul),    TH_TEST(test_softmax), TH_TEST(test_conv),
+                                    TH_TEST(test_batch_norm),
                                     TH_TEST(test_data),      TH_TEST(test_random),  TH_TEST(test_optimizers),
                                     TH_TEST(test_gradients), TH_END};
     int rc = th_main("gpu_kernels", tests);
