@@ -122,11 +122,6 @@ extern "C" tide_status cuda_ones_like(tide_kernel_ctx *ctx, void *)
 
 /* ---------------------------------------------------------------- strided copies */
 
-__global__ void walk_kernel(const float *x, float *y, tide_walk w, int64_t base, int64_t n)
-{
-    CUDA_FOR(i, n) y[i] = x[base + tide_walk_offset(&w, i)];
-}
-
 static tide_status walk_copy(tide_kernel_ctx *ctx, const tide_tensor *x, const tide_shape *out_shape,
                              const tide_walk *w, int64_t base)
 {
@@ -134,10 +129,9 @@ static tide_status walk_copy(tide_kernel_ctx *ctx, const tide_tensor *x, const t
     cudaStream_t s = y ? cuda_begin(ctx) : NULL;
     if (!s)
         return tide_kernel_status(ctx);
-    int64_t n = tide_tensor_num_elements(y);
-    if (n > 0)
-        walk_kernel<<<cuda_blocks(n), TIDE_CUDA_THREADS, 0, s>>>(fptr(x), fptr(y), *w, base, n);
-    return cuda_launched(ctx, "the strided copy kernel");
+    return cuda_check(ctx, cuda_walk_launch(tide_dtype_size(tide_tensor_dtype(x)), tide_tensor_device_pointer(x),
+                                            tide_tensor_device_pointer(y), w, base, tide_tensor_num_elements(y), s),
+                      "the strided copy kernel");
 }
 
 cudaError_t cuda_transpose_launch(const float *x, float *y, int rank, const int64_t *dims, const int64_t *perm,
@@ -148,9 +142,7 @@ cudaError_t cuda_transpose_launch(const float *x, float *y, int rank, const int6
     int64_t n = 1;
     for (int k = 0; k < rank; k++)
         n *= dims[k];
-    if (n > 0)
-        walk_kernel<<<cuda_blocks(n), TIDE_CUDA_THREADS, 0, s>>>(x, y, w, 0, n);
-    return cudaGetLastError();
+    return cuda_walk_launch(4, x, y, &w, 0, n, s);
 }
 
 extern "C" tide_status cuda_transpose(tide_kernel_ctx *ctx, void *)
@@ -251,11 +243,13 @@ extern "C" tide_status cuda_concat(tide_kernel_ctx *ctx, void *)
         outer *= out.dims[k];
     for (int k = axis + 1; k < rank; k++)
         inner *= out.dims[k];
-    size_t row = (size_t)(out.dims[axis] * inner) * 4, at = 0;
+    size_t es = tide_dtype_size(tide_tensor_dtype(tide_kernel_input(ctx, 0)));
+    size_t row = (size_t)(out.dims[axis] * inner) * es, at = 0;
     for (int i = 0; i < n && outer > 0; i++) {
         const tide_tensor *x = tide_kernel_input(ctx, i);
-        size_t width = (size_t)(tide_tensor_shape(x)->dims[axis] * inner) * 4;
-        if (width && cuda_check(ctx, cudaMemcpy2DAsync((char *)fptr(y) + at, row, fptr(x), width, width, (size_t)outer,
+        size_t width = (size_t)(tide_tensor_shape(x)->dims[axis] * inner) * es;
+        if (width && cuda_check(ctx, cudaMemcpy2DAsync((char *)tide_tensor_device_pointer(y) + at, row,
+                                                       tide_tensor_device_pointer(x), width, width, (size_t)outer,
                                                        cudaMemcpyDeviceToDevice, st), "ConcatV2's copy") != TIDE_OK)
             return tide_kernel_status(ctx);
         at += width;
@@ -380,4 +374,129 @@ extern "C" tide_status cuda_shape(tide_kernel_ctx *ctx, void *)
     return cuda_check(ctx, cudaMemcpyAsync(tide_tensor_device_pointer(y), wide ? (const void *)d64 : (const void *)d32,
                                            (size_t)in->rank * (wide ? 8 : 4), cudaMemcpyHostToDevice, s),
                       "Shape's copy");
+}
+
+/* ---------------------------------------------------------------- Size, ExpandDims, Squeeze */
+
+/* Size: the input's element count (known on the host) copied into a GPU scalar of out_type. */
+extern "C" tide_status cuda_size(tide_kernel_ctx *ctx, void *)
+{
+    const tide_tensor *x = tide_kernel_input(ctx, 0);
+    int64_t n = tide_tensor_num_elements(x);
+    bool wide = tide_kernel_output_dtype(ctx, 0) == TIDE_INT64;
+    if (!wide && n > INT32_MAX)
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%lld elements (shape %s) do not fit in int32: use "
+                                 "out_type=int64", (long long)n, cuda_shape_str(tide_tensor_shape(x)));
+    tide_shape scalar = {0, {0}};
+    tide_tensor *y = tide_kernel_alloc_output(ctx, 0, &scalar, false);
+    cudaStream_t s = y ? cuda_begin(ctx) : NULL;
+    if (!s)
+        return tide_kernel_status(ctx);
+    int32_t n32 = (int32_t)n;
+    /* host stack memory: pageable, so staged before cudaMemcpyAsync returns (as Shape's copy) */
+    return cuda_check(ctx, cudaMemcpyAsync(tide_tensor_device_pointer(y), wide ? (const void *)&n : (const void *)&n32,
+                                           wide ? 8 : 4, cudaMemcpyHostToDevice, s), "Size's copy");
+}
+
+/* Output 0 as a view of x with shape s. */
+static tide_status set_view(tide_kernel_ctx *ctx, tide_tensor *x, const tide_shape *s)
+{
+    tide_error *err = tide_error_new();
+    tide_tensor *view = tide_tensor_reshape(x, s, err);
+    tide_status st = view ? TIDE_OK : tide_kernel_error(ctx, tide_error_code(err), "%s", tide_error_message(err));
+    tide_error_free(err);
+    if (view) {
+        tide_kernel_set_output(ctx, 0, view);
+        tide_tensor_release(view);
+    }
+    return st;
+}
+
+/* ExpandDims: a view with a dimension of 1 inserted at dim (read back from the GPU). */
+extern "C" tide_status cuda_expand_dims(tide_kernel_ctx *ctx, void *)
+{
+    tide_tensor *x = tide_kernel_input(ctx, 0);
+    const tide_shape *in = tide_tensor_shape(x);
+    int64_t dim;
+    int64_t got = cuda_read_ints(ctx, tide_kernel_input(ctx, 1), &dim, 1, "dim");
+    if (got < 0)
+        return tide_kernel_status(ctx);
+    if (got != 1)
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "dim must hold exactly one value, got shape %s",
+                                 cuda_shape_str(tide_tensor_shape(tide_kernel_input(ctx, 1))));
+    if (in->rank >= TIDE_MAX_RANK)
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "cannot expand input of shape %s: the result would have "
+                                 "rank %d, more than %d", cuda_shape_str(in), in->rank + 1, TIDE_MAX_RANK);
+    if (dim < -in->rank - 1 || dim > in->rank)
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "dim %lld is out of range for input of shape %s: expected "
+                                 "one in [%d, %d]", (long long)dim, cuda_shape_str(in), -in->rank - 1, in->rank);
+    int at = (int)(dim < 0 ? dim + in->rank + 1 : dim);
+    tide_shape s = {in->rank + 1, {0}};
+    for (int i = 0, k = 0; i < s.rank; i++)
+        s.dims[i] = i == at ? 1 : in->dims[k++];
+    return set_view(ctx, x, &s);
+}
+
+/* Squeeze: a view without the dims of size 1 (those of squeeze_dims when given). */
+extern "C" tide_status cuda_squeeze(tide_kernel_ctx *ctx, void *)
+{
+    tide_tensor *x = tide_kernel_input(ctx, 0);
+    const tide_shape *in = tide_tensor_shape(x);
+    const int64_t *dims = NULL;
+    int n = 0;
+    tide_attrs_get_int_list(tide_kernel_attrs(ctx), "squeeze_dims", &dims, &n);
+    bool drop[TIDE_MAX_RANK] = {false};
+    for (int i = 0; i < n; i++) {
+        int64_t d = dims[i];
+        if (d < -in->rank || d >= in->rank)
+            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "squeeze_dims[%d] = %lld is out of range for input of "
+                                     "shape %s: expected one in [%d, %d)", i, (long long)d, cuda_shape_str(in),
+                                     -in->rank, in->rank);
+        int ax = (int)(d < 0 ? d + in->rank : d);
+        if (in->dims[ax] != 1)
+            return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "cannot squeeze dim %d of input of shape %s: its size "
+                                     "is %lld, not 1", ax, cuda_shape_str(in), (long long)in->dims[ax]);
+        drop[ax] = true;
+    }
+    tide_shape s = {0, {0}};
+    for (int i = 0; i < in->rank; i++)
+        if (!(n ? drop[i] : in->dims[i] == 1))
+            s.dims[s.rank++] = in->dims[i];
+    return set_view(ctx, x, &s);
+}
+
+/* ---------------------------------------------------------------- Const */
+
+/* Const: the value attr copied to the GPU on the node's first run and kept (node_state is the
+ * engine's slot for it, released with the kernel); every later run hands out the same tensor, which
+ * its readers never write (the slot holds a reference, so it is never exclusive). */
+extern "C" tide_status cuda_const(tide_kernel_ctx *ctx, void *node_state)
+{
+    tide_tensor **slot = (tide_tensor **)node_state;
+    tide_tensor *kept = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (kept) {
+        tide_kernel_set_output(ctx, 0, kept);
+        return TIDE_OK;
+    }
+    tide_tensor *value = NULL;
+    if (!tide_attrs_get_tensor(tide_kernel_attrs(ctx), "value", &value) || !value)
+        return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "Const has no value attr");
+    cudaStream_t s = cuda_begin(ctx);
+    tide_tensor *y = s ? tide_cuda_api->alloc_temp(ctx, tide_tensor_dtype(value), tide_tensor_shape(value)) : NULL;
+    if (!y)
+        return tide_kernel_status(ctx);
+    size_t bytes = tide_tensor_byte_size(value);
+    if (bytes && (cuda_check(ctx, cudaMemcpyAsync(tide_tensor_device_pointer(y), tide_tensor_data(value), bytes,
+                                                  cudaMemcpyHostToDevice, s), "Const's copy") != TIDE_OK ||
+                  cuda_check(ctx, cudaStreamSynchronize(s), "Const's copy") != TIDE_OK)) {
+        tide_tensor_release(y);
+        return tide_kernel_status(ctx);
+    }
+    tide_tensor *expected = NULL;
+    if (!__atomic_compare_exchange_n(slot, &expected, y, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        tide_tensor_release(y); /* a concurrent run of the node kept its copy first */
+        y = expected;
+    }
+    tide_kernel_set_output(ctx, 0, y);
+    return TIDE_OK;
 }

@@ -41,6 +41,11 @@ bool cuda_read_float(tide_kernel_ctx *ctx, const tide_tensor *t, float *out, con
 /* y = x transposed by perm (x of dims), enqueued on s (array.cu). */
 cudaError_t cuda_transpose_launch(const float *x, float *y, int rank, const int64_t *dims, const int64_t *perm,
                                   cudaStream_t s);
+/* y = x walked by w from base (n elements of es bytes: 1, 2, 4 or 8), enqueued on s (movement.cu). */
+cudaError_t cuda_walk_launch(size_t es, const void *x, void *y, const tide_walk *w, int64_t base, int64_t n,
+                             cudaStream_t s);
+/* y = x padded by p, the padding *fill (a device scalar) or 0 when fill is NULL (movement.cu). */
+cudaError_t cuda_pad_launch(size_t es, const void *x, void *y, const tide_pad_plan *p, const void *fill, cudaStream_t s);
 /* "[2, 3]" of a shape, for messages (a static buffer per thread). */
 const char *cuda_shape_str(const tide_shape *s);
 

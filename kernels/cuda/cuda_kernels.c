@@ -4,7 +4,7 @@
  * finds a GPU. The engine itself links no CUDA library, so this file only dispatches: each kernel's
  * compute calls the module's function of the same list entry, passing the per-node state (the
  * Philox generator of a random op, seeded on the host exactly as the CPU's kernel seeds it, so that
- * both draw the same stream).
+ * both draw the same stream; the slot where Const keeps its value's copy on the GPU).
  *
  * A few kernels need no device code and live here: Variable (hands out the variable's value, which
  * lives in GPU memory once a GPU Assign wrote it), Identity, StopGradient and NoOp.
@@ -127,8 +127,17 @@ const char *tide__cuda_kernels_built_for(void)
 
 typedef struct node_state {
     int entry;
-    tide_philox gen; /* TIDE_CUDA_PHILOX entries */
+    tide_philox gen;   /* TIDE_CUDA_PHILOX entries */
+    tide_tensor *kept; /* TIDE_CUDA_KEEP entries: the module's kept tensor, or NULL */
 } node_state;
+
+static void dispatch_destroy(void *state)
+{
+    node_state *s = state;
+    if (s)
+        tide_tensor_release(s->kept);
+    free(s);
+}
 
 static tide_status dispatch_init(tide_kernel_ctx *ctx, void **state)
 {
@@ -156,7 +165,9 @@ static tide_status dispatch_compute(tide_kernel_ctx *ctx)
     if (why)
         return tide_kernel_error(ctx, TIDE_UNAVAILABLE, "the CUDA kernel module could not be loaded (set "
                                  "TIDE_CUDA_MODULE to libtide_cuda_kernels.so): %s", why);
-    return mod.module->kernels[s->entry].compute(ctx, entries[s->entry].flags & TIDE_CUDA_PHILOX ? &s->gen : NULL);
+    unsigned flags = entries[s->entry].flags;
+    void *per_node = flags & TIDE_CUDA_PHILOX ? (void *)&s->gen : flags & TIDE_CUDA_KEEP ? (void *)&s->kept : NULL;
+    return mod.module->kernels[s->entry].compute(ctx, per_node);
 }
 
 /* ---------------------------------------------------------------- kernels without device code */
@@ -208,7 +219,7 @@ static void register_cuda_kernels(void)
 {
     for (int i = 0; i < NUM_ENTRIES; i++) {
         tide_kernel_spec spec = {.op = entries[i].op, .device_type = "gpu", .init = dispatch_init,
-                                 .destroy = free, .compute = dispatch_compute};
+                                 .destroy = dispatch_destroy, .compute = dispatch_compute};
         memcpy(spec.constraints, entries[i].constraints, sizeof spec.constraints);
         tide_kernel_register(&spec);
     }

@@ -13,7 +13,11 @@
  *
  * Reductions: the input's dims split into kept and reduced ones (each list merged where
  * contiguous); an output element is a walk over the kept dims, and its inputs a walk over the
- * reduced dims from there. */
+ * reduced dims from there.
+ *
+ * Padding (Pad, PadV2, and the explicit padding of convolutions cuDNN cannot pad evenly): an output
+ * coordinate minus the padding before it is the input's, or outside it (the constant). Tiling: an
+ * output coordinate modulo the input's dim is the input's. */
 #ifndef TIDE_CUDA_INDEX_PLAN_H
 #define TIDE_CUDA_INDEX_PLAN_H
 
@@ -186,6 +190,69 @@ static inline void tide_plan_reduce(int rank, const int64_t *dims, const bool *r
         p->kept.dims[k] = kd[k], p->kept.stride[k] = ks[k];
     for (int k = 0; k < p->reduced.rank; k++)
         p->reduced.dims[k] = rd[k], p->reduced.stride[k] = rs[k];
+}
+
+/* A padded copy: output dims, the input's dims and contiguous strides, the padding before each. */
+typedef struct tide_pad_plan {
+    int rank;
+    int64_t out_dims[TIDE_PLAN_MAX_RANK], in_dims[TIDE_PLAN_MAX_RANK], before[TIDE_PLAN_MAX_RANK];
+    int64_t in_stride[TIDE_PLAN_MAX_RANK];
+} tide_pad_plan;
+
+/* The input offset of output element i, or -1 where it is padding. */
+TIDE_HD static inline int64_t tide_pad_source(const tide_pad_plan *p, int64_t i)
+{
+    int64_t off = 0;
+    bool inside = true;
+    for (int k = p->rank - 1; k >= 0; k--) {
+        int64_t c = i % p->out_dims[k] - p->before[k];
+        i /= p->out_dims[k];
+        inside = inside && c >= 0 && c < p->in_dims[k];
+        off += c * p->in_stride[k];
+    }
+    return inside ? off : -1;
+}
+
+/* Host only: in_dims padded by before[k] and after[k] (none negative). */
+static inline void tide_plan_pad(int rank, const int64_t *in_dims, const int64_t *before, const int64_t *after,
+                                 tide_pad_plan *p)
+{
+    p->rank = rank;
+    tide_plan_strides(rank, in_dims, p->in_stride);
+    for (int k = 0; k < rank; k++) {
+        p->in_dims[k] = in_dims[k];
+        p->before[k] = before[k];
+        p->out_dims[k] = in_dims[k] + before[k] + after[k];
+    }
+}
+
+/* A tiled copy: output dims, the input's dims and contiguous strides. */
+typedef struct tide_tile_plan {
+    int rank;
+    int64_t out_dims[TIDE_PLAN_MAX_RANK], in_dims[TIDE_PLAN_MAX_RANK], in_stride[TIDE_PLAN_MAX_RANK];
+} tide_tile_plan;
+
+TIDE_HD static inline int64_t tide_tile_source(const tide_tile_plan *p, int64_t i)
+{
+    int64_t off = 0;
+    for (int k = p->rank - 1; k >= 0; k--) {
+        int64_t c = i % p->out_dims[k];
+        i /= p->out_dims[k];
+        off += (c % p->in_dims[k]) * p->in_stride[k];
+    }
+    return off;
+}
+
+/* Host only: in_dims repeated multiples[k] times along each dim (no input dim 0 when the output
+ * has elements). */
+static inline void tide_plan_tile(int rank, const int64_t *in_dims, const int64_t *multiples, tide_tile_plan *p)
+{
+    p->rank = rank;
+    tide_plan_strides(rank, in_dims, p->in_stride);
+    for (int k = 0; k < rank; k++) {
+        p->in_dims[k] = in_dims[k];
+        p->out_dims[k] = in_dims[k] * multiples[k];
+    }
 }
 
 #endif

@@ -25,6 +25,7 @@ extern "C" {
 #ifdef __cplusplus /* conv_ops.h names a parameter `explicit`, a C++ keyword */
 #define explicit explicit_padding_
 #endif
+#include "../../engine/ops/array_ops.h"
 #include "../../engine/ops/conv_ops.h"
 #include "../../engine/ops/nn_ops.h"
 #ifdef __cplusplus
@@ -32,12 +33,17 @@ extern "C" {
 #endif
 
 /* Raised whenever the table below or the kernel list changes: a module of another version is refused. */
-#define TIDE_CUDA_ABI_VERSION 3
+#define TIDE_CUDA_ABI_VERSION 4
 
 /* Flags of a kernel entry. */
 enum {
     TIDE_CUDA_PHILOX = 1u << 0, /* a random op: the engine keeps a Philox generator per node (the CPU's seeds) */
+    TIDE_CUDA_KEEP = 1u << 1,   /* the engine keeps a tensor slot per node (tide_tensor **, NULL at first), whose
+                                 * tensor it releases with the node's kernel (Const's copy on the GPU) */
 };
+
+/* The dtypes data movement handles (elements of 1, 2, 4 or 8 bytes, moved without being looked at). */
+#define TIDE_CUDA_MOVABLE "{float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8, uint16, bool}"
 
 /* The GPU kernels: X(op, (type constraints), function name in the module, flags); the constraints are
  * those of tide_kernel_spec, up to 4, in parentheses. float32 first:
@@ -123,15 +129,23 @@ enum {
     X("RandomUniform", ("dtype: {float32}"), cuda_random_uniform, TIDE_CUDA_PHILOX)                          \
     X("RandomNormal", ("dtype: {float32}"), cuda_random_normal, TIDE_CUDA_PHILOX)                            \
     /* moving data */                                                                                      \
-    X("Transpose", ("T: {float32}"), cuda_transpose, 0)                                                      \
-    X("ConcatV2", ("T: {float32}"), cuda_concat, 0)                                                          \
-    X("Slice", ("T: {float32}"), cuda_slice, 0)                                                              \
+    X("Transpose", ("T: " TIDE_CUDA_MOVABLE), cuda_transpose, 0)                                            \
+    X("ConcatV2", ("T: " TIDE_CUDA_MOVABLE), cuda_concat, 0)                                                \
+    X("Slice", ("T: " TIDE_CUDA_MOVABLE), cuda_slice, 0)                                                    \
+    X("StridedSlice", ("T: " TIDE_CUDA_MOVABLE), cuda_strided_slice, 0)                                     \
+    X("Tile", ("T: " TIDE_CUDA_MOVABLE), cuda_tile, 0)                                                      \
+    X("Pad", ("T: " TIDE_CUDA_MOVABLE), cuda_pad, 0)                                                        \
+    X("PadV2", ("T: " TIDE_CUDA_MOVABLE), cuda_pad, 0)                                                      \
+    X("BroadcastTo", ("T: " TIDE_CUDA_MOVABLE), cuda_broadcast_to, 0)                                       \
     X("GatherV2", ("Tparams: {float32}", "Tindices: {int32, int64}"), cuda_gather, 0)                      \
-    /* shapes: Reshape is a view; Shape writes the dims into GPU memory (no tensor crosses to the host) */  \
-    X("Reshape", ("T: {float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8, uint16, bool}"), \
-      cuda_reshape, 0)                                                                                      \
-    X("Shape", ("T: {float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8, uint16, bool}"),   \
-      cuda_shape, 0)
+    /* shapes: Reshape, ExpandDims and Squeeze are views; Shape and Size write into GPU memory (no tensor  \
+     * crosses to the host for them); Const copies its value to the GPU once and keeps it */              \
+    X("Reshape", ("T: " TIDE_CUDA_MOVABLE), cuda_reshape, 0)                                                \
+    X("ExpandDims", ("T: " TIDE_CUDA_MOVABLE), cuda_expand_dims, 0)                                         \
+    X("Squeeze", ("T: " TIDE_CUDA_MOVABLE), cuda_squeeze, 0)                                                \
+    X("Shape", ("T: " TIDE_CUDA_MOVABLE), cuda_shape, 0)                                                    \
+    X("Size", ("T: " TIDE_CUDA_MOVABLE), cuda_size, 0)                                                      \
+    X("Const", ("dtype: " TIDE_CUDA_MOVABLE), cuda_const, TIDE_CUDA_KEEP)
 
 /* What a module's kernel gets besides its context: the per-node state the engine keeps (a Philox
  * generator for TIDE_CUDA_PHILOX entries, else NULL). */
@@ -162,6 +176,8 @@ typedef tide_status (*tide_cuda_kernel_fn)(tide_kernel_ctx *ctx, void *node_stat
     X(void *, tide_tensor_device_pointer, (const tide_tensor *t), (t))                                      \
     X(bool, tide_tensor_is_exclusive, (const tide_tensor *t), (t))                                          \
     X(void, tide_tensor_release, (tide_tensor *t), (t))                                                     \
+    X(tide_tensor *, tide_tensor_retain, (tide_tensor *t), (t))                                             \
+    X(void *, tide_tensor_data, (const tide_tensor *t), (t))                                                \
     X(tide_tensor *, tide_tensor_reshape, (tide_tensor *t, const tide_shape *s, tide_error *err), (t, s, err)) \
     X(tide_error *, tide_error_new, (void), ())                                                             \
     X(void, tide_error_free, (tide_error *e), (e))                                                          \
@@ -175,6 +191,7 @@ typedef tide_status (*tide_cuda_kernel_fn)(tide_kernel_ctx *ctx, void *node_stat
     X(bool, tide_attrs_get_float, (const tide_attrs *a, const char *n, double *v), (a, n, v))              \
     X(bool, tide_attrs_get_string, (const tide_attrs *a, const char *n, const char **v), (a, n, v))        \
     X(bool, tide_attrs_get_type, (const tide_attrs *a, const char *n, tide_dtype *v), (a, n, v))           \
+    X(bool, tide_attrs_get_tensor, (const tide_attrs *a, const char *n, tide_tensor **v), (a, n, v))       \
     X(bool, tide_attrs_get_int_list, (const tide_attrs *a, const char *n, const int64_t **v, int *c),      \
       (a, n, v, c))                                                                                         \
     X(tide_variable *, tide_kernel_input_variable, (tide_kernel_ctx *ctx, int i), (ctx, i))                \
@@ -195,6 +212,11 @@ typedef tide_status (*tide_cuda_kernel_fn)(tide_kernel_ctx *ctx, void *node_stat
       (x, c, msg, size))                                                                                    \
     X(bool, tide_nn_check_channel_vector, (const tide_shape *v, const char *name, bool may_be_empty,        \
       const tide_shape *x, int64_t *c, char *msg, size_t size), (v, name, may_be_empty, x, c, msg, size))   \
+    X(void, tide_array_ss_masks, (const tide_attrs *a, int64_t masks[TIDE_SS_NUM_MASKS]), (a, masks))      \
+    X(tide_status, tide_array_strided_slice, (const tide_shape *in, int64_t n, const int64_t *begin,       \
+      const int64_t *end, const int64_t *strides, const int64_t masks[TIDE_SS_NUM_MASKS], int64_t *dense_begin, \
+      int64_t *dense_stride, tide_shape *processing, tide_shape *final, char *msg, size_t msg_size),        \
+      (in, n, begin, end, strides, masks, dense_begin, dense_stride, processing, final, msg, msg_size))     \
     X(bool, tide_conv_read_attrs, (const tide_attrs *a, tide_conv_window *w, char *msg, size_t size),      \
       (a, w, msg, size))                                                                                    \
     X(bool, tide_pool_read_attrs, (const tide_attrs *a, tide_conv_window *w, char *msg, size_t size),      \
@@ -216,7 +238,7 @@ typedef struct tide_cuda_host_api {
     TIDE_CUDA_HOST_FUNCTIONS(TIDE_CUDA_API_FIELD)
 #undef TIDE_CUDA_API_FIELD
     tide_status (*kernel_error)(tide_kernel_ctx *ctx, tide_status code, const char *fmt, ...);
-    /* A scratch tensor on the kernel's device, released after compute (cuDNN's workspace). */
+    /* A tensor on the kernel's device, the kernel's to release (cuDNN's workspace) or keep (Const's copy). */
     tide_tensor *(*alloc_temp)(tide_kernel_ctx *ctx, tide_dtype dt, const tide_shape *shape);
     /* For TIDE_CUDA_PHILOX entries: reserves `blocks` blocks of the node's generator (node_state) and
      * gives its key and stream; returns the first block (kernels/cpu/philox.h). */

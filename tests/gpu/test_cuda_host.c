@@ -3,6 +3,7 @@
  *  - the index arithmetic the kernels run on the device (kernels/cuda/index_plan.h, compiled here as
  *    host C): the broadcasting plan against a naive multi-index walk, and element-wise Add, Sum over
  *    random axes and Transpose computed through the plans against the CPU kernels on random shapes;
+ *  - padding and tiling through their plans against the CPU's Pad and Tile;
  *  - the Philox block of random.cu (philox_block.h) against the CPU's generator, bit for bit;
  *  - the registration: every entry of the kernel list names a registered op that now lists a gpu
  *    kernel, and the list covers the ops the brief requires. */
@@ -205,6 +206,50 @@ static void test_transpose_through_plan(void)
     }
 }
 
+/* Pad (random paddings) and Tile (random multiples) through their plans, as movement.cu's gather
+ * kernel reads, against the CPU's Pad and Tile, bit for bit. */
+static void test_pad_and_tile_through_plans(void)
+{
+    for (int round = 0; round < 200; round++) {
+        tide_shape s = random_shape();
+        bool tile = round % 2;
+        int64_t a[TIDE_MAX_RANK], b[TIDE_MAX_RANK];
+        int32_t spec[2 * TIDE_MAX_RANK];
+        for (int k = 0; k < s.rank; k++) {
+            a[k] = (int64_t)th_rand(0, 3);
+            b[k] = (int64_t)th_rand(0, 3);
+            if (tile)
+                spec[k] = (int32_t)a[k];
+            else
+                spec[2 * k] = (int32_t)a[k], spec[2 * k + 1] = (int32_t)b[k];
+        }
+        tide_tensor *x = random_f32(&s);
+        tide_tensor *arg = tile ? th_i32(1, TH_DIMS(s.rank), spec) : th_i32(2, TH_DIMS(s.rank, 2), spec);
+        tide_tensor *want = th_run1(tile ? "Tile" : "Pad", (tide_tensor *[]){x, arg}, 2, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+        tide_pad_plan pp;
+        tide_tile_plan tp;
+        if (tile)
+            tide_plan_tile(s.rank, s.dims, a, &tp);
+        else
+            tide_plan_pad(s.rank, s.dims, a, b, &pp);
+        int64_t n = tide_tensor_num_elements(want);
+        float *out = malloc(sizeof *out * (size_t)(n + 1));
+        const float *v = tide_tensor_data(x);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t o = tile ? tide_tile_source(&tp, i) : tide_pad_source(&pp, i);
+            out[i] = o < 0 ? 0.0f : v[o];
+        }
+        tide_tensor *got = th_f32(tide_tensor_rank(want), tide_tensor_shape(want)->dims, out);
+        TH_ASSERT_CLOSE(got, want, 0, 0);
+        free(out);
+        tide_tensor_release(got);
+        tide_tensor_release(want);
+        tide_tensor_release(x);
+        tide_tensor_release(arg);
+    }
+}
+
 static void test_philox_block(void)
 {
     bool same = true;
@@ -241,7 +286,9 @@ static void test_registration(void)
                                            "SparseSoftmaxCrossEntropyWithLogits", "ApplyGradientDescent", "ApplyAdam",
                                            "Cast", "Fill", "ZerosLike", "RandomUniform", "RandomNormal", "ConcatV2",
                                            "Slice", "Transpose", "GatherV2", "Reshape", "Shape", "FusedBatchNorm",
-                                           "FusedBatchNormV3", "FusedBatchNormGrad", "FusedBatchNormGradV3"};
+                                           "FusedBatchNormV3", "FusedBatchNormGrad", "FusedBatchNormGradV3",
+                                           "StridedSlice", "ExpandDims", "Squeeze", "Tile", "Pad", "PadV2",
+                                           "BroadcastTo", "Size", "Const"};
     for (size_t r = 0; r < sizeof required / sizeof required[0]; r++) {
         bool listed = false;
         for (int i = 0; i < n; i++)
@@ -264,6 +311,7 @@ int main(void)
 {
     static const th_test tests[] = {TH_TEST(test_broadcast_plan), TH_TEST(test_add_through_plan),
                                     TH_TEST(test_sum_through_plan), TH_TEST(test_transpose_through_plan),
+                                    TH_TEST(test_pad_and_tile_through_plans),
                                     TH_TEST(test_philox_block), TH_TEST(test_registration), TH_END};
     return th_main("cuda_host", tests);
 }

@@ -452,6 +452,147 @@ static void test_data(void)
     FAILS("Reshape", bad_reshape, NULL, TIDE_INVALID_ARGUMENT, "reshape");
 }
 
+/* StridedSlice's spec with its masks (begin, end, ellipsis, new axis, shrink axis). */
+static tide_attrs *ss_attrs(int begin_mask, int end_mask, int ellipsis, int new_axis, int shrink)
+{
+    tide_attrs *a = tide_attrs_new();
+    tide_attrs_set_int(a, "begin_mask", begin_mask);
+    tide_attrs_set_int(a, "end_mask", end_mask);
+    tide_attrs_set_int(a, "ellipsis_mask", ellipsis);
+    tide_attrs_set_int(a, "new_axis_mask", new_axis);
+    tide_attrs_set_int(a, "shrink_axis_mask", shrink);
+    return a;
+}
+
+static tide_tensor *ints32(int rank, const int64_t *dims)
+{
+    tide_shape s = tide_shape_make(rank, dims);
+    int64_t n = tide_shape_num_elements(&s);
+    int32_t *v = malloc(sizeof *v * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (int32_t)th_rand(-1000, 1000);
+    tide_tensor *t = th_i32(rank, dims, v);
+    free(v);
+    return t;
+}
+#define INTS(...) ints32((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), TH_DIMS(__VA_ARGS__))
+
+/* The data movement added for the examples and the padded convolutions: StridedSlice, Tile, Pad,
+ * PadV2, BroadcastTo, ExpandDims, Squeeze, Size, and Transpose/Slice/ConcatV2/Reshape on int32
+ * (every kernel here moves bytes: exact). */
+static void test_movement(void)
+{
+    tide_tensor *ss[] = {U(-1, 1, 5, 6, 7), I32(1, 0, 2), I32(4, 6, 7), I32(1, 2, 1)};
+    COMPARE("StridedSlice", ss, ss_attrs(0, 0, 0, 0, 0), 1, 0, 0);
+    tide_tensor *ss_neg[] = {U(-1, 1, 5, 6, 7), I32(4, -1, 6), I32(0, 0, 0), I32(-1, -2, -3)};
+    COMPARE("StridedSlice", ss_neg, ss_attrs(0, 2, 0, 0, 0), 1, 0, 0);
+    tide_tensor *ss_masks[] = {U(-1, 1, 5, 6, 7), I32(0, 2, 0), I32(0, 3, 0), I32(1, 1, 1)};
+    COMPARE("StridedSlice", ss_masks, ss_attrs(1, 1, 4, 0, 2), 1, 0, 0); /* [:, 2, ...] */
+    tide_tensor *ss_new[] = {INTS(4, 6), I32(0, 1, 0), I32(0, 5, 0), I32(1, 2, 1)};
+    COMPARE("StridedSlice", ss_new, ss_attrs(5, 5, 0, 1, 0), 1, 0, 0); /* [newaxis, 1:5:2, :] */
+    tide_tensor *ss_empty[] = {U(-1, 1, 5, 6), I32(3, 0), I32(3, 6), I32(1, 1)};
+    COMPARE("StridedSlice", ss_empty, ss_attrs(0, 0, 0, 0, 0), 1, 0, 0);
+    tide_tensor *ss_bad[] = {U(-1, 1, 5, 6), I32(0, 0), I32(5, 6), I32(1, 0)};
+    FAILS("StridedSlice", ss_bad, ss_attrs(0, 0, 0, 0, 0), TIDE_INVALID_ARGUMENT, "stride");
+
+    tide_tensor *tile[] = {U(-1, 1, 2, 3), I32(2, 3)};
+    COMPARE("Tile", tile, NULL, 1, 0, 0);
+    tide_tensor *tile3[] = {INTS(2, 1, 3), I32(1, 4, 2)};
+    COMPARE("Tile", tile3, NULL, 1, 0, 0);
+    tide_tensor *tile_bad[] = {U(-1, 1, 2, 3), I32(2, -1)};
+    FAILS("Tile", tile_bad, NULL, TIDE_INVALID_ARGUMENT, "negative");
+
+    tide_tensor *pad[] = {U(-1, 1, 3, 4), th_i32(2, TH_DIMS(2, 2), (const int32_t[]){1, 2, 0, 3})};
+    COMPARE("Pad", pad, NULL, 1, 0, 0);
+    tide_tensor *pad4[] = {U(-1, 1, 2, 5, 5, 3), th_i64(2, TH_DIMS(4, 2), (const int64_t[]){0, 0, 0, 1, 1, 1, 0, 0})};
+    COMPARE("Pad", pad4, NULL, 1, 0, 0);
+    tide_tensor *pad_v2[] = {INTS(3, 4), th_i32(2, TH_DIMS(2, 2), (const int32_t[]){2, 0, 1, 1}),
+                             th_i32(0, NULL, (const int32_t[]){7})};
+    COMPARE("PadV2", pad_v2, NULL, 1, 0, 0);
+    tide_tensor *pad_bad[] = {U(-1, 1, 3, 4), th_i32(2, TH_DIMS(2, 2), (const int32_t[]){1, -2, 0, 3})};
+    FAILS("Pad", pad_bad, NULL, TIDE_INVALID_ARGUMENT, "negative");
+
+    tide_tensor *bt[] = {U(-1, 1, 3, 1), I32(2, 3, 4)};
+    COMPARE("BroadcastTo", bt, NULL, 1, 0, 0);
+    tide_tensor *bt_view[] = {U(-1, 1, 3), I32(1, 3)};
+    COMPARE("BroadcastTo", bt_view, NULL, 1, 0, 0);
+    tide_tensor *bt_int[] = {INTS(1, 5), I32(4, 5)};
+    COMPARE("BroadcastTo", bt_int, NULL, 1, 0, 0);
+    tide_tensor *bt_bad[] = {U(-1, 1, 3, 2), I32(3, 4)};
+    FAILS("BroadcastTo", bt_bad, NULL, TIDE_INVALID_ARGUMENT, "cannot broadcast");
+
+    tide_tensor *ed[] = {U(-1, 1, 3, 4), I32_SCALAR(-1)};
+    COMPARE("ExpandDims", ed, NULL, 1, 0, 0);
+    tide_tensor *ed_bad[] = {U(-1, 1, 3, 4), I32_SCALAR(3)};
+    FAILS("ExpandDims", ed_bad, NULL, TIDE_INVALID_ARGUMENT, "out of range");
+    tide_tensor *sq[] = {U(-1, 1, 1, 3, 1, 4)};
+    COMPARE("Squeeze", sq, NULL, 1, 0, 0);
+    tide_tensor *sq_some[] = {INTS(1, 3, 1, 4)};
+    tide_attrs *a = tide_attrs_new();
+    tide_attrs_set_int_list(a, "squeeze_dims", TH_DIMS(-2), 1);
+    COMPARE("Squeeze", sq_some, a, 1, 0, 0);
+    tide_tensor *sq_bad[] = {U(-1, 1, 1, 3)};
+    a = tide_attrs_new();
+    tide_attrs_set_int_list(a, "squeeze_dims", TH_DIMS(1), 1);
+    FAILS("Squeeze", sq_bad, a, TIDE_INVALID_ARGUMENT, "not 1");
+    tide_tensor *size[] = {U(-1, 1, 3, 4, 5)};
+    COMPARE("Size", size, NULL, 1, 0, 0);
+    tide_tensor *size64[] = {INTS(7)};
+    a = tide_attrs_new();
+    tide_attrs_set_type(a, "out_type", TIDE_INT64);
+    COMPARE("Size", size64, a, 1, 0, 0);
+
+    tide_tensor *tr[] = {INTS(2, 3, 4), I32(2, 0, 1)};
+    COMPARE("Transpose", tr, NULL, 1, 0, 0);
+    tide_tensor *sl[] = {INTS(5, 6), I32(1, 2), I32(3, -1)};
+    COMPARE("Slice", sl, NULL, 1, 0, 0);
+    tide_tensor *cc[] = {INTS(4, 2), INTS(4, 3), I32_SCALAR(1)};
+    COMPARE("ConcatV2", cc, NULL, 1, 0, 0);
+    tide_tensor *rs[] = {INTS(4, 6), I32(3, -1)};
+    COMPARE("Reshape", rs, NULL, 1, 0, 0);
+}
+
+/* Const on the device: copied there on the first run and kept; three runs of one session give the
+ * value each time (the second and third hand out the kept copy). */
+static void test_const(void)
+{
+    static const tide_dtype types[] = {TIDE_FLOAT32, TIDE_INT32, TIDE_INT64};
+    for (int t = 0; t < 3; t++) {
+        tide_tensor *value = types[t] == TIDE_FLOAT32 ? U(-1, 1, 3, 5)
+                             : types[t] == TIDE_INT32 ? INTS(4)
+                                                      : th_i64(1, TH_DIMS(2), (const int64_t[]){1LL << 40, -3});
+        tide_error *err = tide_error_new();
+        tide_graph *g = tide_graph_new();
+        tide_node_builder *b = tide_node_builder_new(g, "Const", "c");
+        tide_attrs_set_tensor(tide_node_builder_attrs(b), "value", value);
+        tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", types[t]);
+        tide_node_builder_set_device(b, device);
+        tide_node *c = tide_node_builder_finish(b, err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        tide_session *s = tide_session_new(engine, g, NULL, err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+        for (int run = 0; run < 3; run++) {
+            tide_tensor *out = NULL;
+            tide_output fetch = {c, 0};
+            tide_status st = tide_session_run(s, NULL, NULL, 0, &fetch, 1, &out, NULL, 0, NULL, err);
+            if (st != TIDE_OK)
+                fprintf(stderr, "Const on %s, run %d: %s\n", device, run, tide_error_message(err));
+            CU_ASSERT_EQUAL(st, TIDE_OK);
+            if (out)
+                TH_ASSERT_CLOSE(out, value, 0, 0);
+            tide_tensor_release(out);
+        }
+        const char *placed = tide_node_assigned_device(c);
+        char type[8];
+        snprintf(type, sizeof type, "%.3s", device + 1);
+        CU_ASSERT(placed && strstr(placed, type));
+        tide_session_free(s);
+        tide_graph_free(g);
+        tide_tensor_release(value);
+        tide_error_free(err);
+    }
+}
+
 static void test_random(void)
 {
     static const char *const ops[] = {"RandomUniform", "RandomNormal"};
@@ -717,7 +858,8 @@ int main(void)
     static const th_test tests[] = {TH_TEST(test_binary),    TH_TEST(test_unary),   TH_TEST(test_reductions),
                                     TH_TEST(test_matmul),    TH_TEST(test_softmax), TH_TEST(test_conv),
                                     TH_TEST(test_batch_norm),
-                                    TH_TEST(test_data),      TH_TEST(test_random),  TH_TEST(test_optimizers),
+                                    TH_TEST(test_data),      TH_TEST(test_movement),
+                                    TH_TEST(test_const),     TH_TEST(test_random),  TH_TEST(test_optimizers),
                                     TH_TEST(test_gradients), TH_END};
     int rc = th_main("gpu_kernels", tests);
     tide_engine_free(engine);
