@@ -1,9 +1,11 @@
 /* cudnn.cu — Conv2D, its two gradients, MaxPool, AvgPool and their gradients through cuDNN, NHWC as
  * tide's tensors are. The geometry (strides, dilations, SAME/VALID/EXPLICIT padding, output sizes)
  * is computed and checked by the same functions as the CPU's (engine/ops/conv_ops.c); cuDNN takes one
- * padding per side pair, so a geometry whose padding is uneven in a way that changes the output (SAME
- * with an odd total, e.g. stride 2 over an even size with an even window) is refused with
- * UNIMPLEMENTED naming the sizes. TensorFlow's filters are [KH, KW, Cin, Cout]; cuDNN's NHWC filters
+ * padding per side pair, so a convolution whose padding is uneven in a way that changes the output
+ * (SAME with an odd total, e.g. stride 2 over an even size with an odd window) pads x explicitly into
+ * a scratch tensor (movement.cu's pad kernel) and convolves it without padding; its input gradient is
+ * computed for the padded input and cropped. Pooling with such padding is still refused with
+ * UNIMPLEMENTED naming the sizes (an explicit -inf or count-excluding pad is not done). TensorFlow's filters are [KH, KW, Cin, Cout]; cuDNN's NHWC filters
  * are [Cout, KH, KW, Cin], so filters are transposed into a scratch tensor (and filter gradients
  * back). Algorithms come from cuDNN's heuristics (the _v7 queries: no timing runs); their workspace is
  * a scratch tensor of the engine's caching allocator. $TIDE_GPU_TF32=1 allows TF32 tensor cores
@@ -108,37 +110,66 @@ tide_status dnn_nhwc(tide_kernel_ctx *ctx, cudnnTensorDescriptor_t *d, const int
 
 /* ---------------------------------------------------------------- convolutions */
 
-/* The geometry of the call (input dims, filter dims, and for gradients out_backprop's), checked. */
+/* The geometry of the call (input dims, filter dims, and for gradients out_backprop's), checked. cuDNN
+ * pads both sides of a dimension alike: where that would not give tide's output size (SAME with an odd
+ * total padding, uneven EXPLICIT padding), x is padded explicitly into a scratch tensor of dims
+ * `padded` (tide's padding before, what the last window needs after) and convolved without padding. */
 struct conv_shape {
     int64_t in[4], filter[4], out[4];
     tide_conv_geometry g;
+    bool explicit_pad;
+    int64_t padded[4];
 };
 
-/* Descriptors of x, filter (KRSC), y and the convolution, checking that cuDNN's symmetric padding gives
- * tide's output size. */
+/* Windows over an input of size `in` padded by `pad` on both sides. */
+static int64_t even_windows(int64_t in, int64_t pad, int64_t size, int64_t dilation, int64_t stride)
+{
+    int64_t span = in + 2 * pad - ((size - 1) * dilation + 1);
+    return span < 0 ? 0 : span / stride + 1;
+}
+
+/* The padding after x that the last window needs (none when it ends inside x or its padding before). */
+static int64_t pad_after(int64_t in, int64_t before, int64_t out, int64_t size, int64_t dilation, int64_t stride)
+{
+    int64_t after = (out - 1) * stride + (size - 1) * dilation + 1 - in - before;
+    return after > 0 ? after : 0;
+}
+
+static void conv_plan_padding(conv_shape *s)
+{
+    const tide_conv_geometry &g = s->g;
+    s->explicit_pad = even_windows(g.in_h, g.pad_top, g.win.size_h, g.win.dilation_h, g.win.stride_h) != g.out_h ||
+                      even_windows(g.in_w, g.pad_left, g.win.size_w, g.win.dilation_w, g.win.stride_w) != g.out_w;
+    s->padded[0] = s->in[0], s->padded[3] = s->in[3];
+    s->padded[1] = g.in_h + g.pad_top + pad_after(g.in_h, g.pad_top, g.out_h, g.win.size_h, g.win.dilation_h, g.win.stride_h);
+    s->padded[2] = g.in_w + g.pad_left + pad_after(g.in_w, g.pad_left, g.out_w, g.win.size_w, g.win.dilation_w, g.win.stride_w);
+}
+
+/* Descriptors of x (padded explicitly or not), filter (KRSC), y and the convolution, checking that cuDNN
+ * gives tide's output size. */
 static tide_status conv_descriptors(dnn_call &c, const conv_shape &s)
 {
     tide_kernel_ctx *ctx = c.ctx;
     const tide_conv_geometry &g = s.g;
-    if (dnn_nhwc(ctx, &c.x, s.in) != TIDE_OK || dnn_nhwc(ctx, &c.y, s.out) != TIDE_OK)
+    if (dnn_nhwc(ctx, &c.x, s.explicit_pad ? s.padded : s.in) != TIDE_OK || dnn_nhwc(ctx, &c.y, s.out) != TIDE_OK)
         return tide_kernel_status(ctx);
     DNN(ctx, cudnnCreateFilterDescriptor(&c.w));
     DNN(ctx, cudnnSetFilter4dDescriptor(c.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, (int)s.filter[3], (int)s.filter[2],
                                         (int)s.filter[0], (int)s.filter[1]));
     DNN(ctx, cudnnCreateConvolutionDescriptor(&c.conv));
-    DNN(ctx, cudnnSetConvolution2dDescriptor(c.conv, (int)g.pad_top, (int)g.pad_left, (int)g.win.stride_h,
-                                             (int)g.win.stride_w, (int)g.win.dilation_h, (int)g.win.dilation_w,
-                                             CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    int pad_h = s.explicit_pad ? 0 : (int)g.pad_top, pad_w = s.explicit_pad ? 0 : (int)g.pad_left;
+    DNN(ctx, cudnnSetConvolution2dDescriptor(c.conv, pad_h, pad_w, (int)g.win.stride_h, (int)g.win.stride_w,
+                                             (int)g.win.dilation_h, (int)g.win.dilation_w, CUDNN_CROSS_CORRELATION,
+                                             CUDNN_DATA_FLOAT));
     DNN(ctx, cudnnSetConvolutionMathType(c.conv, tf32_wanted() ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION : CUDNN_FMA_MATH));
     int n, ch, h, w;
     DNN(ctx, cudnnGetConvolution2dForwardOutputDim(c.conv, c.x, c.w, &n, &ch, &h, &w));
     if (h != g.out_h || w != g.out_w)
-        return tide_kernel_error(ctx, TIDE_UNIMPLEMENTED, "uneven padding on the GPU: input %lld x %lld with window "
-                                 "%lld x %lld, strides %lld, %lld gives %lld x %lld, but cuDNN's even padding (%lld, "
-                                 "%lld) gives %d x %d; run this node on the CPU", (long long)g.in_h, (long long)g.in_w,
-                                 (long long)g.win.size_h, (long long)g.win.size_w, (long long)g.win.stride_h,
-                                 (long long)g.win.stride_w, (long long)g.out_h, (long long)g.out_w,
-                                 (long long)g.pad_top, (long long)g.pad_left, h, w);
+        return tide_kernel_error(ctx, TIDE_INTERNAL, "cuDNN's output %d x %d is not tide's %lld x %lld (input %lld x "
+                                 "%lld%s, window %lld x %lld, strides %lld, %lld)", h, w, (long long)g.out_h,
+                                 (long long)g.out_w, (long long)g.in_h, (long long)g.in_w,
+                                 s.explicit_pad ? ", padded explicitly" : "", (long long)g.win.size_h,
+                                 (long long)g.win.size_w, (long long)g.win.stride_h, (long long)g.win.stride_w);
     return TIDE_OK;
 }
 
@@ -181,6 +212,7 @@ static tide_status conv_setup(tide_kernel_ctx *ctx, int what, conv_shape *s)
     for (int k = 0; k < 4; k++)
         if (s->in[k] > INT32_MAX || s->filter[k] > INT32_MAX || s->out[k] > INT32_MAX)
             return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "dimensions beyond cuDNN's int range");
+    conv_plan_padding(s);
     return TIDE_OK;
 }
 
@@ -194,12 +226,13 @@ static bool workspace(dnn_call &c, size_t bytes, void **ws)
 }
 
 /* The algorithm cuDNN's heuristics rank first for `what` (0 forward, 1 backward data, 2 backward
- * filter), its workspace, and the call; w is the filter (or its gradient) in KRSC. */
-static tide_status conv_call(dnn_call &c, int what, float *w, tide_tensor *out)
+ * filter), its workspace, and the call; x is the input (forward, backward filter), w the filter (or its
+ * gradient) in KRSC, out the output (forward) or the input's gradient (backward data). */
+static tide_status conv_call(dnn_call &c, int what, const float *x, float *w, float *out)
 {
     tide_kernel_ctx *ctx = c.ctx;
     const float one = 1.0f, zero = 0.0f;
-    const float *x = fptr(tide_kernel_input(ctx, 0)), *dy = fptr(tide_kernel_input(ctx, 2));
+    const float *dy = fptr(tide_kernel_input(ctx, 2));
     int found = 0;
     size_t bytes = 0;
     void *ws;
@@ -210,7 +243,7 @@ static tide_status conv_call(dnn_call &c, int what, float *w, tide_tensor *out)
             DNN(ctx, cudnnGetConvolutionForwardWorkspaceSize(c.handle, c.x, c.w, c.conv, c.y, perf[0].algo, &bytes));
         if (found >= 1 && workspace(c, bytes, &ws))
             DNN(ctx, cudnnConvolutionForward(c.handle, &one, c.x, x, c.w, w, c.conv, perf[0].algo, ws, bytes, &zero, c.y,
-                                             fptr(out)));
+                                             out));
     } else if (what == 1) {
         cudnnConvolutionBwdDataAlgoPerf_t perf[8];
         DNN(ctx, cudnnGetConvolutionBackwardDataAlgorithm_v7(c.handle, c.w, c.y, c.conv, c.x, 8, &found, perf));
@@ -218,7 +251,7 @@ static tide_status conv_call(dnn_call &c, int what, float *w, tide_tensor *out)
             DNN(ctx, cudnnGetConvolutionBackwardDataWorkspaceSize(c.handle, c.w, c.y, c.conv, c.x, perf[0].algo, &bytes));
         if (found >= 1 && workspace(c, bytes, &ws))
             DNN(ctx, cudnnConvolutionBackwardData(c.handle, &one, c.w, w, c.y, dy, c.conv, perf[0].algo, ws, bytes, &zero,
-                                                  c.x, fptr(out)));
+                                                  c.x, out));
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[8];
         DNN(ctx, cudnnGetConvolutionBackwardFilterAlgorithm_v7(c.handle, c.x, c.y, c.conv, c.w, 8, &found, perf));
@@ -231,6 +264,33 @@ static tide_status conv_call(dnn_call &c, int what, float *w, tide_tensor *out)
     if (found < 1)
         return tide_kernel_error(ctx, TIDE_INTERNAL, "cuDNN offers no algorithm for this convolution");
     return tide_kernel_status(ctx);
+}
+
+/* x padded explicitly into scratch slot 2 (conv_shape); NULL with the error recorded. */
+static float *pad_input(dnn_call &c, const conv_shape &s, const float *x)
+{
+    float *xp = (float *)c.temp(2, s.padded[0] * s.padded[1] * s.padded[2] * s.padded[3]);
+    if (!xp)
+        return NULL;
+    const int64_t before[4] = {0, s.g.pad_top, s.g.pad_left, 0};
+    int64_t after[4];
+    for (int k = 0; k < 4; k++)
+        after[k] = s.padded[k] - s.in[k] - before[k];
+    tide_pad_plan p;
+    tide_plan_pad(4, s.in, before, after, &p);
+    return cuda_check(c.ctx, cuda_pad_launch(4, x, xp, &p, NULL, c.stream), "the explicit padding") == TIDE_OK ? xp
+                                                                                                             : NULL;
+}
+
+/* The gradient of the padded input (in scratch slot 2) cropped to the input's (out). */
+static tide_status crop_input(dnn_call &c, const conv_shape &s, const float *dxp, float *out)
+{
+    int64_t strides[4];
+    tide_plan_strides(4, s.padded, strides);
+    tide_walk w = {4, {s.in[0], s.in[1], s.in[2], s.in[3]}, {strides[0], strides[1], strides[2], strides[3]}};
+    int64_t base = s.g.pad_top * strides[1] + s.g.pad_left * strides[2];
+    return cuda_check(c.ctx, cuda_walk_launch(4, dxp, out, &w, base, s.in[0] * s.in[1] * s.in[2] * s.in[3], c.stream),
+                      "the padded gradient's crop");
 }
 
 /* Conv2D (what 0: input, filter), Conv2DBackpropInput (1: input_sizes, filter, out_backprop) and
@@ -256,8 +316,19 @@ static tide_status conv(tide_kernel_ctx *ctx, int what)
     if (what != 2 && cuda_check(ctx, cuda_transpose_launch(fptr(tide_kernel_input(ctx, 1)), w, 4, s.filter, to_krsc,
                                                            c.stream), "the filter's transpose") != TIDE_OK)
         return tide_kernel_status(ctx);
-    if (conv_call(c, what, w, out) != TIDE_OK || what != 2)
+    const float *x = what == 1 ? NULL : fptr(tide_kernel_input(ctx, 0));
+    float *result = fptr(out);
+    if (s.explicit_pad && what != 1 && !(x = pad_input(c, s, x)))
         return tide_kernel_status(ctx);
+    if (s.explicit_pad && what == 1 &&
+        !(result = (float *)c.temp(2, s.padded[0] * s.padded[1] * s.padded[2] * s.padded[3])))
+        return tide_kernel_status(ctx);
+    if (conv_call(c, what, x, w, result) != TIDE_OK)
+        return tide_kernel_status(ctx);
+    if (what == 1)
+        return s.explicit_pad ? crop_input(c, s, result, fptr(out)) : TIDE_OK;
+    if (what == 0)
+        return TIDE_OK;
     int64_t krsc[4] = {s.filter[3], s.filter[0], s.filter[1], s.filter[2]};
     return cuda_check(ctx, cuda_transpose_launch(w, fptr(out), 4, krsc, to_hwio, c.stream),
                       "the filter gradient's transpose");

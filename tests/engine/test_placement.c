@@ -162,11 +162,11 @@ static tide_node *op_on(tide_graph *g, const char *op, const char *name, const c
 
 static tide_node *colocated(tide_graph *g, const char *name, const char *device, const char *with)
 {
-    float v = 2;
+    double v = 2; /* a string: the gpu type has a Const kernel for numbers, none for strings */
     tide_node_builder *b = tide_node_builder_new(g, "Const", name);
-    tide_tensor *t = th_f32(0, NULL, &v);
+    tide_tensor *t = th_from_doubles(TIDE_STRING, 0, NULL, &v, 0);
     tide_attrs_set_tensor(tide_node_builder_attrs(b), "value", t);
-    tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", TIDE_FLOAT32);
+    tide_attrs_set_type(tide_node_builder_attrs(b), "dtype", TIDE_STRING);
     tide_attrs_set_string(tide_node_builder_attrs(b), "_colocate_with", with);
     tide_tensor_release(t);
     return on_device(b, device);
@@ -644,7 +644,7 @@ static void test_many_devices(void)
         CU_ASSERT_STRING_EQUAL(tide_node_assigned_device(y), GPU0);
     }
     tide__placement_clear(&p);
-    /* z (a Const: CPU kernels only) tied to y: y is placed softly, on a CPU, and warned about. */
+    /* z (a string Const: CPU kernels only) tied to y: y is placed softly, on a CPU, and warned about. */
     if (place_ok(e, g, (tide_node *[]){x, y, z}, 3, TIDE_PLACEMENT_ROUND_ROBIN, &p)) {
         CU_ASSERT_EQUAL(dev(&p, 1), 1);
         CU_ASSERT_EQUAL(dev(&p, 2), 1);
