@@ -5,6 +5,9 @@
  *   gpu.matmul8192     one 8192^3 MatMul per run against cublasSgemm called directly on the same
  *                      machine (ratio_vs_cublas = cuBLAS time / tide time; 1.0 is cuBLAS's speed)
  *   gpu.mlp            784-512-256-10 ReLU MLP, batch 128, softmax cross-entropy, SGD: steps per second
+ *   gpu.cnn            the TF tutorial's CNN (5x5 conv 32, 2x2 max pool, 5x5 conv 64, 2x2 max pool, dense
+ *                      1024, dense 10; ReLUs, SAME padding), batch 100 of 28x28x1, softmax cross-entropy,
+ *                      SGD: steps per second (PyTorch's same model is the peer: gpu.cnn.ratio_vs_torch)
  * $TIDE_GPU_TEST_DEVICE=/sim:0 runs the op chain and the MLP on the simulated device (to check the
  * graphs without a GPU; its figures mean nothing). Each figure is the median of rounds after warm-up runs. PyTorch's figures come from
  * tests/gpu/peer_gpu_torch.py in the same script. Never run on a GPU yet. */
@@ -178,16 +181,10 @@ static tide_node *dense(tide_graph *g, const char *name, tide_output x, int64_t 
     return relu ? op(g, "Relu", 1, (tide_output[]){{h, 0}}, NULL) : h;
 }
 
-static void bench_mlp(void)
+/* Constant labels (0.1 each) and the mean softmax cross-entropy of logits against them. */
+static tide_node *mean_xent(tide_graph *g, tide_node *logits, int64_t batch)
 {
-    const int64_t batch = 128;
-    tide_graph *g = tide_graph_new();
-    tide_graph_push_device(g, device);
-    tide_node *x = variable(g, "x", TIDE_INIT_UNIFORM, 0, 1, 2, (int64_t[]){batch, 784});
     tide_node *labels = variable(g, "labels", TIDE_INIT_CONSTANT, 0.1, 0, 2, (int64_t[]){batch, 10});
-    tide_node *h = dense(g, "dense1", (tide_output){x, 0}, 784, 512, true);
-    h = dense(g, "dense2", (tide_output){h, 0}, 512, 256, true);
-    tide_node *logits = dense(g, "logits", (tide_output){h, 0}, 256, 10, false);
     tide_node *xent = op(g, "SoftmaxCrossEntropyWithLogits", 2, (tide_output[]){{logits, 0}, {labels, 0}}, NULL);
     tide_node_builder *cb = tide_node_builder_new(g, "Const", NULL);
     tide_tensor *axis = tide_tensor_new(TIDE_INT32, &(tide_shape){1, {1}}, err);
@@ -196,19 +193,35 @@ static void bench_mlp(void)
     tide_attrs_set_type(tide_node_builder_attrs(cb), "dtype", TIDE_INT32);
     tide_tensor_release(axis);
     tide_node *ax = tide_node_builder_finish(cb, err);
-    tide_node *loss = op(g, "Mean", 2, (tide_output[]){{xent, 0}, {ax, 0}}, NULL);
+    return op(g, "Mean", 2, (tide_output[]){{xent, 0}, {ax, 0}}, NULL);
+}
+
+/* SGD on every trainable variable but the data (x, labels); the step's train op. */
+static tide_node *sgd_step(tide_graph *g, tide_node *loss)
+{
     tide_optimizer opt;
     tide_optimizer_init(&opt, TIDE_OPT_SGD, 0.01);
-    tide_node *vars[6];
-    int nv = 0;
-    tide_node *all[16];
-    int n_all = tide_graph_variables(g, true, all, 16);
-    for (int i = 0; i < n_all; i++) /* x and labels are data, not trained */
-        if (all[i] != x && all[i] != labels)
+    tide_node *all[32], *vars[32];
+    int n_all = tide_graph_variables(g, true, all, 32), nv = 0;
+    for (int i = 0; i < n_all; i++)
+        if (strcmp(tide_node_name(all[i]), "x") != 0 && strcmp(tide_node_name(all[i]), "labels") != 0)
             vars[nv++] = all[i];
     tide_node *train = tide_optimizer_minimize(g, &opt, (tide_output){loss, 0}, vars, nv, NULL, err);
     if (!train)
         die("minimize");
+    return train;
+}
+
+static void bench_mlp(void)
+{
+    const int64_t batch = 128;
+    tide_graph *g = tide_graph_new();
+    tide_graph_push_device(g, device);
+    tide_node *x = variable(g, "x", TIDE_INIT_UNIFORM, 0, 1, 2, (int64_t[]){batch, 784});
+    tide_node *h = dense(g, "dense1", (tide_output){x, 0}, 784, 512, true);
+    h = dense(g, "dense2", (tide_output){h, 0}, 512, 256, true);
+    tide_node *logits = dense(g, "logits", (tide_output){h, 0}, 256, 10, false);
+    tide_node *train = sgd_step(g, mean_xent(g, logits, batch));
     tide_graph_pop_device(g);
     tide_session *s = start(g);
     double t = time_runs(s, train, (tide_output){0}, 20, 9, 30);
@@ -216,6 +229,58 @@ static void bench_mlp(void)
     snprintf(extra, sizeof extra, "\"batch\": %lld, \"step_ms\": %.3f, \"placement_warnings\": %d", (long long)batch,
              t * 1e3, placement_warnings(s));
     bench_emit("gpu.mlp.steps_per_s", 1.0 / t, "steps/s", extra);
+    tide_session_free(s);
+    tide_graph_free(g);
+}
+
+/* 5x5 convolution (SAME) to cout channels, bias, ReLU and 2x2 max pool (SAME, stride 2). */
+static tide_node *conv_pool(tide_graph *g, const char *name, tide_output x, int64_t cin, int64_t cout)
+{
+    char w_name[32], b_name[32];
+    snprintf(w_name, sizeof w_name, "%s/w", name);
+    snprintf(b_name, sizeof b_name, "%s/b", name);
+    tide_node *w = variable(g, w_name, TIDE_INIT_UNIFORM, -0.1, 0.1, 4, (int64_t[]){5, 5, cin, cout});
+    tide_node *b = variable(g, b_name, TIDE_INIT_CONSTANT, 0.1, 0, 1, (int64_t[]){cout});
+    tide_attrs *a = tide_attrs_new();
+    tide_attrs_set_int_list(a, "strides", (int64_t[]){1, 1, 1, 1}, 4);
+    tide_attrs_set_string(a, "padding", "SAME");
+    tide_node *h = op(g, "Conv2D", 2, (tide_output[]){x, {w, 0}}, a);
+    h = op(g, "BiasAdd", 2, (tide_output[]){{h, 0}, {b, 0}}, NULL);
+    h = op(g, "Relu", 1, (tide_output[]){{h, 0}}, NULL);
+    a = tide_attrs_new();
+    tide_attrs_set_int_list(a, "ksize", (int64_t[]){1, 2, 2, 1}, 4);
+    tide_attrs_set_int_list(a, "strides", (int64_t[]){1, 2, 2, 1}, 4);
+    tide_attrs_set_string(a, "padding", "SAME");
+    return op(g, "MaxPool", 1, (tide_output[]){{h, 0}}, a);
+}
+
+static void bench_cnn(void)
+{
+    const int64_t batch = 100;
+    tide_graph *g = tide_graph_new();
+    tide_graph_push_device(g, device);
+    tide_node *x = variable(g, "x", TIDE_INIT_UNIFORM, 0, 1, 4, (int64_t[]){batch, 28, 28, 1});
+    tide_node *h = conv_pool(g, "conv1", (tide_output){x, 0}, 1, 32);
+    h = conv_pool(g, "conv2", (tide_output){h, 0}, 32, 64);
+    tide_node_builder *cb = tide_node_builder_new(g, "Const", NULL);
+    tide_tensor *shape = tide_tensor_new(TIDE_INT32, &(tide_shape){1, {2}}, err);
+    ((int32_t *)tide_tensor_data(shape))[0] = -1;
+    ((int32_t *)tide_tensor_data(shape))[1] = 7 * 7 * 64;
+    tide_attrs_set_tensor(tide_node_builder_attrs(cb), "value", shape);
+    tide_attrs_set_type(tide_node_builder_attrs(cb), "dtype", TIDE_INT32);
+    tide_tensor_release(shape);
+    tide_node *flat_shape = tide_node_builder_finish(cb, err);
+    h = op(g, "Reshape", 2, (tide_output[]){{h, 0}, {flat_shape, 0}}, NULL);
+    h = dense(g, "fc1", (tide_output){h, 0}, 7 * 7 * 64, 1024, true);
+    tide_node *logits = dense(g, "logits", (tide_output){h, 0}, 1024, 10, false);
+    tide_node *train = sgd_step(g, mean_xent(g, logits, batch));
+    tide_graph_pop_device(g);
+    tide_session *s = start(g);
+    double t = time_runs(s, train, (tide_output){0}, 10, 9, 20);
+    char extra[256];
+    snprintf(extra, sizeof extra, "\"batch\": %lld, \"step_ms\": %.3f, \"placement_warnings\": %d", (long long)batch,
+             t * 1e3, placement_warnings(s));
+    bench_emit("gpu.cnn.steps_per_s", 1.0 / t, "steps/s", extra);
     tide_session_free(s);
     tide_graph_free(g);
 }
@@ -246,6 +311,8 @@ int main(int argc, char **argv)
         bench_matmul();
     if (!*only || strstr(only, "mlp"))
         bench_mlp();
+    if (!*only || strstr(only, "cnn"))
+        bench_cnn();
     tide_engine_free(engine);
     tide_error_free(err);
     return 0;

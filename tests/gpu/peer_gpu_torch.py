@@ -2,7 +2,9 @@
 """peer_gpu_torch.py — PyTorch's figures for tests/gpu/bench_gpu.c, measured the same way on the same GPU
 (run_gpu_checks.sh runs both): a chain of 200 scalar adds (eager, the host waiting at the end of each
 chain), one 8192^3 float32 matmul (cuBLAS under torch.mm; TF32 off unless TIDE_GPU_TF32=1), and the
-784-512-256-10 ReLU MLP step (batch 128, softmax cross-entropy, SGD) eager and replayed as a CUDA graph.
+784-512-256-10 ReLU MLP step (batch 128, softmax cross-entropy, SGD) eager and replayed as a CUDA graph, and
+the TF tutorial's CNN step (5x5 conv 32, 2x2 max pool, 5x5 conv 64, 2x2 max pool, dense 1024, dense 10;
+batch 100 of 28x28x1, SGD) eager, as bench_gpu.c's gpu.cnn builds it.
 One JSON line per figure; medians of rounds after warm-up. Without torch or a GPU, says so."""
 import json
 import os
@@ -91,3 +93,24 @@ with torch.cuda.graph(graph):
     step()
 t = median_time(graph.replay, 20, 9, 100)
 emit("torch.gpu.mlp_cudagraph_steps_per_s", 1 / t, "steps/s", batch=batch)
+
+
+batch = 100
+cnn = torch.nn.Sequential(torch.nn.Conv2d(1, 32, 5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                          torch.nn.Conv2d(32, 64, 5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                          torch.nn.Flatten(), torch.nn.Linear(7 * 7 * 64, 1024), torch.nn.ReLU(),
+                          torch.nn.Linear(1024, 10)).to(dev)
+cnn_opt = torch.optim.SGD(cnn.parameters(), lr=0.01)
+images = torch.rand(batch, 1, 28, 28, device=dev)
+cnn_labels = torch.full((batch, 10), 0.1, device=dev)
+
+
+def cnn_step():
+    cnn_opt.zero_grad(set_to_none=False)
+    loss = torch.nn.functional.cross_entropy(cnn(images), cnn_labels)
+    loss.backward()
+    cnn_opt.step()
+
+
+t = median_time(cnn_step, 10, 9, 20)
+emit("torch.gpu.cnn_steps_per_s", 1 / t, "steps/s", batch=batch)

@@ -14,7 +14,8 @@
 #      random-graph partition test and device-interface suites as a control;
 #   4. compute-sanitizer (memcheck) over the kernel checks, where the toolkit has it;
 #   5. the MLP example trained on /gpu:0 and on the CPU: test accuracies within 0.02;
-#   6. the benchmarks (bench_gpu) and PyTorch's peer figures (peer_gpu_torch.py), and their ratios.
+#   6. the benchmarks (bench_gpu: op chain, matmul 8192, MLP, TF-tutorial CNN) and PyTorch's peer figures
+#      (peer_gpu_torch.py), and their ratios (gpu.cnn.ratio_vs_torch among them).
 # Nothing in tide had run on a GPU before this script is first run.
 set -u
 out=${OUT:-gpu-out}
@@ -107,6 +108,9 @@ for peer in ("eager", "cudagraph"):
     p = f.get("torch.gpu.mlp_%s_steps_per_s" % peer, {}).get("value")
     if mlp and p:
         emit("gpu.mlp.ratio_vs_torch_" + peer, mlp / p)
+cnn, p = f.get("gpu.cnn.steps_per_s", {}).get("value"), f.get("torch.gpu.cnn_steps_per_s", {}).get("value")
+if cnn and p:
+    emit("gpu.cnn.ratio_vs_torch", cnn / p, note="tide steps/s / PyTorch eager steps/s, TF-tutorial CNN, batch 100")
 PY
   step "done"
 } 2>&1 | tee "$log"
