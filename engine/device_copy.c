@@ -70,6 +70,8 @@ static tide_tensor *allocate_on(tide_device *d, const tide_tensor *like, tide_er
 {
     if (!d)
         return tide__tensor_alloc(like->dtype, &like->shape, false, err);
+    if (d->allocator) /* written by a copy stream: only blocks the compute stream is done with */
+        return tide__device_tensor_alloc_for(d, like->dtype, &like->shape, false, err);
     return d->ops->allocate(d, like->dtype, &like->shape, false, err);
 }
 
@@ -179,6 +181,8 @@ static void wake(void *arg, tide_status status, tide_tensor *copy, const char *m
 tide_tensor *tide_tensor_copy_to_device(const tide_tensor *src, tide_device *dst, tide_error *err)
 {
     copy_wait w = {.done = false};
+    if (src && src != tide__dead && !in_host_memory(src))
+        tide__device_count_host_wait(src->buf->device);
     pthread_mutex_init(&w.lock, NULL);
     pthread_cond_init(&w.cond, NULL);
     tide_tensor_copy_to_device_async(src, dst, wake, &w);

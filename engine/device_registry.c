@@ -159,6 +159,11 @@ bool tide_engine_device_memory_stats(const tide_engine *e, int i, tide_device_me
     return true;
 }
 
+int64_t tide_engine_device_host_waits(const tide_engine *e, int i)
+{
+    return e && i >= 0 && i < e->num_devices ? tide_device_host_waits(&e->devices[i]) : 0;
+}
+
 void tide_engine_empty_cache(tide_engine *e)
 {
     for (int i = 0; e && i < e->num_devices; i++)

@@ -47,6 +47,30 @@ static const tide_buffer_type sim_memory = {
 
 static const tide_buffer_type *const sim_buffer_types[] = {&sim_memory};
 
+static tide_status sim_stream_launch(tide_device *d, void *stream, void (*fn)(void *arg), void *arg, tide_error *err);
+
+static void zero_task(void *arg)
+{
+    tide_tensor *t = arg;
+    memset(t->buf->data, 0, t->buf->size);
+    tide_tensor_release(t);
+}
+
+/* Zeroes t as a GPU's memset does: in the compute stream's order (the block may have been freed by
+ * work still queued there), at once on the stream's own thread. */
+static tide_status zero_on_stream(tide_device *d, tide_tensor *t, tide_error *err)
+{
+    if (tide_device_current() == d) {
+        memset(t->buf->data, 0, t->buf->size);
+        return TIDE_OK;
+    }
+    tide_tensor_retain(t);
+    tide_status st = sim_stream_launch(d, d->streams[TIDE_STREAM_COMPUTE]->context, zero_task, t, err);
+    if (st != TIDE_OK)
+        tide_tensor_release(t);
+    return st;
+}
+
 static tide_tensor *sim_allocate(tide_device *d, tide_dtype dt, const tide_shape *shape, bool zero, tide_error *err)
 {
     if (dt == TIDE_STRING) {
@@ -54,8 +78,10 @@ static tide_tensor *sim_allocate(tide_device *d, tide_dtype dt, const tide_shape
         return NULL;
     }
     tide_tensor *t = tide_device_tensor_alloc(d, dt, shape, err);
-    if (t && zero) /* CPU-backed: the device's memory is ours to write on any thread that allocates */
-        memset(t->buf->data, 0, t->buf->size);
+    if (t && zero && zero_on_stream(d, t, err) != TIDE_OK) {
+        tide_tensor_release(t);
+        return NULL;
+    }
     return t;
 }
 

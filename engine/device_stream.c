@@ -79,9 +79,30 @@ tide_status tide_stream_launch(tide_stream *s, void (*fn)(void *arg), void *arg,
     return TIDE_OK;
 }
 
+void tide__device_count_host_wait(tide_device *d)
+{
+    if (d)
+        atomic_fetch_add_explicit(&d->host_waits, 1, memory_order_relaxed);
+}
+
+int64_t tide_device_host_waits(const tide_device *d)
+{
+    return d ? atomic_load_explicit(&d->host_waits, memory_order_relaxed) : 0;
+}
+
+/* A wait for the compute stream also tells the allocator which freed blocks it has passed. */
 tide_status tide_stream_synchronize(tide_stream *s, tide_error *err)
 {
-    return s->context ? s->device->ops->stream_synchronize(s->device, s->context, err) : TIDE_OK;
+    if (!s->context)
+        return TIDE_OK;
+    tide_device *d = s->device;
+    bool compute = s == d->streams[TIDE_STREAM_COMPUTE];
+    uint64_t upto = compute ? tide__allocator_begin_sync(d->allocator) : 0;
+    tide__device_count_host_wait(d);
+    tide_status st = d->ops->stream_synchronize(d, s->context, err);
+    if (compute && st == TIDE_OK)
+        tide__allocator_synchronized(d->allocator, upto);
+    return st;
 }
 
 tide_status tide_stream_memcpy_async(tide_stream *s, tide_copy_kind kind, void *dst, const void *src, size_t bytes,
@@ -137,13 +158,16 @@ tide_status tide_stream_wait_event(tide_stream *s, tide_event *e, tide_error *er
     if (!e->context)
         return TIDE_OK;
     if (!s->context || s->device->ops != e->device->ops)
-        return e->device->ops->event_synchronize(e->device, e->context, err);
+        return tide_event_synchronize(e, err);
     return s->device->ops->stream_wait_event(s->device, s->context, e->context, err);
 }
 
 tide_status tide_event_synchronize(tide_event *e, tide_error *err)
 {
-    return e->context ? e->device->ops->event_synchronize(e->device, e->context, err) : TIDE_OK;
+    if (!e->context)
+        return TIDE_OK;
+    tide__device_count_host_wait(e->device);
+    return e->device->ops->event_synchronize(e->device, e->context, err);
 }
 
 bool tide_event_query(tide_event *e)
@@ -153,5 +177,12 @@ bool tide_event_query(tide_event *e)
 
 tide_status tide_device_synchronize(tide_device *d, tide_error *err)
 {
-    return d->ops->synchronize ? d->ops->synchronize(d, err) : TIDE_OK;
+    if (!d->ops->synchronize)
+        return TIDE_OK;
+    uint64_t upto = tide__allocator_begin_sync(d->allocator);
+    tide__device_count_host_wait(d);
+    tide_status st = d->ops->synchronize(d, err);
+    if (st == TIDE_OK)
+        tide__allocator_synchronized(d->allocator, upto);
+    return st;
 }

@@ -372,6 +372,8 @@ extern const tide_device_ops tide__sim_device_ops;
 /* Accounting of a device's memory: a buffer allocated for it adds its size; releasing the buffer
  * subtracts it (tensor.c). bytes_in_use and peak_bytes are read by tide_engine_device_memory. */
 void tide__device_account(struct tide_device *d, int64_t bytes);
+/* Counts a wait of the host for device d (tide_device_host_waits). */
+void tide__device_count_host_wait(struct tide_device *d);
 
 struct tide_caching_allocator;
 
@@ -403,6 +405,7 @@ struct tide_device {
     tide_stream *streams[4];         /* by tide_stream_role; NULL for a type without streams */
     tide_event *compute_done;        /* recorded on the compute stream before copies out of the device */
     pthread_mutex_t event_lock;      /* serialises uses of compute_done */
+    atomic_llong host_waits;         /* times the host waited for the device (tide_device_host_waits) */
     void *context;                   /* the type's own state (open/close) */
     bool opened;
 };
@@ -422,9 +425,21 @@ struct tide_caching_allocator *tide__allocator_new(struct tide_device *d, const 
 /* Frees the cache; the allocator itself goes once no block is in use (tensors outliving the engine). */
 void tide__allocator_close(struct tide_caching_allocator *a);
 /* A block of at least `bytes` (NULL with err naming the device and the sizes when over the limit or
- * out of memory). */
-void *tide__allocator_alloc(struct tide_caching_allocator *a, size_t bytes, tide_error *err);
+ * out of memory). compute_ordered: for work launched on the device's compute stream from now on (a
+ * kernel's outputs and temporaries), which may reuse a block freed while queued work still reads it;
+ * else (a copy stream's destination, the host) only blocks whose free the compute stream has passed. */
+void *tide__allocator_alloc(struct tide_caching_allocator *a, size_t bytes, bool compute_ordered, tide_error *err);
+/* Frees a block, ordered on the device's compute stream (device_alloc.c: stream-ordered reuse). */
 void tide__allocator_free(struct tide_caching_allocator *a, void *p, size_t bytes);
+/* Around a synchronisation of the device's compute stream (tide_device_synchronize...): begin before
+ * it starts, synchronized(what begin returned) once it ended; every block freed before is then safe
+ * for every stream and the host. */
+uint64_t tide__allocator_begin_sync(struct tide_caching_allocator *a);
+void tide__allocator_synchronized(struct tide_caching_allocator *a, uint64_t upto);
+/* tide_device_tensor_alloc with the allocator's compute_ordered (above): copies allocate their
+ * destinations with false. */
+tide_tensor *tide__device_tensor_alloc_for(struct tide_device *d, tide_dtype dt, const tide_shape *shape,
+                                          bool compute_ordered, tide_error *err);
 void tide__allocator_stats(struct tide_caching_allocator *a, tide_device_memory_stats *out);
 /* Returns the cached blocks to the device (tide_engine_empty_cache). */
 void tide__allocator_empty_cache(struct tide_caching_allocator *a);

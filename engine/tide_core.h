@@ -334,8 +334,15 @@ void tide_engine_reset_peak_memory(tide_engine *engine);
 typedef struct tide_device_memory_stats {
     int64_t in_use, peak, reserved, peak_reserved, cached, limit;
     int64_t allocations, cache_hits, failures;
+    /* Stream order (docs/devices.md): blocks handed to the compute stream while queued work freed
+     * them may still read them, and fresh blocks taken for a copy stream because the cached ones of
+     * its size were not yet safe there. */
+    int64_t stream_reuses, fresh_for_other_streams;
 } tide_device_memory_stats;
 bool tide_engine_device_memory_stats(const tide_engine *engine, int i, tide_device_memory_stats *out);
+/* How many times the host has waited for device i's work (0 for a CPU device): a step on an
+ * accelerator waits where the host needs its data and at its end, not per kernel (docs/devices.md). */
+int64_t tide_engine_device_host_waits(const tide_engine *engine, int i);
 /* Gives the accelerators' cached free blocks back to their devices. */
 void tide_engine_empty_cache(tide_engine *engine);
 /* The device type of device i ("cpu", "sim", "gpu"; borrowed), NULL if out of range; and whether the

@@ -14,6 +14,16 @@
  * held by tensors are accounted (tide_engine_device_memory), and an optional limit turns an
  * allocation beyond it into a clear RESOURCE_EXHAUSTED error.
  *
+ * Stream-ordered memory. Device memory is freed in the order of the device's compute stream: a
+ * tensor may be released (its block freed) as soon as the kernels that read it are QUEUED there, not
+ * run. Such a block is reused at once by allocations for later compute-stream work (kernel outputs,
+ * tide_device_tensor_alloc: launch order makes it safe, as in PyTorch's caching allocator), and by a
+ * copy stream or the host only once the compute stream has passed the free (an event the allocator
+ * records, or a synchronisation of the device or its compute stream). So: work launched on another
+ * stream, or a host function, must hold its tensors until it ran (copies do), and a backend must not
+ * touch, on the host, memory it just allocated before its compute stream reached that point (zero it
+ * with a memset queued on the compute stream).
+ *
  * Streams and events. A stream is an ordered queue of work on one device: copies and host functions
  * launched on it run one after another, in launch order. An event marks a point in a stream's work:
  * recording it on a stream makes it complete once everything launched there before has run; another
@@ -175,6 +185,11 @@ bool tide_event_query(tide_event *e);
 
 /* Waits until every stream of d is idle (at once for a type without streams). */
 tide_status tide_device_synchronize(tide_device *d, tide_error *err);
+/* How many times the host has waited for d: tide_device_synchronize, tide_stream_synchronize,
+ * tide_event_synchronize, a waiting copy (tide_tensor_copy_to_device) out of d, a synchronous compute
+ * that waited for its kernel. A step on an accelerator waits where the host needs its data (fetches,
+ * observers, host-side kernels) and once at its end, never per kernel (docs/devices.md). */
+int64_t tide_device_host_waits(const tide_device *d);
 
 /* ---------------------------------------------------------------- copies between memory spaces */
 
