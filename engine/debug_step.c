@@ -290,8 +290,8 @@ void tide__debug_let_go(tide_step *step, const tide_exec_item *it, tide_iter *it
 {
     if (iter != &step->root || atomic_load_explicit(&it->debug_watched, memory_order_relaxed))
         return; /* a watched node's check after it ran sees its inputs as they were */
-    if (atomic_load_explicit(&step->stopped, memory_order_relaxed))
-        return; /* once the step has stopped, every value produced stays printable until the step ends */
+    if (atomic_load_explicit(&step->stopped, memory_order_relaxed) || step->args->debugger.d.keep_values)
+        return; /* once the step has stopped (or keeping all), every value stays printable until the step ends */
     for (int i = 0; i < it->num_inputs; i++) {
         tide_tensor *t = iter->slots[it->input_base + i];
         int source = step->slot_source[it->input_base + i];
@@ -359,6 +359,16 @@ bool tide__debug_present(tide_step *step)
     p->ctx.step = step;
     tide__pool_submit(tide__step_pool_of(step, p->item), resume_task, p);
     return true;
+}
+
+void tide__debug_finished(tide_step *step)
+{
+    const tide_debugger_slot *d = &step->args->debugger;
+    if (!d->d.finished || !tide__entry_enter(d->entry))
+        return;
+    tide_debug_step view = {step, NULL}; /* no stop: nothing to resume or set */
+    d->d.finished(d->d.user, &view);
+    tide__entry_leave(d->entry);
 }
 
 /* ---------------------------------------------------------------- the stopped step, for the debugger */
@@ -446,6 +456,50 @@ tide_status tide_debug_step_value(const tide_debug_step *s, const tide_node *nod
     }
     *value = v;
     return TIDE_OK;
+}
+
+/* visit(value) for node and the nodes CSE merged into it; value: a new reference, taken. */
+static void visit_value(const tide_exec_item *it, const tide_node *node, int output, tide_tensor *v,
+                        const tide_exec_point *at, tide_debug_value_visit visit, void *user)
+{
+    if (!v || v == GONE || v == tide__dead) {
+        if (v == tide__dead)
+            tide_tensor_release(v); /* read_latest retains the marker as any value */
+        return;
+    }
+    tide_tensor *host = tide_tensor_is_host_visible(v) ? tide_tensor_retain(v) : tide_tensor_to_host(v, NULL);
+    tide_tensor_release(v);
+    if (!host)
+        return; /* a device that cannot copy it back now: skipped, as a value not produced */
+    visit(user, node, output, host, at);
+    for (int t = 0; it && t < it->num_twins; t++)
+        visit(user, it->twins[t], output, host, at);
+    tide_tensor_release(host);
+}
+
+void tide_debug_step_each_value(const tide_debug_step *s, tide_debug_value_visit visit, void *user)
+{
+    tide_step *step = s->step;
+    const tide_plan *p = step->plan;
+    tide_exec_point root = {"", 0};
+    for (int i = 0; i < p->num_feeds; i++) {
+        const tide_feed *f = &step->args->feeds[i];
+        visit_value(NULL, f->output.node, f->output.index, tide_tensor_retain(f->value), &root, visit, user);
+    }
+    for (int k = 0; k < p->num_items; k++) {
+        const tide_exec_item *it = &p->items[k];
+        for (int i = 0; it->kind == ITEM_NODE && i < it->kn.num_outputs; i++) {
+            tide_exec_point at = root;
+            tide_tensor *v;
+            if (s->at && s->at->after && s->at->item == k) { /* stopped right after it: its fresh outputs */
+                v = tide_tensor_retain(s->at->outs[i]);
+                at = point_of(s->at->iter);
+            } else {
+                v = read_latest(step, k, i, &at);
+            }
+            visit_value(it, it->node, i, v, &at, visit, user);
+        }
+    }
 }
 
 tide_status tide_debug_step_set_value(tide_debug_step *s, const tide_node *node, int output, tide_tensor *value,

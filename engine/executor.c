@@ -796,6 +796,8 @@ tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tid
     if (stats)
         *stats = step.tracing ? collect_stats(&step) : NULL;
     tide__step_memory_release(step.memory); /* what the step's values still hold keeps it */
+    if (step.debugging)
+        tide__debug_finished(&step);
     tide__frames_step_end(&step);
     tide__debug_free(&step);
     root_free(&step);

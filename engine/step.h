@@ -141,6 +141,8 @@ void tide__debug_record(tide_step *step, const tide_exec_item *it, int k, tide_i
  * only other holder of, so that the kernel may write over it in place as it would without a debugger. */
 void tide__debug_let_go(tide_step *step, const tide_exec_item *it, tide_iter *iter);
 bool tide__debug_present(tide_step *step);
+/* The step is over: the debugger's `finished`, if it has one, sees it (the caller's thread). */
+void tide__debug_finished(tide_step *step);
 static inline void tide__debug_state(tide_step *step, int k, tide_debug_node_state s)
 {
     atomic_store_explicit(&step->states[k], (unsigned char)s, memory_order_relaxed);

@@ -67,6 +67,15 @@ typedef struct tide_debugger {
     /* true: `check` is asked only after executions (a debugger whose breakpoints look at outputs),
      * which saves watched nodes the call before; stepping still stops before the next one. */
     bool after_only;
+    /* true: the step keeps every value it produces until it ends. Without it, a value nothing else
+     * holds is let go just before its last reader runs (so that the reader's kernel may write over it in
+     * place) unless the step has already stopped once. Costs memory: all of the step's intermediates
+     * are held at once, and kernels that would have written over their inputs allocate instead. */
+    bool keep_values;
+    /* NULL, or on the thread that called tide_session_run once the step is over (every execution
+     * finished, the run failed or not), with a view of it: tide_debug_step_value and _node_state work
+     * (set_value fails: nothing is stopped). The debugger may retain values to keep them past the step. */
+    void (*finished)(void *user, tide_debug_step *step);
 } tide_debugger;
 
 /* Attaches d (copied) to the engine, replacing any debugger attached before; runs starting from now
@@ -95,10 +104,23 @@ tide_debug_node_state tide_debug_step_node_state(const tide_debug_step *step, co
 /* Executions started so far in the step. */
 int64_t tide_debug_step_executions(const tide_debug_step *step);
 /* The latest value of output `output` of node in this step (a new reference in *value; inside a loop,
- * the latest iteration's, whose execution point goes to *at if not NULL). NOT_FOUND when the node has
- * not produced it yet (or not in this step), FAILED_PRECONDITION for a dead value. */
+ * the latest iteration's, whose execution point goes to *at if not NULL). A value in an accelerator's
+ * memory comes as a host copy. A fed value (the node does not run: the caller gave it) is the caller's
+ * tensor (a new reference, or a host copy), TIDE_OK, at the root frame's point. Errors: NOT_FOUND when
+ * the node has not produced it yet or does not run in this step, and when the value is gone (the
+ * debugger let go of it so that its last reader could write over it: see keep_values; the message says
+ * so); FAILED_PRECONDITION for a dead value (a branch not taken); OUT_OF_RANGE for an output the node
+ * does not have. *value is NULL on every error. */
 tide_status tide_debug_step_value(const tide_debug_step *step, const tide_node *node, int output, tide_tensor **value,
                                   tide_exec_point *at, tide_error *err);
+/* Calls visit for every value the step holds now: each fed value, then each output its node executions
+ * have produced and that is not gone or dead (inside a loop, the latest iteration's), in plan order. A
+ * node merged into another by common-subexpression elimination is visited with that node's values. The
+ * tensor is borrowed for the call (retain it to keep it; an accelerator's value comes as a host copy);
+ * at is the execution point (its frame string borrowed too). For :dump and keeping a finished step. */
+typedef void (*tide_debug_value_visit)(void *user, const tide_node *node, int output, tide_tensor *value,
+                                       const tide_exec_point *at);
+void tide_debug_step_each_value(const tide_debug_step *step, tide_debug_value_visit visit, void *user);
 /* Replaces a value before its consumers read it: an output of the node the step is stopped after, or
  * an input of the node it is stopped before. The value must have the dtype of the one it replaces
  * (the shape may differ: consumers check). Fails, changing nothing, otherwise. */

@@ -449,15 +449,17 @@ static tide_debug_command dbg_paused(void *user, tide_debug_step *step, const ti
 void repl_debugger_update(repl_debugger *d)
 {
     pthread_rwlock_rdlock(&d->lock);
-    bool wanted = false;
+    bool wanted = d->keep;
     for (int i = 0; i < d->num_bps && !wanted; i++)
         wanted = d->bps[i]->enabled;
     pthread_rwlock_unlock(&d->lock);
     pthread_mutex_lock(&d->attach_lock);
     int detach = 0;
-    if (wanted && !d->attached) {
+    if (wanted && (!d->attached || d->attached_keep != d->keep)) { /* attaching again replaces */
         tide_debugger dbg = {.user = d, .watches = dbg_watches, .check = dbg_check, .paused = dbg_paused,
                              .after_only = true}; /* dbg_check stops after nodes only */
+        repl_debugger_keep_callbacks(d, &dbg);
+        d->attached_keep = d->keep;
         tide_error *err = tide_error_new();
         d->attached = tide_engine_attach_debugger(d->r->engine, &dbg, err);
         if (!d->attached)
@@ -504,6 +506,7 @@ repl_debugger *repl_debugger_new(repl *r)
     pthread_mutex_init(&d->attach_lock, NULL);
     pthread_mutex_init(&d->web_lock, NULL);
     pthread_cond_init(&d->web_cond, NULL);
+    pthread_mutex_init(&d->kept_lock, NULL);
     return d;
 }
 
@@ -513,6 +516,7 @@ void repl_debugger_free(repl_debugger *d)
         return;
     if (d->attached)
         tide_engine_detach_debugger(d->r->engine, d->attached);
+    repl_debugger_free_kept(d);
     for (int i = 0; i < d->num_bps; i++)
         bp_free(d->bps[i]);
     free(d->bps);
@@ -526,5 +530,6 @@ void repl_debugger_free(repl_debugger *d)
     pthread_mutex_destroy(&d->attach_lock);
     pthread_mutex_destroy(&d->web_lock);
     pthread_cond_destroy(&d->web_cond);
+    pthread_mutex_destroy(&d->kept_lock);
     free(d);
 }

@@ -6,6 +6,7 @@
  *   debugger_view.c     what a stop shows: :where, :print (NumPy slices), :ni, :li, :lo, :set
  *   debugger_lua.c      the Lua table `dbg`
  *   debugger_web.c      the same from the web server's threads (web/web.h's tide_web_debugger)
+ *   debugger_dump.c     keep mode (a finished step's values held until the next run) and :dump
  *
  * Threads. The breakpoints are guarded by `lock`: written (a writer) by the main thread (the one that
  * runs Lua) or by a web server thread while no step is stopped, read (a reader) by `check` on executor
@@ -43,11 +44,13 @@ typedef struct repl_breakpoint {
 } repl_breakpoint;
 
 typedef struct repl_web_req repl_web_req;
+typedef struct repl_kept_step repl_kept_step;
 
 typedef struct repl_debugger {
     repl *r;
     pthread_mutex_t attach_lock;
     int attached;               /* the engine debugger's id; 0 when detached (no breakpoint); attach_lock */
+    bool attached_keep;         /* ... attached in keep mode (attach_lock) */
     pthread_rwlock_t lock;      /* bps */
     repl_breakpoint **bps;
     int num_bps, cap_bps, next_id;
@@ -68,6 +71,11 @@ typedef struct repl_debugger {
     int lua_on_bad;             /* registry ref of dbg.on_bad's function, LUA_NOREF if none */
     atomic_llong last_run_step; /* the step of the latest stop (the web's "run") */
     atomic_bool running;        /* a run() of the REPL is in progress (the web's "running") */
+
+    /* Keep mode (debugger_dump.c): attached with keep_values while on; the last finished run's values. */
+    bool keep;                  /* :keep on; changed on the main thread, never at a stop */
+    pthread_mutex_t kept_lock;
+    repl_kept_step *kept;       /* kept_lock; NULL: none */
 
     /* The web's requests (debugger_web.c): posted while the main thread serves a stop. */
     pthread_mutex_t web_lock;
@@ -128,10 +136,25 @@ repl_result repl_dbg_print(repl_debugger *d, const char *args);
 repl_result repl_dbg_ni(repl_debugger *d, const char *name);
 repl_result repl_dbg_li(repl_debugger *d, const char *args, bool inputs);
 repl_result repl_dbg_set(repl_debugger *d, const char *args);
-/* :dump: every tensor the stopped step has produced, into the run log (kind "dumped"). */
-repl_result repl_dbg_dump(repl_debugger *d);
 /* The value of NODE[:k] at the stop (a new reference), or NULL with a message in msg. */
 tide_tensor *repl_dbg_value(repl_debugger *d, const char *spec, char *msg, size_t size);
+
+/* ---------------------------------------------------------------- debugger_dump.c */
+
+/* keep_values and finished of the engine debugger, as keep mode wants them. */
+void repl_debugger_keep_callbacks(repl_debugger *d, tide_debugger *dbg);
+/* :keep on|off (dbg.keep): false (msg says why) at a stop; else what changed into msg. Off releases the
+ * kept values at once. */
+bool repl_debugger_set_keep(repl_debugger *d, bool on, char *msg, size_t size);
+/* What keep mode holds now, as a line into msg. */
+void repl_debugger_keep_status(repl_debugger *d, char *msg, size_t size);
+/* A run() starts: the values kept of the last one are let go (keep mode). */
+void repl_debugger_run_starts(repl_debugger *d);
+void repl_debugger_free_kept(repl_debugger *d);
+/* :dump (dbg.dump): every value of the stopped step, or else of the last finished run (keep mode), into
+ * the run log as tensors rows of kind "dumped"; prints what it wrote and what it left out. False with
+ * msg when there is nothing to dump or no run log. */
+bool repl_dbg_dump(repl_debugger *d, char *msg, size_t size);
 
 /* ---------------------------------------------------------------- debugger_lua.c */
 

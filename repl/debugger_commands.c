@@ -203,9 +203,39 @@ static repl_result cmd_dump(repl *r, int argc, char **argv)
 {
     (void)argc;
     (void)argv;
-    if (!need_stop(r->debugger, "dump"))
+    repl_debugger *d = dbg_of(r);
+    char msg[512];
+    if (!d)
+        return fputs("out of memory\n", stderr), REPL_FAILED;
+    if (repl_dbg_dump(d, msg, sizeof msg))
+        return REPL_DONE;
+    fprintf(stderr, ":dump: %s\n", msg);
+    return REPL_FAILED;
+}
+
+static repl_result cmd_keep(repl *r, int argc, char **argv)
+{
+    const char *a = arg_of(argc, argv);
+    repl_debugger *d = dbg_of(r);
+    char msg[512];
+    if (!d)
+        return fputs("out of memory\n", stderr), REPL_FAILED;
+    if (!*a) {
+        repl_debugger_keep_status(d, msg, sizeof msg);
+        puts(msg);
+        return REPL_DONE;
+    }
+    bool on = strcmp(a, "on") == 0;
+    if (!on && strcmp(a, "off") != 0) {
+        fputs("usage: :keep [on|off]\n", stderr);
         return REPL_FAILED;
-    return repl_dbg_dump(r->debugger);
+    }
+    if (!repl_debugger_set_keep(d, on, msg, sizeof msg)) {
+        fprintf(stderr, ":keep: %s\n", msg);
+        return REPL_FAILED;
+    }
+    puts(msg);
+    return REPL_DONE;
 }
 
 const repl_command_entry repl_debugger_commands[] = {
@@ -271,10 +301,19 @@ const repl_command_entry repl_debugger_commands[] = {
      "tensor), cast to the output's dtype, before the consumers read it. At a stop before a node: replaces\n"
      "an input it reads, named by its producer. The shape may differ (the consumers check).",
      cmd_set, true},
-    {"dump", NULL, 0, 0, "", "at a stop: write every tensor of the step into the run log",
+    {"dump", NULL, 0, 0, "", "write every tensor of the stopped (or, with :keep on, the last) step into the run log",
      "At a stop: every tensor the step has produced so far (inside loops, the latest iteration's) goes\n"
      "into the run log as a tensors row of kind `dumped`: its statistics, and its value when it fits under\n"
-     "the value cap (`:log cap BYTES`). `:tensor NODE STEP` and the browser's tensor pages show them.",
+     "the value cap (`:log cap BYTES`; the values left out are named). With no step stopped, the last\n"
+     "run's values are written if keep mode held them (`:keep on` before the run); else :dump says so.\n"
+     "`:tensor NODE STEP` and the browser's tensor pages show them.",
      cmd_dump, true},
+    {"keep", NULL, 0, 1, "[on|off]", "keep every value of each run until the next one (for :dump); no arg: status",
+     "`:keep on`: from the next run on, every run keeps every value it computes: nothing is let go\n"
+     "before the run ends (so :print at a stop shows values consumed before the first stop too), and\n"
+     "the finished run's values stay held until the next run() starts, for :dump. Costs memory: all of a\n"
+     "step's intermediates are held at once, and kernels that would write over an input allocate instead.\n"
+     "`:keep off` releases the values held at once. Not at a stop.",
+     cmd_keep, true},
 };
 const int repl_num_debugger_commands = (int)(sizeof repl_debugger_commands / sizeof repl_debugger_commands[0]);

@@ -6,6 +6,7 @@
  *   at a stop: dbg.stopped() -> {node=, op=, after=, step=, reason=, frame=, iteration=} (nil when
  *   none), dbg.value(NODE [, k]) -> tensor, dbg.summary(NODE|tensor) -> {nan=, min=, ...},
  *   dbg.step([n]), dbg.continue(), dbg.abort()
+ *   dbg.keep([on]) -> whether keep mode is on; dbg.dump(): what :keep and :dump do
  *
  * A stop's decision (step, continue, abort) takes effect when the entry (or on_bad's function)
  * returns. Lua runs only on the main thread: `:break if EXPR` conditions are evaluated here, at a
@@ -240,12 +241,35 @@ static int l_abort(lua_State *L)
     return 0;
 }
 
+/* dbg.keep([on]) -> whether keep mode is on (after the change, if one was asked). */
+static int l_keep(lua_State *L)
+{
+    repl_debugger *d = debugger_of(L);
+    if (!lua_isnoneornil(L, 1)) {
+        luaL_checktype(L, 1, LUA_TBOOLEAN);
+        char msg[512];
+        if (!repl_debugger_set_keep(d, lua_toboolean(L, 1), msg, sizeof msg))
+            return repl_raise(L, "dbg.keep: %s", msg);
+    }
+    lua_pushboolean(L, d->keep);
+    return 1;
+}
+
+/* dbg.dump(): what :dump does; raises when there is nothing to dump. */
+static int l_dump(lua_State *L)
+{
+    char msg[512];
+    if (!repl_dbg_dump(debugger_of(L), msg, sizeof msg))
+        return repl_raise(L, "dbg.dump: %s", msg);
+    return 0;
+}
+
 void repl_open_debugger(lua_State *L)
 {
     static const luaL_Reg fns[] = {
         {"break_at", l_break_at}, {"on_bad", l_on_bad}, {"breaks", l_breaks}, {"delete", l_delete},
         {"stopped", l_stopped}, {"value", l_value}, {"summary", l_summary}, {"step", l_step},
-        {"continue", l_continue}, {"abort", l_abort}, {NULL, NULL}};
+        {"continue", l_continue}, {"abort", l_abort}, {"keep", l_keep}, {"dump", l_dump}, {NULL, NULL}};
     luaL_newlib(L, fns);
     lua_setglobal(L, "dbg");
 }

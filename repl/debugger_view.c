@@ -48,7 +48,9 @@ tide_tensor *repl_dbg_value(repl_debugger *d, const char *spec, char *msg, size_
     tide_tensor *v = NULL;
     tide_error *err = tide_error_new();
     if (tide_debug_step_value(d->step, n, k, &v, NULL, err) != TIDE_OK)
-        snprintf(msg, size, "%s", tide_error_message(err));
+        snprintf(msg, size, "%s%s", tide_error_message(err),
+                 strstr(tide_error_message(err), "' is gone:") ? "; `:keep on` keeps every value from the next run on"
+                                                               : "");
     tide_error_free(err);
     return v;
 }
@@ -381,38 +383,6 @@ repl_result repl_dbg_li(repl_debugger *d, const char *args, bool inputs)
         w.max_depth = 1;
     walk_print(&w, n, 1);
     free(w.seen);
-    return REPL_DONE;
-}
-
-/* ---------------------------------------------------------------- :dump */
-
-repl_result repl_dbg_dump(repl_debugger *d)
-{
-    repl *r = d->r;
-    if (!r->store) {
-        fprintf(stderr, ":dump: no run log (%s)\n", r->opts.log_off_reason ? r->opts.log_off_reason : "off");
-        return REPL_FAILED;
-    }
-    const tide_run_info *run = tide_debug_step_run(d->step);
-    size_t cap = tide_store_value_cap(r->store);
-    int64_t tensors = 0, with_values = 0;
-    for (int i = 0; i < tide_graph_num_nodes(r->graph); i++) {
-        const tide_node *n = tide_graph_node_at(r->graph, i);
-        for (int k = 0; k < tide_node_num_outputs(n); k++) {
-            tide_tensor *v = NULL;
-            tide_exec_point at = {NULL, 0};
-            if (tide_debug_step_value(d->step, n, k, &v, &at, NULL) != TIDE_OK)
-                continue;
-            tide_store_log_dumped(r->store, run, tide_node_name(n), k, v, &at);
-            tensors++;
-            with_values += tide_tensor_dtype(v) != TIDE_STRING && cap > 0 && tide_tensor_byte_size(v) <= cap;
-            tide_tensor_release(v);
-        }
-    }
-    repl_log_flush(r);
-    printf("dumped %lld tensors of step %lld into the run log (%lld with their values; larger than the value cap, "
-           "%zu bytes, as statistics: `:log cap BYTES`); `:tensor NODE %lld` reads one back\n",
-           (long long)tensors, (long long)run->step, (long long)with_values, cap, (long long)run->step);
     return REPL_DONE;
 }
 

@@ -280,8 +280,10 @@ int repl_run(lua_State *L, tide_session *s, int base)
         ok = false;
     }
     if (ok) {
-        if (r->debugger) /* what the debugger page shows */
+        if (r->debugger) { /* what the debugger page shows; keep mode lets go of the last run's values */
             atomic_store(&r->debugger->running, true);
+            repl_debugger_run_starts(r->debugger);
+        }
         tide_status st = tide_session_run(s, &ro, c->feeds, c->nfeeds, c->fetch, c->nfetch, c->values, c->target,
                                           c->ntarget, ro.trace ? &stats : NULL, err);
         if (r->debugger)

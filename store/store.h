@@ -137,8 +137,9 @@ void tide_store_unwatch(tide_store *s, const char *node_name);
 
 /* Logs one tensor of a run of an attached engine as a tensors row of kind "dumped" (the step
  * debugger's :dump, docs/debugger.md), the way a watched one is: statistics, and the value when it
- * holds at most value_cap_bytes; at (may be NULL) is its loop iteration. Thread-safe; queued as the
- * other records (a lost one is counted). */
+ * holds at most value_cap_bytes; at (may be NULL) is its loop iteration. The run may be in progress
+ * or over (then only run_id, session and step of *run are read; its row is found in the file).
+ * Thread-safe; queued as the other records (a lost one is counted). */
 void tide_store_log_dumped(tide_store *s, const tide_run_info *run, const char *node, int output,
                            const tide_tensor *value, const tide_exec_point *at);
 

@@ -24,7 +24,8 @@
 #include "store_internal.h"
 
 enum {
-    Q_BEGIN, Q_COMMIT, Q_ROLLBACK, Q_SESSION, Q_RUN, Q_RUN_END, Q_TIMING, Q_TENSOR, Q_PRUNE, Q_SUMMARY, Q_COUNT
+    Q_BEGIN, Q_COMMIT, Q_ROLLBACK, Q_SESSION, Q_RUN, Q_RUN_END, Q_RUN_ROW, Q_TIMING, Q_TENSOR, Q_PRUNE, Q_SUMMARY,
+    Q_COUNT
 };
 
 static const char *const sql[Q_COUNT] = {
@@ -35,6 +36,7 @@ static const char *const sql[Q_COUNT] = {
     [Q_RUN] = "INSERT INTO runs(session_id, step, run_id, started_at_ns, wall_ns, status, error, feeds, "
               "fetches, targets, traced, feed_shapes, peak_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [Q_RUN_END] = "UPDATE runs SET wall_ns = ?, status = ?, error = ?, peak_bytes = ? WHERE id = ?",
+    [Q_RUN_ROW] = "SELECT id FROM runs WHERE session_id = ? AND step = ? AND run_id = ?",
     [Q_TIMING] = "INSERT INTO node_timings(run_id, node, op, device, thread, scheduled_ns, start_ns, end_ns, "
                  "output_bytes, shapes, frame, iteration) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [Q_TENSOR] = "INSERT INTO tensors(run_id, step, node, output, dtype, shape, min, max, mean, std, "
@@ -374,11 +376,23 @@ static bool write_session(writer *w, st_record *r)
     return true;
 }
 
-/* The runs.id of a record's run; 0 when the run's start was dropped (the record is skipped too). */
+/* The runs.id of a record's run; 0 when the run's start was dropped (the record is skipped too). The
+ * map forgets a run once its end is written: a tensor logged after that (the debugger's :dump of a
+ * finished run, tide_store_log_dumped) finds its row in the file. */
 static int64_t run_row(writer *w, const st_record *r)
 {
     int i = run_find(&w->runs, r->run_id);
-    return i >= 0 ? w->runs.v[i].row : 0;
+    if (i >= 0 || r->kind != ST_TENSOR)
+        return i >= 0 ? w->runs.v[i].row : 0;
+    int64_t session = session_id(w, r->session), row = 0;
+    sqlite3_stmt *st = stmt(w, Q_RUN_ROW);
+    sqlite3_bind_int64(st, 1, session);
+    sqlite3_bind_int64(st, 2, r->step);
+    sqlite3_bind_int64(st, 3, (int64_t)r->run_id);
+    if (session && sqlite3_step(st) == SQLITE_ROW)
+        row = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    return row;
 }
 
 static bool write_timing(writer *w, st_record *r, int64_t run)

@@ -51,7 +51,8 @@ def command(rng):
     if k == 5:
         return rng.choice([":step", ":step 2", ":step 0", ":step x", ":continue", ":abort", ":until " + n])
     if k == 6:
-        return rng.choice([":where", ":breaks", ":help step", ":print", ":set", ":until"])
+        return rng.choice([":where", ":breaks", ":help step", ":print", ":set", ":until", ":keep on", ":keep off",
+                           ":keep", ":keep maybe", ":dump", "dbg.keep(true)", "dbg.keep(false)", "dbg.dump()"])
     if k == 7:
         return rng.choice(["dbg.value('%s')" % n, "dbg.summary('%s')" % n, "dbg.stopped()", "dbg.breaks()",
                            "dbg.step()", "dbg.continue()", "dbg.abort()", "dbg.delete(1)", "dbg.break_at('h')",

@@ -12,6 +12,8 @@ with entries on stdin (a stop reads its commands from the same stream):
   - a Lua condition breakpoint, :until, breakpoints kept across runs, disabled, deleted; one set at
     a stop fires later in the same step;
   - :dump writes the stopped step's tensors into the run log, and :tensor reads one back;
+  - keep mode: :dump after a run writes all of it (read back with :tensor and SQL), under the value cap
+    (what it left out is named); :print at a stop shows values consumed before the first stop;
   - a script whose stdin is not a terminal: dbg.on_bad(fn) is called at the stop; without a function
     the run is aborted, saying why; --debug reads the stop's commands from stdin.
 
@@ -227,6 +229,84 @@ def dump():
     has("dump: without a stop it says so", r":dump: no step is stopped", p.stderr)
 
 
+KEEP_SCRIPT = """x = placeholder(float32, {4})
+h = x * 2.0
+r = relu(h)
+y = sum(r * 3.0)
+:dump
+:break y
+run(y, {[x] = {1, 2, 3, 4}})
+:print h
+:continue
+:delete 1
+:keep on
+:break y
+run(y, {[x] = {1, 2, 3, 4}})
+:print h
+:continue
+:delete 2
+:dump
+:tensor h 1
+:tensor r 1
+:log cap 8
+run(y, {[x] = {-1, 2, -3, 4}})
+:dump
+:keep off
+:dump
+"""
+
+
+def keep_and_dump():
+    """Keep mode: :dump after a run writes every value of it (read back with :tensor and SQL, values
+    checked); the log's value cap is respected and the values left out are named; :print at a stop shows
+    a value consumed before the first stop; without keep mode, :dump outside a stop says what to do."""
+    import sqlite3
+    import struct
+    with tempfile.TemporaryDirectory(prefix="tide-keep-") as cwd:
+        db = os.path.join(cwd, "runs.db")
+        p = subprocess.run([TIDE, "--quiet", "--log", db], capture_output=True, text=True, timeout=120, cwd=cwd,
+                           env=dict(os.environ, HOME=cwd), input=KEEP_SCRIPT)
+        check("keep: no crash", not crashed(p.returncode, p.stderr), p.stderr)
+        out, err = p.stdout, p.stderr
+        con = sqlite3.connect(db)
+        rows = con.execute("SELECT step, node, output, dtype, shape, value, min, max FROM tensors "
+                           "WHERE kind = 'dumped' ORDER BY rowid").fetchall()
+        con.close()
+    has("keep: without it, :dump outside a stop says what to do", r"^:dump: no step is stopped, and the last run's "
+        r"values are gone .*`:keep on`, run the step again, then :dump", err)
+    has("keep: without it, a value consumed before the stop is gone, and the message names :keep on",
+        r"'h:0' is gone: .*`:keep on` keeps every value", err)
+    has("keep: :keep on says its cost", r"^keep mode on: .*memory", out)
+    has("keep: in keep mode :print at a stop shows a value consumed before the first stop",
+        r"^h float32\[4\] =\n\[2\.0+, 4\.0+, 6\.0+, 8\.0+\]", out)
+    has("keep: :dump after the run writes the finished run", r"^dumped \d+ tensors of step 1 into the run log "
+        r"\(the last finished run, kept by keep mode\); \d+ with their values", out)
+    has("keep: :tensor reads an intermediate back", r"^h:0 at step 1[^\n]*\n\[2\.0+, 4\.0+, 6\.0+, 8\.0+\]", out)
+    has("keep: :tensor reads another back", r"^r:0 at step 1[^\n]*\n\[2\.0+, 4\.0+, 6\.0+, 8\.0+\]", out)
+    has("keep: a dump over the value cap names what it left out",
+        r"^left out: the values of \d+ tensors larger than the log's value cap \(8 bytes\), logged as statistics "
+        r"only: .*'h:0' \(16 bytes\)", out)
+    has("keep: :keep off says what it released", r"^keep mode off: the \d+ values of step 2 released", out)
+    lacks("keep: after :keep off, nothing to dump", r"dumped \d+ tensors of step 2[^\n]*\n(?:.*\n)*dumped \d+ "
+          r"tensors of step 2", out)
+    has("keep: after :keep off, :dump says what to do (again)", r"(?s)values are gone.*values are gone", err)
+
+    def floats(blob):
+        return list(struct.unpack("<%df" % (len(blob) // 4), blob)) if blob is not None else None
+    dumped = {(step, node): (value, mn, mx) for step, node, output, dtype, shape, value, mn, mx in rows}
+    check("keep: SQL: step 1's h dumped with its value", floats(dumped.get((1, "h"), (None,))[0]) == [2, 4, 6, 8],
+          repr(dumped.get((1, "h"))))
+    check("keep: SQL: step 1's r and y dumped with their values",
+          floats(dumped.get((1, "r"), (None,))[0]) == [2, 4, 6, 8] and
+          floats(dumped.get((1, "y"), (None,))[0]) == [60], repr(rows))
+    check("keep: SQL: step 1's fed x dumped", floats(dumped.get((1, "x"), (None,))[0]) == [1, 2, 3, 4], repr(rows))
+    h2 = dumped.get((2, "h"))
+    check("keep: SQL: over the cap, step 2's h has statistics but no value",
+          h2 is not None and h2[0] is None and h2[1] == -6 and h2[2] == 8, repr(h2))
+    y2 = dumped.get((2, "y"))
+    check("keep: SQL: under the cap, step 2's y has its value", y2 is not None and floats(y2[0]) == [36], repr(y2))
+
+
 def main():
     global TIDE
     TIDE = os.path.abspath(sys.argv[1])
@@ -239,6 +319,7 @@ def main():
     break_at_stop()
     scripts()
     dump()
+    keep_and_dump()
     return summary()
 
 

@@ -125,7 +125,7 @@ def test_help_names():
 def test_unknown_and_usage():
     st, out, err = tide(":hlep\n")
     check("unknown command: status 1", st == 1)
-    has("unknown command suggests :help", r"^unknown command ':hlep'; did you mean :help( or :step)?\?$", err)
+    has("unknown command suggests :help", r"^unknown command ':hlep'; did you mean :help((, :keep)? or :step)?\?$", err)
     st, out, err = tide(":nodse\n")
     has("unknown command suggests :nodes", r"unknown command ':nodse'; did you mean :nodes", err)
     st, out, err = tide(":frobnicate\n")

@@ -604,6 +604,115 @@ static void test_attached_writes_in_place(void)
     tide_graph_free(g); /* x's reference went to the Const (gu_const consumes it) */
 }
 
+/* keep_values on the chain: nothing is let go, so at the stop after e the value b's Relu would have
+ * written over (a) is there; `finished` sees every value of the step through each_value (x and a..e, in
+ * plan order, the right values), cannot set one (nothing is stopped), and what it retains outlives the
+ * step: the device's bytes in use come back down only when it is released. Without keep_values the same
+ * callback sees a gone (not visited). */
+typedef struct finished_seen {
+    int calls, visited;
+    bool ok;
+    tide_tensor *a; /* retained by the callback */
+} finished_seen;
+static finished_seen fin;
+
+static void chain_all_there(script *s, tide_debug_step *step, const tide_debug_event *ev)
+{
+    (void)ev;
+    tide_tensor *v = NULL;
+    s->ok = tide_debug_step_value(step, chain[1], 0, &v, NULL, NULL) == TIDE_OK && item(v) == 1.0f;
+    tide_tensor_release(v);
+}
+
+static void visit_chain(void *user, const tide_node *node, int output, tide_tensor *value, const tide_exec_point *at)
+{
+    (void)user;
+    static const float want[6] = {-1, 1, 1, -1, 1, -1};
+    int i = 0;
+    while (i < 6 && chain[i] != node)
+        i++;
+    fin.ok &= i < 6 && i >= fin.visited && output == 0 && at && at->frame && !at->frame[0] && item(value) == want[i] &&
+              tide_tensor_num_elements(value) == CHAIN_N;
+    if (i == 1 && !fin.a)
+        fin.a = tide_tensor_retain(value);
+    fin.visited++;
+}
+
+static void chain_finished(void *user, tide_debug_step *step)
+{
+    (void)user;
+    fin.calls++;
+    tide_debug_step_each_value(step, visit_chain, NULL);
+    float one = 1;
+    tide_tensor *t = th_f32(0, NULL, &one);
+    fin.ok &= tide_debug_step_set_value(step, chain[5], 0, t, NULL) != TIDE_OK;
+    tide_tensor_release(t);
+}
+
+static int64_t bytes_in_use(void)
+{
+    int64_t in_use = 0;
+    CU_ASSERT_TRUE(tide_engine_device_memory(th_engine(), 0, &in_use, NULL));
+    return in_use;
+}
+
+static void test_keep_values(void)
+{
+    tide_graph *g = tide_graph_new();
+    float *ones = malloc(sizeof(float) * CHAIN_N);
+    for (int i = 0; i < CHAIN_N; i++)
+        ones[i] = -1;
+    chain[0] = gu_const(g, "x", th_f32(1, TH_DIMS(CHAIN_N), ones));
+    free(ones);
+    const char *ops[5] = {"Neg", "Relu", "Neg", "Neg", "Neg"}, *names[5] = {"a", "b", "c", "d", "e"};
+    for (int i = 1; i < 6; i++)
+        chain[i] = gu_op(g, ops[i - 1], names[i - 1], 1, &chain[i - 1]);
+    tide_session *ses = tide_session_new(th_engine(), g, NULL, NULL);
+    tide_tensor *out = gu_fetch(ses, chain[5]); /* the constant made, the allocator's cache warmed */
+    tide_tensor_release(out);
+    int64_t before = bytes_in_use();
+    script s = {.stop_at = "e", .after = true, .at_iteration = -1, .at_stop = chain_all_there};
+    pthread_mutex_init(&s.lock, NULL);
+    tide_debugger d = {.user = &s, .watches = watch_e, .check = check, .paused = paused, .keep_values = true,
+                       .finished = chain_finished};
+    fin.ok = true;
+    int id = tide_engine_attach_debugger(th_engine(), &d, NULL);
+    out = gu_fetch(ses, chain[5]);
+    CU_ASSERT_EQUAL(item(out), -1.0f);
+    tide_tensor_release(out);
+    CU_ASSERT_EQUAL(s.stops, 1);
+    CU_ASSERT_TRUE(s.ok);                 /* a was there at the stop */
+    CU_ASSERT_EQUAL(fin.calls, 1);
+    CU_ASSERT_EQUAL(fin.visited, 6);      /* x, a, b, c, d, e */
+    CU_ASSERT_TRUE(fin.ok);
+    CU_ASSERT_TRUE(fin.a != NULL);
+    int64_t kept = bytes_in_use();
+    CU_ASSERT_TRUE(kept >= before + (int64_t)sizeof(float) * CHAIN_N); /* a's buffer, held by the callback */
+    tide_tensor_release(fin.a);
+    fin.a = NULL;
+    CU_ASSERT_EQUAL(bytes_in_use(), before);
+    if (kept < before + (int64_t)sizeof(float) * CHAIN_N)
+        fprintf(stderr, "in use: %lld before, %lld with a kept\n", (long long)before, (long long)kept);
+
+    d.keep_values = false; /* a is let go before b runs: gone, not visited */
+    s.stops = 0;
+    fin = (finished_seen){.ok = true};
+    id = tide_engine_attach_debugger(th_engine(), &d, NULL); /* replaces the one attached */
+    out = gu_fetch(ses, chain[5]);
+    CU_ASSERT_EQUAL(item(out), -1.0f);
+    tide_tensor_release(out);
+    CU_ASSERT_EQUAL(s.stops, 1);
+    CU_ASSERT_FALSE(s.ok);
+    CU_ASSERT_EQUAL(fin.calls, 1);
+    CU_ASSERT_EQUAL(fin.visited, 3); /* x (the constant holds it), d (e's input, kept for its check), e */
+    CU_ASSERT_TRUE(fin.ok);
+    CU_ASSERT_TRUE(fin.a == NULL);
+    tide_engine_detach_debugger(th_engine(), id);
+    pthread_mutex_destroy(&s.lock);
+    tide_session_free(ses);
+    tide_graph_free(g);
+}
+
 /* A fed placeholder is in the step: at a stop its value is the one fed, and its state is done. */
 static tide_node *fed_p;
 
@@ -646,6 +755,7 @@ int main(void)
                                     TH_TEST(test_deadline_and_other_branches), TH_TEST(test_two_devices),
                                     TH_TEST(test_stop_in_loop), TH_TEST(test_detach_waits), TH_TEST(test_health),
                                     TH_TEST(test_watches_change_at_stop), TH_TEST(test_has_inf_or_nan),
-                                    TH_TEST(test_attached_writes_in_place), TH_TEST(test_fed_placeholder), TH_END};
+                                    TH_TEST(test_attached_writes_in_place), TH_TEST(test_fed_placeholder),
+                                    TH_TEST(test_keep_values), TH_END};
     return th_main("debugger", tests);
 }
