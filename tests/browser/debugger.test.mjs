@@ -100,6 +100,24 @@ try {
                       /'hidden'/.test(document.querySelector('#dbg-where').textContent), null, 20000);
   await waitFor(page, 'the stopped node is highlighted in the drawing',
                 () => document.querySelector('#dbg-graph g.node[id="node:hidden"]').classList.contains('dbg-stopped'));
+  // The side panel's node table is readable: nothing in it is clipped or needs a sideways scroll (long
+  // gradient names wrap; the state and the health pill stay in view).
+  await waitFor(page, 'the node table lists the step\'s nodes, gradients among them',
+                () => /gradients/.test((document.querySelector('#dbg-nodes') || {}).textContent || ''));
+  const clipped = await page.evaluate(() => {
+    const panel = document.querySelector('#dbg-nodes'), right = panel.getBoundingClientRect().right + 0.5;
+    const box = panel.querySelector('.scroll') || panel;
+    const out = [];
+    if (box.scrollWidth > box.clientWidth + 1) out.push('scrolls sideways: ' + box.scrollWidth + ' > ' + box.clientWidth);
+    for (const td of panel.querySelectorAll('td')) {
+      for (const el of [td, ...td.children]) {
+        const r = el.getBoundingClientRect();
+        if (r.width && r.right > right) { out.push((td.textContent || el.className) + ' ends at ' + r.right + ' > ' + right); break; }
+      }
+    }
+    return out.slice(0, 5).join('; ');
+  });
+  check(clipped === '', 'the node table fits the side panel: no cell clipped, no sideways scroll', clipped);
   const runAtStop = (await (await fetch(base + 'api/debug/state', {headers: {'X-Tide-Token': token}})).json()).run;
   await page.screenshot({path: path.join(shots, 'debugger-stopped.png'), fullPage: true});
   const statesBefore = await page.evaluate(() => [...document.querySelectorAll('#dbg-graph g.node')]

@@ -137,7 +137,7 @@
       {label: '', get: (b) => h('span', null,
         h('button', {text: b.enabled ? 'disable' : 'enable', onclick: () => command((b.enabled ? 'disable ' : 'enable ') + b.id)}), ' ',
         h('button', {text: 'delete', onclick: () => command('delete ' + b.id)}))},
-    ], rows));
+    ], rows, 'grid dbg-breaks'));
   }
   function drawNodes() {
     const rows = (state && state.nodes) || [];
@@ -147,7 +147,7 @@
       {label: 'node', get: (n) => h('a', {href: '#', text: n.name, onclick: (e) => { e.preventDefault(); select(n.name); }})},
       {label: 'state', get: (n) => stateBadge(n.state)},
       {label: 'health', get: (n) => pill(n.health)},
-    ], rows)));
+    ], rows, 'grid dbg-nodes')));
   }
 
   async function select(name) {
