@@ -3,17 +3,20 @@
 --   tide --no-log tests/bench/debug_overhead.lua [CYCLES] [STEPS]
 --
 -- An MLP (784-512-256-10, ReLU, softmax cross-entropy, SGD) trains on a fixed random batch of 128.
--- Three configurations take turns in the same process, in rounds of STEPS steps (default 50: about
+-- Four configurations take turns in the same process, in rounds of STEPS steps (default 50: about
 -- 0.1 s a round on a quiet machine, long enough for a 2 % goal), as ABC CBA ... over CYCLES cycles
 -- (default 10) so that a drift of the machine's speed falls on all alike:
 --   none      no breakpoint: the debugger is detached
 --   attached  a breakpoint on a node that never runs: attached, nothing watched
 --   health    has_inf_or_nan: every node checked after it ran, every output scanned for NaN and
 --             infinities (nothing fires; no health summaries: those are made only for a stop)
+--   keep      keep mode (:keep on): attached, nothing watched, nothing let go during a step, every
+--             value of the last step held until the next starts (docs/debugger.md section 9)
 -- Each cycle gives a ratio per configuration (its round time / the "none" round's); the figures are
 -- the medians of those ratios, as JSON lines:
 --   debug.attached_overhead_pct  (median attached / none - 1) x 100; goal <= 2
 --   debug.health_overhead_pct    (median health / none - 1) x 100; goal <= 15
+--   debug.keep_overhead_pct      (median keep / none - 1) x 100; no goal (its cost is meant to be memory)
 -- Timings on a loaded machine are noisy: the lines say how many cycles and the per-step times.
 local cycles = tonumber(arg and arg[1]) or 10
 local steps = tonumber(arg and arg[2]) or 50
@@ -40,6 +43,7 @@ local feeds = {[x] = xs, [labels] = ys}
 
 local function configure(name)
   for _, b in ipairs(dbg.breaks()) do dbg.delete(b.id) end
+  dbg.keep(name == "keep")
   if name == "attached" then dbg.break_at("no_node_is_called_this") end
   if name == "health" then dbg.on_bad() end
 end
@@ -51,11 +55,11 @@ local function round()
 end
 
 for _ = 1, 10 do run(train, feeds) end -- warm-up
-local names = {"none", "attached", "health"}
-local times = {none = {}, attached = {}, health = {}}
-local ratios = {attached = {}, health = {}}
+local names = {"none", "attached", "health", "keep"}
+local times = {none = {}, attached = {}, health = {}, keep = {}}
+local ratios = {attached = {}, health = {}, keep = {}}
 for c = 1, cycles do
-  local order = c % 2 == 1 and {1, 2, 3} or {3, 2, 1}
+  local order = c % 2 == 1 and {1, 2, 3, 4} or {4, 3, 2, 1}
   local this = {}
   for _, k in ipairs(order) do
     configure(names[k])
@@ -65,6 +69,7 @@ for c = 1, cycles do
   end
   table.insert(ratios.attached, this.attached / this.none)
   table.insert(ratios.health, this.health / this.none)
+  table.insert(ratios.keep, this.keep / this.none)
 end
 configure("none")
 
@@ -77,9 +82,11 @@ local function median(t)
 end
 
 local function line(name, pct, config, goal)
-  print(string.format('{"name": "%s", "value": %.2f, "unit": "%%", "goal_max": %d, "cycles": %d, ' ..
+  print(string.format('{"name": "%s", "value": %.2f, "unit": "%%", %s"cycles": %d, ' ..
                       '"steps_per_round": %d, "ms_per_step_none": %.3f, "ms_per_step_%s": %.3f}',
-                      name, pct, goal, cycles, steps, median(times.none) * 1e3, config, median(times[config]) * 1e3))
+                      name, pct, goal and string.format('"goal_max": %d, ', goal) or "", cycles, steps,
+                      median(times.none) * 1e3, config, median(times[config]) * 1e3))
 end
 line("debug.attached_overhead_pct", (median(ratios.attached) - 1) * 100, "attached", 2)
 line("debug.health_overhead_pct", (median(ratios.health) - 1) * 100, "health", 15)
+line("debug.keep_overhead_pct", (median(ratios.keep) - 1) * 100, "keep", nil)
