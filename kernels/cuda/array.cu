@@ -1,14 +1,17 @@
-/* array.cu — GPU kernels that convert, fill and move data: Cast (between float32, int32, int64 and
- * bool sources and float32, int32, int64 results, with the CPU's rules: float to integer truncates
- * toward zero and saturates, NaN gives 0), Fill, ZerosLike, OnesLike, Transpose and Slice (a strided
- * walk of index_plan.h per output element), ConcatV2 (one 2-D device copy per input, no kernel) and
- * GatherV2 (batch_dims 0; an index out of range fails the node naming it, as on the CPU). Axes,
+/* array.cu — GPU kernels that convert, fill and move data: Cast (from float32, float16, bfloat16,
+ * int32, int64 and bool to float32, float16, bfloat16, int32 and int64, with tensor_cast.c's rules,
+ * half.h doing the float16/bfloat16 rounding bit for bit as the CPU), Fill, ZerosLike, OnesLike (any
+ * element width), Transpose and Slice (movement.cu's strided walk), ConcatV2 (one 2-D device copy per
+ * input, no kernel), GatherV2 (any element width, batch_dims 0; an index out of range fails the node
+ * naming it, as on the CPU), Reshape, ExpandDims, Squeeze (views), Shape, Size and Const. Axes,
  * perms, begins and sizes are small int tensors the plan put in GPU memory: they are read back
  * first (cuda_read_ints), which waits for the GPU. */
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "common.cuh"
+#include "half.h"
 
 /* ---------------------------------------------------------------- Cast */
 
@@ -22,14 +25,53 @@ template <> __device__ int64_t to_int<int64_t>(float x)
     return isnan(x) ? 0 : x >= 9223372036854775808.0f ? INT64_MAX : x <= -9223372036854775808.0f ? INT64_MIN : (int64_t)x;
 }
 
+/* Source kinds: a float (float32, or float16/bfloat16 widened exactly) or an integer (bool as 0/1). */
+template <class S> struct source {
+    static const bool is_float = false;
+    __device__ static int64_t as_int(S x) { return (int64_t)x; }
+    __device__ static float as_float(S x) { return (float)x; }
+};
+template <> struct source<float> {
+    static const bool is_float = true;
+    __device__ static float as_float(float x) { return x; }
+};
+template <> struct source<f16> {
+    static const bool is_float = true;
+    __device__ static float as_float(f16 x) { return tide_half_to_f32(x.bits); }
+};
+template <> struct source<bf16> {
+    static const bool is_float = true;
+    __device__ static float as_float(bf16 x) { return tide_bhalf_to_f32(x.bits); }
+};
+
+/* One element S -> D by tensor_cast.c's rules: float -> integer truncates and saturates (NaN 0),
+ * integer -> integer wraps, integer -> float16/bfloat16 rounds once (through round-to-odd steps),
+ * float -> float16/bfloat16 rounds to nearest even. */
 template <class S, class D> struct converter {
-    __device__ static D go(S x) { return (D)x; }
-};
-template <> struct converter<float, int32_t> {
-    __device__ static int32_t go(float x) { return to_int<int32_t>(x); }
-};
-template <> struct converter<float, int64_t> {
-    __device__ static int64_t go(float x) { return to_int<int64_t>(x); }
+    __device__ static D go(S x)
+    {
+        typedef source<S> src;
+        if constexpr (src::is_float) {
+            float v = src::as_float(x);
+            if constexpr (std::is_same<D, float>::value)
+                return v;
+            else if constexpr (std::is_same<D, f16>::value)
+                return f16{tide_half_from_f32(v)};
+            else if constexpr (std::is_same<D, bf16>::value)
+                return bf16{tide_bhalf_from_f32(v)};
+            else
+                return to_int<D>(v);
+        } else {
+            if constexpr (std::is_same<D, float>::value)
+                return src::as_float(x);
+            else if constexpr (std::is_same<D, f16>::value)
+                return f16{tide_half_from_i64(src::as_int(x))};
+            else if constexpr (std::is_same<D, bf16>::value)
+                return bf16{tide_bhalf_from_i64(src::as_int(x))};
+            else
+                return (D)(uint64_t)src::as_int(x); /* wraps */
+        }
+    }
 };
 
 template <class S, class D> __global__ void cast_kernel(const S *x, D *y, int64_t n)
@@ -40,12 +82,14 @@ template <class S, class D> __global__ void cast_kernel(const S *x, D *y, int64_
 template <class S> static void cast_from(const void *x, void *y, tide_dtype dst, int64_t n, cudaStream_t s)
 {
     unsigned b = cuda_blocks(n);
-    if (dst == TIDE_FLOAT32)
-        cast_kernel<S, float><<<b, TIDE_CUDA_THREADS, 0, s>>>((const S *)x, (float *)y, n);
-    else if (dst == TIDE_INT32)
-        cast_kernel<S, int32_t><<<b, TIDE_CUDA_THREADS, 0, s>>>((const S *)x, (int32_t *)y, n);
-    else
-        cast_kernel<S, int64_t><<<b, TIDE_CUDA_THREADS, 0, s>>>((const S *)x, (int64_t *)y, n);
+    const S *in = (const S *)x;
+    switch (dst) {
+    case TIDE_FLOAT32: cast_kernel<S, float><<<b, TIDE_CUDA_THREADS, 0, s>>>(in, (float *)y, n); break;
+    case TIDE_FLOAT16: cast_kernel<S, f16><<<b, TIDE_CUDA_THREADS, 0, s>>>(in, (f16 *)y, n); break;
+    case TIDE_BFLOAT16: cast_kernel<S, bf16><<<b, TIDE_CUDA_THREADS, 0, s>>>(in, (bf16 *)y, n); break;
+    case TIDE_INT32: cast_kernel<S, int32_t><<<b, TIDE_CUDA_THREADS, 0, s>>>(in, (int32_t *)y, n); break;
+    default: cast_kernel<S, int64_t><<<b, TIDE_CUDA_THREADS, 0, s>>>(in, (int64_t *)y, n); break;
+    }
 }
 
 extern "C" tide_status cuda_cast(tide_kernel_ctx *ctx, void *)
@@ -67,6 +111,8 @@ extern "C" tide_status cuda_cast(tide_kernel_ctx *ctx, void *)
     void *py = tide_tensor_device_pointer(y);
     switch (src) {
     case TIDE_FLOAT32: cast_from<float>(px, py, dst, n, s); break;
+    case TIDE_FLOAT16: cast_from<f16>(px, py, dst, n, s); break;
+    case TIDE_BFLOAT16: cast_from<bf16>(px, py, dst, n, s); break;
     case TIDE_INT32: cast_from<int32_t>(px, py, dst, n, s); break;
     case TIDE_INT64: cast_from<int64_t>(px, py, dst, n, s); break;
     default: cast_from<uint8_t>(px, py, dst, n, s); break; /* bool: bytes 0 or 1 */
@@ -76,10 +122,28 @@ extern "C" tide_status cuda_cast(tide_kernel_ctx *ctx, void *)
 
 /* ---------------------------------------------------------------- Fill, ZerosLike, OnesLike */
 
-__global__ void fill_kernel(float *y, const float *value, float constant, int64_t n)
+/* y = *value, or the constant's bits when value is NULL; E is the element's width. */
+template <class E> __global__ void fill_kernel(E *y, const E *value, E constant, int64_t n)
 {
-    float v = value ? *value : constant;
+    E v = value ? *value : constant;
     CUDA_FOR(i, n) y[i] = v;
+}
+
+/* Fills y (elements of es bytes) with *value (on the GPU) or the constant's low es bytes. */
+static tide_status fill(tide_kernel_ctx *ctx, tide_tensor *y, const void *value, uint64_t constant, cudaStream_t s)
+{
+    int64_t n = tide_tensor_num_elements(y);
+    if (n == 0)
+        return TIDE_OK;
+    void *p = tide_tensor_device_pointer(y);
+    unsigned b = cuda_blocks(n);
+    switch (tide_dtype_size(tide_tensor_dtype(y))) {
+    case 1: fill_kernel<<<b, TIDE_CUDA_THREADS, 0, s>>>((uint8_t *)p, (const uint8_t *)value, (uint8_t)constant, n); break;
+    case 2: fill_kernel<<<b, TIDE_CUDA_THREADS, 0, s>>>((uint16_t *)p, (const uint16_t *)value, (uint16_t)constant, n); break;
+    case 4: fill_kernel<<<b, TIDE_CUDA_THREADS, 0, s>>>((uint32_t *)p, (const uint32_t *)value, (uint32_t)constant, n); break;
+    default: fill_kernel<<<b, TIDE_CUDA_THREADS, 0, s>>>((uint64_t *)p, (const uint64_t *)value, constant, n); break;
+    }
+    return cuda_launched(ctx, "the fill kernel");
 }
 
 extern "C" tide_status cuda_fill(tide_kernel_ctx *ctx, void *)
@@ -94,12 +158,7 @@ extern "C" tide_status cuda_fill(tide_kernel_ctx *ctx, void *)
         return tide_kernel_status(ctx);
     tide_tensor *y = tide_kernel_alloc_output(ctx, 0, &shape, false);
     cudaStream_t s = y ? cuda_begin(ctx) : NULL;
-    if (!s)
-        return tide_kernel_status(ctx);
-    int64_t n = tide_tensor_num_elements(y);
-    if (n > 0)
-        fill_kernel<<<cuda_blocks(n), TIDE_CUDA_THREADS, 0, s>>>(fptr(y), fptr(value), 0.0f, n);
-    return cuda_launched(ctx, "the fill kernel");
+    return s ? fill(ctx, y, tide_tensor_device_pointer(value), 0, s) : tide_kernel_status(ctx);
 }
 
 extern "C" tide_status cuda_zeros_like(tide_kernel_ctx *ctx, void *)
@@ -108,16 +167,16 @@ extern "C" tide_status cuda_zeros_like(tide_kernel_ctx *ctx, void *)
     return y ? TIDE_OK : tide_kernel_status(ctx);
 }
 
+/* OnesLike: the bits of one in the dtype. */
 extern "C" tide_status cuda_ones_like(tide_kernel_ctx *ctx, void *)
 {
     tide_tensor *y = tide_kernel_alloc_output(ctx, 0, tide_tensor_shape(tide_kernel_input(ctx, 0)), false);
     cudaStream_t s = y ? cuda_begin(ctx) : NULL;
     if (!s)
         return tide_kernel_status(ctx);
-    int64_t n = tide_tensor_num_elements(y);
-    if (n > 0)
-        fill_kernel<<<cuda_blocks(n), TIDE_CUDA_THREADS, 0, s>>>(fptr(y), NULL, 1.0f, n);
-    return cuda_launched(ctx, "the fill kernel");
+    tide_dtype dt = tide_tensor_dtype(y);
+    uint64_t one = dt == TIDE_FLOAT32 ? 0x3f800000u : dt == TIDE_FLOAT16 ? 0x3c00u : dt == TIDE_BFLOAT16 ? 0x3f80u : 1u;
+    return fill(ctx, y, NULL, one, s);
 }
 
 /* ---------------------------------------------------------------- strided copies */
@@ -259,15 +318,15 @@ extern "C" tide_status cuda_concat(tide_kernel_ctx *ctx, void *)
 
 /* ---------------------------------------------------------------- GatherV2 */
 
-__global__ void gather_kernel(const float *params, const void *indices, bool idx64, float *out, int64_t n,
-                              int64_t num_indices, int64_t limit, int64_t inner, unsigned long long *bad)
+template <class E> __global__ void gather_kernel(const E *params, const void *indices, bool idx64, E *out, int64_t n,
+                                                int64_t num_indices, int64_t limit, int64_t inner, unsigned long long *bad)
 {
     CUDA_FOR(i, n) {
         int64_t in = i % inner, t = i / inner, j = t % num_indices, o = t / num_indices;
         int64_t idx = idx64 ? ((const int64_t *)indices)[j] : ((const int32_t *)indices)[j];
         if (idx < 0 || idx >= limit) {
             atomicMin(bad, (unsigned long long)j);
-            out[i] = 0.0f;
+            out[i] = E(0);
         } else {
             out[i] = params[(o * limit + idx) * inner + in];
         }
@@ -308,9 +367,17 @@ extern "C" tide_status cuda_gather(tide_kernel_ctx *ctx, void *)
     if (cuda_check(ctx, cudaMallocAsync((void **)&bad, sizeof *bad, s), "GatherV2") != TIDE_OK)
         return tide_kernel_status(ctx);
     cudaMemcpyAsync(bad, &found, sizeof found, cudaMemcpyHostToDevice, s);
-    gather_kernel<<<cuda_blocks(n), TIDE_CUDA_THREADS, 0, s>>>(fptr(params), tide_tensor_device_pointer(indices),
-                                                               tide_tensor_dtype(indices) == TIDE_INT64, fptr(y), n,
-                                                               num_indices, ps->dims[axis], inner, bad);
+    const void *idx = tide_tensor_device_pointer(indices), *src = tide_tensor_device_pointer(params);
+    void *dst = tide_tensor_device_pointer(y);
+    bool idx64 = tide_tensor_dtype(indices) == TIDE_INT64;
+    int64_t limit = ps->dims[axis];
+    unsigned b = cuda_blocks(n);
+    switch (tide_dtype_size(tide_tensor_dtype(params))) {
+    case 1: gather_kernel<<<b, TIDE_CUDA_THREADS, 0, s>>>((const uint8_t *)src, idx, idx64, (uint8_t *)dst, n, num_indices, limit, inner, bad); break;
+    case 2: gather_kernel<<<b, TIDE_CUDA_THREADS, 0, s>>>((const uint16_t *)src, idx, idx64, (uint16_t *)dst, n, num_indices, limit, inner, bad); break;
+    case 4: gather_kernel<<<b, TIDE_CUDA_THREADS, 0, s>>>((const uint32_t *)src, idx, idx64, (uint32_t *)dst, n, num_indices, limit, inner, bad); break;
+    default: gather_kernel<<<b, TIDE_CUDA_THREADS, 0, s>>>((const uint64_t *)src, idx, idx64, (uint64_t *)dst, n, num_indices, limit, inner, bad); break;
+    }
     cudaMemcpyAsync(&found, bad, sizeof found, cudaMemcpyDeviceToHost, s);
     cudaFreeAsync(bad, s);
     if (cuda_check(ctx, cudaStreamSynchronize(s), "GatherV2") != TIDE_OK)

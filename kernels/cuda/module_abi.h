@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /* Raised whenever the table below or the kernel list changes: a module of another version is refused. */
-#define TIDE_CUDA_ABI_VERSION 4
+#define TIDE_CUDA_ABI_VERSION 5
 
 /* Flags of a kernel entry. */
 enum {
@@ -42,56 +42,62 @@ enum {
                                  * tensor it releases with the node's kernel (Const's copy on the GPU) */
 };
 
+/* The float types of the element-wise template and the reductions (float16 and bfloat16 computed in
+ * float32 and rounded back, as on the CPU), and those with the integers of shapes and indices. */
+#define TIDE_CUDA_FLOATS "{float32, float16, bfloat16}"
+#define TIDE_CUDA_NUMBERS "{float32, float16, bfloat16, int32, int64}"
+
 /* The dtypes data movement handles (elements of 1, 2, 4 or 8 bytes, moved without being looked at). */
 #define TIDE_CUDA_MOVABLE "{float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8, uint16, bool}"
 
 /* The GPU kernels: X(op, (type constraints), function name in the module, flags); the constraints are
- * those of tide_kernel_spec, up to 4, in parentheses. float32 first:
- * element-wise ops come from one template over functors (elementwise.cu). */
+ * those of tide_kernel_spec, up to 4, in parentheses. Element-wise ops come from one template over
+ * functors (elementwise.cu), for float32, float16 and bfloat16 (and int32/int64 where the op is
+ * integer arithmetic); matrices, convolutions, softmax, batch norm and the optimizers are float32. */
 #define TIDE_CUDA_UNPAREN(...) __VA_ARGS__
 #define TIDE_CUDA_KERNELS(X)                                                                                \
     /* element-wise, binary with broadcasting */                                                           \
-    X("Add", ("T: {float32}"), cuda_add, 0)                                                                  \
-    X("AddV2", ("T: {float32}"), cuda_add, 0)                                                                \
-    X("Sub", ("T: {float32}"), cuda_sub, 0)                                                                  \
-    X("Mul", ("T: {float32}"), cuda_mul, 0)                                                                  \
-    X("Div", ("T: {float32}"), cuda_div, 0)                                                                  \
-    X("RealDiv", ("T: {float32}"), cuda_div, 0)                                                              \
-    X("Maximum", ("T: {float32}"), cuda_maximum, 0)                                                          \
-    X("Minimum", ("T: {float32}"), cuda_minimum, 0)                                                          \
-    X("SquaredDifference", ("T: {float32}"), cuda_squared_difference, 0)                                     \
-    X("Pow", ("T: {float32}"), cuda_pow, 0)                                                                  \
-    X("DivNoNan", ("T: {float32}"), cuda_div_no_nan, 0)                                                      \
+    X("Add", ("T: " TIDE_CUDA_NUMBERS), cuda_add, 0)                                                         \
+    X("AddV2", ("T: " TIDE_CUDA_NUMBERS), cuda_add, 0)                                                       \
+    X("Sub", ("T: " TIDE_CUDA_NUMBERS), cuda_sub, 0)                                                         \
+    X("Mul", ("T: " TIDE_CUDA_NUMBERS), cuda_mul, 0)                                                         \
+    X("Div", ("T: " TIDE_CUDA_NUMBERS), cuda_div, 0)                                                         \
+    X("RealDiv", ("T: " TIDE_CUDA_FLOATS), cuda_real_div, 0)                                                 \
+    X("Maximum", ("T: " TIDE_CUDA_NUMBERS), cuda_maximum, 0)                                                 \
+    X("Minimum", ("T: " TIDE_CUDA_NUMBERS), cuda_minimum, 0)                                                 \
+    X("SquaredDifference", ("T: " TIDE_CUDA_NUMBERS), cuda_squared_difference, 0)                            \
+    X("Pow", ("T: " TIDE_CUDA_FLOATS), cuda_pow, 0)                                                          \
+    X("DivNoNan", ("T: " TIDE_CUDA_FLOATS), cuda_div_no_nan, 0)                                              \
     X("ReluGrad", ("T: {float32}"), cuda_relu_grad, 0)                                                       \
     X("SigmoidGrad", ("T: {float32}"), cuda_sigmoid_grad, 0)                                                 \
     X("TanhGrad", ("T: {float32}"), cuda_tanh_grad, 0)                                                       \
-    X("SqrtGrad", ("T: {float32}"), cuda_sqrt_grad, 0)                                                       \
-    X("RsqrtGrad", ("T: {float32}"), cuda_rsqrt_grad, 0)                                                     \
-    X("ReciprocalGrad", ("T: {float32}"), cuda_reciprocal_grad, 0)                                           \
+    X("SqrtGrad", ("T: " TIDE_CUDA_FLOATS), cuda_sqrt_grad, 0)                                               \
+    X("RsqrtGrad", ("T: " TIDE_CUDA_FLOATS), cuda_rsqrt_grad, 0)                                             \
+    X("ReciprocalGrad", ("T: " TIDE_CUDA_FLOATS), cuda_reciprocal_grad, 0)                                   \
     /* element-wise, unary */                                                                              \
-    X("Neg", ("T: {float32}"), cuda_neg, 0)                                                                  \
-    X("Abs", ("T: {float32}"), cuda_abs, 0)                                                                  \
-    X("Sign", ("T: {float32}"), cuda_sign, 0)                                                                \
-    X("Square", ("T: {float32}"), cuda_square, 0)                                                            \
-    X("Reciprocal", ("T: {float32}"), cuda_reciprocal, 0)                                                    \
-    X("Sqrt", ("T: {float32}"), cuda_sqrt, 0)                                                                \
-    X("Rsqrt", ("T: {float32}"), cuda_rsqrt, 0)                                                              \
-    X("Exp", ("T: {float32}"), cuda_exp, 0)                                                                  \
-    X("Log", ("T: {float32}"), cuda_log, 0)                                                                  \
-    X("Log1p", ("T: {float32}"), cuda_log1p, 0)                                                              \
-    X("Tanh", ("T: {float32}"), cuda_tanh, 0)                                                                \
-    X("Sigmoid", ("T: {float32}"), cuda_sigmoid, 0)                                                          \
+    X("Neg", ("T: " TIDE_CUDA_NUMBERS), cuda_neg, 0)                                                         \
+    X("Abs", ("T: " TIDE_CUDA_NUMBERS), cuda_abs, 0)                                                         \
+    X("Sign", ("T: " TIDE_CUDA_NUMBERS), cuda_sign, 0)                                                       \
+    X("Square", ("T: " TIDE_CUDA_NUMBERS), cuda_square, 0)                                                   \
+    X("Reciprocal", ("T: " TIDE_CUDA_FLOATS), cuda_reciprocal, 0)                                            \
+    X("Sqrt", ("T: " TIDE_CUDA_FLOATS), cuda_sqrt, 0)                                                        \
+    X("Rsqrt", ("T: " TIDE_CUDA_FLOATS), cuda_rsqrt, 0)                                                      \
+    X("Exp", ("T: " TIDE_CUDA_FLOATS), cuda_exp, 0)                                                          \
+    X("Log", ("T: " TIDE_CUDA_FLOATS), cuda_log, 0)                                                          \
+    X("Log1p", ("T: " TIDE_CUDA_FLOATS), cuda_log1p, 0)                                                      \
+    X("Tanh", ("T: " TIDE_CUDA_FLOATS), cuda_tanh, 0)                                                        \
+    X("Sigmoid", ("T: " TIDE_CUDA_FLOATS), cuda_sigmoid, 0)                                                  \
     X("Relu", ("T: {float32}"), cuda_relu, 0)                                                                \
-    X("Floor", ("T: {float32}"), cuda_floor, 0)                                                              \
-    X("Ceil", ("T: {float32}"), cuda_ceil, 0)                                                                \
-    X("Sin", ("T: {float32}"), cuda_sin, 0)                                                                  \
-    X("Cos", ("T: {float32}"), cuda_cos, 0)                                                                  \
+    X("Floor", ("T: " TIDE_CUDA_FLOATS), cuda_floor, 0)                                                      \
+    X("Ceil", ("T: " TIDE_CUDA_FLOATS), cuda_ceil, 0)                                                        \
+    X("Sin", ("T: " TIDE_CUDA_FLOATS), cuda_sin, 0)                                                          \
+    X("Cos", ("T: " TIDE_CUDA_FLOATS), cuda_cos, 0)                                                          \
     X("Softplus", ("T: {float32}"), cuda_softplus, 0)                                                        \
     /* reductions over axes */                                                                             \
-    X("Sum", ("T: {float32}"), cuda_sum, 0)                                                                  \
-    X("Mean", ("T: {float32}"), cuda_mean, 0)                                                                \
-    X("Max", ("T: {float32}"), cuda_max, 0)                                                                  \
-    X("Min", ("T: {float32}"), cuda_min, 0)                                                                  \
+    X("Sum", ("T: " TIDE_CUDA_FLOATS), cuda_sum, 0)                                                          \
+    X("Mean", ("T: " TIDE_CUDA_FLOATS), cuda_mean, 0)                                                        \
+    X("Max", ("T: " TIDE_CUDA_FLOATS), cuda_max, 0)                                                          \
+    X("Min", ("T: " TIDE_CUDA_FLOATS), cuda_min, 0)                                                          \
     X("BiasAdd", ("T: {float32}"), cuda_bias_add, 0)                                                         \
     X("BiasAddGrad", ("T: {float32}"), cuda_bias_add_grad, 0)                                                \
     /* cuBLAS */                                                                                           \
@@ -122,10 +128,10 @@ enum {
     X("ApplyAdam", ("T: {float32}"), cuda_apply_adam, 0)                                                     \
     X("Assign", ("T: {float32}"), cuda_assign, 0)                                                            \
     /* casts, fills, random numbers */                                                                     \
-    X("Cast", ("SrcT: {float32, int32, int64, bool}", "DstT: {float32, int32, int64}"), cuda_cast, 0)                                                                          \
-    X("Fill", ("T: {float32}"), cuda_fill, 0)                                                                \
-    X("ZerosLike", ("T: {float32}"), cuda_zeros_like, 0)                                                     \
-    X("OnesLike", ("T: {float32}"), cuda_ones_like, 0)                                                       \
+    X("Cast", ("SrcT: {float32, float16, bfloat16, int32, int64, bool}", "DstT: " TIDE_CUDA_NUMBERS), cuda_cast, 0)                                                                          \
+    X("Fill", ("T: " TIDE_CUDA_MOVABLE), cuda_fill, 0)                                                                \
+    X("ZerosLike", ("T: " TIDE_CUDA_MOVABLE), cuda_zeros_like, 0)                                                     \
+    X("OnesLike", ("T: " TIDE_CUDA_NUMBERS), cuda_ones_like, 0)                                                       \
     X("RandomUniform", ("dtype: {float32}"), cuda_random_uniform, TIDE_CUDA_PHILOX)                          \
     X("RandomNormal", ("dtype: {float32}"), cuda_random_normal, TIDE_CUDA_PHILOX)                            \
     /* moving data */                                                                                      \
@@ -137,7 +143,7 @@ enum {
     X("Pad", ("T: " TIDE_CUDA_MOVABLE), cuda_pad, 0)                                                        \
     X("PadV2", ("T: " TIDE_CUDA_MOVABLE), cuda_pad, 0)                                                      \
     X("BroadcastTo", ("T: " TIDE_CUDA_MOVABLE), cuda_broadcast_to, 0)                                       \
-    X("GatherV2", ("Tparams: {float32}", "Tindices: {int32, int64}"), cuda_gather, 0)                      \
+    X("GatherV2", ("Tparams: " TIDE_CUDA_MOVABLE, "Tindices: {int32, int64}"), cuda_gather, 0)                      \
     /* shapes: Reshape, ExpandDims and Squeeze are views; Shape and Size write into GPU memory (no tensor  \
      * crosses to the host for them); Const copies its value to the GPU once and keeps it */              \
     X("Reshape", ("T: " TIDE_CUDA_MOVABLE), cuda_reshape, 0)                                                \

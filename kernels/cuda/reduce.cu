@@ -2,11 +2,13 @@
  * but the last). index_plan.h splits the input's dims into kept and reduced walks (each merged where
  * contiguous); one thread block computes each output (a grid-stride loop over outputs), its threads
  * striding over the reduced elements and combining through shared memory; few reduced elements per
- * output take one thread per output instead. Sums and means accumulate in double as the CPU's do;
+ * output take one thread per output instead. Sums and means accumulate in double as the CPU's do
+ * (float16 and bfloat16 are loaded as float32 and the result rounded back once, as the CPU's);
  * Max and Min propagate NaN. An empty reduction gives 0 (Sum), NaN (Mean), -inf (Max), inf (Min). */
 #include <cmath>
 
 #include "common.cuh"
+#include "half.h"
 
 enum reduce_kind { REDUCE_SUM, REDUCE_MEAN, REDUCE_MAX, REDUCE_MIN };
 
@@ -36,16 +38,16 @@ template <> struct reducer<REDUCE_MIN> {
     __device__ static float finish(acc a, int64_t n) { (void)n; return a; }
 };
 
-/* One block per output. */
-template <int K> __global__ void reduce_blocks(const float *x, float *y, tide_reduce_plan p)
+/* One block per output; T is float, f16 or bf16 (loaded as float, the result rounded back once). */
+template <int K, class T> __global__ void reduce_blocks(const T *x, T *y, tide_reduce_plan p)
 {
     typedef reducer<K> R;
     __shared__ typename R::acc part[TIDE_CUDA_THREADS];
     for (int64_t o = blockIdx.x; o < p.num_outputs; o += gridDim.x) {
-        const float *base = x + tide_walk_offset(&p.kept, o);
+        const T *base = x + tide_walk_offset(&p.kept, o);
         typename R::acc a = R::init();
         for (int64_t r = threadIdx.x; r < p.reduce_size; r += blockDim.x)
-            a = R::add(a, base[tide_walk_offset(&p.reduced, r)]);
+            a = R::add(a, io<T>::load(base[tide_walk_offset(&p.reduced, r)]));
         part[threadIdx.x] = a;
         __syncthreads();
         for (int half = blockDim.x / 2; half > 0; half /= 2) {
@@ -54,22 +56,31 @@ template <int K> __global__ void reduce_blocks(const float *x, float *y, tide_re
             __syncthreads();
         }
         if (threadIdx.x == 0)
-            y[o] = R::finish(part[0], p.reduce_size);
+            y[o] = io<T>::store(R::finish(part[0], p.reduce_size));
         __syncthreads();
     }
 }
 
 /* One thread per output (few reduced elements each). */
-template <int K> __global__ void reduce_threads(const float *x, float *y, tide_reduce_plan p)
+template <int K, class T> __global__ void reduce_threads(const T *x, T *y, tide_reduce_plan p)
 {
     typedef reducer<K> R;
     CUDA_FOR(o, p.num_outputs) {
-        const float *base = x + tide_walk_offset(&p.kept, o);
+        const T *base = x + tide_walk_offset(&p.kept, o);
         typename R::acc a = R::init();
         for (int64_t r = 0; r < p.reduce_size; r++)
-            a = R::add(a, base[tide_walk_offset(&p.reduced, r)]);
-        y[o] = R::finish(a, p.reduce_size);
+            a = R::add(a, io<T>::load(base[tide_walk_offset(&p.reduced, r)]));
+        y[o] = io<T>::store(R::finish(a, p.reduce_size));
     }
+}
+
+template <int K, class T> static void reduce_typed(cudaStream_t s, const T *x, T *y, const tide_reduce_plan &p)
+{
+    if (p.reduce_size <= 32 || p.num_outputs >= 65536)
+        reduce_threads<K><<<cuda_blocks(p.num_outputs), TIDE_CUDA_THREADS, 0, s>>>(x, y, p);
+    else
+        reduce_blocks<K><<<(unsigned)(p.num_outputs < 65535 ? p.num_outputs : 65535), TIDE_CUDA_THREADS, 0, s>>>(
+            x, y, p);
 }
 
 template <int K> static tide_status launch(tide_kernel_ctx *ctx, const tide_tensor *x, const bool *reduce,
@@ -84,11 +95,13 @@ template <int K> static tide_status launch(tide_kernel_ctx *ctx, const tide_tens
     tide_plan_reduce(in->rank, in->dims, reduce, &p);
     if (p.num_outputs == 0)
         return TIDE_OK;
-    if (p.reduce_size <= 32 || p.num_outputs >= 65536)
-        reduce_threads<K><<<cuda_blocks(p.num_outputs), TIDE_CUDA_THREADS, 0, s>>>(fptr(x), fptr(y), p);
+    tide_dtype dt = tide_tensor_dtype(x);
+    if (dt == TIDE_FLOAT16)
+        reduce_typed<K>(s, (const f16 *)tide_tensor_device_pointer(x), (f16 *)tide_tensor_device_pointer(y), p);
+    else if (dt == TIDE_BFLOAT16)
+        reduce_typed<K>(s, (const bf16 *)tide_tensor_device_pointer(x), (bf16 *)tide_tensor_device_pointer(y), p);
     else
-        reduce_blocks<K><<<(unsigned)(p.num_outputs < 65535 ? p.num_outputs : 65535), TIDE_CUDA_THREADS, 0, s>>>(
-            fptr(x), fptr(y), p);
+        reduce_typed<K>(s, fptr(x), fptr(y), p);
     return cuda_launched(ctx, "the reduction kernel");
 }
 

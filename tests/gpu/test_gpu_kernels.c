@@ -5,7 +5,9 @@
  * tolerance: exact for data movement, casts and uniforms; 1e-6 relative for + - * / and reductions
  * (one float rounding, sums in double on both); 2e-5 relative plus 1e-6 for CUDA's math library
  * (expf, logf, tanhf, powf...), softmax and normals; matrix products and convolutions 1e-4 relative
- * plus 1e-4 times the reduced length (other summation orders in float32). Errors the GPU kernels
+ * plus 1e-4 times the reduced length (other summation orders in float32); float16 and bfloat16 exact
+ * where float32 is, one step of the type (1e-3, 8e-3 relative) for CUDA's math library; integers
+ * exact. Errors the GPU kernels
  * raise themselves (a bad sparse label, a gather index out of range) are checked for their
  * messages; convolutions whose padding cuDNN cannot place evenly (padded explicitly on the GPU) are
  * compared as the others. Then the fused optimizers on variables, the gradients of a small
@@ -632,6 +634,102 @@ static void test_random(void)
     }
 }
 
+/* t cast to dt on the CPU (t released). */
+static tide_tensor *as_dtype(tide_tensor *t, tide_dtype dt)
+{
+    tide_attrs *a = tide_attrs_new();
+    tide_attrs_set_type(a, "DstT", dt);
+    tide_tensor *out = th_run1("Cast", &t, 1, a);
+    tide_attrs_free(a);
+    tide_tensor_release(t);
+    return out;
+}
+
+static tide_attrs *cast_to(tide_dtype dt)
+{
+    tide_attrs *a = tide_attrs_new();
+    tide_attrs_set_type(a, "DstT", dt);
+    return a;
+}
+
+/* float16 and bfloat16 through the element-wise template, the reductions and Cast (computed in float32
+ * and rounded back on both devices: exact where float32 is; one rounding step of the type where CUDA's
+ * math library may round float32 differently), and int32/int64 element-wise arithmetic (exact; integer
+ * division truncating, by zero an error), Fill, OnesLike and GatherV2 of other dtypes. */
+static void test_other_dtypes(void)
+{
+    static const tide_dtype halves[] = {TIDE_FLOAT16, TIDE_BFLOAT16};
+    for (int h = 0; h < 2; h++) {
+        tide_dtype dt = halves[h];
+        double ulp = dt == TIDE_FLOAT16 ? 1e-3 : 8e-3; /* one step of the type, relative */
+        static const char *const exact2[] = {"Add", "Sub", "Mul", "Div", "Maximum", "Minimum", "SquaredDifference"};
+        for (int i = 0; i < 7; i++) {
+            tide_tensor *in[] = {as_dtype(U(0.5, 4, 64, 33), dt), as_dtype(U(0.5, 4, 33), dt)};
+            COMPARE(exact2[i], in, NULL, 1, 0, 0);
+        }
+        static const char *const exact1[] = {"Neg", "Abs", "Sign", "Square", "Sqrt", "Floor", "Ceil", "Reciprocal"};
+        for (int i = 0; i < 8; i++) {
+            bool positive = !strcmp(exact1[i], "Sqrt") || !strcmp(exact1[i], "Reciprocal");
+            tide_tensor *in[] = {as_dtype(positive ? U(0.25, 4, 500) : U(-4, 4, 500), dt)};
+            COMPARE(exact1[i], in, NULL, 1, 0, 0);
+        }
+        static const char *const math1[] = {"Exp", "Log", "Tanh", "Sigmoid", "Sin", "Cos", "Rsqrt"};
+        for (int i = 0; i < 7; i++) {
+            tide_tensor *in[] = {as_dtype(U(0.25, 4, 500), dt)};
+            COMPARE(math1[i], in, NULL, 1, ulp, 1e-6);
+        }
+        static const char *const reductions[] = {"Sum", "Mean", "Max", "Min"};
+        for (int i = 0; i < 4; i++) {
+            tide_tensor *rows[] = {as_dtype(U(-2, 2, 200, 70), dt), I32(1)};
+            COMPARE(reductions[i], rows, NULL, 1, 0, 0);
+            tide_tensor *cols[] = {as_dtype(U(-2, 2, 200, 70), dt), I32(0)};
+            COMPARE(reductions[i], cols, NULL, 1, 0, 0);
+        }
+        tide_tensor *to_half[] = {U(-70000, 70000, 1000)}; /* beyond float16's range: inf */
+        COMPARE("Cast", to_half, cast_to(dt), 1, 0, 0);
+        tide_tensor *tiny[] = {U(-1e-6, 1e-6, 1000)}; /* float16's subnormals */
+        COMPARE("Cast", tiny, cast_to(dt), 1, 0, 0);
+        tide_tensor *from_half[] = {as_dtype(U(-1000, 1000, 300), dt)};
+        COMPARE("Cast", from_half, cast_to(TIDE_FLOAT32), 1, 0, 0);
+        tide_tensor *half_to_int[] = {as_dtype(U(-1000, 1000, 300), dt)};
+        COMPARE("Cast", half_to_int, cast_to(TIDE_INT32), 1, 0, 0);
+        tide_tensor *int_to_half[] = {th_i64(1, TH_DIMS(5), (const int64_t[]){2049, -2051, 65519, 65520,
+                                                                             (1LL << 53) + 3})};
+        COMPARE("Cast", int_to_half, cast_to(dt), 1, 0, 0);
+        tide_tensor *ones[] = {as_dtype(U(-1, 1, 9), dt)};
+        COMPARE("OnesLike", ones, NULL, 1, 0, 0);
+    }
+    tide_tensor *f16_to_bf16[] = {as_dtype(U(-100, 100, 300), TIDE_FLOAT16)};
+    COMPARE("Cast", f16_to_bf16, cast_to(TIDE_BFLOAT16), 1, 0, 0);
+
+    static const char *const ints2[] = {"Add", "Sub", "Mul", "Maximum", "Minimum", "SquaredDifference", "Div"};
+    for (int i = 0; i < 7; i++) {
+        tide_tensor *in32[] = {INTS(40, 7), I32(3, -2, 7, 1, -1, 5, 100)};
+        COMPARE(ints2[i], in32, NULL, 1, 0, 0);
+        tide_tensor *in64[] = {th_i64(1, TH_DIMS(4), (const int64_t[]){INT64_MAX, INT64_MIN, -7, 1LL << 40}),
+                               th_i64(0, NULL, (const int64_t[]){-1})}; /* wraps: MAX + -1, MIN * -1, MIN / -1 */
+        COMPARE(ints2[i], in64, NULL, 1, 0, 0);
+    }
+    static const char *const ints1[] = {"Neg", "Abs", "Sign", "Square"};
+    for (int i = 0; i < 4; i++) {
+        tide_tensor *in[] = {th_i32(1, TH_DIMS(5), (const int32_t[]){INT32_MIN, -5, 0, 7, 50000})};
+        COMPARE(ints1[i], in, NULL, 1, 0, 0);
+    }
+    tide_tensor *div0[] = {INTS(6), I32(1, 2, 0, 4, 5, 6)};
+    FAILS("Div", div0, NULL, TIDE_INVALID_ARGUMENT, "division by zero");
+    tide_tensor *cast_wrap[] = {th_i64(1, TH_DIMS(3), (const int64_t[]){(1LL << 33) + 5, -1, INT64_MIN})};
+    COMPARE("Cast", cast_wrap, cast_to(TIDE_INT32), 1, 0, 0);
+    tide_tensor *fill[] = {I32(3, 4), th_i64(0, NULL, (const int64_t[]){-(1LL << 40)})};
+    COMPARE("Fill", fill, NULL, 1, 0, 0);
+    tide_tensor *ones_int[] = {INTS(3, 3)};
+    COMPARE("OnesLike", ones_int, NULL, 1, 0, 0);
+    tide_tensor *zeros_int[] = {INTS(3, 3)};
+    COMPARE("ZerosLike", zeros_int, NULL, 1, 0, 0);
+    tide_tensor *gather[] = {th_i64(2, TH_DIMS(4, 2), (const int64_t[]){1, 2, 3, 4, 5, 6, 7, 8}), I32(3, 0, 0),
+                             I32_SCALAR(0)};
+    COMPARE("GatherV2", gather, NULL, 1, 0, 0);
+}
+
 /* ---------------------------------------------------------------- optimizers on variables */
 
 /* var (and Adam's m, v) initialised from fed values, one update on `where`; the new values fetched. */
@@ -901,7 +999,8 @@ int main(void)
                                     TH_TEST(test_matmul),    TH_TEST(test_softmax), TH_TEST(test_conv),
                                     TH_TEST(test_batch_norm),
                                     TH_TEST(test_data),      TH_TEST(test_movement),
-                                    TH_TEST(test_const),     TH_TEST(test_random),  TH_TEST(test_optimizers),
+                                    TH_TEST(test_const),     TH_TEST(test_other_dtypes),
+                                    TH_TEST(test_random),  TH_TEST(test_optimizers),
                                     TH_TEST(test_gradients), TH_END};
     int rc = th_main("gpu_kernels", tests);
     tide_engine_free(engine);
