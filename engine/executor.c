@@ -73,6 +73,52 @@ struct tide_step_memory *tide__step_memory_of(struct tide_step *step)
     return step ? step->memory : NULL;
 }
 
+void tide__step_queued_on(struct tide_step *step, struct tide_device *d)
+{
+    unsigned long long bit = 1ull << (d->index & 63);
+    if (step && !(atomic_load_explicit(&step->queued_devices, memory_order_relaxed) & bit))
+        atomic_fetch_or_explicit(&step->queued_devices, bit, memory_order_relaxed);
+}
+
+/* The step's end waits for the work its kernels queued on devices (once per device, not per kernel):
+ * a deferred kernel's error fails the step there, and nothing of the step runs after it returns. */
+/* After the devices were waited for: a queued kernel's timing says when it ran on its device (its
+ * stream is its lane) and when the host launched it; then the observers are told (observe waited). */
+static void timings_from_devices(tide_step *step)
+{
+    const tide_plan_frame *root = &step->plan->frames[0];
+    const tide_step_args *a = step->args;
+    for (int l = 0; step->spans && l < root->num_items; l++) {
+        const tide_device_span *sp = &step->spans[l];
+        tide_node_timing *t = &step->root.timings[l];
+        if (!sp->stream || !t->node)
+            continue;
+        t->stream = sp->stream;
+        t->launch_start_ns = t->start_ns;
+        t->launch_end_ns = t->end_ns;
+        if (sp->end_ns > 0) { /* else it did not run (the step failed first): the launch's times stay */
+            t->start_ns = sp->start_ns;
+            t->end_ns = sp->end_ns;
+        }
+        for (int o = 0; o < a->num_observers; o++)
+            TIDE__OBSERVE(&a->observers[o], node_finished, &a->info, t);
+    }
+}
+
+static void wait_for_queued_work(tide_step *step)
+{
+    unsigned long long queued = atomic_load(&step->queued_devices);
+    tide_engine *e = step->args->engine;
+    for (int i = 0; queued && i < e->num_devices; i++) {
+        if (!(queued & (1ull << (i & 63))))
+            continue;
+        tide_error *err = tide_error_new();
+        if (tide_device_synchronize(&e->devices[i], err) != TIDE_OK)
+            tide__step_fail(step, tide_error_code(err), err, NULL);
+        tide_error_free(err);
+    }
+}
+
 uint64_t tide__step_run_id(struct tide_step *step)
 {
     return step->args->info.run_id;
@@ -332,7 +378,8 @@ static void observe(tide_step *step, const tide_exec_item *it, tide_iter *iter, 
         t->iteration = iter->n;
         t->fused = it->fused_members;
         format_shapes(t->output_shapes, sizeof t->output_shapes, outs, it->kn.num_outputs);
-        for (int o = 0; o < a->num_observers; o++)
+        bool queued = iter == &step->root && step->spans && step->spans[it->local].stream;
+        for (int o = 0; !queued && o < a->num_observers; o++) /* queued: told at the step's end */
             TIDE__OBSERVE(&a->observers[o], node_finished, &a->info, t);
     }
     if (outs && atomic_load_explicit(&it->wants_tensors, memory_order_relaxed))
@@ -504,6 +551,8 @@ static void run_node(tide_step *step, const tide_exec_item *it, int k, tide_iter
     }
     tide_kernel_ctx ctx = {.kn = &it->kn, .inputs = iter->slots + it->input_base, .outputs = outs,
                            .step = step, .iter = iter};
+    if (step->spans && iter == &step->root)
+        ctx.span = &step->spans[it->local];
     tide__kernel_ctx_returned(&ctx, it->device->ops->compute(it->device, &it->kn.kernel->spec, &ctx));
     bool completed = complete_node(step, it, k, iter, &ctx, rs); /* parked: debug_step.c copied outs */
     if (outs != local)
@@ -677,6 +726,9 @@ static bool root_init(tide_step *step)
     r->pending = malloc(sizeof(atomic_int) * ((size_t)f->num_items + 1));
     r->slots = calloc((size_t)f->num_slots + 1, sizeof *r->slots);
     r->timings = step->tracing ? calloc((size_t)f->num_items + 1, sizeof *r->timings) : NULL;
+    if (step->tracing && step->args->engine->num_devices > step->args->engine->num_cpu_devices &&
+        !(step->spans = calloc((size_t)f->num_items + 1, sizeof *step->spans)))
+        return false;
     if (step->control_flow) {
         r->dead = calloc((size_t)f->num_items + 1, sizeof *r->dead);
         r->merge_live = calloc((size_t)f->num_items + 1, sizeof *r->merge_live);
@@ -703,6 +755,8 @@ static void root_free(tide_step *step)
     free(r->pending);
     free(r->slots);
     free(r->timings);
+    free(step->spans);
+    step->spans = NULL;
     free(r->dead);
     free(r->merge_live);
     free(r->merge_dead);
@@ -776,8 +830,12 @@ tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tid
     pthread_mutex_init(&step.lock, NULL);
     pthread_cond_init(&step.cond, NULL);
     step.multi_device = a->engine->num_devices > 1 && a->engine->devices[0].pool;
+    atomic_init(&step.queued_devices, 0);
     if (p->num_items > 0)
         run_roots(&step);
+    wait_for_queued_work(&step);
+    if (step.spans)
+        timings_from_devices(&step);
     if (p->uses_rendezvous) /* values sent but never received (a failed step) are released */
         tide__rendezvous_end_step(a->engine->rendezvous, a->info.run_id);
     tide__cancel_step_end(&step); /* every waiting kernel has finished */

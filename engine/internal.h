@@ -85,6 +85,10 @@ bool tide__buffer_accessible(const tide_buffer *b);
  * (freed there with the last view); NULL with err (and data freed) on failure. */
 tide_tensor *tide__tensor_over_device_memory(struct tide_device *d, const tide_buffer_type *bt, void *data,
                                              size_t bytes, tide_dtype dt, const tide_shape *shape, tide_error *err);
+/* A tensor over t's device memory that neither owns nor accounts it (the simulated device's queued
+ * kernels read and write through these, as a GPU kernel through raw pointers: the memory may be freed
+ * and reused in stream order meanwhile). Never written in place by a kernel (not exclusive). */
+tide_tensor *tide__tensor_borrowed_view(const tide_tensor *t);
 /* The message for a host access to device memory that was refused ("the float32 tensor [2, 3] lives in
  * the memory of /sim:0, which the host cannot read: ..."), into err; returns TIDE_FAILED_PRECONDITION. */
 tide_status tide__refuse_host_access(const tide_tensor *t, tide_error *err);
@@ -372,6 +376,12 @@ extern const tide_device_ops tide__sim_device_ops;
 /* Accounting of a device's memory: a buffer allocated for it adds its size; releasing the buffer
  * subtracts it (tensor.c). bytes_in_use and peak_bytes are read by tide_engine_device_memory. */
 void tide__device_account(struct tide_device *d, int64_t bytes);
+/* A kernel of the step queued work on d that may still run after it returned (a device whose compute
+ * returns once the work is queued): the step synchronises d once before it ends. step may be NULL. */
+struct tide_step;
+void tide__step_queued_on(struct tide_step *step, struct tide_device *d);
+/* Fails the step (the first failure wins); callable from any thread (executor.c). */
+void tide__step_fail(struct tide_step *step, tide_status code, const tide_error *err, const char *msg);
 /* Counts a wait of the host for device d (tide_device_host_waits). */
 void tide__device_count_host_wait(struct tide_device *d);
 
@@ -634,7 +644,19 @@ struct tide_kernel_ctx {
     tide_variable *held[4];          /* variables to release after compute */
     int num_held;
     bool in_init;
+    /* Outputs allocated before the kernel ran (the simulated device's queued kernels, device_sim.c):
+     * tide_kernel_alloc_output hands out preset[i] when dtype and shape fit. NULL: none. */
+    tide_tensor *const *preset;
+    /* A traced step's record of where and when a queued kernel ran on its device (NULL: not traced,
+     * or inside a loop): the device sets stream when it queues the kernel, start_ns/end_ns from its
+     * own clock once it ran; the step reads them after it waited for the device. */
+    struct tide_device_span *span;
 };
+
+typedef struct tide_device_span {
+    const char *stream;              /* the lane: "compute" */
+    int64_t start_ns, end_ns;        /* CLOCK_MONOTONIC; 0 when it did not run */
+} tide_device_span;
 
 /* Prepares kn (kernel lookup already done); runs the kernel's init. */
 tide_status tide__kernel_node_init(tide_kernel_node *kn, tide_error *err);

@@ -110,6 +110,11 @@ struct tide_step {
     struct tide_tensor_list *let_go_late; /* let go of while someone read: released at the end, under lock */
     /* Observed steps: the account of what its kernels allocate (step_memory.h); NULL otherwise. */
     struct tide_step_memory *memory;
+    /* Devices (bit = engine index, < 64) whose kernels queued work that may still be running when they
+     * returned: the step waits for them before it ends (tide__step_queued_on). */
+    atomic_ullong queued_devices;
+    /* Traced steps: per root-frame item, where and when its queued kernel ran (tide_device_span). */
+    struct tide_device_span *spans;
     /* The callbacks of kernels waiting for an event, made by the first one (cancel.h); NULL if none. */
     _Atomic(struct tide_cancel_list *) cancel;
 };

@@ -401,6 +401,12 @@ typedef struct tide_node_timing {
     /* A fused group's execution (docs/fusion.md): node is the group's root and this lists every
      * member, "h, r, out" (the root last; borrowed, valid as long as the session); NULL otherwise. */
     const char *fused;
+    /* A kernel queued on an accelerator's stream (docs/devices.md, GPU timelines): the stream it ran in,
+     * its lane ("compute"; NULL for a node the executor's thread ran itself). start_ns and end_ns are
+     * then when it ran on the device (the simulated device's clock is the host's; a GPU's events
+     * would be mapped onto it), and launch_start_ns/launch_end_ns when the host launched it. */
+    const char *stream;
+    int64_t launch_start_ns, launch_end_ns;
 } tide_node_timing;
 
 /* Where one execution of a node happened (control flow): inside loops the frame instance ("while",

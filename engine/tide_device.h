@@ -35,6 +35,11 @@
  * Compute. A kernel registered for the device type runs through the type's compute (synchronous:
  * the kernel's work has run, or is queued on the device's compute stream in order, when it returns)
  * or compute_async (it returns at once and the kernel completes later through tide_kernel_done).
+ * A compute that returns with work still queued calls tide__step_queued_on (engine/internal.h) so
+ * that the step waits for the device once, at its end, instead of after every kernel; its outputs
+ * are allocated before it returns, and an error the queued work hits fails the step there. In a
+ * traced step it may fill the kernel context's span (the stream and the device's start and end of
+ * the kernel): the node's timing then shows it on the stream's lane (docs/devices.md).
  *
  * Threads: every function here may be called from any thread unless it says otherwise. */
 #ifndef TIDE_DEVICE_H
