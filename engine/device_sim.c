@@ -1,24 +1,34 @@
 /* device_sim.c — the simulated accelerator, device type "sim" (/sim:0, /sim:1...; engine option
  * num_sim_devices or $TIDE_SIM_DEVICES). It is CPU-backed but behaves as a GPU does towards the rest
  * of tide, so that every path a GPU takes is tested on machines without one:
- *  - its own memory space: blocks from malloc through the device's caching allocator, of a buffer
- *    type that is not host-visible, so tide_tensor_data refuses them on every thread but the
- *    device's own, and data reaches the host only through copies;
+ *  - its own memory space: blocks from malloc through the device's caching allocator (stream-ordered,
+ *    device_alloc.c), of a buffer type that is not host-visible, so tide_tensor_data refuses them on
+ *    every thread but the device's own, and data reaches the host only through copies;
  *  - four streams (compute, host to device, device to host, device to device), each a worker thread
  *    with a FIFO of tasks: copies and host functions run in launch order, on the device's thread;
  *  - events: a count of records and of completions, which other streams and the host wait for;
- *  - asynchronous compute: a kernel is launched on the compute stream and completes later through
- *    tide_kernel_done, from that stream's thread.
+ *  - kernels queued as a GPU's are: compute allocates the outputs on the calling thread (their shapes
+ *    from the op's shape function over the inputs' shapes, else the graph's static shapes), queues
+ *    the kernel on the compute stream and returns; the executor hands the outputs on and releases
+ *    the inputs at once, and the kernel later reads and writes them through borrowed views (raw
+ *    device memory, as a GPU kernel's pointers), so the allocator may reuse a block while queued work
+ *    still reads it. An error there fails the step, which waits for the device once, at its end.
+ *    A kernel whose output shapes the host cannot know (they depend on values in device memory), a
+ *    stateful or control-flow op, or an eager call runs on the stream while the host waits (counted:
+ *    tide_device_host_waits). $TIDE_SIM_DELAY_US slows every kernel down (tests: the host then runs
+ *    far ahead of the device). A traced step gets each queued kernel's start and end on the worker's
+ *    clock (the host's) and its lane, the compute stream.
  * Its kernels are the CPU's: when the registry is finalised every synchronous CPU kernel gets a "sim"
- * twin (tide__sim_add_kernels) whose compute_async launches the CPU kernel on the device's compute
- * stream. There it checks that every input lies in this device's memory (an input anywhere else means
- * the plan missed a copy: an error naming the node and both places), runs the CPU kernel (its outputs
- * are allocated through the device, so in its memory), and moves any output the kernel took from
- * elsewhere (a Const's attr, a variable of the host) into device memory. Kernels of string tensors,
- * of lists of types, asynchronous ones and host-only ones (TIDE_KERNEL_HOST_ONLY) stay on the CPU. */
+ * twin (tide__sim_add_kernels) that runs the CPU kernel on the device's compute stream. There it
+ * checks that every input lies in this device's memory (an input anywhere else means the plan missed
+ * a copy: an error naming the node and both places), runs the CPU kernel (its outputs are allocated
+ * through the device, so in its memory), and moves any output the kernel took from elsewhere (a
+ * Const's attr, a variable of the host) into device memory. Kernels of string tensors, of lists of
+ * types, asynchronous ones and host-only ones (TIDE_KERNEL_HOST_ONLY) stay on the CPU. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "step_memory.h"
@@ -77,7 +87,13 @@ static tide_tensor *sim_allocate(tide_device *d, tide_dtype dt, const tide_shape
         tide_error_set(err, TIDE_UNIMPLEMENTED, "%s holds no string tensors", d->name);
         return NULL;
     }
-    tide_tensor *t = tide_device_tensor_alloc(d, dt, shape, err);
+    /* On the host, allocations are made when kernels are launched, in launch order: a block freed after
+     * queued readers were launched is safe for the kernel launched next, as on a GPU. A kernel running
+     * on the device's own thread is at an EARLIER point of the stream than the host's latest launch, so
+     * it must not take a block the host freed meanwhile (readers queued behind it would find it
+     * overwritten): it gets only blocks whose free the stream has passed. */
+    bool on_device = tide_device_current() == d;
+    tide_tensor *t = tide__device_tensor_alloc_for(d, dt, shape, !on_device, err);
     if (t && zero && zero_on_stream(d, t, err) != TIDE_OK) {
         tide_tensor_release(t);
         return NULL;
@@ -414,48 +430,202 @@ static tide_status run_kernel(tide_device *d, const tide_kernel_spec *k, tide_ke
     return st;
 }
 
+/* The simulated device's own state: $TIDE_SIM_DELAY_US, a pause before each queued kernel runs (tests:
+ * the host then runs far ahead of the device, frees and reallocates while work is queued). */
+typedef struct sim_state {
+    int delay_us;
+} sim_state;
+
+static tide_status sim_open(tide_device *d, tide_error *err)
+{
+    sim_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory opening %s", d->name);
+    const char *env = getenv("TIDE_SIM_DELAY_US");
+    st->delay_us = env ? atoi(env) : 0;
+    if (st->delay_us < 0 || st->delay_us > 1000000)
+        st->delay_us = 0;
+    tide_device_set_context(d, st);
+    return TIDE_OK;
+}
+
+static void sim_close(tide_device *d)
+{
+    free(tide_device_context(d));
+}
+
+static void delay(const tide_device *d)
+{
+    const sim_state *st = tide_device_context(d);
+    if (st && st->delay_us > 0)
+        usleep((useconds_t)st->delay_us);
+}
+
+/* ---------------------------------------------------------------- compute: queued, as a GPU's */
+
+#define MAX_QUEUED_OUTPUTS 8
+
+/* A kernel queued on the compute stream: it reads and writes through borrowed views (raw device
+ * memory, as a GPU kernel does), so the executor may release its inputs and outputs meanwhile. */
+typedef struct queued_kernel {
+    tide_device *device;
+    const tide_kernel_spec *spec;
+    const tide_kernel_node *kn;
+    struct tide_step *step;
+    struct tide_iter *iter;
+    tide_device_span *span;      /* a traced step's: when it ran (the worker's clock), or NULL */
+    tide_tensor **inputs;        /* borrowed views, kn->num_inputs */
+    tide_tensor *outputs[MAX_QUEUED_OUTPUTS]; /* borrowed views of the outputs the executor got */
+} queued_kernel;
+
+static void queued_free(queued_kernel *q)
+{
+    for (int i = 0; q->inputs && i < q->kn->num_inputs; i++)
+        tide_tensor_release(q->inputs[i]);
+    for (int i = 0; i < q->kn->num_outputs; i++)
+        tide_tensor_release(q->outputs[i]);
+    free(q->inputs);
+    free(q);
+}
+
+/* What the CPU kernel made lands in the output the executor already handed on (the same memory when
+ * it allocated through the preset; else copied: a Const's value, a forwarded view). */
+static tide_status land_outputs(tide_kernel_ctx *ctx, queued_kernel *q)
+{
+    for (int i = 0; i < q->kn->num_outputs; i++) {
+        tide_tensor *made = ctx->outputs[i], *want = q->outputs[i];
+        if (tide_tensor_device_pointer(made) == tide_tensor_device_pointer(want) && made->buf->type)
+            continue;
+        if (made == tide__dead || made->dtype != want->dtype || !tide_shape_equal(&made->shape, &want->shape)) {
+            char a[TIDE_SHAPE_STR_MAX], b[TIDE_SHAPE_STR_MAX];
+            return tide_kernel_error(ctx, TIDE_INTERNAL, "output %d is %s, not the %s inferred when it was queued", i,
+                                     made == tide__dead ? "dead" : tide_shape_format(&made->shape, a, sizeof a),
+                                     tide_shape_format(&want->shape, b, sizeof b));
+        }
+        memcpy(tide_tensor_device_pointer(want), (const char *)made->buf->data + made->offset,
+               tide_tensor_byte_size(want));
+    }
+    return TIDE_OK;
+}
+
+static void run_queued(void *arg)
+{
+    queued_kernel *q = arg;
+    int64_t start_ns = q->span ? tide__now_ns() : 0;
+    delay(q->device); /* a slow device: part of the kernel's time */
+    tide_tensor *outs[MAX_QUEUED_OUTPUTS] = {0};
+    tide_kernel_ctx ctx = {.kn = q->kn, .inputs = q->inputs, .outputs = outs, .step = q->step, .iter = q->iter,
+                           .preset = q->outputs};
+    tide_status st = TIDE_OK;
+    if (tide_kernel_cancelled(&ctx)) {
+        st = TIDE_CANCELLED; /* the step failed already: nothing reads what this would write */
+    } else {
+        st = tide__kernel_ctx_returned(&ctx, q->spec->compute(&ctx));
+        st = st == TIDE_OK ? tide__kernel_ctx_finish(&ctx) : st;
+        if (st == TIDE_OK)
+            st = land_outputs(&ctx, q);
+        if (st != TIDE_OK) { /* fails the step; its end, which waits for this stream, returns the error */
+            tide_error *err = tide_error_new();
+            tide__kernel_ctx_take_error(&ctx, err);
+            tide__step_fail(q->step, st, err, NULL);
+            tide_error_free(err);
+        }
+    }
+    for (int i = 0; i < q->kn->num_outputs; i++)
+        tide_tensor_release(outs[i]);
+    if (q->span && st != TIDE_CANCELLED) { /* read by the step once it waited for this stream */
+        q->span->start_ns = start_ns;
+        q->span->end_ns = tide__now_ns();
+    }
+    queued_free(q);
+}
+
+/* The output shapes of the node, known on the host before the kernel runs: its shape function over
+ * the inputs' shapes, else the graph's static shapes. False when one stays unknown (or the op has
+ * state, control flow, dead inputs, too many outputs): the kernel then runs while the host waits. */
+static bool queueable(const tide_kernel_ctx *ctx, tide_shape *shapes)
+{
+    const tide_kernel_node *kn = ctx->kn;
+    if (!ctx->step || !kn->node || kn->num_outputs > MAX_QUEUED_OUTPUTS || kn->num_inputs > 64 ||
+        (kn->op->flags & (TIDE_OP_STATEFUL | TIDE_OP_CONTROL_FLOW)))
+        return false;
+    tide_shape in_shapes[64];
+    for (int i = 0; i < kn->num_inputs; i++) {
+        const tide_tensor *t = ctx->inputs[i];
+        if (!t || t == tide__dead)
+            return false;
+        in_shapes[i] = t->shape;
+    }
+    tide_error *err = tide_error_new();
+    tide_status st = tide__infer_shapes(kn->op, kn->name, kn->attrs, in_shapes, kn->in_dtypes, NULL, kn->num_inputs,
+                                        kn->num_outputs, shapes, err);
+    tide_error_free(err);
+    if (st != TIDE_OK) /* the kernel itself says what is wrong */
+        return false;
+    for (int i = 0; i < kn->num_outputs; i++) {
+        if (tide_shape_is_fully_defined(&shapes[i]))
+            continue;
+        if (i >= kn->node->num_outputs || !tide_shape_is_fully_defined(&kn->node->out_shapes[i]))
+            return false;
+        shapes[i] = kn->node->out_shapes[i];
+    }
+    return true;
+}
+
+/* Allocates the outputs (in the compute stream's order), launches the kernel and returns. */
+static tide_status queue_kernel(tide_device *d, const tide_kernel_spec *k, tide_kernel_ctx *ctx, const tide_shape *shapes)
+{
+    const tide_kernel_node *kn = ctx->kn;
+    queued_kernel *q = calloc(1, sizeof *q);
+    if (q)
+        q->inputs = calloc((size_t)kn->num_inputs + 1, sizeof *q->inputs);
+    bool ok = q && q->inputs;
+    if (q)
+        *q = (queued_kernel){.device = d, .spec = k, .kn = kn, .step = ctx->step, .iter = ctx->iter, .span = ctx->span,
+                             .inputs = q->inputs};
+    for (int i = 0; ok && i < kn->num_inputs; i++)
+        ok = (q->inputs[i] = tide__tensor_borrowed_view(ctx->inputs[i])) != NULL;
+    for (int i = 0; ok && i < kn->num_outputs; i++) {
+        tide_tensor *t = tide_kernel_alloc_output(ctx, i, &shapes[i], false);
+        if (!t) { /* the error (out of memory, naming the node) is recorded */
+            if (q)
+                queued_free(q);
+            return ctx->status;
+        }
+        ok = (q->outputs[i] = tide__tensor_borrowed_view(t)) != NULL;
+    }
+    if (ok && ctx->span)
+        ctx->span->stream = "compute";
+    tide_error *err = tide_error_new();
+    tide_status st = ok ? sim_stream_launch(d, d->streams[TIDE_STREAM_COMPUTE]->context, run_queued, q, err)
+                        : tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory queueing the kernel");
+    if (st != TIDE_OK) {
+        if (ctx->span)
+            ctx->span->stream = NULL;
+        if (q)
+            queued_free(q);
+        tide_kernel_error(ctx, st, "%s", tide_error_message(err));
+    } else {
+        tide__step_queued_on(ctx->step, d);
+    }
+    tide_error_free(err);
+    return st;
+}
+
 typedef struct kernel_launch {
     tide_device *device;
     const tide_kernel_spec *spec;
     tide_kernel_ctx *ctx;
-    /* synchronous compute: the caller waits here */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool done;
     tide_status status;
 } kernel_launch;
 
-static void run_async(void *arg)
-{
-    kernel_launch *l = arg;
-    tide_kernel_ctx *ctx = l->ctx;
-    tide_status st = run_kernel(l->device, l->spec, ctx);
-    free(l);
-    tide_kernel_done(ctx, st);
-}
-
-static void sim_compute_async(tide_device *d, const tide_kernel_spec *k, tide_kernel_ctx *ctx)
-{
-    kernel_launch *l = malloc(sizeof *l);
-    tide_error *err = tide_error_new();
-    tide_status st = l ? TIDE_OK : tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
-    if (l) {
-        *l = (kernel_launch){.device = d, .spec = k, .ctx = ctx};
-        st = sim_stream_launch(d, d->streams[TIDE_STREAM_COMPUTE]->context, run_async, l, err);
-    }
-    if (st != TIDE_OK) {
-        free(l);
-        tide_kernel_error(ctx, st, "%s", tide_error_message(err));
-        tide_error_free(err);
-        tide_kernel_done(ctx, st);
-        return;
-    }
-    tide_error_free(err);
-}
-
 static void run_sync(void *arg)
 {
     kernel_launch *l = arg;
+    delay(l->device);
     tide_status st = run_kernel(l->device, l->spec, l->ctx);
     pthread_mutex_lock(&l->lock);
     l->status = st;
@@ -464,13 +634,14 @@ static void run_sync(void *arg)
     pthread_mutex_unlock(&l->lock);
 }
 
-/* Synchronous: launched on the compute stream like any kernel, and waited for. */
-static tide_status sim_compute(tide_device *d, const tide_kernel_spec *k, tide_kernel_ctx *ctx)
+/* Launched on the compute stream like any kernel, and waited for (a counted wait of the host). */
+static tide_status run_waiting(tide_device *d, const tide_kernel_spec *k, tide_kernel_ctx *ctx)
 {
     kernel_launch l = {.device = d, .spec = k, .ctx = ctx};
     pthread_mutex_init(&l.lock, NULL);
     pthread_cond_init(&l.cond, NULL);
     tide_error *err = tide_error_new();
+    tide__device_count_host_wait(d);
     tide_status st = sim_stream_launch(d, d->streams[TIDE_STREAM_COMPUTE]->context, run_sync, &l, err);
     if (st == TIDE_OK) {
         pthread_mutex_lock(&l.lock);
@@ -485,6 +656,24 @@ static tide_status sim_compute(tide_device *d, const tide_kernel_spec *k, tide_k
     pthread_mutex_destroy(&l.lock);
     pthread_cond_destroy(&l.cond);
     return st;
+}
+
+/* A kernel on the device: queued when its output shapes are known on the host (it returns at once,
+ * as a GPU kernel launch does), else run while the host waits (the CPU kernel decides its outputs
+ * from input values only the device can read: a GPU kernel reading back an index input waits too). */
+static tide_status sim_compute(tide_device *d, const tide_kernel_spec *k, tide_kernel_ctx *ctx)
+{
+    if (ctx->kn->kernel && ctx->kn->kernel->wraps) /* the executor passes the twin: run the CPU kernel */
+        k = &ctx->kn->kernel->wraps->spec;
+    tide_shape shapes[MAX_QUEUED_OUTPUTS];
+    tide_status st = check_inputs(d, ctx);
+    if (st != TIDE_OK)
+        return st;
+    if (queueable(ctx, shapes))
+        return queue_kernel(d, k, ctx, shapes);
+    if (strcmp(ctx->kn->op->name, "_Send") == 0) /* hands a reference to the rendezvous: reads no device */
+        return k->compute(ctx);                  /* memory (the _Recv's copy waits for the stream) */
+    return run_waiting(d, k, ctx);
 }
 
 static int sim_count(const tide_engine_options *opts)
@@ -504,6 +693,8 @@ const tide_device_ops tide__sim_device_ops = {
     .cost = {.flops_per_s = 20e9, .bytes_per_s = 10e9, .launch_s = 20e-6, .copy_bytes_per_s = 2e9,
              .copy_latency_s = 20e-6},
     .count = sim_count,
+    .open = sim_open,
+    .close = sim_close,
     .allocate = sim_allocate,
     .stream_new = sim_stream_new,
     .stream_free = sim_stream_free,
@@ -517,17 +708,17 @@ const tide_device_ops tide__sim_device_ops = {
     .event_synchronize = sim_event_synchronize,
     .event_query = sim_event_query,
     .compute = sim_compute,
-    .compute_async = sim_compute_async,
     .synchronize = sim_synchronize,
 };
 
 /* ---------------------------------------------------------------- the CPU's kernels, on the device */
 
-/* The compute_async of every "sim" kernel: the CPU kernel it wraps, launched on the node's device. */
-static void wrapped_compute_async(tide_kernel_ctx *ctx)
+/* The compute of every "sim" kernel (eager calls come here; the executor calls the device's compute):
+ * the CPU kernel it wraps, on the node's device. */
+static tide_status wrapped_compute(tide_kernel_ctx *ctx)
 {
     tide_device *d = ctx->kn->device;
-    d->ops->compute_async(d, &ctx->kn->kernel->wraps->spec, ctx);
+    return d->ops->compute(d, &ctx->kn->kernel->wraps->spec, ctx);
 }
 
 /* Can the CPU kernel k of op run on the simulated device? Into *c its type constraints without string
@@ -582,9 +773,8 @@ void tide__sim_add_kernels(tide_op_def **ops, int num_ops)
             *w = c;
             w->spec = k->spec;
             w->spec.device_type = "sim";
-            w->spec.compute = NULL;
-            w->spec.compute_async = wrapped_compute_async;
-            w->spec.flags |= TIDE_KERNEL_ASYNC;
+            w->spec.compute = wrapped_compute;
+            w->spec.compute_async = NULL;
             w->op_name = k->op_name;
             w->device_type = "sim";
             w->wraps = k;

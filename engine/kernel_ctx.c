@@ -104,7 +104,14 @@ tide_tensor *tide_kernel_alloc_output(tide_kernel_ctx *ctx, int i, const tide_sh
         tide_kernel_error(ctx, TIDE_INTERNAL, "kernel allocated output %d of %d", i, ctx->kn->num_outputs);
         return NULL;
     }
-    tide_tensor *t = alloc_on_device(ctx, ctx->kn->out_dtypes[i], shape, zero);
+    tide_tensor *t = NULL;
+    if (__builtin_expect(ctx->preset != NULL, 0) && ctx->preset[i] && tide_shape_equal(&ctx->preset[i]->shape, shape)) {
+        t = tide_tensor_retain(ctx->preset[i]);
+        if (zero) /* on the thread of the device whose memory it is (a preset's kernel runs there) */
+            memset(tide_tensor_device_pointer(t), 0, tide_tensor_byte_size(t));
+    } else {
+        t = alloc_on_device(ctx, ctx->kn->out_dtypes[i], shape, zero);
+    }
     if (t)
         set_output(ctx, i, t);
     return t;

@@ -154,8 +154,9 @@ static void data_free(void *p, size_t bytes)
 
 static void buffer_free_contents(tide_buffer *b)
 {
-    if (b->type) { /* device memory: back to its device's caching allocator */
-        tide__allocator_free(b->device->allocator, b->data, b->size);
+    if (b->type) { /* device memory: back to its device's caching allocator (a borrowed view: nothing) */
+        if (!b->dealloc)
+            tide__allocator_free(b->device->allocator, b->data, b->size);
         return;
     }
     if (b->dtype == TIDE_STRING && !b->dealloc) {
@@ -173,7 +174,7 @@ static void buffer_release(tide_buffer *b)
 {
     if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1)
         return;
-    if (b->device)
+    if (b->device && !(b->type && b->dealloc))
         tide__device_account(b->device, -(int64_t)b->size);
     if (b->step_memory)
         tide__step_memory_uncharge(b);
@@ -497,6 +498,23 @@ tide_tensor *tide__tensor_over_device_memory(tide_device *d, const tide_buffer_t
     atomic_init(&b->refs, 1);
     tide__device_account(d, (int64_t)bytes);
     return block_tensor(blk, dt, shape, n);
+}
+
+static void borrowed_nothing(void *data, size_t size, void *arg)
+{
+    TIDE_UNUSED(data), TIDE_UNUSED(size), TIDE_UNUSED(arg);
+}
+
+tide_tensor *tide__tensor_borrowed_view(const tide_tensor *t)
+{
+    tensor_block *blk = malloc(sizeof(tensor_block));
+    if (!blk)
+        return NULL;
+    tide_buffer *b = &blk->b;
+    *b = (tide_buffer){.data = (char *)t->buf->data + t->offset, .size = tide_tensor_byte_size(t), .dtype = t->dtype,
+                       .dealloc = borrowed_nothing, .block = blk, .device = t->buf->device, .type = t->buf->type};
+    atomic_init(&b->refs, 1);
+    return block_tensor(blk, t->dtype, &t->shape, t->num_elements);
 }
 
 bool tide_tensor_is_exclusive(const tide_tensor *t)

@@ -9,7 +9,14 @@
  *  - the hazard itself: queued work reads a block the host freed, a copy into the device follows;
  *    the work must still read the old bytes (an allocator that handed the block to the copy stream
  *    fails this, and TSan reports the race);
- *  - out of memory with such blocks cached waits for the stream before giving them back. */
+ *  - out of memory with such blocks cached waits for the stream before giving them back;
+ *  - runs: kernels on the device are queued and return (the host waits for the device once per step,
+ *    at its end, when the step's fetches come back through copies), also with $TIDE_SIM_DELAY_US making
+ *    every kernel slow so that the host frees and reallocates far ahead of the device: the same bits
+ *    as on the CPU, and blocks really were reused while queued work could still read them;
+ *  - an error a queued kernel hits on the device fails the step, naming the node; the next step runs;
+ *  - traced runs: the device's kernels have timings on its compute stream's lane, from the device's
+ *    clock, in order within the lane, after their launch. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -204,13 +211,203 @@ static void test_out_of_memory_waits_for_the_stream(void)
     tide_engine_free(e);
 }
 
+/* ---------------------------------------------------------------- runs */
+
+/* x [16, 32] (fed) -> MatMul w -> 6 x (Add b, Relu, Square, Tanh) -> Sum over axis 0: a static-shape
+ * chain of stateless ops (29 kernels with the 3 Consts), all on `dev` (NULL: the CPU); fetches the Sum. */
+static tide_tensor *run_chain(tide_engine *e, const char *dev, const tide_tensor *xv, int runs, bool trace,
+                              tide_step_stats **stats)
+{
+    tide_graph *g = tide_graph_new();
+    tide_error *err = tide_error_new();
+    if (dev)
+        tide_graph_push_device(g, dev);
+    tide_node *x = gu_placeholder(g, "x", TIDE_FLOAT32, 2, TH_DIMS(16, 32));
+    float wv[32 * 8], bv[8];
+    for (int i = 0; i < 32 * 8; i++)
+        wv[i] = (float)((i * 37) % 17 - 8) / 8.0f;
+    for (int i = 0; i < 8; i++)
+        bv[i] = (float)i / 16.0f - 0.2f;
+    tide_node *w = gu_const(g, "w", th_f32(2, TH_DIMS(32, 8), wv));
+    tide_node *b = gu_const(g, "b", th_f32(1, TH_DIMS(8), bv));
+    tide_node *h = gu_op(g, "MatMul", "mm", 2, (tide_node *[]){x, w});
+    for (int layer = 0; layer < 6; layer++) { /* intermediates freed and reallocated every layer */
+        char name[32];
+        snprintf(name, sizeof name, "add%d", layer);
+        h = gu_op(g, "Add", name, 2, (tide_node *[]){h, b});
+        snprintf(name, sizeof name, "relu%d", layer);
+        h = gu_op(g, "Relu", name, 1, (tide_node *[]){h});
+        snprintf(name, sizeof name, "sq%d", layer);
+        h = gu_op(g, "Square", name, 1, (tide_node *[]){h});
+        snprintf(name, sizeof name, "tanh%d", layer);
+        h = gu_op(g, "Tanh", name, 1, (tide_node *[]){h});
+    }
+    tide_node *axis = gu_const(g, "axis", th_i32(0, NULL, (const int32_t[]){0}));
+    tide_node *sum = gu_op(g, "Sum", "sum", 2, (tide_node *[]){h, axis});
+    if (dev)
+        tide_graph_pop_device(g);
+    tide_session *sess = tide_session_new(e, g, NULL, err);
+    tide_feed feed = {{x, 0}, (tide_tensor *)xv};
+    tide_output fetch = {sum, 0};
+    tide_run_options opts = {.trace = trace};
+    tide_tensor *out = NULL;
+    for (int r = 0; r < runs; r++) {
+        tide_tensor_release(out);
+        out = NULL;
+        if (stats && *stats)
+            tide_step_stats_free(*stats);
+        tide_status st = tide_session_run(sess, &opts, &feed, 1, &fetch, 1, &out, NULL, 0, stats, err);
+        if (st != TIDE_OK)
+            fprintf(stderr, "run: %s\n", tide_error_message(err));
+        CU_ASSERT_EQUAL_FATAL(st, TIDE_OK);
+    }
+    if (dev) {
+        const char *assigned = tide_node_assigned_device(h);
+        CU_ASSERT(assigned && strstr(assigned, "device:sim:0"));
+    }
+    tide_session_free(sess);
+    tide_graph_free(g);
+    tide_error_free(err);
+    return out;
+}
+
+static tide_tensor *input_16x32(void)
+{
+    float v[16 * 32];
+    for (int i = 0; i < 16 * 32; i++)
+        v[i] = (float)((i * 7919) % 1000 - 500) / 700.0f;
+    return th_f32(2, TH_DIMS(16, 32), v);
+}
+
+static bool same_bits(const tide_tensor *a, const tide_tensor *b)
+{
+    return a && b && tide_shape_equal(tide_tensor_shape(a), tide_tensor_shape(b)) && tide_tensor_data(a) &&
+           tide_tensor_data(b) && memcmp(tide_tensor_data(a), tide_tensor_data(b), tide_tensor_byte_size(a)) == 0;
+}
+
+static void check_queued_runs(int delay_us)
+{
+    char delay[16];
+    snprintf(delay, sizeof delay, "%d", delay_us);
+    setenv("TIDE_SIM_DELAY_US", delay, 1); /* read when the device opens */
+    tide_engine *cpu = sim_engine(0), *e = sim_engine(0);
+    unsetenv("TIDE_SIM_DELAY_US");
+    tide_tensor *xv = input_16x32();
+    tide_tensor *want = run_chain(cpu, NULL, xv, 1, false, NULL);
+    tide_tensor *got = run_chain(e, "/sim:0", xv, 1, false, NULL); /* the first run fills the allocator's cache */
+    CU_ASSERT(same_bits(want, got));
+    tide_tensor_release(got);
+    int64_t waits = tide_engine_device_host_waits(e, 1);
+    tide_device_memory_stats before = stats_of(e);
+    got = run_chain(e, "/sim:0", xv, 5, false, NULL);
+    CU_ASSERT(same_bits(want, got));
+    /* One wait per step: its end (the fetch comes back through a copy that waits for nothing on the host). */
+    CU_ASSERT_EQUAL(tide_engine_device_host_waits(e, 1) - waits, 5);
+    if (delay_us > 0) /* the host ran ahead: blocks went to later kernels while queued ones could still read them */
+        CU_ASSERT(stats_of(e).stream_reuses > before.stream_reuses);
+    tide_tensor_release(got);
+    tide_tensor_release(want);
+    tide_tensor_release(xv);
+    tide_engine_free(e);
+    tide_engine_free(cpu);
+}
+
+static void test_runs_queue_kernels(void) { check_queued_runs(0); }
+static void test_runs_with_a_slow_device(void) { check_queued_runs(300); }
+
+/* GatherV2's output shape is known before it runs, its bad index only when it runs on the device. */
+static void test_queued_kernel_error_fails_the_step(void)
+{
+    tide_engine *e = sim_engine(0);
+    tide_graph *g = tide_graph_new();
+    tide_error *err = tide_error_new();
+    tide_graph_push_device(g, "/sim:0");
+    tide_node *params = gu_const(g, "params", th_f32(1, TH_DIMS(4), (const float[]){1, 2, 3, 4}));
+    tide_node *idx = gu_placeholder(g, "idx", TIDE_INT32, 1, TH_DIMS(2));
+    tide_node *axis = gu_const(g, "axis", th_i32(0, NULL, (const int32_t[]){0}));
+    tide_node *gather = gu_op(g, "GatherV2", "gather", 3, (tide_node *[]){params, idx, axis});
+    tide_node *out = gu_op(g, "Relu", "after", 1, (tide_node *[]){gather});
+    tide_graph_pop_device(g);
+    tide_session *s = tide_session_new(e, g, NULL, err);
+    tide_output fetch = {out, 0};
+    tide_tensor *bad = th_i32(1, TH_DIMS(2), (const int32_t[]){1, 9}), *good = th_i32(1, TH_DIMS(2), (const int32_t[]){3, 0});
+    tide_tensor *v = NULL;
+    tide_feed feed = {{idx, 0}, bad};
+    CU_ASSERT_NOT_EQUAL(tide_session_run(s, NULL, &feed, 1, &fetch, 1, &v, NULL, 0, NULL, err), TIDE_OK);
+    CU_ASSERT_PTR_NULL(v);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "gather"));
+    feed.value = good;
+    CU_ASSERT_EQUAL(tide_session_run(s, NULL, &feed, 1, &fetch, 1, &v, NULL, 0, NULL, err), TIDE_OK);
+    CU_ASSERT(v && ((const float *)tide_tensor_data(v))[0] == 4.0f && ((const float *)tide_tensor_data(v))[1] == 1.0f);
+    tide_tensor_release(v);
+    tide_tensor_release(bad);
+    tide_tensor_release(good);
+    tide_session_free(s);
+    tide_graph_free(g);
+    tide_error_free(err);
+    tide_engine_free(e);
+}
+
+/* ---------------------------------------------------------------- timelines */
+
+static void test_traced_runs_have_device_lanes(void)
+{
+    setenv("TIDE_SIM_DELAY_US", "200", 1);
+    tide_engine *e = sim_engine(0);
+    unsetenv("TIDE_SIM_DELAY_US");
+    tide_tensor *xv = input_16x32();
+    tide_step_stats *stats = NULL;
+    tide_tensor *got = run_chain(e, "/sim:0", xv, 2, true, &stats);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(stats);
+    int on_lane = 0;
+    int64_t last_end = 0;
+    bool ordered = true, after_launch = true, on_device = true;
+    const tide_node_timing *lane[64];
+    for (int i = 0; i < tide_step_stats_count(stats); i++) {
+        const tide_node_timing *t = tide_step_stats_at(stats, i);
+        if (!t->stream)
+            continue;
+        CU_ASSERT_STRING_EQUAL(t->stream, "compute");
+        on_device &= strstr(t->device, "device:sim:0") != NULL;
+        after_launch &= t->start_ns >= t->launch_start_ns && t->launch_end_ns >= t->launch_start_ns &&
+                        t->end_ns - t->start_ns >= 200000; /* the device's own time, its delay included */
+        if (on_lane < 64)
+            lane[on_lane] = t;
+        on_lane++;
+    }
+    CU_ASSERT_EQUAL(on_lane, 29); /* every kernel of the chain: 3 Consts, MatMul, 24 element-wise ops, Sum */
+    CU_ASSERT(on_device);
+    CU_ASSERT(after_launch);
+    /* One stream runs one kernel at a time: sorted by start, each ends before the next starts. */
+    for (int i = 0; i < on_lane && i < 64; i++)
+        for (int k = i + 1; k < on_lane && k < 64; k++)
+            if (lane[k]->start_ns < lane[i]->start_ns) {
+                const tide_node_timing *tmp = lane[i];
+                lane[i] = lane[k];
+                lane[k] = tmp;
+            }
+    for (int i = 0; i < on_lane && i < 64; i++) {
+        ordered &= lane[i]->start_ns >= last_end;
+        last_end = lane[i]->end_ns;
+    }
+    CU_ASSERT(ordered);
+    tide_step_stats_free(stats);
+    tide_tensor_release(got);
+    tide_tensor_release(xv);
+    tide_engine_free(e);
+}
+
 int main(void)
 {
     unsetenv("TIDE_SIM_DEVICES");
     unsetenv("TIDE_DEVICE_MEMORY_LIMIT");
+    unsetenv("TIDE_SIM_DELAY_US");
     static const th_test tests[] = {TH_TEST(test_same_stream_reuses_at_once),
                                     TH_TEST(test_other_streams_wait_for_the_free),
                                     TH_TEST(test_copy_never_overwrites_queued_reads),
-                                    TH_TEST(test_out_of_memory_waits_for_the_stream), TH_END};
+                                    TH_TEST(test_out_of_memory_waits_for_the_stream),
+                                    TH_TEST(test_runs_queue_kernels), TH_TEST(test_runs_with_a_slow_device),
+                                    TH_TEST(test_queued_kernel_error_fails_the_step),
+                                    TH_TEST(test_traced_runs_have_device_lanes), TH_END};
     return th_main("stream_memory", tests);
 }
