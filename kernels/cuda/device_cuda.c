@@ -234,15 +234,34 @@ static tide_status gpu_synchronize(tide_device *d, tide_error *err)
     return TIDE_OK;
 }
 
-/* Kernels for "gpu" enqueue their work on the compute stream (tide_kernel_stream); the step waits for
- * it before the memory of their inputs can be reused (freed blocks go back to the cache while work
- * queued earlier may still read them), so a kernel's compute returns once its stream is done. */
+/* Kernels for "gpu" enqueue their work on the compute stream (tide_kernel_stream) and return: the
+ * executor releases their inputs at once, and the caching allocator reuses those blocks only for later
+ * compute-stream work until the stream passed the free (stream-ordered memory, device_alloc.c). In a
+ * step, nothing waits here: the step synchronises the device once at its end (tide__step_queued_on),
+ * where an error a kernel hit on the GPU fails the step with CUDA's message; copies to the host are
+ * ordered after the queued kernels by an event. An eager call (no step) waits for its kernel, so that
+ * its error is its own. Never run on a GPU. */
+static bool sync_each_kernel; /* $TIDE_GPU_SYNC_EACH_KERNEL=1: the old way, for measuring what it cost */
+static pthread_once_t sync_each_once = PTHREAD_ONCE_INIT;
+
+static void read_sync_each(void)
+{
+    const char *v = getenv("TIDE_GPU_SYNC_EACH_KERNEL");
+    sync_each_kernel = v && strcmp(v, "1") == 0;
+}
+
 static tide_status gpu_compute(tide_device *d, const tide_kernel_spec *k, tide_kernel_ctx *ctx)
 {
     tide_status st = k->compute(ctx);
     if (st != TIDE_OK)
         return st;
+    pthread_once(&sync_each_once, read_sync_each);
+    if (ctx->step && !sync_each_kernel) {
+        tide__step_queued_on(ctx->step, d);
+        return TIDE_OK;
+    }
     cudaStream_t s = tide_stream_context(tide_device_stream(d, TIDE_STREAM_COMPUTE));
+    tide__device_count_host_wait(d);
     cudaError_t e = rt.cudaStreamSynchronize(s);
     if (e != cudaSuccess) {
         char name[64];

@@ -1,7 +1,9 @@
 /* bench_gpu.c — the GPU benchmarks (tests/gpu/run_gpu_checks.sh runs them on the device machine; skipped
  * with 77 where the engine finds no GPU). Everything lives on /gpu:0: variables initialised there, no
  * feeds, so a step is the GPU kernels and the engine's overhead per node.
- *   gpu.op_us          a chain of 200 scalar Adds (y = y + v) per run: microseconds per op
+ *   gpu.op_us          a chain of 200 scalar Adds (y = y + v) per run: microseconds per op; with
+ *                      $TIDE_GPU_SYNC_EACH_KERNEL=1 the device waits for every kernel (before stream-
+ *                      ordered memory) and the figure is gpu.op_us_sync_each_kernel
  *   gpu.matmul8192     one 8192^3 MatMul per run against cublasSgemm called directly on the same
  *                      machine (ratio_vs_cublas = cuBLAS time / tide time; 1.0 is cuBLAS's speed)
  *   gpu.mlp            784-512-256-10 ReLU MLP, batch 128, softmax cross-entropy, SGD: steps per second
@@ -98,6 +100,23 @@ static int placement_warnings(tide_session *s)
     return n;
 }
 
+/* How many times one run of fetch waits for the device (tide_engine_device_host_waits). */
+static double host_waits_per_run(tide_session *s, tide_output fetch)
+{
+    int dev = -1;
+    for (int i = 0; i < tide_engine_num_devices(engine); i++)
+        if (strstr(tide_engine_device_name(engine, i), device + 1))
+            dev = i;
+    if (dev < 0)
+        return -1;
+    int64_t before = tide_engine_device_host_waits(engine, dev);
+    tide_tensor *out = NULL;
+    if (tide_session_run(s, NULL, NULL, 0, &fetch, 1, &out, NULL, 0, NULL, err) != TIDE_OK)
+        die("a run");
+    tide_tensor_release(out);
+    return (double)(tide_engine_device_host_waits(engine, dev) - before);
+}
+
 static void bench_op_us(void)
 {
     enum { CHAIN = 200 };
@@ -110,10 +129,13 @@ static void bench_op_us(void)
     tide_graph_pop_device(g);
     tide_session *s = start(g);
     double t = time_runs(s, NULL, y, 20, 9, 50);
-    char extra[256];
-    snprintf(extra, sizeof extra, "\"chain\": %d, \"run_us\": %.1f, \"placement_warnings\": %d", CHAIN, t * 1e6,
-             placement_warnings(s));
-    bench_emit("gpu.op_us", t * 1e6 / CHAIN, "us", extra);
+    char extra[320];
+    const char *sync = getenv("TIDE_GPU_SYNC_EACH_KERNEL");
+    bool sync_each = sync && strcmp(sync, "1") == 0; /* the device then waits for every kernel (the old way) */
+    snprintf(extra, sizeof extra, "\"chain\": %d, \"run_us\": %.1f, \"placement_warnings\": %d, \"host_waits_per_run\": %.1f, "
+             "\"sync_each_kernel\": %s", CHAIN, t * 1e6, placement_warnings(s), host_waits_per_run(s, y),
+             sync_each ? "true" : "false");
+    bench_emit(sync_each ? "gpu.op_us_sync_each_kernel" : "gpu.op_us", t * 1e6 / CHAIN, "us", extra);
     tide_session_free(s);
     tide_graph_free(g);
 }

@@ -86,6 +86,8 @@ PY
 
   step "benchmarks"
   timeout 150 $b/tests/gpu_bench_gpu 2>&1 | tee -a "$bench"
+  # gpu.op_us once more with a synchronisation after every kernel (the way before stream-ordered memory)
+  TIDE_GPU_SYNC_EACH_KERNEL=1 timeout 60 $b/tests/gpu_bench_gpu op 2>&1 | tee -a "$bench"
   timeout 150 python3 tests/gpu/peer_gpu_torch.py 2>&1 | tee -a "$bench"
   python3 - "$bench" <<'PY' | tee -a "$bench"
 import json, sys
@@ -101,6 +103,10 @@ def emit(name, value, **extra):
 if "gpu.op_us" in f and f.get("torch.gpu.op_us", {}).get("value"):
     emit("gpu.op_us.ratio_vs_torch_eager", f["torch.gpu.op_us"]["value"] / f["gpu.op_us"]["value"],
          note="torch us / tide us; >= 1 means tide is as fast")
+if "gpu.op_us_sync_each_kernel" in f and f.get("torch.gpu.op_us", {}).get("value"):
+    emit("gpu.op_us_sync_each_kernel.ratio_vs_torch_eager",
+         f["torch.gpu.op_us"]["value"] / f["gpu.op_us_sync_each_kernel"]["value"],
+         note="the same chain when the device waits for every kernel (before stream-ordered memory)")
 if "gpu.matmul8192.ratio_vs_cublas" in f and f.get("torch.gpu.matmul8192_ms", {}).get("value"):
     emit("gpu.matmul8192.ratio_vs_torch", f["torch.gpu.matmul8192_ms"]["value"] / f["gpu.matmul8192.ratio_vs_cublas"]["tide_ms"])
 mlp = f.get("gpu.mlp.steps_per_s", {}).get("value")
