@@ -43,6 +43,7 @@
     X(cudaStreamWaitEvent, (cudaStream_t, cudaEvent_t, unsigned int))                                       \
     X(cudaEventSynchronize, (cudaEvent_t))                                                                  \
     X(cudaEventQuery, (cudaEvent_t))                                                                        \
+    X(cudaEventElapsedTime, (float *, cudaEvent_t, cudaEvent_t))                                            \
     X(cudaDeviceSynchronize, (void))
 
 typedef const char *(*error_string_fn)(cudaError_t);
@@ -226,11 +227,127 @@ static bool gpu_event_query(tide_device *d, void *event)
     return rt.cudaEventQuery(event) == cudaSuccess;
 }
 
+/* ---------------------------------------------------------------- timelines: CUDA events per kernel */
+
+/* A traced step's kernels (kernel ctx .span): two timing events around each launch on the compute
+ * stream, resolved once the device was synchronised (the step's end) into host-clock times: the
+ * elapsed time from a reference event recorded with the step's first traced kernel, whose host time
+ * is taken right after it was recorded (so the device's times are late by however long the GPU took
+ * to reach that event: the lane's shape is exact, its offset approximate). Never run on a GPU. */
+typedef struct gpu_span {
+    tide_device_span *span;
+    cudaEvent_t start, end;
+} gpu_span;
+
+typedef struct gpu_timeline {
+    pthread_mutex_t lock;
+    cudaEvent_t ref;
+    int64_t ref_host_ns;
+    gpu_span *spans;
+    int n, cap;
+} gpu_timeline;
+
+static tide_status gpu_open(tide_device *d, tide_error *err)
+{
+    gpu_timeline *tl = calloc(1, sizeof *tl);
+    if (!tl)
+        return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory opening %s", tide_device_name(d));
+    pthread_mutex_init(&tl->lock, NULL);
+    tide_device_set_context(d, tl);
+    return TIDE_OK;
+}
+
+/* Writes the resolved times into the spans and drops the events. Lock held; the device is idle. */
+static void resolve_spans(gpu_timeline *tl)
+{
+    for (int i = 0; i < tl->n; i++) {
+        gpu_span *g = &tl->spans[i];
+        float start_ms = 0, end_ms = 0;
+        if (rt.cudaEventElapsedTime(&start_ms, tl->ref, g->start) == cudaSuccess &&
+            rt.cudaEventElapsedTime(&end_ms, tl->ref, g->end) == cudaSuccess) {
+            g->span->start_ns = tl->ref_host_ns + (int64_t)((double)start_ms * 1e6);
+            g->span->end_ns = tl->ref_host_ns + (int64_t)((double)end_ms * 1e6);
+        }
+        rt.cudaEventDestroy(g->start);
+        rt.cudaEventDestroy(g->end);
+    }
+    if (tl->n > 0)
+        rt.cudaEventDestroy(tl->ref);
+    tl->n = 0;
+}
+
+static void gpu_close(tide_device *d)
+{
+    gpu_timeline *tl = tide_device_context(d);
+    if (!tl)
+        return;
+    resolve_spans(tl); /* the device was synchronised before its streams closed */
+    free(tl->spans);
+    pthread_mutex_destroy(&tl->lock);
+    free(tl);
+}
+
+static cudaEvent_t timing_event(cudaStream_t s)
+{
+    cudaEvent_t ev = NULL;
+    if (rt.cudaEventCreateWithFlags(&ev, cudaEventDefault) != cudaSuccess)
+        return NULL;
+    if (rt.cudaEventRecord(ev, s) != cudaSuccess) {
+        rt.cudaEventDestroy(ev);
+        return NULL;
+    }
+    return ev;
+}
+
+/* Launches k with timing events around it when the step is traced; else just launches it. */
+static tide_status launch_timed(tide_device *d, const tide_kernel_spec *k, tide_kernel_ctx *ctx)
+{
+    gpu_timeline *tl = tide_device_context(d);
+    if (!ctx->span || !tl || on(d) != cudaSuccess)
+        return k->compute(ctx);
+    cudaStream_t s = tide_stream_context(tide_device_stream(d, TIDE_STREAM_COMPUTE));
+    pthread_mutex_lock(&tl->lock);
+    if (tl->n == tl->cap) {
+        int cap = tl->cap ? 2 * tl->cap : 64;
+        gpu_span *grown = realloc(tl->spans, sizeof *grown * (size_t)cap);
+        if (grown) {
+            tl->spans = grown;
+            tl->cap = cap;
+        }
+    }
+    bool room = tl->n < tl->cap;
+    if (room && tl->n == 0) {
+        tl->ref = timing_event(s);
+        tl->ref_host_ns = tide__now_ns();
+        room = tl->ref != NULL;
+    }
+    cudaEvent_t start = room ? timing_event(s) : NULL;
+    tide_status st = k->compute(ctx);
+    cudaEvent_t end = start ? timing_event(s) : NULL;
+    if (start && end) {
+        tl->spans[tl->n++] = (gpu_span){ctx->span, start, end};
+        ctx->span->stream = "compute";
+    } else {
+        if (start)
+            rt.cudaEventDestroy(start);
+        if (room && tl->n == 0 && tl->ref)
+            rt.cudaEventDestroy(tl->ref);
+    }
+    pthread_mutex_unlock(&tl->lock);
+    return st;
+}
+
 static tide_status gpu_synchronize(tide_device *d, tide_error *err)
 {
     if (on(d) != cudaSuccess)
         return tide_error_set(err, TIDE_INTERNAL, "cannot select %s", tide_device_name(d));
     CALL(d, err, cudaDeviceSynchronize());
+    gpu_timeline *tl = tide_device_context(d);
+    if (tl) {
+        pthread_mutex_lock(&tl->lock);
+        resolve_spans(tl);
+        pthread_mutex_unlock(&tl->lock);
+    }
     return TIDE_OK;
 }
 
@@ -252,10 +369,10 @@ static void read_sync_each(void)
 
 static tide_status gpu_compute(tide_device *d, const tide_kernel_spec *k, tide_kernel_ctx *ctx)
 {
-    tide_status st = k->compute(ctx);
+    pthread_once(&sync_each_once, read_sync_each);
+    tide_status st = ctx->step && !sync_each_kernel ? launch_timed(d, k, ctx) : k->compute(ctx);
     if (st != TIDE_OK)
         return st;
-    pthread_once(&sync_each_once, read_sync_each);
     if (ctx->step && !sync_each_kernel) {
         tide__step_queued_on(ctx->step, d);
         return TIDE_OK;
@@ -302,6 +419,8 @@ static const tide_device_ops gpu_device_ops = {
     .cost = {.flops_per_s = 50e12, .bytes_per_s = 4e12, .launch_s = 5e-6, .copy_bytes_per_s = 25e9,
              .copy_latency_s = 10e-6},
     .count = gpu_count,
+    .open = gpu_open,
+    .close = gpu_close,
     .allocate = gpu_allocate,
     .stream_new = gpu_stream_new,
     .stream_free = gpu_stream_free,
