@@ -5,6 +5,11 @@
  *   - float32/float64/complex64/complex128 go to BLAS (cblas_?gemm, row-major, transposes passed as
  *     flags, beta = 0 so the output is never zero-filled or copied). A product too small for BLAS's
  *     call overhead to pay (M*N*K <= SMALL_WORK, real types only) takes the loops below instead.
+ *     float32 products take tide's own GEMM instead of cblas_sgemm where the CPU has AVX-512
+ *     (gemm_avx512.c; $TIDE_CPU_ISA=avx2 or portable keeps them on OpenBLAS): Debian's OpenBLAS
+ *     runs its AVX2 kernels on AVX-512 CPUs, and the own GEMM ran the MLP's products at about twice
+ *     its speed per core (docs/benchmarks.md). If its packing buffer cannot be allocated, the block
+ *     goes to cblas_sgemm after all.
  *     OpenBLAS runs single-threaded (set when the library loads): one thread pool, the engine's, so
  *     OpenBLAS's own threads never spin beside the executor's on the same cores. Batches are spread
  *     over the engine's threads; a single large product is cut into one block of output columns
@@ -20,6 +25,7 @@
 #include "../../engine/ops/linalg_ops.h"
 #include "../../engine/tide_op.h"
 #include "cpu_util.h"
+#include "gemm.h"
 
 /* Products with at most this many multiply-adds skip BLAS: below it (about 6 x 6 x 6) the loops beat
  * the ~100 ns a cblas call costs (measured on the 2-core development machine). */
@@ -56,6 +62,7 @@ typedef struct mm_job {
     size_t esize;      /* bytes per element */
     int64_t batches;
     tide_bcast bc;     /* batch broadcasting (BatchMatMul); unused when batches == 1 */
+    bool own_gemm;     /* float32 through tide_gemm_f32 rather than cblas_sgemm */
 } mm_job;
 
 /* ---------------------------------------------------------------- loops (integers, small floats) */
@@ -180,6 +187,9 @@ static void blas_block(const mm_job *j, int64_t batch, int64_t i0, int64_t i1, i
     static const double one_z[2] = {1.0, 0.0}, zero_z[2] = {0.0, 0.0};
     switch (j->dt) {
     case TIDE_FLOAT32:
+        if (j->own_gemm && tide_gemm_f32(j->ta, j->tb, m, n, k, (const float *)a, lda, (const float *)b, ldb,
+                                         (float *)c, ldc))
+            break;
         cblas_sgemm(CblasRowMajor, op_a, op_b, m, n, k, 1.0f, (const float *)a, lda, (const float *)b, ldb,
                     0.0f, (float *)c, ldc);
         break;
@@ -205,7 +215,8 @@ static void blas_batches(int64_t begin, int64_t end, void *arg)
 }
 
 /* A single product cut into `parts` blocks along its longer output dimension (a multiple of 16 wide,
- * so each block keeps BLAS's vector width); unit p is block p. */
+ * so each block keeps BLAS's vector width; of the own GEMM's tile, 14 rows or 32 columns); unit p is
+ * block p. */
 typedef struct mm_split {
     const mm_job *job;
     int64_t parts;
@@ -217,7 +228,8 @@ static void blas_split(int64_t begin, int64_t end, void *arg)
     const mm_job *j = sp->job;
     bool by_rows = j->m >= j->n;
     int64_t len = by_rows ? j->m : j->n;
-    int64_t step = ((len + sp->parts - 1) / sp->parts + 15) / 16 * 16;
+    int64_t unit = !j->own_gemm ? 16 : by_rows ? TIDE_GEMM_MR : TIDE_GEMM_NR;
+    int64_t step = ((len + sp->parts - 1) / sp->parts + unit - 1) / unit * unit;
     for (int64_t p = begin; p < end; p++) {
         int64_t lo = p * step, hi = lo + step < len ? lo + step : len;
         if (lo >= hi)
@@ -261,6 +273,7 @@ static tide_status mm_run(tide_kernel_ctx *ctx, mm_job *j, const tide_shape *out
         return TIDE_OK;
     j->c = tide_tensor_data(t);
     j->esize = tide_dtype_size(j->dt);
+    j->own_gemm = j->dt == TIDE_FLOAT32 && tide_gemm_f32_available();
     if (!blas)
         tide_kernel_parallel_for(ctx, j->batches * j->m, 0.5 * (double)j->n * (double)j->k + 1.0,
                                  loop_units, j);
