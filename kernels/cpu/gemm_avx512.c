@@ -17,7 +17,7 @@
  *         the first block of k and adds to it on the others.
  * B transposed (stored n x k) is packed through 16 x 16 transposes in registers. Ragged edges: the
  * last strip of rows runs a micro-kernel compiled for its row count (1..14), the last strip of
- * columns stores through a mask. Every output element is a sum over k in increasing order, one FMA
+ * columns stores through a mask (and, at most 16 wide, runs with one vector per row). Every output element is a sum over k in increasing order, one FMA
  * per term, whatever the thread split (callers cut C into blocks, not k). */
 #include "gemm.h"
 
@@ -37,23 +37,25 @@
 #define AVX512 TIDE_TARGET_AVX512
 #define INLINE static inline __attribute__((always_inline))
 
-/* One tile: C[R, 32] (+)= A[R, kc] B[kc, 32], A's element (r, k) at a[r * a_row + k * a_step], B a
- * packed strip. R, a_row and a_step are compile-time constants where the caller is, so the loops
- * unroll into the 2R accumulators. m0, m1: the columns of C's two halves that exist. */
-INLINE AVX512 void tile(const int R, int64_t kc, const float *a, int64_t a_row, int64_t a_step, const float *b,
-                        float *c, int64_t ldc, bool accumulate, __mmask16 m0, __mmask16 m1)
+/* One tile: C[R, 16 V] (+)= A[R, kc] B[kc, 16 V], A's element (r, k) at a[r * a_row + k * a_step], B a
+ * packed strip (32 wide; V = 1 uses its first 16 columns only, for strips of at most 16 columns). R, V,
+ * a_row and a_step are compile-time constants where the caller is, so the loops unroll into the R V
+ * accumulators. m0, m1: the columns of C's two halves that exist. */
+INLINE AVX512 void tile(const int R, const int V, int64_t kc, const float *a, int64_t a_row, int64_t a_step,
+                        const float *b, float *c, int64_t ldc, bool accumulate, __mmask16 m0, __mmask16 m1)
 {
     __m512 c0[MR], c1[MR];
 #pragma GCC unroll 14
     for (int r = 0; r < R; r++)
         c0[r] = c1[r] = _mm512_setzero_ps();
     for (int64_t k = 0; k < kc; k++) {
-        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+        __m512 b0 = _mm512_load_ps(b), b1 = V == 2 ? _mm512_load_ps(b + 16) : b0;
 #pragma GCC unroll 14
         for (int r = 0; r < R; r++) {
             __m512 x = _mm512_set1_ps(a[r * a_row]);
             c0[r] = _mm512_fmadd_ps(x, b0, c0[r]);
-            c1[r] = _mm512_fmadd_ps(x, b1, c1[r]);
+            if (V == 2)
+                c1[r] = _mm512_fmadd_ps(x, b1, c1[r]);
         }
         a += a_step;
         b += NR;
@@ -61,26 +63,33 @@ INLINE AVX512 void tile(const int R, int64_t kc, const float *a, int64_t a_row, 
 #pragma GCC unroll 14
     for (int r = 0; r < R; r++) {
         float *row = c + r * ldc;
-        if (accumulate) {
+        if (accumulate)
             c0[r] = _mm512_add_ps(c0[r], _mm512_maskz_loadu_ps(m0, row));
-            c1[r] = _mm512_add_ps(c1[r], _mm512_maskz_loadu_ps(m1, row + 16));
-        }
         _mm512_mask_storeu_ps(row, m0, c0[r]);
-        _mm512_mask_storeu_ps(row + 16, m1, c1[r]);
+        if (V == 2) {
+            if (accumulate)
+                c1[r] = _mm512_add_ps(c1[r], _mm512_maskz_loadu_ps(m1, row + 16));
+            _mm512_mask_storeu_ps(row + 16, m1, c1[r]);
+        }
     }
 }
 
 /* The tile for a strip of R rows: A packed (a_row 1, a_step MR) or A's own rows (a_row lda, step 1). */
 #define TILE_CASE(R)                                                                             \
     case R:                                                                                      \
-        if (packed_a)                                                                            \
-            tile(R, kc, a, 1, MR, b, c, ldc, accumulate, m0, m1);                                \
+        if (packed_a && wide)                                                                    \
+            tile(R, 2, kc, a, 1, MR, b, c, ldc, accumulate, m0, m1);                             \
+        else if (packed_a)                                                                       \
+            tile(R, 1, kc, a, 1, MR, b, c, ldc, accumulate, m0, m1);                             \
+        else if (wide)                                                                           \
+            tile(R, 2, kc, a, lda, 1, b, c, ldc, accumulate, m0, m1);                            \
         else                                                                                     \
-            tile(R, kc, a, lda, 1, b, c, ldc, accumulate, m0, m1);                               \
+            tile(R, 1, kc, a, lda, 1, b, c, ldc, accumulate, m0, m1);                            \
         break;
 
-static AVX512 void tile_rows(int rows, int64_t kc, const float *a, int64_t lda, bool packed_a, const float *b,
-                             float *c, int64_t ldc, bool accumulate, __mmask16 m0, __mmask16 m1)
+/* wide: the strip has more than 16 columns (two vectors of C per row). */
+static AVX512 void tile_rows(int rows, bool wide, int64_t kc, const float *a, int64_t lda, bool packed_a,
+                             const float *b, float *c, int64_t ldc, bool accumulate, __mmask16 m0, __mmask16 m1)
 {
     switch (rows) {
         TILE_CASE(1) TILE_CASE(2) TILE_CASE(3) TILE_CASE(4) TILE_CASE(5) TILE_CASE(6) TILE_CASE(7)
@@ -185,7 +194,7 @@ static AVX512 void gemm_block(const gemm_args *g, int64_t pc, int64_t kc, int64_
         for (int64_t ir = 0; ir < mc; ir += MR) {
             const int rows = (int)(mc - ir < MR ? mc - ir : MR);
             const float *a = g->ta ? pa + ir * kc : g->a + (ic + ir) * g->lda + pc;
-            tile_rows(rows, kc, a, g->lda, g->ta, b, g->c + (ic + ir) * g->ldc + jc + jr, g->ldc, pc > 0, m0, m1);
+            tile_rows(rows, cols > 16, kc, a, g->lda, g->ta, b, g->c + (ic + ir) * g->ldc + jc + jr, g->ldc, pc > 0, m0, m1);
         }
     }
 }

@@ -37,6 +37,10 @@
  * 256^3 = 1.7e7 a split ran at 51 GFLOP/s against 85 unsplit; at 100x784x512 = 4e7 splitting gains
  * 35%). */
 #define BLAS_SPLIT_WORK 3.0e7
+/* The same for the own GEMM (about twice OpenBLAS's speed per core, 50 us of one core at 4e6): the
+ * MLP's 128 x 256 x 512 products (1.7e7) are split too. The calling thread takes every part no idle
+ * worker picks up (tide_kernel_parallel_for), so a split costs little when the pool is busy. */
+#define OWN_SPLIT_WORK 4.0e6
 /* Tile of the loops: KC rows of B by NC columns (a packed tile is at most 64 KiB of int64). */
 #define KC 64
 #define NC 128
@@ -277,7 +281,8 @@ static tide_status mm_run(tide_kernel_ctx *ctx, mm_job *j, const tide_shape *out
     if (!blas)
         tide_kernel_parallel_for(ctx, j->batches * j->m, 0.5 * (double)j->n * (double)j->k + 1.0,
                                  loop_units, j);
-    else if (j->batches > 1 || work < BLAS_SPLIT_WORK || tide_kernel_num_threads(ctx) < 2)
+    else if (j->batches > 1 || work < (j->own_gemm ? OWN_SPLIT_WORK : BLAS_SPLIT_WORK) ||
+             tide_kernel_num_threads(ctx) < 2)
         tide_kernel_parallel_for(ctx, j->batches, 0.05 * work + 200.0, blas_batches, j);
     else {
         mm_split sp = {j, tide_kernel_num_threads(ctx)};
