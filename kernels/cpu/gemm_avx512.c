@@ -21,7 +21,7 @@
  * per term, whatever the thread split (callers cut C into blocks, not k). */
 #include "gemm.h"
 
-#include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "cpu_util.h"
@@ -227,14 +227,18 @@ bool tide_gemm_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const floa
     }
     const int64_t kc = k < KC ? k : KC, nc = ((n < NC ? n : NC) + NR - 1) / NR * NR;
     const int64_t mc = ta ? ((m < MC ? m : MC) + MR - 1) / MR * MR : 0;
-    /* B's packed block, then A's (transposed A only); 64-byte aligned for the aligned loads. */
-    size_t bytes = (size_t)(kc * nc + kc * mc) * sizeof(float);
-    float *buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (!buf)
+    /* B's packed block, then A's (transposed A only), 64-byte aligned for the aligned loads. A tensor
+     * of the engine's, whose buffer cache hands the same memory back every step: a fresh malloc of
+     * this size would be fresh pages, a page fault per 4 KiB on every call
+     * (tests/engine/test_memory.c's test_steady_steps_page_faults). */
+    tide_shape shape = tide_shape_vector(kc * nc + kc * mc + 16);
+    tide_tensor *scratch = tide_tensor_new_uninitialized(TIDE_FLOAT32, &shape, NULL);
+    if (!scratch)
         return false;
+    float *buf = (float *)(((uintptr_t)tide_tensor_data(scratch) + 63) & ~(uintptr_t)63);
     gemm_args g = {ta, tb, m, n, k, lda, ldb, ldc, a, b, c};
     gemm_run(&g, buf, buf + kc * nc);
-    free(buf);
+    tide_tensor_release(scratch);
     return true;
 }
 

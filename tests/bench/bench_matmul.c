@@ -2,11 +2,15 @@
  * fed, output fetched) against a direct cblas_sgemm of the same size in the same process, runs
  * in alternating blocks, medians compared. Prints matmul.N.ratio_vs_cblas (1.00 = no overhead) and GFLOP/s.
  * tide runs OpenBLAS single-threaded and splits products over its own pool; the baseline gets
- * OpenBLAS's own threads (one per core), as a program calling cblas_sgemm directly would. */
+ * OpenBLAS's own threads (one per core), as a program calling cblas_sgemm directly would. On a CPU
+ * with AVX-512 tide's MatMul runs its own float32 GEMM instead (kernels/cpu/gemm_avx512.c; the
+ * "tide_gemm" field says which), so the ratio also holds the two GEMMs' difference in speed;
+ * TIDE_CPU_ISA=avx2 measures the overhead over OpenBLAS alone. bench_gemm.c compares the GEMMs. */
 #include <cblas.h>
 #include <string.h>
 #include <time.h>
 
+#include "../../kernels/cpu/gemm.h"
 #include "bench_util.h"
 #include "tide.h"
 
@@ -77,10 +81,12 @@ static int bench_size(tide_engine *e, int n, int reps, tide_error *err)
     }
     double mb = bench_median(t_blas, reps), mt = bench_median(t_tide, reps);
     double flops = 2.0 * n * n * (double)n;
-    char name[64], extra[200];
+    char name[64], extra[240];
     snprintf(name, sizeof name, "matmul.%d.ratio_vs_cblas", n);
-    snprintf(extra, sizeof extra, "\"tide_gflops\": %.1f, \"cblas_gflops\": %.1f, \"reps\": %d, \"a\": [%d, %d], \"b\": [%d, %d]",
-             flops / mt * 1e-9, flops / mb * 1e-9, reps, n, n, n, n);
+    snprintf(extra, sizeof extra, "\"tide_gflops\": %.1f, \"cblas_gflops\": %.1f, \"reps\": %d, \"a\": [%d, %d], \"b\": [%d, %d], "
+             "\"tide_gemm\": \"%s\"",
+             flops / mt * 1e-9, flops / mb * 1e-9, reps, n, n, n, n,
+             tide_gemm_f32_available() ? "own (AVX-512)" : "OpenBLAS");
     bench_emit(name, mt / mb, "ratio", extra);
     free(t_blas);
     free(t_tide);
