@@ -32,6 +32,8 @@
 #define NC 512       /* columns per packed block of B: KC x NC = 512 KiB (L2 is 1 MiB) */
 #define MC (12 * MR) /* rows per block of A: 168 x KC floats = 168 KiB */
 
+bool tide_gemm_f32_suits(int64_t m, int64_t n) { return m >= 8 && n >= 8 && m * n >= 1024; }
+
 #if TIDE_ISA_DISPATCH_X86
 
 #define AVX512 TIDE_TARGET_AVX512

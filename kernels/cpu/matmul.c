@@ -6,9 +6,10 @@
  *     flags, beta = 0 so the output is never zero-filled or copied). A product too small for BLAS's
  *     call overhead to pay (M*N*K <= SMALL_WORK, real types only) takes the loops below instead.
  *     float32 products take tide's own GEMM instead of cblas_sgemm where the CPU has AVX-512
- *     (gemm_avx512.c; $TIDE_CPU_ISA=avx2 or portable keeps them on OpenBLAS): Debian's OpenBLAS
- *     runs its AVX2 kernels on AVX-512 CPUs, and the own GEMM ran the MLP's products at about twice
- *     its speed per core (docs/benchmarks.md). If its packing buffer cannot be allocated, the block
+ *     (gemm_avx512.c; $TIDE_CPU_ISA=avx2 or portable keeps them on OpenBLAS) and the output is
+ *     large enough for it to win (tide_gemm_f32_suits: at least 8 x 8 and 1024 elements): Debian's
+ *     OpenBLAS runs its AVX2 kernels on AVX-512 CPUs, and the own GEMM ran the MLP's products at
+ *     about twice its speed per core (docs/benchmarks.md). If its packing buffer cannot be allocated, the block
  *     goes to cblas_sgemm after all.
  *     OpenBLAS runs single-threaded (set when the library loads): one thread pool, the engine's, so
  *     OpenBLAS's own threads never spin beside the executor's on the same cores. Batches are spread
@@ -277,7 +278,7 @@ static tide_status mm_run(tide_kernel_ctx *ctx, mm_job *j, const tide_shape *out
         return TIDE_OK;
     j->c = tide_tensor_data(t);
     j->esize = tide_dtype_size(j->dt);
-    j->own_gemm = j->dt == TIDE_FLOAT32 && tide_gemm_f32_available();
+    j->own_gemm = j->dt == TIDE_FLOAT32 && tide_gemm_f32_available() && tide_gemm_f32_suits(j->m, j->n);
     if (!blas)
         tide_kernel_parallel_for(ctx, j->batches * j->m, 0.5 * (double)j->n * (double)j->k + 1.0,
                                  loop_units, j);

@@ -284,8 +284,9 @@ static void test_matmul_float_sizes(void)
 
 /* float32 products at the edges of every blocking of the own GEMM (gemm_avx512.c: tiles of 14 x 32,
  * k in blocks of <= 256, 512 columns and 168 rows per block) and of the thread split (work over
- * 3e7), all four transposes, through MatMul and BatchMatMulV2 (broadcast batches). The ISA cap is
- * whatever the caller set: OpenBLAS below AVX-512, the own GEMM at AVX-512. */
+ * 4e6 and 3e7), all four transposes, through MatMul and BatchMatMulV2 (broadcast batches). The ISA
+ * cap is whatever the caller set: OpenBLAS below AVX-512, the own GEMM at AVX-512 for outputs it
+ * suits (tide_gemm_f32_suits; OpenBLAS for the smaller ones). */
 static void bmm_case(tide_dtype dt, int rx, const int64_t *dx, int ry, const int64_t *dy, bool ax, bool ay);
 
 static void float32_products(void)
@@ -325,9 +326,45 @@ static void test_matmul_float32_own_gemm(void)
     tide_cpu_isa_limit(before);
 }
 
-/* tide_gemm_f32 itself on operands with row strides past their widths (blocks of larger matrices, as
- * MatMul's thread split passes them): C's padding columns stay untouched; k == 0 writes zeros. */
-static void test_own_gemm_strided(void)
+/* One direct call of tide_gemm_f32 on operands whose rows are `pad` elements longer than their widths
+ * (blocks of larger matrices, as MatMul's thread split passes them): C's padding stays untouched. */
+static void own_gemm_case(int64_t m, int64_t n, int64_t k, bool ta, bool tb, int64_t pad)
+{
+    const int64_t lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
+    const int64_t arows = ta ? k : m, brows = tb ? n : k;
+    float *a = malloc((size_t)(arows * lda + 1) * sizeof *a), *b = malloc((size_t)(brows * ldb + 1) * sizeof *b);
+    float *c = malloc((size_t)(m * ldc) * sizeof *c);
+    for (int64_t i = 0; i < arows * lda; i++)
+        a[i] = (float)th_rand(-1, 1);
+    for (int64_t i = 0; i < brows * ldb; i++)
+        b[i] = (float)th_rand(-1, 1);
+    for (int64_t i = 0; i < m * ldc; i++)
+        c[i] = 1234.5f;
+    CU_ASSERT_TRUE(tide_gemm_f32(ta, tb, m, n, k, a, lda, b, ldb, c, ldc));
+    int64_t bad = -1;
+    for (int64_t i = 0; i < m && bad < 0; i++)
+        for (int64_t j = 0; j < ldc && bad < 0; j++) {
+            double want = 1234.5;
+            if (j < n) {
+                want = 0;
+                for (int64_t p = 0; p < k; p++)
+                    want += (double)(ta ? a[p * lda + i] : a[i * lda + p]) * (double)(tb ? b[j * ldb + p] : b[p * ldb + j]);
+            }
+            if (fabs(c[i * ldc + j] - want) > 1e-5 * fabs(want) + 1e-6 * (double)k + 1e-6)
+                bad = i * ldc + j;
+        }
+    if (bad >= 0)
+        fprintf(stderr, "gemm %lldx%lldx%lld ta=%d tb=%d pad %lld: element %lld wrong (%g)\n", (long long)m,
+                (long long)n, (long long)k, ta, tb, (long long)pad, (long long)bad, c[bad]);
+    CU_ASSERT(bad < 0);
+    free(a);
+    free(b);
+    free(c);
+}
+
+/* tide_gemm_f32 itself, also on the small products MatMul leaves to OpenBLAS (tide_gemm_f32_suits):
+ * every ragged tile (rows 1..14, columns 1..32), k from 0 (zeros) past one block, strided operands. */
+static void test_own_gemm_direct(void)
 {
     tide_cpu_isa before = tide_cpu_isa_limit(TIDE_ISA_AVX512);
     if (!tide_gemm_f32_available()) {
@@ -335,43 +372,15 @@ static void test_own_gemm_strided(void)
         tide_cpu_isa_limit(before);
         return;
     }
-    const int64_t shapes[][3] = {{29, 45, 300}, {14, 32, 16}, {3, 70, 5}, {50, 17, 0}};
-    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
-        for (int t = 0; t < 4; t++) {
-            const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2], pad = 7;
-            const bool ta = t & 1, tb = t & 2;
-            const int64_t lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
-            const int64_t arows = ta ? k : m, brows = tb ? n : k;
-            float *a = malloc((size_t)(arows * lda + 1) * sizeof *a), *b = malloc((size_t)(brows * ldb + 1) * sizeof *b);
-            float *c = malloc((size_t)(m * ldc) * sizeof *c);
-            for (int64_t i = 0; i < arows * lda; i++)
-                a[i] = (float)th_rand(-1, 1);
-            for (int64_t i = 0; i < brows * ldb; i++)
-                b[i] = (float)th_rand(-1, 1);
-            for (int64_t i = 0; i < m * ldc; i++)
-                c[i] = 1234.5f;
-            CU_ASSERT_TRUE(tide_gemm_f32(ta, tb, m, n, k, a, lda, b, ldb, c, ldc));
-            int64_t bad = -1;
-            for (int64_t i = 0; i < m && bad < 0; i++)
-                for (int64_t j = 0; j < ldc && bad < 0; j++) {
-                    double want = 1234.5;
-                    if (j < n) {
-                        want = 0;
-                        for (int64_t p = 0; p < k; p++)
-                            want += (double)(ta ? a[p * lda + i] : a[i * lda + p]) *
-                                    (double)(tb ? b[j * ldb + p] : b[p * ldb + j]);
-                    }
-                    if (fabs(c[i * ldc + j] - want) > 1e-5 * fabs(want) + 1e-6 * (double)k + 1e-6)
-                        bad = i * ldc + j;
-                }
-            if (bad >= 0)
-                fprintf(stderr, "gemm %lldx%lldx%lld ta=%d tb=%d: element %lld wrong (%g)\n", (long long)m,
-                        (long long)n, (long long)k, ta, tb, (long long)bad, c[bad]);
-            CU_ASSERT(bad < 0);
-            free(a);
-            free(b);
-            free(c);
-        }
+    const int64_t shapes[][3] = {{29, 45, 300}, {14, 32, 16}, {3, 70, 5}, {50, 17, 0}, {1, 1, 1}, {200, 530, 600}};
+    const int64_t dims[] = {1, 2, 5, 13, 14, 15, 16, 17, 31, 32, 33, 97};
+    for (int t = 0; t < 4; t++) {
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+            own_gemm_case(shapes[s][0], shapes[s][1], shapes[s][2], t & 1, t & 2, 7);
+        for (int c = 0; c < 20; c++)
+            own_gemm_case(dims[(int)th_rand(0, 12)], dims[(int)th_rand(0, 12)], dims[(int)th_rand(0, 12)], t & 1, t & 2,
+                          c % 2 ? 3 : 0);
+    }
     tide_cpu_isa_limit(before);
 }
 
@@ -1363,7 +1372,7 @@ int main(void)
         TH_TEST(test_matmul_int_large),
         TH_TEST(test_matmul_float32_openblas),
         TH_TEST(test_matmul_float32_own_gemm),
-        TH_TEST(test_own_gemm_strided),
+        TH_TEST(test_own_gemm_direct),
         TH_TEST(test_matmul_int_wraparound),
         TH_TEST(test_matmul_complex),
         TH_TEST(test_matmul_empty),
