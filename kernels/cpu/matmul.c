@@ -38,10 +38,12 @@
  * 256^3 = 1.7e7 a split ran at 51 GFLOP/s against 85 unsplit; at 100x784x512 = 4e7 splitting gains
  * 35%). */
 #define BLAS_SPLIT_WORK 3.0e7
-/* The same for the own GEMM (about twice OpenBLAS's speed per core, 50 us of one core at 4e6): the
- * MLP's 128 x 256 x 512 products (1.7e7) are split too. The calling thread takes every part no idle
- * worker picks up (tide_kernel_parallel_for), so a split costs little when the pool is busy. */
-#define OWN_SPLIT_WORK 4.0e6
+/* The same for the own GEMM. 4e6 (50 us of one core) split the MLP's 128 x 256 x 512 products too, but
+ * then train_mlp_sim's run on /sim:0 differed from the host's in 3 runs of 8 (8 of 8 the same at
+ * 3e7; loaded machine, 2026-12-02): a product split over the pool while the simulated device runs it
+ * is suspected (the own GEMM's results do not depend on the split), cause not found yet. Until it is,
+ * the threshold stays OpenBLAS's. */
+#define OWN_SPLIT_WORK 3.0e7
 /* Tile of the loops: KC rows of B by NC columns (a packed tile is at most 64 KiB of int64). */
 #define KC 64
 #define NC 128
