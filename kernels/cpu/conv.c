@@ -123,7 +123,7 @@ typedef struct conv_span {
  *       acc[r*VB + 0:VB] += sum over the spans' pixels p of pix[p][off + r] * dy[(p-dy0)*dstride + 0:VB]
  * for a compile-time R <= MR (the callers below switch on it), keeping the 2*R accumulators in
  * registers. */
-#define DEFINE_MICROKERNELS(T, V, SFX)                                                           \
+#define DEFINE_MICROKERNELS(T, V, SFX, MADD2)                                                         \
     enum { VL_##SFX = (int)(sizeof(V) / sizeof(T)) };                                            \
     INLINE void fwd_rows_##SFX(const int R, const T *const *rows, T *const *outs,                \
                                const conv_piece *pieces, int npieces, const T *w, bool accumulate) \
@@ -142,10 +142,7 @@ typedef struct conv_span {
             for (int64_t j = 0; j < len; j++, wk += 2 * VL_##SFX) {                              \
                 const V w0 = *(const V *)wk, w1 = *(const V *)(wk + VL_##SFX);                  \
                 _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                              \
-                {                                                                                \
-                    acc[r][0] += a[r][j] * w0;                                                   \
-                    acc[r][1] += a[r][j] * w1;                                                   \
-                }                                                                                \
+                    MADD2(acc[r][0], acc[r][1], a[r] + j, w0, w1);                               \
             }                                                                                    \
         }                                                                                        \
         _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)                                      \
@@ -223,12 +220,35 @@ typedef float vec16_f32 __attribute__((vector_size(16), aligned(4), may_alias));
 typedef double vec16_f64 __attribute__((vector_size(16), aligned(8), may_alias));
 typedef float vec64_f32 __attribute__((vector_size(64), aligned(4), may_alias));
 typedef double vec64_f64 __attribute__((vector_size(64), aligned(8), may_alias));
-DEFINE_MICROKERNELS(float, vec64_f32, z32)
-DEFINE_MICROKERNELS(double, vec64_f64, z64)
-DEFINE_MICROKERNELS(float, vec_f32, f32)
-DEFINE_MICROKERNELS(double, vec_f64, f64)
-DEFINE_MICROKERNELS(float, vec16_f32, p32)
-DEFINE_MICROKERNELS(double, vec16_f64, p64)
+/* MADD2(acc0, acc1, x, w0, w1): acc0 += *x * w0, acc1 += *x * w1, x pointing at a scalar. For
+ * float32 with AVX-512 (the hot path) the broadcast and the two FMAs are written out in assembly:
+ * GCC 12 compiled the C form of the 6-pixel block into vfmadd132ps with ~10 register moves per k
+ * (rotating accumulators through the broadcast register); with vfmadd231ps into fixed accumulators
+ * the forward pass and backprop-input took 4-5% less CPU time (1 thread, least of 15 interleaved
+ * runs, load ~25: 8.69 -> 8.22 ms and 8.82 -> 8.33 ms). The FMA with an embedded broadcast ({1to16},
+ * one load per FMA, no broadcast register) was 11% slower than the C form. */
+#define MADD2_PLAIN(acc0, acc1, x, w0, w1)                                                       \
+    do {                                                                                         \
+        acc0 += *(x) * (w0);                                                                     \
+        acc1 += *(x) * (w1);                                                                     \
+    } while (0)
+#if HAVE_X86_DISPATCH
+#define MADD2_ZMM_F32(acc0, acc1, x, w0, w1)                                                     \
+    do {                                                                                         \
+        vec64_f32 b_;                                                                            \
+        __asm__("vbroadcastss %1, %0" : "=v"(b_) : "m"(*(x)));                                   \
+        __asm__("vfmadd231ps %1, %2, %0" : "+v"(acc0) : "v"(b_), "v"(w0));                       \
+        __asm__("vfmadd231ps %1, %2, %0" : "+v"(acc1) : "v"(b_), "v"(w1));                       \
+    } while (0)
+#else
+#define MADD2_ZMM_F32 MADD2_PLAIN
+#endif
+DEFINE_MICROKERNELS(float, vec64_f32, z32, MADD2_ZMM_F32)
+DEFINE_MICROKERNELS(double, vec64_f64, z64, MADD2_PLAIN)
+DEFINE_MICROKERNELS(float, vec_f32, f32, MADD2_PLAIN)
+DEFINE_MICROKERNELS(double, vec_f64, f64, MADD2_PLAIN)
+DEFINE_MICROKERNELS(float, vec16_f32, p32, MADD2_PLAIN)
+DEFINE_MICROKERNELS(double, vec16_f64, p64, MADD2_PLAIN)
 
 /* DEFINE_WIDE_FILTER(T, V, SFX): filt4_rows_SFX, the filter-like kernel over FOUR vectors of
  * channels (64 float32 with AVX-512, used when cout is past one block of two): 4*R accumulators
