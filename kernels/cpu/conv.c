@@ -54,7 +54,8 @@
  * The micro-kernels are written once with GCC vector extensions and compiled per dtype three times:
  * with 64-byte vectors for AVX-512 (VB = 32 float32 / 16 float64), with 32-byte vectors for
  * AVX2+FMA, and with 16-byte vectors for the baseline ISA (SSE2, NEON), the "portable" kernels; the
- * best the CPU has is chosen at run time, and $TIDE_CONV_ISA=portable|avx2|avx512 caps the choice
+ * best the CPU has is chosen at run time, capped as every vectorised kernel is by $TIDE_CPU_ISA
+ * (and tide_cpu_isa_limit), and for the convolutions alone by $TIDE_CONV_ISA=portable|avx2|avx512
  * (the tests force every family with it; $TIDE_CONV_PORTABLE, any value, still means portable).
  * On the Zen 5 VM of 2026 (two 512-bit FMA pipes per core: 64 float32 FLOP/cycle with AVX-512, 32
  * with AVX2; tests/bench/bench_fma_peak.c) the AVX-512 kernels run the CNN's second layer at about
@@ -355,19 +356,16 @@ typedef struct conv_type {
 /* The micro-kernel families, best last. */
 typedef enum conv_isa { CONV_PORTABLE, CONV_AVX2, CONV_AVX512 } conv_isa;
 
-/* The best family the CPU runs, capped by $TIDE_CONV_ISA ("portable", "avx2" or "avx512"; the
- * tests force each path with it) or by $TIDE_CONV_PORTABLE (any value: "portable"). Read at every
- * call, so a benchmark can alternate the paths in one process. */
+/* The micro-kernel family: the instruction set the other vectorised kernels use now
+ * (tide_cpu_isa_active: the CPU's best, capped by $TIDE_CPU_ISA and tide_cpu_isa_limit), further
+ * capped for the convolutions alone by $TIDE_CONV_ISA ("portable", "avx2" or "avx512"; the tests
+ * and bench_conv force each path with it) or $TIDE_CONV_PORTABLE (any value: "portable"). Read at
+ * every call, so a benchmark can alternate the paths in one process. */
 static conv_isa choose_isa(void)
 {
 #if HAVE_X86_DISPATCH
-    static _Atomic int cached = -1; /* every thread computes the same value */
-    if (cached < 0) {
-        __builtin_cpu_init();
-        const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        cached = avx2 && __builtin_cpu_supports("avx512f") ? CONV_AVX512 : avx2 ? CONV_AVX2 : CONV_PORTABLE;
-    }
-    conv_isa best = (conv_isa)cached;
+    const tide_cpu_isa active = tide_cpu_isa_active();
+    const conv_isa best = active == TIDE_ISA_AVX512 ? CONV_AVX512 : active == TIDE_ISA_AVX2 ? CONV_AVX2 : CONV_PORTABLE;
     const char *want = getenv("TIDE_CONV_ISA");
     if (getenv("TIDE_CONV_PORTABLE") || (want && strcmp(want, "portable") == 0))
         return CONV_PORTABLE;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../kernels/cpu/cpu_util.h"
 #include "harness.h"
 #include "tide_op.h"
 
@@ -399,6 +400,58 @@ static void test_conv_each_isa(void)
         }
     }
     unsetenv("TIDE_CONV_ISA");
+}
+
+/* Conv2D of x and f (SAME) with the ISA capped by tide_cpu_isa_limit(limit) and $TIDE_CONV_ISA =
+ * conv_isa (NULL: unset). */
+static tide_tensor *conv_capped(tide_tensor *x, tide_tensor *f, tide_cpu_isa limit, const char *conv_isa)
+{
+    tide_attrs *a = conv_attrs(1, 1, 1, 1, "SAME");
+    if (conv_isa)
+        setenv("TIDE_CONV_ISA", conv_isa, 1);
+    tide_cpu_isa before = tide_cpu_isa_limit(limit);
+    tide_tensor *y = th_run1("Conv2D", (tide_tensor *[]){x, f}, 2, a);
+    tide_cpu_isa_limit(before);
+    unsetenv("TIDE_CONV_ISA");
+    tide_attrs_free(a);
+    return y;
+}
+
+static bool same_bits(const tide_tensor *a, const tide_tensor *b)
+{
+    return tide_tensor_num_elements(a) == tide_tensor_num_elements(b) &&
+           memcmp(tide_tensor_data(a), tide_tensor_data(b), (size_t)tide_tensor_num_elements(a) * sizeof(float)) == 0;
+}
+
+/* The convolutions follow the ISA cap of every vectorised kernel ($TIDE_CPU_ISA, tide_cpu_isa_limit):
+ * capped at portable or AVX2 they compute bit for bit what $TIDE_CONV_ISA forces, and not what the
+ * uncapped kernels compute. A narrow filter (3 output channels: the dot kernel, whose sums run in
+ * vectors of each ISA's width, and FMAs only with AVX2 and up) makes the families' roundings differ. */
+static void test_conv_follows_cpu_isa(void)
+{
+    double *xv, *fv;
+    tide_tensor *x = random4(TIDE_FLOAT32, TH_DIMS(2, 9, 9, 32), &xv), *f = random4(TIDE_FLOAT32, TH_DIMS(5, 5, 32, 3), &fv);
+    static const char *const names[2] = {"portable", "avx2"};
+    const tide_cpu_isa active = tide_cpu_isa_active();
+    tide_tensor *uncapped = conv_capped(x, f, TIDE_ISA_AVX512, NULL);
+    int compared = 0;
+    for (tide_cpu_isa cap = TIDE_ISA_PORTABLE; cap <= TIDE_ISA_AVX2; cap++) {
+        if (cap >= active)
+            continue;
+        tide_tensor *by_cap = conv_capped(x, f, cap, NULL), *by_conv_isa = conv_capped(x, f, TIDE_ISA_AVX512, names[cap]);
+        CU_ASSERT(same_bits(by_cap, by_conv_isa));
+        CU_ASSERT(!same_bits(by_cap, uncapped));
+        compared++;
+        tide_tensor_release(by_cap);
+        tide_tensor_release(by_conv_isa);
+    }
+    tide_tensor_release(uncapped);
+    tide_tensor_release(x);
+    tide_tensor_release(f);
+    free(xv);
+    free(fv);
+    if (compared == 0)
+        th_skip("the kernels run portable here (no AVX2, or $TIDE_CPU_ISA=portable): no cap to compare");
 }
 
 /* The width's padding skipped where it is irregular: explicit paddings wider than the window
@@ -1257,6 +1310,7 @@ int main(void)
         TH_TEST(test_conv_portable_kernels),
         TH_TEST(test_conv_each_isa),
         TH_TEST(test_conv_width_padding),
+        TH_TEST(test_conv_follows_cpu_isa),
         TH_TEST(test_conv_backprop_input_phases),
         TH_TEST(test_conv_bad_attrs),
         TH_TEST(test_conv_bad_shapes),
