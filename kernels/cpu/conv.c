@@ -48,8 +48,10 @@
  * the filter kernel sums each block of k over the columns its filter columns read data for (spans
  * of pixels). The chunk that reads data for every pixel (the middle filter row) runs first and
  * writes the outputs, so the others add without the outputs being zeroed first.
- * Work is split over the engine's threads with tide_kernel_parallel_for (units: images, or row
- * tiles of an image when the batch is small); OpenBLAS is not used, so no second thread pool runs.
+ * Work is split over the engine's threads with tide_kernel_parallel_for, one part per thread of the
+ * pool, each part taking units (images, or row tiles of an image when the batch is small; slices of
+ * the batch for the filter gradient) one at a time from a shared counter (share_items). OpenBLAS
+ * is not used, so no second thread pool runs.
  *
  * The micro-kernels are written once with GCC vector extensions and compiled per dtype three times:
  * with 64-byte vectors for AVX-512 (VB = 32 float32 / 16 float64), with 32-byte vectors for
@@ -62,6 +64,7 @@
  * twice the AVX2 speed, ~235 GFLOP/s of CPU time per core (~94% of the measured peak) for the
  * forward pass and backprop-input, ~210 for backprop-filter (docs/benchmarks.md). Keeping MR = 6
  * (12 of the 32 zmm registers as accumulators) measured the same as MR = 8 or 12. */
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -453,6 +456,8 @@ typedef struct conv_job {
     void *filter_out;   /* filter gradient: the result, [k_total][cout] */
     int64_t slices;
     _Atomic bool out_of_memory;
+    _Atomic int64_t next_item; /* share_items: the next unit or slice to take */
+    int64_t items;
 } conv_job;
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -676,6 +681,7 @@ typedef struct conv_scratch {
     const void **cpix;
     void **outs;
     conv_span *spans;
+    int64_t *chunk_lo, *chunk_hi; /* the tile's rows each chunk reads data for (chunk_rows) */
 } conv_scratch;
 
 static void scratch_free(conv_scratch *s)
@@ -687,6 +693,8 @@ static void scratch_free(conv_scratch *s)
     free(s->cpix);
     free(s->outs);
     free(s->spans);
+    free(s->chunk_lo);
+    free(s->chunk_hi);
 }
 
 static bool scratch_new(conv_job *j, conv_scratch *s, int64_t block_pixels)
@@ -699,7 +707,9 @@ static bool scratch_new(conv_job *j, conv_scratch *s, int64_t block_pixels)
     s->cpix = malloc(sizeof *s->cpix * pixels);
     s->outs = malloc(sizeof *s->outs * pixels);
     s->spans = malloc(sizeof *s->spans * (size_t)(j->tile_rows + 1));
-    if (s->canvas && s->pix && s->block && s->order && s->cpix && s->outs && s->spans)
+    s->chunk_lo = malloc(sizeof *s->chunk_lo * (size_t)(j->nchunks + 1));
+    s->chunk_hi = malloc(sizeof *s->chunk_hi * (size_t)(j->nchunks + 1));
+    if (s->canvas && s->pix && s->block && s->order && s->cpix && s->outs && s->spans && s->chunk_lo && s->chunk_hi)
         return true;
     j->out_of_memory = true;
     scratch_free(s);
@@ -742,15 +752,13 @@ static void chunk_rows(const conv_job *j, int c, int64_t oh0, int64_t rows, int6
         *lo = *hi = 0;
 }
 
-/* The chunk that reads source data for every pixel of the tile and every column class, or -1: it
- * runs first and writes the outputs, the others add to them; with none the outputs start at zero.
- * (For a SAME window, the middle filter row.) */
-static int lead_chunk(const conv_job *j, int64_t oh0, int64_t rows)
+/* The chunk that reads source data for every pixel of the tile (its rows in s->chunk_lo/hi) and
+ * every column class, or -1: it runs first and writes the outputs, the others add to them; with none
+ * the outputs start at zero. (For a SAME window, the middle filter row.) */
+static int lead_chunk(const conv_job *j, const conv_scratch *s, int64_t rows)
 {
     for (int c = 0; c < j->nchunks; c++) {
-        int64_t lo, hi;
-        chunk_rows(j, c, oh0, rows, &lo, &hi);
-        bool all = lo == 0 && hi == rows;
+        bool all = s->chunk_lo[c] == 0 && s->chunk_hi[c] == rows;
         for (int q = 0; q < j->nclasses && all; q++)
             all = j->class_live[q * j->nchunks + c];
         if (all)
@@ -788,7 +796,7 @@ static void run_blocks(const conv_job *j, const void **cpix, void **outs, int64_
 /* Output channels [cb*vb, cb*vb + vb) of the tile's pixels (rows at oh0, in class order in s), pixel
  * p's at out + p * ostride: every chunk of k summed, each chunk over only the rows it reads source
  * data for and each column class with its narrowed pieces; the lead chunk first (lead_chunk). */
-static void forward_block(const conv_job *j, conv_scratch *s, int64_t oh0, int64_t rows, int lead, int64_t cb,
+static void forward_block(const conv_job *j, conv_scratch *s, int64_t rows, int lead, int64_t cb,
                           char *out, int64_t ostride)
 {
     const size_t es = j->ty.esize;
@@ -801,8 +809,7 @@ static void forward_block(const conv_job *j, conv_scratch *s, int64_t oh0, int64
     const char *w = j->packed + (size_t)(cb * j->k_total * j->vb) * es;
     for (int n = 0; n < j->nchunks; n++) {
         const int c = lead < 0 ? n : n == 0 ? lead : n - 1 < lead ? n - 1 : n;
-        int64_t lo, hi;
-        chunk_rows(j, c, oh0, rows, &lo, &hi);
+        const int64_t lo = s->chunk_lo[c], hi = s->chunk_hi[c];
         for (int q = 0; q < j->nclasses && hi > lo; q++) {
             if (!j->class_live[q * j->nchunks + c])
                 continue;
@@ -832,15 +839,17 @@ static void forward_unit(const conv_job *j, conv_scratch *s, int64_t unit)
     build_canvas(j, n, oh0, rows, s->canvas);
     pixel_corners(j, s->canvas, rows, s->pix);
     order_pixels(j, s, rows);
-    const int lead = lead_chunk(j, oh0, rows);
+    for (int c = 0; c < j->nchunks; c++)
+        chunk_rows(j, c, oh0, rows, &s->chunk_lo[c], &s->chunk_hi[c]);
+    const int lead = lead_chunk(j, s, rows);
     char *dst = j->dst + (size_t)((n * j->out_h + oh0) * j->out_w * j->cout) * es;
     for (int64_t cb = 0; cb < j->cblocks; cb++) {
         const int64_t ncols = min64(j->vb, j->cout - cb * j->vb);
         if (ncols == j->vb && !j->placed) { /* a whole block: straight into the output */
-            forward_block(j, s, oh0, rows, lead, cb, dst + (size_t)(cb * j->vb) * es, j->cout);
+            forward_block(j, s, rows, lead, cb, dst + (size_t)(cb * j->vb) * es, j->cout);
             continue;
         }
-        forward_block(j, s, oh0, rows, lead, cb, s->block, j->vb);
+        forward_block(j, s, rows, lead, cb, s->block, j->vb);
         for (int64_t p = 0; p < pixels; p++) {
             char *to = j->placed ? placed_pixel(j, n, oh0, p) : dst + (size_t)(p * j->cout) * es;
             memcpy(to + (size_t)(cb * j->vb) * es, s->block + (size_t)(p * j->vb) * es, (size_t)ncols * es);
@@ -848,13 +857,37 @@ static void forward_unit(const conv_job *j, conv_scratch *s, int64_t unit)
     }
 }
 
+/* Runs fn over `parts` parts on the engine's threads, each part taking items (units, slices) one at
+ * a time from the job's counter (next_item) until none is left. parts = the pool's size: the pool's
+ * parallel_for counts the calling thread beside its workers, so an expensive kernel run by the
+ * executor on the session's thread had 3 threads share the 2 cores of a 2-thread engine, each taking
+ * 9 of the CNN layer's 100 images at a time (the last chunk leaving a thread idle). One item at a
+ * time, a thread waits at most one item at the end. */
+static void share_items(conv_job *j, int64_t items, double cost_per_item, void (*fn)(int64_t, int64_t, void *))
+{
+    atomic_store(&j->next_item, 0);
+    j->items = items;
+    const int64_t parts = max64(1, min64(items, tide_kernel_num_threads(j->ctx)));
+    tide_kernel_parallel_for(j->ctx, parts, cost_per_item * (double)items / (double)parts, fn, j);
+}
+
+/* The next item of share_items for this thread, false when none is left (or the step was cancelled). */
+static bool next_item(conv_job *j, int64_t *item)
+{
+    *item = atomic_fetch_add(&j->next_item, 1);
+    return *item < j->items && !tide_kernel_cancelled(j->ctx);
+}
+
+/* share_items' part of a forward-like job: tiles ("units") of output rows of one image. */
 static void forward_units(int64_t begin, int64_t end, void *arg)
 {
+    (void)begin;
+    (void)end;
     conv_job *j = arg;
     conv_scratch s;
     if (!scratch_new(j, &s, j->tile_rows * j->out_w))
         return;
-    for (int64_t u = begin; u < end && !tide_kernel_cancelled(j->ctx); u++)
+    for (int64_t u; next_item(j, &u);)
         forward_unit(j, &s, u);
     scratch_free(&s);
 }
@@ -867,7 +900,7 @@ static double unit_cost(const conv_job *j)
 /* Runs a prepared forward-like job over every image into j->dst. */
 static tide_status forward_run(conv_job *j)
 {
-    tide_kernel_parallel_for(j->ctx, j->batch * j->tiles, unit_cost(j), forward_units, j);
+    share_items(j, j->batch * j->tiles, unit_cost(j), forward_units);
     if (j->out_of_memory)
         return tide_kernel_error(j->ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory for the convolution's buffers");
     return tide_kernel_status(j->ctx);
@@ -960,16 +993,18 @@ static size_t partial_bytes(const conv_job *j)
     return (size_t)(j->cblocks * j->k_total * j->vb) * j->ty.esize;
 }
 
-/* parallel_for body over slices: slice s sums units [s * units / slices, (s + 1) * units / slices)
- * into partial s. */
+/* share_items' part of a filter-gradient job: slice s sums units [s * units / slices, (s + 1) *
+ * units / slices) into partial s (a slice's sums in unit order whichever thread takes it). */
 static void filter_slices(int64_t begin, int64_t end, void *arg)
 {
+    (void)begin;
+    (void)end;
     conv_job *j = arg;
     conv_scratch s;
     if (!scratch_new(j, &s, TILE_PIXELS * j->cblocks))
         return;
     const int64_t units = j->batch * j->tiles;
-    for (int64_t sl = begin; sl < end; sl++) {
+    for (int64_t sl; next_item(j, &sl);) {
         char *acc = j->partials + partial_bytes(j) * (size_t)sl;
         memset(acc, 0, partial_bytes(j));
         for (int64_t u = sl * units / j->slices; u < (sl + 1) * units / j->slices; u++)
@@ -1001,14 +1036,15 @@ static void filter_slices(int64_t begin, int64_t end, void *arg)
 DEFINE_SUM_PARTIALS(float, f32)
 DEFINE_SUM_PARTIALS(double, f64)
 
-/* parallel_for body: the partial sums of rows [begin, end) of the filter gradient. */
+/* parallel_for body over j->items parts: the partial sums of the parts' share of the rows. */
 static void sum_partials_rows(int64_t begin, int64_t end, void *arg)
 {
     conv_job *j = arg;
+    const int64_t k0 = begin * j->k_total / j->items, k1 = end * j->k_total / j->items;
     if (j->ty.esize == sizeof(float))
-        sum_partials_f32(j, j->filter_out, begin, end);
+        sum_partials_f32(j, j->filter_out, k0, k1);
     else
-        sum_partials_f64(j, j->filter_out, begin, end);
+        sum_partials_f64(j, j->filter_out, k0, k1);
 }
 
 /* Runs a prepared filter-gradient job into out [k_total][cout]. The partials are summed on the
@@ -1022,15 +1058,16 @@ static tide_status filter_run(conv_job *j, void *out)
     if (!j->partials)
         return tide_kernel_error(j->ctx, TIDE_RESOURCE_EXHAUSTED,
                                  "out of memory for the filter gradient's partial sums");
-    tide_kernel_parallel_for(j->ctx, j->slices, unit_cost(j) * (double)units / (double)j->slices,
-                             filter_slices, j);
+    share_items(j, j->slices, unit_cost(j) * (double)units / (double)j->slices, filter_slices);
     if (j->out_of_memory) {
         free(j->partials);
         return tide_kernel_error(j->ctx, TIDE_RESOURCE_EXHAUSTED,
                                  "out of memory for the convolution's buffers");
     }
     j->filter_out = out;
-    tide_kernel_parallel_for(j->ctx, j->k_total, 0.5 * (double)(j->slices * j->cout), sum_partials_rows, j);
+    j->items = max64(1, min64(j->k_total, tide_kernel_num_threads(j->ctx)));
+    tide_kernel_parallel_for(j->ctx, j->items, 0.5 * (double)(j->slices * j->cout * j->k_total / j->items),
+                             sum_partials_rows, j);
     free(j->partials);
     return tide_kernel_status(j->ctx);
 }
@@ -1054,6 +1091,17 @@ static char *pack_filter(const conv_job *j, const char *filter, const void *unus
     return packed;
 }
 
+/* One float32 or float64 (a memcpy of constant size, inlined: with a call per element, the packing
+ * of the CNN layer's 51,200 filter elements, serial before the threads start, was ~0.5% of all of
+ * bench_conv's perf samples). */
+static inline void copy_element(char *to, const char *from, size_t es)
+{
+    if (es == sizeof(float))
+        memcpy(to, from, sizeof(float));
+    else
+        memcpy(to, from, sizeof(double));
+}
+
 /* Conv2DBackpropInput: the filter [KH][KW][Cin][Cout] flipped in space and transposed in depth,
  * packed with the job's cin = Cout and cout = Cin: packed[cb][k'][v] for k' = (kh', kw', o) is
  * filter[KH-1-kh'][KW-1-kw'][cb*vb + v][o]. */
@@ -1071,9 +1119,8 @@ static char *pack_filter_transposed(const conv_job *j, const char *filter, const
             for (int64_t o = 0; o < fout; o++) {
                 const int64_t k = (kh * j->kw + kw) * fout + o;
                 for (int64_t i = 0; i < fin; i++)
-                    memcpy(packed + (size_t)(((i / j->vb) * j->k_total + k) * j->vb +
-                                             i % j->vb) * es,
-                           filter + (size_t)((tap * fin + i) * fout + o) * es, es);
+                    copy_element(packed + (size_t)(((i / j->vb) * j->k_total + k) * j->vb + i % j->vb) * es,
+                                 filter + (size_t)((tap * fin + i) * fout + o) * es, es);
             }
         }
     return packed;
@@ -1101,8 +1148,8 @@ static char *pack_filter_phase(const conv_job *j, const char *filter, const void
             for (int64_t o = 0; o < fout; o++) {
                 const int64_t k = (kh * j->kw + kw) * fout + o;
                 for (int64_t i = 0; i < fin; i++)
-                    memcpy(packed + (size_t)(((i / j->vb) * j->k_total + k) * j->vb + i % j->vb) * es,
-                           filter + (size_t)((tap * fin + i) * fout + o) * es, es);
+                    copy_element(packed + (size_t)(((i / j->vb) * j->k_total + k) * j->vb + i % j->vb) * es,
+                                 filter + (size_t)((tap * fin + i) * fout + o) * es, es);
             }
         }
     return packed;
