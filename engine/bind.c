@@ -8,13 +8,15 @@
 
 #include "internal.h"
 
-static void arg_names(const tide_op_def *def, char *buf, size_t size)
+/* "a, b, values...": the op's inputs, for a message (made only when one is). */
+static const char *arg_names(const tide_op_def *def, char *buf, size_t size)
 {
     size_t at = 0;
     buf[0] = 0;
     for (int i = 0; i < def->num_inputs && at < size; i++)
         at += (size_t)snprintf(buf + at, size - at, "%s%s%s", i ? ", " : "", def->inputs[i].name,
                                def->inputs[i].number_attr ? "..." : "");
+    return buf;
 }
 
 static tide_status group_inputs(const tide_op_def *def, const char *who, int num_inputs,
@@ -22,12 +24,11 @@ static tide_status group_inputs(const tide_op_def *def, const char *who, int num
                                 int *start, tide_error *err)
 {
     char names[256];
-    arg_names(def, names, sizeof names);
     if (group_sizes) {
         if (num_groups != def->num_inputs)
             return tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s expects %d input%s (%s), got %d",
-                                  who, def->num_inputs, def->num_inputs == 1 ? "" : "s", names,
-                                  num_groups);
+                                  who, def->num_inputs, def->num_inputs == 1 ? "" : "s",
+                                  arg_names(def, names, sizeof names), num_groups);
         start[0] = 0;
         for (int i = 0; i < num_groups; i++) {
             if (!def->inputs[i].number_attr && group_sizes[i] != 1)
@@ -53,8 +54,8 @@ static tide_status group_inputs(const tide_op_def *def, const char *who, int num
                               "%s has several list inputs: give the inputs grouped", who);
     if ((lists == 0 && num_inputs != fixed) || (lists > 0 && num_inputs < fixed))
         return tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s expects %s%d input%s (%s), got %d",
-                              who, lists ? "at least " : "", fixed, fixed == 1 ? "" : "s", names,
-                              num_inputs);
+                              who, lists ? "at least " : "", fixed, fixed == 1 ? "" : "s",
+                              arg_names(def, names, sizeof names), num_inputs);
     int at = 0, list_length = lists ? (num_inputs - fixed) / lists : 0;
     for (int i = 0; i < def->num_inputs; i++) {
         start[i] = at;
@@ -227,9 +228,9 @@ static tide_status bind_outputs(const tide_op_def *def, const char *who, const t
         total += (int)counts[a];
     }
     out->num_outputs = total;
-    out->output_dtypes = malloc((size_t)(total ? total : 1) * sizeof(tide_dtype));
-    out->output_arg = malloc((size_t)(total ? total : 1) * sizeof(int));
-    if (!out->output_dtypes || !out->output_arg)
+    size_t fits = sizeof out->inline_dtypes / sizeof *out->inline_dtypes;
+    out->output_dtypes = (size_t)total <= fits ? out->inline_dtypes : malloc((size_t)total * sizeof(tide_dtype));
+    if (!out->output_dtypes)
         return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
     int at = 0;
     for (int a = 0; a < def->num_outputs; a++) {
@@ -238,19 +239,15 @@ static tide_status bind_outputs(const tide_op_def *def, const char *who, const t
             const tide_dtype *types;
             int n;
             tide_attrs_get_type_list(attrs, def->outputs[a].type_attr, &types, &n);
-            for (int k = 0; k < n; k++, at++) {
+            for (int k = 0; k < n; k++, at++)
                 out->output_dtypes[at] = types[k];
-                out->output_arg[at] = a;
-            }
             continue;
         }
         if (def->outputs[a].type_attr && !tide_attrs_get_type(attrs, def->outputs[a].type_attr, &dt))
             return tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s: attr '%s' is needed", who,
                                   def->outputs[a].type_attr);
-        for (int64_t k = 0; k < counts[a]; k++, at++) {
+        for (int64_t k = 0; k < counts[a]; k++, at++)
             out->output_dtypes[at] = dt;
-            out->output_arg[at] = a;
-        }
     }
     return TIDE_OK;
 }
@@ -275,10 +272,9 @@ tide_status tide__bind(const tide_op_def *def, const char *who, const tide_dtype
 
 void tide__binding_clear(tide_binding *b)
 {
-    free(b->output_dtypes);
-    free(b->output_arg);
+    if (b->output_dtypes != b->inline_dtypes)
+        free(b->output_dtypes);
     b->output_dtypes = NULL;
-    b->output_arg = NULL;
 }
 
 /* ---------------------------------------------------------------- shape inference */

@@ -114,7 +114,7 @@ tide_status tide_graph_close_loop(tide_graph *g, tide_node *merge, int input, ti
         merge->inputs[input] = next;
         for (int id = 0; id < g->num_nodes; id++)
             if (new_shapes[id]) {
-                free(g->nodes[id]->out_shapes);
+                tide__node_free_piece(g->nodes[id], g->nodes[id]->out_shapes);
                 g->nodes[id]->out_shapes = new_shapes[id];
                 new_shapes[id] = NULL;
             }
@@ -207,13 +207,14 @@ tide_status tide__cf_capture_inputs(tide_graph *g, const tide_op_def *def, const
     return TIDE_OK;
 }
 
-tide_status tide__cf_check_controls(tide_graph *g, const char *who, int num_inputs, tide_node ***control,
-                                    int *num_control, int *cap_control, tide_error *err)
+tide_status tide__cf_check_controls(tide_graph *g, const char *who, int num_inputs, tide_node *const *control,
+                                    int num_control, tide_node **tie, tide_error *err)
 {
     tide_cf_context *c = g->cf_context;
     bool inside_control = false;
-    for (int i = 0; i < *num_control; i++) {
-        const tide_node *d = (*control)[i];
+    *tie = NULL;
+    for (int i = 0; i < num_control; i++) {
+        const tide_node *d = control[i];
         if (!d || d->graph != g)
             return TIDE_OK; /* the builder reports it */
         if (d->id >= c->first_id)
@@ -222,18 +223,8 @@ tide_status tide__cf_check_controls(tide_graph *g, const char *who, int num_inpu
             return tide_error_set(err, TIDE_INVALID_ARGUMENT, "%s inside loop '%s' waits for '%s' from outside "
                                   "the loop: make a value the loop reads depend on it instead", who, c->name, d->name);
     }
-    if (num_inputs > 0 || inside_control || !c->pivot)
-        return TIDE_OK;
-    /* No input from inside: tie it to this branch or iteration, else it would run once, outside. */
-    if (*num_control == *cap_control) {
-        int cap = *cap_control ? 2 * *cap_control : 4;
-        tide_node **grown = realloc(*control, sizeof *grown * (size_t)cap);
-        if (!grown)
-            return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
-        *control = grown;
-        *cap_control = cap;
-    }
-    (*control)[(*num_control)++] = c->pivot;
+    if (num_inputs == 0 && !inside_control) /* no input from inside: tie it to this branch or iteration, */
+        *tie = c->pivot;                    /* else it would run once, outside */
     return TIDE_OK;
 }
 

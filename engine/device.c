@@ -59,10 +59,11 @@ tide_status tide_device_spec_parse(const char *text, tide_device_spec *out, tide
     out->replica = out->task = out->index = -1;
     if (!text)
         return TIDE_OK;
-    if (strlen(text) >= 256)
+    size_t len = strlen(text);
+    if (len >= 256)
         return bad(text, "too long", err);
     char buf[256];
-    snprintf(buf, sizeof buf, "%s", text);
+    memcpy(buf, text, len + 1);
     char *save = NULL;
     for (char *part = strtok_r(buf, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
         char *colon = strchr(part, ':');

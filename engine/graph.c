@@ -2,6 +2,7 @@
  * default devices, unique names, the graph seed, and rollback of an aborted extension. Building one
  * node is node_builder.c; the text format is graph_text.c. */
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,17 +37,24 @@ tide_graph *tide_graph_new(void)
     return g;
 }
 
+void tide__node_free_piece(const tide_node *n, void *piece)
+{
+    uintptr_t at = (uintptr_t)piece, start = (uintptr_t)n;
+    if (!(at >= start && at < start + n->block_size))
+        free(piece);
+}
+
 void tide__node_free(tide_node *n)
 {
     if (!n)
         return;
-    free(n->name);
+    tide__node_free_piece(n, n->name);
     tide_attrs_free(n->attrs);
-    free(n->inputs);
-    free(n->control);
-    free(n->out_dtypes);
-    free(n->out_shapes);
-    free(n->requested_device);
+    tide__node_free_piece(n, n->inputs);
+    tide__node_free_piece(n, n->control);
+    tide__node_free_piece(n, n->out_dtypes);
+    tide__node_free_piece(n, n->out_shapes);
+    tide__node_free_piece(n, n->requested_device);
     tide_tensor_release(n->folded_value);
     free(n);
 }
@@ -221,7 +229,7 @@ tide_status tide_graph_rename_node(tide_graph *g, tide_node *n, const char *name
         return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory renaming '%s'", n->name);
     pthread_mutex_lock(&g->lock);
     tide__names_remove(g->names, n->name);
-    free(n->name);
+    tide__node_free_piece(n, n->name);
     n->name = copy;
     tide__names_put(g->names, n->name, n);
     g->version++;

@@ -339,6 +339,7 @@ typedef struct parser {
     const char *source;       /* "graph text", or the file's path: messages say "SOURCE line N" */
     int line;
     tide_error *err;
+    tide_arena *arena;        /* the names and references of the lines read (the reader's) */
 } parser;
 
 /* The code of a failure recorded in err, which may be NULL (then all that is known is that it failed). */
@@ -964,30 +965,27 @@ static tide_status set_attr(parser *ps, tide_attrs *attrs, const tide_op_def *de
 /* ---------------------------------------------------------------- reading: nodes */
 
 typedef struct ref {
-    char *name;
+    char *name;    /* in the reader's arena */
     int index;
     int group;     /* input group (list) number; -1 for control */
     bool back;     /* a loop's back edge: a Merge's input from a NextIteration of the text not yet added */
 } ref;
 
 typedef struct text_node {
-    char *name, *op, *device;
+    char *name;    /* in the reader's arena, as refs */
+    const char *op; /* the op definition's name */
+    char *device;
     int line;
     ref *refs;
     int num_refs, refs_cap, num_groups;
-    tide_attrs *attrs;
+    tide_attrs *attrs; /* NULL until the line sets one */
     int state;     /* 0 unvisited, 1 on the stack of nodes being added, 2 added */
     int next_ref;  /* state 1: the first ref not yet known to be added */
 } text_node;
 
 static void text_node_clear(text_node *n)
 {
-    free(n->name);
-    free(n->op);
     free(n->device);
-    for (int i = 0; i < n->num_refs; i++)
-        free(n->refs[i].name);
-    free(n->refs);
     tide_attrs_free(n->attrs);
 }
 
@@ -998,7 +996,7 @@ static tide_status parse_name(parser *ps, char **out)
         ps->p++;
     if (ps->p == start)
         return perr(ps, "expected a name");
-    *out = strndup(start, (size_t)(ps->p - start));
+    *out = tide__arena_strndup(ps->arena, start, (size_t)(ps->p - start));
     return *out ? TIDE_OK : perr(ps, "out of memory");
 }
 
@@ -1018,20 +1016,18 @@ static tide_status add_ref(parser *ps, text_node *n, int group)
         if (ps->p == digits || too_large) {
             ps->p = digits;
             int shown = (int)strspn(digits, "0123456789");
-            tide_status st = too_large ? perr(ps, "output index %.*s after '%s:' is too large",
-                                              shown < 24 ? shown : 24, digits, r.name)
-                                       : perr(ps, "bad output index after '%s:' (a number from 0)", r.name);
-            free(r.name);
-            return st;
+            return too_large ? perr(ps, "output index %.*s after '%s:' is too large", shown < 24 ? shown : 24,
+                                    digits, r.name)
+                             : perr(ps, "bad output index after '%s:' (a number from 0)", r.name);
         }
     }
-    if (n->num_refs == n->refs_cap) {
-        int cap = n->refs_cap ? 2 * n->refs_cap : 4;
-        ref *refs = realloc(n->refs, sizeof *refs * (size_t)cap);
-        if (!refs) {
-            free(r.name);
+    if (n->num_refs == n->refs_cap) { /* in the arena too: what doubling leaves behind is at most as large */
+        int cap = n->refs_cap ? 2 * n->refs_cap : 2;
+        ref *refs = tide__arena_alloc(ps->arena, sizeof *refs * (size_t)cap);
+        if (!refs)
             return perr(ps, "out of memory");
-        }
+        if (n->num_refs)
+            memcpy(refs, n->refs, sizeof *refs * (size_t)n->num_refs);
         n->refs = refs;
         n->refs_cap = cap;
     }
@@ -1075,6 +1071,8 @@ static tide_status parse_arg(parser *ps, text_node *n, const tide_op_def *def)
         ps->p++;
         gvalue v = {0};
         tide_status st = name ? parse_value(ps, &v, 0) : perr(ps, "out of memory");
+        if (st == TIDE_OK && !n->attrs && !(n->attrs = tide_attrs_new()))
+            st = perr(ps, "out of memory");
         if (st == TIDE_OK)
             st = set_attr(ps, n->attrs, def, name, &v);
         gv_clear(&v);
@@ -1097,16 +1095,19 @@ static tide_status parse_line(parser *ps, text_node *n)
     const char *start = ps->p;
     while (isalnum((unsigned char)*ps->p) || *ps->p == '_')
         ps->p++;
-    n->op = strndup(start, (size_t)(ps->p - start));
-    const tide_op_def *def = n->op ? tide__registry_find(n->op) : NULL;
+    char op[128]; /* longer than any op's name: cut, it is unknown */
+    size_t op_len = (size_t)(ps->p - start) < sizeof op ? (size_t)(ps->p - start) : sizeof op - 1;
+    memcpy(op, start, op_len);
+    op[op_len] = 0;
+    const tide_op_def *def = tide__registry_find(op);
     if (!def) {
         char hint[128];
-        return perr(ps, "unknown op '%s'%s", n->op ? n->op : "", tide__registry_suggest(n->op ? n->op : "", hint, sizeof hint));
+        return perr(ps, "unknown op '%s'%s", op, tide__registry_suggest(op, hint, sizeof hint));
     }
+    n->op = def->name;
     skip_ws(ps);
     if (*ps->p++ != '(')
         return perr(ps, "expected '(' after %s", n->op);
-    n->attrs = tide_attrs_new();
     skip_ws(ps);
     while (st == TIDE_OK && *ps->p != ')') {
         st = parse_arg(ps, n, def);
@@ -1153,6 +1154,7 @@ typedef struct reader {
     back_edge *back;     /* the back edges met so far, closed last (close_loops) */
     int num_back, back_cap;
     tide_error *err;
+    tide_arena arena;    /* the texts' names and refs */
 } reader;
 
 /* The node rf names, which is in the graph by now (or never was defined). */
@@ -1196,7 +1198,8 @@ static tide_status add_node(reader *r, text_node *n)
 {
     tide_node_builder *b = tide_node_builder_new(r->g, n->op, n->name);
     tide_status st = TIDE_OK;
-    tide_output *ins = malloc(sizeof *ins * ((size_t)n->num_refs + 1)), stand_in = {0};
+    tide_output few[8], stand_in = {0};
+    tide_output *ins = n->num_refs <= 8 ? few : malloc(sizeof *ins * (size_t)n->num_refs);
     if (!ins)
         st = tide_error_set(r->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
     int first_back = r->num_back, flat = 0;
@@ -1216,7 +1219,8 @@ static tide_status add_node(reader *r, text_node *n)
             tide_node_builder_add_input_list(b, ins, k);
         flat += k;
     }
-    free(ins);
+    if (ins != few)
+        free(ins);
     for (int i = 0; st == TIDE_OK && i < n->num_refs; i++)
         if (n->refs[i].group < 0) {
             tide_node *c;
@@ -1323,7 +1327,8 @@ static tide_status add_in_order(reader *r, int root)
 
 static tide_status parse_all(reader *r, const char *text)
 {
-    parser ps = {.p = text, .end = text + strlen(text), .source = r->source, .line = 1, .err = r->err};
+    parser ps = {.p = text, .end = text + strlen(text), .source = r->source, .line = 1, .err = r->err,
+                 .arena = &r->arena};
     while (*ps.p) {
         skip_ws(&ps);
         if (*ps.p == '#' || *ps.p == '\n' || !*ps.p) {
@@ -1393,6 +1398,7 @@ static tide_status extend_with_error(tide_graph *g, const char *text, const char
     free(r.stack);
     free(r.back);
     tide__names_free(r.by_name);
+    tide__arena_free(&r.arena);
     return st;
 }
 

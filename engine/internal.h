@@ -210,12 +210,21 @@ const tide_kernel_def *tide__registry_kernel(const tide_op_def *op, const char *
 
 /* ---------------------------------------------------------------- binding a node to its op */
 
+/* An arena: many small allocations freed together (arena.c). Its storage is not zeroed; an allocation
+ * is NULL when out of memory, and the arena stays usable and freeable. Start from {NULL}. */
+typedef struct tide_arena {
+    struct tide_arena_chunk *chunk; /* the newest */
+} tide_arena;
+void *tide__arena_alloc(tide_arena *a, size_t size);
+char *tide__arena_strndup(tide_arena *a, const char *s, size_t n);
+void tide__arena_free(tide_arena *a);
+
 /* What binding found: each op input arg covers inputs [arg_start[i], arg_start[i+1]). */
 typedef struct tide_binding {
     int arg_start[TIDE_OP_MAX_ARGS + 1];
     int num_outputs;
-    tide_dtype *output_dtypes; /* malloc'd, num_outputs */
-    int *output_arg;           /* malloc'd: which output arg each output belongs to */
+    tide_dtype *output_dtypes; /* num_outputs: inline_dtypes when they fit, else malloc'd */
+    tide_dtype inline_dtypes[8];
 } tide_binding;
 
 /* Checks input dtypes against def (group_sizes[g] inputs per op input arg; NULL: infer), infers
@@ -256,6 +265,8 @@ struct tide_node {
     bool cf_hoisted;                 /* a Const built while a cond or loop was being built, but outside it:
                                         readers inside bring it in like any outside value (control_flow.c) */
     tide_tensor *folded_value;       /* output 0's value known at graph time, or NULL (shape_fold.c) */
+    size_t block_size;               /* bytes of the allocation the node heads, which holds its arrays and
+                                        strings (node_builder.c); 0 when each is allocated on its own */
 };
 
 struct tide_graph {
@@ -328,8 +339,10 @@ char *tide__unique_scope(tide_graph *g, const char *base);
 /* One node of op over inputs, no attrs (NULL with err on failure). */
 tide_node *tide__cf_op(tide_graph *g, const char *op, const char *name, const tide_output *inputs, int n,
                        tide_error *err);
-tide_status tide__cf_check_controls(tide_graph *g, const char *who, int num_inputs, tide_node ***control,
-                                    int *num_control, int *cap_control, tide_error *err);
+/* Checks a node's control inputs against the context being built (none from outside a loop); *tie
+ * receives the node it must wait for besides, when it has no input from inside (NULL when none). */
+tide_status tide__cf_check_controls(tide_graph *g, const char *who, int num_inputs, tide_node *const *control,
+                                    int num_control, tide_node **tie, tide_error *err);
 
 /* Whether input i of n is a Ref input: it names a variable, not a value, so it makes no edge (the
  * kernel finds the variable through ref_sources): an Assign does not wait for a read of it. */
@@ -350,6 +363,9 @@ const char *tide__graph_default_device(const tide_graph *g);
 /* Adds a finished node (name checked free by caller); takes ownership. */
 void tide__graph_insert(tide_graph *g, tide_node *n);
 void tide__node_free(tide_node *n);
+/* Frees piece, one of n's arrays or strings, unless it lies in n's own block (block_size): for a field
+ * replaced after the node was built. */
+void tide__node_free_piece(const tide_node *n, void *piece);
 /* A session's hold on its graph: retain when it is made, release when it is freed (the last release
  * of the graph, its creator's tide_graph_free included, destroys it). */
 void tide__graph_retain(tide_graph *g);

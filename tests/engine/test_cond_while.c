@@ -116,6 +116,34 @@ static void test_cond_builder(void)
     tide_graph_free(g);
 }
 
+/* A branch that builds a node of an unknown op with no inputs: the builder says so (it read the op's
+ * definition, which was not found, to decide whether to hoist a constant, and crashed). */
+static tide_status unknown_op_branch(tide_graph *g, void *user, tide_output *outs, int max, int *n, tide_error *err)
+{
+    (void)user;
+    (void)max;
+    tide_node *made = tide_node_builder_finish(tide_node_builder_new(g, "NoSuchOp", "made"), err);
+    if (!made)
+        return tide_error_code(err);
+    outs[0] = O(made);
+    *n = 1;
+    return TIDE_OK;
+}
+
+static void test_cond_unknown_op(void)
+{
+    tide_graph *g = tide_graph_new();
+    tide_node *p = gu_placeholder(g, "p", TIDE_BOOL, 0, NULL);
+    int before = tide_graph_num_nodes(g), n = 0;
+    tide_output r[1];
+    tide_error *err = tide_error_new();
+    CU_ASSERT_EQUAL(tide_cond(g, O(p), unknown_op_branch, unknown_op_branch, NULL, r, 1, &n, err), TIDE_NOT_FOUND);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "unknown op 'NoSuchOp'"));
+    CU_ASSERT_EQUAL(tide_graph_num_nodes(g), before);
+    tide_error_free(err);
+    tide_graph_free(g);
+}
+
 /* ---------------------------------------------------------------- while_loop */
 
 typedef struct loop_args {
@@ -433,7 +461,7 @@ static void test_loop_in_cond(void)
 
 int main(void)
 {
-    static const th_test tests[] = {TH_TEST(test_cond_builder), TH_TEST(test_while_builder),
+    static const th_test tests[] = {TH_TEST(test_cond_builder), TH_TEST(test_cond_unknown_op), TH_TEST(test_while_builder),
                                     TH_TEST(test_while_shape_invariants), TH_TEST(test_nested_builders),
                                     TH_TEST(test_loop_in_cond), TH_END};
     return th_main("cond_while", tests);
