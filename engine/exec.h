@@ -126,6 +126,11 @@ typedef struct tide_plan {
     int num_frames;            /* static frames, the root first (1 without loops) */
     tide_plan_frame *frames;
     int num_alap_edges;        /* control edges added to start _Recv items as late as possible */
+    /* session.c's cache, under the session's lock: */
+    int fusion_version;        /* the observers' version a fused plan was made for; -1 unfused */
+    int runs;                  /* runs using the plan now */
+    bool evicted;              /* out of the cache: the last of those runs frees it */
+    bool warnings_shown;       /* a tide_session_warnings view lists its warnings */
 } tide_plan;
 
 /* Builds a plan (pruning, placement, kernels). fuse: fuse element-wise groups (fusion.h). NULL with

@@ -1,7 +1,9 @@
 /* session.c — sessions: Run over a graph with a cache of prepared plans (one per feeds/fetches/targets
  * signature), a step counter, cancellation, and the observers' run callbacks. Plans stay valid as the
  * graph grows: a plan depends only on nodes reachable backwards from its fetches, which never change.
- * Several threads may Run on one session (or many sessions) at once. */
+ * A plan that can never be found again is evicted: a fused plan made for an earlier observers' version
+ * (observers come and go; the version only grows) and one made for nodes since rolled back; it is
+ * freed once no run uses it. Several threads may Run on one session (or many sessions) at once. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,8 @@ struct tide_session {
     int num_warnings;
     const char ***old_warnings;
     int num_old_warnings;
+    char ***kept_warnings;       /* the warnings of evicted plans that a view may still list */
+    int num_kept_warnings;
 };
 
 static atomic_ullong next_run_id = 1;
@@ -66,6 +70,12 @@ void tide_session_free(tide_session *s)
     for (int i = 0; i < s->num_old_warnings; i++)
         free(s->old_warnings[i]);
     free(s->old_warnings);
+    for (int i = 0; i < s->num_kept_warnings; i++) {
+        for (int k = 0; s->kept_warnings[i][k]; k++)
+            free(s->kept_warnings[i][k]);
+        free(s->kept_warnings[i]);
+    }
+    free(s->kept_warnings);
     tide__names_free(s->plans);
     tide__graph_release(s->graph);
     pthread_mutex_destroy(&s->lock);
@@ -152,7 +162,66 @@ static bool owned(const tide_graph *g, const tide_node *n)
     return n && n->id >= 0 && n->id < g->num_nodes && g->nodes[n->id] == n;
 }
 
-/* fuse: the run's plan fuses element-wise groups (fusion on, no debugger attached). */
+/* A copy of p's warnings list, NULL-terminated, that takes over the strings (p keeps none). */
+static char **take_warnings(tide_plan *p)
+{
+    char **list = malloc(sizeof *list * ((size_t)p->num_warnings + 1));
+    if (!list)
+        return NULL;
+    memcpy(list, p->warnings, sizeof *list * (size_t)p->num_warnings);
+    list[p->num_warnings] = NULL;
+    p->num_warnings = 0;
+    return list;
+}
+
+/* Under s->lock: takes plan_list[index] out of the cache (and, when it maps its key, the table); it is
+ * freed now, or by the last run still using it. Warnings a view lists stay with the session. */
+static void evict(tide_session *s, int index)
+{
+    tide_plan *p = s->plan_list[index];
+    s->plan_list[index] = s->plan_list[--s->num_plans];
+    if (tide__names_get(s->plans, p->key) == p)
+        tide__names_remove(s->plans, p->key);
+    if (p->num_warnings)
+        s->num_warnings = -1; /* the next view is made anew, without them */
+    if (p->warnings_shown && p->num_warnings) {
+        char ***kept = realloc(s->kept_warnings, sizeof *kept * ((size_t)s->num_kept_warnings + 1));
+        char **list = kept ? take_warnings(p) : NULL;
+        if (kept)
+            s->kept_warnings = kept;
+        if (list)
+            s->kept_warnings[s->num_kept_warnings++] = list;
+        else
+            p->runs++; /* out of memory: the plan, and its warnings, stay until the session is freed */
+    }
+    p->evicted = true;
+    if (p->runs == 0)
+        tide__plan_free(p);
+}
+
+/* Under s->lock, p new in the cache (key p->key, made for fusion_version): evicts the plans no run can
+ * find any more: one under the same key (made for nodes since rolled back), and the fused plans of
+ * earlier observers' versions. */
+static void evict_unreachable(tide_session *s, const tide_plan *p, tide_plan *same_key)
+{
+    for (int i = s->num_plans - 1; i >= 0; i--) {
+        tide_plan *q = s->plan_list[i];
+        if (q != p && (q == same_key || (q->fusion_version >= 0 && q->fusion_version < p->fusion_version)))
+            evict(s, i);
+    }
+}
+
+/* A run is done with p (from get_plan). */
+static void release_plan(tide_session *s, tide_plan *p)
+{
+    pthread_mutex_lock(&s->lock);
+    if (--p->runs == 0 && p->evicted)
+        tide__plan_free(p);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* fuse: the run's plan fuses element-wise groups (fusion on, no debugger attached). The caller
+ * releases the plan (release_plan) when its run is done. */
 static tide_plan *get_plan(tide_session *s, bool fuse, const tide_feed *feeds, int nfeeds,
                            const tide_output *fetches, int nfetches, tide_node *const *targets, int ntargets,
                            tide_error *err)
@@ -173,6 +242,7 @@ static tide_plan *get_plan(tide_session *s, bool fuse, const tide_feed *feeds, i
     for (int i = 0; valid && i < ntargets; i++)
         valid = owned(s->graph, targets[i]);
     if (!valid) {
+        tide_plan *stale = p;
         p = tide__plan_build(s->engine, s->graph, feeds, nfeeds, fetches, nfetches, targets, ntargets, fuse, err);
         if (p && s->num_plans == s->cap_plans) {
             int cap = s->cap_plans ? s->cap_plans * 2 : 8;
@@ -185,7 +255,9 @@ static tide_plan *get_plan(tide_session *s, bool fuse, const tide_feed *feeds, i
         if (p && s->num_plans < s->cap_plans) {
             p->key = key;
             key = NULL;
+            p->fusion_version = fusion_version;
             s->plan_list[s->num_plans++] = p;
+            evict_unreachable(s, p, stale);
             tide__names_put(s->plans, p->key, p);
         } else if (p) {
             tide__plan_free(p);
@@ -195,6 +267,8 @@ static tide_plan *get_plan(tide_session *s, bool fuse, const tide_feed *feeds, i
     }
     if (p && s->engine->num_observers > 0)
         tide__plan_update_observers(p, s->engine);
+    if (p)
+        p->runs++;
     pthread_mutex_unlock(&s->lock);
     free(key);
     return p;
@@ -274,6 +348,7 @@ static tide_status run_with_error(tide_session *s, const tide_run_options *opts,
         TIDE__OBSERVE(&a.observers[o], run_ended, &a.info, st, st == TIDE_OK ? "" : tide_error_message(err), wall);
     tide__observers_release(a.observers, a.num_observers);
     tide__debugger_release(&a.debugger);
+    release_plan(s, p);
     return st;
 }
 
@@ -293,9 +368,11 @@ static void refresh_warnings(tide_session *s)
         return;
     }
     int k = 0;
-    for (int i = 0; i < s->num_plans; i++)
+    for (int i = 0; i < s->num_plans; i++) {
         for (int w = 0; w < s->plan_list[i]->num_warnings; w++)
             view[k++] = s->plan_list[i]->warnings[w];
+        s->plan_list[i]->warnings_shown = true;
+    }
     view[n] = NULL;
     if (s->warnings) {
         s->old_warnings = old;

@@ -1,6 +1,8 @@
 /* test_session.c — sessions: Run with feeds, fetches and targets, pruning, the plan cache, variables
  * in containers shared across sessions, control dependencies, tracing and observers, and the errors a
  * user can cause at run time. */
+#include <malloc.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -549,6 +551,81 @@ static void test_observers(void)
     tide_engine_free(e);
 }
 
+/* Watching a node changes what a fused plan may fuse away, so each observer added or removed makes the
+ * next run build a new plan; the plans made for earlier observers can never be found again and are
+ * dropped (1,000 changes left 1,000 plans in the cache, each with its kernels) — also while another
+ * thread runs the session on a plan being dropped, which is freed only once that run is done. */
+static bool watch_h(void *user, const tide_node *n)
+{
+    (void)user;
+    return strcmp(tide_node_name(n), "h") == 0;
+}
+
+typedef struct runner {
+    tide_session *s;
+    tide_node *fetch;
+    atomic_bool stop;
+    atomic_int runs, failures;
+} runner;
+
+static void *run_until_stopped(void *arg)
+{
+    runner *r = arg;
+    while (!atomic_load(&r->stop)) {
+        tide_output o = {r->fetch, 0};
+        tide_tensor *out = NULL;
+        if (tide_session_run(r->s, NULL, NULL, 0, &o, 1, &out, NULL, 0, NULL, NULL) != TIDE_OK || !out)
+            atomic_fetch_add(&r->failures, 1);
+        tide_tensor_release(out);
+        atomic_fetch_add(&r->runs, 1);
+    }
+    return NULL;
+}
+
+static void test_plans_of_old_watches_dropped(void)
+{
+    tide_engine *e = tide_engine_new(NULL, NULL);
+    tide_graph *g = tide_graph_new();
+    float xs[64];
+    for (int i = 0; i < 64; i++)
+        xs[i] = (float)(i - 32);
+    tide_node *x = gu_const(g, "x", th_f32(1, TH_DIMS(64), xs));
+    tide_node *b = gu_scalar_f32(g, "b", 0.5f);
+    tide_node *h = gu_op(g, "Add", "h", 2, (tide_node *const[]){x, b}); /* Add + Relu: a fused group */
+    tide_node *r = gu_op(g, "Relu", "r", 1, &h);
+    tide_session *s = tide_session_new(e, g, NULL, NULL);
+    tide_observer obs = {.wants_tensors = watch_h};
+    runner other = {.s = s, .fetch = r};
+    pthread_t t;
+    size_t heap_at_100 = 0;
+    for (int i = 0; i < 1000; i++) {
+        if (i == 500) /* the second half with another thread running the session all along */
+            CU_ASSERT_FATAL(pthread_create(&t, NULL, run_until_stopped, &other) == 0);
+        int id = tide_engine_add_observer(e, &obs, NULL);
+        tide_tensor *got = gu_fetch(s, r);
+        CU_ASSERT(got && ((const float *)tide_tensor_data(got))[40] == 8.5f);
+        tide_tensor_release(got);
+        tide_engine_remove_observer(e, id);
+        tide_tensor_release(gu_fetch(s, r));
+        if (i < 500)
+            CU_ASSERT(tide_session_num_plans(s) <= 1);
+        if (i == 100)
+            heap_at_100 = mallinfo2().uordblks;
+        if (i == 499) /* the heap in use stays put (ASan's allocator reports 0 here) */
+            CU_ASSERT((long)(mallinfo2().uordblks - heap_at_100) < 256 * 1024);
+    }
+    atomic_store(&other.stop, true);
+    pthread_join(t, NULL);
+    CU_ASSERT(tide_session_num_plans(s) <= 2);
+    CU_ASSERT(atomic_load(&other.runs) > 0);
+    CU_ASSERT_EQUAL(atomic_load(&other.failures), 0);
+    printf("\n  (plans cached after 1,000 watch changes: %d; the other thread's runs: %d) ", tide_session_num_plans(s),
+           atomic_load(&other.runs));
+    tide_session_free(s);
+    tide_graph_free(g);
+    tide_engine_free(e);
+}
+
 /* run_started and run_ended see the fed values (the run log records their shapes: a training step
  * and an evaluation of the same nodes differ by them). */
 typedef struct feed_seen {
@@ -686,7 +763,7 @@ int main(void)
         TH_TEST(test_snapshot_semantics),
         TH_TEST(test_control_dependencies), TH_TEST(test_assign_errors), TH_TEST(test_run_errors),
         TH_TEST(test_kernel_return_value_checked), TH_TEST(test_session_holds_its_graph), TH_TEST(test_runs_without_error_object),
-        TH_TEST(test_observers), TH_TEST(test_observers_see_feeds), TH_TEST(test_devices_memory_and_options),
+        TH_TEST(test_observers), TH_TEST(test_plans_of_old_watches_dropped), TH_TEST(test_observers_see_feeds), TH_TEST(test_devices_memory_and_options),
         TH_TEST(test_control_from_fed_node),
         TH_END};
     return th_main("session", tests);
