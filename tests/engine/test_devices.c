@@ -592,6 +592,68 @@ static void test_variable_shared_across_devices(void)
     tide_engine_free(e);
 }
 
+/* Variable `name` (in container, NULL: the default one) of n float32s filled with `value` by an Assign,
+ * all on `device`, in graph g. */
+static tide_node *filled_variable(tide_graph *g, const char *device, const char *name, const char *container,
+                                  int64_t n, float value, tide_node **assign)
+{
+    char node_name[64];
+    tide_graph_push_device(g, device);
+    tide_node *v = gu_variable(g, name, TIDE_FLOAT32, 1, TH_DIMS(n), container);
+    snprintf(node_name, sizeof node_name, "%s_dims", name);
+    tide_node *dims = gu_const(g, node_name, th_i32(1, TH_DIMS(1), (const int32_t[]){(int32_t)n}));
+    snprintf(node_name, sizeof node_name, "%s_value", name);
+    tide_node *fill_value = gu_scalar_f32(g, node_name, value);
+    snprintf(node_name, sizeof node_name, "%s_fill", name);
+    tide_node *fill = gu_op(g, "Fill", node_name, 2, (tide_node *const[]){dims, fill_value});
+    snprintf(node_name, sizeof node_name, "%s_assign", name);
+    *assign = gu_op(g, "Assign", node_name, 2, (tide_node *const[]){v, fill});
+    tide_graph_pop_device(g);
+    return v;
+}
+
+/* A Variable read on a device its value's copy does not fit on (the device memory limit): the step
+ * fails with a message naming the variable and both devices, and the value stays where it was. */
+static void test_variable_read_copy_fails(void)
+{
+    enum { N = 160 * 1024 }; /* 640 KiB of float32: one fits in a device's 1 MiB, two do not */
+    tide_engine *e = sim_engine(2, 1 << 20);
+    tide_graph *g0 = tide_graph_new(), *g1 = tide_graph_new();
+    tide_node *fill_v, *fill_w, *read_v;
+    tide_node *v0 = filled_variable(g0, "/sim:0", "v", NULL, N, 1.5f, &fill_v);
+    filled_variable(g1, "/sim:1", "w", "scratch", N, 2.5f, &fill_w); /* /sim:1 holds w's 640 KiB */
+    tide_graph_push_device(g1, "/sim:1");
+    tide_node *v1 = gu_variable(g1, "v", TIDE_FLOAT32, 1, TH_DIMS(N), NULL); /* v again, read on /sim:1 */
+    read_v = gu_op(g1, "Sum", "sum_v", 2, (tide_node *const[]){v1, gu_const(g1, "axis", th_i32(0, NULL, (const int32_t[]){0}))});
+    tide_graph_pop_device(g1);
+    tide_session *s0 = tide_session_new(e, g0, NULL, NULL), *s1 = tide_session_new(e, g1, NULL, NULL);
+    tide_error *err = tide_error_new();
+    CU_ASSERT_EQUAL_FATAL(gu_target(s0, fill_v, err), TIDE_OK);
+    CU_ASSERT_EQUAL_FATAL(gu_target(s1, fill_w, err), TIDE_OK);
+    tide_output fetch = {read_v, 0};
+    tide_tensor *sum = NULL;
+    tide_status st = tide_session_run(s1, NULL, NULL, 0, &fetch, 1, &sum, NULL, 0, NULL, err);
+    CU_ASSERT_EQUAL(st, TIDE_RESOURCE_EXHAUSTED);
+    CU_ASSERT_PTR_NULL(sum);
+    const char *message = tide_error_message(err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(message, "variable 'v'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(message, "in the memory of /sim:0; copying it to /sim:1"));
+    if (st == TIDE_OK || !strstr(message, "copying it to /sim:1"))
+        fprintf(stderr, "\n  read of v on /sim:1: status %d, '%s'\n", st, message);
+    tide_tensor_release(sum);
+    /* v is unchanged on /sim:0. (Once w is dropped, /sim:1 still refuses the copy: its allocator keeps
+     * w's block reserved, "0 bytes held by tensors, 640.5 KiB reserved" — left to the allocator.) */
+    tide_tensor *got = gu_fetch(s0, v0);
+    CU_ASSERT(got && tide_tensor_num_elements(got) == N && ((const float *)tide_tensor_data(got))[N - 1] == 1.5f);
+    tide_tensor_release(got);
+    tide_error_free(err);
+    tide_session_free(s1);
+    tide_graph_free(g1);
+    tide_session_free(s0);
+    tide_graph_free(g0);
+    tide_engine_free(e);
+}
+
 /* The step debugger on a device: health summaries of a device's tensors, values read as host copies
  * while stopped, and a host value put in place of a device's output reaching its consumer there. */
 typedef struct debug_probe {
@@ -703,7 +765,7 @@ int main(void)
                                     TH_TEST(test_memory_accounting), TH_TEST(test_memory_limit),
                                     TH_TEST(test_streams_and_events), TH_TEST(test_runs_across_host_and_device),
                                     TH_TEST(test_observers_get_host_copies), TH_TEST(test_variable_on_device),
-                                    TH_TEST(test_variable_shared_across_devices),
+                                    TH_TEST(test_variable_shared_across_devices), TH_TEST(test_variable_read_copy_fails),
                                     TH_TEST(test_debugger_on_device), TH_TEST(test_cost_model_per_type), TH_END};
     return th_main("devices", tests);
 }
