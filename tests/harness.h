@@ -61,6 +61,16 @@ void th_assert_graph_fails(const char *base, const char *line, const char *needl
 /* A deterministic pseudo-random double in [lo, hi) (xorshift; same sequence every run). */
 double th_rand(double lo, double hi);
 
+/* A watchdog for runs that may hang (tests/watchdog.c): between th_watch_start and th_watch_stop the
+ * process is ended (status 3, with a message naming the run and every thread's state) when the run
+ * is hung — for 10 s no thread of the process used CPU or was ready to run — or spinning — it used
+ * more than 60 s of CPU. A slow, loaded machine does not fire it: waiting for a CPU is not hanging.
+ * Not for runs that wait on something outside the process (timers, files). fmt names the run. */
+void th_watch_start(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void th_watch_stop(void);
+/* Changes the two limits (seconds) for the runs watched from now on; for the watchdog's own tests. */
+void th_watch_limits(double hang_s, double cpu_s);
+
 typedef struct th_test {
     const char *name;
     void (*fn)(void);
