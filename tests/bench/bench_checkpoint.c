@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h" /* tide__npz_last_phases: the save's phases */
+#include "bench_engine.h"
 #include "bench_util.h"
 #include "tide_checkpoint.h"
 
@@ -73,7 +74,7 @@ int main(void)
 {
     const char *dir = getenv("TIDE_BENCH_DIR") ? getenv("TIDE_BENCH_DIR") : ".";
     tide_error *err = tide_error_new();
-    tide_engine *e = tide_engine_new(NULL, err);
+    tide_engine *e = bench_engine_new(0, 0, 0);
     tide_graph *g = tide_graph_new();
     tide_node *vars[VARS];
     tide_tensor *values[VARS];

@@ -10,6 +10,7 @@
  * CPU time per run (all threads; on a loaded machine the wall time also counts the neighbours). */
 #include <string.h>
 
+#include "bench_engine.h"
 #include "bench_util.h"
 #include "tide.h"
 
@@ -213,14 +214,7 @@ int main(int argc, char **argv)
 {
     int reps = argc > 1 ? atoi(argv[1]) : 21, threads = argc > 2 ? atoi(argv[2]) : 2;
     tide_error *err = tide_error_new();
-    tide_engine_options o;
-    tide_engine_options_init(&o);
-    o.num_threads = threads;
-    tide_engine *e = tide_engine_new(&o, err);
-    if (!e) {
-        fprintf(stderr, "%s\n", tide_error_message(err));
-        return 1;
-    }
+    tide_engine *e = bench_engine_new(threads, 0, 0);
     static const layer conv2 = {"conv2d", 14, 14, 32, 64, 5, 1}, conv1 = {"conv2d_1", 28, 28, 1, 32, 5, 1};
     static const layer strided = {"conv3x3_s2", 28, 28, 32, 64, 3, 2};
     int rc = bench_layer(e, &conv2, reps, err) | bench_layer(e, &conv1, reps, err) |

@@ -9,6 +9,7 @@
  * copy_latency_s, copy_bytes_per_s). Medians of 15 repetitions. */
 #include <string.h>
 
+#include "bench_engine.h"
 #include "bench_util.h"
 #include "tide.h"
 
@@ -96,12 +97,7 @@ static double round_trip_s(tide_engine *e, const tide_tensor *t, tide_error *err
 int main(void)
 {
     tide_error *err = tide_error_new();
-    tide_engine_options o;
-    tide_engine_options_init(&o);
-    o.num_threads = 2;
-    o.num_sim_devices = 1;
-    tide_engine *e = tide_engine_new(&o, err);
-    check(e != NULL, "engine", err);
+    tide_engine *e = bench_engine_new(2, 0, 1);
     char extra[160];
     double cpu = chain_us(e, "/cpu:0", err), sim = chain_us(e, "/sim:0", err);
     snprintf(extra, sizeof extra, "\"adds\": %d, \"cpu_us_per_node\": %.2f", NODES, cpu);

@@ -6,6 +6,7 @@
  * or prune cannot go unnoticed. The wide Adds each read a constant of their own (one + k_i): 10,000
  * identical one + one were merged into one node by CSE, which made the figure 0.003 us "per node"
  * (bug 10); the wide run executes 10,000 Adds and their 10,000 constants. */
+#include "bench_engine.h"
 #include "bench_util.h"
 #include "tide.h"
 
@@ -75,14 +76,7 @@ static double time_runs(tide_session *s, tide_node *fetch, tide_node *target, fl
 int main(void)
 {
     tide_error *err = tide_error_new();
-    tide_engine_options o;
-    tide_engine_options_init(&o);
-    o.num_threads = 2;
-    tide_engine *e = tide_engine_new(&o, err);
-    if (!e) {
-        fprintf(stderr, "%s\n", tide_error_message(err));
-        return 1;
-    }
+    tide_engine *e = bench_engine_new(2, 0, 0);
     /* Chain: a_0 = one, a_i = a_{i-1} + one. */
     tide_graph *g = tide_graph_new();
     tide_node *one = scalar(g, 1.0f, err);

@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "bench_engine.h"
 #include "bench_util.h"
 #include "tide.h"
 
@@ -242,12 +243,7 @@ int main(void)
     snprintf(extra, sizeof extra, "\"bytes\": %zu, \"threads\": 2, \"one_thread_gb_per_s\": %.2f, "
              "\"counted\": \"read + written\"", COPY_BYTES, copy1);
     bench_emit("memcpy_gb_per_s", copy2, "GB/s", extra);
-    tide_engine_options o;
-    tide_engine_options_init(&o);
-    o.num_threads = 2;
-    tide_engine *e = tide_engine_new(&o, err);
-    if (!e)
-        fail("engine", err);
+    tide_engine *e = bench_engine_new(2, 0, 0);
     bench_adam(e, copy2, err);
     bench_chain(e, "fusion.chain_speedup", 128, 512, 300, err);
     bench_chain(e, "fusion.chain_large_speedup", 1024, 4096, 5, err);

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "../../kernels/cpu/gemm.h"
+#include "bench_engine.h"
 #include "bench_util.h"
 #include "tide.h"
 
@@ -101,14 +102,7 @@ static int bench_size(tide_engine *e, int n, int reps, tide_error *err)
 int main(void)
 {
     tide_error *err = tide_error_new();
-    tide_engine_options o;
-    tide_engine_options_init(&o);
-    o.num_threads = 2;
-    tide_engine *e = tide_engine_new(&o, err);
-    if (!e) {
-        fprintf(stderr, "%s\n", tide_error_message(err));
-        return 1;
-    }
+    tide_engine *e = bench_engine_new(2, 0, 0);
     int rc = bench_size(e, 256, 201, err) || bench_size(e, 1024, 31, err) || bench_size(e, 2048, 11, err);
     tide_engine_free(e);
     tide_error_free(err);

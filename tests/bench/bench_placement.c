@@ -6,6 +6,7 @@
  * placement.nodes_per_s.4_devices, each with the simulated makespans of greedy and naive placement. */
 #include <string.h>
 
+#include "bench_engine.h"
 #include "bench_util.h"
 #include "placement.h"
 
@@ -88,13 +89,7 @@ int main(void)
         order[i] = i;
     const int devices[] = {2, 4};
     for (int k = 0; k < 2; k++) {
-        tide_engine_options o;
-        tide_engine_options_init(&o);
-        o.num_threads = 1;
-        o.num_cpu_devices = devices[k];
-        tide_engine *e = tide_engine_new(&o, err);
-        if (!e)
-            die("engine", err);
+        tide_engine *e = bench_engine_new(1, devices[k], 0);
         double greedy_s, naive_s;
         double t = time_placement(e, g, order, TIDE_PLACEMENT_GREEDY, &greedy_s, err);
         time_placement(e, g, order, TIDE_PLACEMENT_NAIVE, &naive_s, err);

@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "bench_engine.h"
 #include "bench_util.h"
 #include "tide.h"
 
@@ -46,9 +47,7 @@ static void fail(const char *what, tide_error *err)
 int main(void)
 {
     tide_error *err = tide_error_new();
-    tide_engine *e = tide_engine_new(NULL, err);
-    if (!e)
-        fail("engine", err);
+    tide_engine *e = bench_engine_new(0, 0, 0);
     tide_graph *g = tide_graph_new();
     tide_dtype dt = TIDE_FLOAT32;
     tide_shape row = tide_shape_vector(FEATURES);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../../kernels/cpu/cpu_util.h"
+#include "bench_engine.h"
 #include "bench_util.h"
 #include "tide.h"
 
@@ -126,11 +127,7 @@ int main(int argc, char **argv)
         return 2;
     }
     tide_error *err = tide_error_new();
-    tide_engine *e = tide_engine_new(NULL, err);
-    if (!e) {
-        fprintf(stderr, "bench_vecwidth: %s\n", tide_error_message(err));
-        return 1;
-    }
+    tide_engine *e = bench_engine_new(0, 0, 0);
     int best = (int)tide_cpu_isa_active();
     char extra[256];
     snprintf(extra, sizeof extra, "\"isa\": \"%s\", \"elements\": %lld, \"rounds\": %d", tide_cpu_isa_name(best),

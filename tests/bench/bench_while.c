@@ -5,6 +5,7 @@
  * interleaves it with the same loop in PyTorch). */
 #include <stdlib.h>
 
+#include "bench_engine.h"
 #include "bench_util.h"
 #include "tide.h"
 
@@ -54,13 +55,10 @@ int main(int argc, char **argv)
 {
     int runs = argc > 1 ? atoi(argv[1]) : 21;
     tide_error *err = tide_error_new();
-    tide_engine_options o;
-    tide_engine_options_init(&o);
-    o.num_threads = 2;
-    tide_engine *e = tide_engine_new(&o, err);
+    tide_engine *e = bench_engine_new(2, 0, 0);
     tide_graph *g = tide_graph_new();
     tide_output init[2] = {O(scalar(g, TIDE_INT32, 0)), O(scalar(g, TIDE_FLOAT32, 1))}, res[2];
-    if (!e || tide_while_loop(g, cond_fn, body_fn, NULL, init, 2, NULL, res, err) != TIDE_OK) {
+    if (tide_while_loop(g, cond_fn, body_fn, NULL, init, 2, NULL, res, err) != TIDE_OK) {
         fprintf(stderr, "bench_while: %s\n", tide_error_message(err));
         return 1;
     }
