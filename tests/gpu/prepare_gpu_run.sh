@@ -4,7 +4,9 @@
 # machine lacks (/work/shared/device/README.md): .device (the shared sysroot scripts), .debs (tide's
 # Debian build dependencies: the shared list plus libzip and protobuf, which the project has needed
 # since), .fashion-mnist (the data set, for the MLP trained on the GPU against the CPU) and
-# .cudnn-include (cuDNN's headers, in case the machine's cuDNN, PyTorch's wheel, comes without them).
+# .cudnn-include (cuDNN's headers, in case the machine's cuDNN, PyTorch's wheel, comes without them);
+# then checks, as a dry run here, that every dependency of the meson build is carried or on that machine
+# (tests/gpu/check_gpu_carry.sh). Works in the main checkout and in a git worktree.
 # Then, with the `device` tool:
 #   run(command="sh tests/gpu/run_gpu_checks.sh", carry=[".debs", ".device", ".fashion-mnist", ".cudnn-include"])
 set -eu
@@ -23,3 +25,8 @@ done
 cp /usr/share/datasets/fashion-mnist/*.gz .fashion-mnist/ 2>/dev/null || echo "no Fashion-MNIST here: the MLP check will skip"
 cp /usr/local/cuda/include/cudnn*.h .cudnn-include/ 2>/dev/null || echo "no cuDNN headers here"
 du -shc .debs .device .fashion-mnist .cudnn-include | tail -1
+# The dry run: what the GPU machine's meson build needs is carried or there (exit 1 names what is not).
+check=0
+report=$(sh tests/gpu/check_gpu_carry.sh .debs 2>&1) || check=1
+printf '%s\n' "$report" | grep -v ': carried\|in the checkout' || true
+exit $check
