@@ -1,7 +1,7 @@
 /* fusion_run.c — runs a fused group (fusion.h): the kernel of a group's plan item.
  *
- * The fast path evaluates the members' own loops tile by tile: for each tile of the output (TILE
- * elements, or whole rows of a bias's length when they fit), every member in topological order
+ * The fast path evaluates the members' own loops tile by tile: for each tile of the output (up to
+ * 8 KiB, whole rows of a bias's length when they fit), every member in topological order
  * reads its operands' tiles — an external's slice, a scalar splatted into a tile, the bias repeated
  * along the tile, or an earlier member's register — and writes its register, the root writing the
  * output's slice. Registers are a few KiB and stay in L1, so the data is read once from memory and
@@ -16,7 +16,11 @@
 
 #include "fusion.h"
 
-#define TILE 256 /* elements per tile: 1 KiB (float32) or 2 KiB (float64) per register */
+/* A tile's registers, splatted scalars and repeated biases live in one buffer on the running
+ * thread's stack; a register is at most TILE_MAX_BYTES, and the tile is as long as that allows
+ * (bench_fusion: 256-element tiles spent ~12 % of the group's instructions between the loops). */
+#define TILE_BUFFER_BYTES ((size_t)64 << 10)
+#define TILE_MAX_BYTES ((int64_t)8 << 10)
 
 typedef struct tile_job {
     const tide_fusion *fu;
@@ -25,17 +29,17 @@ typedef struct tile_job {
     int64_t size;          /* bytes per element */
     int64_t n;             /* output elements */
     int64_t channels;      /* the last dim when a bias is among the externals, else 0 */
-    int64_t tile;          /* elements per tile (a multiple of channels when channels <= TILE) */
-    int64_t tiles_per_row; /* channels > TILE: tiles per row (a tile never crosses a row's end), else 0 */
+    int64_t tile;          /* elements per tile (a multiple of channels when the bias is repeated) */
+    int64_t tiles_per_row; /* a bias longer than a tile: tiles per row (a tile never crosses a row's end), else 0 */
 } tile_job;
 
 /* Where tile u starts and how long it is. */
 static void tile_at(const tile_job *j, int64_t u, int64_t *start, int64_t *len)
 {
     if (j->tiles_per_row) {
-        int64_t row = u / j->tiles_per_row, col = (u % j->tiles_per_row) * TILE;
+        int64_t row = u / j->tiles_per_row, col = (u % j->tiles_per_row) * j->tile;
         *start = row * j->channels + col;
-        *len = j->channels - col < TILE ? j->channels - col : TILE;
+        *len = j->channels - col < j->tile ? j->channels - col : j->tile;
     } else {
         *start = u * j->tile;
         *len = j->n - *start < j->tile ? j->n - *start : j->tile;
@@ -55,26 +59,35 @@ static void run_loop(const fusion_member *mb, const char *x, const char *y, char
         ew->binary_p(x, y, z, n, ew->param);
 }
 
+/* Fills bytes [size, total) of at with copies of its first `size` bytes (doubling). */
+static void repeat(char *at, int64_t size, int64_t total)
+{
+    for (int64_t have = size; have < total; have *= 2)
+        memcpy(at + have, at, (size_t)(total - have < have ? total - have : have));
+}
+
 /* Tiles [begin, end): registers, splatted scalars and repeated biases in one buffer on this thread's
- * stack (64 KiB at most; only the registers in use are touched). */
+ * stack (only the part in use is touched). */
 static void run_tiles(int64_t begin, int64_t end, void *arg)
 {
     const tile_job *j = arg;
     const tide_fusion *fu = j->fu;
-    int64_t tile_bytes = TILE * j->size;
-    _Alignas(64) char buf[(TIDE_FUSION_MAX_REGS + TIDE_FUSION_MAX_EXTERNALS) * TILE * sizeof(double)];
+    int64_t tile_bytes = j->tile * j->size;
+    _Alignas(64) char buf[TILE_BUFFER_BYTES];
     const char *fixed[TIDE_FUSION_MAX_EXTERNALS] = {0}; /* scalars and (short) biases, laid along a tile */
+    char *at = buf + fu->num_regs * tile_bytes;
     for (int e = 0; e < fu->num_ext; e++) {
-        char *at = buf + (fu->num_regs + e) * tile_bytes;
         if (fu->ext_kind[e] == FUSION_SCALAR) {
-            for (int64_t i = 0; i < TILE; i++)
-                memcpy(at + i * j->size, j->ext[e], (size_t)j->size);
-            fixed[e] = at;
+            memcpy(at, j->ext[e], (size_t)j->size);
+            repeat(at, j->size, tile_bytes);
         } else if (fu->ext_kind[e] == FUSION_BIAS && !j->tiles_per_row) {
-            for (int64_t i = 0; i < j->tile; i += j->channels)
-                memcpy(at + i * j->size, j->ext[e], (size_t)(j->channels * j->size));
-            fixed[e] = at;
+            memcpy(at, j->ext[e], (size_t)(j->channels * j->size));
+            repeat(at, j->channels * j->size, tile_bytes);
+        } else {
+            continue;
         }
+        fixed[e] = at;
+        at += tile_bytes;
     }
     for (int64_t u = begin; u < end; u++) {
         int64_t start, len;
@@ -90,6 +103,28 @@ static void run_tiles(int64_t begin, int64_t end, void *arg)
             run_loop(mb, val[mb->in[0]], mb->num_in > 1 ? val[mb->in[1]] : NULL, z, len);
             val[fu->num_ext + m] = z;
         }
+    }
+}
+
+/* The tile of a job (j->n, size and channels set): as long as TILE_MAX_BYTES allows and the buffer
+ * holds the group's registers, scalars and biases; a multiple of the bias's length when it fits,
+ * else tiles split each row. */
+static void choose_tile(tile_job *j)
+{
+    const tide_fusion *fu = j->fu;
+    int64_t buffers = fu->num_regs;
+    for (int e = 0; e < fu->num_ext; e++)
+        buffers += fu->ext_kind[e] != FUSION_FULL;
+    int64_t tile = TILE_MAX_BYTES / j->size;
+    if (buffers > 0 && (int64_t)TILE_BUFFER_BYTES / (buffers * j->size) < tile)
+        tile = (int64_t)TILE_BUFFER_BYTES / (buffers * j->size);
+    tile = tile / 16 * 16; /* whole vectors */
+    if (j->channels > 0 && j->channels <= tile) {
+        j->tile = tile / j->channels * j->channels;
+    } else {
+        j->tile = tile;
+        if (j->channels > 0)
+            j->tiles_per_row = (j->channels + tile - 1) / tile;
     }
 }
 
@@ -190,17 +225,14 @@ tide_status tide__fusion_compute(tide_kernel_ctx *ctx)
     if (!out)
         return tide_kernel_status(ctx);
     tile_job j = {.fu = fu, .out = tide_tensor_data(out), .size = (int64_t)tide_dtype_size(fu->dtype),
-                  .n = tide_shape_num_elements(&shape), .channels = channels, .tile = TILE};
+                  .n = tide_shape_num_elements(&shape), .channels = channels};
     if (j.n == 0)
         return TIDE_OK;
     for (int e = 0; e < fu->num_ext; e++)
         j.ext[e] = tide_tensor_data(ctx->inputs[e]);
-    if (channels > TILE)
-        j.tiles_per_row = (channels + TILE - 1) / TILE;
-    else if (channels > 0)
-        j.tile = TILE / channels * channels;
+    choose_tile(&j);
     int64_t tiles = j.tiles_per_row ? j.n / channels * j.tiles_per_row : (j.n + j.tile - 1) / j.tile;
-    tide_kernel_parallel_for(ctx, tiles, fu->cost * (double)(j.tiles_per_row ? TILE : j.tile), run_tiles, &j);
+    tide_kernel_parallel_for(ctx, tiles, fu->cost * (double)j.tile, run_tiles, &j);
     return TIDE_OK;
 }
 

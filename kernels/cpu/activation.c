@@ -20,10 +20,8 @@
  * trapping math the float selects (?:) vectorise too. Results are unchanged (no -ffast-math). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
-#define IVDEP _Pragma("GCC ivdep") /* the output may be exactly an input (in place) */
-#else
-#define IVDEP
 #endif
+#include "cpu_util.h" /* IVDEP (the output may be exactly an input), the ISA variants */
 
 /* Below this many nanoseconds of work a kernel runs inline (parallel_for would too). */
 #define INLINE_NS 50000.0
@@ -32,8 +30,9 @@ typedef void (*unary_loop)(const void *x, void *y, int64_t n, double p);
 typedef void (*binary_loop)(const void *a, const void *b, void *out, int64_t n, double p);
 
 /* name_f32 and name_f64 computing EXPR of x (and of the parameter p, as T). */
-#define UNARY_T(name, SFX, T, EXPR)                                                          \
-    static void name##_##SFX(const void *px, void *py, int64_t n, double param)              \
+#define UNARY_T(name, SFX, T, EXPR) UNARY_FN(name##_##SFX, , , T, EXPR)
+#define UNARY_FN(fn, TARGET, ISA, T, EXPR)                                                   \
+    TARGET static void fn(const void *px, void *py, int64_t n, double param)                 \
     {                                                                                        \
         const T *xs = px, p = (T)param;                                                      \
         T *ys = py;                                                                          \
@@ -46,8 +45,9 @@ typedef void (*binary_loop)(const void *a, const void *b, void *out, int64_t n, 
 #define UNARY(name, EXPR) UNARY_T(name, f32, float, EXPR) UNARY_T(name, f64, double, EXPR)
 
 /* name_f32 and name_f64 computing EXPR of a and b (the op's two inputs, in order) and p. */
-#define BINARY_T(name, SFX, T, EXPR)                                                         \
-    static void name##_##SFX(const void *pa, const void *pb, void *po, int64_t n, double param) \
+#define BINARY_T(name, SFX, T, EXPR) BINARY_FN(name##_##SFX, , , T, EXPR)
+#define BINARY_FN(fn, TARGET, ISA, T, EXPR)                                                  \
+    TARGET static void fn(const void *pa, const void *pb, void *po, int64_t n, double param) \
     {                                                                                        \
         const T *as = pa, *bs = pb, p = (T)param;                                            \
         T *os = po;                                                                          \
@@ -59,18 +59,38 @@ typedef void (*binary_loop)(const void *a, const void *b, void *out, int64_t n, 
     }
 #define BINARY(name, EXPR) BINARY_T(name, f32, float, EXPR) BINARY_T(name, f64, double, EXPR)
 
+/* The same for the loops wider vectors speed up (the selects and arithmetic; not those calling libm,
+ * which stay scalar): the ISA variants of cpu_util.h (name_f32_portable, _avx2, _avx512) and a
+ * dispatcher under the plain name. Each variant computes the same IEEE operations in the same order,
+ * so the results are the same bit for bit (tests/kernels/test_vecwidth.c). Fusion runs these loops
+ * over tiles in L1, where the width is what counts (bench_fusion). */
+#define UNARY_WIDE_T(name, SFX, T, EXPR)                                                     \
+    TIDE_ISA_VARIANTS(UNARY_FN, name##_##SFX, T, EXPR)                                       \
+    static void name##_##SFX(const void *px, void *py, int64_t n, double param)              \
+    {                                                                                        \
+        TIDE_ISA_DISPATCH(name##_##SFX, px, py, n, param);                                   \
+    }
+#define UNARY_WIDE(name, EXPR) UNARY_WIDE_T(name, f32, float, EXPR) UNARY_WIDE_T(name, f64, double, EXPR)
+#define BINARY_WIDE_T(name, SFX, T, EXPR)                                                    \
+    TIDE_ISA_VARIANTS(BINARY_FN, name##_##SFX, T, EXPR)                                      \
+    static void name##_##SFX(const void *pa, const void *pb, void *po, int64_t n, double param) \
+    {                                                                                        \
+        TIDE_ISA_DISPATCH(name##_##SFX, pa, pb, po, n, param);                               \
+    }
+#define BINARY_WIDE(name, EXPR) BINARY_WIDE_T(name, f32, float, EXPR) BINARY_WIDE_T(name, f64, double, EXPR)
+
 /* Selu's constants (TensorFlow's, from Klambauer et al.). */
 #define SELU_SCALE 1.0507009873554804934193349852946
 #define SELU_ALPHA 1.6732632423543772848170429916717
 
 /* `x < 0 ? 0 : x` rather than `x > 0 ? x : 0`: a NaN fails the comparison and passes through. */
-UNARY(relu, x < 0 ? 0 : x)
-UNARY(relu6, x < 0 ? 0 : x > 6 ? 6 : x)
+UNARY_WIDE(relu, x < 0 ? 0 : x)
+UNARY_WIDE(relu6, x < 0 ? 0 : x > 6 ? 6 : x)
 UNARY(elu, x < 0 ? expm1(x) : x)
 UNARY(selu, x > 0 ? SELU_SCALE * x : SELU_SCALE * SELU_ALPHA * expm1(x))
 UNARY(softplus, (x > 0 ? x : 0) + log1p(exp(-fabs(x))))
 UNARY(softsign, x / (1 + fabs(x)))
-UNARY(leaky_relu, x > 0 ? x : x * p)
+UNARY_WIDE(leaky_relu, x > 0 ? x : x * p)
 
 /* sigmoid(x) from e = exp(-|x|) <= 1, which cannot overflow. */
 static inline double stable_sigmoid(double x)
@@ -80,15 +100,15 @@ static inline double stable_sigmoid(double x)
 }
 
 /* The gradient ops: a = gradients (or y), b = features / outputs (or dy). */
-BINARY(relu_grad, b > 0 ? a : 0)
-BINARY(relu6_grad, b > 0 && b < 6 ? a : 0)
-BINARY(elu_grad, b < 0 ? a * (b + 1) : a)
-BINARY(selu_grad, b > 0 ? a * SELU_SCALE : a * (b + SELU_SCALE * SELU_ALPHA))
+BINARY_WIDE(relu_grad, b > 0 ? a : 0)
+BINARY_WIDE(relu6_grad, b > 0 && b < 6 ? a : 0)
+BINARY_WIDE(elu_grad, b < 0 ? a * (b + 1) : a)
+BINARY_WIDE(selu_grad, b > 0 ? a * SELU_SCALE : a * (b + SELU_SCALE * SELU_ALPHA))
 BINARY(softplus_grad, a * stable_sigmoid(b))
 BINARY(softsign_grad, a / ((1 + fabs(b)) * (1 + fabs(b))))
-BINARY(leaky_relu_grad, b > 0 ? a : a * p)
-BINARY(sigmoid_grad, b * a * (1 - a))
-BINARY(tanh_grad, b * (1 - a * a))
+BINARY_WIDE(leaky_relu_grad, b > 0 ? a : a * p)
+BINARY_WIDE(sigmoid_grad, b * a * (1 - a))
+BINARY_WIDE(tanh_grad, b * (1 - a * a))
 
 /* ---------------------------------------------------------------- op table */
 

@@ -53,8 +53,9 @@ typedef struct bin_loops {
 typedef void (*un_loop)(const void *x, void *y, int64_t n);
 
 /* name_vv, name_sv, name_vs computing EXPR of x and y (both of type T). */
-#define BIN_LOOPS(name, T, EXPR)                                                            \
-    static void name##_vv(const void *px, const void *py, void *pz, int64_t n)              \
+#define BIN_LOOPS(name, T, EXPR) BIN_LOOPS_AT(name, , T, EXPR)
+#define BIN_LOOPS_AT(name, TARGET, T, EXPR)                                                 \
+    TARGET static void name##_vv(const void *px, const void *py, void *pz, int64_t n)              \
     {                                                                                       \
         const T *xs = px, *ys = py;                                                         \
         T *zs = pz;                                                                         \
@@ -63,7 +64,7 @@ typedef void (*un_loop)(const void *x, void *y, int64_t n);
             zs[i] = (EXPR);                                                                 \
         }                                                                                   \
     }                                                                                       \
-    static void name##_sv(const void *px, const void *py, void *pz, int64_t n)              \
+    TARGET static void name##_sv(const void *px, const void *py, void *pz, int64_t n)              \
     {                                                                                       \
         const T x = *(const T *)px, *ys = py;                                               \
         T *zs = pz;                                                                         \
@@ -72,7 +73,7 @@ typedef void (*un_loop)(const void *x, void *y, int64_t n);
             zs[i] = (EXPR);                                                                 \
         }                                                                                   \
     }                                                                                       \
-    static void name##_vs(const void *px, const void *py, void *pz, int64_t n)              \
+    TARGET static void name##_vs(const void *px, const void *py, void *pz, int64_t n)              \
     {                                                                                       \
         const T *xs = px, y = *(const T *)py;                                               \
         T *zs = pz;                                                                         \
@@ -80,6 +81,25 @@ typedef void (*un_loop)(const void *x, void *y, int64_t n);
             const T x = xs[i];                                                              \
             zs[i] = (EXPR);                                                                 \
         }                                                                                   \
+    }
+
+/* BIN_LOOPS in the ISA variants of cpu_util.h (name_portable_vv, name_avx2_vv, ...) and dispatchers
+ * under the plain names: for the float arithmetic and selects, which wider vectors speed up (the same
+ * IEEE operations at every width: bit-identical results). Fusion runs them over tiles in L1. */
+#define BIN_LOOPS_VARIANT(name, TARGET, ISA, T, EXPR) BIN_LOOPS_AT(name, TARGET, T, EXPR)
+#define BIN_LOOPS_WIDE(name, T, EXPR)                                                       \
+    TIDE_ISA_VARIANTS(BIN_LOOPS_VARIANT, name, T, EXPR)                                     \
+    static void name##_vv(const void *px, const void *py, void *pz, int64_t n)              \
+    {                                                                                       \
+        TIDE_ISA_DISPATCH_SFX(name, _vv, px, py, pz, n);                                    \
+    }                                                                                       \
+    static void name##_sv(const void *px, const void *py, void *pz, int64_t n)              \
+    {                                                                                       \
+        TIDE_ISA_DISPATCH_SFX(name, _sv, px, py, pz, n);                                    \
+    }                                                                                       \
+    static void name##_vs(const void *px, const void *py, void *pz, int64_t n)              \
+    {                                                                                       \
+        TIDE_ISA_DISPATCH_SFX(name, _vs, px, py, pz, n);                                    \
     }
 
 /* name computing EXPR of x (of type T). */
@@ -189,15 +209,19 @@ static void half_un(un_loop f32, bool bf16, const void *px, void *py, int64_t n)
 /* Add, Sub, Mul: integers wrap through U; floats and complex numbers as C computes them. */
 #define ADD_INT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (T)((U)x + (U)y))
 #define ADD_NUM(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, x + y)
+#define ADD_FLT(op, s, T, U, DT) BIN_LOOPS_WIDE(op##_##s, T, x + y)
 #define SUB_INT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (T)((U)x - (U)y))
 #define SUB_NUM(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, x - y)
+#define SUB_FLT(op, s, T, U, DT) BIN_LOOPS_WIDE(op##_##s, T, x - y)
 #define MUL_INT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (T)((U)x * (U)y))
 #define MUL_NUM(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, x * y)
+#define MUL_FLT(op, s, T, U, DT) BIN_LOOPS_WIDE(op##_##s, T, x * y)
 
 /* Div truncates; y != 0 was checked; MIN / -1 wraps to MIN (negation through U). */
 #define DIV_SINT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, y == -1 ? (T)(0u - (U)x) : (T)(x / y))
 #define DIV_UINT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (T)(x / y))
 #define DIV_NUM(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, x / y)
+#define DIV_FLT(op, s, T, U, DT) BIN_LOOPS_WIDE(op##_##s, T, x / y)
 
 /* FloorDiv: the truncated quotient, one less when the division was inexact and the signs differ. */
 #define FLOORDIV_SINT(op, s, T, U, DT)                                                       \
@@ -232,7 +256,7 @@ static void half_un(un_loop f32, bool bf16, const void *px, void *py, int64_t n)
 
 /* SquaredDifference: integers wrap through U. */
 #define SQDIFF_INT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (T)(((U)x - (U)y) * ((U)x - (U)y)))
-#define SQDIFF_FLT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (x - y) * (x - y))
+#define SQDIFF_FLT(op, s, T, U, DT) BIN_LOOPS_WIDE(op##_##s, T, (x - y) * (x - y))
 
 /* Pow on integers: square-and-multiply in U (wraps); y >= 0 was checked for signed types. */
 #define POW_INT(op, s, T, U, DT)                                                             \
@@ -251,14 +275,14 @@ static void half_un(un_loop f32, bool bf16, const void *px, void *py, int64_t n)
 
 /* Maximum, Minimum: nan wins (x is nan, or the comparison fails and y, possibly nan, is taken). */
 #define MAX_INT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, x > y ? x : y)
-#define MAX_FLT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (x > y || isnan(x)) ? x : y)
+#define MAX_FLT(op, s, T, U, DT) BIN_LOOPS_WIDE(op##_##s, T, (x > y || isnan(x)) ? x : y)
 #define MIN_INT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, x < y ? x : y)
-#define MIN_FLT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (x < y || isnan(x)) ? x : y)
+#define MIN_FLT(op, s, T, U, DT) BIN_LOOPS_WIDE(op##_##s, T, (x < y || isnan(x)) ? x : y)
 
-SINTS(ADD_INT, add) UINTS(ADD_INT, add) FLOATS(ADD_NUM, add) CPLX(ADD_NUM, add) HALVES(HALF_BIN, add)
-SINTS(SUB_INT, sub) UINTS(SUB_INT, sub) FLOATS(SUB_NUM, sub) CPLX(SUB_NUM, sub) HALVES(HALF_BIN, sub)
-SINTS(MUL_INT, mul) UINTS(MUL_INT, mul) FLOATS(MUL_NUM, mul) CPLX(MUL_NUM, mul) HALVES(HALF_BIN, mul)
-SINTS(DIV_SINT, div) UINTS(DIV_UINT, div) FLOATS(DIV_NUM, div) CPLX(DIV_NUM, div) HALVES(HALF_BIN, div)
+SINTS(ADD_INT, add) UINTS(ADD_INT, add) FLOATS(ADD_FLT, add) CPLX(ADD_NUM, add) HALVES(HALF_BIN, add)
+SINTS(SUB_INT, sub) UINTS(SUB_INT, sub) FLOATS(SUB_FLT, sub) CPLX(SUB_NUM, sub) HALVES(HALF_BIN, sub)
+SINTS(MUL_INT, mul) UINTS(MUL_INT, mul) FLOATS(MUL_FLT, mul) CPLX(MUL_NUM, mul) HALVES(HALF_BIN, mul)
+SINTS(DIV_SINT, div) UINTS(DIV_UINT, div) FLOATS(DIV_FLT, div) CPLX(DIV_NUM, div) HALVES(HALF_BIN, div)
 SINTS(FLOORDIV_SINT, floordiv) UINTS(DIV_UINT, floordiv) FLOATS(FLOORDIV_FLT, floordiv)
 HALVES(HALF_BIN, floordiv)
 FLOATS(TRUNCDIV_FLT, truncdiv) HALVES(HALF_BIN, truncdiv)
@@ -275,9 +299,9 @@ SINTS(MIN_INT, minimum) UINTS(MIN_INT, minimum) FLOATS(MIN_FLT, minimum) HALVES(
 FLOATS(DIVNONAN_FLT, divnonan) HALVES(HALF_BIN, divnonan)
 /* The gradient ops of y = Sqrt, Rsqrt, Reciprocal (x here is y, y is dy), in TensorFlow's order of
  * operations (Eigen's scalar_*_gradient_op), so that results round as TensorFlow's do. */
-#define SQRTGRAD_FLT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (T)0.5 * y / x)
-#define RSQRTGRAD_FLT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, (T)-0.5 * (y * x) * (x * x))
-#define RECIPGRAD_FLT(op, s, T, U, DT) BIN_LOOPS(op##_##s, T, -x * x * y)
+#define SQRTGRAD_FLT(op, s, T, U, DT) BIN_LOOPS_WIDE(op##_##s, T, (T)0.5 * y / x)
+#define RSQRTGRAD_FLT(op, s, T, U, DT) BIN_LOOPS_WIDE(op##_##s, T, (T)-0.5 * (y * x) * (x * x))
+#define RECIPGRAD_FLT(op, s, T, U, DT) BIN_LOOPS_WIDE(op##_##s, T, -x * x * y)
 FLOATS(SQRTGRAD_FLT, sqrtgrad) HALVES(HALF_BIN, sqrtgrad)
 FLOATS(RSQRTGRAD_FLT, rsqrtgrad) HALVES(HALF_BIN, rsqrtgrad)
 FLOATS(RECIPGRAD_FLT, recipgrad) HALVES(HALF_BIN, recipgrad)

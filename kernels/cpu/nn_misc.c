@@ -63,14 +63,21 @@ typedef struct bias_job {
     int64_t channels;
 } bias_job;
 
-/* bias_row: o = v + b over n elements (a row, or for fusion a tile with the bias laid along it). */
-#define BIAS_ADD(sfx, T)                                                                     \
-    static void bias_row_##sfx(const void *pv, const void *pb, void *po, int64_t n)          \
+/* bias_row: o = v + b over n elements (a row, or for fusion a tile with the bias laid along it), in
+ * the ISA variants of cpu_util.h (the same additions at every width). */
+#define BIAS_ROW_VARIANT(name, TARGET, ISA, T)                                               \
+    TARGET static void name(const void *pv, const void *pb, void *po, int64_t n)             \
     {                                                                                        \
         const T *v = pv, *b = pb;                                                            \
         T *o = po;                                                                           \
         IVDEP for (int64_t k = 0; k < n; k++)                                                \
             o[k] = v[k] + b[k];                                                              \
+    }
+#define BIAS_ADD(sfx, T)                                                                     \
+    TIDE_ISA_VARIANTS(BIAS_ROW_VARIANT, bias_row_##sfx, T)                                   \
+    static void bias_row_##sfx(const void *pv, const void *pb, void *po, int64_t n)          \
+    {                                                                                        \
+        TIDE_ISA_DISPATCH(bias_row_##sfx, pv, pb, po, n);                                    \
     }                                                                                        \
     static void bias_add_##sfx(int64_t begin, int64_t end, void *arg)                        \
     {                                                                                        \

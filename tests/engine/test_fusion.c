@@ -174,6 +174,10 @@ static void test_random_graphs(void)
         random_graph r;
         tide_dtype dt = pick(2) ? TIDE_FLOAT32 : TIDE_FLOAT64;
         int64_t rows = pick(8) == 0 ? 100 + pick(200) : 1 + pick(6), cols = pick(3) == 0 ? 1 + pick(700) : 1 + pick(40);
+        if (pick(10) == 0) { /* rows longer than a tile (fusion_run.c: up to 8 KiB), a bias split over tiles */
+            rows = 1 + pick(6);
+            cols = 1000 + pick(4000);
+        }
         random_graph_new(&r, dt, rows, cols, 2 + pick(20), pick(5) == 0);
         tide_session *fused = session_new(e, r.g, true), *plain = session_new(e, r.g, false);
         tide_tensor *a[4] = {0}, *b[4] = {0};

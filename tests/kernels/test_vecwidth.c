@@ -117,7 +117,11 @@ static void compare_op_attrs(const char *op, tide_tensor *const *in, int num_in,
 {
     tide_tensor *want[2] = {NULL, NULL}, *got[2] = {NULL, NULL};
     tide_cpu_isa_limit(TIDE_ISA_PORTABLE);
-    CU_ASSERT_EQUAL_FATAL(th_run(op, in, num_in, attrs, want, num_out, NULL), TIDE_OK);
+    tide_error *err = tide_error_new();
+    if (th_run(op, in, num_in, attrs, want, num_out, err) != TIDE_OK)
+        fprintf(stderr, "%s: %s\n", op, tide_error_message(err));
+    tide_error_free(err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(want[0]);
     for (int isa = TIDE_ISA_AVX2; isa <= best; isa++) {
         tide_cpu_isa_limit((tide_cpu_isa)isa);
         CU_ASSERT_EQUAL_FATAL(th_run(op, in, num_in, attrs, got, num_out, NULL), TIDE_OK);
@@ -155,6 +159,47 @@ static void test_unary_ops_match_portable(void)
                 compare_op(ops[o], &x, 1, 1, best);
                 tide_tensor_release(x);
             }
+}
+
+/* The arithmetic, selects and activations with wide variants (math.c's BIN_LOOPS_WIDE, activation.c's
+ * UNARY_WIDE / BINARY_WIDE, BiasAdd's rows; fusion runs the same loops over its tiles): both inputs
+ * full (vv), and a scalar on either side (sv, vs) for the math ops. */
+static void test_binary_and_activation_ops_match_portable(void)
+{
+    int best = wide_isas();
+    if (!best)
+        return;
+    static const char *const binary[] = {"Add", "Sub", "Mul", "RealDiv", "Maximum", "Minimum",
+                                         "SquaredDifference", "SqrtGrad", "RsqrtGrad", "ReciprocalGrad"};
+    static const char *const pairs[] = {"ReluGrad", "Relu6Grad", "EluGrad", "SeluGrad", "LeakyReluGrad",
+                                        "SigmoidGrad", "TanhGrad"};
+    static const char *const unary[] = {"Relu", "Relu6", "LeakyRelu"};
+    int64_t one = 1;
+    for (int dt = 0; dt < 2; dt++)
+        for (size_t s = 0; s < NUM_SIZES; s++) {
+            tide_dtype type = dt ? TIDE_FLOAT64 : TIDE_FLOAT32;
+            tide_tensor *x = edge_tensor(type, 1, &SIZES[s], -10, 10, true);
+            tide_tensor *y = edge_tensor(type, 1, &SIZES[s], -10, 10, s % 2 == 0);
+            tide_tensor *c = edge_tensor(type, 1, &one, 0.25, 4, false);
+            for (size_t o = 0; o < sizeof binary / sizeof binary[0]; o++) {
+                compare_op(binary[o], (tide_tensor *[]){x, y}, 2, 1, best);
+                if (o >= 7) /* the gradient ops want one shape */
+                    continue;
+                compare_op(binary[o], (tide_tensor *[]){c, y}, 2, 1, best);
+                compare_op(binary[o], (tide_tensor *[]){x, c}, 2, 1, best);
+            }
+            for (size_t o = 0; o < sizeof pairs / sizeof pairs[0]; o++)
+                compare_op(pairs[o], (tide_tensor *[]){x, y}, 2, 1, best);
+            for (size_t o = 0; o < sizeof unary / sizeof unary[0]; o++)
+                compare_op(unary[o], &x, 1, 1, best);
+            int64_t dims[2] = {3, SIZES[s]};
+            tide_tensor *v = edge_tensor(type, 2, dims, -10, 10, true);
+            compare_op("BiasAdd", (tide_tensor *[]){v, y}, 2, 1, best);
+            tide_tensor_release(v);
+            tide_tensor_release(x);
+            tide_tensor_release(y);
+            tide_tensor_release(c);
+        }
 }
 
 static void test_softmax_ops_match_portable(void)
@@ -443,6 +488,7 @@ int main(void)
     static const th_test tests[] = {
         TH_TEST(test_detection_and_caps),
         TH_TEST(test_unary_ops_match_portable),
+        TH_TEST(test_binary_and_activation_ops_match_portable),
         TH_TEST(test_softmax_ops_match_portable),
         TH_TEST(test_reductions_match_portable),
         TH_TEST(test_random_streams_match_portable),
