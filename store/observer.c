@@ -124,6 +124,8 @@ static void node_finished(void *user, const tide_run_info *run, const tide_node_
     r->u.timing.end_ns = t->end_ns;
     r->u.timing.output_bytes = (int64_t)t->output_bytes;
     r->u.timing.shapes = st_strdup(t->output_shapes);
+    if (t->fused)
+        r->u.timing.fused = st_strdup(t->fused);
     if (t->frame && t->frame[0]) {
         r->u.timing.frame = st_strdup(t->frame);
         r->u.timing.iteration = t->iteration;

@@ -12,6 +12,7 @@
 
 #define FEED_SHAPES_SCHEMA 6 /* runs.feed_shapes arrives with this schema version */
 #define ITERATIONS_SCHEMA 7  /* node_timings.frame and .iteration arrive with this one */
+#define FUSED_SCHEMA 9       /* node_timings.fused arrives with this one */
 
 /* A column that holds a JSON array, as JSON (an empty array when it is not one: the file may be damaged). */
 #define JSON_ARRAY(x)                                                                                     \
@@ -113,9 +114,18 @@
     "(SELECT max(run_id) FROM node_timings WHERE node = n.name AND run_id IN "                                \
     "(SELECT id FROM runs WHERE session_id = ?3 AND traced = 1)) END LIMIT 1)"
 
-/* /api/node; shapes: the SQL of its output shapes (node_timings.shapes exists from schema 3).
- * ?1 name, ?2 run, ?3 session, ?4 version. */
-#define NODE_JSON(shapes)                                                                                  \
+/* The fused group a node ran in (docs/fusion.md), from the chosen run (?2) or the latest traced run of
+ * the session (?3) that timed it, by itself or in a group: {"root": ..., "members": "h, r, out"}, or
+ * NULL when that run ran it by itself. */
+#define NODE_FUSED                                                                                         \
+    "(SELECT CASE WHEN t.fused IS NULL THEN NULL ELSE json_object('root', t.node, 'members', t.fused) END "  \
+    "FROM node_timings t WHERE t.run_id IN (SELECT id FROM runs WHERE session_id = ?3 AND traced = 1 AND "   \
+    "(?2 = 0 OR id = ?2)) AND (t.node = n.name OR instr(', ' || t.fused || ', ', ', ' || n.name || ', ') > 0) " \
+    "ORDER BY t.run_id DESC LIMIT 1)"
+
+/* /api/node; shapes: the SQL of its output shapes (node_timings.shapes exists from schema 3), fused:
+ * of its fused group (NODE_FUSED, from schema 9). ?1 name, ?2 run, ?3 session, ?4 version. */
+#define NODE_JSON(shapes, fused)                                                                           \
     "WITH g AS (SELECT id FROM graphs WHERE session_id = ?3 AND (?4 = 0 OR version = ?4) ORDER BY id DESC "  \
     "LIMIT 1) "                                                                                             \
     "SELECT json_object('name', n.name, 'op', n.op, 'attrs', n.attrs, 'inputs', " JSON_ARRAY("n.inputs")    \
@@ -129,7 +139,7 @@
     "'requested_device', n.requested_device, 'device', "                                                    \
     "ifnull(short_device(ifnull(" NODE_TIMING("t.device") ", n.assigned_device)), ''), "                    \
     "'shapes', " shapes ", "                                                                                \
-    "'time_us', " NODE_TIMING("round((t.end_ns - t.start_ns) / 1e3, 1)") ") "                               \
+    "'time_us', " NODE_TIMING("round((t.end_ns - t.start_ns) / 1e3, 1)") ", 'fused', json(" fused ")) "      \
     "FROM nodes n WHERE n.graph_id = (SELECT id FROM g) AND n.name = CAST(?1 AS TEXT)"
 
 /* The graph a run ran: the latest version of its session logged at or before the run started (or the
@@ -157,6 +167,8 @@ typedef struct named_query {
     const char *sql;        /* for the current schema */
     int since;              /* the schema version sql needs (0: any) */
     const char *older_sql;  /* for a file of an older schema than since */
+    int older_since;        /* the version older_sql needs in turn (0: any) */
+    const char *oldest_sql; /* for a file older than that */
 } named_query;
 
 static const named_query queries[] = {
@@ -188,13 +200,18 @@ static const named_query queries[] = {
          0, NULL},
     [TIDE_STORE_Q_RUN_NODE_TIMES] =
         {"RUN_NODE_TIMES", 1,
-         "SELECT node, device, sum(end_ns - start_ns) AS time_ns FROM node_timings WHERE run_id = ?1 GROUP BY node",
-         0, NULL},
+         "SELECT node, device, sum(end_ns - start_ns) AS time_ns, max(fused) AS fused FROM node_timings "
+         "WHERE run_id = ?1 GROUP BY node",
+         FUSED_SCHEMA,
+         "SELECT node, device, sum(end_ns - start_ns) AS time_ns, NULL AS fused FROM node_timings WHERE run_id = ?1 "
+         "GROUP BY node"},
     [TIDE_STORE_Q_SESSION_NODE_DEVICES] =
         {"SESSION_NODE_DEVICES", 1, /* the bare column device comes from the row of max(run_id) */
-         "SELECT node, device, max(run_id) AS run FROM node_timings WHERE run_id IN "
+         "SELECT node, device, max(run_id) AS run, fused FROM node_timings WHERE run_id IN "
          "(SELECT id FROM runs WHERE session_id = ?1 AND traced = 1) GROUP BY node",
-         0, NULL},
+         FUSED_SCHEMA,
+         "SELECT node, device, max(run_id) AS run, NULL AS fused FROM node_timings WHERE run_id IN "
+         "(SELECT id FROM runs WHERE session_id = ?1 AND traced = 1) GROUP BY node"},
     [TIDE_STORE_Q_SESSION_DEVICES] = {"SESSION_DEVICES", 1, "SELECT devices FROM sessions WHERE id = ?1", 0, NULL},
     [TIDE_STORE_Q_RUN_TIMING_ITERATIONS] =
         {"RUN_TIMING_ITERATIONS", 1,
@@ -203,11 +220,14 @@ static const named_query queries[] = {
          "SELECT NULL AS frame, NULL AS iteration FROM node_timings WHERE run_id = ?1 ORDER BY start_ns, rowid"},
     [TIDE_STORE_Q_RUN_TIMINGS] =
         {"RUN_TIMINGS", 1,
-         "SELECT node, op, device, thread, scheduled_ns, start_ns, end_ns, output_bytes, shapes "
+         "SELECT node, op, device, thread, scheduled_ns, start_ns, end_ns, output_bytes, shapes, fused "
+         "FROM node_timings WHERE run_id = ?1 ORDER BY start_ns, rowid",
+         FUSED_SCHEMA,
+         "SELECT node, op, device, thread, scheduled_ns, start_ns, end_ns, output_bytes, shapes, NULL AS fused "
          "FROM node_timings WHERE run_id = ?1 ORDER BY start_ns, rowid",
          3,
-         "SELECT node, op, device, thread, scheduled_ns, start_ns, end_ns, output_bytes, NULL AS shapes "
-         "FROM node_timings WHERE run_id = ?1 ORDER BY start_ns, rowid"},
+         "SELECT node, op, device, thread, scheduled_ns, start_ns, end_ns, output_bytes, NULL AS shapes, "
+         "NULL AS fused FROM node_timings WHERE run_id = ?1 ORDER BY start_ns, rowid"},
 
     [TIDE_STORE_Q_STATUS_JSON] =
         {"STATUS_JSON", 3,
@@ -240,7 +260,8 @@ static const named_query queries[] = {
          "'nodes', (SELECT count(*) FROM nodes WHERE graph_id = g.id))) "
          "FROM (SELECT * FROM graphs WHERE session_id = ?1 ORDER BY id) g",
          0, NULL},
-    [TIDE_STORE_Q_NODE_JSON] = {"NODE_JSON", 4, NODE_JSON(NODE_TIMING("t.shapes")), 3, NODE_JSON("NULL")},
+    [TIDE_STORE_Q_NODE_JSON] = {"NODE_JSON", 4, NODE_JSON(NODE_TIMING("t.shapes"), NODE_FUSED), FUSED_SCHEMA,
+                                NODE_JSON(NODE_TIMING("t.shapes"), "NULL"), 3, NODE_JSON("NULL", "NULL")},
     [TIDE_STORE_Q_TENSORS_JSON] =
         {"TENSORS_JSON", 1, /* bare columns (shape, dtype) come from the row of max(run_id): the latest */
          "SELECT json_group_array(json_object('node', node, 'output', output, 'kind', kind, 'count', n, "
@@ -333,8 +354,10 @@ tide_store_table *tide_store_query_named(const char *path, tide_store_query_id i
     int version = 0;
     tide_store_table *t = NULL;
     if (st_check_schema(&r, &version, err) == TIDE_OK)
-        t = st_reader_run(&r, version < q->since && q->older_sql ? q->older_sql : q->sql, params, num_params, max_rows,
-                          err);
+        t = st_reader_run(&r, version < q->older_since && q->oldest_sql ? q->oldest_sql
+                               : version < q->since && q->older_sql ? q->older_sql
+                                                                    : q->sql,
+                          params, num_params, max_rows, err);
     st_reader_close(&r);
     return t;
 }

@@ -130,9 +130,13 @@ static const char migrate_6_to_7[] = "ALTER TABLE node_timings ADD COLUMN frame 
  * tensors they allocated (tide_run_info.peak_bytes; NULL for runs logged before, or whose end was lost). */
 static const char migrate_7_to_8[] = "ALTER TABLE runs ADD COLUMN peak_bytes INTEGER;\n";
 
+/* Version 8 -> 9: a fused group of element-wise nodes (docs/fusion.md) executes once, as its root: its
+ * timing names the members ("h, r, out", the root last; NULL for a node that ran by itself). */
+static const char migrate_8_to_9[] = "ALTER TABLE node_timings ADD COLUMN fused TEXT;\n";
+
 static const char *const migrations[TIDE_STORE_SCHEMA_VERSION] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3,
                                                                    migrate_3_to_4, migrate_4_to_5, migrate_5_to_6,
-                                                                   migrate_6_to_7, migrate_7_to_8};
+                                                                   migrate_6_to_7, migrate_7_to_8, migrate_8_to_9};
 
 static tide_status sql_fail(sqlite3 *db, const char *path, const char *what, tide_error *err)
 {

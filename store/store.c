@@ -127,6 +127,7 @@ void st_record_free(st_record *r)
         free(r->u.timing.device);
         free(r->u.timing.shapes);
         free(r->u.timing.frame);
+        free(r->u.timing.fused);
         break;
     case ST_TENSOR:
         free(r->u.tensor.node);

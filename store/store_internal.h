@@ -69,6 +69,7 @@ typedef struct st_record {
         struct { /* ST_TIMING */
             char *node, *op, *device, *shapes;
             char *frame; /* the loop frame instance ("while", "outer:3/inner"); NULL outside loops */
+            char *fused; /* a fused group's members ("h, r, out"); NULL for a node run by itself */
             int64_t iteration;
             int thread;
             int64_t scheduled_ns, start_ns, end_ns, output_bytes;

@@ -49,16 +49,18 @@ typedef enum tide_store_query_id {
     /* (graph): name, op, inputs (JSON), control_inputs (JSON), attrs, requested_device, assigned_device
      * (full; NULL when not placed), one row per node in the order they were logged. */
     TIDE_STORE_Q_GRAPH_NODES = 9,
-    /* (run): node, device (full), time_ns (the sum of its executions' kernel times), one row per node
-     * the traced run timed. */
+    /* (run): node, device (full), time_ns (the sum of its executions' kernel times), fused (the members
+     * of the fused group it ran as the root of, "h, r, out"; NULL before schema 9 and for a node run by
+     * itself), one row per node the traced run timed. */
     TIDE_STORE_Q_RUN_NODE_TIMES = 10,
-    /* (session): node, device (full), run: for each node, the device of its latest timing in a traced
-     * run of the session. */
+    /* (session): node, device (full), run, fused: for each node, the device (and fused group, as in
+     * TIDE_STORE_Q_RUN_NODE_TIMES) of its latest timing in a traced run of the session. */
     TIDE_STORE_Q_SESSION_NODE_DEVICES = 11,
     /* (session): devices, the JSON array of the session's full device names (NULL when not logged). */
     TIDE_STORE_Q_SESSION_DEVICES = 12,
     /* (run): node, op, device (full), thread, scheduled_ns, start_ns, end_ns, output_bytes, shapes (NULL
-     * before schema 3), one row per execution, by start time. */
+     * before schema 3), fused (a fused group's members, "h, r, out", the node its root; NULL before
+     * schema 9 and for a node run by itself), one row per execution, by start time. */
     TIDE_STORE_Q_RUN_TIMINGS = 13,
 
     /* ------------------------------------------------ the web API's documents (one cell of JSON) */

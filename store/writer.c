@@ -38,7 +38,7 @@ static const char *const sql[Q_COUNT] = {
     [Q_RUN_END] = "UPDATE runs SET wall_ns = ?, status = ?, error = ?, peak_bytes = ? WHERE id = ?",
     [Q_RUN_ROW] = "SELECT id FROM runs WHERE session_id = ? AND step = ? AND run_id = ?",
     [Q_TIMING] = "INSERT INTO node_timings(run_id, node, op, device, thread, scheduled_ns, start_ns, end_ns, "
-                 "output_bytes, shapes, frame, iteration) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 "output_bytes, shapes, frame, iteration, fused) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [Q_TENSOR] = "INSERT INTO tensors(run_id, step, node, output, dtype, shape, min, max, mean, std, "
                  "nan_count, inf_count, histogram, value, kind, frame, iteration) "
                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -412,6 +412,8 @@ static bool write_timing(writer *w, st_record *r, int64_t run)
         bind_text(st, 11, r->u.timing.frame);
         sqlite3_bind_int64(st, 12, r->u.timing.iteration);
     }
+    if (r->u.timing.fused) /* NULL for a node that ran by itself */
+        bind_text(st, 13, r->u.timing.fused);
     return done(w, st, "inserting a node timing");
 }
 

@@ -169,7 +169,7 @@ static void test_graphs_and_timings(void)
     CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 1, 6), "/job:localhost/replica:0/task:0/device:cpu:1");
     tide_store_table_free(t);
     t = named(TIDE_STORE_Q_RUN_TIMINGS, one, 1);
-    CU_ASSERT_EQUAL(tide_store_table_num_columns(t), 9);
+    CU_ASSERT_EQUAL(tide_store_table_num_columns(t), 10);
     CU_ASSERT(tide_store_table_num_rows(t) >= 2);
     bool saw_d = false;
     for (int i = 0; i < tide_store_table_num_rows(t); i++)
@@ -177,6 +177,7 @@ static void test_graphs_and_timings(void)
             saw_d = true;
             CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, i, 2), "/job:localhost/replica:0/task:0/device:cpu:1");
             CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, i, 8), "[]");
+            CU_ASSERT(tide_store_table_is_null(t, i, 9)); /* ran by itself */
         }
     CU_ASSERT(saw_d);
     tide_store_table_free(t);
@@ -326,6 +327,108 @@ static void test_non_finite_curves(void)
     fixture_free(&f);
 }
 
+/* A fused group (docs/fusion.md) of a traced run: its root's timing names the members (RUN_TIMINGS,
+ * RUN_NODE_TIMES, SESSION_NODE_DEVICES), and /api/node says which group a member ran in; a node run
+ * by itself has none. A file of schema 8 (no node_timings.fused) reads with NULL there. */
+static void test_fused_groups(void)
+{
+    temp_db_new("tide-queries-fused");
+    tide_engine_options o;
+    tide_engine_options_init(&o);
+    o.num_threads = 1;
+    tide_engine *e = tide_engine_new(&o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    tide_graph *g = tide_graph_new();
+    int64_t xd[2] = {2, 3}, bd[1] = {3};
+    const float bias[3] = {1, -2, 3}, two = 2;
+    tide_node *x = gu_placeholder(g, "x", TIDE_FLOAT32, 2, xd);
+    tide_node *b = gu_const(g, "b", th_f32(1, bd, bias)), *c = gu_const(g, "c", th_f32(0, NULL, &two));
+    tide_node *h = gu_op(g, "BiasAdd", "h", 2, (tide_node *[]){x, b});
+    tide_node *r = gu_op(g, "Relu", "r", 1, &h);
+    tide_node *out = gu_op(g, "Mul", "out", 2, (tide_node *[]){r, c});
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    tide_error *err = tide_error_new();
+    tide_session *s = tide_session_new(e, g, NULL, err);
+    tide_store *store = tide_store_open(db_path, NULL, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT(tide_store_attach(store, e, err) > 0);
+    CU_ASSERT(tide_store_log_session(store, s, e, "fused", err) > 0);
+    const float xv[6] = {1, 2, 3, -4, 5, -6};
+    tide_feed feed = {{x, 0}, th_f32(2, xd, xv)};
+    tide_output fetch = {out, 0};
+    tide_tensor *got = NULL;
+    tide_run_options ro = {.trace = true};
+    CU_ASSERT_EQUAL(tide_session_run(s, &ro, &feed, 1, &fetch, 1, &got, NULL, 0, NULL, err), TIDE_OK);
+    tide_tensor_release(got);
+    tide_tensor_release(feed.value);
+    CU_ASSERT(tide_store_log_graph(store, s, err) > 0);
+    CU_ASSERT_EQUAL(tide_store_flush(store, err), TIDE_OK);
+    tide_store_close(store);
+    const char *one[] = {"1"};
+    tide_store_table *t = named(TIDE_STORE_Q_RUN_TIMINGS, one, 1);
+    int roots = 0;
+    for (int i = 0; i < tide_store_table_num_rows(t); i++) {
+        const char *node = tide_store_table_cell(t, i, 0);
+        CU_ASSERT(strcmp(node, "h") != 0 && strcmp(node, "r") != 0); /* no execution of their own */
+        if (strcmp(node, "out") == 0) {
+            roots++;
+            CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, i, 9), "h, r, out");
+        } else {
+            CU_ASSERT(tide_store_table_is_null(t, i, 9));
+        }
+    }
+    CU_ASSERT_EQUAL(roots, 1);
+    tide_store_table_free(t);
+    for (int q = 0; q < 2; q++) { /* each timed node's row: only the root's names the group */
+        t = named(q ? TIDE_STORE_Q_SESSION_NODE_DEVICES : TIDE_STORE_Q_RUN_NODE_TIMES, one, 1);
+        int saw_out = 0;
+        for (int i = 0; i < tide_store_table_num_rows(t); i++) {
+            bool is_out = strcmp(tide_store_table_cell(t, i, 0), "out") == 0;
+            saw_out += is_out;
+            if (is_out) {
+                CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, i, 3), "h, r, out");
+            } else {
+                CU_ASSERT(tide_store_table_is_null(t, i, 3));
+            }
+        }
+        CU_ASSERT_EQUAL(saw_out, 1);
+        tide_store_table_free(t);
+    }
+    const char *member[] = {"r", "0", "1", "0"}, *root[] = {"out", "1", "1", "0"}, *alone[] = {"b", "0", "1", "0"};
+    char *doc = named_cell(TIDE_STORE_Q_NODE_JSON, member, 4, 0);
+    CU_ASSERT(has(doc, "\"fused\":{\"root\":\"out\",\"members\":\"h, r, out\"}"));
+    CU_ASSERT(has(doc, "\"time_us\":null")); /* no time of its own */
+    free(doc);
+    doc = named_cell(TIDE_STORE_Q_NODE_JSON, root, 4, 0);
+    CU_ASSERT(has(doc, "\"fused\":{\"root\":\"out\",\"members\":\"h, r, out\"}"));
+    free(doc);
+    doc = named_cell(TIDE_STORE_Q_NODE_JSON, alone, 4, 0);
+    CU_ASSERT(has(doc, "\"fused\":null"));
+    free(doc);
+    /* schema 8: no fused column, the statements written for it */
+    sqlite3 *db = NULL;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open(db_path, &db), SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(db, "ALTER TABLE node_timings DROP COLUMN fused; PRAGMA user_version = 8", NULL, NULL,
+                                 NULL), SQLITE_OK);
+    sqlite3_close(db);
+    t = named(TIDE_STORE_Q_RUN_TIMINGS, one, 1);
+    CU_ASSERT(tide_store_table_num_rows(t) >= 1 && tide_store_table_is_null(t, 0, 9));
+    CU_ASSERT(!tide_store_table_is_null(t, 0, 8)); /* shapes are still read */
+    tide_store_table_free(t);
+    doc = named_cell(TIDE_STORE_Q_NODE_JSON, root, 4, 0);
+    CU_ASSERT(has(doc, "\"fused\":null") && has(doc, "\"shapes\":\"[2, 3]\""));
+    free(doc);
+    t = named(TIDE_STORE_Q_RUN_NODE_TIMES, one, 1);
+    for (int i = 0; i < tide_store_table_num_rows(t); i++)
+        CU_ASSERT(tide_store_table_is_null(t, i, 3));
+    tide_store_table_free(t);
+    tide_error_free(err);
+    tide_session_free(s);
+    tide_graph_free(g);
+    tide_engine_free(e);
+    temp_db_remove();
+}
+
 /* A file of schema 2 (no node_timings.shapes) is read with the statements written for it. */
 static void test_older_schema(void)
 {
@@ -388,6 +491,7 @@ int main(void)
         TH_TEST(test_graphs_and_timings),
         TH_TEST(test_json_documents),
         TH_TEST(test_non_finite_curves),
+        TH_TEST(test_fused_groups),
         TH_TEST(test_older_schema),
         TH_TEST(test_errors),
         TH_END,

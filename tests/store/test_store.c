@@ -259,7 +259,8 @@ static const char schema_v1_file[] =
 
 /* Every earlier version migrates: version 1 gains tensors.kind and the summaries table (2), then
  * node_timings.shapes (3), graph_nodes (4), a wider name index (5), runs.feed_shapes (6, NULL in the
- * old rows), loop frames (7), then runs.peak_bytes (8, NULL in the old rows), and keeps its rows; the migrated file takes new records. */
+ * old rows), loop frames (7), runs.peak_bytes (8, NULL in the old rows), then node_timings.fused (9), and
+ * keeps its rows; the migrated file takes new records. */
 static void test_version1_migrates(void)
 {
     temp_db_new("tide-store");
@@ -279,6 +280,7 @@ static void test_version1_migrates(void)
                               "('frame', 'iteration')"), 2);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE run_id = 7 AND feed_shapes IS NULL"), 1);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE run_id = 7 AND peak_bytes IS NULL"), 1);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM pragma_table_info('node_timings') WHERE name = 'fused'"), 1);
     ASSERT_TEXT(db, "SELECT label FROM sessions WHERE id = 1", "old");
     ASSERT_TEXT(db, "SELECT kind FROM tensors WHERE node = 'loss'", "watched");
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM summaries"), 0);
