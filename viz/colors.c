@@ -173,6 +173,15 @@ char *tide_viz_graph_legend_json(const char *db_path, const tide_viz_graph_optio
             legend_entry(&j, "unplaced", VZ_UNPLACED_COLOR);
     }
     tide_json_end_array(&j);
+    tide_json_key(&j, "fused"); /* the colour run's fused groups, outlined in the drawing */
+    tide_json_begin_object(&j);
+    tide_json_key(&j, "groups");
+    tide_json_int(&j, m.num_fused_groups);
+    tide_json_key(&j, "nodes");
+    tide_json_int(&j, m.num_fused_nodes);
+    tide_json_key(&j, "color");
+    tide_json_string(&j, VZ_FUSED_COLOR);
+    tide_json_end_object(&j);
     drawing_json(&j, &p);
     tide_json_end_object(&j);
     vz_plan_free(&p);
@@ -212,6 +221,8 @@ static void node_json(tide_json *j, const vz_model *m, const vz_node *n)
     tide_json_string(j, tide_device_short_name(n->device, dev, sizeof dev));
     tide_json_key(j, "color");
     tide_json_string(j, vz_node_color(m, n, TIDE_VIZ_COLOR_DEVICE));
+    tide_json_key(j, "fused"); /* the root of the fused group it ran in (null: by itself) */
+    tide_json_string(j, n->fused_root);
     tide_json_end_object(j);
 }
 

@@ -228,6 +228,33 @@ static void box_count(const vz_item *it, char *buf, size_t size)
                  it->kind == VZ_ITEM_SCOPE ? "" : ", collapsed");
 }
 
+/* A node's label: its name (relative to its scope) and op; a node of a fused group in the colour run
+ * (docs/fusion.md) is outlined in VZ_FUSED_COLOR with a third line, "fused into ROOT" for a member and
+ * "fused group of N" for the root, whose execution ran them all. */
+static bool set_node_label(draw_ctx *d, Agnode_t *n, const vz_node *node, int cluster)
+{
+    const char *name = relative(d->p, node->name, cluster);
+    if (!node->fused_root)
+        return set_text(n, d->s.n_label, "%s\\n%s", name, node->op);
+    agxset(n, d->s.n_color, VZ_FUSED_COLOR);
+    agxset(n, d->s.n_pen, "3");
+    int members = 1;
+    for (const char *c = node->fused_members; *c; c++)
+        members += *c == ',';
+    char *ename = gv_escape(name), *eop = gv_escape(node->op), *eroot = gv_escape(node->fused_root), *text = NULL;
+    bool root = strcmp(node->name, node->fused_root) == 0;
+    bool ok = ename && eop && eroot &&
+              (root ? asprintf(&text, "%s\\n%s\\nfused group of %d", ename, eop, members)
+                    : asprintf(&text, "%s\\n%s\\nfused into %s", ename, eop, eroot)) >= 0;
+    if (ok)
+        agxset(n, d->s.n_label, text);
+    free(ename);
+    free(eop);
+    free(eroot);
+    free(text);
+    return ok;
+}
+
 static bool set_item_label(draw_ctx *d, Agnode_t *n, const vz_item *it)
 {
     static const char *const shapes[] = {"ellipse", "box3d", "box", "tab", "folder", "box"};
@@ -236,8 +263,7 @@ static bool set_item_label(draw_ctx *d, Agnode_t *n, const vz_item *it)
     agxset(n, d->s.n_shape, (char *)shapes[it->kind]);
     switch (it->kind) {
     case VZ_ITEM_NODE:
-        return set_text(n, d->s.n_label, "%s\\n%s", relative(p, p->m->nodes[it->node].name, it->cluster),
-                        p->m->nodes[it->node].op);
+        return set_node_label(d, n, &p->m->nodes[it->node], it->cluster);
     case VZ_ITEM_STUB:
         agxset(n, d->s.n_style, "filled,dashed");
         agxset(n, d->s.n_fontsize, "9");

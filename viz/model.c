@@ -1,7 +1,7 @@
 /* model.c — the graph model of viz/: one graph version read from the run log (nodes, their inputs
  * resolved to indices, consumer counts), each node's effective device (the contract in viz.h: the
  * chosen run's timings, else the latest traced run of the session that timed it, else the assigned
- * device) and its kernel time in the colour run. Also the small shared helpers: the name table, the
+ * device), its kernel time in the colour run and the fused group it ran in there. Also the small shared helpers: the name table, the
  * JSON string-array reader, integer-bound queries. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -372,11 +372,42 @@ static tide_status load_nodes(vz_model *m, tide_error *err)
     return TIDE_OK;
 }
 
-/* Sets device (and time, for the colour run) from a timings table: node, device[, time_ns]. Only
- * nodes not yet resolved take a device. */
+/* Marks the members of the fused group whose root's timing row r of t names them (column 3: "h, r,
+ * out"). Names are split at ", " (a node's name has neither commas nor spaces); names not in this
+ * version are skipped. */
+static void mark_fused(vz_model *m, const tide_store_table *t, int r)
+{
+    const char *root = tide_store_table_cell(t, r, 0), *members = tide_store_table_cell(t, r, 3);
+    char name[1024];
+    int marked = 0;
+    for (const char *at = members; at && *at;) {
+        const char *end = strstr(at, ", ");
+        size_t n = end ? (size_t)(end - at) : strlen(at);
+        if (n < sizeof name) {
+            memcpy(name, at, n);
+            name[n] = '\0';
+            int i = vz_map_get(&m->by_name, name);
+            if (i >= 0 && !m->nodes[i].fused_root) {
+                m->nodes[i].fused_root = root;
+                m->nodes[i].fused_members = members;
+                marked++;
+            }
+        }
+        at = end ? end + 2 : at + n;
+    }
+    if (marked > 0) {
+        m->num_fused_groups++;
+        m->num_fused_nodes += marked;
+    }
+}
+
+/* Sets device (and time and fused groups, for the colour run) from a timings table: node, device,
+ * time_ns or run, fused. Only nodes not yet resolved take a device. */
 static void apply_timings(vz_model *m, const tide_store_table *t, bool *resolved, bool times)
 {
     for (int r = 0; r < tide_store_table_num_rows(t); r++) {
+        if (times && !tide_store_table_is_null(t, r, 3))
+            mark_fused(m, t, r);
         int i = vz_map_get(&m->by_name, tide_store_table_cell(t, r, 0));
         if (i < 0)
             continue; /* _Send/_Recv, or a node of another version */

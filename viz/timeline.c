@@ -6,7 +6,8 @@
  * "T/_recv_on_cpuN"), and how long each asynchronous _Recv waited: a _Recv starts when its step
  * reaches it and ends when its value arrived, holding no thread meanwhile, so the part of its span
  * before its _Send ended is waiting, not work (all of it when the _Send is not in the run's
- * timings). */
+ * timings). A fused group's execution (docs/fusion.md) is its root's row; both outputs name the
+ * members ("fused"). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,7 @@
 #include "json.h"
 #include "viz_internal.h"
 
-enum { C_NODE, C_OP, C_DEVICE, C_THREAD, C_SCHED, C_START, C_END, C_BYTES, C_SHAPES };
+enum { C_NODE, C_OP, C_DEVICE, C_THREAD, C_SCHED, C_START, C_END, C_BYTES, C_SHAPES, C_FUSED };
 
 typedef struct tl_lane {
     const char *device; /* full name (borrowed from the table) */
@@ -326,6 +327,11 @@ static void run_json(tide_json *j, const tl_run *r)
             tide_json_null(j);
         else
             tide_json_string(j, cell(r, i, C_SHAPES));
+        tide_json_key(j, "fused"); /* a fused group's members (docs/fusion.md), null for a node run alone */
+        if (tide_store_table_is_null(r->rows, i, C_FUSED))
+            tide_json_null(j);
+        else
+            tide_json_string(j, cell(r, i, C_FUSED));
         iteration_json(j, r, i);
         tide_json_end_object(j);
     }
@@ -476,6 +482,10 @@ static void slice(tide_json *j, const tl_run *r, int i)
     if (!tide_store_table_is_null(r->rows, i, C_SHAPES)) {
         tide_json_key(j, "shapes");
         tide_json_string(j, cell(r, i, C_SHAPES));
+    }
+    if (!tide_store_table_is_null(r->rows, i, C_FUSED)) {
+        tide_json_key(j, "fused");
+        tide_json_string(j, cell(r, i, C_FUSED));
     }
     iteration_json(j, r, i);
     tide_json_end_object(j);

@@ -96,20 +96,24 @@ char *tide_viz_graph_highlight(const char *db_path, const tide_viz_graph_options
 /* The legend as JSON: {"mode":"device","entries":[{"label":"/cpu:0","color":"#4e79a7"},...]} with
  * one entry per device of the session (and "unplaced" when a node has no device), or
  * {"mode":"time","run":N,"entries":[...]}: five log-scale buckets of the run's node times
- * ("0-12 µs", "12-150 µs", ...) then "not timed" (#d3d3d3). Errors as tide_viz_graph_svg. */
+ * ("0-12 µs", "12-150 µs", ...) then "not timed" (#d3d3d3); both with "fused":{"groups","nodes",
+ * "color"}: the fused groups of the colour run (docs/fusion.md), whose nodes the drawing outlines in
+ * that colour with a third label line ("fused into ROOT", "fused group of N"). Errors as
+ * tide_viz_graph_svg. */
 char *tide_viz_graph_legend_json(const char *db_path, const tide_viz_graph_options *o, size_t *len,
                                  tide_error *err);
 
 /* The graph's nodes as JSON, the answer of /api/graph:
  * {"session":S,"version":V,"graph_id":G,"run":R or null,"nodes":[{"name","op","inputs":[..],
- * "control_inputs":[..],"attrs","requested_device","device","color"}]} where device is the short
- * effective device ("/cpu:1", "" when unplaced) and color its colour. Uses session, version and run
+ * "control_inputs":[..],"attrs","requested_device","device","color","fused"}]} where device is the short
+ * effective device ("/cpu:1", "" when unplaced), color its colour and fused the root of the fused
+ * group it ran in, in the colour run (null: by itself). Uses session, version and run
  * of o (the rest is ignored). Errors as tide_viz_graph_svg. */
 char *tide_viz_graph_json(const char *db_path, const tide_viz_graph_options *o, size_t *len, tide_error *err);
 
 /* Timelines of runs (runs.id; 1 <= n <= 64) as JSON:
  * {"runs":[{"id","step","wall_us","lanes":[{"device","thread","label","color"}],"events":[{"node","op",
- * "lane","start_us","end_us","scheduled_us","bytes","async","wait_us","shapes"}],"transfers":[{"tensor","send_lane",
+ * "lane","start_us","end_us","scheduled_us","bytes","async","wait_us","shapes","fused"}],"transfers":[{"tensor","send_lane",
  * "recv_lane","send_end_us","recv_end_us"}]}]}. One lane per (device, thread) of the run's
  * node_timings, sorted by device (natural order) then thread; devices short ("/cpu:0"); label
  * "/cpu:0 thread 1" ("caller" for thread -1); color its device's colour in the session's palette
@@ -118,13 +122,14 @@ char *tide_viz_graph_json(const char *db_path, const tide_viz_graph_options *o, 
  * tensor and destination ("x:0/_send_to_cpu1" with "x:0/_recv_on_cpu1"). A run that was not traced has
  * no lanes and no events. async is true for a _Recv (it holds no thread while it waits); wait_us is the
  * part of its span it waited: until its _Send ended, or all of it when that _Send was not timed (0 for
- * every other event). TIDE_NOT_FOUND for a run that does not exist. */
+ * every other event). fused names a fused group's members ("h, r, out", the event's node its root;
+ * docs/fusion.md), null for a node that ran by itself. TIDE_NOT_FOUND for a run that does not exist. */
 char *tide_viz_timeline_json(const char *db_path, const int64_t *runs, int n, size_t *len, tide_error *err);
 
 /* One run as Chrome trace JSON (opens in Perfetto and chrome://tracing): {"traceEvents":[...],
  * "displayTimeUnit":"ms"}: "M" events naming a process per device and a thread per executor thread,
- * an "X" event per node (ts and dur in µs from the run's start, args op, bytes, shapes and, for a _Recv
- * that waited, waiting_us), and a flow
+ * an "X" event per node (ts and dur in µs from the run's start, args op, bytes, shapes, for a fused
+ * group fused (its members), and for a _Recv that waited, waiting_us), and a flow
  * ("s" at the _Send, "f" with "bp":"e" at its _Recv) per transfer. TIDE_NOT_FOUND for no such run
  * and for a run that was not traced (the message says which). */
 char *tide_viz_chrome_trace(const char *db_path, int64_t run, size_t *len, tide_error *err);

@@ -56,6 +56,9 @@ typedef struct vz_node {
     const char *device; /* the effective full device name; "" when unplaced (borrowed) */
     int device_index;   /* its index in vz_model.devices; -1 when unplaced */
     int64_t time_ns;    /* kernel time in the colour run; -1 when not timed */
+    /* The fused group it ran in, in the colour run (docs/fusion.md): its root's name and the members
+     * ("h, r, out"); NULL when it ran by itself or there is no such run. Borrowed from a table. */
+    const char *fused_root, *fused_members;
 } vz_node;
 
 typedef struct vz_model {
@@ -69,6 +72,7 @@ typedef struct vz_model {
     int num_devices;              /* palette.num */
     bool any_unplaced;
     int64_t time_min_ns, time_max_ns; /* over the timed nodes of the graph; -1 when none */
+    int num_fused_groups, num_fused_nodes; /* in the colour run: groups, and nodes in them */
     tide_store_table *tables[4];  /* the tables the strings above live in (nodes, timings) */
     int num_tables;
 } vz_model;
@@ -78,6 +82,9 @@ typedef struct vz_model {
  * traced (TIDE_NOT_FOUND otherwise). On failure m must still be freed (vz_model_free). */
 tide_status vz_model_load(vz_model *m, const char *db_path, const tide_viz_graph_options *o, tide_error *err);
 void vz_model_free(vz_model *m);
+
+/* The outline of a node of a fused group (graph_svg.c, the legend). */
+#define VZ_FUSED_COLOR "#e8590c"
 
 /* The colour of a node in the mode; of a device index (-1: unplaced); of a time bucket (-1: not timed). */
 const char *vz_device_color(int device_index);

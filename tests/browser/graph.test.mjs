@@ -7,7 +7,8 @@
 // zoom; the 6,000-node graph draws a few boxes ("N nodes, collapsed") and its note, not a blank panel;
 // search outlines a node without asking for a new drawing; a slower earlier drawing or node panel does not
 // replace a newer one; polls of /api/status never overlap; the graph, its legend and the timeline take their
-// device colours from the server.
+// device colours from the server; a fused group's nodes are outlined and labelled, counted in the legend and
+// named in the node panel.
 //
 //   node graph.test.mjs TIDE_BINARY SCREENSHOT_DIR      (exit 0 passed, 1 failed, 77 skipped)
 import path from 'node:path';
@@ -55,6 +56,16 @@ async function yOf(page, id) {
     return r.top + r.height / 2;
   }, id);
 }
+// A traced run whose bias add, ReLU and scaling ran as one fused group (docs/fusion.md).
+const FUSED = `
+x = placeholder(float32, {nil, 4})
+b = constant({1.5, -2, 3, -4})
+h = bias_add(x, b)
+r = relu(h)
+out = r * 2
+run(out, {[x] = {{1, 2, 3, 4}}}, {trace = true})
+`;
+
 const hasItem = (page, id) => page.evaluate((id) => [...document.querySelectorAll('#g-view svg g')].some((g) => g.id === id), id);
 
 let browser = null;
@@ -228,6 +239,33 @@ try {
     const tl = await (await fetch(cnn.url + 'api/timeline?run=' + runs[runs.length - 1].id)).json();
     check(tl.runs[0].lanes.length >= 2 && tl.runs[0].lanes.every((l) => l.color === palette[l.device]),
       'colours: the timeline lanes use the server palette', JSON.stringify(tl.runs[0].lanes));
+  }
+
+  // -- a fused group is visible: its nodes outlined and labelled, the legend counts it, the panel names it
+  {
+    const fusedDb = path.join(dir, 'fused.db');
+    runTide(tide, ['--log', fusedDb, '-q'], FUSED);
+    const fz = await serve(tide, fusedDb);
+    servers.push(fz);
+    const p = await open(browser, fz.url, '/graph');
+    await waitFor(p.page, 'fused: the drawing is there', () => !!document.querySelector('[id="node:h"]'));
+    const look = await p.page.evaluate(() => Object.fromEntries(['x', 'h', 'r', 'out'].map((n) => {
+      const g = [...document.querySelectorAll('#g-view svg g.node')].find((e) => e.id === 'node:' + n);
+      const s = g && g.querySelector('ellipse, polygon, path');
+      return [n, {stroke: s && s.getAttribute('stroke'), text: g ? [...g.querySelectorAll('text')].map((t) => t.textContent).join('|') : null}];
+    })));
+    check(['h', 'r'].every((n) => look[n].stroke === '#e8590c' && /fused into out/.test(look[n].text)) &&
+          look.out.stroke === '#e8590c' && /fused group of 3/.test(look.out.text),
+      'fused: the group\'s nodes are outlined and say which group they ran in', JSON.stringify(look));
+    check(look.x.stroke !== '#e8590c' && !/fused/.test(look.x.text), 'fused: a node outside the group is not marked', JSON.stringify(look.x));
+    await waitFor(p.page, 'fused: the legend counts the group', () =>
+      /fused: 1 group, 3 nodes/.test((document.querySelector('#g-fused') || {}).textContent || ''));
+    await p.page.click('[id="node:h"]');
+    await waitFor(p.page, 'fused: the node panel names its group and the members', () => {
+      const f = document.querySelector('#n-fused');
+      return f && /into out/.test(f.textContent) && /h, r, out/.test(f.textContent);
+    });
+    await finish('graph-fused', p);
   }
 } catch (e) {
   check(false, 'the graph browser test ran to the end', e.stack || String(e));

@@ -475,6 +475,73 @@ static void test_chrome_trace(void)
     free(json);
 }
 
+/* ---------------------------------------------------------------- fused groups */
+
+/* A traced run that fused h = BiasAdd(x, b), r = Relu(h), out = r * two (docs/fusion.md): the drawing
+ * outlines the three and says so in their labels (members "fused into out", the root "fused group of
+ * 3"), the legend counts the group, /api/graph names each node's root, and the timeline and the Chrome
+ * trace name the members on the root's execution. A run without fusion marks nothing. */
+static void test_fused_groups(void)
+{
+    viz_log fl;
+    viz_log_open(&fl, 1, "x = Const(value=tensor(float32, [2, 3], [1, -2, 3, -4, 5, -6]), dtype=float32)\n"
+                         "b = Const(value=tensor(float32, [3], [1, 2, 3]), dtype=float32)\n"
+                         "two = Const(value=tensor(float32, [], [2]), dtype=float32)\n"
+                         "h = BiasAdd(x, b, T=float32)\n"
+                         "r = Relu(h, T=float32)\n"
+                         "out = Mul(r, two, T=float32)\n");
+    viz_log_run(&fl, "out", 1);
+    tide_viz_graph_options o;
+    tide_viz_graph_options_init(&o);
+    char *svg = svg_of_path(fl.path, &o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+    int members = 0;
+    for (const char *at = svg; (at = strstr(at, ">fused into out<")) != NULL; at++)
+        members++;
+    CU_ASSERT_EQUAL(members, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, ">fused group of 3<"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, "stroke=\"#e8590c\""));
+    char fill[16];
+    CU_ASSERT_STRING_EQUAL(fill_of(svg, "node:h", fill), "#4e79a7"); /* still its device's fill */
+    CU_ASSERT(py_check(svg, true, "True"));
+    free(svg);
+    char *legend = tide_viz_graph_legend_json(fl.path, &o, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(legend);
+    CU_ASSERT_PTR_NOT_NULL(strstr(legend, "\"fused\":{\"groups\":1,\"nodes\":3,\"color\":\"#e8590c\"}"));
+    free(legend);
+    char *json = tide_viz_graph_json(fl.path, &o, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(json);
+    CU_ASSERT(py_check(json, false, "{n[\"name\"]: n[\"fused\"] for n in d[\"nodes\"]} == "
+                                    "{\"x\": None, \"b\": None, \"two\": None, \"h\": \"out\", \"r\": \"out\", "
+                                    "\"out\": \"out\"}"));
+    free(json);
+    int64_t run = 0;
+    tide_store_table *t = tide_store_query(fl.path, "SELECT max(id) FROM runs", 1, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    run = strtoll(tide_store_table_cell(t, 0, 0), NULL, 10);
+    tide_store_table_free(t);
+    json = tide_viz_timeline_json(fl.path, &run, 1, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(json);
+    CU_ASSERT(py_check(json, false, "[(e[\"node\"], e[\"fused\"]) for e in d[\"runs\"][0][\"events\"] if "
+                                    "e[\"fused\"]] == [(\"out\", \"h, r, out\")] and not any(e[\"node\"] in "
+                                    "(\"h\", \"r\") for e in d[\"runs\"][0][\"events\"])"));
+    free(json);
+    json = tide_viz_chrome_trace(fl.path, run, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(json);
+    CU_ASSERT(py_check(json, false, "[e[\"args\"][\"fused\"] for e in d[\"traceEvents\"] if e[\"ph\"] == \"X\" "
+                                    "and \"fused\" in e[\"args\"]] == [\"h, r, out\"]"));
+    free(json);
+    /* the same graph run with fusion off: a new traced run, nothing marked */
+    tide_session_set_fusion(fl.session, false);
+    viz_log_run(&fl, "out", 1);
+    svg = svg_of_path(fl.path, &o);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+    CU_ASSERT_PTR_NULL(strstr(svg, "fused"));
+    free(svg);
+    viz_log_close(&fl);
+    viz_log_remove(&fl);
+}
+
 /* ---------------------------------------------------------------- errors */
 
 static void expect_error(char *got, tide_error *err, tide_status code, const char *needle)
@@ -661,6 +728,7 @@ int main(void)
         TH_TEST(test_legend_and_graph_json),
         TH_TEST(test_timeline),
         TH_TEST(test_chrome_trace),
+        TH_TEST(test_fused_groups),
         TH_TEST(test_threads),
         TH_TEST(test_errors),
         TH_END,

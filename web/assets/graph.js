@@ -7,7 +7,8 @@
  * in the URL); click an op node for its details in a side panel. Labels appear as you zoom (level of
  * detail: text that would be smaller than LEGIBLE_PX on screen is hidden). Search outlines the node in
  * the drawing itself (no new layout; the server says which box holds a hidden node), a version picker,
- * colour by device or by time of a run, and the legend. A slower earlier answer never replaces a newer
+ * colour by device or by time of a run, and the legend. The nodes of a fused group (docs/fusion.md)
+ * come outlined from the server; the legend counts them and a node's panel names its group. A slower earlier answer never replaces a newer
  * drawing, highlight or node panel. Reloads when the session's graph or traced runs change. */
 'use strict';
 (() => {
@@ -147,6 +148,12 @@
     clear(legend).appendChild(h('span', {class: 'muted', text: (leg.mode === 'time' ? 'time' : 'device') + ': '}));
     for (const e of leg.entries || [])
       legend.appendChild(h('span', {class: 'entry'}, h('span', {class: 'swatch', style: {background: e.color}}), e.label));
+    /* the colour run's fused groups (docs/fusion.md), outlined in the drawing */
+    const f = leg.fused;
+    if (f && f.groups > 0)
+      legend.appendChild(h('span', {class: 'entry', id: 'g-fused', title: 'element-wise nodes that ran as one pass over the data; click one for its group'},
+        h('span', {class: 'swatch outline', style: {borderColor: f.color}}),
+        'fused: ' + f.groups + (f.groups === 1 ? ' group, ' : ' groups, ') + f.nodes + ' nodes'));
   }
   /* What the cap changed (the server's notes), above the drawing. */
   function drawNotes(d) {
@@ -354,7 +361,12 @@
           n.device || 'unplaced')),
         h('tr', null, h('td', {text: 'requested'}), h('td', {text: n.requested_device || '–'})),
         h('tr', null, h('td', {text: 'shapes'}), h('td', {id: 'n-shapes', text: n.shapes || '– (not timed)'})),
-        h('tr', null, h('td', {text: 'time'}), h('td', {text: n.time_us === null || n.time_us === undefined ? '– (not timed)' : tide.fmtUs(n.time_us)})))),
+        h('tr', null, h('td', {text: 'time'}), h('td', {text: n.time_us === null || n.time_us === undefined
+          ? (n.fused && n.fused.root !== n.name ? '– (ran inside ' + n.fused.root + "'s group)" : '– (not timed)') : tide.fmtUs(n.time_us)})),
+        n.fused ? h('tr', null, h('td', {text: 'fused'}), h('td', {id: 'n-fused'},
+          n.fused.root === n.name ? 'root of a group: ' : 'into ', n.fused.root === n.name ? null :
+            h('a', {href: '#', text: n.fused.root, onclick: (e) => { e.preventDefault(); reveal(n.fused.root); }}),
+          h('div', {class: 'muted', text: 'one pass over the data: ' + n.fused.members}))) : null)),
       h('h2', {text: 'attributes'}), h('pre', {class: 'attrs', text: n.attrs || '(none)'}),
       h('h2', {text: 'inputs (' + (n.inputs || []).length + ')'}), h('ul', null, (n.inputs || []).map(link)),
       (n.control_inputs || []).length ? [h('h2', {text: 'control inputs'}), h('ul', null, n.control_inputs.map(link))] : null,

@@ -1,7 +1,7 @@
 /* timeline.js — the timeline page (/timeline?run=N or ?runs=A,B,C): one lane per device and thread
  * (labels on the left), one bar per node execution coloured by its device (the server's colour), a
- * tooltip (node, op, start, duration, output shapes and bytes; inside a loop its frame and iteration, and
- * the bar says "name #k"), arrows from each _Send to its _Recv,
+ * tooltip (node, op, start, duration, output shapes and bytes; a fused group's members; inside a loop its
+ * frame and iteration, and the bar says "name #k"), arrows from each _Send to its _Recv,
  * zoom (wheel) and pan (drag) on a canvas, a run picker with previous/next, a side-by-side mode that
  * stacks several runs on one time axis (each from its own start), and the "Export Chrome trace" link.
  * An asynchronous _Recv waiting for its value holds no thread: that part of its bar is drawn as
@@ -289,6 +289,7 @@
     clear(tip);
     append(tip, [h('b', {text: ev.node}), h('div', {text: 'op ' + ev.op + ' · ' + run.lanes[ev.lane].device}),
       ev.frame ? h('div', {class: 't-iteration', text: 'loop ' + ev.frame + ', iteration ' + ev.iteration}) : null,
+      ev.fused ? h('div', {class: 't-fused', text: 'fused group: ' + ev.fused + ' (one pass)'}) : null,
       h('div', {text: 'start ' + fmtUs(ev.start_us) + ' · duration ' + fmtUs(ev.end_us - ev.start_us)}),
       ev.wait_us > 0 ? h('div', {text: 'waited ' + fmtUs(ev.wait_us) + ' for its value (asynchronous: no thread held) · busy ' +
                                        fmtUs(Math.max(0, ev.end_us - ev.start_us - ev.wait_us))}) : null,
