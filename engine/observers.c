@@ -52,7 +52,8 @@ int tide_engine_add_observer(tide_engine *e, const tide_observer *obs, tide_erro
     atomic_init(&entry->refs, 1);
     e->observers = slots;
     int id = e->next_observer_id++;
-    slots[e->num_observers++] = (tide_observer_slot){id, *obs, entry};
+    slots[e->num_observers] = (tide_observer_slot){id, *obs, entry};
+    __atomic_store_n(&e->num_observers, e->num_observers + 1, __ATOMIC_RELEASE); /* read unlocked: snapshot */
     atomic_fetch_add(&e->observers_version, 1);
     pthread_mutex_unlock(&e->observers_lock);
     return id;
@@ -128,7 +129,7 @@ void tide_engine_remove_observer(tide_engine *e, int id)
             entry = e->observers[i].entry;
             memmove(&e->observers[i], &e->observers[i + 1],
                     (size_t)(e->num_observers - i - 1) * sizeof *e->observers);
-            e->num_observers--;
+            __atomic_store_n(&e->num_observers, e->num_observers - 1, __ATOMIC_RELEASE);
             atomic_fetch_add(&e->observers_version, 1);
             break;
         }

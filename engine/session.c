@@ -265,7 +265,7 @@ static tide_plan *get_plan(tide_session *s, bool fuse, const tide_feed *feeds, i
             tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory caching a plan");
         }
     }
-    if (p && s->engine->num_observers > 0)
+    if (p && __atomic_load_n(&s->engine->num_observers, __ATOMIC_ACQUIRE) > 0)
         tide__plan_update_observers(p, s->engine);
     if (p)
         p->runs++;
