@@ -18,6 +18,9 @@
  *    tide_device_host_waits). $TIDE_SIM_DELAY_US slows every kernel down (tests: the host then runs
  *    far ahead of the device). A traced step gets each queued kernel's start and end on the worker's
  *    clock (the host's) and its lane, the compute stream.
+ * Capture (device_sim_graph.c): while the compute stream captures, each kernel launched on it runs as
+ * usual and is recorded with the addresses of its inputs and outputs; a launch of the graph runs the
+ * recorded kernels again, in order, on the stream's thread, over those addresses.
  * Its kernels are the CPU's: when the registry is finalised every synchronous CPU kernel gets a "sim"
  * twin (tide__sim_add_kernels) that runs the CPU kernel on the device's compute stream. There it
  * checks that every input lies in this device's memory (an input anywhere else means the plan missed
@@ -31,6 +34,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "device_sim.h"
 #include "step_memory.h"
 
 /* ---------------------------------------------------------------- memory */
@@ -47,7 +51,7 @@ static void sim_free(tide_device *d, void *p, size_t bytes)
     free(p);
 }
 
-static const tide_buffer_type sim_memory = {
+const tide_buffer_type tide__sim_memory = {
     .name = "sim",
     .host_visible = false,
     .alignment = 64,
@@ -55,9 +59,11 @@ static const tide_buffer_type sim_memory = {
     .free = sim_free,
 };
 
-static const tide_buffer_type *const sim_buffer_types[] = {&sim_memory};
+static const tide_buffer_type *const sim_buffer_types[] = {&tide__sim_memory};
 
 static tide_status sim_stream_launch(tide_device *d, void *stream, void (*fn)(void *arg), void *arg, tide_error *err);
+static tide_status launch_task(tide_device *d, sim_stream *s, void (*fn)(void *arg), void *arg, bool host_fn,
+                               tide_error *err);
 
 static void zero_task(void *arg)
 {
@@ -75,7 +81,7 @@ static tide_status zero_on_stream(tide_device *d, tide_tensor *t, tide_error *er
         return TIDE_OK;
     }
     tide_tensor_retain(t);
-    tide_status st = sim_stream_launch(d, d->streams[TIDE_STREAM_COMPUTE]->context, zero_task, t, err);
+    tide_status st = launch_task(d, d->streams[TIDE_STREAM_COMPUTE]->context, zero_task, t, false, err);
     if (st != TIDE_OK)
         tide_tensor_release(t);
     return st;
@@ -109,7 +115,7 @@ typedef struct sim_task {
     struct sim_task *next;
 } sim_task;
 
-typedef struct sim_stream {
+struct sim_stream {
     tide_device *device;
     pthread_t thread;
     pthread_mutex_t lock;
@@ -117,7 +123,8 @@ typedef struct sim_stream {
     sim_task *head, *tail;
     uint64_t launched, finished;
     bool stop;
-} sim_stream;
+    sim_graph *capture;            /* recording (device_sim_graph.c), under lock */
+};
 
 static void *stream_worker(void *arg)
 {
@@ -182,14 +189,17 @@ static void sim_stream_free(tide_device *d, void *stream)
     free(s);
 }
 
-static tide_status sim_stream_launch(tide_device *d, void *stream, void (*fn)(void *arg), void *arg, tide_error *err)
+/* host_fn: work of the caller's (the table's stream_launch, a copy), which a capture cannot record. */
+static tide_status launch_task(tide_device *d, sim_stream *s, void (*fn)(void *arg), void *arg, bool host_fn,
+                               tide_error *err)
 {
-    sim_stream *s = stream;
     sim_task *t = malloc(sizeof *t);
     if (!t)
         return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory launching work on %s", d->name);
     *t = (sim_task){fn, arg, NULL};
     pthread_mutex_lock(&s->lock);
+    if (host_fn && s->capture)
+        tide__sim_graph_refuse(s->capture, "a host function or a copy was launched on the stream while it captured");
     if (s->tail)
         s->tail->next = t;
     else
@@ -201,7 +211,35 @@ static tide_status sim_stream_launch(tide_device *d, void *stream, void (*fn)(vo
     return TIDE_OK;
 }
 
-static tide_status sim_stream_synchronize(tide_device *d, void *stream, tide_error *err)
+static tide_status sim_stream_launch(tide_device *d, void *stream, void (*fn)(void *arg), void *arg, tide_error *err)
+{
+    return launch_task(d, stream, fn, arg, true, err);
+}
+
+tide_status tide__sim_launch_device_work(tide_device *d, sim_stream *s, void (*fn)(void *arg), void *arg,
+                                         tide_error *err)
+{
+    return launch_task(d, s, fn, arg, false, err);
+}
+
+sim_graph *tide__sim_stream_capture(sim_stream *s)
+{
+    pthread_mutex_lock(&s->lock);
+    sim_graph *g = s->capture;
+    pthread_mutex_unlock(&s->lock);
+    return g;
+}
+
+sim_graph *tide__sim_stream_set_capture(sim_stream *s, sim_graph *g)
+{
+    pthread_mutex_lock(&s->lock);
+    sim_graph *previous = s->capture;
+    s->capture = g;
+    pthread_mutex_unlock(&s->lock);
+    return previous;
+}
+
+tide_status tide__sim_stream_synchronize(tide_device *d, void *stream, tide_error *err)
 {
     TIDE_UNUSED(d), TIDE_UNUSED(err);
     sim_stream *s = stream;
@@ -318,7 +356,7 @@ static tide_status launch_point(tide_device *d, void *stream, sim_event *e, uint
         return tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory on %s", d->name);
     atomic_fetch_add(&e->refs, 1);
     *p = (event_point){e, target};
-    tide_status st = sim_stream_launch(d, stream, fn, p, err);
+    tide_status st = launch_task(d, stream, fn, p, false, err);
     if (st != TIDE_OK) {
         event_release(e);
         free(p);
@@ -372,7 +410,7 @@ static tide_status sim_synchronize(tide_device *d, tide_error *err)
 {
     for (int r = 0; r < 4; r++)
         if (d->streams[r])
-            sim_stream_synchronize(d, d->streams[r]->context, err);
+            tide__sim_stream_synchronize(d, d->streams[r]->context, err);
     return TIDE_OK;
 }
 
@@ -417,8 +455,8 @@ static tide_status adopt_outputs(tide_device *d, tide_kernel_ctx *ctx)
     return TIDE_OK;
 }
 
-/* On the compute stream's thread. */
-static tide_status run_kernel(tide_device *d, const tide_kernel_spec *k, tide_kernel_ctx *ctx)
+/* On the compute stream's thread. capture: the graph recording the stream when it was launched. */
+static tide_status run_kernel(tide_device *d, const tide_kernel_spec *k, tide_kernel_ctx *ctx, sim_graph *capture)
 {
     if (tide_kernel_cancelled(ctx))
         return tide_kernel_error(ctx, TIDE_CANCELLED, "not run: the step had already failed or was cancelled");
@@ -427,6 +465,8 @@ static tide_status run_kernel(tide_device *d, const tide_kernel_spec *k, tide_ke
         st = tide__kernel_ctx_returned(ctx, k->compute(ctx));
     if (st == TIDE_OK)
         st = adopt_outputs(d, ctx);
+    if (st == TIDE_OK && capture)
+        tide__sim_graph_record(capture, d, k, ctx);
     return st;
 }
 
@@ -476,6 +516,7 @@ typedef struct queued_kernel {
     tide_device_span *span;      /* a traced step's: when it ran (the worker's clock), or NULL */
     tide_tensor **inputs;        /* borrowed views, kn->num_inputs */
     tide_tensor *outputs[MAX_QUEUED_OUTPUTS]; /* borrowed views of the outputs the executor got */
+    sim_graph *capture;          /* the stream captured when it was queued: record it */
 } queued_kernel;
 
 static void queued_free(queued_kernel *q)
@@ -524,6 +565,11 @@ static void run_queued(void *arg)
         st = st == TIDE_OK ? tide__kernel_ctx_finish(&ctx) : st;
         if (st == TIDE_OK)
             st = land_outputs(&ctx, q);
+        if (st == TIDE_OK && q->capture) { /* recorded with the outputs the executor handed on */
+            tide_kernel_ctx landed = ctx;
+            landed.outputs = q->outputs;
+            tide__sim_graph_record(q->capture, q->device, q->spec, &landed);
+        }
         if (st != TIDE_OK) { /* fails the step; its end, which waits for this stream, returns the error */
             tide_error *err = tide_error_new();
             tide__kernel_ctx_take_error(&ctx, err);
@@ -597,7 +643,10 @@ static tide_status queue_kernel(tide_device *d, const tide_kernel_spec *k, tide_
     if (ok && ctx->span)
         ctx->span->stream = "compute";
     tide_error *err = tide_error_new();
-    tide_status st = ok ? sim_stream_launch(d, d->streams[TIDE_STREAM_COMPUTE]->context, run_queued, q, err)
+    sim_stream *s = d->streams[TIDE_STREAM_COMPUTE]->context;
+    if (ok)
+        q->capture = tide__sim_stream_capture(s);
+    tide_status st = ok ? launch_task(d, s, run_queued, q, false, err)
                         : tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory queueing the kernel");
     if (st != TIDE_OK) {
         if (ctx->span)
@@ -616,6 +665,7 @@ typedef struct kernel_launch {
     tide_device *device;
     const tide_kernel_spec *spec;
     tide_kernel_ctx *ctx;
+    sim_graph *capture;            /* the stream captured when it was launched: record it */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool done;
@@ -626,7 +676,7 @@ static void run_sync(void *arg)
 {
     kernel_launch *l = arg;
     delay(l->device);
-    tide_status st = run_kernel(l->device, l->spec, l->ctx);
+    tide_status st = run_kernel(l->device, l->spec, l->ctx, l->capture);
     pthread_mutex_lock(&l->lock);
     l->status = st;
     l->done = true;
@@ -637,12 +687,13 @@ static void run_sync(void *arg)
 /* Launched on the compute stream like any kernel, and waited for (a counted wait of the host). */
 static tide_status run_waiting(tide_device *d, const tide_kernel_spec *k, tide_kernel_ctx *ctx)
 {
-    kernel_launch l = {.device = d, .spec = k, .ctx = ctx};
+    sim_stream *s = d->streams[TIDE_STREAM_COMPUTE]->context;
+    kernel_launch l = {.device = d, .spec = k, .ctx = ctx, .capture = tide__sim_stream_capture(s)};
     pthread_mutex_init(&l.lock, NULL);
     pthread_cond_init(&l.cond, NULL);
     tide_error *err = tide_error_new();
     tide__device_count_host_wait(d);
-    tide_status st = sim_stream_launch(d, d->streams[TIDE_STREAM_COMPUTE]->context, run_sync, &l, err);
+    tide_status st = launch_task(d, s, run_sync, &l, false, err);
     if (st == TIDE_OK) {
         pthread_mutex_lock(&l.lock);
         while (!l.done)
@@ -699,7 +750,7 @@ const tide_device_ops tide__sim_device_ops = {
     .stream_new = sim_stream_new,
     .stream_free = sim_stream_free,
     .stream_launch = sim_stream_launch,
-    .stream_synchronize = sim_stream_synchronize,
+    .stream_synchronize = tide__sim_stream_synchronize,
     .memcpy_async = sim_memcpy_async,
     .event_new = sim_event_new,
     .event_free = sim_event_free,
@@ -709,6 +760,12 @@ const tide_device_ops tide__sim_device_ops = {
     .event_query = sim_event_query,
     .compute = sim_compute,
     .synchronize = sim_synchronize,
+    .capture_runs_work = true,
+    .capture_begin = tide__sim_capture_begin,
+    .capture_end = tide__sim_capture_end,
+    .graph_launch = tide__sim_graph_launch,
+    .graph_result = tide__sim_graph_result,
+    .graph_free = tide__sim_graph_free,
 };
 
 /* ---------------------------------------------------------------- the CPU's kernels, on the device */

@@ -41,6 +41,16 @@
  * traced step it may fill the kernel context's span (the stream and the device's start and end of
  * the kernel): the node's timing then shows it on the stream's lane (docs/devices.md).
  *
+ * Capture (optional: a type without it leaves the four functions NULL). Between capture_begin and
+ * capture_end on a stream, the kernels launched on it are recorded into a graph that graph_launch runs
+ * again later on a stream, in the recorded order, over the same device memory (the same addresses:
+ * whoever captures keeps every buffer the recorded work touches alive and in place while the graph
+ * lives; docs/devices.md, "Whole-step capture"). Work that cannot be recorded (a host function, a
+ * copy from memory the graph would not own) makes capture_end fail with a message saying what it was.
+ * capture_runs_work says when recorded work runs: true (the simulated device) while it is captured
+ * too, false (CUDA) only when the graph is launched. graph_launch is asynchronous; graph_result, after
+ * the stream synchronized, is the outcome of the last launch (a kernel's failure names its node).
+ *
  * Threads: every function here may be called from any thread unless it says otherwise. */
 #ifndef TIDE_DEVICE_H
 #define TIDE_DEVICE_H
@@ -123,6 +133,14 @@ typedef struct tide_device_ops {
     void (*compute_async)(tide_device *d, const tide_kernel_spec *k, tide_kernel_ctx *ctx);
     /* Waits until every stream of the device is idle. */
     tide_status (*synchronize)(tide_device *d, tide_error *err);
+
+    /* Capture (see above; all NULL: the type cannot capture). */
+    bool capture_runs_work;
+    tide_status (*capture_begin)(tide_device *d, void *stream, tide_error *err);
+    void *(*capture_end)(tide_device *d, void *stream, tide_error *err); /* a graph, or NULL with err */
+    tide_status (*graph_launch)(tide_device *d, void *graph, void *stream, tide_error *err);
+    tide_status (*graph_result)(tide_device *d, void *graph, tide_error *err);
+    void (*graph_free)(tide_device *d, void *graph);
 } tide_device_ops;
 
 /* Registers a device type (from a load-time constructor, like kernels). Engines created afterwards
@@ -195,6 +213,19 @@ tide_status tide_device_synchronize(tide_device *d, tide_error *err);
  * that waited for its kernel. A step on an accelerator waits where the host needs its data (fetches,
  * observers, host-side kernels) and once at its end, never per kernel (docs/devices.md). */
 int64_t tide_device_host_waits(const tide_device *d);
+
+/* ---------------------------------------------------------------- capture (device_graph.c) */
+
+typedef struct tide_device_graph tide_device_graph; /* recorded work of one stream, replayable */
+
+/* Can d's type capture (its four capture functions are there)? */
+bool tide_device_can_capture(const tide_device *d);
+/* These call the type's functions (an error naming the device for a type without capture). */
+tide_status tide_stream_capture_begin(tide_stream *s, tide_error *err);
+tide_device_graph *tide_stream_capture_end(tide_stream *s, tide_error *err);
+tide_status tide_device_graph_launch(tide_device_graph *g, tide_stream *s, tide_error *err);
+tide_status tide_device_graph_result(tide_device_graph *g, tide_error *err);
+void tide_device_graph_free(tide_device_graph *g);
 
 /* ---------------------------------------------------------------- copies between memory spaces */
 
