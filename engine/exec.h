@@ -159,6 +159,7 @@ typedef struct tide_step_args {
     int num_observers;
     tide_debugger_slot debugger;   /* snapshot; entry NULL: no debugger */
     int64_t *peak_bytes;           /* observed steps: receives the step's peak (tide_run_info.peak_bytes) */
+    struct tide_step_capture *capture; /* a step being captured: its items' outputs go to step_capture.c */
 } tide_step_args;
 
 /* Runs one step to completion on the caller's thread and the pool. */

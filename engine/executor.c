@@ -20,6 +20,7 @@
 #include "placement.h"
 #include "rendezvous.h"
 #include "step.h"
+#include "step_capture.h"
 #include "step_memory.h"
 
 #define SPLIT_AT 32        /* ready-stack length at which idle pool threads get half of it */
@@ -413,6 +414,8 @@ HOT void deliver_outputs(tide_step *step, const tide_exec_item *it, int k, tide_
                 bytes += tide_tensor_byte_size(ctx->outputs[i]);
         observe(step, it, iter, ctx->outputs, bytes);
     }
+    if (__builtin_expect(step->args->capture != NULL, 0) && st == TIDE_OK)
+        tide__capture_outputs(step->args->capture, it, ctx->outputs);
     propagate(step, it, st == TIDE_OK ? ctx->outputs : NULL, iter, rs);
     for (int i = 0; i < it->kn.num_outputs; i++)
         tide_tensor_release(ctx->outputs[i]);

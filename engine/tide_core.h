@@ -298,6 +298,11 @@ typedef struct tide_engine_options {
      * for its own runs (tide_session_set_fusion). A fetched or watched node is never fused away, and
      * plans are made without fusion while a debugger is attached. */
     bool no_fusion;
+    /* Whole-step capture (docs/devices.md, "Whole-step capture"): a step whose plan runs on one device
+     * that can capture (the simulated device, a GPU), with static shapes, is captured into a device
+     * graph after two eager runs and replayed from then on, unless no_capture is set (or
+     * $TIDE_CAPTURE=0); a session may turn it off for its own runs (tide_session_set_capture). */
+    bool no_capture;
     /* Every float32 tensor that crosses devices travels as bfloat16 (its upper 16 bits; the low
      * mantissa bits are lost) and is restored to float32 on arrival: the white paper's lossy
      * compression (§5.5). Per graph: tide_graph_set_compress_transfers; per tensor: the bool attr
@@ -556,6 +561,7 @@ bool tide_node_is_stateful(const tide_node *n);
 typedef struct tide_session_options {
     int64_t first_step; /* reserved; 0 */
     bool no_fusion;     /* this session's plans fuse no element-wise ops (tide_engine_options.no_fusion) */
+    bool no_capture;    /* this session's steps are never captured (tide_engine_options.no_capture) */
 } tide_session_options;
 
 /* A session runs subgraphs of g on engine. The session holds g: the caller may tide_graph_free it
@@ -572,6 +578,23 @@ tide_graph *tide_session_graph(const tide_session *s); /* borrowed */
 void tide_session_set_fusion(tide_session *s, bool on);
 bool tide_session_fusion_enabled(const tide_session *s);
 tide_engine *tide_session_engine(const tide_session *s); /* borrowed */
+
+/* Whole-step capture for this session's later runs (on unless the engine or the session options
+ * turned it off); turning it off drops the session's graph. capture_enabled: what its runs do now. */
+void tide_session_set_capture(tide_session *s, bool on);
+bool tide_session_capture_enabled(const tide_session *s);
+/* How a step ran: eagerly (the executor, node by node), captured (eagerly, its device's kernels
+ * recorded into a graph), or replayed (the graph launched, feeds copied in and fetches out). */
+typedef enum tide_step_mode { TIDE_STEP_EAGER = 0, TIDE_STEP_CAPTURED = 1, TIDE_STEP_REPLAYED = 2 } tide_step_mode;
+typedef struct tide_capture_status {
+    tide_step_mode last;      /* the session's last step (EAGER before any) */
+    char why[320];            /* last == EAGER: why it was not captured or replayed ("" when capture is off) */
+    char device[64];          /* the graph's device, short ("/sim:0"); "" without a graph */
+    int64_t captures, replays; /* steps captured and replayed since the session started */
+    int64_t held_bytes;       /* device memory the graph keeps at fixed addresses (its step's tensors) */
+    bool has_graph;           /* a graph is held now */
+} tide_capture_status;
+void tide_session_capture_status(tide_session *s, tide_capture_status *out);
 /* Atomic extension of the session's graph by text (see tide_graph_extend_text). */
 tide_status tide_session_extend(tide_session *s, const char *text, tide_error *err);
 
