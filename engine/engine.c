@@ -122,8 +122,9 @@ tide_engine *tide_engine_new(const tide_engine_options *opts, tide_error *err)
         return NULL;
     }
     bool cse = !o.no_cse, alap = !o.no_alap, compress = o.compress_transfers, fusion = !o.no_fusion;
+    bool capture = !o.no_capture;
     if ((cse && !env_switch("TIDE_CSE", &cse, err)) || (alap && !env_switch("TIDE_ALAP", &alap, err)) ||
-        (fusion && !env_switch("TIDE_FUSION", &fusion, err)) ||
+        (fusion && !env_switch("TIDE_FUSION", &fusion, err)) || (capture && !env_switch("TIDE_CAPTURE", &capture, err)) ||
         (!compress && !env_switch("TIDE_COMPRESS_TRANSFERS", &compress, err)))
         return NULL;
     tide_engine *e = calloc(1, sizeof *e);
@@ -141,6 +142,7 @@ tide_engine *tide_engine_new(const tide_engine_options *opts, tide_error *err)
     e->cse = cse;
     e->alap = alap;
     e->fusion = fusion;
+    e->capture = capture;
     e->compress_transfers = compress;
     if (!e->pool || !e->rendezvous || !e->cost_table) {
         tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "cannot start %d executor threads", o.num_threads);

@@ -624,6 +624,7 @@ struct tide_engine {
     int num_cpu_devices;                /* devices[0..num_cpu_devices) are the CPU's; /cpu:0 is the host */
     tide_placement_kind placement;      /* the strategy of every plan */
     bool cse, alap, compress_transfers, fusion; /* plan passes (tide_engine_options: no_cse, no_alap, ...) */
+    bool capture;                    /* whole-step capture allowed (no_capture, $TIDE_CAPTURE: step_capture.c) */
     _Atomic(struct tide_watcher *) watcher; /* wakes waiting kernels of cancelled or late runs (cancel.h) */
 };
 

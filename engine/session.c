@@ -10,6 +10,7 @@
 
 #include "cancel.h"
 #include "exec.h"
+#include "step_capture.h"
 
 struct tide_session {
     tide_engine *engine;
@@ -22,6 +23,8 @@ struct tide_session {
     atomic_int cancel_gen;
     atomic_bool closed;          /* tide_session_close: runs are refused */
     atomic_bool fusion;          /* plans fuse element-wise groups (when the engine's option allows) */
+    atomic_bool capture;         /* steps may be captured and replayed (when the engine's option allows) */
+    tide_step_capture *captured; /* the session's graph and its state (step_capture.c) */
     /* tide_session_warnings' view: rebuilt (under lock) when warnings were added since the last call;
      * earlier views are kept until the session is freed, as the contract promises their callers. */
     const char **warnings;
@@ -42,7 +45,9 @@ tide_session *tide_session_new(tide_engine *engine, tide_graph *g, const tide_se
         return NULL;
     }
     tide_session *s = calloc(1, sizeof *s);
-    if (!s || !(s->plans = tide__names_new())) {
+    if (!s || !(s->plans = tide__names_new()) || !(s->captured = tide__capture_new())) {
+        if (s)
+            tide__names_free(s->plans);
         free(s);
         tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
         return NULL;
@@ -55,6 +60,7 @@ tide_session *tide_session_new(tide_engine *engine, tide_graph *g, const tide_se
     atomic_init(&s->cancel_gen, 0);
     atomic_init(&s->closed, false);
     atomic_init(&s->fusion, !(opts && opts->no_fusion));
+    atomic_init(&s->capture, !(opts && opts->no_capture));
     atomic_fetch_add(&engine->live_sessions, 1);
     return s;
 }
@@ -63,6 +69,7 @@ void tide_session_free(tide_session *s)
 {
     if (!s)
         return;
+    tide__capture_free(s->captured); /* its graph points into the plans' kernels */
     for (int i = 0; i < s->num_plans; i++)
         tide__plan_free(s->plan_list[i]);
     free(s->plan_list);
@@ -109,6 +116,26 @@ void tide_session_set_fusion(tide_session *s, bool on)
 bool tide_session_fusion_enabled(const tide_session *s)
 {
     return s && s->engine->fusion && atomic_load(&((tide_session *)s)->fusion);
+}
+
+void tide_session_set_capture(tide_session *s, bool on)
+{
+    if (!s)
+        return;
+    atomic_store(&s->capture, on);
+    if (!on)
+        tide__capture_drop(s->captured);
+}
+
+bool tide_session_capture_enabled(const tide_session *s)
+{
+    return s && s->engine->capture && atomic_load(&((tide_session *)s)->capture);
+}
+
+void tide_session_capture_status(tide_session *s, tide_capture_status *out)
+{
+    if (out)
+        tide__capture_status(s ? s->captured : NULL, out);
 }
 
 bool tide_session_is_closed(const tide_session *s)
@@ -342,7 +369,7 @@ static tide_status run_with_error(tide_session *s, const tide_run_options *opts,
     int64_t t0 = a.num_observers ? tide__now_ns() : 0;
     for (int o = 0; o < a.num_observers; o++)
         TIDE__OBSERVE(&a.observers[o], run_started, &a.info);
-    tide_status st = tide__step_run(&a, stats, err);
+    tide_status st = tide__capture_run(s->captured, tide_session_capture_enabled(s), &a, stats, err);
     int64_t wall = a.num_observers ? tide__now_ns() - t0 : 0;
     for (int o = 0; o < a.num_observers; o++)
         TIDE__OBSERVE(&a.observers[o], run_ended, &a.info, st, st == TIDE_OK ? "" : tide_error_message(err), wall);
