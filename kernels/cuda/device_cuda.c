@@ -23,6 +23,7 @@
 
 #include "../../engine/internal.h"
 #include "cuda_kernels.h"
+#include "device_cuda_graph.h"
 
 /* ---------------------------------------------------------------- the runtime, opened at run time */
 
@@ -435,6 +436,13 @@ static const tide_device_ops gpu_device_ops = {
     .event_query = gpu_event_query,
     .compute = gpu_compute,
     .synchronize = gpu_synchronize,
+    /* CUDA graphs (device_cuda_graph.c; never run on a GPU) */
+    .capture_runs_work = false,
+    .capture_begin = tide__gpu_capture_begin,
+    .capture_end = tide__gpu_capture_end,
+    .graph_launch = tide__gpu_graph_launch,
+    .graph_result = tide__gpu_graph_result,
+    .graph_free = tide__gpu_graph_free,
 };
 
 static void register_gpu_device(void)
