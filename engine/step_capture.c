@@ -212,17 +212,33 @@ static bool replayable_op(const tide_exec_item *it)
     return false;
 }
 
-/* A _Send of the host carrying feed f to the device (its _Recv there gives the feed's buffer). */
+/* A Const of the host whose value goes only to devices (a GPU has no Const kernel): copied there at
+ * the capture, into a buffer the graph holds, and never again. */
+static bool host_constant(const tide_plan *p, int k)
+{
+    const tide_exec_item *it = &p->items[k];
+    if (!is_op(it, "Const") || !it->device->host_visible)
+        return false;
+    for (int e = 0; e < it->num_edges; e++)
+        if (it->edges[e].slot >= 0 && !(is_transfer(&p->items[it->edges[e].dst]) &&
+                                         is_op(&p->items[it->edges[e].dst], "_Send")))
+            return false;
+    return true;
+}
+
+/* A _Send of the host carrying feed f (or a host constant) to the device (its _Recv there gives the
+ * feed's buffer). */
 static bool feed_transfer(tide_step_capture *c, const tide_plan *p, int s, const int *producer)
 {
     const tide_exec_item *send = &p->items[s];
     int src = producer[send->input_base], r = partner(p, s);
-    if (src < 0 || p->items[src].kind != ITEM_FEED || r < 0)
-        return REFUSE("the tensor '%s' crosses from the host to %s inside the step (only fed values may)",
-                      attr_string(send, "tensor_name"), r >= 0 ? p->items[r].device->name : "a device");
+    if (src < 0 || r < 0 || (p->items[src].kind != ITEM_FEED && !host_constant(p, src)))
+        return REFUSE("the tensor '%s' crosses from the host to %s inside the step (only fed values and "
+                      "constants may)", attr_string(send, "tensor_name"), r >= 0 ? p->items[r].device->name : "a device");
     if (!same_device(c, p->items[r].device, p->items[r].node->name))
         return false;
-    c->feed_recv[p->items[src].index] = r;
+    if (p->items[src].kind == ITEM_FEED)
+        c->feed_recv[p->items[src].index] = r;
     return true;
 }
 
@@ -262,6 +278,8 @@ static bool check_items(tide_step_capture *c, const tide_plan *p, const int *pro
                 return false;
             continue;
         }
+        if (host_constant(p, k))
+            continue;
         if (!same_device(c, it->device, it->node->name))
             return false;
         if (!replayable_op(it))
