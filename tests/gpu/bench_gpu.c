@@ -7,6 +7,8 @@
  *   gpu.matmul8192     one 8192^3 MatMul per run against cublasSgemm called directly on the same
  *                      machine (ratio_vs_cublas = cuBLAS time / tide time; 1.0 is cuBLAS's speed)
  *   gpu.mlp            784-512-256-10 ReLU MLP, batch 128, softmax cross-entropy, SGD: steps per second
+ *                      with whole-step capture (gpu.mlp.steps_per_s; "replayed" says whether the timed
+ *                      steps were replays, "why" why not) and without (gpu.mlp.eager_steps_per_s)
  *   gpu.cnn            the TF tutorial's CNN (5x5 conv 32, 2x2 max pool, 5x5 conv 64, 2x2 max pool, dense
  *                      1024, dense 10; ReLUs, SAME padding), batch 100 of 28x28x1, softmax cross-entropy,
  *                      SGD: steps per second (PyTorch's same model is the peer: gpu.cnn.ratio_vs_torch)
@@ -245,13 +247,20 @@ static void bench_mlp(void)
     tide_node *logits = dense(g, "logits", (tide_output){h, 0}, 256, 10, false);
     tide_node *train = sgd_step(g, mean_xent(g, logits, batch));
     tide_graph_pop_device(g);
-    tide_session *s = start(g);
-    double t = time_runs(s, train, (tide_output){0}, 20, 9, 30);
-    char extra[256];
-    snprintf(extra, sizeof extra, "\"batch\": %lld, \"step_ms\": %.3f, \"placement_warnings\": %d", (long long)batch,
-             t * 1e3, placement_warnings(s));
-    bench_emit("gpu.mlp.steps_per_s", 1.0 / t, "steps/s", extra);
-    tide_session_free(s);
+    for (int capture = 1; capture >= 0; capture--) { /* a session each: its own graph, or none */
+        tide_session *s = start(g);
+        tide_session_set_capture(s, capture);
+        double t = time_runs(s, train, (tide_output){0}, 20, 9, 30);
+        tide_capture_status cs;
+        tide_session_capture_status(s, &cs);
+        char extra[640];
+        snprintf(extra, sizeof extra, "\"batch\": %lld, \"step_ms\": %.3f, \"placement_warnings\": %d, "
+                 "\"replayed\": %s, \"replays\": %lld, \"why\": \"%s\"", (long long)batch, t * 1e3,
+                 placement_warnings(s), cs.last == TIDE_STEP_REPLAYED ? "true" : "false", (long long)cs.replays,
+                 capture ? cs.why : "capture off");
+        bench_emit(capture ? "gpu.mlp.steps_per_s" : "gpu.mlp.eager_steps_per_s", 1.0 / t, "steps/s", extra);
+        tide_session_free(s);
+    }
     tide_graph_free(g);
 }
 
