@@ -49,6 +49,7 @@ static repl_result cmd_help(repl *r, int argc, char **argv);
 static repl_result cmd_nodes(repl *r, int argc, char **argv);
 static repl_result cmd_info(repl *r, int argc, char **argv);
 static repl_result cmd_fusion(repl *r, int argc, char **argv);
+static repl_result cmd_capture(repl *r, int argc, char **argv);
 static repl_result cmd_graph(repl *r, int argc, char **argv);
 static repl_result cmd_history(repl *r, int argc, char **argv);
 static repl_result cmd_reset(repl *r, int argc, char **argv);
@@ -165,6 +166,13 @@ static const command commands[] = {
      "is set. A traced run shows a group as one execution of its last node: `:info NODE` names the\n"
      "group. docs/fusion.md.",
      cmd_fusion, false},
+    {"capture", NULL, 0, 1, "[on|off]", "whole-step capture: whether steps are replayed from a device graph",
+     "Without an argument: whether the session captures its steps and how its last step ran: eagerly\n"
+     "(with the reason it was not replayed), captured, or replayed from the graph (on which device, how\n"
+     "many replays, the memory the graph holds). A step all on one simulated device or GPU with the same\n"
+     "fed shapes is captured after two eager runs and replayed from then on. `:capture off` runs every\n"
+     "step eagerly; TIDE_CAPTURE=0 for the process. `:run` says it for the latest run. docs/devices.md.",
+     cmd_capture, false},
     {"trace", NULL, 0, 2, "[MODE]", "which runs record per-node timings: on, off, every N",
      "Without MODE: which runs record per-node timings (the run log's trace policy). `:trace on` traces\n"
      "every run, `:trace off` only the runs traced by the caller (run(..., {trace=true})), and\n"
@@ -1101,6 +1109,25 @@ static repl_result cmd_fusion(repl *r, int argc, char **argv)
     if (!on && argc == 2 && strcmp(argv[1], "on") == 0)
         printf(" (the engine's option is off: TIDE_FUSION=0)");
     putchar('\n');
+    return REPL_DONE;
+}
+
+/* ---------------------------------------------------------------- :capture */
+
+static repl_result cmd_capture(repl *r, int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "on") != 0 && strcmp(argv[1], "off") != 0) {
+        fputs("usage: :capture [on|off]\n", stderr);
+        return REPL_FAILED;
+    }
+    if (argc == 2)
+        tide_session_set_capture(r->session, strcmp(argv[1], "on") == 0);
+    bool on = tide_session_capture_enabled(r->session);
+    printf("capture %s", on ? "on" : "off");
+    if (!on && argc == 2 && strcmp(argv[1], "on") == 0)
+        printf(" (the engine's option is off: TIDE_CAPTURE=0)");
+    putchar('\n');
+    repl_print_capture(r);
     return REPL_DONE;
 }
 

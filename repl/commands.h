@@ -20,6 +20,8 @@ typedef struct repl_command_entry {
 
 repl_result repl_cmd_runs(repl *r, int argc, char **argv);
 repl_result repl_cmd_run(repl *r, int argc, char **argv);
+/* "  capture: the session's last step was replayed; a graph on /sim:0 holds ..." (log_commands.c). */
+void repl_print_capture(repl *r);
 repl_result repl_cmd_tensor(repl *r, int argc, char **argv);
 repl_result repl_cmd_sql(repl *r, int argc, char **argv);
 repl_result repl_cmd_trace(repl *r, int argc, char **argv);

@@ -253,6 +253,22 @@ repl_result repl_cmd_runs(repl *r, int argc, char **argv)
     return REPL_DONE;
 }
 
+void repl_print_capture(repl *r)
+{
+    tide_capture_status st;
+    tide_session_capture_status(r->session, &st);
+    static const char *const how[] = {"eager", "captured", "replayed"};
+    printf("  capture: the session's last step was %s", how[st.last]);
+    if (st.last == TIDE_STEP_EAGER && st.why[0])
+        printf(" (%s)", st.why);
+    if (st.has_graph) {
+        char bytes[32];
+        format_bytes((double)st.held_bytes, bytes, sizeof bytes);
+        printf("; a graph on %s holds %s, %lld replays so far", st.device, bytes, (long long)st.replays);
+    }
+    putchar('\n');
+}
+
 /* The lines of :run above the slowest nodes. */
 static void print_run(const tide_store_table *t)
 {
@@ -298,6 +314,8 @@ repl_result repl_cmd_run(repl *r, int argc, char **argv)
         return REPL_FAILED;
     }
     print_run(t);
+    if (argc == 1) /* the latest run: how the session's last step ran */
+        repl_print_capture(r);
     int64_t run = strtoll(cell(t, "id"), NULL, 10);
     print_peak(path, cell(t, "id"));
     bool traced = strcmp(cell(t, "traced"), "1") == 0;
