@@ -474,6 +474,9 @@ static tide_status run_kernel(tide_device *d, const tide_kernel_spec *k, tide_ke
  * the host then runs far ahead of the device, frees and reallocates while work is queued). */
 typedef struct sim_state {
     int delay_us;
+    /* Held by a host thread while it queues a kernel (until the launch) and while a kernel runs with
+     * the host waiting (from its launch to its end): see run_waiting. */
+    pthread_mutex_t launch_lock;
 } sim_state;
 
 static tide_status sim_open(tide_device *d, tide_error *err)
@@ -485,13 +488,34 @@ static tide_status sim_open(tide_device *d, tide_error *err)
     st->delay_us = env ? atoi(env) : 0;
     if (st->delay_us < 0 || st->delay_us > 1000000)
         st->delay_us = 0;
+    pthread_mutex_init(&st->launch_lock, NULL);
     tide_device_set_context(d, st);
     return TIDE_OK;
 }
 
 static void sim_close(tide_device *d)
 {
-    free(tide_device_context(d));
+    sim_state *st = tide_device_context(d);
+    if (st)
+        pthread_mutex_destroy(&st->launch_lock);
+    free(st);
+}
+
+/* The launch lock of d, taken on host threads only (a kernel on the device's own thread that launched
+ * and waited would wait for itself anyway). NULL: not taken. */
+static pthread_mutex_t *lock_launches(tide_device *d)
+{
+    sim_state *st = tide_device_context(d);
+    if (!st || tide_device_current() == d)
+        return NULL;
+    pthread_mutex_lock(&st->launch_lock);
+    return &st->launch_lock;
+}
+
+static void unlock_launches(pthread_mutex_t *lock)
+{
+    if (lock)
+        pthread_mutex_unlock(lock);
 }
 
 static void delay(const tide_device *d)
@@ -684,7 +708,15 @@ static void run_sync(void *arg)
     pthread_mutex_unlock(&l->lock);
 }
 
-/* Launched on the compute stream like any kernel, and waited for (a counted wait of the host). */
+/* Launched on the compute stream like any kernel, and waited for (a counted wait of the host). The
+ * caller holds the device's launch lock from the launch to the end: such a kernel (a variable's update,
+ * a kernel forwarding an input) may write an input in place when it holds the only reference, and a
+ * queued kernel holds none (borrowed views). Without the lock another host thread could queue, behind
+ * this kernel, a reader of the same tensor and release its reference meanwhile: the update would then
+ * run in place and the reader, launched with the old value in hand, read the new one (train_mlp_sim's
+ * MLP on /sim:0 computed another loss in ~1 run of 4: the gradient MatMul through a weight that its
+ * ApplyGradientDescent, queued just before, had already updated). With the lock, a reader either was
+ * launched before (the stream runs it first) or still holds its reference (the update copies). */
 static tide_status run_waiting(tide_device *d, const tide_kernel_spec *k, tide_kernel_ctx *ctx)
 {
     sim_stream *s = d->streams[TIDE_STREAM_COMPUTE]->context;
@@ -720,11 +752,13 @@ static tide_status sim_compute(tide_device *d, const tide_kernel_spec *k, tide_k
     tide_status st = check_inputs(d, ctx);
     if (st != TIDE_OK)
         return st;
-    if (queueable(ctx, shapes))
-        return queue_kernel(d, k, ctx, shapes);
-    if (strcmp(ctx->kn->op->name, "_Send") == 0) /* hands a reference to the rendezvous: reads no device */
-        return k->compute(ctx);                  /* memory (the _Recv's copy waits for the stream) */
-    return run_waiting(d, k, ctx);
+    bool queue = queueable(ctx, shapes);
+    if (!queue && strcmp(ctx->kn->op->name, "_Send") == 0) /* hands a reference to the rendezvous: reads no */
+        return k->compute(ctx); /* device memory (the _Recv's copy waits for the stream) */
+    pthread_mutex_t *lock = lock_launches(d);
+    st = queue ? queue_kernel(d, k, ctx, shapes) : run_waiting(d, k, ctx);
+    unlock_launches(lock);
+    return st;
 }
 
 static int sim_count(const tide_engine_options *opts)
