@@ -465,8 +465,8 @@ extern "C" tide_status cuda_size(tide_kernel_ctx *ctx, void *)
                                            wide ? 8 : 4, cudaMemcpyHostToDevice, s), "Size's copy");
 }
 
-/* Output 0 as a view of x with shape s. */
-static tide_status set_view(tide_kernel_ctx *ctx, tide_tensor *x, const tide_shape *s)
+/* Output 0 as a view of x with shape s (common.cuh). */
+tide_status cuda_set_view(tide_kernel_ctx *ctx, tide_tensor *x, const tide_shape *s)
 {
     tide_error *err = tide_error_new();
     tide_tensor *view = tide_tensor_reshape(x, s, err);
@@ -501,7 +501,7 @@ extern "C" tide_status cuda_expand_dims(tide_kernel_ctx *ctx, void *)
     tide_shape s = {in->rank + 1, {0}};
     for (int i = 0, k = 0; i < s.rank; i++)
         s.dims[i] = i == at ? 1 : in->dims[k++];
-    return set_view(ctx, x, &s);
+    return cuda_set_view(ctx, x, &s);
 }
 
 /* Squeeze: a view without the dims of size 1 (those of squeeze_dims when given). */
@@ -529,7 +529,7 @@ extern "C" tide_status cuda_squeeze(tide_kernel_ctx *ctx, void *)
     for (int i = 0; i < in->rank; i++)
         if (!(n ? drop[i] : in->dims[i] == 1))
             s.dims[s.rank++] = in->dims[i];
-    return set_view(ctx, x, &s);
+    return cuda_set_view(ctx, x, &s);
 }
 
 /* ---------------------------------------------------------------- Const */

@@ -48,6 +48,8 @@ cudaError_t cuda_walk_launch(size_t es, const void *x, void *y, const tide_walk 
 cudaError_t cuda_pad_launch(size_t es, const void *x, void *y, const tide_pad_plan *p, const void *fill, cudaStream_t s);
 /* "[2, 3]" of a shape, for messages (a static buffer per thread). */
 const char *cuda_shape_str(const tide_shape *s);
+/* Output 0 of ctx as a view of x with shape s (same number of elements; no copy). */
+tide_status cuda_set_view(tide_kernel_ctx *ctx, tide_tensor *x, const tide_shape *s);
 
 static inline float *fptr(const tide_tensor *t) { return (float *)tide_tensor_device_pointer(t); }
 static inline unsigned cuda_blocks(int64_t n)

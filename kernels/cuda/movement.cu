@@ -202,17 +202,8 @@ extern "C" tide_status cuda_broadcast_to(tide_kernel_ctx *ctx, void *)
                                  "of its dimensions, aligned with the last ones of the target, must be 1 or equal to it",
                                  cuda_shape_str(in), tide_shape_format(&target, a, sizeof a));
     }
-    if (plan.num_elements == tide_tensor_num_elements(x)) { /* only size-1 dims added: a view */
-        tide_error *err = tide_error_new();
-        tide_tensor *view = tide_tensor_reshape(x, &target, err);
-        tide_status st = view ? TIDE_OK : tide_kernel_error(ctx, tide_error_code(err), "%s", tide_error_message(err));
-        tide_error_free(err);
-        if (view) {
-            tide_kernel_set_output(ctx, 0, view);
-            tide_tensor_release(view);
-        }
-        return st;
-    }
+    if (plan.num_elements == tide_tensor_num_elements(x)) /* only size-1 dims added: a view */
+        return cuda_set_view(ctx, x, &target);
     return gather_output(ctx, x, &target, bcast_source{plan}, 0, NULL, "the broadcast kernel");
 }
 
