@@ -8,8 +8,9 @@
  *
  * Limits. At most max_connections are open, at most max_per_address from one client address. A new
  * connection over a limit makes room by closing the connection that has waited longest for a request
- * (of that address, or of all): an idle one silently, one in the middle of its header with a 503. When
- * every candidate is busy with a request, the new connection is refused (closed at once).
+ * (of that address, or of all): a slow client in the middle of its header first (with a 503), then an
+ * idle one (silently), last one that may be a request being read (eviction_class). When every
+ * candidate is busy with a request, the new connection is refused (closed at once).
  *
  * How. libmicrohttpd calls web_guard_accept (its accept policy) and web_guard_notify (a connection
  * opened or closed, a request completed); server.c says when a request line arrived, when a request
@@ -22,7 +23,9 @@
  * Threads: the callbacks run on libmicrohttpd's threads, the watchdog on its own; one mutex guards the
  * table. The table is a list scanned in full (a thousand records, ten times a second, is nothing). */
 #include <errno.h>
+#include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_received (glibc's netinet/tcp.h lacks it) */
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +36,7 @@
 #include "web_internal.h"
 
 #define WATCHDOG_TICK_MS 100
+#define RECENT_LINE_MS 10 /* a request line younger than this may be a request being read (eviction_class) */
 #define LINGER_MS 500 /* between a 408/503 and the end of the connection: time for the client to read it */
 
 typedef enum conn_state {
@@ -49,6 +53,8 @@ struct web_conn {
     int addr_len;           /* 4, 16, or 0 when unknown */
     conn_state state;
     uint64_t since;      /* when it entered its state, in the guard's sequence (orders evictions) */
+    uint64_t received;   /* the socket's bytes received when it last entered CONN_WAITING (0 when opened) */
+    int64_t line_at_ms;  /* when its request line arrived (CONN_HEADERS) */
     int64_t deadline_ms; /* 0: none */
     int64_t close_at_ms; /* after a 408/503: when to end it (0: not closing) */
     bool shut;           /* closed by the guard (no longer counted) */
@@ -119,11 +125,21 @@ static void close_conn(web_guard *g, struct web_conn *c, const char *reply)
 
 static bool waiting(const struct web_conn *c) { return !c->shut && (c->state == CONN_WAITING || c->state == CONN_HEADERS); }
 
-/* Whether an idle-looking connection's whole request header already lies unread in its socket: the
- * client sent it at once and the server has not read it yet (a busy or loaded server). Such a client is
- * not waiting slowly, the server is; while attackers of its address reopen what is closed, it soon is the
- * oldest idle record, and closing it would drop a normal request in favour of the attackers. */
-static bool request_arrived(const struct web_conn *c)
+/* The socket's total bytes received so far, read or not; 0 when the kernel does not say (not TCP). */
+static uint64_t tcp_bytes_received(int fd)
+{
+    struct tcp_info info;
+    socklen_t len = sizeof info;
+    memset(&info, 0, sizeof info);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0 ||
+        len < (socklen_t)(offsetof(struct tcp_info, tcpi_bytes_received) + sizeof info.tcpi_bytes_received))
+        return 0;
+    return info.tcpi_bytes_received;
+}
+
+/* Whether c's whole request header lies unread in its socket: the client sent it at once and the
+ * server has not read it yet (a busy or loaded server). */
+static bool request_in_socket(const struct web_conn *c)
 {
     char peek[4096];
     ssize_t n = recv(c->fd, peek, sizeof peek, MSG_PEEK | MSG_DONTWAIT);
@@ -135,8 +151,36 @@ static bool request_arrived(const struct web_conn *c)
     return n == (ssize_t)sizeof peek; /* more than a header's worth arrived at once: not a slow client */
 }
 
-/* Whether a should be closed before b to make room: a request begun and not complete before an idle
- * connection (which may be a new one about to send its request), then the one that waited longer. */
+/* Whether c sent anything since it began waiting for a request (read by the server or not). */
+static bool sent_since_waiting(const struct web_conn *c) { return tcp_bytes_received(c->fd) > c->received; }
+
+/* How readily a connection waiting for a request is closed to make room, first class first:
+ *   EVICT_SLOW   in the middle of a header whose request line came RECENT_LINE_MS ago or more: a slowloris
+ *                client (a normal request's header arrives with its request line);
+ *   EVICT_IDLE   nothing sent since it began waiting: idle, or just opened and about to send;
+ *   EVICT_LAST   it may be a request the server is reading right now: libmicrohttpd reads, parses the
+ *                request line, then the header, and calls the endpoint in one go, on another thread than
+ *                the one accepting, so a normal request shows for a moment with its bytes read and no
+ *                request line yet (sent something since it began waiting), or with its request line
+ *                and not yet at its endpoint (request line less than RECENT_LINE_MS ago);
+ *   EVICT_NEVER  its whole request header lies unread in the socket.
+ * A server that is behind (busy, or descheduled on a loaded machine) has requests pile up while attackers
+ * of their address reopen what is closed: closing them would drop normal requests in favour of the
+ * attackers. */
+typedef enum evict_class { EVICT_SLOW, EVICT_IDLE, EVICT_LAST, EVICT_NEVER } evict_class;
+
+static evict_class eviction_class(const struct web_conn *c, int64_t now)
+{
+    if (c->state == CONN_HEADERS)
+        return now - c->line_at_ms >= RECENT_LINE_MS ? EVICT_SLOW : EVICT_LAST;
+    if (request_in_socket(c))
+        return EVICT_NEVER;
+    return sent_since_waiting(c) ? EVICT_LAST : EVICT_IDLE;
+}
+
+/* Whether a should be closed before b to make room, in the same class: a request begun and not complete
+ * before an idle connection (which may be a new one about to send its request), then the one that
+ * waited longer. */
 static bool evict_before(const struct web_conn *a, const struct web_conn *b)
 {
     if ((a->state == CONN_HEADERS) != (b->state == CONN_HEADERS))
@@ -145,16 +189,21 @@ static bool evict_before(const struct web_conn *a, const struct web_conn *b)
 }
 
 /* Closes the connection that has waited longest for a request, among all (addr_len 0) or those of
- * one address, those in the middle of a header first; one whose request arrived unread is busy; false
- * when every one is busy. Holds the lock. (The socket is peeked only for a connection that would
- * otherwise be the victim.) */
+ * one address, by eviction_class first; false when every one is busy. Holds the lock. */
 static bool evict_oldest(web_guard *g, const unsigned char *addr, int addr_len)
 {
     struct web_conn *victim = NULL;
-    for (struct web_conn *c = g->head; c; c = c->next)
-        if (waiting(c) && (!addr_len || (c->addr_len == addr_len && memcmp(c->addr, addr, (size_t)addr_len) == 0)) &&
-            (!victim || evict_before(c, victim)) && !(c->state == CONN_WAITING && request_arrived(c)))
+    evict_class victim_class = EVICT_NEVER;
+    int64_t now = now_ms();
+    for (struct web_conn *c = g->head; c; c = c->next) {
+        if (!waiting(c) || (addr_len && (c->addr_len != addr_len || memcmp(c->addr, addr, (size_t)addr_len) != 0)))
+            continue;
+        evict_class k = eviction_class(c, now);
+        if (k < victim_class || (k == victim_class && k != EVICT_NEVER && evict_before(c, victim))) {
             victim = c;
+            victim_class = k;
+        }
+    }
     if (!victim)
         return false;
     if (victim->state == CONN_HEADERS)
@@ -195,6 +244,10 @@ enum MHD_Result web_guard_accept(void *cls, const struct sockaddr *addr, socklen
 static void set_state(web_guard *g, struct web_conn *c, conn_state state)
 {
     int64_t now = now_ms();
+    if (state == CONN_WAITING && c->state != CONN_WAITING) /* after a reply: what came was that request's */
+        c->received = tcp_bytes_received(c->fd);
+    if (state == CONN_HEADERS)
+        c->line_at_ms = now;
     if (state != CONN_HEADERS) /* the header deadline runs from the end of the previous reply */
         c->since = ++g->sequence;
     c->state = state;

@@ -183,12 +183,33 @@ def test_deadlines(tide_log):
         stop_server(p)
 
 
-def check_request_arrived_kept(p, port):
+def status_line_within(s, seconds):
+    """The first 12 bytes the server answers on s (b"HTTP/1.1 200"...), waiting up to seconds for them (a
+    loaded machine may take long), or what came before the server closed it (b"" for nothing)."""
+    s.settimeout(0.1)
+    got, end = b"", time.monotonic() + seconds
+    while time.monotonic() < end and len(got) < 12:
+        try:
+            chunk = s.recv(4096)
+        except socket.timeout:
+            continue
+        except OSError:
+            break
+        if not chunk:
+            break
+        got += chunk
+    return got[:12]
+
+
+def check_request_arrived_kept(p, port, rounds=10):
     """A server behind (stopped here, as a loaded one is descheduled) while connections of one address
     pile up: the one whose whole request arrived first is answered, not closed in favour of the idle ones
-    (the CI flake of "12 probes served while 200 slow connections hold the same address")."""
+    (the CI flakes of "12 probes served while 200 slow connections hold the same address", and of this
+    check: the server's thread that reads the request runs beside the one that accepts the idle
+    connections, and for a moment has read the request and not yet parsed it, or parsed its request line
+    and not yet reached the endpoint; both were closed about once in 100 rounds)."""
     answers = []
-    for _ in range(3):
+    for _ in range(rounds):
         p.send_signal(signal.SIGSTOP)
         try:
             probe = connect(port)
@@ -196,12 +217,12 @@ def check_request_arrived_kept(p, port):
             idle = [connect(port) for _ in range(12)]
         finally:
             p.send_signal(signal.SIGCONT)
-        answers.append(closed_within(probe, 2.0)[1][:12])
+        answers.append(status_line_within(probe, 15.0))
         for s in idle + [probe]:
             s.close()
         time.sleep(0.3)
     check("a request that arrived while the server was behind is answered, not evicted for idle connections",
-          answers == [b"HTTP/1.1 200"] * 3, answers)
+          answers == [b"HTTP/1.1 200"] * rounds, answers)
 
 
 class ServerView:
