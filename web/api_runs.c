@@ -19,13 +19,15 @@ static void server_json(web_request *rq, char *buf, size_t size)
 {
     web_guard_counts c;
     web_guard_counts_get(rq->w->guard, &c);
+    int64_t hits, misses;
+    web_cache_counts(rq->w, &hits, &misses);
     const web_limits *l = &rq->w->limits;
     snprintf(buf, size,
              "{\"connections\":%" PRId64 ",\"in_header\":%" PRId64 ",\"accepted\":%" PRId64 ",\"refused\":%" PRId64 ",\"evicted\":%" PRId64
              ",\"timed_out\":%" PRId64 ",\"max_connections\":%d,\"max_per_address\":%d,\"header_timeout_ms\":%"
-             PRId64 ",\"reply_timeout_ms\":%" PRId64 "}",
+             PRId64 ",\"reply_timeout_ms\":%" PRId64 ",\"drawings_cached\":%" PRId64 ",\"drawings_drawn\":%" PRId64 "}",
              c.open, c.in_header, c.accepted, c.refused, c.evicted, c.timed_out, l->max_connections, l->max_per_address,
-             l->header_timeout_ms, l->reply_timeout_ms);
+             l->header_timeout_ms, l->reply_timeout_ms, hits, misses);
 }
 
 void web_api_status(web_request *rq, web_reply *out)

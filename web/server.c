@@ -325,8 +325,20 @@ char *web_cache_get(tide_web *w, const char *key, size_t *len)
             break;
         }
     }
+    if (copy)
+        w->cache_hits++;
+    else
+        w->cache_misses++;
     pthread_mutex_unlock(&w->cache_lock);
     return copy;
+}
+
+void web_cache_counts(tide_web *w, int64_t *hits, int64_t *misses)
+{
+    pthread_mutex_lock(&w->cache_lock);
+    *hits = w->cache_hits;
+    *misses = w->cache_misses;
+    pthread_mutex_unlock(&w->cache_lock);
 }
 
 void web_cache_put(tide_web *w, const char *key, const char *body, size_t len)

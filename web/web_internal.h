@@ -89,6 +89,7 @@ struct tide_web {
     pthread_mutex_t cache_lock;
     web_cache_entry cache[WEB_CACHE_SLOTS];
     uint64_t cache_clock;
+    int64_t cache_hits, cache_misses; /* lookups since the start (/api/status): a hit draws no layout */
     bool has_debugger;          /* the REPL's debugger: the page and POST /api/debug/command */
     tide_web_debugger debugger;
     char token[33];             /* random, hex: what control requests must carry */
@@ -172,6 +173,8 @@ bool web_arg_run(web_request *rq, web_reply *out, const char *name, bool require
 
 /* A copy of the cached body for key (malloc'd, *len set), or NULL. */
 char *web_cache_get(tide_web *w, const char *key, size_t *len);
+/* The lookups since the start: found in the cache, and not (drawn anew). */
+void web_cache_counts(tide_web *w, int64_t *hits, int64_t *misses);
 /* Keeps a copy of body under key (replacing the least recently used entry); quietly nothing when out
  * of memory. */
 void web_cache_put(tide_web *w, const char *key, const char *body, size_t len);

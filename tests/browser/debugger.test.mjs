@@ -41,7 +41,7 @@ function startRepl(db, script) {
   let out = '', err = '';
   child.stderr.on('data', (d) => { err += d; });
   const urls = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('tide printed no debugger address in 30 s: ' + out + err)), 30000);
+    const timer = setTimeout(() => reject(new Error('tide printed no debugger address in 60 s: ' + out + err)), 60000);
     child.stdout.on('data', (d) => {
       out += d;
       const m = /(http:\/\/\S+\/debugger\?token=[0-9a-f]+)/.exec(out);
@@ -97,7 +97,7 @@ try {
                 () => /hidden/.test(document.querySelector('#dbg-breaks').textContent));
   await waitFor(page, 'the next run stops at the breakpoint: the status line names the node',
                 () => document.querySelector('#dbg-where').classList.contains('stopped') &&
-                      /'hidden'/.test(document.querySelector('#dbg-where').textContent), null, 20000);
+                      /'hidden'/.test(document.querySelector('#dbg-where').textContent), null);
   await waitFor(page, 'the stopped node is highlighted in the drawing',
                 () => document.querySelector('#dbg-graph g.node[id="node:hidden"]').classList.contains('dbg-stopped'));
   // The side panel's node table is readable: nothing in it is clipped or needs a sideways scroll (long
@@ -128,10 +128,10 @@ try {
   await page.click('#dbg-step');
   await waitFor(page, 'Step: the status line changes and still says stopped',
                 (w) => document.querySelector('#dbg-where').classList.contains('stopped') &&
-                       document.querySelector('#dbg-where').textContent !== w, whereBefore, 10000);
+                       document.querySelector('#dbg-where').textContent !== w, whereBefore);
   await waitFor(page, 'Step: the nodes\' states in the drawing change',
                 (s) => [...document.querySelectorAll('#dbg-graph g.node')]
-                  .map((g) => g.id + '=' + g.getAttribute('class')).join('|') !== s, statesBefore, 10000);
+                  .map((g) => g.id + '=' + g.getAttribute('class')).join('|') !== s, statesBefore);
   await waitFor(page, 'a node that ran is drawn as done',
                 () => document.querySelectorAll('#dbg-graph g.node.dbg-done').length > 0);
 
@@ -142,18 +142,18 @@ try {
                   const w = document.querySelector('#dbg-where');
                   const m = /run (\d+)/.exec(w.textContent);
                   return w.classList.contains('stopped') && /'hidden'/.test(w.textContent) && m && Number(m[1]) > r;
-                }, runAtStop, 20000);
+                }, runAtStop);
 
   // Delete the breakpoint, Continue: the script runs on and ends.
   fs.writeFileSync(stopFile, '');
   await page.click('#dbg-breaks button:nth-of-type(2)');
   await waitFor(page, 'the breakpoint is deleted',
-                () => /None/.test(document.querySelector('#dbg-breaks').textContent), null, 10000);
+                () => /None/.test(document.querySelector('#dbg-breaks').textContent), null);
   // The page is checked and closed before the script ends (its polls would then find no server).
   await finish('debugger', p);
   check(await post(base, 'continue', {'X-Tide-Token': token}) === 200, 'Continue by POST with the token: 200');
   const ended = await new Promise((resolve) => {
-    const t = setTimeout(() => resolve(false), 30000);
+    const t = setTimeout(() => resolve(false), 60000);
     repl.child.on('exit', () => { clearTimeout(t); resolve(true); });
     repl.child.stdin.end();
   });

@@ -97,7 +97,7 @@ export function serve(tide, db) {
   child.stderr.on('data', (d) => { err += d; });
   return new Promise((resolve, reject) => {
     let out = '';
-    const timer = setTimeout(() => reject(new Error('tide serve printed no URL in 20 s: ' + out + err)), 20000);
+    const timer = setTimeout(() => reject(new Error('tide serve printed no URL in 60 s: ' + out + err)), 60000);
     child.stdout.on('data', (d) => {
       out += d;
       const m = /serving .* at (http:\/\/\S+)/.exec(out);
@@ -132,9 +132,10 @@ export async function finish(shots, name, {page, problems}) {
   await page.close();
 }
 
-// Polls fn(arg) in the page until it is true.
+// Polls fn(arg) in the page until it is true: for a minute unless told (it returns as soon as it is
+// true; CI runs the browser beside two sanitizer builds on 2 cores, where 10 s was sometimes short).
 export async function waitFor(page, what, fn, arg, timeout) {
-  const end = Date.now() + (timeout || 10000);
+  const end = Date.now() + (timeout || 60000);
   let last = null;
   while (Date.now() < end) {
     try {

@@ -243,7 +243,7 @@ try {
     await waitFor(p.page, 'live: the runs page is loaded', (n) => document.querySelectorAll('#runs tbody tr').length >= n, runs.length);
     train(db, 3);
     const total = (await api('/api/runs')).runs.length;
-    await waitFor(p.page, 'live: new runs appear without a reload', (n) => document.querySelectorAll('#runs tbody tr').length >= n, total, 8000);
+    await waitFor(p.page, 'live: new runs appear without a reload', (n) => document.querySelectorAll('#runs tbody tr').length >= n, total);
     await finish('runs-live', p);
   }
 } catch (e) {

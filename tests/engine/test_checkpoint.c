@@ -650,8 +650,30 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
+/* Waits until the save loop pid has finished a save in this round (the latest checkpoint is no longer
+ * `before`, which is NULL before the first round). Gives up after 120 s or when pid has exited (false
+ * then); a loaded machine under a sanitizer may take seconds to start the child, no fixed sleep can. */
+static bool wait_for_new_checkpoint(pid_t pid, const char *dir, const char *before)
+{
+    tide_error *err = tide_error_new();
+    bool saved = false;
+    for (int i = 0; i < 120000 && !saved; i++) {
+        char *latest = tide_latest_checkpoint(dir, err);
+        saved = latest && (!before || strcmp(latest, before) != 0);
+        free(latest);
+        if (!saved && waitpid(pid, NULL, WNOHANG) != 0)
+            break;
+        if (!saved)
+            sleep_ms(1);
+    }
+    tide_error_free(err);
+    return saved;
+}
+
 /* kill -9 in the middle of saving, 20 times: the latest checkpoint always loads, complete and
- * consistent (W all equal to the step saved with it). */
+ * consistent (W all equal to the step saved with it). Each round waits for the child's first save
+ * of that round, then kills it 0-200 ms later (each save takes a few ms: the kill lands anywhere in
+ * one), so every round has a checkpoint to load however slowly the machine starts the child. */
 static void test_kill_during_saves(void)
 {
     char *dir = temp_dir();
@@ -663,15 +685,23 @@ static void test_kill_during_saves(void)
     tide_session *s = tide_session_new(th_engine(), g, NULL, err);
     srand(2026);
     int64_t last = 0, loaded = 0;
+    char *previous = NULL; /* the latest checkpoint after the round before */
     for (int round = 0; round < 20; round++) {
         pid_t pid = spawn("save_loop", dir, NULL, NULL);
-        sleep_ms(150 + rand() % 200);
+        bool saved = wait_for_new_checkpoint(pid, dir, previous);
+        if (!saved)
+            fprintf(stderr, "round %d: the save loop wrote no checkpoint (it exited, or 120 s passed)\n", round);
+        CU_ASSERT(saved);
+        sleep_ms(rand() % 200);
         kill(pid, SIGKILL);
         CU_ASSERT_EQUAL(wait_exit(pid), 128 + SIGKILL);
         char *latest = tide_latest_checkpoint(dir, err);
+        free(previous);
+        previous = latest ? strdup(latest) : NULL;
         if (!latest) {
             fprintf(stderr, "round %d: %s\n", round, tide_error_message(err));
-            continue; /* killed before its first save (a loaded machine): counted below */
+            CU_FAIL("no checkpoint to load after a save loop was killed");
+            continue;
         }
         CU_ASSERT_EQUAL(tide_saver_restore(saver, s, latest, err), TIDE_OK);
         tide_tensor *tw = gu_fetch(s, w), *ts = gu_fetch(s, step);
@@ -690,7 +720,8 @@ static void test_kill_during_saves(void)
         tide_tensor_release(ts);
         free(latest);
     }
-    CU_ASSERT(loaded >= 15);
+    free(previous);
+    CU_ASSERT_EQUAL(loaded, 20);
     CU_ASSERT(last >= 1);
     /* The killed saves' temporary files go at the next save into the directory. */
     char prefix[512];

@@ -237,19 +237,29 @@ static void test_abort(void)
     tide_graph_free(m.g);
 }
 
-/* A stop of 400 ms in a run with a 150 ms timeout: the clock stood still, the run succeeds. */
+/* A stop of 1.5 s in a run with a 1 s timeout: the clock stood still, the run succeeds. (The run's
+ * own work, outside the stop, must fit in the 1 s: it takes a millisecond, and under a sanitizer on a
+ * loaded machine well under a second; 150 ms was too little there.) */
 static void linger(script *s, tide_debug_step *step, const tide_debug_event *ev)
 {
     (void)s, (void)step, (void)ev;
-    sleep_ms(400);
+    sleep_ms(1500);
 }
 
-/* While h is stopped, the independent branch w runs to the end. */
+/* While h is stopped, the independent branch w runs to the end (waited for up to 120 s: on a loaded
+ * machine under a sanitizer the worker that runs w may wait long for a CPU; a w that never ends while h
+ * is stopped fails). */
 static void wait_for_w(script *s, tide_debug_step *step, const tide_debug_event *ev)
 {
     (void)ev;
-    for (int i = 0; i < 400 && tide_debug_step_node_state(step, current->w) != TIDE_DEBUG_DONE; i++)
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        if (tide_debug_step_node_state(step, current->w) == TIDE_DEBUG_DONE)
+            break;
         sleep_ms(5);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while (t.tv_sec - t0.tv_sec < 120);
     s->ok = tide_debug_step_node_state(step, current->w) == TIDE_DEBUG_DONE;
 }
 
@@ -260,7 +270,7 @@ static void test_deadline_and_other_branches(void)
     script s = {.stop_at = "h", .after = true, .at_iteration = -1, .at_stop = linger};
     int id = attach(&s);
     tide_session *ses = tide_session_new(th_engine(), m.g, NULL, NULL);
-    tide_run_options opts = {.timeout_ms = 150};
+    tide_run_options opts = {.timeout_ms = 1000};
     tide_output fetch[2] = {O(m.z), O(m.w)};
     tide_tensor *out[2] = {0};
     tide_error *err = tide_error_new();

@@ -432,7 +432,7 @@ static void test_timeout_cancel_and_sigint(void)
     tide_run_options opts = {.timeout_ms = 300}; /* the wait starts well before it, even under a sanitizer */
     CU_ASSERT_EQUAL(fetch(s, &opts, deq, &t, err), TIDE_DEADLINE_EXCEEDED);
     double ms = ms_since(&t0);
-    CU_ASSERT(ms >= 295 && ms < 5000);
+    CU_ASSERT(ms >= 295 && ms < 60000); /* not a timing check: the lower bound, and no hang */
     /* (had the deadline passed before the dequeue waited, the executor would have said it instead) */
     CU_ASSERT(strstr(tide_error_message(err), "waiting to dequeue from queue 'patience': the run exceeded its "
                                                "timeout (300 ms)") ||
@@ -739,7 +739,7 @@ static void test_queue_runner(void)
     c = tide_coordinator_new(err);
     r = tide_queue_runner_new(&enq3, 1, NULL, NULL, err);
     CU_ASSERT_EQUAL_FATAL(tide_queue_runner_start(r, s2, c, err), TIDE_OK);
-    CU_ASSERT(tide_coordinator_wait_for_stop(c, 5000));
+    CU_ASSERT(tide_coordinator_wait_for_stop(c, 120000)); /* returns at the stop: the bound only ends a hang */
     CU_ASSERT_EQUAL(tide_coordinator_join(c, err), TIDE_INVALID_ARGUMENT);
     CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "component 0 has dtype float32, but the queue holds int32"));
     tide_queue_runner_free(r);

@@ -29,14 +29,18 @@ static void check(const char *what, bool ok, const char *detail)
 
 static void sleep_ms(int ms) { nanosleep(&(struct timespec){0, ms * 1000000L}, NULL); }
 
-/* Polls the state until it contains `want` (10 s at most); returns the last state (malloc'd). */
+/* Polls the state until it contains `want` (120 s at most: the other thread may wait long for a CPU on
+ * a loaded machine under a sanitizer); returns the last state (malloc'd). */
 static char *state_with(repl_debugger *d, const char *want)
 {
     char *state = NULL;
-    for (int i = 0; i < 1000; i++) {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
         free(state);
         state = repl_dbg_web_state_json(d);
-        if (state && strstr(state, want))
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((state && strstr(state, want)) || t.tv_sec - t0.tv_sec >= 120)
             break;
         sleep_ms(10);
     }
