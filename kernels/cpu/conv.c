@@ -63,7 +63,15 @@
  * with AVX2; tests/bench/bench_fma_peak.c) the AVX-512 kernels run the CNN's second layer at about
  * twice the AVX2 speed, ~235 GFLOP/s of CPU time per core (~94% of the measured peak) for the
  * forward pass and backprop-input, ~210 for backprop-filter (docs/benchmarks.md). Keeping MR = 6
- * (12 of the 32 zmm registers as accumulators) measured the same as MR = 8 or 12. */
+ * (12 of the 32 zmm registers as accumulators) measured the same as MR = 8 or 12.
+ *
+ * Winograd (conv_winograd.c): stride-1, undilated float32 Conv2D and Conv2DBackpropInput with square
+ * 3x3 or 5x5 windows and channel counts that are multiples of 16 run as F(4x4, 3x3) / F(2x2, 5x5)
+ * Winograd convolutions when the AVX-512 kernels are chosen (use_winograd): 2.8x (5x5) and 4x (3x3)
+ * fewer multiplications than the direct kernels, at a float32 error a few times theirs (still within
+ * the kernel suite's tolerances). $TIDE_CONV_ALGO=direct|winograd|auto (default auto) switches it;
+ * the first layer of the tutorial CNN (one input channel) and every strided, dilated or float64
+ * convolution stay direct. */
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -72,6 +80,7 @@
 
 #include "../../engine/ops/conv_ops.h"
 #include "../../engine/ops/op_util.h"
+#include "conv_winograd.h"
 #include "cpu_util.h"
 
 #define MR 6                       /* rows (pixels or k) per micro-kernel call */
@@ -1203,6 +1212,21 @@ static conv_job input_job(tide_kernel_ctx *ctx, const tide_conv_geometry *g, con
                       .out_w = g->out_w, .cout = filter[3]};
 }
 
+/* Whether a stride-1 forward-like convolution (r x r window, cin -> cout channels) runs as a Winograd
+ * convolution (conv_winograd.c) instead of the direct kernels: float32, no dilation, square 3x3 or
+ * 5x5 windows, channel counts multiples of 16 and the AVX-512 kernels chosen (choose_isa, so
+ * $TIDE_CONV_ISA=avx2 also means direct). $TIDE_CONV_ALGO=direct turns it off; "winograd" and "auto"
+ * (the default) take it wherever it applies: it was faster on every shape measured
+ * (docs/benchmarks.md). Read at every call, so a benchmark can alternate the two in one process. */
+static bool use_winograd(tide_dtype dt, int64_t kh, int64_t kw, int64_t cin, int64_t cout, int64_t dil_h,
+                         int64_t dil_w)
+{
+    const char *algo = getenv("TIDE_CONV_ALGO");
+    if ((algo && strcmp(algo, "direct") == 0) || dt != TIDE_FLOAT32 || kh != kw || dil_h != 1 || dil_w != 1)
+        return false;
+    return choose_isa() == CONV_AVX512 && tide_conv_winograd_supported(kh, cin, cout);
+}
+
 /* Packs the filter for a prepared job; arg: what the packing needs beyond the job. */
 typedef char *(*pack_fn)(const conv_job *j, const char *filter, const void *arg);
 
@@ -1241,7 +1265,17 @@ static tide_status conv2d_compute(tide_kernel_ctx *ctx)
     tide_tensor *out = tide_cpu_alloc_result(ctx, &shape, no_terms, &st);
     if (!out)
         return st;
-    conv_job j = input_job(ctx, &g, f, tide_kernel_input(ctx, 0));
+    const tide_tensor *input = tide_kernel_input(ctx, 0);
+    if (g.win.stride_h == 1 && g.win.stride_w == 1 &&
+        use_winograd(tide_tensor_dtype(input), f[0], f[1], f[2], f[3], g.win.dilation_h, g.win.dilation_w)) {
+        const tide_winograd_conv wc = {.ctx = ctx, .src = tide_tensor_data(input), .batch = g.batch,
+                                       .src_h = g.in_h, .src_w = g.in_w, .cin = f[2], .off_h = g.pad_top,
+                                       .off_w = g.pad_left, .r = f[0], .filter = tide_tensor_data(tide_kernel_input(ctx, 1)),
+                                       .f_i = f[1] * f[2] * f[3], .f_j = f[2] * f[3], .f_c = f[3], .f_k = 1,
+                                       .out_h = g.out_h, .out_w = g.out_w, .cout = f[3], .dst = tide_tensor_data(out)};
+        return tide_conv_winograd_run(&wc);
+    }
+    conv_job j = input_job(ctx, &g, f, input);
     return run_forward_job(&j, tide_kernel_input(ctx, 1), out, pack_filter, NULL);
 }
 
@@ -1296,6 +1330,18 @@ static tide_status conv2d_backprop_input_compute(tide_kernel_ctx *ctx)
     if (strided && w->dilation_h == 1 && w->dilation_w == 1 && !getenv("TIDE_CONV_UPSAMPLED"))
         return backprop_input_phases(ctx, &g, f, out);
     const tide_tensor *dyt = tide_kernel_input(ctx, 2);
+    if (!strided && use_winograd(tide_tensor_dtype(dyt), f[0], f[1], f[3], f[2], w->dilation_h, w->dilation_w)) {
+        /* The same stride-1 convolution of dy as below, the filter read flipped and transposed. */
+        const float *filter = tide_tensor_data(tide_kernel_input(ctx, 1));
+        const int64_t f_i = f[1] * f[2] * f[3], f_j = f[2] * f[3];
+        const tide_winograd_conv wc = {.ctx = ctx, .src = tide_tensor_data(dyt), .batch = g.batch,
+                                       .src_h = g.out_h, .src_w = g.out_w, .cin = f[3],
+                                       .off_h = f[0] - 1 - g.pad_top, .off_w = f[1] - 1 - g.pad_left, .r = f[0],
+                                       .filter = filter + (f[0] - 1) * f_i + (f[1] - 1) * f_j, .f_i = -f_i,
+                                       .f_j = -f_j, .f_c = 1, .f_k = f[3], .out_h = g.in_h, .out_w = g.in_w,
+                                       .cout = f[2], .dst = tide_tensor_data(out)};
+        return tide_conv_winograd_run(&wc);
+    }
     /* A stride-1 convolution over dy upsampled by the strides, flipped filter (file comment); with
      * dilations and strides both, the phases' taps are no arithmetic progressions, and this path
      * spends stride_h * stride_w times the multiplications. */

@@ -5,8 +5,10 @@
  * on argv[2] threads (default 2), in GFLOP/s counting a multiply-add as 2 (the same count for all three ops of a layer), with the
  * fastest run as best_gflops; pooling in GB/s of tensors read and written. The first line,
  * conv2d.gflops, is the second convolution's forward pass. The runs of each convolution alternate
- * between the best micro-kernels the CPU has (the figure) and the AVX2 ones (avx2_gflops, the same
- * when AVX2 is the best), so every run also measures what AVX-512 gains. cpu_ms: the median process
+ * between the default path (the figure: the best micro-kernels the CPU has, or the Winograd
+ * convolution where conv.c chooses it), the AVX2 micro-kernels (avx2_gflops, the same when AVX2 is the
+ * best) and the best direct kernels (direct_gflops: what Winograd gains, the same where it does not
+ * apply), so every run also measures what AVX-512 and Winograd gain. cpu_ms: the median process
  * CPU time per run (all threads; on a loaded machine the wall time also counts the neighbours). */
 #include <string.h>
 
@@ -47,11 +49,13 @@ static tide_node *placeholder(tide_graph *g, const char *name, tide_dtype dt, ti
     return tide_node_builder_finish(b, err);
 }
 
-/* The paths each convolution's runs alternate between, in interleaved rounds: the best micro-kernels
- * the CPU has (the figure), the AVX2 ones ($TIDE_CONV_ISA, read by the kernels at every call), the
- * best ones multiplying the width's padding taps too ($TIDE_CONV_FULL_WIDTH), and for a strided
- * backprop-input the old upsampled-dy method ($TIDE_CONV_UPSAMPLED) beside the phases. */
-enum { BEST, AVX2, FULL_WIDTH, UPSAMPLED, PATHS };
+/* The paths each convolution's runs alternate between, in interleaved rounds: the default (the
+ * figure: the best micro-kernels the CPU has, or the Winograd convolution where conv.c takes it), the
+ * AVX2 direct kernels ($TIDE_CONV_ISA, read by the kernels at every call), the best direct kernels
+ * multiplying the width's padding taps too ($TIDE_CONV_FULL_WIDTH), the best direct kernels
+ * ($TIDE_CONV_ALGO=direct: what Winograd gains; the same as the figure where it does not apply), and
+ * for a strided backprop-input the old upsampled-dy method ($TIDE_CONV_UPSAMPLED) beside the phases. */
+enum { BEST, AVX2, FULL_WIDTH, DIRECT, UPSAMPLED, PATHS };
 
 typedef struct timing {
     double median[PATHS], best[PATHS]; /* seconds; median < 0: failed */
@@ -80,6 +84,10 @@ static void use_path(int path)
         setenv("TIDE_CONV_FULL_WIDTH", "1", 1);
     else
         unsetenv("TIDE_CONV_FULL_WIDTH");
+    if (path == DIRECT || path == FULL_WIDTH)
+        setenv("TIDE_CONV_ALGO", "direct", 1);
+    else
+        unsetenv("TIDE_CONV_ALGO");
 }
 
 /* Medians of `reps` Session.Runs of op(inputs) fed through Placeholders, per path (interleaved
@@ -106,7 +114,7 @@ static timing time_op(tide_engine *e, const char *op, tide_tensor *const *inputs
     tide_attrs_set_string(a, "padding", "SAME");
     tide_node *node = tide_node_builder_finish(b, err);
     tide_session *s = node ? tide_session_new(e, g, NULL, err) : NULL;
-    timing t = {{-1, -1, -1, -1}, {-1, -1, -1, -1}, {-1, -1, -1, -1}};
+    timing t = {{-1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1}};
     double *times = calloc((size_t)(reps * PATHS), sizeof *times);
     double *cpu = calloc((size_t)(reps * PATHS), sizeof *cpu);
     tide_output fetch = {node, 0};
@@ -143,17 +151,17 @@ static timing time_op(tide_engine *e, const char *op, tide_tensor *const *inputs
  * micro-kernels' median in the same interleaved run. */
 static void emit(const char *name, double flops, const timing *t, const char *what, const layer *l)
 {
-    char extra[600], upsampled[80] = "";
+    char extra[700], upsampled[80] = "";
     if (t->median[UPSAMPLED] > 0)
         snprintf(upsampled, sizeof upsampled, "\"upsampled_gflops\": %.1f, \"upsampled_cpu_ms\": %.3f, ",
                  flops / t->median[UPSAMPLED] * 1e-9, t->cpu[UPSAMPLED] * 1e3);
     snprintf(extra, sizeof extra,
              "\"ms\": %.3f, \"best_gflops\": %.1f, \"avx2_gflops\": %.1f, \"cpu_ms\": %.3f, \"avx2_cpu_ms\": %.3f, "
-             "\"full_width_gflops\": %.1f, \"full_width_cpu_ms\": %.3f, %s\"op\": \"%s\", \"stride\": %lld, \"batch\": %lld, "
+             "\"full_width_gflops\": %.1f, \"full_width_cpu_ms\": %.3f, \"direct_gflops\": %.1f, \"direct_cpu_ms\": %.3f, %s\"op\": \"%s\", \"stride\": %lld, \"batch\": %lld, "
              "\"input\": [%lld, %lld, %lld, %lld], \"filter\": [%lld, %lld, %lld, %lld]",
              t->median[BEST] * 1e3, flops / t->best[BEST] * 1e-9, flops / t->median[AVX2] * 1e-9,
              t->cpu[BEST] * 1e3, t->cpu[AVX2] * 1e3, flops / t->median[FULL_WIDTH] * 1e-9, t->cpu[FULL_WIDTH] * 1e3,
-             upsampled, what, (long long)l->stride, (long long)BATCH, (long long)BATCH, (long long)l->h, (long long)l->w, (long long)l->cin,
+             flops / t->median[DIRECT] * 1e-9, t->cpu[DIRECT] * 1e3, upsampled, what, (long long)l->stride, (long long)BATCH, (long long)BATCH, (long long)l->h, (long long)l->w, (long long)l->cin,
              (long long)l->k, (long long)l->k, (long long)l->cin, (long long)l->cout);
     bench_emit(name, flops / t->median[BEST] * 1e-9, "GFLOP/s", extra);
 }
@@ -172,7 +180,7 @@ static int bench_layer(tide_engine *e, const layer *l, int reps, tide_error *err
     tide_tensor *const inputs[3][3] = {{x, f}, {xs, f, dy}, {x, fs, dy}};
     int rc = 0;
     for (int i = 0; i < 3; i++) {
-        const int paths = i == 1 && l->stride > 1 ? 4 : 3;
+        const int paths = i == 1 && l->stride > 1 ? 5 : 4;
         timing t = time_op(e, ops[i], inputs[i], i == 0 ? 2 : 3, false, l->stride, paths, reps, err);
         char name[96];
         snprintf(name, sizeof name, "%s%s.gflops", l->name, suffixes[i]);

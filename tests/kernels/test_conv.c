@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../kernels/cpu/conv_winograd.h"
 #include "../../kernels/cpu/cpu_util.h"
 #include "harness.h"
 #include "tide_op.h"
@@ -421,6 +422,84 @@ static bool same_bits(const tide_tensor *a, const tide_tensor *b)
 {
     return tide_tensor_num_elements(a) == tide_tensor_num_elements(b) &&
            memcmp(tide_tensor_data(a), tide_tensor_data(b), (size_t)tide_tensor_num_elements(a) * sizeof(float)) == 0;
+}
+
+/* Conv2D (op 0) or Conv2DBackpropInput (op 1) of case c on x, f and dy with $TIDE_CONV_ALGO = algo. */
+static tide_tensor *conv_by_algo(const conv_case *c, int op, tide_tensor *x, tide_tensor *f, tide_tensor *dy,
+                                 const char *algo)
+{
+    tide_attrs *a = conv_attrs(c->sh, c->sw, c->dh, c->dw, c->explicit_pad ? "EXPLICIT" : c->same ? "SAME" : "VALID");
+    if (c->explicit_pad)
+        tide_attrs_set_int_list(a, "explicit_paddings", (const int64_t[]){0, 0, c->pads[0], c->pads[1],
+                                                                          c->pads[2], c->pads[3], 0, 0}, 8);
+    setenv("TIDE_CONV_ALGO", algo, 1);
+    tide_tensor *sizes = sizes4((const int64_t[4]){c->n, c->h, c->w, c->cin});
+    tide_tensor *y = op == 0 ? th_run1("Conv2D", (tide_tensor *[]){x, f}, 2, a)
+                             : th_run1("Conv2DBackpropInput", (tide_tensor *[]){sizes, f, dy}, 3, a);
+    unsetenv("TIDE_CONV_ALGO");
+    tide_tensor_release(sizes);
+    tide_attrs_free(a);
+    return y;
+}
+
+/* A random case the Winograd path takes: 3x3 or 5x5, stride 1, channel counts multiples of 16, odd
+ * sizes (partial tiles at the bottom and right), SAME, VALID or explicit padding. */
+static conv_case winograd_case(unsigned *seed)
+{
+    const int64_t r = rand_r(seed) % 2 ? 3 : 5;
+    conv_case c = {.n = 1 + rand_r(seed) % 3, .kh = r, .kw = r, .sh = 1, .sw = 1, .dh = 1, .dw = 1,
+                   .cin = 16 * (1 + rand_r(seed) % 3), .cout = 16 * (1 + rand_r(seed) % 5)};
+    c.h = r + rand_r(seed) % 13;
+    c.w = r + rand_r(seed) % 13;
+    const int padding = rand_r(seed) % 3;
+    c.same = padding == 0;
+    if (padding == 2) {
+        c.explicit_pad = true;
+        for (int i = 0; i < 4; i++)
+            c.pads[i] = rand_r(seed) % (r + 1);
+    }
+    return c;
+}
+
+/* The Winograd convolutions (conv_winograd.c: F(2x2, 5x5), F(4x4, 3x3)) on random shapes, against the
+ * double-precision reference (check_case: the default $TIDE_CONV_ALGO=auto takes them) and against the
+ * direct kernels ($TIDE_CONV_ALGO=direct), Conv2D and Conv2DBackpropInput, within the float32
+ * tolerance of a sum of that many terms; bitwise different from the direct results, so the path ran. */
+static void test_conv_winograd(void)
+{
+    if (!tide_conv_winograd_supported(5, 16, 16)) {
+        th_skip("the Winograd convolutions need AVX-512 (the CPU lacks it, or $TIDE_CPU_ISA caps it)");
+        return;
+    }
+    unsigned seed = 7;
+    int differed = 0;
+    for (int k = 0; k < 14; k++) {
+        const conv_case c = winograd_case(&seed);
+        check_case(&c, TIDE_FLOAT32);
+        double *xv, *fv, *dyv;
+        int64_t pad;
+        const int64_t yd[4] = {c.n, tf_out(c.h, c.kh, 1, 1, c.same, CASE_PADS(&c, 0), &pad),
+                               tf_out(c.w, c.kw, 1, 1, c.same, CASE_PADS(&c, 1), &pad), c.cout};
+        tide_tensor *x = random4(TIDE_FLOAT32, TH_DIMS(c.n, c.h, c.w, c.cin), &xv);
+        tide_tensor *f = random4(TIDE_FLOAT32, TH_DIMS(c.kh, c.kw, c.cin, c.cout), &fv);
+        tide_tensor *dy = random4(TIDE_FLOAT32, yd, &dyv);
+        for (int op = 0; op < 2; op++) {
+            tide_tensor *wino = conv_by_algo(&c, op, x, f, dy, "winograd");
+            tide_tensor *direct = conv_by_algo(&c, op, x, f, dy, "direct");
+            const int64_t terms = c.kh * c.kw * (op == 0 ? c.cin : c.cout);
+            TH_ASSERT_CLOSE(wino, direct, 2e-5, 8e-7 * (double)terms);
+            differed += !same_bits(wino, direct);
+            tide_tensor_release(wino);
+            tide_tensor_release(direct);
+        }
+        tide_tensor_release(x);
+        tide_tensor_release(f);
+        tide_tensor_release(dy);
+        free(xv);
+        free(fv);
+        free(dyv);
+    }
+    CU_ASSERT(differed > 20);
 }
 
 /* The convolutions follow the ISA cap of every vectorised kernel ($TIDE_CPU_ISA, tide_cpu_isa_limit):
@@ -1311,6 +1390,7 @@ int main(void)
         TH_TEST(test_conv_each_isa),
         TH_TEST(test_conv_width_padding),
         TH_TEST(test_conv_follows_cpu_isa),
+        TH_TEST(test_conv_winograd),
         TH_TEST(test_conv_backprop_input_phases),
         TH_TEST(test_conv_bad_attrs),
         TH_TEST(test_conv_bad_shapes),
