@@ -36,7 +36,8 @@
 #include "web_internal.h"
 
 #define WATCHDOG_TICK_MS 100
-#define RECENT_LINE_MS 10 /* a request line younger than this may be a request being read (eviction_class) */
+#define GUARD_MAX_THREADS 64 /* libmicrohttpd threads followed (the server runs WEB_THREADS) */
+#define READING_MS 100        /* how long a header may look as if its thread were still reading it */
 #define LINGER_MS 500 /* between a 408/503 and the end of the connection: time for the client to read it */
 
 typedef enum conn_state {
@@ -54,7 +55,9 @@ struct web_conn {
     conn_state state;
     uint64_t since;      /* when it entered its state, in the guard's sequence (orders evictions) */
     uint64_t received;   /* the socket's bytes received when it last entered CONN_WAITING (0 when opened) */
-    int64_t line_at_ms;  /* when its request line arrived (CONN_HEADERS) */
+    int owner;           /* the libmicrohttpd thread that read its request line: a slot of threads[], -1 unknown */
+    uint64_t line_events; /* that thread's event count just after it read the request line */
+    int64_t line_at_ms;   /* when */
     int64_t deadline_ms; /* 0: none */
     int64_t close_at_ms; /* after a 408/503: when to end it (0: not closing) */
     bool shut;           /* closed by the guard (no longer counted) */
@@ -70,6 +73,13 @@ struct web_guard {
     bool stopping;
     struct web_conn *head;
     uint64_t sequence; /* counts state changes: an order finer than any clock */
+    struct guard_thread { /* libmicrohttpd's threads, each with the count of its calls into the guard */
+        pthread_t id;
+        uint64_t events;
+    } threads[GUARD_MAX_THREADS];
+    int n_threads;
+    struct web_conn **idle; /* eviction_victim's list of idle-looking connections, idle_cap long */
+    size_t idle_cap;
     web_guard_counts counts;
 };
 
@@ -105,6 +115,37 @@ static int address_bytes(const struct sockaddr *sa, socklen_t len, unsigned char
         return 16;
     }
     return 0;
+}
+
+/* The calling thread's slot in g->threads, added at its first call (-1 when the table is full). Every call
+ * of libmicrohttpd into the guard counts as an event of its thread (count_event): libmicrohttpd reads a
+ * connection's request line, its header and calls the endpoint in one go, so a thread that made no call
+ * since it read a request line may be reading the rest of that header right now. Holds the lock. */
+static int thread_slot(web_guard *g)
+{
+    static _Thread_local const web_guard *cached_guard;
+    static _Thread_local int cached_slot = -1;
+    if (cached_guard == g)
+        return cached_slot;
+    pthread_t self = pthread_self();
+    int slot = -1;
+    for (int i = 0; i < g->n_threads && slot < 0; i++)
+        if (pthread_equal(g->threads[i].id, self))
+            slot = i;
+    if (slot < 0 && g->n_threads < GUARD_MAX_THREADS) {
+        slot = g->n_threads++;
+        g->threads[slot] = (struct guard_thread){.id = self};
+    }
+    cached_guard = g;
+    cached_slot = slot;
+    return slot;
+}
+
+static void count_event(web_guard *g)
+{
+    int slot = thread_slot(g);
+    if (slot >= 0)
+        g->threads[slot].events++;
 }
 
 /* Ends c: sends reply (may be NULL) and lets the client read it for LINGER_MS before the socket is shut
@@ -155,32 +196,26 @@ static bool request_in_socket(const struct web_conn *c)
 static bool sent_since_waiting(const struct web_conn *c) { return tcp_bytes_received(c->fd) > c->received; }
 
 /* How readily a connection waiting for a request is closed to make room, first class first:
- *   EVICT_SLOW   in the middle of a header whose request line came RECENT_LINE_MS ago or more: a slowloris
- *                client (a normal request's header arrives with its request line);
+ *   EVICT_SLOW   in the middle of a header (a slowloris client: a normal request's header arrives with its
+ *                request line and is read at once);
  *   EVICT_IDLE   nothing sent since it began waiting: idle, or just opened and about to send;
- *   EVICT_LAST   it may be a request the server is reading right now: libmicrohttpd reads, parses the
- *                request line, then the header, and calls the endpoint in one go, on another thread than
- *                the one accepting, so a normal request shows for a moment with its bytes read and no
- *                request line yet (sent something since it began waiting), or with its request line
- *                and not yet at its endpoint (request line less than RECENT_LINE_MS ago);
+ *   EVICT_LAST   it may be a request the server is reading right now, on another of libmicrohttpd's
+ *                threads than the one accepting: bytes sent since it began waiting and no request line
+ *                yet (read, not parsed yet), or its request line read less than READING_MS ago by a
+ *                thread that has made no call into the guard since (reading the rest of its header now,
+ *                see thread_slot; a thread with nothing else to do makes no call either, hence the
+ *                time bound);
  *   EVICT_NEVER  its whole request header lies unread in the socket.
  * A server that is behind (busy, or descheduled on a loaded machine) has requests pile up while attackers
  * of their address reopen what is closed: closing them would drop normal requests in favour of the
- * attackers. */
-typedef enum evict_class { EVICT_SLOW, EVICT_IDLE, EVICT_LAST, EVICT_NEVER } evict_class;
-
-static evict_class eviction_class(const struct web_conn *c, int64_t now)
+ * attackers. Within a class the one that waited longest goes first (and in EVICT_LAST, one in the middle
+ * of a header before one without a request line). */
+static bool header_being_read(const web_guard *g, const struct web_conn *c, int64_t now)
 {
-    if (c->state == CONN_HEADERS)
-        return now - c->line_at_ms >= RECENT_LINE_MS ? EVICT_SLOW : EVICT_LAST;
-    if (request_in_socket(c))
-        return EVICT_NEVER;
-    return sent_since_waiting(c) ? EVICT_LAST : EVICT_IDLE;
+    return c->owner >= 0 && g->threads[c->owner].events == c->line_events && now - c->line_at_ms < READING_MS;
 }
 
-/* Whether a should be closed before b to make room, in the same class: a request begun and not complete
- * before an idle connection (which may be a new one about to send its request), then the one that
- * waited longer. */
+/* Whether a should be closed before b to make room, in the same class. */
 static bool evict_before(const struct web_conn *a, const struct web_conn *b)
 {
     if ((a->state == CONN_HEADERS) != (b->state == CONN_HEADERS))
@@ -188,28 +223,53 @@ static bool evict_before(const struct web_conn *a, const struct web_conn *b)
     return a->since < b->since;
 }
 
-/* Closes the connection that has waited longest for a request, among all (addr_len 0) or those of
- * one address, by eviction_class first; false when every one is busy. Holds the lock. */
-static bool evict_oldest(web_guard *g, const unsigned char *addr, int addr_len)
+static int by_since(const void *a, const void *b)
 {
-    struct web_conn *victim = NULL;
-    evict_class victim_class = EVICT_NEVER;
+    const struct web_conn *x = *(struct web_conn *const *)a, *y = *(struct web_conn *const *)b;
+    return (x->since > y->since) - (x->since < y->since);
+}
+
+/* The connection to close to make room among those of one address (addr_len 0: all), by the classes
+ * above; NULL when every one is busy. The sockets of idle-looking connections are examined (a peek, a
+ * TCP_INFO) oldest first, only until an idle one is found. Holds the lock. */
+static struct web_conn *eviction_victim(web_guard *g, const unsigned char *addr, int addr_len)
+{
     int64_t now = now_ms();
+    struct web_conn *slow = NULL, *last = NULL;
+    size_t n = 0;
     for (struct web_conn *c = g->head; c; c = c->next) {
         if (!waiting(c) || (addr_len && (c->addr_len != addr_len || memcmp(c->addr, addr, (size_t)addr_len) != 0)))
             continue;
-        evict_class k = eviction_class(c, now);
-        if (k < victim_class || (k == victim_class && k != EVICT_NEVER && evict_before(c, victim))) {
-            victim = c;
-            victim_class = k;
+        if (c->state == CONN_HEADERS) {
+            struct web_conn **best = header_being_read(g, c, now) ? &last : &slow;
+            if (!*best || evict_before(c, *best))
+                *best = c;
+        } else if (n < g->idle_cap) {
+            g->idle[n++] = c;
         }
     }
+    if (slow)
+        return slow;
+    qsort(g->idle, n, sizeof *g->idle, by_since);
+    for (size_t i = 0; i < n; i++) {
+        struct web_conn *c = g->idle[i];
+        if (request_in_socket(c))
+            continue; /* EVICT_NEVER */
+        if (!sent_since_waiting(c))
+            return c; /* EVICT_IDLE, the oldest */
+        if (!last || evict_before(c, last))
+            last = c;
+    }
+    return last;
+}
+
+/* Closes the connection eviction_victim names; false when there is none. Holds the lock. */
+static bool evict_oldest(web_guard *g, const unsigned char *addr, int addr_len)
+{
+    struct web_conn *victim = eviction_victim(g, addr, addr_len);
     if (!victim)
         return false;
-    if (victim->state == CONN_HEADERS)
-        close_conn(g, victim, g->reply_503);
-    else
-        close_conn(g, victim, NULL);
+    close_conn(g, victim, victim->state == CONN_HEADERS ? g->reply_503 : NULL);
     g->counts.evicted++;
     return true;
 }
@@ -220,6 +280,7 @@ enum MHD_Result web_guard_accept(void *cls, const struct sockaddr *addr, socklen
     unsigned char key[16];
     int key_len = address_bytes(addr, addrlen, key);
     pthread_mutex_lock(&g->lock);
+    count_event(g); /* this thread's own connections are not in the middle of being read */
     int total = 0, same = 0;
     for (struct web_conn *c = g->head; c; c = c->next) {
         if (c->shut)
@@ -246,8 +307,12 @@ static void set_state(web_guard *g, struct web_conn *c, conn_state state)
     int64_t now = now_ms();
     if (state == CONN_WAITING && c->state != CONN_WAITING) /* after a reply: what came was that request's */
         c->received = tcp_bytes_received(c->fd);
-    if (state == CONN_HEADERS)
+    count_event(g);
+    if (state == CONN_HEADERS) {
+        c->owner = thread_slot(g);
+        c->line_events = c->owner >= 0 ? g->threads[c->owner].events : 0;
         c->line_at_ms = now;
+    }
     if (state != CONN_HEADERS) /* the header deadline runs from the end of the previous reply */
         c->since = ++g->sequence;
     c->state = state;
@@ -270,6 +335,7 @@ static void conn_opened(web_guard *g, struct MHD_Connection *con, void **socket_
                                                              ? sizeof(struct sockaddr_in6)
                                                              : sizeof(struct sockaddr_in), c->addr)
                       : 0;
+    c->owner = -1;
     pthread_mutex_lock(&g->lock);
     set_state(g, c, CONN_WAITING);
     c->next = g->head;
@@ -278,6 +344,14 @@ static void conn_opened(web_guard *g, struct MHD_Connection *con, void **socket_
     g->head = c;
     g->counts.open++;
     g->counts.accepted++;
+    if ((size_t)g->counts.open > g->idle_cap) { /* eviction_victim's list holds every record */
+        size_t cap = g->idle_cap ? 2 * g->idle_cap : 64;
+        struct web_conn **grown = realloc(g->idle, cap * sizeof *grown);
+        if (grown) { /* else eviction looks at the first idle_cap idle records only */
+            g->idle = grown;
+            g->idle_cap = cap;
+        }
+    }
     pthread_mutex_unlock(&g->lock);
     *socket_context = c;
 }
@@ -288,6 +362,7 @@ static void conn_closed(web_guard *g, void **socket_context)
     if (!c)
         return;
     pthread_mutex_lock(&g->lock);
+    count_event(g);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -442,6 +517,7 @@ void web_guard_free(web_guard *g)
         next = c->next;
         free(c);
     }
+    free(g->idle);
     pthread_cond_destroy(&g->wake);
     pthread_mutex_destroy(&g->lock);
     free(g);

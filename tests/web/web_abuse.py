@@ -15,6 +15,7 @@ import http.client
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -284,11 +285,15 @@ def test_limits(tide_log):
         got = view.wait_for(4, "in_header")
         check("(the server read the four request lines)", got == 4, got)
         st, _, _ = get(port, "/api/status")
-        closed, got = closed_within(partial[0], 2.0)
-        check("a connection closed in the middle of its header gets 503", st == 200 and closed and
-              got.startswith(b"HTTP/1.1 503 ") and b"Retry-After: 1" in got, (st, got[:200]))
-        still = [not closed_within(s, 0.05)[0] for s in partial[1:]]
-        check("...and only that one", still == [True, True, True], still)
+        # Which one: the oldest, unless its header may still be being read by a server thread (web/guard.c,
+        # eviction_class), so any of the four.
+        ready, _, _ = select.select(partial, [], [], 5.0)
+        gone = [closed_within(s, 2.0 if s in ready else 0.05) for s in partial]
+        closed = [c for c, _ in gone]
+        got = b"".join(g for c, g in gone if c)
+        check("a connection closed in the middle of its header gets 503", st == 200 and any(closed) and
+              got.startswith(b"HTTP/1.1 503 ") and b"Retry-After: 1" in got, (st, closed, got[:200]))
+        check("...and only that one", closed.count(True) == 1, closed)
         for s in partial:
             s.close()
         # seven addresses and the view's: 8 connections in all; the probe's is one too many
