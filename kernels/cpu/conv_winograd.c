@@ -333,6 +333,10 @@ tide_status tide_conv_winograd_run(const tide_winograd_conv *c)
     const int64_t per_tile = (int64_t)sizeof(float) * POSITIONS * (c->cin + c->cout);
     w.block_tiles = BLOCK_BYTES / per_tile / ROWS * ROWS;
     w.block_tiles = w.block_tiles < ROWS ? ROWS : w.block_tiles > MAX_BLOCK_TILES ? MAX_BLOCK_TILES : w.block_tiles;
+    /* Small batches: blocks small enough that every thread gets several (the last one waits less). */
+    const int64_t threads = tide_kernel_num_threads(c->ctx);
+    while (w.block_tiles > ROWS && (w.tiles + w.block_tiles - 1) / w.block_tiles < 4 * threads)
+        w.block_tiles -= ROWS;
     w.blocks = (w.tiles + w.block_tiles - 1) / w.block_tiles;
     atomic_init(&w.next, 0);
     atomic_init(&w.out_of_memory, false);
