@@ -214,7 +214,21 @@ static void test_kill_loop(void)
         snprintf(label, sizeof label, "crash-%d", i);
         child c;
         spawn(&c, label, "10", "0");
-        int ms = 50 + rand() % 251;
+        /* Even kills land anywhere from 50 ms after the start (the writer's start-up included); odd
+         * ones 0-250 ms after the writer reported its first flush, so that some kills hit a writer
+         * that is writing however slowly a loaded machine under a sanitizer starts it (with fixed
+         * times alone, all ten came before the first flush there: ASan, load ~30). */
+        int ms = i % 2 == 0 ? 50 + rand() % 251 : rand() % 251;
+        if (i % 2 == 1) {
+            bool flushed = false;
+            for (int waited = 0; waited < 120000 && !flushed && c.fd >= 0; waited += 20) {
+                collect(&c, 1, 20);
+                flushed = highest_flushed(&c) >= 0;
+            }
+            if (!flushed)
+                fprintf(stderr, "\nkill %d: the writer reported no flush in 120 s (or ended): %s\n", i, output(&c));
+            CU_ASSERT(flushed);
+        }
         collect(&c, 1, ms);
         kill(c.pid, SIGKILL);
         int status = reap(&c);
