@@ -29,7 +29,9 @@
  *                        (backprop_input_phases): the upsampled canvas would spend stride_h *
  *                        stride_w times the necessary multiplications on zeros (3x3 stride 2,
  *                        28x28x32 -> 64, batch 100: 12.3 -> 4.8 ms of CPU time, loaded machine).
- *   Conv2DBackpropFilter: the filter-like kernel over the forward canvas, each slice of the batch
+ *   Conv2DBackpropFilter: with at least 8 input channels, conv_filter.c (the input and dy read in
+ *                        place, no canvas). With fewer (or $TIDE_CONV_FILTER_SLICES set), the
+ *                        filter-like kernel over the forward canvas, each slice of the batch
  *                        summing into its own partial buffer; the partials are added in slice
  *                        order, so results do not depend on thread timing.
  * The reduction dimension k runs over (kh, kw, c) in the filter's order; for each kh (each kw too
@@ -80,6 +82,7 @@
 
 #include "../../engine/ops/conv_ops.h"
 #include "../../engine/ops/op_util.h"
+#include "conv_filter.h"
 #include "conv_winograd.h"
 #include "cpu_util.h"
 
@@ -364,9 +367,6 @@ typedef struct conv_type {
     filt_block_fn filt;
     filt_block_fn filt_wide; /* over 2 * vb channels (AVX-512), or NULL */
 } conv_type;
-
-/* The micro-kernel families, best last. */
-typedef enum conv_isa { CONV_PORTABLE, CONV_AVX2, CONV_AVX512 } conv_isa;
 
 /* The micro-kernel family: the instruction set the other vectorised kernels use now
  * (tide_cpu_isa_active: the CPU's best, capped by $TIDE_CPU_ISA and tide_cpu_isa_limit), further
@@ -1368,6 +1368,9 @@ static tide_status conv2d_backprop_filter_compute(tide_kernel_ctx *ctx)
     if (!out)
         return st;
     const tide_tensor *input = tide_kernel_input(ctx, 0);
+    if (tide_conv_filter_direct_fits(&g, f))
+        return tide_conv_filter_direct(ctx, &g, f, tide_tensor_dtype(input), choose_isa(), tide_tensor_data(input),
+                                       tide_tensor_data(tide_kernel_input(ctx, 2)), tide_tensor_data(out));
     conv_job j = input_job(ctx, &g, f, input);
     j.dy = tide_tensor_data(tide_kernel_input(ctx, 2));
     if (!job_prepare(&j, MAX_SLICES, false)) {

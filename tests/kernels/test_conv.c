@@ -560,6 +560,48 @@ static void test_conv_width_padding(void)
     }
 }
 
+/* Conv2DBackpropFilter with at least 8 input channels reads the input and dy in place
+ * (kernels/cpu/conv_filter.c): blocks of up to 6 channels inside one filter column, spans of the
+ * rows and columns each tap reads data for, dy packed when cout is no multiple of the channel block
+ * (17, 40, 70: one and two blocks, AVX-512's wide block of 64 included), taps that read only padding,
+ * strides, dilations, explicit paddings, a 1x1 filter, and an image too large for one group (row
+ * tiles). Checked under every micro-kernel family the CPU has, and against the canvas method
+ * ($TIDE_CONV_FILTER_SLICES) on the same cases. */
+static void test_conv_filter_in_place(void)
+{
+    static const conv_case cases[] = {
+        {3, 9, 8, 8, 3, 3, 17, 2, 2, 1, 1, false},                      /* strides; cout 17: packed */
+        {2, 9, 8, 13, 3, 3, 40, 1, 1, 2, 2, true},                      /* dilations; blocks 4 + 4 + 5 */
+        {2, 7, 6, 9, 3, 3, 70, 1, 1, 1, 1, false, true, {1, 2, 0, 3}},  /* explicit padding; two blocks */
+        {1, 5, 5, 8, 3, 2, 4, 1, 1, 1, 1, false, true, {4, 0, 3, 5}},   /* taps reading only padding */
+        {2, 9, 9, 32, 3, 3, 64, 2, 2, 1, 1, true},                      /* 3x3 stride 2, whole blocks */
+        {2, 5, 6, 24, 1, 1, 20, 1, 1, 1, 1, true},                      /* 1x1 */
+        {1, 40, 40, 16, 3, 3, 64, 1, 1, 1, 1, true},                    /* x and dy past one group: row tiles */
+        {5, 14, 14, 32, 5, 5, 64, 1, 1, 1, 1, true},                    /* the tutorial CNN's second layer */
+    };
+    static const char *const isas[3] = {"portable", "avx2", "avx512"};
+    bool have[3] = {true, false, false};
+#if defined(__GNUC__) && defined(__x86_64__)
+    __builtin_cpu_init();
+    have[1] = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    have[2] = have[1] && __builtin_cpu_supports("avx512f");
+#endif
+    for (int i = 0; i < 3; i++) {
+        if (!have[i]) {
+            printf("test_conv_filter_in_place: %s micro-kernels skipped (the CPU lacks them)\n", isas[i]);
+            continue;
+        }
+        setenv("TIDE_CONV_ISA", isas[i], 1);
+        for (int slices = 0; slices < 2; slices++) {
+            if (slices)
+                setenv("TIDE_CONV_FILTER_SLICES", "1", 1);
+            check_cases(cases, sizeof cases / sizeof cases[0]);
+            unsetenv("TIDE_CONV_FILTER_SLICES");
+        }
+    }
+    unsetenv("TIDE_CONV_ISA");
+}
+
 /* ---------------------------------------------------------------- DepthwiseConv2dNative */
 
 /* A depthwise case: input [n, h, w, c], filter [kh, kw, c, mult] (the conv_case fields, cout being
@@ -1389,6 +1431,7 @@ int main(void)
         TH_TEST(test_conv_portable_kernels),
         TH_TEST(test_conv_each_isa),
         TH_TEST(test_conv_width_padding),
+        TH_TEST(test_conv_filter_in_place),
         TH_TEST(test_conv_follows_cpu_isa),
         TH_TEST(test_conv_winograd),
         TH_TEST(test_conv_backprop_input_phases),
