@@ -29,8 +29,9 @@
  *                        (backprop_input_phases): the upsampled canvas would spend stride_h *
  *                        stride_w times the necessary multiplications on zeros (3x3 stride 2,
  *                        28x28x32 -> 64, batch 100: 12.3 -> 4.8 ms of CPU time, loaded machine).
- *   Conv2DBackpropFilter: with at least 8 input channels, conv_filter.c (the input and dy read in
- *                        place, no canvas). With fewer (or $TIDE_CONV_FILTER_SLICES set), the
+ *   Conv2DBackpropFilter: stride 1, no dilation and at least 8 input channels: conv_filter.c (the
+ *                        input and dy read in place, no canvas). Otherwise (or with
+ *                        $TIDE_CONV_FILTER_SLICES set), the
  *                        filter-like kernel over the forward canvas, each slice of the batch
  *                        summing into its own partial buffer; the partials are added in slice
  *                        order, so results do not depend on thread timing.

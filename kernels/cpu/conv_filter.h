@@ -12,8 +12,9 @@
 typedef enum conv_isa { CONV_PORTABLE, CONV_AVX2, CONV_AVX512 } conv_isa;
 
 /* Whether tide_conv_filter_direct computes this geometry: at least 8 input channels (its blocks of k
- * stay inside one filter column) and something to sum; always false while $TIDE_CONV_FILTER_SLICES
- * is set (any value: conv.c's canvas method, which the tests and benchmarks compare). */
+ * stay inside one filter column), something to sum, stride 1 and no dilation (any, while
+ * $TIDE_CONV_FILTER_IN_PLACE is set); never while $TIDE_CONV_FILTER_SLICES is set (conv.c's canvas
+ * method, which the tests and benchmarks compare). */
 bool tide_conv_filter_direct_fits(const tide_conv_geometry *g, const int64_t filter[4]);
 
 /* Conv2DBackpropFilter of input x [batch, in_h, in_w, in_c] and out_backprop dy [batch, out_h,

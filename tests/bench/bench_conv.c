@@ -54,8 +54,10 @@ static tide_node *placeholder(tide_graph *g, const char *name, tide_dtype dt, ti
  * AVX2 direct kernels ($TIDE_CONV_ISA, read by the kernels at every call), the best direct kernels
  * multiplying the width's padding taps too ($TIDE_CONV_FULL_WIDTH), the best direct kernels
  * ($TIDE_CONV_ALGO=direct: what Winograd gains; the same as the figure where it does not apply), and
- * for a strided backprop-input the old upsampled-dy method ($TIDE_CONV_UPSAMPLED) beside the phases. */
-enum { BEST, AVX2, FULL_WIDTH, DIRECT, UPSAMPLED, PATHS };
+ * for a strided backprop-input the old upsampled-dy method ($TIDE_CONV_UPSAMPLED) beside the phases,
+ * and for backprop-filter the canvas method with partial sums ($TIDE_CONV_FILTER_SLICES) beside the
+ * input read in place (kernels/cpu/conv_filter.c; the same where the input has < 8 channels). */
+enum { BEST, AVX2, FULL_WIDTH, DIRECT, UPSAMPLED, SLICES, PATHS };
 
 typedef struct timing {
     double median[PATHS], best[PATHS]; /* seconds; median < 0: failed */
@@ -88,13 +90,17 @@ static void use_path(int path)
         setenv("TIDE_CONV_ALGO", "direct", 1);
     else
         unsetenv("TIDE_CONV_ALGO");
+    if (path == SLICES)
+        setenv("TIDE_CONV_FILTER_SLICES", "1", 1);
+    else
+        unsetenv("TIDE_CONV_FILTER_SLICES");
 }
 
-/* Medians of `reps` Session.Runs of op(inputs) fed through Placeholders, per path (interleaved
- * rounds, the order alternating); best: the fastest run (on a shared machine the median also
- * measures the neighbours). */
+/* Medians of `reps` Session.Runs of op(inputs) fed through Placeholders, per path of path_list
+ * (interleaved rounds, the order alternating); best: the fastest run (on a shared machine the median
+ * also measures the neighbours). */
 static timing time_op(tide_engine *e, const char *op, tide_tensor *const *inputs, int n, bool pool,
-                      int64_t stride, int paths, int reps, tide_error *err)
+                      int64_t stride, const int *path_list, int paths, int reps, tide_error *err)
 {
     tide_graph *g = tide_graph_new();
     tide_output ins[3];
@@ -114,14 +120,16 @@ static timing time_op(tide_engine *e, const char *op, tide_tensor *const *inputs
     tide_attrs_set_string(a, "padding", "SAME");
     tide_node *node = tide_node_builder_finish(b, err);
     tide_session *s = node ? tide_session_new(e, g, NULL, err) : NULL;
-    timing t = {{-1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1}};
+    timing t;
+    for (int k = 0; k < PATHS; k++)
+        t.median[k] = t.best[k] = t.cpu[k] = -1;
     double *times = calloc((size_t)(reps * PATHS), sizeof *times);
     double *cpu = calloc((size_t)(reps * PATHS), sizeof *cpu);
     tide_output fetch = {node, 0};
     bool ok = s != NULL;
     for (int r = -2; ok && r < reps; r++)
         for (int k = 0; ok && k < paths; k++) {
-            const int path = (r + k) % paths < 0 ? k : (r + k) % paths;
+            const int path = path_list[(r + k) % paths < 0 ? k : (r + k) % paths];
             use_path(path);
             tide_tensor *out = NULL;
             double t0 = bench_now(), c0 = cpu_now();
@@ -133,7 +141,8 @@ static timing time_op(tide_engine *e, const char *op, tide_tensor *const *inputs
             tide_tensor_release(out);
         }
     use_path(BEST);
-    for (int k = 0; ok && k < paths; k++) {
+    for (int i = 0; ok && i < paths; i++) {
+        const int k = path_list[i];
         t.median[k] = bench_median(times + k * reps, reps); /* sorts */
         t.best[k] = times[k * reps];
         t.cpu[k] = bench_median(cpu + k * reps, reps);
@@ -151,17 +160,20 @@ static timing time_op(tide_engine *e, const char *op, tide_tensor *const *inputs
  * micro-kernels' median in the same interleaved run. */
 static void emit(const char *name, double flops, const timing *t, const char *what, const layer *l)
 {
-    char extra[700], upsampled[80] = "";
+    char extra[800], upsampled[80] = "", slices[80] = "";
     if (t->median[UPSAMPLED] > 0)
         snprintf(upsampled, sizeof upsampled, "\"upsampled_gflops\": %.1f, \"upsampled_cpu_ms\": %.3f, ",
                  flops / t->median[UPSAMPLED] * 1e-9, t->cpu[UPSAMPLED] * 1e3);
+    if (t->median[SLICES] > 0)
+        snprintf(slices, sizeof slices, "\"slices_gflops\": %.1f, \"slices_cpu_ms\": %.3f, ",
+                 flops / t->median[SLICES] * 1e-9, t->cpu[SLICES] * 1e3);
     snprintf(extra, sizeof extra,
              "\"ms\": %.3f, \"best_gflops\": %.1f, \"avx2_gflops\": %.1f, \"cpu_ms\": %.3f, \"avx2_cpu_ms\": %.3f, "
-             "\"full_width_gflops\": %.1f, \"full_width_cpu_ms\": %.3f, \"direct_gflops\": %.1f, \"direct_cpu_ms\": %.3f, %s\"op\": \"%s\", \"stride\": %lld, \"batch\": %lld, "
+             "\"full_width_gflops\": %.1f, \"full_width_cpu_ms\": %.3f, \"direct_gflops\": %.1f, \"direct_cpu_ms\": %.3f, %s%s\"op\": \"%s\", \"stride\": %lld, \"batch\": %lld, "
              "\"input\": [%lld, %lld, %lld, %lld], \"filter\": [%lld, %lld, %lld, %lld]",
              t->median[BEST] * 1e3, flops / t->best[BEST] * 1e-9, flops / t->median[AVX2] * 1e-9,
              t->cpu[BEST] * 1e3, t->cpu[AVX2] * 1e3, flops / t->median[FULL_WIDTH] * 1e-9, t->cpu[FULL_WIDTH] * 1e3,
-             flops / t->median[DIRECT] * 1e-9, t->cpu[DIRECT] * 1e3, upsampled, what, (long long)l->stride, (long long)BATCH, (long long)BATCH, (long long)l->h, (long long)l->w, (long long)l->cin,
+             flops / t->median[DIRECT] * 1e-9, t->cpu[DIRECT] * 1e3, upsampled, slices, what, (long long)l->stride, (long long)BATCH, (long long)BATCH, (long long)l->h, (long long)l->w, (long long)l->cin,
              (long long)l->k, (long long)l->k, (long long)l->cin, (long long)l->cout);
     bench_emit(name, flops / t->median[BEST] * 1e-9, "GFLOP/s", extra);
 }
@@ -180,8 +192,12 @@ static int bench_layer(tide_engine *e, const layer *l, int reps, tide_error *err
     tide_tensor *const inputs[3][3] = {{x, f}, {xs, f, dy}, {x, fs, dy}};
     int rc = 0;
     for (int i = 0; i < 3; i++) {
-        const int paths = i == 1 && l->stride > 1 ? 5 : 4;
-        timing t = time_op(e, ops[i], inputs[i], i == 0 ? 2 : 3, false, l->stride, paths, reps, err);
+        int path_list[PATHS] = {BEST, AVX2, FULL_WIDTH, DIRECT}, paths = 4;
+        if (i == 1 && l->stride > 1)
+            path_list[paths++] = UPSAMPLED;
+        if (i == 2)
+            path_list[paths++] = SLICES;
+        timing t = time_op(e, ops[i], inputs[i], i == 0 ? 2 : 3, false, l->stride, path_list, paths, reps, err);
         char name[96];
         snprintf(name, sizeof name, "%s%s.gflops", l->name, suffixes[i]);
         if (t.median[BEST] > 0)
@@ -201,8 +217,8 @@ static int bench_pool(tide_engine *e, int reps, tide_error *err)
     const int64_t xd[4] = {BATCH, 28, 28, 32}, yd[4] = {BATCH, 14, 14, 32};
     tide_tensor *x = random_tensor(xd, 4, 4), *y = random_tensor(yd, 4, 5), *dy = random_tensor(yd, 4, 6);
     const double xb = 4.0 * (double)(BATCH * 28 * 28 * 32), yb = xb / 4;
-    double t = time_op(e, "MaxPool", &x, 1, true, 2, 1, reps, err).median[BEST];
-    double tg = time_op(e, "MaxPoolGrad", (tide_tensor *[]){x, y, dy}, 3, true, 2, 1, reps, err).median[BEST];
+    double t = time_op(e, "MaxPool", &x, 1, true, 2, (const int[]){BEST}, 1, reps, err).median[BEST];
+    double tg = time_op(e, "MaxPoolGrad", (tide_tensor *[]){x, y, dy}, 3, true, 2, (const int[]){BEST}, 1, reps, err).median[BEST];
     char extra[160];
     snprintf(extra, sizeof extra, "\"ms\": %.3f, \"batch\": %lld, \"input\": [%lld, 28, 28, 32], \"window\": \"2x2/2\"",
              t * 1e3, (long long)BATCH, (long long)BATCH);
