@@ -14,34 +14,15 @@ AVX-512 kernels (ONEDNN_VERBOSE=1: brgconv:avx512_core forward, jit:avx512_core 
 weights) run at close to the 2-core AVX-512 peak; the timed call is the whole op (oneDNN's own
 reorders of the weights included)."""
 import json
-import os
 import statistics
 import subprocess
 import sys
-import time
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read when torch loads OpenMP
-try:
-    import torch
-except ImportError:
-    print(json.dumps({"name": "torch.conv2d.gflops", "value": None, "unit": "GFLOP/s",
-                      "skipped": "python3-torch is not installed (apt-get install python3-torch)"}))
-    raise SystemExit(0)
+from torch_peer import THREADS, interleaved_rounds, load_torch, median_seconds
 
-torch.set_num_threads(2)
+torch = load_torch("torch.conv2d.gflops", "GFLOP/s")
 BATCH, REPS, ROUNDS = 100, 9, 5
 LAYERS = (("conv2d", 14, 32, 64), ("conv2d_1", 28, 1, 32))  # name, size, in, out; 5x5 SAME
-
-
-def median_seconds(fn):
-    for _ in range(1):
-        fn()
-    times = []
-    for _ in range(REPS):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def layer_figures(name, size, cin, cout):
@@ -61,7 +42,7 @@ def layer_figures(name, size, cin, cout):
     figures = {}
     with torch.no_grad():
         for suffix, fn in ops.items():
-            figures[name + suffix + ".gflops"] = flops / median_seconds(fn) * 1e-9
+            figures[name + suffix + ".gflops"] = flops / median_seconds(fn, REPS) * 1e-9
     return figures
 
 
@@ -78,19 +59,12 @@ def tide_round(bench):
 
 
 bench = sys.argv[1] if len(sys.argv) > 1 else None
-rounds = []  # (torch figures, tide figures or {})
-for r in range(ROUNDS):
-    if r % 2 and bench:
-        tide = tide_round(bench)
-        rounds.append((torch_round(), tide))
-    else:
-        torch_figures = torch_round()
-        rounds.append((torch_figures, tide_round(bench) if bench else {}))
+rounds = interleaved_rounds(ROUNDS, torch_round, (lambda: tide_round(bench)) if bench else None)
 
 for name in rounds[0][0]:
     value = statistics.median(t[name] for t, _ in rounds)
     print(json.dumps({"name": "torch." + name, "value": round(value, 1), "unit": "GFLOP/s",
-                      "torch": torch.__version__, "threads": 2, "channels_last": True,
+                      "torch": torch.__version__, "threads": THREADS, "channels_last": True,
                       "rounds": ROUNDS, "reps_per_round": REPS}))
 for name in rounds[0][0]:
     if not bench or name not in rounds[0][1]:

@@ -2,17 +2,10 @@
 """peer_torch.py — the same executor benchmark in PyTorch eager mode (the peer a user would pick), run
 with 2 threads, printing one JSON line per figure. Needs Debian's python3-torch; without it, says so."""
 import json
-import statistics
-import time
 
-try:
-    import torch
-except ImportError:
-    print(json.dumps({"name": "torch.chain_us_per_op", "value": None, "unit": "us",
-                      "skipped": "python3-torch is not installed (apt-get install python3-torch)"}))
-    raise SystemExit(0)
+from torch_peer import THREADS, load_torch, median_seconds
 
-torch.set_num_threads(2)
+torch = load_torch("torch.chain_us_per_op", "us", passive_omp=False)
 N, REPS = 10000, 15
 
 
@@ -30,25 +23,13 @@ def wide():
 
 
 for name, fn in (("torch.chain_us_per_op", chain), ("torch.wide_us_per_op", wide)):
-    fn()
-    times = []
-    for _ in range(REPS):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    med = statistics.median(times)
+    med = median_seconds(fn, REPS)
     print(json.dumps({"name": name, "value": round(med / N * 1e6, 4), "unit": "us", "torch": torch.__version__,
-                      "threads": 2}))
+                      "threads": THREADS}))
 
 for n in (256, 1024, 2048):
     a = torch.rand(n, n)
     b = torch.rand(n, n)
-    a @ b
-    times = []
-    for _ in range(11 if n > 256 else 101):
-        t0 = time.perf_counter()
-        a @ b
-        times.append(time.perf_counter() - t0)
-    med = statistics.median(times)
+    med = median_seconds(lambda: a @ b, 11 if n > 256 else 101)
     print(json.dumps({"name": "torch.matmul.%d.gflops" % n, "value": round(2.0 * n ** 3 / med * 1e-9, 1),
-                      "unit": "GFLOP/s", "threads": 2}))
+                      "unit": "GFLOP/s", "threads": THREADS}))

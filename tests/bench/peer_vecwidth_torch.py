@@ -7,33 +7,18 @@ vecwidth.<op>.ratio_vs_torch = torch's ns / tide's ns at the CPU's best ISA (> 1
 the median over the rounds. Optimizer steps: torch.optim.Adam and SGD (foreach) on one parameter of
 N elements. Needs Debian's python3-torch; without it, says so and exits 0."""
 import json
-import os
 import statistics
 import subprocess
 import sys
-import time
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read when torch loads OpenMP
-try:
-    import torch
-except ImportError:
-    print(json.dumps({"name": "torch.vecwidth.exp.ns_per_element", "value": None, "unit": "ns",
-                      "skipped": "python3-torch is not installed (apt-get install python3-torch)"}))
-    raise SystemExit(0)
+from torch_peer import THREADS, interleaved_rounds, load_torch, median_seconds
 
-torch.set_num_threads(2)
+torch = load_torch("torch.vecwidth.exp.ns_per_element", "ns")
 N, ROUNDS, REPS = 262000, 5, 15
 
 
 def median_ns(fn):
-    for _ in range(2):
-        fn()
-    times = []
-    for _ in range(REPS):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e9 / N
+    return median_seconds(fn, REPS, warmup=2) * 1e9 / N
 
 
 def optimizer_op(kind):
@@ -90,16 +75,15 @@ def tide_round(bench):
 def main():
     bench = sys.argv[1] if len(sys.argv) > 1 else None
     ops = torch_ops()
-    rounds, isa = [], None
-    for r in range(ROUNDS):
-        if bench and r % 2:
-            tide, isa = tide_round(bench)
-            rounds.append((torch_round(ops), tide))
-        else:
-            torch_figures = torch_round(ops)
-            tide, isa = tide_round(bench) if bench else ({}, None)
-            rounds.append((torch_figures, tide))
-    config = {"torch": torch.__version__, "threads": 2, "elements": N, "rounds": ROUNDS, "reps_per_round": REPS}
+    isa = None
+
+    def tide_figures():
+        nonlocal isa
+        figures, isa = tide_round(bench)
+        return figures
+
+    rounds = interleaved_rounds(ROUNDS, lambda: torch_round(ops), tide_figures if bench else None)
+    config = {"torch": torch.__version__, "threads": THREADS, "elements": N, "rounds": ROUNDS, "reps_per_round": REPS}
     for name in ops:
         value = statistics.median(t[name] for t, _ in rounds)
         print(json.dumps({"name": "torch.vecwidth.%s.ns_per_element" % name, "value": round(value, 4), "unit": "ns",
