@@ -38,6 +38,23 @@ tide_engine *th_engine_new(const tide_engine_options *o)
     return e;
 }
 
+tide_engine *th_sim_engine(int num_sim_devices, int64_t device_memory_limit)
+{
+    tide_engine_options o;
+    tide_engine_options_init(&o);
+    o.num_threads = 2;
+    o.num_sim_devices = num_sim_devices;
+    o.device_memory_limit = device_memory_limit;
+    return th_engine_new(&o);
+}
+
+bool th_same_bits(const tide_tensor *a, const tide_tensor *b)
+{
+    return a && b && tide_tensor_dtype(a) == tide_tensor_dtype(b) &&
+           tide_shape_equal(tide_tensor_shape(a), tide_tensor_shape(b)) && tide_tensor_data(a) && tide_tensor_data(b) &&
+           memcmp(tide_tensor_data(a), tide_tensor_data(b), tide_tensor_byte_size(a)) == 0;
+}
+
 tide_tensor *th_tensor(tide_dtype dt, int rank, const int64_t *dims, const void *data)
 {
     tide_shape s = tide_shape_make(rank, dims);

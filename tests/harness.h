@@ -15,6 +15,9 @@ tide_engine *th_engine(void);
 /* A new engine with options o, for the caller to free. When it cannot be made, the engine's message is
  * printed and the test fails at once (a fatal assertion). */
 tide_engine *th_engine_new(const tide_engine_options *o);
+/* The same with 2 threads, the CPU and num_sim_devices simulated accelerators (/sim:0..), whose memory
+ * is limited to device_memory_limit bytes each (0: no limit). */
+tide_engine *th_sim_engine(int num_sim_devices, int64_t device_memory_limit);
 
 /* Tensors from C arrays; dims may be NULL when rank is 0. Abort the test process on OOM only. */
 tide_tensor *th_tensor(tide_dtype dt, int rank, const int64_t *dims, const void *data);
@@ -41,6 +44,8 @@ tide_tensor *th_run1(const char *op, tide_tensor *const *inputs, int num_inputs,
 void th_assert_close_impl(const tide_tensor *got, const tide_tensor *want, double rtol, double atol,
                           const char *file, int line);
 #define TH_ASSERT_CLOSE(got, want, rtol, atol) th_assert_close_impl(got, want, rtol, atol, __FILE__, __LINE__)
+/* True when a and b (host-visible; NULL never matches) have the same dtype, shape and bytes. */
+bool th_same_bits(const tide_tensor *a, const tide_tensor *b);
 /* Asserts got has exactly these dims. */
 void th_assert_shape_impl(const tide_tensor *got, int rank, const int64_t *dims, const char *file, int line);
 #define TH_ASSERT_SHAPE(got, rank, dims) th_assert_shape_impl(got, rank, dims, __FILE__, __LINE__)

@@ -22,16 +22,6 @@
 #include "graph_util.h"
 #include "placement.h"
 
-static tide_engine *sim_engine(int num_sim, int64_t limit)
-{
-    tide_engine_options o;
-    tide_engine_options_init(&o);
-    o.num_threads = 2;
-    o.num_sim_devices = num_sim;
-    o.device_memory_limit = limit;
-    return th_engine_new(&o);
-}
-
 static tide_tensor *ramp(int64_t rows, int64_t cols, float scale)
 {
     float *v = malloc(sizeof *v * (size_t)(rows * cols));
@@ -42,18 +32,22 @@ static tide_tensor *ramp(int64_t rows, int64_t cols, float scale)
     return t;
 }
 
-static bool same_bits(const tide_tensor *a, const tide_tensor *b)
+/* Fetches output 0 of n in s (no feeds) and compares it bit for bit with the float32 vector want. */
+static bool fetches_vector(tide_session *s, tide_node *n, int64_t count, const float *want)
 {
-    return a && b && tide_tensor_dtype(a) == tide_tensor_dtype(b) && tide_shape_equal(tide_tensor_shape(a), tide_tensor_shape(b)) &&
-           tide_tensor_data(a) && tide_tensor_data(b) &&
-           memcmp(tide_tensor_data(a), tide_tensor_data(b), tide_tensor_byte_size(a)) == 0;
+    tide_tensor *got = gu_fetch(s, n);
+    tide_tensor *expected = th_f32(1, TH_DIMS(count), want);
+    bool same = th_same_bits(got, expected);
+    tide_tensor_release(got);
+    tide_tensor_release(expected);
+    return same;
 }
 
 /* ---------------------------------------------------------------- enumeration */
 
 static void test_enumeration(void)
 {
-    tide_engine *e = sim_engine(2, 0);
+    tide_engine *e = th_sim_engine(2, 0);
     CU_ASSERT_EQUAL(tide_engine_num_devices(e), 3);
     CU_ASSERT_STRING_EQUAL(tide_engine_device_name(e, 0), "/job:localhost/replica:0/task:0/device:cpu:0");
     CU_ASSERT_STRING_EQUAL(tide_engine_device_name(e, 1), "/job:localhost/replica:0/task:0/device:sim:0");
@@ -70,7 +64,7 @@ static void test_enumeration(void)
     tide_engine_free(e);
 
     setenv("TIDE_SIM_DEVICES", "1", 1);
-    e = sim_engine(0, 0);
+    e = th_sim_engine(0, 0);
     CU_ASSERT_EQUAL(tide_engine_num_devices(e), 2);
     tide_engine_free(e);
     setenv("TIDE_SIM_DEVICES", "two", 1);
@@ -83,7 +77,7 @@ static void test_enumeration(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "TIDE_DEVICE_MEMORY_LIMIT='12X'"));
     unsetenv("TIDE_DEVICE_MEMORY_LIMIT");
     tide_error_free(err);
-    e = sim_engine(0, 0); /* none asked for: CPU only, no error */
+    e = th_sim_engine(0, 0); /* none asked for: CPU only, no error */
     CU_ASSERT_EQUAL(tide_engine_num_devices(e), 1);
     tide_engine_free(e);
 }
@@ -92,7 +86,7 @@ static void test_enumeration(void)
 
 static void test_copies_and_refused_host_access(void)
 {
-    tide_engine *e = sim_engine(2, 0);
+    tide_engine *e = th_sim_engine(2, 0);
     tide_error *err = tide_error_new();
     tide_tensor *host = ramp(3, 5, 1.0f);
     tide_tensor *on0 = tide_engine_copy_to_device(e, host, 1, err);
@@ -112,12 +106,12 @@ static void test_copies_and_refused_host_access(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(on1);
     CU_ASSERT_PTR_EQUAL(tide_tensor_get_device(on1), &e->devices[2]);
     tide_tensor *back = tide_tensor_to_host(on1, err);
-    CU_ASSERT(same_bits(back, host));
+    CU_ASSERT(th_same_bits(back, host));
     CU_ASSERT(tide_tensor_is_host_visible(back));
     tide_tensor *same = tide_tensor_to_host(host, err); /* already on the host: itself */
     CU_ASSERT_PTR_EQUAL(same, host);
     tide_tensor *to_cpu = tide_engine_copy_to_device(e, on0, 0, err); /* onto the CPU device: host memory */
-    CU_ASSERT(same_bits(to_cpu, host));
+    CU_ASSERT(th_same_bits(to_cpu, host));
     CU_ASSERT_STRING_EQUAL(tide_tensor_device_name(to_cpu), tide_engine_device_name(e, 0));
     tide_tensor *text = tide_tensor_new(TIDE_STRING, &(tide_shape){0, {0}}, err); /* "" */
     if (text) { /* strings do not go to device memory */
@@ -139,7 +133,7 @@ static void test_copies_and_refused_host_access(void)
 
 static void test_memory_accounting(void)
 {
-    tide_engine *e = sim_engine(1, 0);
+    tide_engine *e = th_sim_engine(1, 0);
     tide_error *err = tide_error_new();
     tide_tensor *host = ramp(100, 100, 1.0f); /* 40,000 bytes */
     tide_device_memory_stats s0, s1, s2, s3;
@@ -187,7 +181,7 @@ static void test_memory_accounting(void)
 
 static void test_memory_limit(void)
 {
-    tide_engine *e = sim_engine(1, 100000);
+    tide_engine *e = th_sim_engine(1, 100000);
     tide_error *err = tide_error_new();
     tide_tensor *small = ramp(100, 100, 1.0f), *big = ramp(200, 200, 1.0f); /* 40,000 and 160,000 bytes */
     tide_tensor *a = tide_engine_copy_to_device(e, small, 1, err);
@@ -272,7 +266,7 @@ static void wait_for_gate(void *arg)
 
 static void test_streams_and_events(void)
 {
-    tide_engine *e = sim_engine(1, 0);
+    tide_engine *e = th_sim_engine(1, 0);
     tide_device *d = &e->devices[1];
     tide_error *err = tide_error_new();
     order_log log = {.lock = PTHREAD_MUTEX_INITIALIZER, .device = d};
@@ -393,7 +387,7 @@ static void run_mlp_layer(tide_engine *e, const char *const dev[4], tide_tensor 
 
 static void test_runs_across_host_and_device(void)
 {
-    tide_engine *cpu = sim_engine(0, 0), *e = sim_engine(2, 0);
+    tide_engine *cpu = th_sim_engine(0, 0), *e = th_sim_engine(2, 0);
     tide_tensor *xv = ramp(16, 32, 2.0f), *want_r, *want_s;
     static const char *const none[4] = {NULL, NULL, NULL, NULL};
     run_mlp_layer(cpu, none, xv, &want_r, &want_s);
@@ -410,8 +404,8 @@ static void test_runs_across_host_and_device(void)
             tide_tensor_release(s);
             run_mlp_layer(e, placements[p], xv, &r, &s);
             CU_ASSERT(tide_tensor_is_host_visible(r) && tide_tensor_is_host_visible(s));
-            CU_ASSERT(same_bits(r, want_r));
-            CU_ASSERT(same_bits(s, want_s));
+            CU_ASSERT(th_same_bits(r, want_r));
+            CU_ASSERT(th_same_bits(s, want_s));
         }
         tide_tensor_release(r);
         tide_tensor_release(s);
@@ -450,7 +444,7 @@ static void on_tensor(void *user, const tide_run_info *run, const tide_node *nod
 
 static void test_observers_get_host_copies(void)
 {
-    tide_engine *e = sim_engine(1, 0);
+    tide_engine *e = th_sim_engine(1, 0);
     tide_error *err = tide_error_new();
     seen s = {0};
     tide_observer obs = {.user = &s, .wants_tensors = wants_all, .tensor_produced = on_tensor};
@@ -472,7 +466,7 @@ static void test_observers_get_host_copies(void)
 /* A variable on the device, updated in place by gradient descent there: v <- v - 0.5 * v, 3 times. */
 static void test_variable_on_device(void)
 {
-    tide_engine *e = sim_engine(1, 0);
+    tide_engine *e = th_sim_engine(1, 0);
     tide_error *err = tide_error_new();
     tide_graph *g = tide_graph_new();
     tide_graph_push_device(g, "/sim:0");
@@ -487,11 +481,7 @@ static void test_variable_on_device(void)
     CU_ASSERT_EQUAL(gu_target(s, assign, err), TIDE_OK);
     for (int i = 0; i < 3; i++)
         CU_ASSERT_EQUAL(gu_target(s, update, err), TIDE_OK);
-    tide_tensor *got = gu_fetch(s, v);
-    tide_tensor *want = th_f32(1, TH_DIMS(4), (const float[]){0.125f, 0.25f, 0.5f, 1.0f});
-    CU_ASSERT(same_bits(got, want));
-    tide_tensor_release(got);
-    tide_tensor_release(want);
+    CU_ASSERT(fetches_vector(s, v, 4, (const float[]){0.125f, 0.25f, 0.5f, 1.0f}));
     tide_session_free(s);
     tide_graph_free(g);
     tide_error_free(err);
@@ -537,12 +527,7 @@ static bool fetches(placed_variable *t, tide_node *target, placed_variable *r, t
     if (!ok)
         fprintf(stderr, "run failed: %s\n", tide_error_message(err));
     tide_error_free(err);
-    tide_tensor *got = ok ? gu_fetch(r->s, n) : NULL;
-    tide_tensor *expected = th_f32(1, TH_DIMS(4), want);
-    ok = ok && same_bits(got, expected);
-    tide_tensor_release(got);
-    tide_tensor_release(expected);
-    return ok;
+    return ok && fetches_vector(r->s, n, 4, want);
 }
 
 /* Variables are shared by name in the engine: one whose value lives in /sim:0's memory is assigned,
@@ -550,7 +535,7 @@ static bool fetches(placed_variable *t, tide_node *target, placed_variable *r, t
  * and back. The CPU's Assign once wrote in place into the device's memory through a NULL pointer. */
 static void test_variable_shared_across_devices(void)
 {
-    tide_engine *e = sim_engine(2, 0);
+    tide_engine *e = th_sim_engine(2, 0);
     placed_variable sim0 = place_variable(e, "/sim:0", (const float[]){1, 2, 3, 4});
     placed_variable cpu = place_variable(e, "/cpu:0", (const float[]){10, 20, 30, 40});
     placed_variable sim1 = place_variable(e, "/sim:1", (const float[]){5, 6, 7, 8});
@@ -617,7 +602,7 @@ static tide_node *filled_variable(tide_graph *g, const char *device, const char 
 static void test_variable_read_copy_fails(void)
 {
     enum { N = 160 * 1024 }; /* 640 KiB of float32: one fits in a device's 1 MiB, two do not */
-    tide_engine *e = sim_engine(2, 1 << 20);
+    tide_engine *e = th_sim_engine(2, 1 << 20);
     tide_graph *g0 = tide_graph_new(), *g1 = tide_graph_new();
     tide_node *fill_v, *fill_w, *read_v;
     tide_node *v0 = filled_variable(g0, "/sim:0", "v", NULL, N, 1.5f, &fill_v);
@@ -699,7 +684,7 @@ static tide_debug_command paused_sq(void *user, tide_debug_step *step, const tid
 
 static void test_debugger_on_device(void)
 {
-    tide_engine *e = sim_engine(1, 0);
+    tide_engine *e = th_sim_engine(1, 0);
     tide_graph *g = tide_graph_new();
     tide_graph_push_device(g, "/sim:0");
     tide_node *x = gu_const(g, "x", th_f32(1, TH_DIMS(3), (const float[]){1, 2, 3}));
@@ -712,14 +697,10 @@ static void test_debugger_on_device(void)
     int id = tide_engine_attach_debugger(e, &d, err);
     CU_ASSERT(id > 0);
     tide_session *s = tide_session_new(e, g, NULL, err);
-    tide_tensor *got = gu_fetch(s, neg);
-    tide_tensor *want = th_f32(1, TH_DIMS(3), (const float[]){-10, -20, -30});
-    CU_ASSERT(same_bits(got, want));
+    CU_ASSERT(fetches_vector(s, neg, 3, (const float[]){-10, -20, -30}));
     CU_ASSERT_EQUAL(probe.health_max, 9.0);
     CU_ASSERT(probe.value_ok && probe.readable && probe.set_ok);
     tide_engine_detach_debugger(e, id);
-    tide_tensor_release(got);
-    tide_tensor_release(want);
     tide_session_free(s);
     tide_graph_free(g);
     tide_error_free(err);
@@ -731,7 +712,7 @@ static void test_debugger_on_device(void)
  * than they save), while a node asked for there goes there with its feed copied in. */
 static void test_cost_model_per_type(void)
 {
-    tide_engine *e = sim_engine(1, 0);
+    tide_engine *e = th_sim_engine(1, 0);
     tide_graph *g = tide_graph_new();
     tide_node *x = gu_placeholder(g, "x", TIDE_FLOAT32, 2, TH_DIMS(4, 4));
     tide_node *y = gu_op(g, "Relu", "relu", 1, &x);

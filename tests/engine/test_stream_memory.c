@@ -26,16 +26,6 @@
 #include "exec.h"
 #include "graph_util.h"
 
-static tide_engine *sim_engine(int64_t limit)
-{
-    tide_engine_options o;
-    tide_engine_options_init(&o);
-    o.num_threads = 2;
-    o.num_sim_devices = 1;
-    o.device_memory_limit = limit;
-    return th_engine_new(&o);
-}
-
 /* A task that holds the stream until the gate opens. */
 static void hold_until_open(void *arg)
 {
@@ -86,7 +76,7 @@ static tide_device_memory_stats stats_of(tide_engine *e)
 
 static void test_same_stream_reuses_at_once(void)
 {
-    tide_engine *e = sim_engine(0);
+    tide_engine *e = th_sim_engine(1, 0);
     tide_device *d = &e->devices[1];
     tide_stream *compute = tide_device_stream(d, TIDE_STREAM_COMPUTE);
     tide_error *err = tide_error_new();
@@ -109,7 +99,7 @@ static void test_same_stream_reuses_at_once(void)
 
 static void test_other_streams_wait_for_the_free(void)
 {
-    tide_engine *e = sim_engine(0);
+    tide_engine *e = th_sim_engine(1, 0);
     tide_device *d = &e->devices[1];
     tide_stream *compute = tide_device_stream(d, TIDE_STREAM_COMPUTE);
     tide_error *err = tide_error_new();
@@ -157,7 +147,7 @@ static void test_other_streams_wait_for_the_free(void)
 static void test_copy_never_overwrites_queued_reads(void)
 {
     enum { N = 4096 };
-    tide_engine *e = sim_engine(0);
+    tide_engine *e = th_sim_engine(1, 0);
     tide_device *d = &e->devices[1];
     tide_stream *compute = tide_device_stream(d, TIDE_STREAM_COMPUTE);
     tide_error *err = tide_error_new();
@@ -194,7 +184,7 @@ static void test_copy_never_overwrites_queued_reads(void)
 /* Out of memory with unsafe blocks cached: wait for the stream, give them back, then allocate. */
 static void test_out_of_memory_waits_for_the_stream(void)
 {
-    tide_engine *e = sim_engine(64 << 10);
+    tide_engine *e = th_sim_engine(1, 64 << 10);
     tide_device *d = &e->devices[1];
     tide_stream *compute = tide_device_stream(d, TIDE_STREAM_COMPUTE);
     tide_error *err = tide_error_new();
@@ -281,28 +271,22 @@ static tide_tensor *input_16x32(void)
     return th_f32(2, TH_DIMS(16, 32), v);
 }
 
-static bool same_bits(const tide_tensor *a, const tide_tensor *b)
-{
-    return a && b && tide_shape_equal(tide_tensor_shape(a), tide_tensor_shape(b)) && tide_tensor_data(a) &&
-           tide_tensor_data(b) && memcmp(tide_tensor_data(a), tide_tensor_data(b), tide_tensor_byte_size(a)) == 0;
-}
-
 static void check_queued_runs(int delay_us)
 {
     char delay[16];
     snprintf(delay, sizeof delay, "%d", delay_us);
     setenv("TIDE_SIM_DELAY_US", delay, 1); /* read when the device opens */
-    tide_engine *cpu = sim_engine(0), *e = sim_engine(0);
+    tide_engine *cpu = th_sim_engine(1, 0), *e = th_sim_engine(1, 0);
     unsetenv("TIDE_SIM_DELAY_US");
     tide_tensor *xv = input_16x32();
     tide_tensor *want = run_chain(cpu, NULL, xv, 1, false, NULL);
     tide_tensor *got = run_chain(e, "/sim:0", xv, 1, false, NULL); /* the first run fills the allocator's cache */
-    CU_ASSERT(same_bits(want, got));
+    CU_ASSERT(th_same_bits(want, got));
     tide_tensor_release(got);
     int64_t waits = tide_engine_device_host_waits(e, 1);
     tide_device_memory_stats before = stats_of(e);
     got = run_chain(e, "/sim:0", xv, 5, false, NULL);
-    CU_ASSERT(same_bits(want, got));
+    CU_ASSERT(th_same_bits(want, got));
     /* One wait per step: its end (the fetch comes back through a copy that waits for nothing on the host). */
     CU_ASSERT_EQUAL(tide_engine_device_host_waits(e, 1) - waits, 5);
     if (delay_us > 0) /* the host ran ahead: blocks went to later kernels while queued ones could still read them */
@@ -396,7 +380,7 @@ static bool mlp_step(mlp_run *m, int step, tide_tensor *out[4])
 static void test_training_steps_match_the_cpu(void)
 {
     setenv("TIDE_SIM_DELAY_US", "50", 1); /* read when the device opens */
-    tide_engine *cpu = sim_engine(0), *e = sim_engine(0);
+    tide_engine *cpu = th_sim_engine(1, 0), *e = th_sim_engine(1, 0);
     unsetenv("TIDE_SIM_DELAY_US");
     mlp_run host = {0}, sim = {0};
     CU_ASSERT_FATAL(mlp_build(&host, cpu, NULL) && mlp_build(&sim, e, "/sim:0"));
@@ -407,7 +391,7 @@ static void test_training_steps_match_the_cpu(void)
         bool ran = mlp_step(&host, step, want) && mlp_step(&sim, step, got);
         CU_ASSERT_FATAL(ran);
         for (int i = 0; i < 4 && first_difference < 0; i++)
-            if (!same_bits(want[i], got[i]))
+            if (!th_same_bits(want[i], got[i]))
                 first_difference = step;
         for (int i = 0; i < 4; i++) {
             tide_tensor_release(want[i]);
@@ -431,7 +415,7 @@ static void test_runs_with_a_slow_device(void) { check_queued_runs(300); }
 /* GatherV2's output shape is known before it runs, its bad index only when it runs on the device. */
 static void test_queued_kernel_error_fails_the_step(void)
 {
-    tide_engine *e = sim_engine(0);
+    tide_engine *e = th_sim_engine(1, 0);
     tide_graph *g = tide_graph_new();
     tide_error *err = tide_error_new();
     tide_graph_push_device(g, "/sim:0");
@@ -466,7 +450,7 @@ static void test_queued_kernel_error_fails_the_step(void)
 static void test_traced_runs_have_device_lanes(void)
 {
     setenv("TIDE_SIM_DELAY_US", "200", 1);
-    tide_engine *e = sim_engine(0);
+    tide_engine *e = th_sim_engine(1, 0);
     unsetenv("TIDE_SIM_DELAY_US");
     tide_tensor *xv = input_16x32();
     tide_step_stats *stats = NULL;

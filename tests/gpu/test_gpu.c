@@ -40,12 +40,6 @@ static tide_tensor *ramp(int64_t n)
     return t;
 }
 
-static bool same_bits(const tide_tensor *a, const tide_tensor *b)
-{
-    return a && b && tide_tensor_byte_size(a) == tide_tensor_byte_size(b) && tide_tensor_data(a) &&
-           tide_tensor_data(b) && memcmp(tide_tensor_data(a), tide_tensor_data(b), tide_tensor_byte_size(a)) == 0;
-}
-
 static void test_memory_and_copies(void)
 {
     tide_engine *e = gpu_engine(0);
@@ -60,12 +54,12 @@ static void test_memory_and_copies(void)
     CU_ASSERT_PTR_NULL(tide_tensor_host_data(on, err));
     CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "lives in the memory of /gpu:0"));
     tide_tensor *back = tide_tensor_to_host(on, err);
-    CU_ASSERT(same_bits(back, host));
+    CU_ASSERT(th_same_bits(back, host));
     tide_tensor *again = tide_engine_copy_to_device(e, on, g, err); /* already there: itself */
     CU_ASSERT_PTR_EQUAL(again, on);
     if (g + 1 < tide_engine_num_devices(e) && strcmp(tide_engine_device_type(e, g + 1), "gpu") == 0) {
         tide_tensor *other = tide_engine_copy_to_device(e, on, g + 1, err), *b2 = tide_tensor_to_host(other, err);
-        CU_ASSERT(same_bits(b2, host)); /* GPU to GPU */
+        CU_ASSERT(th_same_bits(b2, host)); /* GPU to GPU */
         tide_tensor_release(other);
         tide_tensor_release(b2);
     }

@@ -8,24 +8,11 @@
  * the same step), steps, continues; once the run is over, the state says so and stepping is refused.
  * Prints "ok N - ..." / "FAIL N - ..." lines; exits 1 on any failure. */
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "debugger.h"
-
-static int checks, failures;
-
-static void check(const char *what, bool ok, const char *detail)
-{
-    checks++;
-    if (!ok)
-        failures++;
-    printf("%s %d - %s%s%s\n", ok ? "ok" : "FAIL", checks, what, ok || !detail ? "" : ": ", ok || !detail ? "" : detail);
-    fflush(stdout);
-}
+#include "repl_check.h"
 
 static void sleep_ms(int ms) { nanosleep(&(struct timespec){0, ms * 1000000L}, NULL); }
 
@@ -45,6 +32,15 @@ static char *state_with(repl_debugger *d, const char *want)
         sleep_ms(10);
     }
     return state;
+}
+
+/* Sends `command` as the page's buttons do and checks its answer: accepted (no message) when `refusal`
+ * is NULL, else a message containing `refusal`. */
+static void command_answers(repl_debugger *d, const char *command, const char *what, const char *refusal)
+{
+    char *msg = repl_dbg_web_command(d, command);
+    check(what, refusal ? msg && strstr(msg, refusal) : msg == NULL, msg);
+    free(msg);
 }
 
 static void *page(void *arg)
@@ -69,57 +65,34 @@ static void *page(void *arg)
     check("an unknown node: a message", !t && msg && strstr(msg, "no node 'nope'"), msg);
     free(t);
     free(msg);
-    msg = repl_dbg_web_command(d, "frobnicate");
-    check("an unknown command: a message", msg && strstr(msg, "unknown command"), msg);
-    free(msg);
+    command_answers(d, "frobnicate", "an unknown command: a message", "unknown command");
 
-    msg = repl_dbg_web_command(d, "break y");
-    check("break NODE at the stop: accepted", msg == NULL, msg);
-    free(msg);
-    msg = repl_dbg_web_command(d, "step");
-    check("step: accepted", msg == NULL, msg);
-    free(msg);
+    command_answers(d, "break y", "break NODE at the stop: accepted", NULL);
+    command_answers(d, "step", "step: accepted", NULL);
     s = state_with(d, "\"reason\":\"step\"");
     check("step: stopped before the next node", s && strstr(s, "\"after\":false") && strstr(s, "\"reason\":\"step\""), s);
     free(s);
-    msg = repl_dbg_web_command(d, "continue");
-    check("continue: accepted", msg == NULL, msg);
-    free(msg);
+    command_answers(d, "continue", "continue: accepted", NULL);
     s = state_with(d, "\"reason\":\"breakpoint 2\"");
     check("the breakpoint set at the stop fires in the same step", s && strstr(s, "\"at\":{\"node\":\"y\"") &&
                                                                     strstr(s, "\"reason\":\"breakpoint 2\""), s);
     free(s);
-    msg = repl_dbg_web_command(d, "break y");
-    check("break NODE again: deleted", msg == NULL, msg);
-    free(msg);
-    msg = repl_dbg_web_command(d, "disable 1");
-    check("disable ID", msg == NULL, msg);
-    free(msg);
-    msg = repl_dbg_web_command(d, "continue");
-    free(msg);
+    command_answers(d, "break y", "break NODE again: deleted", NULL);
+    command_answers(d, "disable 1", "disable ID", NULL);
+    free(repl_dbg_web_command(d, "continue"));
     s = state_with(d, "\"stopped\":false");
     check("the run ended", s && strstr(s, "\"stopped\":false") && strstr(s, "\"enabled\":false"), s);
     free(s);
-    msg = repl_dbg_web_command(d, "step");
-    check("step with no stop: refused", msg && strstr(msg, "no step is stopped"), msg);
-    free(msg);
-    msg = repl_dbg_web_command(d, "delete 7");
-    check("delete an unknown breakpoint: a message", msg && strstr(msg, "no breakpoint 7"), msg);
-    free(msg);
+    command_answers(d, "step", "step with no stop: refused", "no step is stopped");
+    command_answers(d, "delete 7", "delete an unknown breakpoint: a message", "no breakpoint 7");
     return NULL;
 }
 
-static bool eval(repl *r, const char *entry) { return repl_eval(r, entry, "test") == REPL_DONE; }
-
 int main(void)
 {
-    repl_options o = {.num_threads = 2, .log_off_reason = "test", .quiet = true};
-    tide_error *err = tide_error_new();
-    repl *r = repl_new(&o, err);
-    if (!r) {
-        fprintf(stderr, "repl_new: %s\n", tide_error_message(err));
+    repl *r = check_repl_new();
+    if (!r)
         return 1;
-    }
     bool ok = eval(r, "x = placeholder(float32, {2})") && eval(r, "h = x * 2.0") && eval(r, "y = h + 1.0") &&
               eval(r, "z = sum(y)") && eval(r, ":break h");
     check("the model and a breakpoint", ok && r->debugger, NULL);
@@ -137,8 +110,5 @@ int main(void)
     fclose(r->input);
     r->input = NULL;
     close(in[1]);
-    repl_free(r);
-    tide_error_free(err);
-    printf("%d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
+    return check_finish(r);
 }

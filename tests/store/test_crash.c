@@ -15,24 +15,12 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "store/sql_read.h"
 #include "store/temp_db.h"
 #include "store.h"
 
 /* ---------------------------------------------------------------- files */
 
-
-/* The first column of the first row as an integer (-12345 when there is no row or on error). */
-static int64_t q_int(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    int64_t v = -12345;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        fprintf(stderr, "query failed: %s: %s\n", sql, sqlite3_errmsg(db));
-    else if (sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
 
 /* PRAGMA integrity_check's rows joined by newlines; "ok" when the file is intact. Malloc'd; NULL on
  * out of memory. */

@@ -17,47 +17,13 @@
 
 #include "engine/graph_util.h"
 #include "store/fault_vfs.h"
+#include "store/sql_read.h"
 #include "store/temp_db.h"
 #include "store.h"
 #include "store_internal.h"
 
 #define RUNS 60
 #define SWEEP_ALL 150 /* every N up to this; beyond, a spread of values */
-
-static tide_engine *engine(void)
-{
-    static tide_engine *e;
-    if (!e) {
-        tide_engine_options o;
-        tide_engine_options_init(&o);
-        o.num_threads = 2;
-        e = tide_engine_new(&o, NULL);
-    }
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-    return e;
-}
-
-static int64_t q_int(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    int64_t v = -12345;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
-static void q_text(sqlite3 *db, const char *sql, char *out, size_t size)
-{
-    sqlite3_stmt *st = NULL;
-    snprintf(out, size, "<none>");
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        snprintf(out, size, "<error: %s>", sqlite3_errmsg(db));
-    else if (sqlite3_step(st) == SQLITE_ROW)
-        snprintf(out, size, "%s", sqlite3_column_type(st, 0) == SQLITE_NULL ? "<null>"
-                                                                             : (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-}
 
 /* What a workload left: what the store said, and what the file holds. */
 typedef struct outcome {
@@ -84,7 +50,9 @@ static void read_file(outcome *o)
         sqlite3_close(db);
         return;
     }
-    q_text(db, "PRAGMA integrity_check", o->integrity, sizeof o->integrity);
+    char *text = q_text(db, "PRAGMA integrity_check");
+    snprintf(o->integrity, sizeof o->integrity, "%s", text);
+    free(text);
     o->intact = strcmp(o->integrity, "ok") == 0;
     if (q_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'runs'") == 1) {
         o->runs_ok = q_int(db, "SELECT count(*) FROM runs WHERE status = 0");
@@ -92,9 +60,10 @@ static void read_file(outcome *o)
         o->sessions = q_int(db, "SELECT count(*) FROM sessions");
         o->tensors = q_int(db, "SELECT count(*) FROM tensors");
         o->timings = q_int(db, "SELECT count(*) FROM node_timings");
-        q_text(db, "SELECT group_concat(name, ',') FROM (SELECT name FROM nodes WHERE graph_id = "
-                   "(SELECT max(id) FROM graphs) ORDER BY rowid)",
-               o->latest_graph, sizeof o->latest_graph);
+        text = q_text(db, "SELECT group_concat(name, ',') FROM (SELECT name FROM nodes WHERE graph_id = "
+                          "(SELECT max(id) FROM graphs) ORDER BY rowid)");
+        snprintf(o->latest_graph, sizeof o->latest_graph, "%s", text);
+        free(text);
     }
     sqlite3_close(db);
 }
@@ -123,14 +92,14 @@ static void logged_open(logged *l, const tide_store_options *opts)
     CU_ASSERT_PTR_NOT_NULL_FATAL(l->s);
     l->g = tide_graph_new();
     l->x = gu_const(l->g, "x", th_f32(1, TH_DIMS(2), (float[]){1, 2}));
-    l->session = tide_session_new(engine(), l->g, NULL, NULL);
-    l->att = tide_store_attach(l->s, engine(), NULL);
+    l->session = tide_session_new(th_engine(), l->g, NULL, NULL);
+    l->att = tide_store_attach(l->s, th_engine(), NULL);
 }
 
 /* Detaches and closes the store (everything queued is written), then frees the session and graph. */
 static void logged_close(logged *l)
 {
-    tide_store_detach(l->s, engine(), l->att);
+    tide_store_detach(l->s, th_engine(), l->att);
     tide_store_close(l->s);
     tide_session_free(l->session);
     tide_graph_free(l->g);
@@ -153,9 +122,9 @@ static void workload(outcome *o)
         tide_node *a = gu_const(g, "a", th_f32(2, TH_DIMS(2, 2), (float[]){1, 2, 3, 4}));
         tide_node *m = gu_op(g, "MatMul", "m", 2, (tide_node *[]){a, a});
         tide_node *y = gu_op(g, "Add", "y", 2, (tide_node *[]){m, a}), *fetched = y;
-        tide_session *session = tide_session_new(engine(), g, NULL, NULL);
-        int att = tide_store_attach(s, engine(), NULL);
-        tide_store_log_session(s, session, engine(), "faults", NULL); /* a failure is in the health */
+        tide_session *session = tide_session_new(th_engine(), g, NULL, NULL);
+        int att = tide_store_attach(s, th_engine(), NULL);
+        tide_store_log_session(s, session, th_engine(), "faults", NULL); /* a failure is in the health */
         tide_store_watch(s, "y", NULL);
         for (int step = 0; step < RUNS; step++) {
             if (step == RUNS / 2) /* the graph grows: a second version, logged before its first run */
@@ -166,7 +135,7 @@ static void workload(outcome *o)
         }
         tide_store_flush(s, NULL);
         tide_store_health_get(s, &o->health);
-        tide_store_detach(s, engine(), att);
+        tide_store_detach(s, th_engine(), att);
         tide_store_close(s);
         tide_session_free(session);
         tide_graph_free(g);
@@ -307,9 +276,9 @@ static void test_full_disk(void)
     tide_graph *g = tide_graph_new();
     tide_node *x = gu_const(g, "x", th_f32(1, TH_DIMS(2), (float[]){1.5f, 2}));
     tide_node *y = gu_op(g, "Mul", "y", 2, (tide_node *[]){x, x});
-    tide_session *session = tide_session_new(engine(), g, NULL, NULL);
-    int att = tide_store_attach(s, engine(), NULL);
-    CU_ASSERT(tide_store_log_session(s, session, engine(), "full", NULL) > 0);
+    tide_session *session = tide_session_new(th_engine(), g, NULL, NULL);
+    int att = tide_store_attach(s, th_engine(), NULL);
+    CU_ASSERT(tide_store_log_session(s, session, th_engine(), "full", NULL) > 0);
     int runs = 0, after = 0;
     for (; runs < 20000 && after < 2000; runs++) { /* until the log fails, and 2,000 runs more */
         CU_ASSERT_EQUAL(run_fetch(session, y, NULL), TIDE_OK);
@@ -321,7 +290,7 @@ static void test_full_disk(void)
     CU_ASSERT(!tide_store_health_ok(&h));
     CU_ASSERT(h.dropped > 0 && h.failed_writes > 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(h.first_error, "full"));
-    tide_store_detach(s, engine(), att);
+    tide_store_detach(s, th_engine(), att);
     tide_store_close(s);
     tide_session_free(session);
     tide_graph_free(g);
@@ -444,7 +413,7 @@ static void test_end_unwritable_at_close(void)
     fault_vfs_disk_budget(1);                            /* nothing more fits, until the end */
     obs.run_ended(obs.user, &ended, TIDE_OK, "", 1234);
     CU_ASSERT_NOT_EQUAL(tide_store_flush(s, NULL), TIDE_OK);
-    tide_store_detach(s, engine(), l.att);
+    tide_store_detach(s, th_engine(), l.att);
     tide_store_health h;
     tide_store_close_with_health(s, &h);
     tide_session_free(session);
@@ -511,9 +480,9 @@ static void test_lost_end_unknown(void)
     CU_ASSERT_EQUAL_FATAL(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE status = 0"), 2);
     CU_ASSERT_EQUAL(q_int(db, "SELECT status FROM runs WHERE run_id = 5002"), 2);
-    char error[256];
-    q_text(db, "SELECT error FROM runs WHERE run_id = 5002", error, sizeof error);
+    char *error = q_text(db, "SELECT error FROM runs WHERE run_id = 5002");
     CU_ASSERT_PTR_NOT_NULL(strstr(error, "UNKNOWN: the run log lost the end of this run"));
+    free(error);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE status IS NULL"), 0);
     sqlite3_close(db);
     temp_db_remove();

@@ -11,52 +11,18 @@
 #include <unistd.h>
 
 #include "engine/graph_util.h"
+#include "store/sql_read.h"
 #include "store/temp_db.h"
 #include "store.h"
 #include "store_internal.h"
 
 /* ---------------------------------------------------------------- helpers */
 
-
 static sqlite3 *reader(void)
 {
     sqlite3 *db = NULL;
     CU_ASSERT_EQUAL_FATAL(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
     return db;
-}
-
-/* The first column of the first row as an integer (-12345 when there is no row or on error). */
-static int64_t q_int(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    int64_t v = -12345;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        fprintf(stderr, "query failed: %s: %s\n", sql, sqlite3_errmsg(db));
-    else if (sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
-static double q_double(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    double v = -12345;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_type(st, 0) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
-/* The first column of the first row as text, malloc'd ("<none>" when there is no row). */
-static char *q_text(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    char *v = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = strdup(sqlite3_column_type(st, 0) == SQLITE_NULL ? "<null>" : (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    return v ? v : strdup("<none>");
 }
 
 static void assert_text_impl(sqlite3 *db, const char *sql, const char *want, int line)
