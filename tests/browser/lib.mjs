@@ -107,6 +107,19 @@ export function serve(tide, db) {
   });
 }
 
+// The CPU time (s) a child process has used so far, user and system, from /proc/PID/stat (Linux's
+// clock ticks are 1/100 s): the work a server did, which a loaded machine does not stretch as it
+// stretches wall time. null where /proc cannot be read.
+export function cpuSeconds(child) {
+  try {
+    const stat = fs.readFileSync(`/proc/${child.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from the 3rd (state) on
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime: fields 14 and 15
+  } catch (e) {
+    return null;
+  }
+}
+
 // A page that records console errors, page errors, failed requests and HTTP errors. opts.before(page)
 // runs before the navigation (routes, listeners).
 export async function open(browser, base, url, opts) {
