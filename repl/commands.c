@@ -695,13 +695,25 @@ static void print_op_help(const help_query *q)
     }
 }
 
+/* A command's help is written as one paragraph broken at about 100 columns in the source: its line
+ * breaks are spaces, so that the paragraph is wrapped once, at WRAP_WIDTH (a blank line still parts
+ * two paragraphs). */
 static void print_command_help(const command *c)
 {
     printf(":%s%s%s — %s\n", c->name, c->synopsis[0] ? " " : "", c->synopsis, c->summary);
     if (c->alias)
         printf("  (also :%s)\n", c->alias);
     putchar('\n');
-    print_wrapped(stdout, c->help, 2);
+    char *text = strdup(c->help);
+    if (!text) {
+        print_wrapped(stdout, c->help, 2);
+        return;
+    }
+    for (char *p = text; *p; p++)
+        if (p[0] == '\n' && p[1] != '\n' && p[1] && (p == text || p[-1] != '\n'))
+            *p = ' ';
+    print_wrapped(stdout, text, 2);
+    free(text);
 }
 
 static void print_overview(void)

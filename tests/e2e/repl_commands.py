@@ -57,6 +57,22 @@ def node_rows(out):
     return rows
 
 
+WRAP_WIDTH = 78  # repl/commands.c wraps help text at this column
+
+
+def unfilled_lines(help_out):
+    """The lines of a command's help (the indented paragraphs after its synopsis) that end before they
+    had to: the next line's first word would have fitted on them, as a wrapped paragraph never has."""
+    paragraphs = help_out.split("\n\n")
+    lines = paragraphs[1].splitlines() if len(paragraphs) > 1 else []  # what follows is a Lua function's or an op's
+    bad = []
+    for line, following in zip(lines, lines[1:]):
+        if line.strip() and following.strip() and following.startswith("  "):
+            if len(line) + 1 + len(following.split()[0]) <= WRAP_WIDTH:
+                bad.append(line)
+    return bad
+
+
 def test_help():
     st, out, err = tide(":help\n")
     check("help: exit status 0", st == 0, err)
@@ -76,6 +92,16 @@ def test_help():
     has("alias :h works", r"^:info NODE", out)
     has("help of :quit shows its alias", r"^  \(also :q\)$", tide(":help quit\n")[1])
     has("help :save (with colon): long help", r"atomically", out)
+
+    overview = tide(":help\n")[1]
+    names = re.findall(r"^  :([a-z-]+)", overview, re.M)
+    check("help: the overview lists the commands and the debugger's", len(names) > 30, overview)
+    ragged = []
+    for name in names:
+        help_out = tide(":help %s\n" % name)[1]
+        ragged += ["%s: %r" % (name, line) for line in unfilled_lines(help_out)]
+    check("help COMMAND: every paragraph is filled to %d columns (no ragged lines)" % WRAP_WIDTH, not ragged,
+          "\n".join(ragged[:10]))
 
     st, out, err = tide(":help matmul\n")
     check("help matmul: status 0", st == 0, err)
