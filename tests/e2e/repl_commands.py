@@ -96,9 +96,11 @@ def test_help():
     overview = tide(":help\n")[1]
     names = re.findall(r"^  :([a-z-]+)", overview, re.M)
     check("help: the overview lists the commands and the debugger's", len(names) > 30, overview)
+    marker = "@@help-done@@"
+    helps = tide("".join(":help %s\nprint('%s')\n" % (name, marker) for name in names))[1].split(marker + "\n")
+    check("help COMMAND: every command has its help", len(helps) == len(names) + 1 and all(helps[:-1]), helps[-1])
     ragged = []
-    for name in names:
-        help_out = tide(":help %s\n" % name)[1]
+    for name, help_out in zip(names, helps):
         ragged += ["%s: %r" % (name, line) for line in unfilled_lines(help_out)]
     check("help COMMAND: every paragraph is filled to %d columns (no ragged lines)" % WRAP_WIDTH, not ragged,
           "\n".join(ragged[:10]))
