@@ -280,7 +280,7 @@ const repl_command_entry repl_debugger_commands[] = {
      "step: done, ready, waiting (for inputs), running, stopped (here), skipped (dead branch), and how many\n"
      "are not in this step.",
      cmd_where, true},
-    {"print", "p", 0, 1, "NODE [SLICE] [-s]", "at a stop: a tensor produced in this step",
+    {"print", "p", 0, 1, "NODE[:k] [SLICE] [-s]", "at a stop: a tensor produced in this step",
      "At a stop: output k (0) of NODE as produced in this step (inside a loop, the latest iteration's).\n"
      "SLICE is NumPy's: `:print h1 [0:5, :]`, `[-1]`, `[::2, 3]`. -s prints the health summary (counts of\n"
      "NaN, -inf, +inf, negative, zero, positive; min, max, mean, std of the finite values) instead.",
