@@ -24,6 +24,7 @@ typedef struct copy_job {
     tide_device *final;          /* two hops: where the host copy goes next; NULL otherwise */
     tide_copy_done done;
     void *arg;
+    tide_device_span *span;      /* a traced _Recv's: which stream ran the copy, and when; else NULL */
 } copy_job;
 
 static bool in_host_memory(const tide_tensor *t)
@@ -48,16 +49,26 @@ static void fail_job(copy_job *job, tide_status st, const char *message)
     done(arg, st, NULL, message);
 }
 
+/* On the copy's stream, just before the copy (traced copies only). */
+static void copy_started(void *p)
+{
+    copy_job *job = p;
+    job->span->start_ns = tide__now_ns();
+}
+
 static void copy_finished(void *p)
 {
     copy_job *job = p;
     tide_tensor *dst = job->dst;
+    tide_device_span *span = job->span;
     tide_device *next = job->final;
     tide_copy_done done = job->done;
     void *arg = job->arg;
     tide_tensor_release(job->src);
     free(job);
-    if (next) { /* the first hop of a copy between device types: from host memory on */
+    if (span && span->start_ns) /* written before done: the step reads it once the _Recv completed */
+        span->end_ns = tide__now_ns();
+    if (next) { /* the first hop of a copy between device types (the one timed): from host memory on */
         tide_tensor_copy_to_device_async(dst, next, done, arg);
         tide_tensor_release(dst);
         return;
@@ -88,7 +99,18 @@ static tide_status after_compute(tide_device *d, tide_stream *stream, tide_error
     return st;
 }
 
-/* Launches the copy of job on stream (NULL: copies at once on this thread), then copy_finished. */
+/* The lane names of copies (tide_node_timing.stream), by kind. */
+static const char *copy_lane(tide_copy_kind kind)
+{
+    switch (kind) {
+    case TIDE_COPY_HOST_TO_DEVICE: return "copy h2d";
+    case TIDE_COPY_DEVICE_TO_HOST: return "copy d2h";
+    default: return "copy d2d";
+    }
+}
+
+/* Launches the copy of job on stream (NULL: copies at once on this thread), then copy_finished. A
+ * traced copy (job->span) first launches copy_started on the stream and names the stream's lane. */
 static void launch(copy_job *job, tide_stream *stream, tide_copy_kind kind, tide_device *src_device)
 {
     tide_error *err = tide_error_new();
@@ -98,6 +120,12 @@ static void launch(copy_job *job, tide_stream *stream, tide_copy_kind kind, tide
     tide_status st = TIDE_OK;
     if (stream && src_device)
         st = after_compute(src_device, stream, err);
+    if (!stream)
+        job->span = NULL;
+    if (st == TIDE_OK && job->span) {
+        *job->span = (tide_device_span){.stream = copy_lane(kind), .device = stream->device->name};
+        st = tide_stream_launch(stream, copy_started, job, err);
+    }
     if (st == TIDE_OK && stream)
         st = tide_stream_memcpy_async(stream, kind, dst, src, bytes, err);
     else if (st == TIDE_OK && bytes)
@@ -112,6 +140,12 @@ static void launch(copy_job *job, tide_stream *stream, tide_copy_kind kind, tide
 }
 
 void tide_tensor_copy_to_device_async(const tide_tensor *src, tide_device *dst, tide_copy_done done, void *arg)
+{
+    tide__tensor_copy_to_device_timed(src, dst, NULL, done, arg);
+}
+
+void tide__tensor_copy_to_device_timed(const tide_tensor *src, tide_device *dst, tide_device_span *span,
+                                       tide_copy_done done, void *arg)
 {
     bool from_host = in_host_memory(src), to_host = !dst || dst->host_visible;
     if (src == tide__dead || (from_host && to_host)) {
@@ -131,7 +165,7 @@ void tide_tensor_copy_to_device_async(const tide_tensor *src, tide_device *dst, 
     else if (!(job = calloc(1, sizeof *job)))
         tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
     if (job) {
-        *job = (copy_job){.src = tide_tensor_retain((tide_tensor *)src), .done = done, .arg = arg};
+        *job = (copy_job){.src = tide_tensor_retain((tide_tensor *)src), .done = done, .arg = arg, .span = span};
         bool two_hops = !from_host && !to_host && from->ops != dst->ops;
         if (two_hops)
             job->final = dst;

@@ -159,6 +159,7 @@ typedef struct tide_step_args {
     int num_observers;
     tide_debugger_slot debugger;   /* snapshot; entry NULL: no debugger */
     int64_t *peak_bytes;           /* observed steps: receives the step's peak (tide_run_info.peak_bytes) */
+    tide_run_device_memory *device_memory; /* observed steps: receives each device's peak (engine order) */
     struct tide_step_capture *capture; /* a step being captured: its items' outputs go to step_capture.c */
 } tide_step_args;
 

@@ -95,6 +95,7 @@ static void timings_from_devices(tide_step *step)
         if (!sp->stream || !t->node)
             continue;
         t->stream = sp->stream;
+        t->stream_device = sp->device ? sp->device : t->device;
         t->launch_start_ns = t->start_ns;
         t->launch_end_ns = t->end_ns;
         if (sp->end_ns > 0) { /* else it did not run (the step failed first): the launch's times stay */
@@ -488,6 +489,8 @@ static void start_async(tide_step *step, const tide_exec_item *it, int k, tide_i
     call->ctx = (tide_kernel_ctx){.kn = &it->kn, .inputs = iter->slots + it->input_base,
                                   .outputs = call->outs, .step = step, .iter = iter,
                                   .item = (struct tide_exec_item *)call};
+    if (step->spans && iter == &step->root) /* a _Recv's copy into or out of an accelerator: its lane */
+        call->ctx.span = &step->spans[it->local];
     it->kn.kernel->spec.compute_async(&call->ctx);
 }
 
@@ -854,6 +857,8 @@ tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tid
         record_costs(&step);
     if (a->peak_bytes)
         *a->peak_bytes = tide__step_memory_peak(step.memory, -1);
+    for (int d = 0; a->device_memory && d < a->engine->num_devices; d++)
+        a->device_memory[d].peak_bytes = tide__step_memory_peak(step.memory, d);
     if (stats)
         *stats = step.tracing ? collect_stats(&step) : NULL;
     tide__step_memory_release(step.memory); /* what the step's values still hold keeps it */

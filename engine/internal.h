@@ -671,9 +671,17 @@ struct tide_kernel_ctx {
 };
 
 typedef struct tide_device_span {
-    const char *stream;              /* the lane: "compute" */
+    const char *stream;              /* the lane: "compute", or a copy's ("copy h2d", "copy d2h", "copy d2d") */
+    const char *device;              /* the full name of the device whose stream it is; NULL: the node's */
     int64_t start_ns, end_ns;        /* CLOCK_MONOTONIC; 0 when it did not run */
 } tide_device_span;
+
+/* tide_tensor_copy_to_device_async for a traced _Recv (device_copy.c): when span is not NULL and the copy
+ * runs on a stream, span says which (stream, device) and when the stream ran it: from a host function
+ * launched on the stream just before the copy to the copy's completion (for a copy between device types,
+ * through host memory, the first hop's stream and both hops' time). */
+void tide__tensor_copy_to_device_timed(const tide_tensor *src, tide_device *dst, tide_device_span *span,
+                                       tide_copy_done done, void *arg);
 
 /* Prepares kn (kernel lookup already done); runs the kernel's init. */
 tide_status tide__kernel_node_init(tide_kernel_node *kn, tide_error *err);

@@ -306,6 +306,25 @@ static tide_status run_with_error(tide_session *s, const tide_run_options *opts,
                                   tide_tensor **fetch_values, tide_node *const *targets, int num_targets,
                                   tide_step_stats **stats, tide_error *err);
 
+/* An observed run's memory per device (tide_run_info.device_memory): the step fills in the peaks;
+ * NULL when out of memory (the observers then get none). */
+static tide_run_device_memory *device_memory_new(const tide_engine *e)
+{
+    tide_run_device_memory *m = calloc((size_t)e->num_devices + 1, sizeof *m);
+    for (int i = 0; m && i < e->num_devices; i++)
+        m[i].device = e->devices[i].name;
+    return m;
+}
+
+/* At the run's end: what each device holds now, and the array into info for run_ended. */
+static void device_memory_held(const tide_engine *e, tide_run_device_memory *m, tide_run_info *info)
+{
+    for (int i = 0; i < e->num_devices; i++)
+        tide_engine_device_memory(e, i, &m[i].held_bytes, NULL);
+    info->num_devices = e->num_devices;
+    info->device_memory = m;
+}
+
 /* err may be NULL; the run's steps then still need an error object to report through (a failure
  * reported into no object must not read as success), so they get one of their own. */
 tide_status tide_session_run(tide_session *s, const tide_run_options *opts, const tide_feed *feeds,
@@ -369,11 +388,16 @@ static tide_status run_with_error(tide_session *s, const tide_run_options *opts,
     int64_t t0 = a.num_observers ? tide__now_ns() : 0;
     for (int o = 0; o < a.num_observers; o++)
         TIDE__OBSERVE(&a.observers[o], run_started, &a.info);
+    tide_run_device_memory *memory = a.num_observers ? device_memory_new(s->engine) : NULL;
+    a.device_memory = memory;
     tide_status st = tide__capture_run(s->captured, tide_session_capture_enabled(s), &a, stats, err);
     int64_t wall = a.num_observers ? tide__now_ns() - t0 : 0;
+    if (memory)
+        device_memory_held(s->engine, memory, &a.info);
     for (int o = 0; o < a.num_observers; o++)
         TIDE__OBSERVE(&a.observers[o], run_ended, &a.info, st, st == TIDE_OK ? "" : tide_error_message(err), wall);
     tide__observers_release(a.observers, a.num_observers);
+    free(memory);
     tide__debugger_release(&a.debugger);
     release_plan(s, p);
     return st;

@@ -388,7 +388,22 @@ typedef struct tide_run_info {
      * devices (outputs and temporaries, all devices together; fed values, variables and values passed
      * along in place are not counted). Per device: tide_step_stats_peak_bytes. */
     int64_t peak_bytes;
+    /* run_ended only: the memory of each of the engine's devices in this run (num_devices of them, in
+     * engine order; borrowed), NULL when unknown (out of memory). */
+    int num_devices;
+    const struct tide_run_device_memory *device_memory;
 } tide_run_info;
+
+/* One device's memory in one run (tide_run_info.device_memory; the run log's runs.device_memory). */
+typedef struct tide_run_device_memory {
+    const char *device;  /* its full name (borrowed) */
+    /* The most bytes the run's kernels held at once on it, in tensors they allocated (peak_bytes for
+     * this device alone; 0 for a replayed captured step, whose buffers were allocated at its capture). */
+    int64_t peak_bytes;
+    /* The bytes held by tensors in its memory when the run ended (tide_engine_device_memory's in_use:
+     * variables, kept values, a captured step's buffers, and whatever other runs in flight held then). */
+    int64_t held_bytes;
+} tide_run_device_memory;
 
 typedef struct tide_node_timing {
     const tide_node *node;
@@ -408,10 +423,14 @@ typedef struct tide_node_timing {
      * member, "h, r, out" (the root last; borrowed, valid as long as the session); NULL otherwise. */
     const char *fused;
     /* A kernel queued on an accelerator's stream (docs/devices.md, GPU timelines): the stream it ran in,
-     * its lane ("compute"; NULL for a node the executor's thread ran itself). start_ns and end_ns are
-     * then when it ran on the device (the simulated device's clock is the host's; a GPU's events
-     * would be mapped onto it), and launch_start_ns/launch_end_ns when the host launched it. */
+     * its lane ("compute"; a _Recv's copy into or out of an accelerator: "copy h2d", "copy d2h" or
+     * "copy d2d"; NULL for a node the executor's thread ran itself), and stream_device the full name of
+     * the device whose stream it is (a copy out of /sim:0 received on /cpu:0 runs on /sim:0's). start_ns
+     * and end_ns are then when it ran on the device's stream (the simulated device's clock is the
+     * host's; a GPU's events would be mapped onto it), and launch_start_ns/launch_end_ns when the host
+     * launched it (a _Recv: from its start until its value was there). */
     const char *stream;
+    const char *stream_device;
     int64_t launch_start_ns, launch_end_ns;
 } tide_node_timing;
 

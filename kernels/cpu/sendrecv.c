@@ -155,8 +155,9 @@ static void recv_done(void *arg, tide_status status, tide_tensor *value, const c
         return;
     }
     if (!packed && !tide_device_can_read(tide_kernel_device(ctx), value)) {
-        /* into or out of an accelerator's memory: the device copies it, asynchronously */
-        tide_tensor_copy_to_device_async(value, tide_kernel_device(ctx), copy_done, ctx);
+        /* into or out of an accelerator's memory: the device copies it, asynchronously (in a traced
+         * step the copy's stream and time become the _Recv's timing: its lane is the copy stream's) */
+        tide__tensor_copy_to_device_timed(value, tide_kernel_device(ctx), ctx->span, copy_done, ctx);
         tide_tensor_release(value);
         return;
     }

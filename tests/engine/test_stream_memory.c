@@ -18,7 +18,8 @@
  *    launch kernels, 60 steps at 50 us per kernel, bit for bit with the CPU after every step;
  *  - an error a queued kernel hits on the device fails the step, naming the node; the next step runs;
  *  - traced runs: the device's kernels have timings on its compute stream's lane, from the device's
- *    clock, in order within the lane, after their launch. */
+ *    clock, in order within the lane, after their launch; the _Recvs that copy the fed value in and the
+ *    fetched value out have timings on the device's copy lanes, within their own span. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -456,14 +457,22 @@ static void test_traced_runs_have_device_lanes(void)
     tide_step_stats *stats = NULL;
     tide_tensor *got = run_chain(e, "/sim:0", xv, 2, true, &stats);
     CU_ASSERT_PTR_NOT_NULL_FATAL(stats);
-    int on_lane = 0;
+    int on_lane = 0, copies_in = 0, copies_out = 0;
     int64_t last_end = 0;
-    bool ordered = true, after_launch = true, on_device = true;
+    bool ordered = true, after_launch = true, on_device = true, copies_within = true;
     const tide_node_timing *lane[64];
     for (int i = 0; i < tide_step_stats_count(stats); i++) {
         const tide_node_timing *t = tide_step_stats_at(stats, i);
         if (!t->stream)
             continue;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(t->stream_device);
+        CU_ASSERT_PTR_NOT_NULL(strstr(t->stream_device, "device:sim:0"));
+        if (strncmp(t->stream, "copy ", 5) == 0) { /* a _Recv's copy (run_chain freed the graph: no node names here) */
+            copies_in += strcmp(t->stream, "copy h2d") == 0 && strstr(t->device, "device:sim:0");
+            copies_out += strcmp(t->stream, "copy d2h") == 0 && strstr(t->device, "device:cpu:0");
+            copies_within &= t->launch_start_ns <= t->start_ns && t->start_ns <= t->end_ns && t->end_ns <= t->launch_end_ns;
+            continue;
+        }
         CU_ASSERT_STRING_EQUAL(t->stream, "compute");
         on_device &= strstr(t->device, "device:sim:0") != NULL;
         after_launch &= t->start_ns >= t->launch_start_ns && t->launch_end_ns >= t->launch_start_ns &&
@@ -473,6 +482,9 @@ static void test_traced_runs_have_device_lanes(void)
         on_lane++;
     }
     CU_ASSERT_EQUAL(on_lane, 29); /* every kernel of the chain: 3 Consts, MatMul, 24 element-wise ops, Sum */
+    CU_ASSERT_EQUAL(copies_in, 1);  /* the fed x, into /sim:0 on its host-to-device stream */
+    CU_ASSERT_EQUAL(copies_out, 1); /* the fetched sum, out of /sim:0 on its device-to-host stream */
+    CU_ASSERT(copies_within);
     CU_ASSERT(on_device);
     CU_ASSERT(after_launch);
     /* One stream runs one kernel at a time: sorted by start, each ends before the next starts. */
