@@ -75,6 +75,39 @@ static void run_started(void *user, const tide_run_info *run)
     st_push(a->store, r);
 }
 
+/* The run's memory per device as runs.device_memory's JSON: [{"device": full name, "peak_bytes": N,
+ * "held_bytes": N}, ...] in engine order; NULL when the engine did not say. */
+static char *device_memory_json(const tide_run_info *run)
+{
+    if (!run->device_memory || run->num_devices <= 0)
+        return NULL;
+    st_buf b = {0};
+    st_buf_puts(&b, "[");
+    for (int i = 0; i < run->num_devices; i++) {
+        const tide_run_device_memory *m = &run->device_memory[i];
+        char numbers[96];
+        st_buf_puts(&b, i ? ",{\"device\":" : "{\"device\":");
+        st_buf_json_string(&b, m->device ? m->device : "");
+        snprintf(numbers, sizeof numbers, ",\"peak_bytes\":%lld,\"held_bytes\":%lld}", (long long)m->peak_bytes,
+                 (long long)m->held_bytes);
+        st_buf_puts(&b, numbers);
+    }
+    st_buf_puts(&b, "]");
+    return st_buf_take(&b);
+}
+
+/* A device stream's lane, "/sim:0 compute" (the device's short name and the stream), or NULL for a node an
+ * executor thread ran. */
+static char *lane_of(const tide_node_timing *t)
+{
+    if (!t->stream)
+        return NULL;
+    char device[128], lane[192];
+    tide_device_short_name(t->stream_device ? t->stream_device : t->device ? t->device : "", device, sizeof device);
+    snprintf(lane, sizeof lane, "%s %s", device, t->stream);
+    return st_strdup(lane);
+}
+
 /* The end of a run carries everything the start did, so that a run whose start record was dropped
  * still gets its row. */
 static void run_ended(void *user, const tide_run_info *run, tide_status status, const char *message,
@@ -93,6 +126,7 @@ static void run_ended(void *user, const tide_run_info *run, tide_status status, 
     r->u.run.started_at_ns = st_realtime_ns() - wall_ns;
     r->u.run.wall_ns = wall_ns;
     r->u.run.peak_bytes = run->peak_bytes;
+    r->u.run.device_memory = device_memory_json(run);
     r->u.run.status = (int)status;
     r->u.run.traced = run->tracing;
     r->u.run.error = status == TIDE_OK ? NULL : st_strdup(message ? message : "");
@@ -126,6 +160,10 @@ static void node_finished(void *user, const tide_run_info *run, const tide_node_
     r->u.timing.shapes = st_strdup(t->output_shapes);
     if (t->fused)
         r->u.timing.fused = st_strdup(t->fused);
+    if ((r->u.timing.lane = lane_of(t))) {
+        r->u.timing.launch_start_ns = t->launch_start_ns;
+        r->u.timing.launch_end_ns = t->launch_end_ns;
+    }
     if (t->frame && t->frame[0]) {
         r->u.timing.frame = st_strdup(t->frame);
         r->u.timing.iteration = t->iteration;

@@ -13,6 +13,16 @@
 #define FEED_SHAPES_SCHEMA 6 /* runs.feed_shapes arrives with this schema version */
 #define ITERATIONS_SCHEMA 7  /* node_timings.frame and .iteration arrive with this one */
 #define FUSED_SCHEMA 9       /* node_timings.fused arrives with this one */
+#define LANES_SCHEMA 10      /* node_timings.lane, launch_*_ns and runs.device_memory arrive with this one */
+
+/* The lane of node_timings row t: its device stream's ("/sim:0 compute"), else its executor thread's. */
+#define LANE_OF(lane) \
+    "ifnull(" lane ", short_device(device) || CASE WHEN thread < 0 THEN ' caller' ELSE ' thread ' || thread END)"
+#define RUN_LANES(lane)                                                                                    \
+    "SELECT " LANE_OF(lane) " AS lane, count(*) AS executions, sum(end_ns - start_ns) AS busy_ns, "           \
+    "min(start_ns) AS first_ns, max(end_ns) AS last_ns FROM node_timings WHERE run_id = ?1 "                   \
+    "GROUP BY 1 ORDER BY CASE WHEN max(" lane " IS NOT NULL) THEN substr(min(" lane "), 1, instr(min(" lane "), ' ') - 1) " \
+    "ELSE min(short_device(device)) END, max(" lane " IS NOT NULL), CASE WHEN max(" lane " IS NULL) THEN min(thread) END, 1"
 
 /* A column that holds a JSON array, as JSON (an empty array when it is not one: the file may be damaged). */
 #define JSON_ARRAY(x)                                                                                     \
@@ -218,6 +228,20 @@ static const named_query queries[] = {
          "SELECT frame, iteration FROM node_timings WHERE run_id = ?1 ORDER BY start_ns, rowid",
          ITERATIONS_SCHEMA,
          "SELECT NULL AS frame, NULL AS iteration FROM node_timings WHERE run_id = ?1 ORDER BY start_ns, rowid"},
+    [TIDE_STORE_Q_RUN_TIMING_LANES] =
+        {"RUN_TIMING_LANES", 1,
+         "SELECT lane, launch_start_ns, launch_end_ns FROM node_timings WHERE run_id = ?1 ORDER BY start_ns, rowid",
+         LANES_SCHEMA,
+         "SELECT NULL AS lane, NULL AS launch_start_ns, NULL AS launch_end_ns FROM node_timings WHERE run_id = ?1 "
+         "ORDER BY start_ns, rowid"},
+    [TIDE_STORE_Q_RUN_LANES] = {"RUN_LANES", 1, RUN_LANES("node_timings.lane"), LANES_SCHEMA, RUN_LANES("NULL")},
+    [TIDE_STORE_Q_RUN_DEVICE_MEMORY] =
+        {"RUN_DEVICE_MEMORY", 1,
+         "SELECT short_device(json_extract(d.value, '$.device')) AS device, json_extract(d.value, '$.peak_bytes') "
+         "AS peak_bytes, json_extract(d.value, '$.held_bytes') AS held_bytes FROM runs r, json_each("
+         JSON_ARRAY("r.device_memory") ") d WHERE r.id = ?1 ORDER BY d.key",
+         LANES_SCHEMA,
+         "SELECT NULL AS device, NULL AS peak_bytes, NULL AS held_bytes WHERE ?1 IS NULL AND 0"},
     [TIDE_STORE_Q_RUN_TIMINGS] =
         {"RUN_TIMINGS", 1,
          "SELECT node, op, device, thread, scheduled_ns, start_ns, end_ns, output_bytes, shapes, fused "

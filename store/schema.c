@@ -134,9 +134,19 @@ static const char migrate_7_to_8[] = "ALTER TABLE runs ADD COLUMN peak_bytes INT
  * timing names the members ("h, r, out", the root last; NULL for a node that ran by itself). */
 static const char migrate_8_to_9[] = "ALTER TABLE node_timings ADD COLUMN fused TEXT;\n";
 
+/* Version 9 -> 10: device timelines and memory per device. A kernel queued on an accelerator's stream (or a
+ * _Recv's copy into or out of one) ran in a lane of its own, "/sim:0 compute", "/gpu:0 copy h2d" (NULL:
+ * the executor thread of `thread` ran it), at start_ns..end_ns on the device, launched by the host at
+ * launch_start_ns..launch_end_ns; each run records its memory per device (a JSON array). */
+static const char migrate_9_to_10[] = "ALTER TABLE node_timings ADD COLUMN lane TEXT;\n"
+                                      "ALTER TABLE node_timings ADD COLUMN launch_start_ns INTEGER;\n"
+                                      "ALTER TABLE node_timings ADD COLUMN launch_end_ns INTEGER;\n"
+                                      "ALTER TABLE runs ADD COLUMN device_memory TEXT;\n";
+
 static const char *const migrations[TIDE_STORE_SCHEMA_VERSION] = {migrate_0_to_1, migrate_1_to_2, migrate_2_to_3,
                                                                    migrate_3_to_4, migrate_4_to_5, migrate_5_to_6,
-                                                                   migrate_6_to_7, migrate_7_to_8, migrate_8_to_9};
+                                                                   migrate_6_to_7, migrate_7_to_8, migrate_8_to_9,
+                                                                   migrate_9_to_10};
 
 static tide_status sql_fail(sqlite3 *db, const char *path, const char *what, tide_error *err)
 {

@@ -120,6 +120,7 @@ void st_record_free(st_record *r)
         free(r->u.run.fetches);
         free(r->u.run.targets);
         free(r->u.run.feed_shapes);
+        free(r->u.run.device_memory);
         break;
     case ST_TIMING:
         free(r->u.timing.node);
@@ -128,6 +129,7 @@ void st_record_free(st_record *r)
         free(r->u.timing.shapes);
         free(r->u.timing.frame);
         free(r->u.timing.fused);
+        free(r->u.timing.lane);
         break;
     case ST_TENSOR:
         free(r->u.tensor.node);

@@ -50,7 +50,7 @@ extern "C" {
 #endif
 
 /* The schema version this build writes (PRAGMA user_version). Files with a newer one are refused. */
-#define TIDE_STORE_SCHEMA_VERSION 9
+#define TIDE_STORE_SCHEMA_VERSION 10
 
 typedef struct tide_store tide_store;
 typedef struct tide_store_health tide_store_health; /* below: what the store could not record */

@@ -65,14 +65,17 @@ typedef struct st_record {
             bool written_with_start; /* ST_RUN_END: the writer wrote it with its start's row */
             char *error, *feeds, *fetches, *targets; /* names as JSON arrays */
             char *feed_shapes; /* JSON array: "dtype [shape]" of each feed, in feeds' order */
+            char *device_memory; /* ST_RUN_END: JSON array, runs.device_memory (NULL: unknown) */
         } run;
         struct { /* ST_TIMING */
             char *node, *op, *device, *shapes;
             char *frame; /* the loop frame instance ("while", "outer:3/inner"); NULL outside loops */
             char *fused; /* a fused group's members ("h, r, out"); NULL for a node run by itself */
+            char *lane;  /* a device stream's lane, "/sim:0 compute"; NULL: the executor thread ran it */
             int64_t iteration;
             int thread;
             int64_t scheduled_ns, start_ns, end_ns, output_bytes;
+            int64_t launch_start_ns, launch_end_ns; /* with a lane: when the host launched it */
         } timing;
         struct { /* ST_TENSOR */
             char *node, *dtype, *shape, *histogram;

@@ -122,6 +122,20 @@ typedef enum tide_store_query_id {
     /* (run): frame, iteration, one row per execution in TIDE_STORE_Q_RUN_TIMINGS's order (the same
      * rows): the loop frame instance and iteration of each, NULL outside loops and before schema 7. */
     TIDE_STORE_Q_RUN_TIMING_ITERATIONS = 28,
+
+    /* ------------------------------------------------ device lanes and memory (viz/timeline.c, :run) */
+    /* (run): lane, launch_start_ns, launch_end_ns, one row per execution in TIDE_STORE_Q_RUN_TIMINGS's
+     * order (the same rows): the device stream's lane a kernel ran in ("/sim:0 compute", "/sim:0 copy
+     * h2d") and when the host launched it; NULL for an execution an executor thread ran, and before
+     * schema 10. */
+    TIDE_STORE_Q_RUN_TIMING_LANES = 29,
+    /* (run): lane, executions, busy_ns (the sum of their end - start), first_ns and last_ns (the first
+     * start and the last end, monotonic ns): one row per lane of the traced run, by device: its executor
+     * threads' ("/cpu:0 thread 1", "/cpu:0 caller") by thread, then its streams' by name. */
+    TIDE_STORE_Q_RUN_LANES = 30,
+    /* (run): device (short), peak_bytes, held_bytes: the run's memory per device (runs.device_memory), in
+     * the engine's device order; no row when the log does not say (before schema 10, a run's end lost). */
+    TIDE_STORE_Q_RUN_DEVICE_MEMORY = 31,
 } tide_store_query_id;
 
 /* Runs query id on the log at path with params (num_params of them, the query's) and keeps up to

@@ -34,11 +34,13 @@ static const char *const sql[Q_COUNT] = {
     [Q_ROLLBACK] = "ROLLBACK",
     [Q_SESSION] = "INSERT INTO sessions(label, threads, devices) VALUES (?, ?, ?)",
     [Q_RUN] = "INSERT INTO runs(session_id, step, run_id, started_at_ns, wall_ns, status, error, feeds, "
-              "fetches, targets, traced, feed_shapes, peak_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    [Q_RUN_END] = "UPDATE runs SET wall_ns = ?, status = ?, error = ?, peak_bytes = ? WHERE id = ?",
+              "fetches, targets, traced, feed_shapes, peak_bytes, device_memory) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    [Q_RUN_END] = "UPDATE runs SET wall_ns = ?, status = ?, error = ?, peak_bytes = ?, device_memory = ? WHERE id = ?",
     [Q_RUN_ROW] = "SELECT id FROM runs WHERE session_id = ? AND step = ? AND run_id = ?",
     [Q_TIMING] = "INSERT INTO node_timings(run_id, node, op, device, thread, scheduled_ns, start_ns, end_ns, "
-                 "output_bytes, shapes, frame, iteration, fused) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 "output_bytes, shapes, frame, iteration, fused, lane, launch_start_ns, launch_end_ns) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [Q_TENSOR] = "INSERT INTO tensors(run_id, step, node, output, dtype, shape, min, max, mean, std, "
                  "nan_count, inf_count, histogram, value, kind, frame, iteration) "
                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -215,6 +217,7 @@ typedef struct run_fields {
     int status;
     bool ended, traced;
     const char *error, *feeds, *fetches, *targets, *feed_shapes;
+    const char *device_memory; /* NULL: unknown */
 } run_fields;
 
 static bool insert_run(writer *w, const run_fields *f)
@@ -229,6 +232,7 @@ static bool insert_run(writer *w, const run_fields *f)
         sqlite3_bind_int(st, 6, f->status);
         bind_text(st, 7, f->error);
         sqlite3_bind_int64(st, 13, f->peak_bytes);
+        bind_text(st, 14, f->device_memory);
     }
     bind_text(st, 8, f->feeds);
     bind_text(st, 9, f->fetches);
@@ -238,8 +242,9 @@ static bool insert_run(writer *w, const run_fields *f)
     return done(w, st, "inserting a run");
 }
 
-/* wall_ns and peak_bytes < 0: unknown (NULL). */
-static bool update_run_end(writer *w, int64_t row, int64_t wall_ns, int64_t peak_bytes, int status, const char *error)
+/* wall_ns and peak_bytes < 0, device_memory NULL: unknown (NULL). */
+static bool update_run_end(writer *w, int64_t row, int64_t wall_ns, int64_t peak_bytes, const char *device_memory,
+                           int status, const char *error)
 {
     sqlite3_stmt *st = stmt(w, Q_RUN_END);
     if (wall_ns >= 0)
@@ -248,7 +253,8 @@ static bool update_run_end(writer *w, int64_t row, int64_t wall_ns, int64_t peak
     bind_text(st, 3, error);
     if (peak_bytes >= 0)
         sqlite3_bind_int64(st, 4, peak_bytes);
-    sqlite3_bind_int64(st, 5, row);
+    bind_text(st, 5, device_memory);
+    sqlite3_bind_int64(st, 6, row);
     return done(w, st, "updating a run");
 }
 
@@ -258,7 +264,8 @@ static run_fields fields_of(const st_record *r, bool ended)
                         .started_at_ns = r->u.run.started_at_ns, .wall_ns = r->u.run.wall_ns,
                         .peak_bytes = r->u.run.peak_bytes, .status = r->u.run.status, .ended = ended, .traced = r->u.run.traced,
                         .error = r->u.run.error, .feeds = r->u.run.feeds, .fetches = r->u.run.fetches,
-                        .targets = r->u.run.targets, .feed_shapes = r->u.run.feed_shapes};
+                        .targets = r->u.run.targets, .feed_shapes = r->u.run.feed_shapes,
+                        .device_memory = r->u.run.device_memory};
 }
 
 #define END_LOOKAHEAD 32 /* records searched after a run's start for its end, to write the row once */
@@ -300,7 +307,8 @@ static bool write_run_end(writer *w, st_record *r)
         run_fields f = fields_of(r, true);
         return insert_run(w, &f);
     }
-    if (!update_run_end(w, w->runs.v[i].row, r->u.run.wall_ns, r->u.run.peak_bytes, r->u.run.status, r->u.run.error))
+    if (!update_run_end(w, w->runs.v[i].row, r->u.run.wall_ns, r->u.run.peak_bytes, r->u.run.device_memory,
+                        r->u.run.status, r->u.run.error))
         return false;
     run_remove(&w->runs, i);
     return true;
@@ -319,7 +327,7 @@ static bool write_late_ends(writer *w)
         const char *error = e->end.status == TIDE_OK ? NULL : ERROR_LOST_MESSAGE;
         bool ok;
         if (e->row) {
-            ok = update_run_end(w, e->row, e->end.wall_ns, e->end.peak_bytes, e->end.status, error);
+            ok = update_run_end(w, e->row, e->end.wall_ns, e->end.peak_bytes, NULL, e->end.status, error);
         } else {
             run_fields f = {.session = e->end.session, .run_id = e->run_id, .step = e->end.step,
                             .started_at_ns = e->end.started_at_ns, .wall_ns = e->end.wall_ns,
@@ -341,7 +349,7 @@ static int64_t mark_unknown_ends(writer *w)
     int64_t n = 0;
     for (int i = 0; i < w->runs.n; i++)
         if (w->runs.v[i].row && !w->runs.v[i].ended)
-            n += update_run_end(w, w->runs.v[i].row, -1, -1, STATUS_UNKNOWN, ERROR_LOST_END);
+            n += update_run_end(w, w->runs.v[i].row, -1, -1, NULL, STATUS_UNKNOWN, ERROR_LOST_END);
     return n;
 }
 
@@ -414,6 +422,11 @@ static bool write_timing(writer *w, st_record *r, int64_t run)
     }
     if (r->u.timing.fused) /* NULL for a node that ran by itself */
         bind_text(st, 13, r->u.timing.fused);
+    if (r->u.timing.lane) { /* NULL for a node an executor thread ran */
+        bind_text(st, 14, r->u.timing.lane);
+        sqlite3_bind_int64(st, 15, r->u.timing.launch_start_ns);
+        sqlite3_bind_int64(st, 16, r->u.timing.launch_end_ns);
+    }
     return done(w, st, "inserting a node timing");
 }
 

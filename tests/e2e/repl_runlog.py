@@ -219,7 +219,7 @@ def test_session(tmp):
     has(":sql -w 8: cells clipped at 8", r"^a lon\.\.\.  7$", out("sql_narrow"))
     has(":sql -w with a bad width: usage", r"^usage: :sql \[-w N\] QUERY", err("sql_bad_width"))
     check("the refused writes changed nothing", not os.path.exists(os.path.join(tmp, "other.db")) and
-          db_rows(log, "PRAGMA user_version")[0][0] == 9, "")  # schema version 9 (store/store.h)
+          db_rows(log, "PRAGMA user_version")[0][0] == 10, "")  # schema version 10 (store/store.h)
 
     # :watch, :unwatch
     has(":watch W", r"^watching W: ", out("watch_list"))

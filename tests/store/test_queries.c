@@ -2,8 +2,9 @@
  * written by a real engine and store (a session on two devices, its graph, a traced run and plain ones,
  * a watched scalar fed finite and non-finite values, a ScalarSummary of it), the short device names (SQL
  * short_device()), non-finite values kept in the log and read back (a NaN summary is stored, not NULL),
- * curves per run signature (the fed shapes recorded), the statements for an older schema, and the errors (an unknown id, a wrong number of parameters, a
- * missing file). */
+ * curves per run signature (the fed shapes recorded), the device streams' lanes and the memory per device
+ * of a run on the simulated accelerator, the statements for an older schema, and the errors (an unknown
+ * id, a wrong number of parameters, a missing file). */
 #include <math.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -429,6 +430,128 @@ static void test_fused_groups(void)
     temp_db_remove();
 }
 
+/* A traced run on /sim:0 (x fed on the host, three kernels on the device, the result fetched): its kernels
+ * are logged on the lane "/sim:0 compute" with their launch times, the _Recvs that copy x in and the
+ * result out on "/sim:0 copy h2d" and "/sim:0 copy d2h"; RUN_LANES sums the lanes; the run's memory per
+ * device is logged (the device's kernels' peak). Then schema 9: no lanes, no memory, the rest read. */
+static void test_device_lanes(void)
+{
+    temp_db_new("tide-queries-lanes");
+    tide_engine_options o;
+    tide_engine_options_init(&o);
+    o.num_threads = 2;
+    o.num_sim_devices = 1;
+    tide_engine *e = tide_engine_new(&o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    tide_graph *g = tide_graph_new();
+    int64_t xd[1] = {1000};
+    tide_node *x = gu_placeholder(g, "x", TIDE_FLOAT32, 1, xd);
+    tide_graph_push_device(g, "/sim:0");
+    tide_node *sq = gu_op(g, "Square", "sq", 1, &x);
+    tide_node *neg = gu_op(g, "Neg", "neg", 1, &sq);
+    tide_node *out = gu_op(g, "Abs", "out", 1, &neg);
+    tide_graph_pop_device(g);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    tide_error *err = tide_error_new();
+    tide_session *s = tide_session_new(e, g, NULL, err);
+    tide_store *store = tide_store_open(db_path, NULL, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT(tide_store_attach(store, e, err) > 0);
+    CU_ASSERT(tide_store_log_session(store, s, e, "lanes", err) > 0);
+    float xv[1000];
+    for (int i = 0; i < 1000; i++)
+        xv[i] = (float)i;
+    tide_feed feed = {{x, 0}, th_f32(1, xd, xv)};
+    tide_output fetch = {out, 0};
+    tide_tensor *got = NULL;
+    tide_run_options ro = {.trace = true};
+    CU_ASSERT_EQUAL(tide_session_run(s, &ro, &feed, 1, &fetch, 1, &got, NULL, 0, NULL, err), TIDE_OK);
+    CU_ASSERT(got && ((const float *)tide_tensor_data(got))[3] == 9.0f);
+    tide_tensor_release(got);
+    tide_tensor_release(feed.value);
+    CU_ASSERT_EQUAL(tide_store_flush(store, err), TIDE_OK);
+    tide_store_close(store);
+    const char *one[] = {"1"};
+    tide_store_table *t = named(TIDE_STORE_Q_RUN_TIMINGS, one, 1), *lanes = named(TIDE_STORE_Q_RUN_TIMING_LANES, one, 1);
+    CU_ASSERT_EQUAL_FATAL(tide_store_table_num_rows(lanes), tide_store_table_num_rows(t));
+    int compute = 0, h2d = 0, d2h = 0;
+    int64_t last_end = 0;
+    for (int i = 0; i < tide_store_table_num_rows(t); i++) { /* rows by start time */
+        const char *op = tide_store_table_cell(t, i, 1), *lane = tide_store_table_cell(lanes, i, 0);
+        if (tide_store_table_is_null(lanes, i, 0)) {
+            CU_ASSERT(tide_store_table_is_null(lanes, i, 1)); /* no launch: the thread ran it */
+            continue;
+        }
+        int64_t start = strtoll(tide_store_table_cell(t, i, 5), NULL, 10), end = strtoll(tide_store_table_cell(t, i, 6), NULL, 10);
+        int64_t launch = strtoll(tide_store_table_cell(lanes, i, 1), NULL, 10);
+        int64_t launch_end = strtoll(tide_store_table_cell(lanes, i, 2), NULL, 10);
+        CU_ASSERT(end >= start && launch_end >= launch && start >= launch);
+        if (strcmp(lane, "/sim:0 compute") == 0) {
+            compute++;
+            CU_ASSERT(strcmp(op, "Square") == 0 || strcmp(op, "Neg") == 0 || strcmp(op, "Abs") == 0);
+            CU_ASSERT(start >= last_end); /* one kernel at a time in the lane */
+            last_end = end;
+        } else {
+            CU_ASSERT_STRING_EQUAL(op, "_Recv");
+            h2d += strcmp(lane, "/sim:0 copy h2d") == 0;
+            d2h += strcmp(lane, "/sim:0 copy d2h") == 0;
+        }
+    }
+    CU_ASSERT_EQUAL(compute, 3);
+    CU_ASSERT_EQUAL(h2d, 1);
+    CU_ASSERT_EQUAL(d2h, 1);
+    tide_store_table_free(lanes);
+    tide_store_table_free(t);
+    t = named(TIDE_STORE_Q_RUN_LANES, one, 1);
+    bool saw_compute = false, in_order = true; /* by device; its threads, then its streams */
+    char last[64] = "";
+    for (int i = 0; i < tide_store_table_num_rows(t); i++) {
+        const char *lane = tide_store_table_cell(t, i, 0);
+        bool stream = strstr(lane, " compute") || strstr(lane, " copy ");
+        char key[64];
+        snprintf(key, sizeof key, "%.*s %d", (int)strcspn(lane, " "), lane, stream);
+        in_order &= strcmp(last, key) <= 0;
+        snprintf(last, sizeof last, "%s", key);
+        if (strcmp(lane, "/sim:0 compute") == 0) {
+            saw_compute = true;
+            CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, i, 1), "3");
+        }
+    }
+    CU_ASSERT(saw_compute && in_order);
+    tide_store_table_free(t);
+    t = named(TIDE_STORE_Q_RUN_DEVICE_MEMORY, one, 1);
+    CU_ASSERT_EQUAL_FATAL(tide_store_table_num_rows(t), 2);
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 0), "/cpu:0");
+    CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 1, 0), "/sim:0");
+    CU_ASSERT(strtoll(tide_store_table_cell(t, 1, 1), NULL, 10) >= 4000); /* the device's kernels: 1000 floats at least */
+    CU_ASSERT(strtoll(tide_store_table_cell(t, 1, 2), NULL, 10) >= 0);
+    tide_store_table_free(t);
+    /* schema 9: no lanes nor memory; the rest is read */
+    sqlite3 *db = NULL;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open(db_path, &db), SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(db, "ALTER TABLE node_timings DROP COLUMN lane; ALTER TABLE node_timings DROP COLUMN "
+                                 "launch_start_ns; ALTER TABLE node_timings DROP COLUMN launch_end_ns; ALTER TABLE runs "
+                                 "DROP COLUMN device_memory; PRAGMA user_version = 9", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    t = named(TIDE_STORE_Q_RUN_TIMING_LANES, one, 1);
+    CU_ASSERT(tide_store_table_num_rows(t) >= 5);
+    for (int i = 0; i < tide_store_table_num_rows(t); i++)
+        CU_ASSERT(tide_store_table_is_null(t, i, 0));
+    tide_store_table_free(t);
+    t = named(TIDE_STORE_Q_RUN_DEVICE_MEMORY, one, 1);
+    CU_ASSERT_EQUAL(tide_store_table_num_rows(t), 0);
+    tide_store_table_free(t);
+    t = named(TIDE_STORE_Q_RUN_LANES, one, 1);
+    for (int i = 0; i < tide_store_table_num_rows(t); i++)
+        CU_ASSERT(strstr(tide_store_table_cell(t, i, 0), " thread ") || strstr(tide_store_table_cell(t, i, 0), " caller"));
+    tide_store_table_free(t);
+    tide_error_free(err);
+    tide_session_free(s);
+    tide_graph_free(g);
+    tide_engine_free(e);
+    temp_db_remove();
+}
+
 /* A file of schema 2 (no node_timings.shapes) is read with the statements written for it. */
 static void test_older_schema(void)
 {
@@ -492,6 +615,7 @@ int main(void)
         TH_TEST(test_json_documents),
         TH_TEST(test_non_finite_curves),
         TH_TEST(test_fused_groups),
+        TH_TEST(test_device_lanes),
         TH_TEST(test_older_schema),
         TH_TEST(test_errors),
         TH_END,

@@ -225,8 +225,9 @@ static const char schema_v1_file[] =
 
 /* Every earlier version migrates: version 1 gains tensors.kind and the summaries table (2), then
  * node_timings.shapes (3), graph_nodes (4), a wider name index (5), runs.feed_shapes (6, NULL in the
- * old rows), loop frames (7), runs.peak_bytes (8, NULL in the old rows), then node_timings.fused (9), and
- * keeps its rows; the migrated file takes new records. */
+ * old rows), loop frames (7), runs.peak_bytes (8, NULL in the old rows), node_timings.fused (9), then the
+ * device lanes and memory (10: node_timings.lane and launch times, runs.device_memory, NULL in the old rows),
+ * and keeps its rows; the migrated file takes new records. */
 static void test_version1_migrates(void)
 {
     temp_db_new("tide-store");
@@ -247,6 +248,9 @@ static void test_version1_migrates(void)
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE run_id = 7 AND feed_shapes IS NULL"), 1);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE run_id = 7 AND peak_bytes IS NULL"), 1);
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM pragma_table_info('node_timings') WHERE name = 'fused'"), 1);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM pragma_table_info('node_timings') WHERE name IN "
+                              "('lane', 'launch_start_ns', 'launch_end_ns')"), 3);
+    CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM runs WHERE run_id = 7 AND device_memory IS NULL"), 1);
     ASSERT_TEXT(db, "SELECT label FROM sessions WHERE id = 1", "old");
     ASSERT_TEXT(db, "SELECT kind FROM tensors WHERE node = 'loss'", "watched");
     CU_ASSERT_EQUAL(q_int(db, "SELECT count(*) FROM summaries"), 0);
