@@ -135,11 +135,14 @@ static const command commands[] = {
      "(has per-node timings), what it fetched and when it started (local time). `:run ID` shows one.\n"
      "Every run() is logged; `:log` says where the log is.",
      repl_cmd_runs, false},
-    {"run", NULL, 0, 1, "[ID]", "one run of the log: its status, times and slowest nodes",
+    {"run", NULL, 0, 1, "[ID]", "one run of the log: its status, memory, lanes and slowest nodes",
      "Shows the run ID of the run log (as `:runs` lists it; without ID, the latest): its step and\n"
      "session, status and error, wall time, start time, feeds, fetches and targets, how many tensors it\n"
-     "logged and, for a traced run, its 10 slowest nodes (op, device, executor thread, kernel time in\n"
-     "microseconds and its share of the run's wall time). Which runs are traced: `:trace`.",
+     "logged, its memory per device (the most its kernels held at once there; what the device held when\n"
+     "it ended) and, for a traced run, its lanes (each executor thread and device stream, such as\n"
+     "/sim:0 compute or /sim:0 copy h2d, with its executions and busy time) and its 10 slowest nodes (op,\n"
+     "device, executor thread, kernel time in microseconds and its share of the run's wall time). Which\n"
+     "runs are traced: `:trace`.",
      repl_cmd_run, false},
     {"tensor", NULL, 1, 2, "NODE [STEP]", "a watched node's value and statistics at a past step",
      "Time travel: the value a watched node (`:watch NODE`) had at step STEP of its session, read from\n"

@@ -297,6 +297,41 @@ static void print_peak(const char *path, const char *id)
     tide_store_table_free(t);
 }
 
+/* The run's memory per device (runs.device_memory: schema 10 on, not when its end was lost), one line. */
+static void print_device_memory(const char *path, const char *id)
+{
+    const char *params[] = {id};
+    tide_store_table *t = tide_store_query_named(path, TIDE_STORE_Q_RUN_DEVICE_MEMORY, params, 1, 4096, NULL);
+    int n = t ? tide_store_table_num_rows(t) : 0;
+    for (int i = 0; i < n; i++) {
+        char peak[32], held[32];
+        format_bytes(strtod(tide_store_table_cell(t, i, 1), NULL), peak, sizeof peak);
+        format_bytes(strtod(tide_store_table_cell(t, i, 2), NULL), held, sizeof held);
+        printf("%s%s peak %s, held %s", i ? "; " : "  memory per device (its kernels' peak; held at the end): ",
+               tide_store_table_cell(t, i, 0), peak, held);
+    }
+    if (n)
+        putchar('\n');
+    tide_store_table_free(t);
+}
+
+/* A traced run's lanes: each executor thread and device stream, what ran there and how long it was busy. */
+static void print_lanes(const char *path, const char *id)
+{
+    const char *params[] = {id};
+    tide_store_table *t = tide_store_query_named(path, TIDE_STORE_Q_RUN_LANES, params, 1, 4096, NULL);
+    int n = t ? tide_store_table_num_rows(t) : 0;
+    if (n)
+        printf("  lanes (executor threads, device streams):\n");
+    for (int i = 0; i < n; i++) {
+        double busy_us = strtod(tide_store_table_cell(t, i, 2), NULL) / 1e3;
+        double span_us = (strtod(tide_store_table_cell(t, i, 4), NULL) - strtod(tide_store_table_cell(t, i, 3), NULL)) / 1e3;
+        printf("    %-24s %6s executions, busy %.1f us of %.1f us\n", tide_store_table_cell(t, i, 0),
+               tide_store_table_cell(t, i, 1), busy_us, span_us);
+    }
+    tide_store_table_free(t);
+}
+
 repl_result repl_cmd_run(repl *r, int argc, char **argv)
 {
     int64_t id = 0;
@@ -318,6 +353,7 @@ repl_result repl_cmd_run(repl *r, int argc, char **argv)
         repl_print_capture(r);
     int64_t run = strtoll(cell(t, "id"), NULL, 10);
     print_peak(path, cell(t, "id"));
+    print_device_memory(path, cell(t, "id"));
     bool traced = strcmp(cell(t, "traced"), "1") == 0;
     tide_store_table *slowest = traced ? tide_store_query_slowest_nodes(path, run, SLOWEST_NODES, r->err) : NULL;
     if (!traced)
@@ -327,6 +363,7 @@ repl_result repl_cmd_run(repl *r, int argc, char **argv)
     else if (tide_store_table_num_rows(slowest) == 0)
         printf("  traced, but no node timings were logged (no node ran, or :log counts them as dropped)\n");
     else {
+        print_lanes(path, cell(t, "id"));
         printf("  traced: %s nodes timed; the slowest:\n", cell(t, "nodes_timed"));
         print_table(slowest, "");
     }

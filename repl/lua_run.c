@@ -213,6 +213,12 @@ static int push_stats(lua_State *L, tide_step_stats *stats)
             lua_pushstring(L, t->fused);
             lua_setfield(L, -2, "fused");
         }
+        if (t->stream) { /* queued on a device stream: its lane, "/sim:0 compute"; times are the device's */
+            char device[128];
+            tide_device_short_name(t->stream_device ? t->stream_device : t->device, device, sizeof device);
+            lua_pushfstring(L, "%s %s", device, t->stream);
+            lua_setfield(L, -2, "lane");
+        }
         if (t->frame && t->frame[0]) { /* inside a loop: one entry per iteration */
             lua_pushstring(L, t->frame);
             lua_setfield(L, -2, "frame");

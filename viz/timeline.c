@@ -1,6 +1,8 @@
 /* timeline.c — a traced run's node timings as the timeline JSON of the pages (/api/timeline) and as
  * a Chrome trace (Trace Event Format, for Perfetto and chrome://tracing). Both share one reading of
- * the run: its lanes (one per device and executor thread, in device then thread order), times
+ * the run: its lanes (one per device and executor thread, and one per device stream that ran kernels or
+ * copies, "/sim:0 compute", "/sim:0 copy h2d": node_timings.lane; in device order, each device's
+ * threads before its streams), its memory per device (runs.device_memory), times
  * relative to the run's earliest scheduled or start time, its transfers (each _Send paired with
  * the _Recv of the same tensor and destination, named by engine/plan.c "T/_send_to_cpuN" and
  * "T/_recv_on_cpuN"), and how long each asynchronous _Recv waited: a _Recv starts when its step
@@ -20,7 +22,8 @@ enum { C_NODE, C_OP, C_DEVICE, C_THREAD, C_SCHED, C_START, C_END, C_BYTES, C_SHA
 
 typedef struct tl_lane {
     const char *device; /* full name (borrowed from the table) */
-    int thread;
+    int thread;         /* an executor thread's lane (-1: the caller's); ignored for a stream's */
+    const char *stream; /* a device stream's lane: its name, "/sim:0 compute" (borrowed); NULL: a thread's */
     const char *color;  /* its device's colour in the session's palette (palette.c) */
 } tl_lane;
 
@@ -33,6 +36,8 @@ typedef struct tl_run {
     bool has_wall, traced, has_peak;
     tide_store_table *rows;
     tide_store_table *iterations; /* frame, iteration per row (NULL: none known) */
+    tide_store_table *streams;    /* lane, launch_start_ns, launch_end_ns per row (NULL: none known) */
+    tide_store_table *memory;     /* device, peak_bytes, held_bytes per device */
     int num_rows;
     int *lane_of;       /* per row */
     tl_lane *lanes;
@@ -47,6 +52,8 @@ static void tl_run_free(tl_run *r)
 {
     tide_store_table_free(r->rows);
     tide_store_table_free(r->iterations);
+    tide_store_table_free(r->streams);
+    tide_store_table_free(r->memory);
     free(r->lane_of);
     free(r->lanes);
     free(r->transfers);
@@ -58,14 +65,20 @@ static int cmp_lanes(const void *a, const void *b)
 {
     const tl_lane *x = a, *y = b;
     int c = vz_natural_cmp(x->device, y->device);
-    return c ? c : (x->thread > y->thread) - (x->thread < y->thread);
+    if (c || (x->stream != NULL) != (y->stream != NULL))
+        return c ? c : x->stream ? 1 : -1;
+    return x->stream ? vz_natural_cmp(x->stream, y->stream) : (x->thread > y->thread) - (x->thread < y->thread);
 }
 
-static int find_lane(const tl_run *r, const char *device, int thread)
+/* The lane of an executor thread (stream NULL) or of a device stream. */
+static int find_lane(const tl_run *r, const char *device, int thread, const char *stream)
 {
-    for (int i = 0; i < r->num_lanes; i++)
-        if (r->lanes[i].thread == thread && strcmp(r->lanes[i].device, device) == 0)
+    for (int i = 0; i < r->num_lanes; i++) {
+        const tl_lane *l = &r->lanes[i];
+        if (stream ? l->stream && strcmp(l->stream, stream) == 0
+                   : !l->stream && l->thread == thread && strcmp(l->device, device) == 0)
             return i;
+    }
     return -1;
 }
 
@@ -95,6 +108,28 @@ static void iteration_json(tide_json *j, const tl_run *r, int row)
     tide_json_int(j, vz_cell_int(r->iterations, row, 1));
 }
 
+/* The device stream's lane a row ran in ("/sim:0 compute"), or NULL for an executor thread's. */
+static const char *stream_of(const tl_run *r, int row)
+{
+    if (!r->streams || tide_store_table_is_null(r->streams, row, 0))
+        return NULL;
+    return tide_store_table_cell(r->streams, row, 0);
+}
+
+/* The full name of the device a stream's lane belongs to: a device of the run's rows whose short name
+ * starts the lane ("/sim:0" of "/sim:0 copy d2h", which a _Recv on /cpu:0 ran in), else the row's. */
+static const char *stream_device(const tl_run *r, int row, const char *stream)
+{
+    char shortname[128];
+    size_t n = strcspn(stream, " ");
+    for (int i = 0; i < r->num_rows; i++) {
+        tide_device_short_name(cell(r, i, C_DEVICE), shortname, sizeof shortname);
+        if (strlen(shortname) == n && strncmp(shortname, stream, n) == 0)
+            return cell(r, i, C_DEVICE);
+    }
+    return cell(r, row, C_DEVICE);
+}
+
 static bool make_lanes(tl_run *r)
 {
     r->lanes = malloc((size_t)(r->num_rows ? r->num_rows : 1) * sizeof *r->lanes);
@@ -102,14 +137,15 @@ static bool make_lanes(tl_run *r)
     if (!r->lanes || !r->lane_of)
         return false;
     for (int i = 0; i < r->num_rows; i++) {
-        const char *dev = cell(r, i, C_DEVICE);
+        const char *dev = cell(r, i, C_DEVICE), *stream = stream_of(r, i);
         int thread = (int)vz_cell_int(r->rows, i, C_THREAD);
-        if (find_lane(r, dev, thread) < 0)
-            r->lanes[r->num_lanes++] = (tl_lane){dev, thread, VZ_UNPLACED_COLOR};
+        if (find_lane(r, dev, thread, stream) < 0)
+            r->lanes[r->num_lanes++] =
+                (tl_lane){stream ? stream_device(r, i, stream) : dev, thread, stream, VZ_UNPLACED_COLOR};
     }
     qsort(r->lanes, (size_t)r->num_lanes, sizeof *r->lanes, cmp_lanes);
     for (int i = 0; i < r->num_rows; i++)
-        r->lane_of[i] = find_lane(r, cell(r, i, C_DEVICE), (int)vz_cell_int(r->rows, i, C_THREAD));
+        r->lane_of[i] = find_lane(r, cell(r, i, C_DEVICE), (int)vz_cell_int(r->rows, i, C_THREAD), stream_of(r, i));
     return true;
 }
 
@@ -227,6 +263,17 @@ static tide_status load_run(const char *db_path, int64_t id, tl_run *r, tide_err
         tide_store_table_free(r->iterations);
         r->iterations = NULL;
     }
+    /* the device streams' lanes, read the same way (a mismatch: every row on its thread's lane) */
+    r->streams = vz_query(db_path, TIDE_STORE_Q_RUN_TIMING_LANES, &id, 1, 1 << 24, err);
+    if (!r->streams)
+        return err ? tide_error_code(err) : TIDE_INTERNAL;
+    if (tide_store_table_num_rows(r->streams) != r->num_rows) {
+        tide_store_table_free(r->streams);
+        r->streams = NULL;
+    }
+    r->memory = vz_query(db_path, TIDE_STORE_Q_RUN_DEVICE_MEMORY, &id, 1, 4096, err);
+    if (!r->memory)
+        return err ? tide_error_code(err) : TIDE_INTERNAL;
     r->t0 = INT64_MAX;
     for (int i = 0; i < r->num_rows; i++)
         for (int c = C_SCHED; c <= C_START; c++)
@@ -251,6 +298,10 @@ static void time_us(tide_json *j, const tl_run *r, int row, int col)
 static char *lane_label(const tl_lane *l, char *buf, size_t size)
 {
     char dev[128], thread[32];
+    if (l->stream) { /* already "/sim:0 compute" */
+        snprintf(buf, size, "%s", l->stream);
+        return buf;
+    }
     tide_device_short_name(l->device, dev, sizeof dev);
     if (l->thread < 0)
         snprintf(thread, sizeof thread, "caller");
@@ -260,9 +311,57 @@ static char *lane_label(const tl_lane *l, char *buf, size_t size)
     return buf;
 }
 
-static void run_json(tide_json *j, const tl_run *r)
+/* The run's memory per device: [{"device", "peak_bytes", "held_bytes"}] (empty when the log does not say). */
+static void memory_json(tide_json *j, const tl_run *r)
+{
+    tide_json_begin_array(j);
+    for (int i = 0; i < tide_store_table_num_rows(r->memory); i++) {
+        tide_json_begin_object(j);
+        tide_json_key(j, "device");
+        tide_json_string(j, tide_store_table_cell(r->memory, i, 0));
+        tide_json_key(j, "peak_bytes");
+        tide_json_int(j, vz_cell_int(r->memory, i, 1));
+        tide_json_key(j, "held_bytes");
+        tide_json_int(j, vz_cell_int(r->memory, i, 2));
+        tide_json_end_object(j);
+    }
+    tide_json_end_array(j);
+}
+
+/* A row that ran in a device stream's lane: when the host launched it (µs from the run's start), as
+ * "launch_start_us" and "launch_end_us"; nothing for a row an executor thread ran. */
+static void launch_json(tide_json *j, const tl_run *r, int row)
+{
+    if (!stream_of(r, row) || tide_store_table_is_null(r->streams, row, 1))
+        return;
+    tide_json_key(j, "launch_start_us");
+    tide_json_double(j, (double)(vz_cell_int(r->streams, row, 1) - r->t0) / 1000.0);
+    tide_json_key(j, "launch_end_us");
+    tide_json_double(j, (double)(vz_cell_int(r->streams, row, 2) - r->t0) / 1000.0);
+}
+
+static void lane_json(tide_json *j, const tl_lane *l)
 {
     char buf[192];
+    tide_json_begin_object(j);
+    tide_json_key(j, "device");
+    tide_json_string(j, tide_device_short_name(l->device, buf, sizeof buf));
+    tide_json_key(j, "thread");
+    tide_json_int(j, l->stream ? -1 : l->thread);
+    tide_json_key(j, "stream"); /* the device stream's name ("compute", "copy h2d"); null for a thread */
+    if (l->stream)
+        tide_json_string(j, l->stream + strcspn(l->stream, " ") + (l->stream[strcspn(l->stream, " ")] != '\0'));
+    else
+        tide_json_null(j);
+    tide_json_key(j, "label");
+    tide_json_string(j, lane_label(l, buf, sizeof buf));
+    tide_json_key(j, "color");
+    tide_json_string(j, l->color);
+    tide_json_end_object(j);
+}
+
+static void run_json(tide_json *j, const tl_run *r)
+{
     tide_json_begin_object(j);
     tide_json_key(j, "id");
     tide_json_int(j, r->id);
@@ -285,20 +384,12 @@ static void run_json(tide_json *j, const tl_run *r)
         tide_json_int(j, r->peak_bytes);
     else
         tide_json_null(j);
+    tide_json_key(j, "device_memory");
+    memory_json(j, r);
     tide_json_key(j, "lanes");
     tide_json_begin_array(j);
-    for (int i = 0; i < r->num_lanes; i++) {
-        tide_json_begin_object(j);
-        tide_json_key(j, "device");
-        tide_json_string(j, tide_device_short_name(r->lanes[i].device, buf, sizeof buf));
-        tide_json_key(j, "thread");
-        tide_json_int(j, r->lanes[i].thread);
-        tide_json_key(j, "label");
-        tide_json_string(j, lane_label(&r->lanes[i], buf, sizeof buf));
-        tide_json_key(j, "color");
-        tide_json_string(j, r->lanes[i].color);
-        tide_json_end_object(j);
-    }
+    for (int i = 0; i < r->num_lanes; i++)
+        lane_json(j, &r->lanes[i]);
     tide_json_end_array(j);
     tide_json_key(j, "events");
     tide_json_begin_array(j);
@@ -333,6 +424,7 @@ static void run_json(tide_json *j, const tl_run *r)
         else
             tide_json_string(j, cell(r, i, C_FUSED));
         iteration_json(j, r, i);
+        launch_json(j, r, i);
         tide_json_end_object(j);
     }
     tide_json_end_array(j);
@@ -392,7 +484,8 @@ char *tide_viz_timeline_json(const char *db_path, const int64_t *runs, int n, si
 /* ---------------------------------------------------------------- Chrome trace */
 
 /* Trace processes are devices (pid 1, 2, ... in lane order), threads the executor threads (tid 0 for
- * the caller's thread, else thread + 1). */
+ * the caller's thread, else thread + 1) and the device's streams (tid 1000, 1001, ... in lane order,
+ * named "compute", "copy h2d"...). */
 static int lane_pid(const tl_run *r, int lane)
 {
     int pid = 1;
@@ -403,7 +496,22 @@ static int lane_pid(const tl_run *r, int lane)
 
 static int lane_tid(const tl_run *r, int lane)
 {
-    return r->lanes[lane].thread < 0 ? 0 : r->lanes[lane].thread + 1;
+    if (!r->lanes[lane].stream)
+        return r->lanes[lane].thread < 0 ? 0 : r->lanes[lane].thread + 1;
+    int k = 0;
+    for (int i = lane - 1; i >= 0 && r->lanes[i].stream && strcmp(r->lanes[i].device, r->lanes[lane].device) == 0; i--)
+        k++;
+    return 1000 + k;
+}
+
+/* The trace process of a device (its short name), or -1 when none of the run's lanes is on it. */
+static int device_pid(const tl_run *r, const char *short_device)
+{
+    char buf[128];
+    for (int l = 0; l < r->num_lanes; l++)
+        if (strcmp(tide_device_short_name(r->lanes[l].device, buf, sizeof buf), short_device) == 0)
+            return lane_pid(r, l);
+    return -1;
 }
 
 static void metadata(tide_json *j, const char *what, int pid, int tid, const char *name, int sort)
@@ -443,6 +551,46 @@ static void trace_metadata(tide_json *j, const tl_run *r)
         }
         metadata(j, "thread_name", pid, tid, strchr(lane_label(&r->lanes[l], buf, sizeof buf), ' ') + 1, 0);
         metadata(j, "thread_sort_index", pid, tid, NULL, tid);
+    }
+}
+
+static void counter(tide_json *j, const char *name, int pid, double ts, int64_t bytes)
+{
+    tide_json_begin_object(j);
+    tide_json_key(j, "name");
+    tide_json_string(j, name);
+    tide_json_key(j, "ph");
+    tide_json_string(j, "C");
+    tide_json_key(j, "pid");
+    tide_json_int(j, pid);
+    tide_json_key(j, "ts");
+    tide_json_double(j, ts);
+    tide_json_key(j, "args");
+    tide_json_begin_object(j);
+    tide_json_key(j, "bytes");
+    tide_json_int(j, bytes);
+    tide_json_end_object(j);
+    tide_json_end_object(j);
+}
+
+/* The run's memory per device as counter tracks of the device's process ("peak bytes", "held bytes"),
+ * constant over the run: one value per run is what the log holds. A device none of the run's lanes is on
+ * gets a process of its own after the others. */
+static void memory_counters(tide_json *j, const tl_run *r, double end_us)
+{
+    int next_pid = r->num_lanes ? lane_pid(r, r->num_lanes - 1) + 1 : 1;
+    for (int i = 0; i < tide_store_table_num_rows(r->memory); i++) {
+        const char *device = tide_store_table_cell(r->memory, i, 0);
+        int pid = device_pid(r, device);
+        if (pid < 0) {
+            pid = next_pid++;
+            metadata(j, "process_name", pid, -1, device, 0);
+            metadata(j, "process_sort_index", pid, -1, NULL, pid);
+        }
+        for (int k = 0; k < 2; k++) {
+            counter(j, "peak bytes", pid, k ? end_us : 0, vz_cell_int(r->memory, i, 1));
+            counter(j, "held bytes", pid, k ? end_us : 0, vz_cell_int(r->memory, i, 2));
+        }
     }
 }
 
@@ -488,6 +636,7 @@ static void slice(tide_json *j, const tl_run *r, int i)
         tide_json_string(j, cell(r, i, C_FUSED));
     }
     iteration_json(j, r, i);
+    launch_json(j, r, i);
     tide_json_end_object(j);
     tide_json_end_object(j);
 }
@@ -544,6 +693,11 @@ char *tide_viz_chrome_trace(const char *db_path, int64_t run, size_t *len, tide_
         flow(&j, &r, t + 1, r.transfers[t].send, true);
         flow(&j, &r, t + 1, r.transfers[t].recv, false);
     }
+    double end_us = r.has_wall ? (double)r.wall_ns / 1000.0 : 0;
+    for (int i = 0; i < r.num_rows; i++)
+        if (row_us(&r, i, C_END) > end_us)
+            end_us = row_us(&r, i, C_END);
+    memory_counters(&j, &r, end_us);
     tide_json_end_array(&j);
     tide_json_key(&j, "displayTimeUnit");
     tide_json_string(&j, "ms");

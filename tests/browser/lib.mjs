@@ -85,8 +85,8 @@ export async function launch(chromium) {
 }
 
 // Runs tide with args, statements on stdin (as the prompt reads them, so ':' commands work).
-export function runTide(tide, args, input) {
-  const r = spawnSync(tide, args, {input, encoding: 'utf8', timeout: 180000, env: {...process.env, TIDE_LOG: ''}});
+export function runTide(tide, args, input, env) {
+  const r = spawnSync(tide, args, {input, encoding: 'utf8', timeout: 180000, env: {...process.env, TIDE_LOG: '', ...(env || {})}});
   if (r.status !== 0) throw new Error(`tide ${args.join(' ')} failed (status ${r.status}): ${r.stderr}`);
   return r;
 }

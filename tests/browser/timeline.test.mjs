@@ -3,7 +3,10 @@
 // long each _Recv waited; a long wait is drawn as waiting (a faint band), not as a solid bar of work,
 // and its tooltip says so; under the timeline a "top ops" table per run gives busy time (waiting left
 // out) per op type and per node, sorted by a click on any column; side by side, one table per run; a
-// slower earlier timeline does not replace a newer one.
+// slower earlier timeline does not replace a newer one. Then a run on the simulated accelerator /sim:0:
+// its compute stream is a lane of its own, labelled "/sim:0 compute", its kernels drawn there (a solid
+// bar where the API says a kernel ran), their tooltip saying when the host launched them, and the
+// run's memory per device in a table.
 //
 //   node timeline.test.mjs TIDE_BINARY SCREENSHOT_DIR      (exit 0 passed, 1 failed, 77 skipped)
 import path from 'node:path';
@@ -22,6 +25,14 @@ bbig = run(random_uniform({256, 256}))
 for i = 1, 3 do run(y, {[big] = bbig}, {trace = true}) end
 `;
 const finish = (name, p) => finishIn(shots, name, p);
+
+// A small MLP-like chain on /sim:0, x fed from the host; every kernel takes at least 300 µs on the device.
+const SIM = `
+x = placeholder(float32, {64, 64})
+device("/sim:0", function() y = sum(matmul(relu(matmul(x, x)), x)) end)
+xv = run(random_uniform({64, 64}))
+for i = 1, 3 do run(y, {[x] = xv}, {trace = true}) end
+`;
 
 let browser = null;
 const servers = [];
@@ -118,6 +129,51 @@ try {
     const shown = await p.page.evaluate(() => [...document.querySelectorAll('#t-ops > div')].map((d) => d.id));
     check(shown.length === 1 && shown[0] === 't-ops-' + last, 'stale: the slower earlier timeline did not replace the newer one', JSON.stringify(shown));
     await finish('timeline-stale', p);
+  }
+  {
+    const db = path.join(dir, 'sim.db');
+    runTide(tide, ['--log', db, '-q'], SIM, {TIDE_SIM_DEVICES: '1', TIDE_SIM_DELAY_US: '300'});
+    const server = await serve(tide, db);
+    servers.push(server);
+    const get = async (p) => (await fetch(server.url + p.replace(/^\//, ''))).json();
+    const runs = (await get('/api/runs?traced=1')).runs;
+    const id = runs[runs.length - 1].id;
+    const r = (await get('/api/timeline?run=' + id)).runs[0];
+    const lane = r.lanes.findIndex((l) => l.label === '/sim:0 compute');
+    check(lane >= 0 && r.lanes[lane].stream === 'compute' && r.lanes[lane].device === '/sim:0',
+      'sim api: /sim:0 compute is a lane of its own', JSON.stringify(r.lanes));
+    const kernels = r.events.filter((e) => e.lane === lane);
+    check(kernels.length >= 4 && ['MatMul', 'Relu', 'Sum'].every((op) => kernels.some((e) => e.op === op)),
+      'sim api: the kernels are on the compute lane', JSON.stringify(kernels.map((e) => e.op)));
+    check(kernels.every((e) => e.end_us >= e.start_us && e.launch_start_us <= e.start_us),
+      'sim api: each kernel ends after it starts, and starts after its launch');
+    check(r.events.filter((e) => e.lane !== lane).every((e) => !['MatMul', 'Relu'].includes(e.op)),
+      'sim api: no kernel left on a host thread lane');
+    const mem = r.device_memory.find((m) => m.device === '/sim:0');
+    check(mem && mem.peak_bytes > 0, 'sim api: the run\'s memory on /sim:0', JSON.stringify(r.device_memory));
+    const p = await open(browser, server.url, `/timeline?run=${id}`);
+    await waitFor(p.page, 'sim timeline: the /sim:0 compute lane is drawn', () =>
+      JSON.parse(document.querySelector('#t-canvas').dataset.laneLabels || '[]').includes('/sim:0 compute'), undefined, 30000);
+    // the longest kernel, at its middle: a solid bar in the compute lane's row
+    const k = kernels.reduce((a, e) => (e.end_us - e.start_us > a.end_us - a.start_us ? e : a));
+    const at = await p.page.$eval('#t-canvas', (c, {k, r}) => {
+      const labels = JSON.parse(c.dataset.laneLabels), ys = JSON.parse(c.dataset.lanes), lw = Number(c.dataset.labelWidth);
+      const maxT = Math.max(1, r.wall_us || 0, ...r.events.map((e) => e.end_us));
+      const x = lw + ((k.start_us + k.end_us) / 2) / maxT * (c.clientWidth - lw - 10);
+      const y = ys[labels.indexOf('/sim:0 compute')];
+      const s = c.width / c.clientWidth, d = c.getContext('2d').getImageData(Math.round(x * s), Math.round(y * s), 1, 1).data;
+      const rect = c.getBoundingClientRect();
+      return {x, y, rgb: [d[0], d[1], d[2]], a: d[3], left: rect.left, top: rect.top};
+    }, {k, r});
+    check(at.a === 255 && Math.min(...at.rgb) < 200, 'sim timeline: the kernel is a solid bar in the compute lane', JSON.stringify(at));
+    await p.page.mouse.move(at.left + at.x, at.top + at.y);
+    await waitFor(p.page, 'sim timeline: the kernel\'s tooltip names its lane and its launch', () => {
+      const t = document.querySelector('.tl-wrap .tip');
+      return t && !t.hidden && /\/sim:0 compute \(device stream\)/.test(t.textContent) && /launched by the host/.test(t.textContent);
+    }, undefined, 30000);
+    await waitFor(p.page, 'sim timeline: the memory per device table has /sim:0', (id) =>
+      [...document.querySelectorAll('#t-mem-' + id + ' table tbody tr td:first-child')].some((td) => td.textContent === '/sim:0'), id, 30000);
+    await finish('timeline-sim-lanes', p);
   }
 } catch (e) {
   check(false, 'the timeline browser test ran to the end', e.stack || String(e));

@@ -463,7 +463,7 @@ static void test_chrome_trace(void)
     CU_ASSERT(strncmp(json, "{\"traceEvents\":[", 16) == 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"displayTimeUnit\":\"ms\""));
     CU_ASSERT(py_check(json, false,
-                       "set(e[\"ph\"] for e in d[\"traceEvents\"]) == {\"M\", \"X\", \"s\", \"f\"} and "
+                       "set(e[\"ph\"] for e in d[\"traceEvents\"]) == {\"M\", \"X\", \"s\", \"f\", \"C\"} and "
                        "sorted(e[\"args\"][\"name\"] for e in d[\"traceEvents\"] if e[\"name\"] == \"process_name\") "
                        "== [\"/cpu:0\", \"/cpu:1\"] and "
                        "len([e for e in d[\"traceEvents\"] if e[\"ph\"] == \"s\"]) == "
@@ -540,6 +540,51 @@ static void test_fused_groups(void)
     free(svg);
     viz_log_close(&fl);
     viz_log_remove(&fl);
+}
+
+/* A run on /sim:0: the device's compute stream and its device-to-host copy stream (the fetched value's
+ * _Recv) are lanes of their own, after the host's threads, labelled "/sim:0 compute" and "/sim:0 copy d2h";
+ * the kernels there carry their launch; the run's memory per device is in the JSON. The trace puts the
+ * lanes on tracks of /sim:0's process named by their streams, and the memory on counter tracks. */
+static void test_device_lanes(void)
+{
+    setenv("TIDE_SIM_DEVICES", "1", 1);
+    viz_log sl;
+    viz_log_open(&sl, 1, "x = Const(value=tensor(float32, [2, 3], [1, -2, 3, -4, 5, -6]), dtype=float32)\n"
+                         "s = Square(x, T=float32) @\"/sim:0\"\n"
+                         "out = Neg(s, T=float32) @\"/sim:0\"\n"
+                         "back = Identity(out, T=float32) @\"/cpu:0\"\n");
+    unsetenv("TIDE_SIM_DEVICES");
+    viz_log_run(&sl, "back", 1);
+    tide_store_table *t = tide_store_query(sl.path, "SELECT max(id) FROM runs", 1, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    int64_t run = strtoll(tide_store_table_cell(t, 0, 0), NULL, 10);
+    tide_store_table_free(t);
+    char *json = tide_viz_timeline_json(sl.path, &run, 1, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(json);
+    CU_ASSERT(py_check(json, false, "[l[\"label\"] for l in d[\"runs\"][0][\"lanes\"] if l[\"stream\"]] == "
+                                    "[\"/sim:0 compute\", \"/sim:0 copy d2h\"]"));
+    CU_ASSERT(py_check(json, false, "(lambda L: [i for i, l in enumerate(L) if l[\"stream\"]] == "
+                                    "list(range(len(L) - 2, len(L))) and all(l[\"device\"] == \"/sim:0\" for l in "
+                                    "L if l[\"stream\"]))(d[\"runs\"][0][\"lanes\"])"));
+    CU_ASSERT(py_check(json, false, "(lambda r: all(r[\"lanes\"][e[\"lane\"]][\"label\"] == \"/sim:0 compute\" and "
+                                    "e[\"launch_start_us\"] <= e[\"start_us\"] <= e[\"end_us\"] for e in r[\"events\"] "
+                                    "if e[\"node\"] in (\"s\", \"out\")) and [r[\"lanes\"][e[\"lane\"]][\"label\"] for e "
+                                    "in r[\"events\"] if e[\"op\"] == \"_Recv\"] == [\"/sim:0 copy d2h\"])(d[\"runs\"][0])"));
+    CU_ASSERT(py_check(json, false, "[m[\"device\"] for m in d[\"runs\"][0][\"device_memory\"]] == [\"/cpu:0\", "
+                                    "\"/sim:0\"] and d[\"runs\"][0][\"device_memory\"][1][\"peak_bytes\"] >= 24"));
+    free(json);
+    json = tide_viz_chrome_trace(sl.path, run, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(json);
+    CU_ASSERT(py_check(json, false, "(lambda E: (lambda sim: sim is not None and {e[\"args\"][\"name\"] for e in E if "
+                                    "e[\"name\"] == \"thread_name\" and e[\"pid\"] == sim} >= {\"compute\", \"copy d2h\"} and "
+                                    "any(e[\"ph\"] == \"X\" and e[\"name\"] == \"out\" and e[\"pid\"] == sim and e[\"tid\"] >= 1000 "
+                                    "for e in E) and any(e[\"ph\"] == \"C\" and e[\"name\"] == \"peak bytes\" and e[\"pid\"] == sim "
+                                    "for e in E))(next((e[\"pid\"] for e in E if e[\"name\"] == \"process_name\" and "
+                                    "e[\"args\"][\"name\"] == \"/sim:0\"), None)))(d[\"traceEvents\"])"));
+    free(json);
+    viz_log_close(&sl);
+    viz_log_remove(&sl);
 }
 
 /* ---------------------------------------------------------------- errors */
@@ -728,6 +773,7 @@ int main(void)
         TH_TEST(test_legend_and_graph_json),
         TH_TEST(test_timeline),
         TH_TEST(test_chrome_trace),
+        TH_TEST(test_device_lanes),
         TH_TEST(test_fused_groups),
         TH_TEST(test_threads),
         TH_TEST(test_errors),

@@ -1,5 +1,9 @@
-/* timeline.js — the timeline page (/timeline?run=N or ?runs=A,B,C): one lane per device and thread
- * (labels on the left), one bar per node execution coloured by its device (the server's colour), a
+/* timeline.js — the timeline page (/timeline?run=N or ?runs=A,B,C): one lane per device and thread,
+ * and one per device stream that ran kernels or copies ("/sim:0 compute", "/sim:0 copy h2d": tinted
+ * rows, after their device's threads; labels on the left), one bar per node execution coloured by its
+ * device (the server's colour; a kernel on a stream at the device's times, its tooltip saying when the
+ * host launched it), each run's memory per device (its kernels' peak, and what it held at the end) in
+ * the run's row and in a table under the timeline, a
  * tooltip (node, op, start, duration, output shapes and bytes; a fused group's members; inside a loop its
  * frame and iteration, and the bar says "name #k"), arrows from each _Send to its _Recv,
  * zoom (wheel) and pan (drag) on a canvas, a run picker with previous/next, a side-by-side mode that
@@ -34,6 +38,7 @@
   const tip = h('div', {class: 'tip', hidden: true});
   const wrap = h('div', {class: 'tl-wrap'}, canvas, tip);
   const opsBox = h('div', {id: 't-ops'});
+  const memBox = h('div', {id: 't-mem'});
   const timelineGuard = tide.latest();
   append(page, [
     h('div', {class: 'toolbar'}, h('label', null, 'run', runSel), prevBtn, nextBtn,
@@ -41,6 +46,7 @@
     wrap,
     h('p', {class: 'hint', text: 'wheel: zoom · drag: pan · double-click: reset · arrows: _Send → _Recv transfers · ' +
       'faint dashed bars: a _Recv waiting for its value (no thread held)'}),
+    memBox,
     opsBox,
   ]);
 
@@ -112,9 +118,22 @@
   }
   /* An execution's label: inside a loop the node runs once per iteration, marked "#k". */
   function label(e) { return e.frame ? e.node + ' #' + e.iteration : e.node; }
+  /* Each run's memory per device: its kernels' peak and what the device held at the run's end. */
+  function memoryTable(r) {
+    const mem = r.device_memory || [];
+    if (!mem.length) return null;
+    return h('div', {class: 'panel', id: 't-mem-' + r.id},
+      h('h2', null, 'memory per device', h('span', {class: 'h2-note', text: 'run ' + r.id +
+        ' · peak: the most its kernels held at once in tensors they allocated · held: what the device held when it ended'})),
+      tide.table([{label: 'device', get: (m) => m.device}, {label: 'peak', get: (m) => tide.fmtBytes(m.peak_bytes), num: true},
+                  {label: 'held', get: (m) => tide.fmtBytes(m.held_bytes), num: true}], mem, 'grid t-mem'));
+  }
   function topOps() {
     clear(opsBox);
+    clear(memBox);
     for (const r of data.runs) {
+      const mt = memoryTable(r);
+      if (mt) memBox.appendChild(mt);
       if (!r.events.length) continue;
       const all = r.events.reduce((a, e) => a + busy(e), 0) || 1;
       const pct = (x) => (100 * x.total / all).toFixed(1) + ' %';
@@ -148,14 +167,17 @@
     let y = AXIS_H;
     maxT = 1;
     for (const r of data.runs) {
+      const mem = (r.device_memory || []).filter((m) => m.peak_bytes > 0 || m.held_bytes > 0)
+        .map((m) => m.device + ' ' + tide.fmtBytes(m.peak_bytes) + ' / ' + tide.fmtBytes(m.held_bytes)).join(', ');
       rows.push({kind: 'run', y, run: r, label: 'run ' + r.id + ' · step ' + r.step + ' · ' + fmtUs(r.wall_us) +
-                 (r.peak_bytes != null ? ' · peak ' + tide.fmtBytes(r.peak_bytes) : '')});
+                 (r.peak_bytes != null ? ' · peak ' + tide.fmtBytes(r.peak_bytes) : '') +
+                 (mem ? ' · peak / held per device: ' + mem : '')});
       y += RUN_H;
       const depth = stack(r);
       r.lanes.forEach((l, i) => {
         const hgt = depth[i] * SUB_H + 4;
         rows.push({kind: 'lane', y, h: hgt, run: r, lane: i, label: l.label || (l.device + ' t' + l.thread), device: l.device,
-                   color: l.color || tide.UNPLACED});
+                   color: l.color || tide.UNPLACED, stream: l.stream || null});
         y += hgt;
       });
       for (const e of r.events) maxT = Math.max(maxT, e.end_us);
@@ -201,7 +223,12 @@
         ctx.fillStyle = '#222'; ctx.font = '600 11px system-ui, sans-serif'; ctx.fillText(row.label, 6, row.y + 14);
         ctx.font = '11px system-ui, sans-serif';
       } else {
-        ctx.fillStyle = row.color; ctx.fillRect(4, row.y + 5, 8, 8);
+        if (row.stream) { /* a device stream's lane: tinted, its marker hollow */
+          ctx.globalAlpha = 0.07; ctx.fillStyle = row.color; ctx.fillRect(0, row.y, W, row.h); ctx.globalAlpha = 1;
+          ctx.strokeStyle = row.color; ctx.lineWidth = 2; ctx.strokeRect(5, row.y + 6, 6, 6); ctx.lineWidth = 1;
+        } else {
+          ctx.fillStyle = row.color; ctx.fillRect(4, row.y + 5, 8, 8);
+        }
         ctx.fillStyle = '#333'; ctx.fillText(fit(ctx, row.label, LABEL_W - 20), 16, row.y + 13);
         ctx.strokeStyle = '#e8e8e8'; ctx.beginPath(); ctx.moveTo(0, row.y + row.h - 0.5); ctx.lineTo(W, row.y + row.h - 0.5); ctx.stroke();
       }
@@ -239,6 +266,7 @@
     ctx.restore();
     /* Where the lanes are (CSS px, middle of each lane), for tests that read the canvas back. */
     canvas.dataset.lanes = JSON.stringify(rows.filter((r) => r.kind === 'lane').map((r) => r.y + 2 + SUB_H / 2));
+    canvas.dataset.laneLabels = JSON.stringify(rows.filter((r) => r.kind === 'lane').map((r) => r.label));
     canvas.dataset.labelWidth = String(LABEL_W);
     canvas.dataset.waits = JSON.stringify(waits);
   }
@@ -287,7 +315,11 @@
     if (!hit) { tip.hidden = true; return; }
     const {ev, run} = hit;
     clear(tip);
-    append(tip, [h('b', {text: ev.node}), h('div', {text: 'op ' + ev.op + ' · ' + run.lanes[ev.lane].device}),
+    const lane = run.lanes[ev.lane];
+    append(tip, [h('b', {text: ev.node}), h('div', {text: 'op ' + ev.op + ' · ' + (lane.stream ? lane.label + ' (device stream)' : lane.device)}),
+      ev.launch_start_us != null ? h('div', {class: 't-launch', text: 'launched by the host at ' + fmtUs(ev.launch_start_us) +
+        ' (for ' + fmtUs(ev.launch_end_us - ev.launch_start_us) + '); ran on the device ' +
+        fmtUs(ev.start_us - ev.launch_start_us) + ' after the launch began'}) : null,
       ev.frame ? h('div', {class: 't-iteration', text: 'loop ' + ev.frame + ', iteration ' + ev.iteration}) : null,
       ev.fused ? h('div', {class: 't-fused', text: 'fused group: ' + ev.fused + ' (one pass)'}) : null,
       h('div', {text: 'start ' + fmtUs(ev.start_us) + ' · duration ' + fmtUs(ev.end_us - ev.start_us)}),
