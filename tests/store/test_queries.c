@@ -506,10 +506,15 @@ static void test_device_lanes(void)
     bool saw_compute = false, in_order = true; /* by device; its threads, then its streams */
     char last[64] = "";
     for (int i = 0; i < tide_store_table_num_rows(t); i++) {
-        const char *lane = tide_store_table_cell(t, i, 0);
+        const char *lane = tide_store_table_cell(t, i, 0) ? tide_store_table_cell(t, i, 0) : "";
         bool stream = strstr(lane, " compute") || strstr(lane, " copy ");
-        char key[64];
-        snprintf(key, sizeof key, "%.*s %d", (int)strcspn(lane, " "), lane, stream);
+        char key[64] = "";
+        size_t n = strcspn(lane, " ");
+        n = n < sizeof key - 3 ? n : sizeof key - 3;
+        memcpy(key, lane, n);
+        key[n] = ' ';
+        key[n + 1] = stream ? '1' : '0';
+        key[n + 2] = '\0';
         in_order &= strcmp(last, key) <= 0;
         snprintf(last, sizeof last, "%s", key);
         if (strcmp(lane, "/sim:0 compute") == 0) {
