@@ -28,6 +28,7 @@
 #include <sched.h>
 #include <string.h>
 
+#include "fusion.h" /* a fused item's inputs (tide_debug_step_set_value) */
 #include "step.h"
 
 struct tide_debug_step {
@@ -515,8 +516,10 @@ tide_status tide_debug_step_set_value(tide_debug_step *s, const tide_node *node,
         if (output >= 0 && output < it->kn.num_outputs)
             slot = &p->outs[output];
     } else if (!p->after) { /* an input of the node stopped before, named by its producer */
-        for (int i = 0; i < it->num_inputs && !slot; i++)
-            if (it->node->inputs[i].node == node && it->node->inputs[i].index == output)
+        /* a fused group's item (a stop in a plan fused before a breakpoint was set) reads its externals */
+        const tide_node *wired = it->fused ? &it->fused->wiring : it->node;
+        for (int i = 0; i < it->num_inputs && i < wired->num_inputs && !slot; i++)
+            if (wired->inputs[i].node == node && wired->inputs[i].index == output)
                 slot = &p->iter->slots[it->input_base + i];
     }
     if (!slot)

@@ -112,6 +112,8 @@ typedef struct tide_plan {
     char **feed_names, **fetch_names, **target_names;
     int observers_version;     /* wants_tensors computed for this version */
     int debugger_version;      /* debug_watched computed for this version */
+    atomic_int num_debug_watched; /* ... and how many items it watches: none (and no keep mode), no
+                                     execution of the plan can stop, and steps run as without a debugger */
     int num_transfers;         /* _Send/_Recv pairs made by partitioning (cross-device tensors) */
     bool uses_rendezvous;      /* has _Send/_Recv items (made or user-built): aborts and end_step needed */
     tide_node **synthetic;     /* the _Send/_Recv nodes the plan made (owned) */
@@ -128,16 +130,17 @@ typedef struct tide_plan {
     int num_alap_edges;        /* control edges added to start _Recv items as late as possible */
     /* session.c's cache, under the session's lock: */
     int fusion_version;        /* the observers' version a fused plan was made for; -1 unfused */
+    int debug_version;         /* the debugger's version a fused plan was made for; -1: unfused or none */
     int runs;                  /* runs using the plan now */
     bool evicted;              /* out of the cache: the last of those runs frees it */
     bool warnings_shown;       /* a tide_session_warnings view lists its warnings */
 } tide_plan;
 
-/* Builds a plan (pruning, placement, kernels). fuse: fuse element-wise groups (fusion.h). NULL with
- * err on failure. */
+/* Builds a plan (pruning, placement, kernels). fuse: fuse element-wise groups (fusion.h), keeping
+ * the nodes debugger watches (NULL: none attached) out of them. NULL with err on failure. */
 tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feeds, int num_feeds,
                             const tide_output *fetches, int num_fetches, tide_node *const *targets,
-                            int num_targets, bool fuse, tide_error *err);
+                            int num_targets, bool fuse, const tide_debugger_slot *debugger, tide_error *err);
 void tide__plan_free(tide_plan *p);
 /* Asks the engine's observers which nodes' tensors they want. */
 void tide__plan_update_observers(tide_plan *p, tide_engine *e);

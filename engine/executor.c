@@ -819,7 +819,11 @@ tide_status tide__step_run(const tide_step_args *a, tide_step_stats **stats, tid
                                             ? INT64_MAX /* a timeout of centuries: none */
                                             : tide__now_ns() + a->opts->timeout_ms * 1000000LL);
     step.err = tide_error_new();
-    step.debugging = a->debugger.entry != NULL;
+    /* A debugger that watches none of the plan's nodes, keeps no values and wants no finished step can
+     * never stop this step nor look at it: the step runs as without one. */
+    step.debugging = a->debugger.entry != NULL &&
+                     (atomic_load_explicit(&p->num_debug_watched, memory_order_relaxed) > 0 ||
+                      a->debugger.d.keep_values || a->debugger.d.finished);
     step.memory = step.observing ? tide__step_memory_new(a->engine->num_devices) : NULL;
     if (!root_init(&step) || !step.err || (step.debugging && !tide__debug_init(&step)) ||
         (step.observing && !step.memory)) {

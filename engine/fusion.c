@@ -10,9 +10,13 @@
  *
  * What the user asks to see stays visible: a fetched or watched node (an observer's wants_tensors
  * accepted it when the plan was made) is never fused away, only a group's root may be a fetched
- * or watched one. The session makes plans without this pass while a debugger is attached or when
- * fusion is off, and keys fused plans by the observers' version, so that a new watch gets a new plan
- * (session.c). */
+ * or watched one. A plan in which the debugger watches any node (a breakpoint can stop there) is not
+ * fused at all: from a stop the user may step through every node, print any value and override one
+ * (docs/debugger.md), so every node runs as itself; a plan none of whose nodes it watches cannot stop
+ * and is fused as without a debugger. The session makes plans without this pass when fusion is off
+ * or a debugger in keep mode is attached (every value of the step is to be kept), and keys fused
+ * plans by the observers' version and the debugger's, so that a new watch or breakpoint gets a new
+ * plan (session.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -409,9 +413,26 @@ static tide_status compact(fuser *f, const bool *gone)
     return TIDE_OK;
 }
 
+/* Whether the run's debugger watches any of the plan's nodes (a step of it may stop). */
+static bool debugger_watches_any(const tide_plan *p, const tide_fuse_args *a)
+{
+    const tide_debugger_slot *d = a->debugger;
+    if (!d || !d->entry)
+        return false;
+    if (!d->d.watches)
+        return true;
+    if (!tide__entry_enter(d->entry))
+        return false; /* detached meanwhile: the next run makes a new plan */
+    bool yes = false;
+    for (int k = 0; k < a->num_node_items && !yes; k++)
+        yes = d->d.watches(d->d.user, p->items[k].node);
+    tide__entry_leave(d->entry);
+    return yes;
+}
+
 tide_status tide__plan_fuse(tide_plan *p, tide_fuse_args *a, tide_error *err)
 {
-    if (p->control_flow || a->num_node_items < 2)
+    if (p->control_flow || a->num_node_items < 2 || debugger_watches_any(p, a))
         return TIDE_OK;
     fuser f = {.p = p, .a = a, .n = a->num_node_items, .err = err};
     tide_status st = analyse(&f);

@@ -1,5 +1,6 @@
 /* fusion.h — element-wise fusion, shared by plan.c (which calls the pass), fusion.c (finding the
- * groups and making their items) and fusion_run.c (running a group). Nothing else includes it.
+ * groups and making their items) and fusion_run.c (running a group); debug_step.c reads a group's
+ * externals. Nothing else includes it.
  *
  * A *group* is a set of element-wise nodes on one CPU device (kernels that offer a tide_elementwise
  * loop, float32 or float64, all of one dtype) whose output shape is the group's shape S (the root's:
@@ -63,6 +64,7 @@ typedef struct tide_fuse_args {
     int num_fetches;
     bool (*is_fed)(void *arg, const tide_node *n, int index);
     void *arg;
+    const tide_debugger_slot *debugger; /* the run's debugger (NULL: none): a plan with a node it watches is not fused */
 } tide_fuse_args;
 
 /* The pass (before partitioning and wiring; nothing in plans with control flow): finds the groups

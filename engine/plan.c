@@ -9,8 +9,8 @@
  *   5a. frames (plan_frames.c): the loop frame every node runs in, and what the executor does with
  *      control-flow items (Enter, Exit, NextIteration, Merge);
  *   5c. fusion (fusion.c): groups of element-wise nodes on one CPU device become one item each,
- *      which runs the group in one pass over the data (when the session fuses: not while a debugger
- *      is attached, not in plans with control flow);
+ *      which runs the group in one pass over the data (when the session fuses: not when the
+ *      debugger watches one of the plan's nodes or keeps values, not in plans with control flow);
  *   5b. partition: every data edge between nodes placed on different devices goes through a _Send
  *      item on the source device and a _Recv item on the destination device, one _Recv per (tensor,
  *      destination device) however many consumers it has. Their nodes are synthetic (made by the
@@ -1024,7 +1024,7 @@ static tide_status make_items(builder *b, const tide_output *fetches, int nf, ti
 
 tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feeds, int num_feeds,
                             const tide_output *fetches, int num_fetches, tide_node *const *targets,
-                            int num_targets, bool fuse, tide_error *err)
+                            int num_targets, bool fuse, const tide_debugger_slot *debugger, tide_error *err)
 {
     builder b = {.engine = e, .graph = g, .feeds = feeds, .num_feeds = num_feeds, .err = err};
     b.plan = calloc(1, sizeof *b.plan);
@@ -1046,7 +1046,8 @@ tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feed
         st = tide__plan_assign_frames(b.plan, b.num_needed, b.node_item, is_fed, &b, err);
     if (st == TIDE_OK && fuse) {
         tide_fuse_args fa = {.engine = e, .graph = g, .num_node_items = b.num_needed, .node_item = b.node_item,
-                             .fetches = fetches, .num_fetches = num_fetches, .is_fed = is_fed, .arg = &b};
+                             .fetches = fetches, .num_fetches = num_fetches, .is_fed = is_fed, .arg = &b,
+                             .debugger = debugger};
         st = tide__plan_fuse(b.plan, &fa, err);
         b.num_needed = fa.num_node_items;
     }
@@ -1073,6 +1074,7 @@ tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feed
         pthread_mutex_unlock(&g->lock);
         b.plan->observers_version = -1;
         b.plan->debugger_version = -1;
+        b.plan->debug_version = -1;
     }
     free(b.node_item);
     free(b.order);
@@ -1137,11 +1139,15 @@ void tide__plan_update_debugger(tide_plan *p, tide_engine *e, const tide_debugge
     if (__atomic_load_n(&p->debugger_version, __ATOMIC_ACQUIRE) == version || !tide__entry_enter(d->entry))
         return;
     pthread_mutex_lock(&e->observers_lock); /* one refresh at a time (the plan is shared by steps) */
+    int num_watched = 0;
     for (int k = 0; p->debugger_version != version && k < p->num_items; k++) {
         tide_exec_item *it = &p->items[k];
         bool watched = it->kind == ITEM_NODE && (!d->d.watches || d->d.watches(d->d.user, it->node));
         atomic_store_explicit(&it->debug_watched, watched, memory_order_relaxed);
+        num_watched += watched;
     }
+    if (p->debugger_version != version)
+        atomic_store(&p->num_debug_watched, num_watched);
     __atomic_store_n(&p->debugger_version, version, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&e->observers_lock);
     tide__entry_leave(d->entry);

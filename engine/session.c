@@ -158,8 +158,10 @@ tide_status tide_session_extend(tide_session *s, const char *text, tide_error *e
 
 /* The cache key: node ids and output indices of feeds, fetches and targets, in the caller's order.
  * A fused plan's key starts with the observers' version it was made for (fusion_version >= 0): which
- * nodes are watched decides what may be fused away, so a new watch makes a new plan. */
-static char *plan_key(const tide_graph *g, int fusion_version, const tide_feed *feeds, int nfeeds,
+ * nodes are watched decides what may be fused away, so a new watch makes a new plan. So does the
+ * debugger's version (debug_version >= 0: a fused plan made while a debugger is attached): the nodes
+ * its breakpoints can stop at are not fused away. */
+static char *plan_key(const tide_graph *g, int fusion_version, int debug_version, const tide_feed *feeds, int nfeeds,
                       const tide_output *fetches, int nfetches, tide_node *const *targets, int ntargets)
 {
     size_t cap = 48 + 24 * (size_t)(nfeeds + nfetches + ntargets);
@@ -172,6 +174,8 @@ static char *plan_key(const tide_graph *g, int fusion_version, const tide_feed *
         at += (size_t)snprintf(key, cap, "z,");
     if (fusion_version >= 0)
         at += (size_t)snprintf(key + at, cap - at, "F%d,", fusion_version);
+    if (debug_version >= 0)
+        at += (size_t)snprintf(key + at, cap - at, "D%d,", debug_version);
     for (int i = 0; i < nfeeds; i++)
         at += (size_t)snprintf(key + at, cap - at, "f%d:%d,", feeds[i].output.node ? feeds[i].output.node->id : -1,
                                feeds[i].output.index);
@@ -227,13 +231,15 @@ static void evict(tide_session *s, int index)
 }
 
 /* Under s->lock, p new in the cache (key p->key, made for fusion_version): evicts the plans no run can
- * find any more: one under the same key (made for nodes since rolled back), and the fused plans of
- * earlier observers' versions. */
+ * find any more: one under the same key (made for nodes since rolled back), the fused plans of
+ * earlier observers' versions, and those made for an earlier version of the debugger. */
 static void evict_unreachable(tide_session *s, const tide_plan *p, tide_plan *same_key)
 {
+    int debug_version = atomic_load(&s->engine->debugger_version);
     for (int i = s->num_plans - 1; i >= 0; i--) {
         tide_plan *q = s->plan_list[i];
-        if (q != p && (q == same_key || (q->fusion_version >= 0 && q->fusion_version < p->fusion_version)))
+        if (q != p && (q == same_key || (q->fusion_version >= 0 && q->fusion_version < p->fusion_version) ||
+                       (q->debug_version >= 0 && q->debug_version < debug_version)))
             evict(s, i);
     }
 }
@@ -247,14 +253,16 @@ static void release_plan(tide_session *s, tide_plan *p)
     pthread_mutex_unlock(&s->lock);
 }
 
-/* fuse: the run's plan fuses element-wise groups (fusion on, no debugger attached). The caller
- * releases the plan (release_plan) when its run is done. */
-static tide_plan *get_plan(tide_session *s, bool fuse, const tide_feed *feeds, int nfeeds,
-                           const tide_output *fetches, int nfetches, tide_node *const *targets, int ntargets,
-                           tide_error *err)
+/* fuse: the run's plan fuses element-wise groups (fusion on, and no debugger in keep mode is attached);
+ * debugger: the run's (entry NULL: none), whose watched nodes stay unfused. The caller releases the plan
+ * (release_plan) when its run is done. */
+static tide_plan *get_plan(tide_session *s, bool fuse, const tide_debugger_slot *debugger, const tide_feed *feeds,
+                           int nfeeds, const tide_output *fetches, int nfetches, tide_node *const *targets,
+                           int ntargets, tide_error *err)
 {
     int fusion_version = fuse ? atomic_load(&s->engine->observers_version) : -1;
-    char *key = plan_key(s->graph, fusion_version, feeds, nfeeds, fetches, nfetches, targets, ntargets);
+    int debug_version = fuse && debugger->entry ? atomic_load(&s->engine->debugger_version) : -1;
+    char *key = plan_key(s->graph, fusion_version, debug_version, feeds, nfeeds, fetches, nfetches, targets, ntargets);
     if (!key) {
         tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
         return NULL;
@@ -270,7 +278,8 @@ static tide_plan *get_plan(tide_session *s, bool fuse, const tide_feed *feeds, i
         valid = owned(s->graph, targets[i]);
     if (!valid) {
         tide_plan *stale = p;
-        p = tide__plan_build(s->engine, s->graph, feeds, nfeeds, fetches, nfetches, targets, ntargets, fuse, err);
+        p = tide__plan_build(s->engine, s->graph, feeds, nfeeds, fetches, nfetches, targets, ntargets, fuse,
+                             debugger->entry ? debugger : NULL, err);
         if (p && s->num_plans == s->cap_plans) {
             int cap = s->cap_plans ? s->cap_plans * 2 : 8;
             tide_plan **list = realloc(s->plan_list, (size_t)cap * sizeof *list);
@@ -283,6 +292,7 @@ static tide_plan *get_plan(tide_session *s, bool fuse, const tide_feed *feeds, i
             p->key = key;
             key = NULL;
             p->fusion_version = fusion_version;
+            p->debug_version = debug_version;
             s->plan_list[s->num_plans++] = p;
             evict_unreachable(s, p, stale);
             tide__names_put(s->plans, p->key, p);
@@ -357,10 +367,10 @@ static tide_status run_with_error(tide_session *s, const tide_run_options *opts,
         return tide_error_set(err, TIDE_INVALID_ARGUMENT, "Run: inconsistent feed/fetch/target arrays");
     for (int i = 0; i < num_fetches; i++)
         fetch_values[i] = NULL;
-    tide_debugger_slot debugger; /* taken first: while one is attached, plans are made without fusion */
+    tide_debugger_slot debugger; /* taken first: the nodes it watches are not fused away; in keep mode none is */
     tide__debugger_snapshot(s->engine, &debugger);
-    bool fuse = tide_session_fusion_enabled(s) && !debugger.entry;
-    tide_plan *p = get_plan(s, fuse, feeds, num_feeds, fetches, num_fetches, targets, num_targets, err);
+    bool fuse = tide_session_fusion_enabled(s) && !(debugger.entry && debugger.d.keep_values);
+    tide_plan *p = get_plan(s, fuse, &debugger, feeds, num_feeds, fetches, num_fetches, targets, num_targets, err);
     if (!p) {
         tide__debugger_release(&debugger);
         return tide_error_code(err);

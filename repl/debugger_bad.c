@@ -7,7 +7,10 @@
  * executor thread that ran the node (C only: tide_tensor_has_inf_or_nan over its outputs, a vectorised
  * pass over the exponent bits, and over its inputs only when an output is bad; the whole health
  * summaries only for the stop's message). Transfers between devices (_Send, _Recv) only carry values: they are
- * never origins.
+ * never origins. Nor is an op that makes finite values of finite inputs whatever they are (a ReLU, a
+ * reshape, a max, a tanh: finite_preserving below): its outputs are not even looked at, unless it
+ * reads an ignored node (whose non-finite values count as finite: then it may be the origin). That
+ * saves the pass over a good part of a network's values (the ReLUs and their gradients).
  *
  * Gradient nodes are the ones gradients() built: their names are "gradients[_N]/<forward>_grad/...".
  */
@@ -26,10 +29,48 @@ static bool ignored(const repl_breakpoint *bp, const char *name)
     return false;
 }
 
+/* Ops whose outputs are finite whenever their inputs are, for any finite values and attributes
+ * (sorted, for bsearch): they pick, move or clamp values, or map R into a bounded range. Not in it:
+ * anything that adds or multiplies (overflow), divides, exponentiates, takes logs or roots, casts
+ * (float64 to float32 overflows), averages, or scales by an attribute (LeakyRelu, Elu). _Send and
+ * _Recv carry values between devices. */
+static const char *const finite_preserving[] = {
+    "Abs", "BroadcastTo", "Ceil", "Concat", "ConcatV2", "ExpandDims", "Floor", "Gather", "GatherV2",
+    "Identity", "IdentityN", "Max", "MaxPool", "Maximum", "Min", "Minimum", "Neg", "OnesLike", "Pack",
+    "Relu", "Relu6", "ReluGrad", "Reshape", "Reverse", "ReverseV2", "Rint", "Round", "Select", "SelectV2",
+    "Sigmoid", "Sign", "Slice", "Snapshot", "Softsign", "Split", "SplitV", "Squeeze", "StopGradient",
+    "StridedSlice", "Tanh", "Tile", "Transpose", "Unpack", "ZerosLike", "_Recv", "_Send",
+};
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Whether an op makes non-finite values only of non-finite inputs (so it is never an origin). */
+static bool preserves_finite(const char *op)
+{
+    return bsearch(&op, finite_preserving, sizeof finite_preserving / sizeof finite_preserving[0],
+                   sizeof finite_preserving[0], compare_names) != NULL;
+}
+
+/* Whether one of node's inputs comes from a node bp ignores. */
+static bool reads_ignored(const repl_breakpoint *bp, const tide_node *node)
+{
+    for (int i = 0; bp->num_ignore > 0 && i < tide_node_num_inputs(node); i++) {
+        tide_output in = tide_node_input(node, i);
+        if (in.node && ignored(bp, tide_node_name(in.node)))
+            return true;
+    }
+    return false;
+}
+
 bool repl_bad_origin(const repl_breakpoint *bp, const tide_debug_event *ev)
 {
+    if (!ev->after || ignored(bp, tide_node_name(ev->node)))
+        return false;
     const char *op = tide_node_op(ev->node);
-    if (!ev->after || strcmp(op, "_Send") == 0 || strcmp(op, "_Recv") == 0 || ignored(bp, tide_node_name(ev->node)))
+    if (preserves_finite(op) && (strcmp(op, "_Send") == 0 || strcmp(op, "_Recv") == 0 || !reads_ignored(bp, ev->node)))
         return false;
     bool bad = false;
     for (int i = 0; i < ev->num_outputs && !bad; i++)

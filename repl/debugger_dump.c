@@ -223,7 +223,10 @@ static void write_dump(repl_debugger *d, const repl_kept_step *k, const char *wh
     repl_log_flush(r); /* committed, and any record the log could not take is told */
     printf("dumped %d tensors of step %lld into the run log (%s); %d with their values\n", k->num,
            (long long)k->run.step, where, with_values);
-    if (over) {
+    if (over && cap == 0) {
+        printf("left out: the values of all %d tensors: the log stores none (`:log cap BYTES` stores them up to that "
+               "size), only their statistics\n", over);
+    } else if (over) {
         char b[32];
         tide_format_bytes(cap, b, sizeof b);
         printf("left out: the values of %d tensors larger than the log's value cap (%s), logged as statistics only: "

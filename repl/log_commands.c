@@ -706,10 +706,12 @@ repl_result repl_cmd_log(repl *r, int argc, char **argv)
         tide_store_set_value_cap(r->store, (size_t)cap);
         char text[32];
         format_bytes((double)cap, text, sizeof text);
+        /* The store reads the cap as it logs each tensor: from now on, the rest of a stopped run and
+         * :dump included. */
         if (cap == 0)
-            puts("values: none stored from the next run on (statistics only)");
+            puts("values: none stored from now on (statistics only; also for :dump and the rest of a stopped run)");
         else
-            printf("values: stored up to %s each from the next run on\n", text);
+            printf("values: stored up to %s each from now on (also for :dump and the rest of a stopped run)\n", text);
         return REPL_DONE;
     }
     tide_error_clear(r->err);

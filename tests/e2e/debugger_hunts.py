@@ -103,6 +103,13 @@ run(init())
     has("ignore: without --ignore it stops there", r"first bad node: 'lw' \(Log\)", out)
     st, out, err = tide(setup + ":break if has_inf_or_nan --ignore lw\nrun(bad)\n:continue\n")
     has("ignore: a node making NaN from the ignored value stops", r"first bad node: 'bad' \(Mul\)", out)
+    # Neg is never an origin (its outputs are not even scanned) unless it reads an ignored node, whose
+    # non-finite values count as finite: then it makes the first bad value the breakpoint sees.
+    st, out, err = tide(setup + "flipped = -lw\n:break if has_inf_or_nan --ignore lw\nrun(flipped)\n:continue\n")
+    has("ignore: a Neg of the ignored value is the first bad node", r"first bad node: 'flipped' \(Neg\)", out)
+    st, out, err = tide(setup + "flipped = -lw\nrelu_of = relu(flipped)\n:break if has_inf_or_nan\nrun(relu_of)\n:continue\n")
+    has("ignore: without --ignore the Log is, not the Neg or the Relu after it", r"first bad node: 'lw' \(Log\)", out)
+    lacks("ignore: only the Log stops", r"first bad node: '(flipped|relu_of)'", out)
 
 
 def two_devices():
@@ -227,6 +234,15 @@ def dump():
     has("dump: every tensor of the stopped step into the log", r"^dumped \d+ tensors of step 0 into the run log", out)
     has("dump: :tensor reads an intermediate tensor back", r"^h:0 at step 0[^\n]*\n\[2\.0+, 4\.0+\]", out)
     has("dump: without a stop it says so", r":dump: no step is stopped", p.stderr)
+    # :log cap at a stop applies at once, and says so: the :dump after it stores no values
+    with tempfile.TemporaryDirectory(prefix="tide-dump-") as cwd:
+        p = subprocess.run([TIDE, "--quiet", "--log", os.path.join(cwd, "runs.db")], capture_output=True, text=True,
+                           timeout=120, cwd=cwd, env=dict(os.environ, HOME=cwd),
+                           input="x = placeholder(float32, {2})\nh = x * 2.0\ny = sum(h)\n:break y\n"
+                                 "run(y, {[x] = {1, 2}})\n:log cap 0\n:dump\n:continue\n")
+        out = p.stdout
+    has("dump: :log cap at a stop says it applies from now on", r"^values: none stored from now on", out)
+    has("dump: ... and the :dump after it stores no values", r"^dumped \d+ tensors of step 0 [^\n]*; 0 with their values", out)
 
 
 KEEP_SCRIPT = """x = placeholder(float32, {4})

@@ -254,7 +254,7 @@ def test_session(tmp):
     logged = dict(db_rows(log, "SELECT step, group_concat(node) FROM tensors WHERE kind = 'watched' GROUP BY step"))
     check(":unwatch loss: steps 39, 40 log W only", logged.get(39) == "W" and logged.get(40) == "W", logged)
     check("steps 31..38 logged loss", all("loss" in (logged.get(s) or "") for s in range(31, 39)), logged)
-    has(":log cap 0", r"^values: none stored from the next run on", out("cap"))
+    has(":log cap 0", r"^values: none stored from now on", out("cap"))
     check(":log cap 0: step 41's W has statistics, no value",
           db_rows(log, "SELECT value IS NULL, mean IS NOT NULL FROM tensors WHERE step = 41 AND node = 'W'") == [(1, 1)],
           db_rows(log, "SELECT step, node, value IS NULL FROM tensors WHERE step >= 40"))

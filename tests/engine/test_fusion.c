@@ -272,7 +272,7 @@ static void test_bias_relu_chain(void)
     tide_output o = {c.out, 0};
     CU_ASSERT_EQUAL(chain_run(s, &c, &o, 1), 3); /* b, two and the group */
     CU_ASSERT_EQUAL(chain_run(plain, &c, &o, 1), 5);
-    tide_plan *p = tide__plan_build(e, c.g, &c.feed, 1, &o, 1, NULL, 0, true, NULL);
+    tide_plan *p = tide__plan_build(e, c.g, &c.feed, 1, &o, 1, NULL, 0, true, NULL, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(p->num_fused_groups, 1);
     CU_ASSERT_EQUAL(p->num_fused_nodes, 3);
@@ -319,7 +319,7 @@ static void test_fetched_not_fused(void)
     tide_session *s = session_new(e, c.g, true);
     tide_output o[2] = {{c.out, 0}, {c.r, 0}};
     CU_ASSERT_EQUAL(chain_run(s, &c, o, 2), 4); /* b, two, {h, r}, out */
-    tide_plan *p = tide__plan_build(e, c.g, &c.feed, 1, o, 2, NULL, 0, true, NULL);
+    tide_plan *p = tide__plan_build(e, c.g, &c.feed, 1, o, 2, NULL, 0, true, NULL, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(p->num_fused_groups, 1);
     for (int k = 0; k < p->num_items; k++)
@@ -386,10 +386,19 @@ static void test_watched_not_fused(void)
     chain_free(&c);
 }
 
+static atomic_int dbg_checks;
+
 static tide_debug_action dbg_check(void *user, const tide_debug_event *ev)
 {
     (void)user, (void)ev;
+    atomic_fetch_add(&dbg_checks, 1);
     return TIDE_DEBUG_CONTINUE;
+}
+
+/* watches: the node named *user (a breakpoint on one node). */
+static bool dbg_watches_named(void *user, const tide_node *node)
+{
+    return strcmp(tide_node_name(node), *(const char **)user) == 0;
 }
 
 static tide_debug_command dbg_paused(void *user, tide_debug_step *step, const tide_debug_event *ev)
@@ -398,7 +407,7 @@ static tide_debug_command dbg_paused(void *user, tide_debug_step *step, const ti
     return TIDE_DEBUG_RESUME;
 }
 
-/* While a debugger is attached (a breakpoint set), plans are made without fusion; the switch. */
+/* While a debugger that watches every node is attached, plans are made without fusion; the switch. */
 static void test_debugger_and_switch(void)
 {
     chain c;
@@ -418,6 +427,42 @@ static void test_debugger_and_switch(void)
     CU_ASSERT(!tide_session_fusion_enabled(s));
     CU_ASSERT_EQUAL(chain_run(s, &c, &o, 1), 5);
     tide_session_set_fusion(s, true);
+    CU_ASSERT_EQUAL(chain_run(s, &c, &o, 1), 3);
+    tide_session_free(s);
+    tide_engine_free(e);
+    chain_free(&c);
+}
+
+/* A debugger whose breakpoints can stop at none of a plan's nodes leaves it fused, and its check is
+ * never asked; a breakpoint on one of them (set while attached) makes the next run's plan unfused, so
+ * that every node can be stepped to and printed at a stop; keep mode (every value kept) runs unfused. */
+static void test_debugger_watching_elsewhere(void)
+{
+    chain c;
+    chain_new(&c);
+    tide_engine *e = engine_new(1);
+    tide_session *s = session_new(e, c.g, true);
+    tide_output o = {c.out, 0};
+    const char *watched = "no_such_node";
+    tide_debugger d = {.user = &watched, .watches = dbg_watches_named, .check = dbg_check, .paused = dbg_paused};
+    int id = tide_engine_attach_debugger(e, &d, NULL);
+    CU_ASSERT(id > 0);
+    atomic_store(&dbg_checks, 0);
+    CU_ASSERT_EQUAL(chain_run(s, &c, &o, 1), 3); /* fused: b, two and the group */
+    CU_ASSERT_EQUAL(atomic_load(&dbg_checks), 0);
+    watched = "r"; /* a breakpoint on a member of the group */
+    tide_engine_debugger_changed(e);
+    CU_ASSERT_EQUAL(chain_run(s, &c, &o, 1), 5);
+    CU_ASSERT_EQUAL(atomic_load(&dbg_checks), 2); /* r's check, before and after */
+    watched = "no_such_node";
+    tide_engine_debugger_changed(e);
+    CU_ASSERT_EQUAL(chain_run(s, &c, &o, 1), 3);
+    CU_ASSERT_EQUAL(atomic_load(&dbg_checks), 2);
+    d.keep_values = true; /* attaching again replaces it */
+    int keep = tide_engine_attach_debugger(e, &d, NULL);
+    CU_ASSERT(keep > 0);
+    CU_ASSERT_EQUAL(chain_run(s, &c, &o, 1), 5);
+    tide_engine_detach_debugger(e, keep);
     CU_ASSERT_EQUAL(chain_run(s, &c, &o, 1), 3);
     tide_session_free(s);
     tide_engine_free(e);
@@ -505,6 +550,7 @@ int main(void)
         TH_TEST(test_multi_consumer_not_fused),
         TH_TEST(test_watched_not_fused),
         TH_TEST(test_debugger_and_switch),
+        TH_TEST(test_debugger_watching_elsewhere),
         TH_TEST(test_error_names_member),
         TH_TEST(test_gradients_equal),
         TH_TEST(test_random_graphs),

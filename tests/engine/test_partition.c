@@ -1047,7 +1047,7 @@ static void check_plan(tide_engine *e, const gen *G)
 {
     tide_error *err = tide_error_new();
     int nt = G->target ? 1 : 0;
-    tide_plan *p = tide__plan_build(e, G->g, G->feeds, G->nfeeds, G->fetches, G->nf, &G->target, nt, false, err);
+    tide_plan *p = tide__plan_build(e, G->g, G->feeds, G->nfeeds, G->fetches, G->nf, &G->target, nt, false, NULL, err);
     if (!CHECK(p != NULL)) {
         fprintf(stderr, " plan: %s\n", tide_error_message(err));
         tide_error_free(err);
@@ -1248,7 +1248,7 @@ static void test_generator(void)
         }
         tide_error *err = tide_error_new();
         tide_plan *p = tide__plan_build(one, a->g, a->feeds, a->nfeeds, a->fetches, a->nf, &a->target,
-                                        a->target ? 1 : 0, false, err);
+                                        a->target ? 1 : 0, false, NULL, err);
         if (!p)
             fprintf(stderr, "\nplan of graph %d: %s", (int)seed, tide_error_message(err));
         tide_error_free(err);

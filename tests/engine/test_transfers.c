@@ -72,7 +72,7 @@ static tide_plan *plan_for(tide_engine *e, tide_graph *g, const tide_feed *feeds
     for (int i = 0; i < n; i++)
         outs[i] = (tide_output){fetch[i], 0};
     tide_error *err = tide_error_new();
-    tide_plan *p = tide__plan_build(e, g, feeds, nfeeds, outs, n, NULL, 0, false, err);
+    tide_plan *p = tide__plan_build(e, g, feeds, nfeeds, outs, n, NULL, 0, false, NULL, err);
     if (!p)
         fprintf(stderr, "plan: %s\n", tide_error_message(err));
     tide_error_free(err);
