@@ -231,6 +231,11 @@ int tide_kernel_num_threads(const tide_kernel_ctx *ctx);
  * one); cost_per_unit in nanoseconds decides how many chunks are worth it. Blocks until done. */
 void tide_kernel_parallel_for(tide_kernel_ctx *ctx, int64_t n, double cost_per_unit,
                               void (*fn)(int64_t begin, int64_t end, void *arg), void *arg);
+/* float16 and bfloat16 nodes of a kernel written for float32 (engine/kernel_float32.c): runs compute
+ * with every half input converted to float32 and every half output allocated as float32, then rounds
+ * those outputs once into the node's (TensorFlow's "computed in float32" for halves). A node without
+ * half inputs or outputs runs compute directly. Returns compute's status (errors name the node). */
+tide_status tide_kernel_compute_in_float32(tide_kernel_ctx *ctx, tide_status (*compute)(tide_kernel_ctx *ctx));
 
 /* ---------------------------------------------------------------- variables (stateful kernels) */
 

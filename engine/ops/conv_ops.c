@@ -520,7 +520,7 @@ static tide_status avg_pool_grad_shape(tide_shape_ctx *ctx) { return pool_grad_s
 /* ---------------------------------------------------------------- registration */
 
 #define CONV_ATTRS                                                                                \
-    "T: {float32, float64}", "strides: list(int)", "use_cudnn_on_gpu: bool = true",               \
+    "T: {float16, bfloat16, float32, float64}", "strides: list(int)", "use_cudnn_on_gpu: bool = true",               \
         "padding: string", "explicit_paddings: list(int) = []", "data_format: string = 'NHWC'",   \
         "dilations: list(int) = [1, 1, 1, 1]"
 #define POOL_ATTRS                                                                                \
@@ -531,7 +531,9 @@ static tide_status avg_pool_grad_shape(tide_shape_ctx *ctx) { return pool_grad_s
     "padding 'VALID' (no padding, the window must fit), 'SAME' (output ceil(size / stride), "     \
     "zeros added evenly, the extra one after) or 'EXPLICIT' (explicit_paddings [0, 0, top, "      \
     "bottom, left, right, 0, 0] zeros); data_format must be 'NHWC'; use_cudnn_on_gpu is "         \
-    "accepted and ignored (there is no cuDNN on a CPU). "
+    "accepted and ignored (there is no cuDNN on a CPU). float16 and bfloat16 are computed in "    \
+    "float32 and rounded once (on the CPU by the float32 kernels; on a GPU by cuDNN with float32 " \
+    "accumulation). "
 #define DEPTHWISE_ATTRS                                                                           \
     "T: {float32, float64}", "strides: list(int)", "padding: string",                             \
         "data_format: string = 'NHWC'", "dilations: list(int) = [1, 1, 1, 1]"
@@ -539,8 +541,9 @@ static tide_status avg_pool_grad_shape(tide_shape_ctx *ctx) { return pool_grad_s
     "strides, dilations and padding ('SAME' or 'VALID') as Conv2D's; data_format must be 'NHWC'; " \
     "shapes that do not fit are INVALID_ARGUMENT naming them."
 #define CONV_TF_DIFFERENCES                                                                       \
-    "float16 and bfloat16 are not supported; data_format 'NCHW' is refused at graph time (tide's " \
-    "convolutions take NHWC only)."
+    "data_format 'NCHW' is refused at graph time (tide's convolutions take NHWC only)."
+#define DEPTHWISE_TF_DIFFERENCES                                                                  \
+    "float16 and bfloat16 are not supported; " CONV_TF_DIFFERENCES
 #define POOL_TF_DIFFERENCES                                                                       \
     "float16 and bfloat16 are not supported; data_format 'NCHW' (and 'NCHW_VECT_C') is refused at " \
     "graph time (NHWC only)."
@@ -601,7 +604,7 @@ static void register_conv_ops(void)
                "filter[:, :, c, m] (m < M, the channel multiplier), giving [N, OH, OW, C * M]: "
                "output[n, i, j, c * M + m] = sum over kh, kw of input[n, i*sh + kh*dh - pad_top, "
                "j*sw + kw*dw - pad_left, c] * filter[kh, kw, c, m]. " DEPTHWISE_ATTR_DOC,
-        .tf_differences = CONV_TF_DIFFERENCES,
+        .tf_differences = DEPTHWISE_TF_DIFFERENCES,
     });
     tide_op_register(&(tide_op_spec){
         .name = "DepthwiseConv2dNativeBackpropInput",
@@ -612,7 +615,7 @@ static void register_conv_ops(void)
         .doc = "The gradient of DepthwiseConv2dNative with respect to its input [N, H, W, C] "
                "(input_sizes), from the filter and out_backprop [N, OH, OW, C * M]. "
                DEPTHWISE_ATTR_DOC,
-        .tf_differences = CONV_TF_DIFFERENCES,
+        .tf_differences = DEPTHWISE_TF_DIFFERENCES,
     });
     tide_op_register(&(tide_op_spec){
         .name = "DepthwiseConv2dNativeBackpropFilter",
@@ -623,7 +626,7 @@ static void register_conv_ops(void)
         .doc = "The gradient of DepthwiseConv2dNative with respect to its filter [KH, KW, C, M] "
                "(filter_sizes), from the input and out_backprop, summed over the batch. "
                DEPTHWISE_ATTR_DOC,
-        .tf_differences = CONV_TF_DIFFERENCES,
+        .tf_differences = DEPTHWISE_TF_DIFFERENCES,
     });
     tide_op_register(&(tide_op_spec){
         .name = "MaxPool",

@@ -164,14 +164,15 @@ static void register_linalg_ops(void)
         .inputs = {"a: T", "b: T"},
         .outputs = {"product: T"},
         .attrs = {"transpose_a: bool = false", "transpose_b: bool = false",
-                  "T: {float32, float64, int32, int64, complex64, complex128}"},
+                  "T: {float16, bfloat16, float32, float64, int32, int64, complex64, complex128}"},
         .shape_fn = matmul_shape,
         .doc = "Multiplies matrix a by matrix b: product[i, j] = sum_k a[i, k] * b[k, j], with a "
                "(or b) transposed first when transpose_a (transpose_b) is set; complex inputs are "
                "transposed without conjugation. Both inputs must have rank 2 and agreeing inner "
                "dimensions, else INVALID_ARGUMENT naming both shapes; an inner dimension of 0 gives "
                "zeros. Floating point and complex use BLAS; int32 and int64 sums wrap around modulo "
-               "2^32 or 2^64 on overflow (two's complement), without error.",
+               "2^32 or 2^64 on overflow (two's complement), without error. float16 and bfloat16 "
+               "are computed in float32 and rounded once (float32 products and sums).",
     });
     tide_op_register(&(tide_op_spec){
         .name = "BatchMatMulV2",
@@ -179,7 +180,7 @@ static void register_linalg_ops(void)
         .inputs = {"x: T", "y: T"},
         .outputs = {"output: T"},
         .attrs = {"adj_x: bool = false", "adj_y: bool = false",
-                  "T: {float32, float64, int32, int64, complex64, complex128}"},
+                  "T: {float16, bfloat16, float32, float64, int32, int64, complex64, complex128}"},
         .shape_fn = batch_matmul_v2_shape,
         .doc = "Multiplies batches of matrices: output[..., :, :] = x[..., :, :] @ y[..., :, :] over "
                "the last two dimensions, with the leading (batch) dimensions broadcast NumPy-style "
@@ -187,21 +188,19 @@ static void register_linalg_ops(void)
                "give [..., M, N]. adj_x (adj_y) uses the adjoint of each x (y) matrix: its transpose, "
                "conjugated for complex dtypes. Inputs of rank < 2, differing inner dimensions or "
                "batch dimensions that do not broadcast are INVALID_ARGUMENT. int32 and int64 sums "
-               "wrap around on overflow.",
-        .tf_differences = "float16 and bfloat16 are not supported.",
+               "wrap around on overflow; float16 and bfloat16 are computed in float32 and rounded once.",
     });
     tide_op_register(&(tide_op_spec){
         .name = "BatchMatMul",
         .inputs = {"x: T", "y: T"},
         .outputs = {"output: T"},
         .attrs = {"adj_x: bool = false", "adj_y: bool = false",
-                  "T: {float32, float64, int32, int64, complex64, complex128}"},
+                  "T: {float16, bfloat16, float32, float64, int32, int64, complex64, complex128}"},
         .shape_fn = batch_matmul_shape,
         .doc = "Multiplies batches of matrices as BatchMatMulV2, but x and y must have the same rank "
                "and the same batch dimensions (TensorFlow 1.x's first version, which does not "
                "broadcast them): x [..., M, K] and y [..., K, N] give [..., M, N]. Differing batch "
                "dimensions are INVALID_ARGUMENT naming both shapes.",
-        .tf_differences = "float16 and bfloat16 are not supported.",
     });
     tide_op_register(&(tide_op_spec){
         .name = "MatrixInverse",

@@ -1,5 +1,6 @@
 /* conv.c — CPU kernels of Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter (float32, float64;
- * NHWC data, HWIO filters).
+ * float16 and bfloat16 through the float32 kernels, tide_kernel_compute_in_float32; NHWC data, HWIO
+ * filters).
  *
  * Design (measured on the 2-core Zen 3 development VM; tests/bench/bench_conv.c). For the tutorial
  * CNN's second convolution (batch 100, 14x14x32 -> 64, 5x5) im2col + one sgemm per image reached
@@ -1389,12 +1390,23 @@ static tide_status conv2d_backprop_filter_compute(tide_kernel_ctx *ctx)
     return st;
 }
 
+/* float16 and bfloat16: the float32 kernels over float32 copies, rounded once on store. */
+static tide_status conv2d_any(tide_kernel_ctx *ctx) { return tide_kernel_compute_in_float32(ctx, conv2d_compute); }
+static tide_status conv2d_backprop_input_any(tide_kernel_ctx *ctx)
+{
+    return tide_kernel_compute_in_float32(ctx, conv2d_backprop_input_compute);
+}
+static tide_status conv2d_backprop_filter_any(tide_kernel_ctx *ctx)
+{
+    return tide_kernel_compute_in_float32(ctx, conv2d_backprop_filter_compute);
+}
+
 static void register_conv_kernels(void)
 {
     static const tide_cpu_kernel table[] = {
-        {"Conv2D", conv2d_compute, conv_init, TIDE_KERNEL_EXPENSIVE},
-        {"Conv2DBackpropInput", conv2d_backprop_input_compute, conv_init, TIDE_KERNEL_EXPENSIVE},
-        {"Conv2DBackpropFilter", conv2d_backprop_filter_compute, conv_init, TIDE_KERNEL_EXPENSIVE},
+        {"Conv2D", conv2d_any, conv_init, TIDE_KERNEL_EXPENSIVE},
+        {"Conv2DBackpropInput", conv2d_backprop_input_any, conv_init, TIDE_KERNEL_EXPENSIVE},
+        {"Conv2DBackpropFilter", conv2d_backprop_filter_any, conv_init, TIDE_KERNEL_EXPENSIVE},
     };
     tide_cpu_register_kernels(table, sizeof table / sizeof table[0]);
 }

@@ -18,6 +18,9 @@
  *   - int32/int64 use blocked i-k-j loops computed in the unsigned type of the same width, so an
  *     overflowing sum wraps around (two's complement) instead of being undefined. The rows of all
  *     batches are split over the engine's threads.
+ *   - float16/bfloat16 run the float32 path on float32 copies of the operands, the product rounded
+ *     once on store (tide_kernel_compute_in_float32): float32 multiply-adds, as TensorFlow's CPU
+ *     kernels compute halves.
  * An inner dimension of 0 gives zeros; an empty output does no work and never reaches BLAS. */
 #include <cblas.h>
 #include <limits.h>
@@ -386,16 +389,24 @@ static tide_status batch_matmul_compute(tide_kernel_ctx *ctx)
     return mm_run(ctx, &j, &out);
 }
 
+/* ---------------------------------------------------------------- float16 and bfloat16 */
+
+static tide_status matmul_any(tide_kernel_ctx *ctx) { return tide_kernel_compute_in_float32(ctx, matmul_compute); }
+static tide_status batch_matmul_any(tide_kernel_ctx *ctx)
+{
+    return tide_kernel_compute_in_float32(ctx, batch_matmul_compute);
+}
+
 static void register_matmul_kernels(void)
 {
     tide_kernel_register(&(tide_kernel_spec){.op = "MatMul", .device_type = "cpu",
                                               .flags = TIDE_KERNEL_EXPENSIVE, .init = matmul_init,
-                                              .compute = matmul_compute});
+                                              .compute = matmul_any});
     static const char *const batch_ops[] = {"BatchMatMulV2", "BatchMatMul"};
     for (int i = 0; i < 2; i++)
         tide_kernel_register(&(tide_kernel_spec){.op = batch_ops[i], .device_type = "cpu",
                                                   .flags = TIDE_KERNEL_EXPENSIVE,
                                                   .init = batch_matmul_init,
-                                                  .compute = batch_matmul_compute});
+                                                  .compute = batch_matmul_any});
 }
 TIDE_REGISTER(register_matmul_kernels)

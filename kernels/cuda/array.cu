@@ -193,15 +193,15 @@ static tide_status walk_copy(tide_kernel_ctx *ctx, const tide_tensor *x, const t
                       "the strided copy kernel");
 }
 
-cudaError_t cuda_transpose_launch(const float *x, float *y, int rank, const int64_t *dims, const int64_t *perm,
-                                  cudaStream_t s)
+cudaError_t cuda_transpose_launch(size_t es, const void *x, void *y, int rank, const int64_t *dims,
+                                  const int64_t *perm, cudaStream_t s)
 {
     tide_walk w;
     tide_plan_transpose(rank, dims, perm, &w);
     int64_t n = 1;
     for (int k = 0; k < rank; k++)
         n *= dims[k];
-    return cuda_walk_launch(4, x, y, &w, 0, n, s);
+    return cuda_walk_launch(es, x, y, &w, 0, n, s);
 }
 
 extern "C" tide_status cuda_transpose(tide_kernel_ctx *ctx, void *)

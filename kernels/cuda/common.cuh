@@ -38,9 +38,9 @@ int64_t cuda_read_ints(tide_kernel_ctx *ctx, const tide_tensor *t, int64_t *out,
 bool cuda_read_shape(tide_kernel_ctx *ctx, const tide_tensor *t, tide_shape *out, const char *what);
 /* The same for one float32 scalar. */
 bool cuda_read_float(tide_kernel_ctx *ctx, const tide_tensor *t, float *out, const char *what);
-/* y = x transposed by perm (x of dims), enqueued on s (array.cu). */
-cudaError_t cuda_transpose_launch(const float *x, float *y, int rank, const int64_t *dims, const int64_t *perm,
-                                  cudaStream_t s);
+/* y = x transposed by perm (x of dims, elements of es bytes), enqueued on s (array.cu). */
+cudaError_t cuda_transpose_launch(size_t es, const void *x, void *y, int rank, const int64_t *dims,
+                                  const int64_t *perm, cudaStream_t s);
 /* y = x walked by w from base (n elements of es bytes: 1, 2, 4 or 8), enqueued on s (movement.cu). */
 cudaError_t cuda_walk_launch(size_t es, const void *x, void *y, const tide_walk *w, int64_t base, int64_t n,
                              cudaStream_t s);

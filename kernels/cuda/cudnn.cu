@@ -9,7 +9,9 @@
  * are [Cout, KH, KW, Cin], so filters are transposed into a scratch tensor (and filter gradients
  * back). Algorithms come from cuDNN's heuristics (the _v7 queries: no timing runs); their workspace is
  * a scratch tensor of the engine's caching allocator. $TIDE_GPU_TF32=1 allows TF32 tensor cores
- * (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION); the default is FMA math in float32.
+ * (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION); the default is FMA math in float32. The convolutions also
+ * take float16 and bfloat16 data (CUDNN_DATA_HALF / CUDNN_DATA_BFLOAT16 with a float32 compute type:
+ * cuDNN's pseudo-half configurations, tensor-core math; never run on a GPU).
  * Built only when meson found cuDNN (option cudnn_dir or $CUDNN_PATH); otherwise these kernels fail
  * with a message saying so. */
 #include <cstdlib>
@@ -93,17 +95,17 @@ tide_status dnn_call::begin()
     return TIDE_OK;
 }
 
-void *dnn_call::temp(int i, int64_t n)
+void *dnn_call::temp(int i, int64_t n, tide_dtype dt)
 {
     tide_shape s = {1, {n > 0 ? n : 1}};
-    scratch[i] = tide_cuda_api->alloc_temp(ctx, TIDE_FLOAT32, &s);
+    scratch[i] = tide_cuda_api->alloc_temp(ctx, dt, &s);
     return scratch[i] ? tide_tensor_device_pointer(scratch[i]) : NULL;
 }
 
-tide_status dnn_nhwc(tide_kernel_ctx *ctx, cudnnTensorDescriptor_t *d, const int64_t dims[4])
+tide_status dnn_nhwc(tide_kernel_ctx *ctx, cudnnTensorDescriptor_t *d, const int64_t dims[4], cudnnDataType_t t)
 {
     DNN(ctx, cudnnCreateTensorDescriptor(d));
-    DNN(ctx, cudnnSetTensor4dDescriptor(*d, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, (int)dims[0], (int)dims[3],
+    DNN(ctx, cudnnSetTensor4dDescriptor(*d, CUDNN_TENSOR_NHWC, t, (int)dims[0], (int)dims[3],
                                         (int)dims[1], (int)dims[2]));
     return TIDE_OK;
 }
@@ -119,6 +121,7 @@ struct conv_shape {
     tide_conv_geometry g;
     bool explicit_pad;
     int64_t padded[4];
+    tide_dtype dt; /* of the data: float32, float16 or bfloat16 */
 };
 
 /* Windows over an input of size `in` padded by `pad` on both sides. */
@@ -151,17 +154,21 @@ static tide_status conv_descriptors(dnn_call &c, const conv_shape &s)
 {
     tide_kernel_ctx *ctx = c.ctx;
     const tide_conv_geometry &g = s.g;
-    if (dnn_nhwc(ctx, &c.x, s.explicit_pad ? s.padded : s.in) != TIDE_OK || dnn_nhwc(ctx, &c.y, s.out) != TIDE_OK)
+    const cudnnDataType_t t = dnn_type(s.dt);
+    if (dnn_nhwc(ctx, &c.x, s.explicit_pad ? s.padded : s.in, t) != TIDE_OK || dnn_nhwc(ctx, &c.y, s.out, t) != TIDE_OK)
         return tide_kernel_status(ctx);
     DNN(ctx, cudnnCreateFilterDescriptor(&c.w));
-    DNN(ctx, cudnnSetFilter4dDescriptor(c.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, (int)s.filter[3], (int)s.filter[2],
+    DNN(ctx, cudnnSetFilter4dDescriptor(c.w, t, CUDNN_TENSOR_NHWC, (int)s.filter[3], (int)s.filter[2],
                                         (int)s.filter[0], (int)s.filter[1]));
     DNN(ctx, cudnnCreateConvolutionDescriptor(&c.conv));
     int pad_h = s.explicit_pad ? 0 : (int)g.pad_top, pad_w = s.explicit_pad ? 0 : (int)g.pad_left;
     DNN(ctx, cudnnSetConvolution2dDescriptor(c.conv, pad_h, pad_w, (int)g.win.stride_h, (int)g.win.stride_w,
                                              (int)g.win.dilation_h, (int)g.win.dilation_w, CUDNN_CROSS_CORRELATION,
-                                             CUDNN_DATA_FLOAT));
-    DNN(ctx, cudnnSetConvolutionMathType(c.conv, tf32_wanted() ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION : CUDNN_FMA_MATH));
+                                             CUDNN_DATA_FLOAT)); /* float32 accumulation for halves too */
+    /* halves: tensor cores (products of halves are exact in float32, sums in float32) */
+    DNN(ctx, cudnnSetConvolutionMathType(c.conv, s.dt != TIDE_FLOAT32 ? CUDNN_TENSOR_OP_MATH
+                                                 : tf32_wanted() ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+                                                                 : CUDNN_FMA_MATH));
     int n, ch, h, w;
     DNN(ctx, cudnnGetConvolution2dForwardOutputDim(c.conv, c.x, c.w, &n, &ch, &h, &w));
     if (h != g.out_h || w != g.out_w)
@@ -209,6 +216,7 @@ static tide_status conv_setup(tide_kernel_ctx *ctx, int what, conv_shape *s)
     if (!ok)
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
     s->out[0] = s->g.batch, s->out[1] = s->g.out_h, s->out[2] = s->g.out_w, s->out[3] = s->g.out_c;
+    s->dt = tide_tensor_dtype(tide_kernel_input(ctx, what == 1 ? 1 : 0));
     for (int k = 0; k < 4; k++)
         if (s->in[k] > INT32_MAX || s->filter[k] > INT32_MAX || s->out[k] > INT32_MAX)
             return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "dimensions beyond cuDNN's int range");
@@ -228,11 +236,11 @@ static bool workspace(dnn_call &c, size_t bytes, void **ws)
 /* The algorithm cuDNN's heuristics rank first for `what` (0 forward, 1 backward data, 2 backward
  * filter), its workspace, and the call; x is the input (forward, backward filter), w the filter (or its
  * gradient) in KRSC, out the output (forward) or the input's gradient (backward data). */
-static tide_status conv_call(dnn_call &c, int what, const float *x, float *w, float *out)
+static tide_status conv_call(dnn_call &c, int what, const void *x, void *w, void *out)
 {
     tide_kernel_ctx *ctx = c.ctx;
-    const float one = 1.0f, zero = 0.0f;
-    const float *dy = fptr(tide_kernel_input(ctx, 2));
+    const float one = 1.0f, zero = 0.0f; /* float scaling for float32, float16 and bfloat16 data */
+    const void *dy = tide_tensor_device_pointer(tide_kernel_input(ctx, 2));
     int found = 0;
     size_t bytes = 0;
     void *ws;
@@ -267,9 +275,9 @@ static tide_status conv_call(dnn_call &c, int what, const float *x, float *w, fl
 }
 
 /* x padded explicitly into scratch slot 2 (conv_shape); NULL with the error recorded. */
-static float *pad_input(dnn_call &c, const conv_shape &s, const float *x)
+static void *pad_input(dnn_call &c, const conv_shape &s, const void *x)
 {
-    float *xp = (float *)c.temp(2, s.padded[0] * s.padded[1] * s.padded[2] * s.padded[3]);
+    void *xp = c.temp(2, s.padded[0] * s.padded[1] * s.padded[2] * s.padded[3], s.dt);
     if (!xp)
         return NULL;
     const int64_t before[4] = {0, s.g.pad_top, s.g.pad_left, 0};
@@ -278,18 +286,21 @@ static float *pad_input(dnn_call &c, const conv_shape &s, const float *x)
         after[k] = s.padded[k] - s.in[k] - before[k];
     tide_pad_plan p;
     tide_plan_pad(4, s.in, before, after, &p);
-    return cuda_check(c.ctx, cuda_pad_launch(4, x, xp, &p, NULL, c.stream), "the explicit padding") == TIDE_OK ? xp
-                                                                                                             : NULL;
+    return cuda_check(c.ctx, cuda_pad_launch(tide_dtype_size(s.dt), x, xp, &p, NULL, c.stream), "the explicit padding") ==
+                   TIDE_OK
+               ? xp
+               : NULL;
 }
 
 /* The gradient of the padded input (in scratch slot 2) cropped to the input's (out). */
-static tide_status crop_input(dnn_call &c, const conv_shape &s, const float *dxp, float *out)
+static tide_status crop_input(dnn_call &c, const conv_shape &s, const void *dxp, void *out)
 {
     int64_t strides[4];
     tide_plan_strides(4, s.padded, strides);
     tide_walk w = {4, {s.in[0], s.in[1], s.in[2], s.in[3]}, {strides[0], strides[1], strides[2], strides[3]}};
     int64_t base = s.g.pad_top * strides[1] + s.g.pad_left * strides[2];
-    return cuda_check(c.ctx, cuda_walk_launch(4, dxp, out, &w, base, s.in[0] * s.in[1] * s.in[2] * s.in[3], c.stream),
+    return cuda_check(c.ctx, cuda_walk_launch(tide_dtype_size(s.dt), dxp, out, &w, base,
+                                              s.in[0] * s.in[1] * s.in[2] * s.in[3], c.stream),
                       "the padded gradient's crop");
 }
 
@@ -310,27 +321,28 @@ static tide_status conv(tide_kernel_ctx *ctx, int what)
     dnn_call c(ctx);
     if (c.begin() != TIDE_OK || conv_descriptors(c, s) != TIDE_OK)
         return tide_kernel_status(ctx);
-    float *w = (float *)c.temp(0, s.filter[0] * s.filter[1] * s.filter[2] * s.filter[3]);
+    const size_t es = tide_dtype_size(s.dt);
+    void *w = c.temp(0, s.filter[0] * s.filter[1] * s.filter[2] * s.filter[3], s.dt);
     if (!w)
         return tide_kernel_status(ctx);
-    if (what != 2 && cuda_check(ctx, cuda_transpose_launch(fptr(tide_kernel_input(ctx, 1)), w, 4, s.filter, to_krsc,
-                                                           c.stream), "the filter's transpose") != TIDE_OK)
+    if (what != 2 && cuda_check(ctx, cuda_transpose_launch(es, tide_tensor_device_pointer(tide_kernel_input(ctx, 1)), w, 4,
+                                                           s.filter, to_krsc, c.stream), "the filter's transpose") != TIDE_OK)
         return tide_kernel_status(ctx);
-    const float *x = what == 1 ? NULL : fptr(tide_kernel_input(ctx, 0));
-    float *result = fptr(out);
+    const void *x = what == 1 ? NULL : tide_tensor_device_pointer(tide_kernel_input(ctx, 0));
+    void *result = tide_tensor_device_pointer(out);
     if (s.explicit_pad && what != 1 && !(x = pad_input(c, s, x)))
         return tide_kernel_status(ctx);
     if (s.explicit_pad && what == 1 &&
-        !(result = (float *)c.temp(2, s.padded[0] * s.padded[1] * s.padded[2] * s.padded[3])))
+        !(result = c.temp(2, s.padded[0] * s.padded[1] * s.padded[2] * s.padded[3], s.dt)))
         return tide_kernel_status(ctx);
     if (conv_call(c, what, x, w, result) != TIDE_OK)
         return tide_kernel_status(ctx);
     if (what == 1)
-        return s.explicit_pad ? crop_input(c, s, result, fptr(out)) : TIDE_OK;
+        return s.explicit_pad ? crop_input(c, s, result, tide_tensor_device_pointer(out)) : TIDE_OK;
     if (what == 0)
         return TIDE_OK;
     int64_t krsc[4] = {s.filter[3], s.filter[0], s.filter[1], s.filter[2]};
-    return cuda_check(ctx, cuda_transpose_launch(w, fptr(out), 4, krsc, to_hwio, c.stream),
+    return cuda_check(ctx, cuda_transpose_launch(es, w, tide_tensor_device_pointer(out), 4, krsc, to_hwio, c.stream),
                       "the filter gradient's transpose");
 }
 

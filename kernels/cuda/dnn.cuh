@@ -45,11 +45,17 @@ struct dnn_call {
     ~dnn_call();
     /* The device's handle on the kernel's stream, the lock held from here on. */
     tide_status begin();
-    /* A scratch float32 tensor of n elements in slot i (0..2); NULL with the error recorded. */
-    void *temp(int i, int64_t n);
+    /* A scratch tensor of n elements of dt in slot i (0..2); NULL with the error recorded. */
+    void *temp(int i, int64_t n, tide_dtype dt = TIDE_FLOAT32);
 };
 
-/* A float32 NHWC descriptor of dims [N, H, W, C]. */
-tide_status dnn_nhwc(tide_kernel_ctx *ctx, cudnnTensorDescriptor_t *d, const int64_t dims[4]);
+/* An NHWC descriptor of dims [N, H, W, C] (float32 unless t says otherwise). */
+tide_status dnn_nhwc(tide_kernel_ctx *ctx, cudnnTensorDescriptor_t *d, const int64_t dims[4],
+                     cudnnDataType_t t = CUDNN_DATA_FLOAT);
+/* cuDNN's type of a float32, float16 or bfloat16 tensor's elements. */
+static inline cudnnDataType_t dnn_type(tide_dtype dt)
+{
+    return dt == TIDE_FLOAT16 ? CUDNN_DATA_HALF : dt == TIDE_BFLOAT16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+}
 
 #endif

@@ -1,4 +1,6 @@
-/* matmul.cu — MatMul and BatchMatMul through cuBLAS (SGEMM, strided batched for BatchMatMul). Row-major
+/* matmul.cu — MatMul and BatchMatMul through cuBLAS (SGEMM, strided batched for BatchMatMul; float16
+ * and bfloat16 through cublasGemmEx / cublasGemmStridedBatchedEx with float32 accumulation
+ * (CUBLAS_COMPUTE_32F), the product rounded once on store as on the CPU; never run on a GPU). Row-major
  * tensors are column-major transposes, so C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T with
  * the operands swapped, and no copy. One cuBLAS handle per GPU, made on first use and bound to the
  * device's compute stream; calls on it are serialised by a lock (they only enqueue work).
@@ -56,9 +58,15 @@ static cublasHandle_t handle_for(tide_kernel_ctx *ctx, cudaStream_t s)
     return handles[gpu];
 }
 
-/* C [batch, m, n] = op(A) op(B), row-major, batches strided by m*k, k*n and m*n elements. */
-static tide_status gemm(tide_kernel_ctx *ctx, const float *a, const float *b, float *c, int64_t batch, int64_t m,
-                        int64_t n, int64_t k, bool ta, bool tb)
+/* cuBLAS's type of dt's elements (float32, float16, bfloat16). */
+static cudaDataType_t blas_type(tide_dtype dt)
+{
+    return dt == TIDE_FLOAT16 ? CUDA_R_16F : dt == TIDE_BFLOAT16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+/* C [batch, m, n] = op(A) op(B), row-major, batches strided by m*k, k*n and m*n elements of dtype dt. */
+static tide_status gemm(tide_kernel_ctx *ctx, tide_dtype dt, const void *a, const void *b, void *c, int64_t batch,
+                        int64_t m, int64_t n, int64_t k, bool ta, bool tb)
 {
     cudaStream_t s = cuda_begin(ctx);
     if (!s)
@@ -66,7 +74,8 @@ static tide_status gemm(tide_kernel_ctx *ctx, const float *a, const float *b, fl
     if (m == 0 || n == 0 || batch == 0)
         return TIDE_OK;
     if (k == 0)
-        return cuda_check(ctx, cudaMemsetAsync(c, 0, (size_t)(batch * m * n) * 4, s), "zeroing the product");
+        return cuda_check(ctx, cudaMemsetAsync(c, 0, (size_t)(batch * m * n) * tide_dtype_size(dt), s),
+                          "zeroing the product");
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX || batch > INT_MAX)
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "matrix dimensions %lld x %lld x %lld (batch %lld) "
                                  "exceed cuBLAS's int range", (long long)m, (long long)k, (long long)n, (long long)batch);
@@ -77,13 +86,24 @@ static tide_status gemm(tide_kernel_ctx *ctx, const float *a, const float *b, fl
     if (!h)
         return tide_kernel_status(ctx);
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasStatus_t st =
-        batch == 1 ? cublasSgemm(h, opb, opa, (int)n, (int)m, (int)k, &one, b, ldb, a, lda, &zero, c, (int)n)
-                   : cublasSgemmStridedBatched(h, opb, opa, (int)n, (int)m, (int)k, &one, b, ldb, k * n, a, lda, m * k,
-                                               &zero, c, (int)n, m * n, (int)batch);
+    cublasStatus_t st;
+    if (dt == TIDE_FLOAT32)
+        st = batch == 1 ? cublasSgemm(h, opb, opa, (int)n, (int)m, (int)k, &one, (const float *)b, ldb,
+                                      (const float *)a, lda, &zero, (float *)c, (int)n)
+                        : cublasSgemmStridedBatched(h, opb, opa, (int)n, (int)m, (int)k, &one, (const float *)b, ldb,
+                                                    k * n, (const float *)a, lda, m * k, &zero, (float *)c, (int)n,
+                                                    m * n, (int)batch);
+    else { /* halves: float32 accumulation, tensor cores where cuBLAS finds them worth it */
+        cudaDataType_t t = blas_type(dt);
+        st = batch == 1 ? cublasGemmEx(h, opb, opa, (int)n, (int)m, (int)k, &one, b, t, ldb, a, t, lda, &zero, c, t,
+                                       (int)n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+                        : cublasGemmStridedBatchedEx(h, opb, opa, (int)n, (int)m, (int)k, &one, b, t, ldb, k * n, a, t,
+                                                     lda, m * k, &zero, c, t, (int)n, m * n, (int)batch,
+                                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    }
     if (st != CUBLAS_STATUS_SUCCESS)
-        return tide_kernel_error(ctx, TIDE_INTERNAL, "cuBLAS SGEMM %lld x %lld x %lld: %s", (long long)m,
-                                 (long long)k, (long long)n, cublasGetStatusString(st));
+        return tide_kernel_error(ctx, TIDE_INTERNAL, "cuBLAS %s GEMM %lld x %lld x %lld: %s", tide_dtype_name(dt),
+                                 (long long)m, (long long)k, (long long)n, cublasGetStatusString(st));
     return TIDE_OK;
 }
 
@@ -110,7 +130,8 @@ extern "C" tide_status cuda_matmul(tide_kernel_ctx *ctx, void *)
     tide_tensor *c = tide_kernel_alloc_output(ctx, 0, &out, false);
     if (!c)
         return tide_kernel_status(ctx);
-    return gemm(ctx, fptr(a), fptr(b), fptr(c), 1, m, n, k, ta, tb);
+    return gemm(ctx, tide_tensor_dtype(a), tide_tensor_device_pointer(a), tide_tensor_device_pointer(b),
+                tide_tensor_device_pointer(c), 1, m, n, k, ta, tb);
 }
 
 extern "C" tide_status cuda_batch_matmul(tide_kernel_ctx *ctx, void *)
@@ -145,5 +166,6 @@ extern "C" tide_status cuda_batch_matmul(tide_kernel_ctx *ctx, void *)
     tide_tensor *z = tide_kernel_alloc_output(ctx, 0, &out, false);
     if (!z)
         return tide_kernel_status(ctx);
-    return gemm(ctx, fptr(x), fptr(y), fptr(z), batch, m, n, k, adj_x, adj_y);
+    return gemm(ctx, tide_tensor_dtype(x), tide_tensor_device_pointer(x), tide_tensor_device_pointer(y),
+                tide_tensor_device_pointer(z), batch, m, n, k, adj_x, adj_y);
 }

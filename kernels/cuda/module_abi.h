@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /* Raised whenever the table below or the kernel list changes: a module of another version is refused. */
-#define TIDE_CUDA_ABI_VERSION 5
+#define TIDE_CUDA_ABI_VERSION 6
 
 /* Flags of a kernel entry. */
 enum {
@@ -53,7 +53,8 @@ enum {
 /* The GPU kernels: X(op, (type constraints), function name in the module, flags); the constraints are
  * those of tide_kernel_spec, up to 4, in parentheses. Element-wise ops come from one template over
  * functors (elementwise.cu), for float32, float16 and bfloat16 (and int32/int64 where the op is
- * integer arithmetic); matrices, convolutions, softmax, batch norm and the optimizers are float32. */
+ * integer arithmetic); matrix products and convolutions for float32, float16 and bfloat16 (cuBLAS and
+ * cuDNN with float32 accumulation); softmax, batch norm and the optimizers are float32. */
 #define TIDE_CUDA_UNPAREN(...) __VA_ARGS__
 #define TIDE_CUDA_KERNELS(X)                                                                                \
     /* element-wise, binary with broadcasting */                                                           \
@@ -101,17 +102,17 @@ enum {
     X("BiasAdd", ("T: {float32}"), cuda_bias_add, 0)                                                         \
     X("BiasAddGrad", ("T: {float32}"), cuda_bias_add_grad, 0)                                                \
     /* cuBLAS */                                                                                           \
-    X("MatMul", ("T: {float32}"), cuda_matmul, 0)                                                            \
-    X("BatchMatMul", ("T: {float32}"), cuda_batch_matmul, 0)                                                 \
+    X("MatMul", ("T: " TIDE_CUDA_FLOATS), cuda_matmul, 0)                                                    \
+    X("BatchMatMul", ("T: " TIDE_CUDA_FLOATS), cuda_batch_matmul, 0)                                         \
     /* softmax and cross-entropy */                                                                        \
     X("Softmax", ("T: {float32}"), cuda_softmax, 0)                                                          \
     X("LogSoftmax", ("T: {float32}"), cuda_log_softmax, 0)                                                   \
     X("SoftmaxCrossEntropyWithLogits", ("T: {float32}"), cuda_softmax_xent, 0)                               \
     X("SparseSoftmaxCrossEntropyWithLogits", ("T: {float32}", "Tlabels: {int32, int64}"), cuda_sparse_softmax_xent, 0)                  \
     /* cuDNN */                                                                                            \
-    X("Conv2D", ("T: {float32}"), cuda_conv2d, 0)                                                            \
-    X("Conv2DBackpropInput", ("T: {float32}"), cuda_conv2d_backprop_input, 0)                                \
-    X("Conv2DBackpropFilter", ("T: {float32}"), cuda_conv2d_backprop_filter, 0)                              \
+    X("Conv2D", ("T: " TIDE_CUDA_FLOATS), cuda_conv2d, 0)                                                    \
+    X("Conv2DBackpropInput", ("T: " TIDE_CUDA_FLOATS), cuda_conv2d_backprop_input, 0)                        \
+    X("Conv2DBackpropFilter", ("T: " TIDE_CUDA_FLOATS), cuda_conv2d_backprop_filter, 0)                      \
     X("MaxPool", ("T: {float32}"), cuda_max_pool, 0)                                                         \
     X("AvgPool", ("T: {float32}"), cuda_avg_pool, 0)                                                         \
     X("MaxPoolGrad", ("T: {float32}"), cuda_max_pool_grad, 0)                                                \

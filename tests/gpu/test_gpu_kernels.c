@@ -6,8 +6,9 @@
  * (one float rounding, sums in double on both); 2e-5 relative plus 1e-6 for CUDA's math library
  * (expf, logf, tanhf, powf...), softmax and normals; matrix products and convolutions 1e-4 relative
  * plus 1e-4 times the reduced length (other summation orders in float32); float16 and bfloat16 exact
- * where float32 is, one step of the type (1e-3, 8e-3 relative) for CUDA's math library; integers
- * exact. Errors the GPU kernels
+ * where float32 is, one step of the type (1e-3, 8e-3 relative) for CUDA's math library and for the
+ * half matrix products and convolutions (cuBLAS GemmEx and cuDNN with float32 accumulation, plus
+ * 1e-6 per reduced element); integers exact. Errors the GPU kernels
  * raise themselves (a bad sparse label, a gather index out of range) are checked for their
  * messages; convolutions whose padding cuDNN cannot place evenly (padded explicitly on the GPU) are
  * compared as the others. Then the fused optimizers on variables, the gradients of a small
@@ -730,6 +731,49 @@ static void test_other_dtypes(void)
     COMPARE("GatherV2", gather, NULL, 1, 0, 0);
 }
 
+/* ---------------------------------------------------------------- float16 and bfloat16 products */
+
+/* MatMul, BatchMatMul and the convolutions in float16 and bfloat16: cuBLAS's GemmEx and cuDNN's half
+ * data with float32 accumulation against the CPU's float32 kernels rounded once. The float32 sums
+ * differ by their order (K 1e-6); each side rounds once: one step of the type relative (2^-10,
+ * 2^-7). The convolutions include one that cuDNN cannot pad evenly (2-byte explicit padding and crop). */
+static void test_half_products(void)
+{
+    static const tide_dtype halves[] = {TIDE_FLOAT16, TIDE_BFLOAT16};
+    for (int h = 0; h < 2; h++) {
+        tide_dtype dt = halves[h];
+        double step = dt == TIDE_FLOAT16 ? 1e-3 : 8e-3;
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                tide_tensor *in[] = {as_dtype(ta ? U(-1, 1, 128, 64) : U(-1, 1, 64, 128), dt),
+                                     as_dtype(tb ? U(-1, 1, 32, 128) : U(-1, 1, 128, 32), dt)};
+                tide_attrs *a = tide_attrs_new();
+                tide_attrs_set_bool(a, "transpose_a", ta);
+                tide_attrs_set_bool(a, "transpose_b", tb);
+                COMPARE("MatMul", in, a, 1, step, 128 * 1e-6 + 1e-6);
+            }
+        tide_tensor *bmm[] = {as_dtype(U(-1, 1, 3, 2, 4, 40), dt), as_dtype(U(-1, 1, 3, 2, 40, 6), dt)};
+        COMPARE("BatchMatMul", bmm, NULL, 1, step, 40 * 1e-6 + 1e-6);
+        static const struct {
+            int64_t size, stride, out;
+            const char *padding;
+        } geo[] = {{9, 1, 9, "SAME"}, {8, 2, 4, "SAME"}}; /* the second: padding 0 before, 1 after */
+        for (size_t i = 0; i < sizeof geo / sizeof geo[0]; i++) {
+            int64_t n = geo[i].size, o = geo[i].out;
+            int s = (int)geo[i].stride;
+            tide_tensor *fwd[] = {as_dtype(U(-1, 1, 2, n, n, 8), dt), as_dtype(U(-1, 1, 3, 3, 8, 16), dt)};
+            COMPARE("Conv2D", fwd, conv_attrs(s, geo[i].padding, 1), 1, step, 72 * 1e-6 + 1e-6);
+            tide_tensor *bin[] = {th_i32(1, TH_DIMS(4), (const int32_t[]){2, (int32_t)n, (int32_t)n, 8}),
+                                  as_dtype(U(-1, 1, 3, 3, 8, 16), dt), as_dtype(uniform(-1, 1, 4, TH_DIMS(2, o, o, 16)), dt)};
+            COMPARE("Conv2DBackpropInput", bin, conv_attrs(s, geo[i].padding, 1), 1, step, 144 * 1e-6 + 1e-6);
+            tide_tensor *bf[] = {as_dtype(U(-1, 1, 2, n, n, 8), dt), I32(3, 3, 8, 16),
+                                 as_dtype(uniform(-1, 1, 4, TH_DIMS(2, o, o, 16)), dt)};
+            COMPARE("Conv2DBackpropFilter", bf, conv_attrs(s, geo[i].padding, 1), 1, step,
+                    (double)(2 * o * o) * 1e-6 + 1e-6);
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- optimizers on variables */
 
 /* var (and Adam's m, v) initialised from fed values, one update on `where`; the new values fetched. */
@@ -997,7 +1041,7 @@ int main(void)
     }
     static const th_test tests[] = {TH_TEST(test_binary),    TH_TEST(test_unary),   TH_TEST(test_reductions),
                                     TH_TEST(test_matmul),    TH_TEST(test_softmax), TH_TEST(test_conv),
-                                    TH_TEST(test_batch_norm),
+                                    TH_TEST(test_half_products), TH_TEST(test_batch_norm),
                                     TH_TEST(test_data),      TH_TEST(test_movement),
                                     TH_TEST(test_const),     TH_TEST(test_other_dtypes),
                                     TH_TEST(test_random),  TH_TEST(test_optimizers),
