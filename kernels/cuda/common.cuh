@@ -46,6 +46,11 @@ cudaError_t cuda_walk_launch(size_t es, const void *x, void *y, const tide_walk 
                              cudaStream_t s);
 /* y = x padded by p, the padding *fill (a device scalar) or 0 when fill is NULL (movement.cu). */
 cudaError_t cuda_pad_launch(size_t es, const void *x, void *y, const tide_pad_plan *p, const void *fill, cudaStream_t s);
+/* Pooling computed directly where cuDNN cannot pad evenly (pool.cu; float32, bit for bit the CPU's):
+ * what 0 MaxPool and 1 AvgPool (x -> out), 2 MaxPoolGrad (x = orig_input, dy -> out), 3 AvgPoolGrad
+ * (dy -> out), enqueued on s. */
+cudaError_t cuda_pool_direct_launch(int what, const tide_conv_geometry *g, const float *x, const float *dy,
+                                    float *out, cudaStream_t s);
 /* "[2, 3]" of a shape, for messages (a static buffer per thread). */
 const char *cuda_shape_str(const tide_shape *s);
 /* Output 0 of ctx as a view of x with shape s (same number of elements; no copy). */

@@ -4,8 +4,8 @@
  * padding per side pair, so a convolution whose padding is uneven in a way that changes the output
  * (SAME with an odd total, e.g. stride 2 over an even size with an odd window) pads x explicitly into
  * a scratch tensor (movement.cu's pad kernel) and convolves it without padding; its input gradient is
- * computed for the padded input and cropped. Pooling with such padding is still refused with
- * UNIMPLEMENTED naming the sizes (an explicit -inf or count-excluding pad is not done). TensorFlow's filters are [KH, KW, Cin, Cout]; cuDNN's NHWC filters
+ * computed for the padded input and cropped. Pooling with such padding runs pool.cu's direct kernels
+ * (the CPU's rules, bit for bit; never run on a GPU). TensorFlow's filters are [KH, KW, Cin, Cout]; cuDNN's NHWC filters
  * are [Cout, KH, KW, Cin], so filters are transposed into a scratch tensor (and filter gradients
  * back). Algorithms come from cuDNN's heuristics (the _v7 queries: no timing runs); their workspace is
  * a scratch tensor of the engine's caching allocator. $TIDE_GPU_TF32=1 allows TF32 tensor cores
@@ -353,13 +353,16 @@ extern "C" tide_status cuda_conv2d_backprop_filter(tide_kernel_ctx *ctx, void *)
 /* ---------------------------------------------------------------- pooling */
 
 /* Descriptors for pooling input dims in (pooled: out) with the window attrs; checks the geometry as
- * the CPU does and that cuDNN's even padding gives the same output size. */
-static tide_status pool_setup(dnn_call &c, bool max, const int64_t in[4], const int64_t *pooled, int64_t out[4])
+ * the CPU does. *direct: cuDNN's even padding would not give tide's output size, so pool.cu's direct
+ * kernels compute it (over *g). */
+static tide_status pool_setup(dnn_call &c, bool max, const int64_t in[4], const int64_t *pooled, int64_t out[4],
+                              tide_conv_geometry *geometry, bool *direct)
 {
     tide_kernel_ctx *ctx = c.ctx;
     tide_conv_window win;
-    tide_conv_geometry g;
+    tide_conv_geometry &g = *geometry;
     char msg[MSG_MAX];
+    *direct = false;
     if (!tide_pool_read_attrs(tide_kernel_attrs(ctx), &win, msg, sizeof msg) ||
         !tide_pool_geometry(&win, in, pooled, "grad", &g, msg, sizeof msg))
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
@@ -372,12 +375,7 @@ static tide_status pool_setup(dnn_call &c, bool max, const int64_t in[4], const 
                                          (int)g.pad_left, (int)win.stride_h, (int)win.stride_w));
     int n, ch, h, w;
     DNN(ctx, cudnnGetPooling2dForwardOutputDim(c.pool, c.x, &n, &ch, &h, &w));
-    if (h != g.out_h || w != g.out_w)
-        return tide_kernel_error(ctx, TIDE_UNIMPLEMENTED, "uneven padding on the GPU: pooling %lld x %lld with window "
-                                 "%lld x %lld, strides %lld, %lld gives %lld x %lld, but cuDNN's even padding gives %d x %d; "
-                                 "run this node on the CPU", (long long)in[1], (long long)in[2], (long long)win.size_h,
-                                 (long long)win.size_w, (long long)win.stride_h, (long long)win.stride_w,
-                                 (long long)g.out_h, (long long)g.out_w, h, w);
+    *direct = h != g.out_h || w != g.out_w;
     return TIDE_OK;
 }
 
@@ -389,7 +387,9 @@ static tide_status pool_forward(tide_kernel_ctx *ctx, bool max)
     if (!tide_conv_input_dims(tide_tensor_shape(x), "value", in, msg, sizeof msg))
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
     dnn_call c(ctx);
-    if (pool_setup(c, max, in, NULL, out) != TIDE_OK)
+    tide_conv_geometry g;
+    bool direct;
+    if (pool_setup(c, max, in, NULL, out, &g, &direct) != TIDE_OK)
         return tide_kernel_status(ctx);
     tide_shape shape = {4, {out[0], out[1], out[2], out[3]}};
     tide_tensor *y = tide_kernel_alloc_output(ctx, 0, &shape, false);
@@ -397,6 +397,9 @@ static tide_status pool_forward(tide_kernel_ctx *ctx, bool max)
         return tide_kernel_status(ctx);
     if (tide_tensor_num_elements(y) == 0)
         return TIDE_OK;
+    if (direct)
+        return cuda_check(ctx, cuda_pool_direct_launch(max ? 0 : 1, &g, fptr(x), NULL, fptr(y), c.stream),
+                          "the direct pooling kernel");
     const float one = 1.0f, zero = 0.0f;
     DNN(ctx, cudnnPoolingForward(c.handle, c.pool, &one, c.x, fptr(x), &zero, c.y, fptr(y)));
     return TIDE_OK;
@@ -424,7 +427,9 @@ static tide_status pool_backward(tide_kernel_ctx *ctx, bool max)
     if (!tide_conv_input_dims(tide_tensor_shape(grad), "grad", pooled, msg, sizeof msg))
         return tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s", msg);
     dnn_call c(ctx);
-    if (pool_setup(c, max, in, pooled, out) != TIDE_OK)
+    tide_conv_geometry g;
+    bool direct;
+    if (pool_setup(c, max, in, pooled, out, &g, &direct) != TIDE_OK)
         return tide_kernel_status(ctx);
     tide_shape shape = {4, {in[0], in[1], in[2], in[3]}};
     tide_tensor *dx = tide_kernel_alloc_output(ctx, 0, &shape, true);
@@ -432,6 +437,10 @@ static tide_status pool_backward(tide_kernel_ctx *ctx, bool max)
         return tide_kernel_status(ctx);
     if (tide_tensor_num_elements(dx) == 0 || tide_tensor_num_elements(grad) == 0)
         return TIDE_OK;
+    if (direct)
+        return cuda_check(ctx, cuda_pool_direct_launch(max ? 2 : 3, &g, max ? fptr(tide_kernel_input(ctx, 0)) : NULL,
+                                                       fptr(grad), fptr(dx), c.stream),
+                          "the direct pooling gradient kernel");
     const float one = 1.0f, zero = 0.0f;
     /* average pooling reads neither y nor x: cuDNN still wants pointers, so grad and dx stand in */
     const float *x = max ? fptr(tide_kernel_input(ctx, 0)) : fptr(dx), *y = max ? fptr(tide_kernel_input(ctx, 1)) : fptr(grad);

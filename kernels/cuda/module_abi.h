@@ -127,7 +127,9 @@ enum {
     /* fused optimizer updates */                                                                          \
     X("ApplyGradientDescent", ("T: {float32}"), cuda_apply_gradient_descent, 0)                              \
     X("ApplyAdam", ("T: {float32}"), cuda_apply_adam, 0)                                                     \
-    X("Assign", ("T: {float32}"), cuda_assign, 0)                                                            \
+    X("Assign", ("T: " TIDE_CUDA_MOVABLE), cuda_assign, 0)                                                   \
+    X("AssignAdd", ("T: " TIDE_CUDA_NUMBERS), cuda_assign_add, 0)                                            \
+    X("AssignSub", ("T: " TIDE_CUDA_NUMBERS), cuda_assign_sub, 0)                                            \
     /* casts, fills, random numbers */                                                                     \
     X("Cast", ("SrcT: {float32, float16, bfloat16, int32, int64, bool}", "DstT: " TIDE_CUDA_NUMBERS), cuda_cast, 0)                                                                          \
     X("Fill", ("T: " TIDE_CUDA_MOVABLE), cuda_fill, 0)                                                                \
@@ -135,6 +137,7 @@ enum {
     X("OnesLike", ("T: " TIDE_CUDA_NUMBERS), cuda_ones_like, 0)                                                       \
     X("RandomUniform", ("dtype: {float32}"), cuda_random_uniform, TIDE_CUDA_PHILOX)                          \
     X("RandomNormal", ("dtype: {float32}"), cuda_random_normal, TIDE_CUDA_PHILOX)                            \
+    X("Dropout", ("T: {float32}"), cuda_dropout, TIDE_CUDA_PHILOX)                                           \
     /* moving data */                                                                                      \
     X("Transpose", ("T: " TIDE_CUDA_MOVABLE), cuda_transpose, 0)                                            \
     X("ConcatV2", ("T: " TIDE_CUDA_MOVABLE), cuda_concat, 0)                                                \
@@ -215,6 +218,8 @@ typedef tide_status (*tide_cuda_kernel_fn)(tide_kernel_ctx *ctx, void *node_stat
       int64_t *classes, char *msg, size_t size), (f, l, sparse, batch, classes, msg, size))                 \
     X(bool, tide_nn_same_shape, (const tide_shape *a, const tide_shape *b, const char *na, const char *nb,  \
       tide_shape *merged, char *msg, size_t size), (a, b, na, nb, merged, msg, size))                       \
+    X(bool, tide_nn_check_dropout_rate, (const tide_shape *r, const double *v, char *msg, size_t size),     \
+      (r, v, msg, size))                                                                                    \
     X(bool, tide_nn_check_batch_norm_x, (const tide_shape *x, int64_t *c, char *msg, size_t size),         \
       (x, c, msg, size))                                                                                    \
     X(bool, tide_nn_check_channel_vector, (const tide_shape *v, const char *name, bool may_be_empty,        \

@@ -1,12 +1,14 @@
 /* training.cu — the fused optimizer updates on the GPU, ApplyGradientDescent and ApplyAdam (one
- * kernel pass over the variable and its slots, with the CPU's formulas, kernels/cpu/training.c), and
- * Assign. The hyper-parameters are scalars in GPU memory that the kernel reads itself: nothing waits
+ * kernel pass over the variable and its slots, with the CPU's formulas, kernels/cpu/training.c),
+ * Assign (every dtype of 1, 2, 4 or 8 bytes: a copy), and AssignAdd / AssignSub (float32, float16,
+ * bfloat16, int32, int64: kernels/cpu/state.c's arithmetic; never run on a GPU). The hyper-parameters are scalars in GPU memory that the kernel reads itself: nothing waits
  * for the host. As on the CPU, an update writes in place into a value only its variable holds, else
  * into a new tensor that replaces it (copy on write: a fetched value is never changed under its
  * reader), with the variables locked in address order. */
 #include <cmath>
 
 #include "common.cuh"
+#include "half.h"
 
 #define MAX_REFS 3
 
@@ -237,3 +239,99 @@ extern "C" tide_status cuda_assign(tide_kernel_ctx *ctx, void *)
         tide_tensor_release(copy);
     return st;
 }
+
+/* ---------------------------------------------------------------- AssignAdd, AssignSub */
+
+/* out = a + b or a - b element-wise in T's arithmetic: halves computed in float32 and rounded back (the
+ * CPU's UPDATE_HALF), integers wrapping (through their unsigned type, as two's complement). */
+template <class T> struct update_math {
+    __device__ static T apply(T a, T b, bool add)
+    {
+        typedef typename io<T>::value V;
+        V x = io<T>::load(a), y = io<T>::load(b);
+        return io<T>::store(add ? x + y : x - y);
+    }
+};
+template <> struct update_math<int32_t> {
+    __device__ static int32_t apply(int32_t a, int32_t b, bool add)
+    {
+        return (int32_t)(add ? (uint32_t)a + (uint32_t)b : (uint32_t)a - (uint32_t)b);
+    }
+};
+template <> struct update_math<int64_t> {
+    __device__ static int64_t apply(int64_t a, int64_t b, bool add)
+    {
+        return (int64_t)(add ? (uint64_t)a + (uint64_t)b : (uint64_t)a - (uint64_t)b);
+    }
+};
+
+template <class T> __global__ void update_kernel(T *out, const T *a, const T *b, int64_t n, bool add)
+{
+    CUDA_FOR(i, n) out[i] = update_math<T>::apply(a[i], b[i], add);
+}
+
+template <class T> static void launch_update(void *out, const void *a, const void *b, int64_t n, bool add, cudaStream_t s)
+{
+    update_kernel<T><<<cuda_blocks(n), TIDE_CUDA_THREADS, 0, s>>>((T *)out, (const T *)a, (const T *)b, n, add);
+}
+
+/* The variable += or -= value, in place when only the variable holds its value (else into a new tensor
+ * that replaces it: copy on write, as on the CPU); the output is the new value. */
+static tide_status assign_update(tide_kernel_ctx *ctx, bool add)
+{
+    tide_variable *v = tide_kernel_input_variable(ctx, 0);
+    if (!v)
+        return tide_kernel_status(ctx);
+    const tide_tensor *delta = tide_kernel_input(ctx, 1);
+    tide_variable_lock(v);
+    tide_tensor *cur = tide_variable_value(v), *fresh = NULL;
+    tide_status st = TIDE_OK;
+    const tide_shape *cs = cur ? tide_tensor_shape(cur) : NULL, *ds = tide_tensor_shape(delta);
+    bool same = cs && cs->rank == ds->rank;
+    for (int k = 0; same && k < ds->rank; k++)
+        same = cs->dims[k] == ds->dims[k];
+    cudaStream_t s = NULL;
+    if (!cur) {
+        st = tide_kernel_error(ctx, TIDE_FAILED_PRECONDITION, "variable '%s' is uninitialized: run its initializer first",
+                               tide_variable_name(v));
+    } else if (!same) {
+        char a[TIDE_SHAPE_STR_MAX];
+        st = tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "update of shape %s does not match variable '%s' of shape %s",
+                               tide_shape_format(ds, a, sizeof a), tide_variable_name(v), cuda_shape_str(cs));
+    } else if (!tide_tensor_device_pointer(cur)) {
+        st = tide_kernel_error(ctx, TIDE_FAILED_PRECONDITION, "variable '%s' holds a value in host memory: initialise it "
+                               "on the GPU", tide_variable_name(v));
+    } else if (!(s = cuda_begin(ctx))) {
+        st = tide_kernel_status(ctx);
+    } else if (!tide_tensor_is_exclusive(cur) && !(fresh = tide_cuda_api->alloc_temp(ctx, tide_tensor_dtype(cur), cs))) {
+        st = tide_kernel_status(ctx);
+    }
+    int64_t n = cur ? tide_tensor_num_elements(cur) : 0;
+    if (st == TIDE_OK && n > 0) {
+        void *out = tide_tensor_device_pointer(fresh ? fresh : cur);
+        const void *a = tide_tensor_device_pointer(cur), *b = tide_tensor_device_pointer(delta);
+        switch (tide_tensor_dtype(cur)) {
+        case TIDE_FLOAT32: launch_update<float>(out, a, b, n, add, s); break;
+        case TIDE_FLOAT16: launch_update<f16>(out, a, b, n, add, s); break;
+        case TIDE_BFLOAT16: launch_update<bf16>(out, a, b, n, add, s); break;
+        case TIDE_INT32: launch_update<int32_t>(out, a, b, n, add, s); break;
+        case TIDE_INT64: launch_update<int64_t>(out, a, b, n, add, s); break;
+        default:
+            st = tide_kernel_error(ctx, TIDE_UNIMPLEMENTED, "no GPU update for %s variables",
+                                   tide_dtype_name(tide_tensor_dtype(cur)));
+        }
+        if (st == TIDE_OK)
+            st = cuda_launched(ctx, add ? "AssignAdd's kernel" : "AssignSub's kernel");
+    }
+    if (st == TIDE_OK && fresh)
+        tide_variable_set_value(v, fresh);
+    if (st == TIDE_OK)
+        tide_kernel_set_output(ctx, 0, tide_variable_value(v));
+    tide_variable_unlock(v);
+    if (fresh)
+        tide_tensor_release(fresh);
+    return st;
+}
+
+extern "C" tide_status cuda_assign_add(tide_kernel_ctx *ctx, void *) { return assign_update(ctx, true); }
+extern "C" tide_status cuda_assign_sub(tide_kernel_ctx *ctx, void *) { return assign_update(ctx, false); }

@@ -6,17 +6,21 @@
  *  - padding and tiling through their plans against the CPU's Pad and Tile;
  *  - the float16/bfloat16 conversions of half.h against the engine's, bit for bit;
  *  - the Philox block of random.cu (philox_block.h) against the CPU's generator, bit for bit;
+ *  - the direct pooling of pool.cu (pool_direct.h: where cuDNN cannot pad evenly) against the CPU's
+ *    MaxPool, AvgPool, MaxPoolGrad and AvgPoolGrad on random geometries, ties and NaNs, bit for bit;
  *  - the registration: every entry of the kernel list names a registered op that now lists a gpu
  *    kernel, and the list covers the ops the brief requires. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../engine/ops/conv_ops.h"
 #include "../../kernels/cpu/philox.h"
 #include "../../kernels/cuda/cuda_kernels.h"
 #include "../../kernels/cuda/half.h"
 #include "../../kernels/cuda/index_plan.h"
 #include "../../kernels/cuda/philox_block.h"
+#include "../../kernels/cuda/pool_direct.h"
 #include "harness.h"
 
 /* A random shape of rank 0..4 with dims 1..5. */
@@ -324,6 +328,63 @@ static void test_philox_block(void)
     CU_ASSERT(same);
 }
 
+/* 300 random pooling geometries (SAME and VALID, windows 1-4, strides 1-3, sizes 1-9: many with padding
+ * cuDNN cannot place evenly), values drawn from few integers (ties) with a few NaNs: every element of
+ * pool_direct.h's four ops is the CPU kernel's, bit for bit (NaN as NaN). */
+static void test_direct_pooling(void)
+{
+    int bad = 0;
+    for (int round = 0; round < 300 && !bad; round++) {
+        int64_t dims[4] = {(int64_t)th_rand(1, 3), (int64_t)th_rand(1, 10), (int64_t)th_rand(1, 10), (int64_t)th_rand(1, 5)};
+        int64_t kh = (int64_t)th_rand(1, 5), kw = (int64_t)th_rand(1, 5), sh = (int64_t)th_rand(1, 4),
+                sw = (int64_t)th_rand(1, 4);
+        bool same = th_rand(0, 1) < 0.7 || kh > dims[1] || kw > dims[2];
+        tide_attrs *a = tide_attrs_new();
+        tide_attrs_set_int_list(a, "ksize", TH_DIMS(1, kh, kw, 1), 4);
+        tide_attrs_set_int_list(a, "strides", TH_DIMS(1, sh, sw, 1), 4);
+        tide_attrs_set_string(a, "padding", same ? "SAME" : "VALID");
+        tide_conv_window win;
+        tide_conv_geometry g;
+        char msg[256];
+        CU_ASSERT_FATAL(tide_pool_read_attrs(a, &win, msg, sizeof msg) &&
+                        tide_pool_geometry(&win, dims, NULL, "grad", &g, msg, sizeof msg));
+        tide_pool_geo pg = {g.in_h, g.in_w, g.in_c, g.out_h, g.out_w, kh, kw, sh, sw, g.pad_top, g.pad_left};
+        int64_t n_in = dims[0] * dims[1] * dims[2] * dims[3], n_out = g.batch * g.out_h * g.out_w * g.in_c;
+        float *x = malloc(sizeof *x * (size_t)n_in), *dy = malloc(sizeof *dy * (size_t)n_out);
+        for (int64_t i = 0; i < n_in; i++)
+            x[i] = th_rand(0, 1) < 0.03 ? NAN : (float)floor(th_rand(-3, 3));
+        for (int64_t i = 0; i < n_out; i++)
+            dy[i] = (float)th_rand(-1, 1);
+        tide_tensor *xt = th_f32(4, dims, x), *dyt = th_f32(4, TH_DIMS(g.batch, g.out_h, g.out_w, g.in_c), dy);
+        tide_tensor *sizes = th_i32(1, TH_DIMS(4), (const int32_t[]){(int32_t)dims[0], (int32_t)dims[1],
+                                                                      (int32_t)dims[2], (int32_t)dims[3]});
+        tide_tensor *maxed = th_run1("MaxPool", &xt, 1, a), *avg = th_run1("AvgPool", &xt, 1, a);
+        tide_tensor *mg_in[] = {xt, maxed, dyt}, *ag_in[] = {sizes, dyt};
+        tide_tensor *mgrad = th_run1("MaxPoolGrad", mg_in, 3, a), *agrad = th_run1("AvgPoolGrad", ag_in, 2, a);
+        CU_ASSERT_FATAL(maxed && avg && mgrad && agrad);
+        const float *want[4] = {tide_tensor_data(maxed), tide_tensor_data(avg), tide_tensor_data(mgrad),
+                                tide_tensor_data(agrad)};
+        for (int op = 0; op < 4; op++)
+            for (int64_t i = 0; i < (op < 2 ? n_out : n_in); i++) {
+                float got = op < 2 ? tide_pool_forward_at(&pg, x, i, op == 0) : tide_pool_backward_at(&pg, x, dy, i, op == 2);
+                if (!(got == want[op][i] && signbit(got) == signbit(want[op][i])) && !(isnan(got) && isnan(want[op][i]))) {
+                    if (!bad++)
+                        fprintf(stderr, "\nop %d element %lld: %g, the CPU %g (input %lld x %lld x %lld x %lld, window "
+                                "%lld x %lld, strides %lld, %lld, %s)\n", op, (long long)i, got, want[op][i],
+                                (long long)dims[0], (long long)dims[1], (long long)dims[2], (long long)dims[3],
+                                (long long)kh, (long long)kw, (long long)sh, (long long)sw, same ? "SAME" : "VALID");
+                }
+            }
+        tide_tensor *all[] = {xt, dyt, sizes, maxed, avg, mgrad, agrad};
+        for (int k = 0; k < 7; k++)
+            tide_tensor_release(all[k]);
+        free(x);
+        free(dy);
+        tide_attrs_free(a);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 static void test_registration(void)
 {
     const char *ops[128];
@@ -347,7 +408,8 @@ static void test_registration(void)
                                            "Slice", "Transpose", "GatherV2", "Reshape", "Shape", "FusedBatchNorm",
                                            "FusedBatchNormV3", "FusedBatchNormGrad", "FusedBatchNormGradV3",
                                            "StridedSlice", "ExpandDims", "Squeeze", "Tile", "Pad", "PadV2",
-                                           "BroadcastTo", "Size", "Const"};
+                                           "BroadcastTo", "Size", "Const", "MaxPoolGrad", "AvgPoolGrad", "Assign",
+                                           "AssignAdd", "AssignSub", "Dropout"};
     for (size_t r = 0; r < sizeof required / sizeof required[0]; r++) {
         bool listed = false;
         for (int i = 0; i < n; i++)
@@ -371,6 +433,7 @@ int main(void)
     static const th_test tests[] = {TH_TEST(test_broadcast_plan), TH_TEST(test_add_through_plan),
                                     TH_TEST(test_sum_through_plan), TH_TEST(test_transpose_through_plan),
                                     TH_TEST(test_pad_and_tile_through_plans), TH_TEST(test_half_conversions),
-                                    TH_TEST(test_philox_block), TH_TEST(test_registration), TH_END};
+                                    TH_TEST(test_philox_block), TH_TEST(test_direct_pooling),
+                                    TH_TEST(test_registration), TH_END};
     return th_main("cuda_host", tests);
 }

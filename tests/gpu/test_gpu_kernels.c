@@ -363,10 +363,18 @@ static void test_conv(void)
             }
         }
     }
+}
+
+/* MaxPool, AvgPool and their gradients over 2 x 8 x 8 x 3, cuDNN's where its even padding fits, pool.cu's
+ * direct kernels where it does not (the CPU's rules and order: exact for the maxima, 1e-6 for averages). */
+static void test_pool(void)
+{
     static const struct {
         int k, stride;
         const char *padding;
-    } pools[] = {{2, 2, "VALID"}, {3, 1, "SAME"}, {3, 2, "VALID"}};
+    } pools[] = {{2, 2, "VALID"}, {3, 1, "SAME"}, {3, 2, "VALID"},
+                 /* padding cuDNN cannot place evenly (pool.cu's direct kernels): 0 before and 1 after; 1 and 2 */
+                 {3, 2, "SAME"}, {4, 1, "SAME"}};
     for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++) {
         int k = pools[i].k, s = pools[i].stride;
         const char *p = pools[i].padding;
@@ -875,6 +883,114 @@ static void test_optimizers(void)
     }
 }
 
+/* ---------------------------------------------------------------- Assign, AssignAdd, AssignSub */
+
+/* A variable of value's dtype initialised on `where` from a fed value (Assign there), then `op` (AssignAdd
+ * or AssignSub) by delta twice: out[0] is the first update's output, which the caller then holds, so the
+ * second update must copy on write; out[1] is the variable after it. */
+static tide_status run_assign(const char *where, const char *op, tide_tensor *value, tide_tensor *delta,
+                              tide_tensor **out, tide_error *err)
+{
+    tide_graph *g = tide_graph_new();
+    tide_graph_push_device(g, where);
+    tide_node *ph[2];
+    for (int k = 0; k < 2; k++) {
+        tide_node_builder *p = tide_node_builder_new(g, "Placeholder", NULL);
+        tide_attrs_set_type(tide_node_builder_attrs(p), "dtype", tide_tensor_dtype(value));
+        tide_attrs_set_shape(tide_node_builder_attrs(p), "shape", tide_tensor_shape(value));
+        tide_node_builder_set_device(p, "/cpu:0");
+        ph[k] = tide_node_builder_finish(p, err);
+    }
+    char name[64]; /* variables live in the engine: one name per device, op and dtype */
+    snprintf(name, sizeof name, "%s_%.3s_%s", op, where + 1, tide_dtype_name(tide_tensor_dtype(value)));
+    tide_node *var = ph[0] && ph[1] ? tide_variable_new(g, name, (tide_output){ph[0], 0}, false, err) : NULL, *update = NULL;
+    if (var) {
+        tide_node_builder *b = tide_node_builder_new(g, op, "update");
+        tide_node_builder_add_inputs_flat(b, (tide_output[]){{var, 0}, {ph[1], 0}}, 2);
+        update = tide_node_builder_finish(b, err);
+    }
+    tide_node *init = update ? tide_global_variables_initializer(g, err) : NULL;
+    tide_session *s = init ? tide_session_new(engine, g, NULL, err) : NULL;
+    tide_status st = s ? tide_session_run(s, NULL, (tide_feed[]){{{ph[0], 0}, value}}, 1, NULL, 0, NULL, &init, 1, NULL, err)
+                       : tide_error_code(err);
+    tide_feed feed = {{ph[1], 0}, delta};
+    if (st == TIDE_OK)
+        st = tide_session_run(s, NULL, &feed, 1, &(tide_output){update, 0}, 1, &out[0], NULL, 0, NULL, err);
+    if (st == TIDE_OK)
+        st = tide_session_run(s, NULL, &feed, 1, NULL, 0, NULL, &update, 1, NULL, err);
+    if (st == TIDE_OK)
+        st = tide_session_run(s, NULL, NULL, 0, &(tide_output){var, 0}, 1, &out[1], NULL, 0, NULL, err);
+    char init_name[80], type[8];
+    snprintf(init_name, sizeof init_name, "%s/init", name);
+    snprintf(type, sizeof type, "%.3s", where + 1);
+    tide_node *assign = tide_graph_node(g, init_name);
+    const char *placed[2] = {tide_node_assigned_device(update), assign ? tide_node_assigned_device(assign) : NULL};
+    for (int k = 0; k < 2 && st == TIDE_OK; k++)
+        if (!placed[k] || !strstr(placed[k], type))
+            st = tide_error_set(err, TIDE_INTERNAL, "the %s ran on %s, not %s", k ? "initial Assign" : op,
+                                placed[k] ? placed[k] : "?", where);
+    tide_session_free(s);
+    tide_graph_pop_device(g);
+    tide_graph_free(g);
+    return st;
+}
+
+/* Assign of every dtype the GPU updates (int64: a global step), AssignAdd and AssignSub in place and
+ * copying on write, exact against the CPU (halves computed in float32 and rounded, integers wrapping). */
+static void test_state_updates(void)
+{
+    static const tide_dtype types[] = {TIDE_FLOAT32, TIDE_FLOAT16, TIDE_BFLOAT16, TIDE_INT32, TIDE_INT64};
+    static const char *const ops[] = {"AssignAdd", "AssignSub"};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (int o = 0; o < 2; o++) {
+            tide_dtype dt = types[t];
+            tide_tensor *value, *delta;
+            if (dt == TIDE_INT64) { /* wraps both ways */
+                value = th_i64(1, TH_DIMS(4), (const int64_t[]){INT64_MAX, INT64_MIN, 7, -7});
+                delta = th_i64(1, TH_DIMS(4), (const int64_t[]){1, 1, 1LL << 62, -(1LL << 62)});
+            } else if (dt == TIDE_INT32) {
+                value = th_i32(1, TH_DIMS(4), (const int32_t[]){INT32_MAX, INT32_MIN, 7, -7});
+                delta = th_i32(1, TH_DIMS(4), (const int32_t[]){1, 1, 1 << 30, -(1 << 30)});
+            } else {
+                value = as_dtype(U(-4, 4, 30, 7), dt);
+                delta = as_dtype(U(-4, 4, 30, 7), dt);
+            }
+            tide_tensor *dev[2] = {0}, *cpu[2] = {0};
+            tide_error *err = tide_error_new();
+            tide_status st = run_assign(device, ops[o], value, delta, dev, err);
+            if (st != TIDE_OK)
+                fprintf(stderr, "%s %s on %s: %s\n", ops[o], tide_dtype_name(dt), device, tide_error_message(err));
+            CU_ASSERT_EQUAL(st, TIDE_OK);
+            CU_ASSERT_EQUAL(run_assign("/cpu:0", ops[o], value, delta, cpu, err), TIDE_OK);
+            for (int k = 0; k < 2; k++) {
+                if (dev[k] && cpu[k])
+                    TH_ASSERT_CLOSE(dev[k], cpu[k], 0, 0);
+                tide_tensor_release(dev[k]);
+                tide_tensor_release(cpu[k]);
+            }
+            tide_tensor_release(value);
+            tide_tensor_release(delta);
+            tide_error_free(err);
+        }
+}
+
+/* ---------------------------------------------------------------- Dropout */
+
+/* Dropout draws the CPU's uniforms with the CPU's seeds: y and mask exact; a bad rate fails on the device. */
+static void test_dropout(void)
+{
+    static const float rates[] = {0.0f, 0.3f, 0.9f};
+    for (int r = 0; r < 3; r++) {
+        tide_tensor *in[] = {U(-2, 2, 37, 19), SCALAR(rates[r])}; /* 703 elements: a last block partly used */
+        tide_attrs *a = tide_attrs_new();
+        tide_attrs_set_int(a, "seed", 42);
+        tide_attrs_set_int(a, "seed2", 7 + r);
+        COMPARE("Dropout", in, a, 2, 0, 0);
+    }
+    tide_tensor *bad[] = {U(-2, 2, 5), SCALAR(1.5f)};
+    FAILS("Dropout", bad, NULL, TIDE_INVALID_ARGUMENT, "rate must be in [0, 1)");
+}
+
 /* ---------------------------------------------------------------- gradients on the device */
 
 /* loss = SoftmaxCrossEntropy(Relu(x W + b) W2, labels) summed, built on `where`; *dxs gets d loss /
@@ -1041,10 +1157,12 @@ int main(void)
     }
     static const th_test tests[] = {TH_TEST(test_binary),    TH_TEST(test_unary),   TH_TEST(test_reductions),
                                     TH_TEST(test_matmul),    TH_TEST(test_softmax), TH_TEST(test_conv),
+                                    TH_TEST(test_pool),
                                     TH_TEST(test_half_products), TH_TEST(test_batch_norm),
                                     TH_TEST(test_data),      TH_TEST(test_movement),
                                     TH_TEST(test_const),     TH_TEST(test_other_dtypes),
                                     TH_TEST(test_random),  TH_TEST(test_optimizers),
+                                    TH_TEST(test_state_updates), TH_TEST(test_dropout),
                                     TH_TEST(test_gradients), TH_END};
     int rc = th_main("gpu_kernels", tests);
     tide_engine_free(engine);
