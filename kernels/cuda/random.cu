@@ -32,6 +32,17 @@ __global__ void random_kernel(float *out, int64_t n, tide_philox_key key, uint64
     }
 }
 
+/* The node's key and the first of the blocks reserved for n elements (4 a block). */
+static tide_philox_key reserve_blocks(void *node_state, int64_t n, uint64_t *base)
+{
+    uint32_t key[2];
+    tide_philox_key k;
+    *base = tide_cuda_api->philox_reserve(node_state, (uint64_t)((n + 3) / 4), key, &k.stream);
+    k.k0 = key[0];
+    k.k1 = key[1];
+    return k;
+}
+
 static tide_status random_common(tide_kernel_ctx *ctx, void *node_state, bool normal)
 {
     tide_shape shape;
@@ -42,11 +53,8 @@ static tide_status random_common(tide_kernel_ctx *ctx, void *node_state, bool no
     if (!s)
         return tide_kernel_status(ctx);
     int64_t n = tide_tensor_num_elements(y);
-    uint32_t key[2];
-    tide_philox_key k;
-    uint64_t base = tide_cuda_api->philox_reserve(node_state, (uint64_t)((n + 3) / 4), key, &k.stream);
-    k.k0 = key[0];
-    k.k1 = key[1];
+    uint64_t base;
+    tide_philox_key k = reserve_blocks(node_state, n, &base);
     if (n > 0)
         random_kernel<<<cuda_blocks((n + 3) / 4), TIDE_CUDA_THREADS, 0, s>>>(fptr(y), n, k, base, normal);
     return cuda_launched(ctx, "the Philox kernel");
@@ -90,11 +98,8 @@ extern "C" tide_status cuda_dropout(tide_kernel_ctx *ctx, void *node_state)
     if (!st)
         return tide_kernel_status(ctx);
     int64_t n = tide_tensor_num_elements(x);
-    uint32_t key[2];
-    tide_philox_key k;
-    uint64_t base = tide_cuda_api->philox_reserve(node_state, (uint64_t)((n + 3) / 4), key, &k.stream);
-    k.k0 = key[0];
-    k.k1 = key[1];
+    uint64_t base;
+    tide_philox_key k = reserve_blocks(node_state, n, &base);
     if (n > 0)
         dropout_kernel<<<cuda_blocks((n + 3) / 4), TIDE_CUDA_THREADS, 0, st>>>(fptr(x), fptr(y), fptr(mask), n, k, base,
                                                                              rate, (float)(1.0 / (1.0 - rv)));
