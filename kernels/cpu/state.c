@@ -159,6 +159,16 @@ static tide_status assign_compute(tide_kernel_ctx *ctx)
             d[i] = (type)(d[i] OP s[i]);                                \
     } while (0)
 
+/* int32 and int64 through their unsigned type: an overflowing update wraps (two's complement) instead of
+ * being undefined behaviour (UBSan: "signed integer overflow: 2147483647 + 1"). */
+#define UPDATE_WRAP(type, utype, OP)                                    \
+    do {                                                                \
+        type *d = dst;                                                  \
+        const type *s = src;                                            \
+        for (int64_t i = 0; i < n; i++)                                 \
+            d[i] = (type)((utype)d[i] OP (utype)s[i]);                  \
+    } while (0)
+
 #define UPDATE_HALF(TO, FROM, OP)                                       \
     do {                                                                \
         uint16_t *d = dst;                                              \
@@ -188,8 +198,18 @@ static void update(tide_dtype dt, void *dst, const void *src, int64_t n, bool ad
     case TIDE_FLOAT64: BOTH(double)
     case TIDE_INT8: BOTH(int8_t)
     case TIDE_INT16: BOTH(int16_t)
-    case TIDE_INT32: BOTH(int32_t)
-    case TIDE_INT64: BOTH(int64_t)
+    case TIDE_INT32:
+        if (add)
+            UPDATE_WRAP(int32_t, uint32_t, +);
+        else
+            UPDATE_WRAP(int32_t, uint32_t, -);
+        break;
+    case TIDE_INT64:
+        if (add)
+            UPDATE_WRAP(int64_t, uint64_t, +);
+        else
+            UPDATE_WRAP(int64_t, uint64_t, -);
+        break;
     case TIDE_UINT8: BOTH(uint8_t)
     case TIDE_UINT16: BOTH(uint16_t)
     case TIDE_FLOAT16:

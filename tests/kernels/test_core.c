@@ -140,6 +140,52 @@ static void test_variable_updates_by_dtype(void)
     tide_engine_reset_container(th_engine(), "core_updates", NULL);
 }
 
+/* int32 and int64 updates wrap around (two's complement) rather than overflowing a signed type (which
+ * UBSan reports as undefined behaviour: the ASan+UBSan build fails this test without the wrap). */
+static void test_integer_updates_wrap(void)
+{
+    tide_graph *g = tide_graph_new();
+    tide_node *v32 = gu_variable(g, "w32", TIDE_INT32, 1, TH_DIMS(2), "core_wrap");
+    tide_node *v64 = gu_variable(g, "w64", TIDE_INT64, 1, TH_DIMS(2), "core_wrap");
+    tide_node *i32 = gu_const(g, NULL, th_i32(1, TH_DIMS(2), (const int32_t[]){INT32_MAX, INT32_MIN}));
+    tide_node *i64 = gu_const(g, NULL, th_i64(1, TH_DIMS(2), (const int64_t[]){INT64_MAX, INT64_MIN}));
+    tide_node *one32 = gu_const(g, NULL, th_i32(1, TH_DIMS(2), (const int32_t[]){1, -1}));
+    tide_node *one64 = gu_const(g, NULL, th_i64(1, TH_DIMS(2), (const int64_t[]){1, -1}));
+    tide_node *steps[] = {gu_op(g, "Assign", NULL, 2, (tide_node *const[]){v32, i32}),
+                          gu_op(g, "Assign", NULL, 2, (tide_node *const[]){v64, i64}),
+                          gu_op(g, "AssignAdd", NULL, 2, (tide_node *const[]){v32, one32}),
+                          gu_op(g, "AssignAdd", NULL, 2, (tide_node *const[]){v64, one64}),
+                          gu_op(g, "AssignSub", NULL, 2, (tide_node *const[]){v32, one32}),
+                          gu_op(g, "AssignSub", NULL, 2, (tide_node *const[]){v64, one64}),
+                          gu_op(g, "AssignSub", NULL, 2, (tide_node *const[]){v32, one32}),
+                          gu_op(g, "AssignSub", NULL, 2, (tide_node *const[]){v64, one64})};
+    tide_session *s = tide_session_new(th_engine(), g, NULL, NULL);
+    tide_error *err = tide_error_new();
+    for (int k = 0; k < 4; k++)
+        CU_ASSERT_EQUAL(gu_target(s, steps[k], err), TIDE_OK); /* MAX + 1 -> MIN, MIN + -1 -> MAX */
+    tide_tensor *a32 = gu_fetch(s, v32), *a64 = gu_fetch(s, v64);
+    CU_ASSERT(a32 && ((const int32_t *)tide_tensor_data(a32))[0] == INT32_MIN &&
+              ((const int32_t *)tide_tensor_data(a32))[1] == INT32_MAX);
+    CU_ASSERT(a64 && ((const int64_t *)tide_tensor_data(a64))[0] == INT64_MIN &&
+              ((const int64_t *)tide_tensor_data(a64))[1] == INT64_MAX);
+    tide_tensor_release(a32);
+    tide_tensor_release(a64);
+    for (int k = 4; k < 8; k++) /* back past the edges again: MIN - 1 -> MAX, MAX - -1 -> MIN, then again */
+        CU_ASSERT_EQUAL(gu_target(s, steps[k], err), TIDE_OK);
+    a32 = gu_fetch(s, v32);
+    a64 = gu_fetch(s, v64);
+    CU_ASSERT(a32 && ((const int32_t *)tide_tensor_data(a32))[0] == INT32_MAX - 1 &&
+              ((const int32_t *)tide_tensor_data(a32))[1] == INT32_MIN + 1);
+    CU_ASSERT(a64 && ((const int64_t *)tide_tensor_data(a64))[0] == INT64_MAX - 1 &&
+              ((const int64_t *)tide_tensor_data(a64))[1] == INT64_MIN + 1);
+    tide_tensor_release(a32);
+    tide_tensor_release(a64);
+    tide_error_free(err);
+    tide_session_free(s);
+    tide_graph_free(g);
+    tide_engine_reset_container(th_engine(), "core_wrap", NULL);
+}
+
 static void test_update_errors(void)
 {
     tide_graph *g = tide_graph_new();
@@ -169,6 +215,7 @@ int main(void)
     static const th_test tests[] = {TH_TEST(test_identity_all_dtypes), TH_TEST(test_const_and_noop),
                                     TH_TEST(test_placeholder_eager_needs_feed),
                                     TH_TEST(test_placeholder_with_default),
-                                    TH_TEST(test_variable_updates_by_dtype), TH_TEST(test_update_errors), TH_END};
+                                    TH_TEST(test_variable_updates_by_dtype), TH_TEST(test_integer_updates_wrap),
+                                    TH_TEST(test_update_errors), TH_END};
     return th_main("core", tests);
 }
