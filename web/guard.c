@@ -8,9 +8,11 @@
  *
  * Limits. At most max_connections are open, at most max_per_address from one client address. A new
  * connection over a limit makes room by closing the connection that has waited longest for a request
- * (of that address, or of all): a slow client in the middle of its header first (with a 503), then an
- * idle one (silently), last one that may be a request being read (eviction_class). When every
- * candidate is busy with a request, the new connection is refused (closed at once).
+ * (of that address, or of all): a slow client in the middle of its header first (with a 503, at once),
+ * then an idle one (silently), last one that may be a request being read (the classes: eviction_victim);
+ * one that is not a slow client is doomed, no longer counted, and closed DOOM_GRACE_MS later unless it
+ * moved on meanwhile (evict_oldest). When every candidate is busy with a request, the new connection is
+ * refused (closed at once).
  *
  * How. libmicrohttpd calls web_guard_accept (its accept policy) and web_guard_notify (a connection
  * opened or closed, a request completed); server.c says when a request line arrived, when a request
@@ -38,6 +40,7 @@
 #define WATCHDOG_TICK_MS 100
 #define GUARD_MAX_THREADS 64 /* libmicrohttpd threads followed (the server runs WEB_THREADS) */
 #define READING_MS 100        /* how long a header may look as if its thread were still reading it */
+#define DOOM_GRACE_MS 200 /* a connection chosen to make room that may be a request: time to show it is one */
 #define LINGER_MS 500 /* between a 408/503 and the end of the connection: time for the client to read it */
 
 typedef enum conn_state {
@@ -60,6 +63,8 @@ struct web_conn {
     int64_t line_at_ms;   /* when */
     int64_t deadline_ms; /* 0: none */
     int64_t close_at_ms; /* after a 408/503: when to end it (0: not closing) */
+    int64_t doomed_ms;   /* chosen to make room then (0: not): closed DOOM_GRACE_MS later unless it moved on */
+    uint64_t doomed_received; /* the socket's bytes received when it was doomed */
     bool shut;           /* closed by the guard (no longer counted) */
     web_request_line line;
 };
@@ -164,7 +169,10 @@ static void close_conn(web_guard *g, struct web_conn *c, const char *reply)
     }
 }
 
-static bool waiting(const struct web_conn *c) { return !c->shut && (c->state == CONN_WAITING || c->state == CONN_HEADERS); }
+/* Whether c counts against the limits: neither closed nor doomed by the guard. */
+static bool counted(const struct web_conn *c) { return !c->shut && !c->doomed_ms; }
+
+static bool waiting(const struct web_conn *c) { return counted(c) && (c->state == CONN_WAITING || c->state == CONN_HEADERS); }
 
 /* The socket's total bytes received so far, read or not; 0 when the kernel does not say (not TCP). */
 static uint64_t tcp_bytes_received(int fd)
@@ -230,9 +238,9 @@ static int by_since(const void *a, const void *b)
 }
 
 /* The connection to close to make room among those of one address (addr_len 0: all), by the classes
- * above; NULL when every one is busy. The sockets of idle-looking connections are examined (a peek, a
- * TCP_INFO) oldest first, only until an idle one is found. Holds the lock. */
-static struct web_conn *eviction_victim(web_guard *g, const unsigned char *addr, int addr_len)
+ * above (*slow: it is EVICT_SLOW); NULL when every one is busy. The sockets of idle-looking connections
+ * are examined (a peek, a TCP_INFO) oldest first, only until an idle one is found. Holds the lock. */
+static struct web_conn *eviction_victim(web_guard *g, const unsigned char *addr, int addr_len, bool *is_slow)
 {
     int64_t now = now_ms();
     struct web_conn *slow = NULL, *last = NULL;
@@ -248,6 +256,7 @@ static struct web_conn *eviction_victim(web_guard *g, const unsigned char *addr,
             g->idle[n++] = c;
         }
     }
+    *is_slow = slow != NULL;
     if (slow)
         return slow;
     qsort(g->idle, n, sizeof *g->idle, by_since);
@@ -263,15 +272,42 @@ static struct web_conn *eviction_victim(web_guard *g, const unsigned char *addr,
     return last;
 }
 
-/* Closes the connection eviction_victim names; false when there is none. Holds the lock. */
+/* Makes room: closes the slow client eviction_victim names at once (503); any other victim may be a
+ * client whose request is on its way (the server registers a connection as soon as it is accepted, and
+ * under attackers reopening connections from the client's own address the next accept comes
+ * microseconds later) or one being read: it is doomed, no longer counted, and closed by the watchdog
+ * DOOM_GRACE_MS later unless it moved on (settle_doomed). False when there is no victim. Holds the lock. */
 static bool evict_oldest(web_guard *g, const unsigned char *addr, int addr_len)
 {
-    struct web_conn *victim = eviction_victim(g, addr, addr_len);
+    bool slow = false;
+    struct web_conn *victim = eviction_victim(g, addr, addr_len, &slow);
     if (!victim)
         return false;
-    close_conn(g, victim, victim->state == CONN_HEADERS ? g->reply_503 : NULL);
-    g->counts.evicted++;
+    if (slow) {
+        close_conn(g, victim, g->reply_503);
+        g->counts.evicted++;
+    } else {
+        int64_t now = now_ms();
+        victim->doomed_ms = now > 0 ? now : 1;
+        victim->doomed_received = tcp_bytes_received(victim->fd);
+    }
     return true;
+}
+
+/* The watchdog's look at a doomed connection: spared when it sent something since it was doomed (a
+ * request on its way; a request line or an endpoint spares it too: set_state), else closed once
+ * DOOM_GRACE_MS passed, like an evicted one. Holds the lock. */
+static void settle_doomed(web_guard *g, struct web_conn *c, int64_t now)
+{
+    if (c->state == CONN_WAITING && tcp_bytes_received(c->fd) > c->doomed_received) {
+        c->doomed_ms = 0;
+        return;
+    }
+    if (now - c->doomed_ms < DOOM_GRACE_MS)
+        return;
+    c->doomed_ms = 0;
+    close_conn(g, c, c->state == CONN_HEADERS ? g->reply_503 : NULL);
+    g->counts.evicted++;
 }
 
 enum MHD_Result web_guard_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
@@ -283,7 +319,7 @@ enum MHD_Result web_guard_accept(void *cls, const struct sockaddr *addr, socklen
     count_event(g); /* this thread's own connections are not in the middle of being read */
     int total = 0, same = 0;
     for (struct web_conn *c = g->head; c; c = c->next) {
-        if (c->shut)
+        if (!counted(c))
             continue;
         total++;
         same += key_len && c->addr_len == key_len && memcmp(c->addr, key, (size_t)key_len) == 0;
@@ -316,6 +352,7 @@ static void set_state(web_guard *g, struct web_conn *c, conn_state state)
     if (state != CONN_HEADERS) /* the header deadline runs from the end of the previous reply */
         c->since = ++g->sequence;
     c->state = state;
+    c->doomed_ms = 0; /* it moved on: a request, not a client holding a slot */
     c->deadline_ms = state == CONN_WAITING   ? now + g->limits.header_timeout_ms
                      : state == CONN_HEADERS ? c->deadline_ms
                      : state == CONN_REPLYING ? now + g->limits.reply_timeout_ms
@@ -437,6 +474,11 @@ static void *watchdog(void *arg)
                     c->close_at_ms = 0;
                 }
                 continue;
+            }
+            if (c->doomed_ms) {
+                settle_doomed(g, c, now);
+                if (c->shut)
+                    continue;
             }
             if (!c->deadline_ms || now < c->deadline_ms)
                 continue;
