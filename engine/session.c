@@ -99,6 +99,12 @@ void tide_session_cancel(tide_session *s)
     tide__watcher_poke(s->engine); /* wakes the kernels its runs have waiting (cancel.h) */
 }
 
+void tide_session_cancel_mark(const tide_session *s, tide_run_options *opts)
+{
+    opts->cancel_from_mark = true;
+    opts->cancel_mark = atomic_load(&((tide_session *)s)->cancel_gen);
+}
+
 void tide_session_close(tide_session *s)
 {
     if (!s)
@@ -377,7 +383,8 @@ static tide_status run_with_error(tide_session *s, const tide_run_options *opts,
     }
     tide_step_args a = {.engine = s->engine, .session = s, .plan = p, .feeds = feeds,
                         .fetch_values = fetch_values, .opts = opts, .cancel_gen = &s->cancel_gen,
-                        .cancel_at_start = atomic_load(&s->cancel_gen)};
+                        .cancel_at_start = opts && opts->cancel_from_mark ? opts->cancel_mark
+                                                                          : atomic_load(&s->cancel_gen)};
     a.info = (tide_run_info){.run_id = atomic_fetch_add(&next_run_id, 1), .session = s,
                              .step = atomic_fetch_add(&s->step, 1), .num_feeds = num_feeds,
                              .num_fetches = num_fetches, .num_targets = num_targets,

@@ -626,6 +626,10 @@ typedef struct tide_feed {
 typedef struct tide_run_options {
     bool trace;          /* collect per-node timings (tide_run_metadata, observers) */
     int64_t timeout_ms;  /* 0: none */
+    /* Set by tide_session_cancel_mark: the run counts cancellations from the mark, not from its own
+     * start, so a tide_session_cancel after the mark cancels it even if it came before the run began. */
+    bool cancel_from_mark;
+    int cancel_mark;
 } tide_run_options;
 
 typedef struct tide_step_stats tide_step_stats;
@@ -642,6 +646,10 @@ tide_status tide_session_run(tide_session *s, const tide_run_options *opts, cons
 /* Cancels the session's runs in flight (they fail with TIDE_CANCELLED), waking the kernels they have
  * waiting (a dequeue from an empty queue). Any thread, signal-safe. */
 void tide_session_cancel(tide_session *s);
+/* Marks opts' run as cancelled by any tide_session_cancel from now on, also one that comes before the
+ * run starts. A caller with its own interrupt flag (the REPL's Ctrl-C) takes the mark, then checks the
+ * flag, then runs: a cancel after the check is not lost in the gap before the run begins. */
+void tide_session_cancel_mark(const tide_session *s, tide_run_options *opts);
 /* Closes the session: its runs in flight are cancelled as by tide_session_cancel and every later run
  * fails with TIDE_FAILED_PRECONDITION. Any thread (not from a signal handler). Free it once the runs
  * in flight have returned. */

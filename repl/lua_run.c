@@ -281,6 +281,9 @@ int repl_run(lua_State *L, tide_session *s, int base)
     tide_step_stats *stats = NULL;
     if (ok)
         watch_growth(r);
+    /* The mark first, then the check: a Ctrl-C after the check moves the session's cancel counter past
+     * the mark and cancels the run, even before tide_session_run samples anything itself. */
+    tide_session_cancel_mark(s, &ro);
     if (ok && r->interrupted) { /* a Ctrl-C just before the run: it must not start */
         tide_error_set(err, TIDE_CANCELLED, REPL_INTERRUPTED_MESSAGE);
         ok = false;

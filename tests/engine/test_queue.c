@@ -482,6 +482,35 @@ static void test_timeout_cancel_and_sigint(void)
     tide_graph_free(g);
 }
 
+/* A cancel that comes after the caller's mark but before its run starts (the REPL's Ctrl-C landing
+ * between its interrupted check and tide_session_run) cancels the run: the blocked dequeue ends
+ * CANCELLED, not at the safety timeout. A mark taken after the cancel leaves the run alone. */
+static void test_cancel_between_mark_and_run(void)
+{
+    tide_graph *g = tide_graph_new();
+    tide_output q = fifo(g, "gap", TIDE_INT32, 0, NULL, 1);
+    tide_node *x = gu_placeholder(g, "x", TIDE_INT32, 0, NULL);
+    tide_node *enq = enqueue_of(g, q, x, false), *deq = dequeue_of(g, q, -1, false);
+    tide_session *s = tide_session_new(th_engine(), g, NULL, NULL);
+    tide_error *err = tide_error_new();
+    tide_tensor *t = NULL;
+    tide_run_options opts = {.timeout_ms = 5000}; /* only against a hang: the cancel must end it first */
+    tide_session_cancel_mark(s, &opts);
+    tide_session_cancel(s);
+    CU_ASSERT_EQUAL(fetch(s, &opts, deq, &t, err), TIDE_CANCELLED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "cancelled"));
+
+    tide_run_options fresh = {.timeout_ms = 5000};
+    tide_session_cancel_mark(s, &fresh);
+    CU_ASSERT_EQUAL(enqueue_i32(s, x, enq, 5), TIDE_OK);
+    CU_ASSERT_EQUAL(fetch(s, &fresh, deq, &t, err), TIDE_OK);
+    CU_ASSERT(t && *(const int32_t *)tide_tensor_data(t) == 5);
+    tide_tensor_release(t);
+    tide_session_free(s);
+    tide_error_free(err);
+    tide_graph_free(g);
+}
+
 /* Resetting the container closes the queue: a blocked dequeue ends (OUT_OF_RANGE), the handle no longer
  * finds it (NOT_FOUND naming the container), and running the queue op again makes a new one. */
 static void test_container_reset(void)
@@ -756,7 +785,8 @@ int main(void)
 {
     static const th_test tests[] = {TH_TEST(test_fifo_order_and_batches), TH_TEST(test_producers_and_consumers),
                                     TH_TEST(test_close_wakes_dequeuers), TH_TEST(test_close_cancels_pending_enqueues),
-                                    TH_TEST(test_timeout_cancel_and_sigint), TH_TEST(test_container_reset),
+                                    TH_TEST(test_timeout_cancel_and_sigint),
+                                    TH_TEST(test_cancel_between_mark_and_run), TH_TEST(test_container_reset),
                                     TH_TEST(test_random_shuffle_permutation), TH_TEST(test_padding),
                                     TH_TEST(test_errors), TH_TEST(test_queue_runner), TH_END};
     return th_main("queue", tests);
