@@ -87,9 +87,16 @@ def raw(port, data, wait=3.0):
     """Sends data on a fresh connection; everything the server answers until it closes (or wait s)."""
     s = connect(port)
     s.sendall(data)
-    got, end = b"", time.monotonic() + wait
-    s.settimeout(0.2)
-    while time.monotonic() < end:
+    got = read_answer(s, wait)
+    s.close()
+    return got
+
+
+def read_answer(s, seconds, enough=None):
+    """What the server answers on s until it closes it, seconds pass, or enough bytes came."""
+    s.settimeout(0.1)
+    got, end = b"", time.monotonic() + seconds
+    while time.monotonic() < end and (enough is None or len(got) < enough):
         try:
             chunk = s.recv(65536)
         except socket.timeout:
@@ -99,7 +106,6 @@ def raw(port, data, wait=3.0):
         if not chunk:
             break
         got += chunk
-    s.close()
     return got
 
 
@@ -188,19 +194,7 @@ def test_deadlines(tide_log):
 def status_line_within(s, seconds):
     """The first 12 bytes the server answers on s (b"HTTP/1.1 200"...), waiting up to seconds for them (a
     loaded machine may take long), or what came before the server closed it (b"" for nothing)."""
-    s.settimeout(0.1)
-    got, end = b"", time.monotonic() + seconds
-    while time.monotonic() < end and len(got) < 12:
-        try:
-            chunk = s.recv(4096)
-        except socket.timeout:
-            continue
-        except OSError:
-            break
-        if not chunk:
-            break
-        got += chunk
-    return got[:12]
+    return read_answer(s, seconds, enough=12)[:12]
 
 
 def check_request_arrived_kept(p, port, rounds=10):
