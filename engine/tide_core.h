@@ -296,7 +296,8 @@ typedef struct tide_engine_options {
      * arithmetic of an update) into one item that makes one pass over the data without intermediate
      * tensors (docs/fusion.md) unless no_fusion is set (or $TIDE_FUSION=0); a session may turn it off
      * for its own runs (tide_session_set_fusion). A fetched or watched node is never fused away, and
-     * plans are made without fusion while a debugger is attached. */
+     * a plan is made without fusion while an attached debugger can stop in it or keeps values (keep
+     * mode); with a debugger that watches none of its nodes it is fused (docs/debugger.md). */
     bool no_fusion;
     /* Whole-step capture (docs/devices.md, "Whole-step capture"): a step whose plan runs on one device
      * that can capture (the simulated device, a GPU), with static shapes, is captured into a device
