@@ -690,6 +690,7 @@ typedef struct kernel_launch {
     const tide_kernel_spec *spec;
     tide_kernel_ctx *ctx;
     sim_graph *capture;            /* the stream captured when it was launched: record it */
+    uint64_t frees_before;         /* the allocator's last epoch of frees made before the launch */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool done;
@@ -699,6 +700,10 @@ typedef struct kernel_launch {
 static void run_sync(void *arg)
 {
     kernel_launch *l = arg;
+    /* The stream ran everything launched before this kernel: the blocks freed before its launch are
+     * no longer read there, so an allocation of the kernel (on this thread, which cannot wait for its
+     * own stream) that finds the device full may give them back to it and retry. */
+    tide__allocator_synchronized(l->device->allocator, l->frees_before);
     delay(l->device);
     tide_status st = run_kernel(l->device, l->spec, l->ctx, l->capture);
     pthread_mutex_lock(&l->lock);
@@ -720,7 +725,8 @@ static void run_sync(void *arg)
 static tide_status run_waiting(tide_device *d, const tide_kernel_spec *k, tide_kernel_ctx *ctx)
 {
     sim_stream *s = d->streams[TIDE_STREAM_COMPUTE]->context;
-    kernel_launch l = {.device = d, .spec = k, .ctx = ctx, .capture = tide__sim_stream_capture(s)};
+    kernel_launch l = {.device = d, .spec = k, .ctx = ctx, .capture = tide__sim_stream_capture(s),
+                       .frees_before = tide__allocator_begin_sync(d->allocator)};
     pthread_mutex_init(&l.lock, NULL);
     pthread_cond_init(&l.cond, NULL);
     tide_error *err = tide_error_new();
