@@ -23,6 +23,7 @@
  *      edges: in one process the executor orders them directly (a remote partition will need a token
  *      Send/Recv for them);
  *   6. wire edges, input slots and pending counts, with virtual feed and fetch items;
+ *   6a. order each variable's updates after the step's other readers of its value (below);
  *   6b. with transfers: control edges that start each _Recv as late as possible unless it is on the
  *      critical path (ALAP; tide_engine_options.no_alap turns it off; not in plans with loops).
  * Pass 3b merges duplicate stateless nodes (CSE; tide_engine_options.no_cse turns it off).
@@ -449,6 +450,87 @@ static tide_status add_edge(builder *b, int src, tide_edge e, bool back)
     return TIDE_OK;
 }
 
+/* ---------------------------------------------------------------- pass 6a: updates after reads */
+
+/* Whether item `to` is reachable from item `from` over the plan's edges and its transfers (a _Send
+ * reaches its _Recv through the rendezvous, with no edge). mark/stack: num_items ints each. */
+static bool reaches(const builder *b, const int *recv_of_send, int from, int to, int *mark, int stamp, int *stack)
+{
+    const tide_plan *p = b->plan;
+    int top = 0;
+    stack[top++] = from;
+    mark[from] = stamp;
+    while (top > 0) {
+        int k = stack[--top];
+        if (k == to)
+            return true;
+        for (int e = 0; e <= p->items[k].num_edges; e++) {
+            int next = e < p->items[k].num_edges ? p->items[k].edges[e].dst : recv_of_send[k];
+            if (next >= 0 && mark[next] != stamp) {
+                mark[next] = stamp;
+                stack[top++] = next;
+            }
+        }
+    }
+    return false;
+}
+
+static bool has_edge(const tide_exec_item *src, int dst)
+{
+    for (int e = 0; e < src->num_edges; e++)
+        if (src->edges[e].dst == dst)
+            return true;
+    return false;
+}
+
+/* An update of a variable (a node with a Ref input: Assign*, Apply*) writes the variable's buffer in
+ * place when only the variable holds it, else copies it (copy on write). A reader of the variable's
+ * value in the same step that nothing orders against the update (the gradient MatMul through a
+ * weight, dh = dy * W', beside W's ApplyGradientDescent) made that choice a race: in place when the
+ * reader had run (or been queued on the device's stream) before the update, a copy when it had not
+ * yet started. Both give the reader the old value, but the step then differs from run to run in its
+ * memory and, for whole-step capture, in whether the update stays at its address (a capture with a
+ * copy on write is refused: step_capture.c). So each update waits for every other data consumer of
+ * its variable's Variable item that does not itself depend on the update (a control edge; what
+ * TensorFlow's gate_gradients=GATE_OP achieves by grouping an op's gradients): the update runs in
+ * place whenever the variable's value is read only there. Readers through another node (an Identity
+ * of the variable) are not followed: they may still make a copy. Not in plans with control flow
+ * (a dead reader would make the update dead). */
+static tide_status order_updates_after_reads(builder *b)
+{
+    tide_plan *p = b->plan;
+    if (p->control_flow)
+        return TIDE_OK;
+    int n = p->num_items;
+    int *mark = calloc((size_t)n + 1, sizeof *mark), *stack = malloc(sizeof(int) * ((size_t)n + 1));
+    int *recv_of_send = malloc(sizeof(int) * ((size_t)n + 1));
+    tide_status st = mark && stack && recv_of_send ? TIDE_OK : tide_error_set(b->err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
+    for (int k = 0; st == TIDE_OK && k < n; k++)
+        recv_of_send[k] = -1;
+    for (int t = 0; st == TIDE_OK && t < b->num_transfers; t++)
+        recv_of_send[b->transfers[t].send] = b->transfers[t].recv;
+    int stamp = 0;
+    for (int u = 0; st == TIDE_OK && u < b->num_needed; u++) {
+        const tide_exec_item *update = &p->items[u];
+        for (int i = 0; st == TIDE_OK && update->kind == ITEM_NODE && !update->fused && i < update->kn.num_inputs; i++) {
+            const tide_node *var = update->kn.ref_sources[i];
+            int v = var ? b->node_item[var->id] : -1;
+            for (int e = 0; v >= 0 && st == TIDE_OK && e < p->items[v].num_edges; e++) {
+                int reader = p->items[v].edges[e].dst;
+                if (p->items[v].edges[e].slot < 0 || reader == u || p->items[reader].kind != ITEM_NODE ||
+                    has_edge(&p->items[reader], u) ||
+                    reaches(b, recv_of_send, u, reader, mark, ++stamp, stack))
+                    continue;
+                st = add_edge(b, reader, (tide_edge){u, -1, -1, 0}, false);
+            }
+        }
+    }
+    free(mark);
+    free(stack);
+    free(recv_of_send);
+    return st;
+}
+
 static int cmp_edges(const void *a, const void *b)
 {
     const tide_edge *x = a, *y = b;
@@ -870,6 +952,8 @@ static tide_status wire(builder *b, const tide_output *fetches, int nf)
         }
         st = add_edge(b, src, (tide_edge){fetch_base + i, p->items[fetch_base + i].input_base, output, 0}, false);
     }
+    if (st == TIDE_OK)
+        st = order_updates_after_reads(b);
     if (st != TIDE_OK)
         return st;
     for (int k = 0; k < p->num_items; k++)

@@ -410,6 +410,94 @@ static void test_training_steps_match_the_cpu(void)
     tide_engine_free(cpu);
 }
 
+/* ---------------------------------------------------------------- updates after unordered reads */
+
+static tide_node *fill_2d(tide_graph *g, const char *name, int64_t rows, int64_t cols, float value)
+{
+    char dims_name[64], value_name[64];
+    snprintf(dims_name, sizeof dims_name, "%s_dims", name);
+    snprintf(value_name, sizeof value_name, "%s_value", name);
+    tide_node *dims = gu_const(g, dims_name, th_i32(1, TH_DIMS(2), (const int32_t[]){(int32_t)rows, (int32_t)cols}));
+    return gu_op(g, "Fill", name, 2, (tide_node *const[]){dims, gu_scalar_f32(g, value_name, value)});
+}
+
+/* Where variable `name`'s value lies now (device or host memory). */
+static const void *variable_address(tide_engine *e, const char *name)
+{
+    tide_shape shape = tide_shape_make(2, TH_DIMS(64, 64));
+    tide_variable *v = tide__engine_variable(e, "", name, TIDE_FLOAT32, &shape, false, false, NULL);
+    if (!v)
+        return NULL;
+    tide_variable_lock(v);
+    const tide_tensor *t = tide_variable_value(v);
+    const void *at = t ? (const char *)t->buf->data + t->offset : NULL;
+    tide_variable_unlock(v);
+    tide__variable_release(v);
+    return at;
+}
+
+/* A weight w [64, 64] (all 1) on `device`, updated by ApplyGradientDescent(w, 1, g) with g = (x w) / 256
+ * (x all 1: every element of w times 0.75 per step, exact in float32), and read a second time by
+ * late = z w, which nothing orders against the update (as the gradient MatMul dh = dy w' beside w's
+ * update): z is all 1 too but comes from a slow MatMul on /cpu:0 ([64, 65536] x [65536, 64]), so
+ * `late` gets w's value at the step's start and starts long after the update could. The plan orders
+ * the update after `late` (plan.c, pass 6a): every step `late` reads the old weight (64 * 0.75^k) and the
+ * update is in place (w's address never changes). Before that ordering the update found w's value
+ * held by `late`'s input slot and copied it every step (a new address each step). On /sim:0 the
+ * kernels are queued; `delay_us` slows each down. */
+static void check_update_after_unordered_read(const char *device, int delay_us)
+{
+    char delay[16];
+    snprintf(delay, sizeof delay, "%d", delay_us);
+    setenv("TIDE_SIM_DELAY_US", delay, 1);
+    tide_engine *e = sim_engine(0);
+    unsetenv("TIDE_SIM_DELAY_US");
+    tide_graph *g = tide_graph_new();
+    tide_error *err = tide_error_new();
+    tide_graph_push_device(g, "/cpu:0");
+    tide_node *z = gu_op(g, "MatMul", "z", 2, (tide_node *const[]){fill_2d(g, "za", 64, 65536, 1.0f / 256),
+                                                                     fill_2d(g, "zb", 65536, 64, 1.0f / 256)});
+    tide_graph_pop_device(g);
+    tide_graph_push_device(g, device);
+    tide_node *w = gu_variable(g, "w", TIDE_FLOAT32, 2, TH_DIMS(64, 64), NULL);
+    tide_node *init = gu_op(g, "Assign", "init", 2, (tide_node *const[]){w, fill_2d(g, "ones", 64, 64, 1.0f)});
+    tide_node *early = gu_op(g, "MatMul", "early", 2, (tide_node *const[]){fill_2d(g, "x", 64, 64, 1.0f), w});
+    tide_node *grad = gu_op(g, "Mul", "grad", 2, (tide_node *const[]){early, gu_scalar_f32(g, "scale", 1.0f / 256)});
+    tide_node *update = gu_op(g, "ApplyGradientDescent", "update", 3,
+                              (tide_node *const[]){w, gu_scalar_f32(g, "lr", 1.0f), grad});
+    tide_node *late = gu_op(g, "MatMul", "late", 2, (tide_node *const[]){z, w});
+    tide_graph_pop_device(g);
+    tide_session *s = tide_session_new(e, g, NULL, err);
+    CU_ASSERT_EQUAL_FATAL(gu_target(s, init, err), TIDE_OK);
+    const void *at = variable_address(e, "w");
+    CU_ASSERT_PTR_NOT_NULL(at);
+    int moved = 0, wrong = 0;
+    float want = 64.0f;
+    for (int step = 0; step < 8; step++, want *= 0.75f) {
+        tide_tensor *got = NULL;
+        tide_output fetch = {late, 0};
+        CU_ASSERT_EQUAL_FATAL(tide_session_run(s, NULL, NULL, 0, &fetch, 1, &got, &update, 1, NULL, err), TIDE_OK);
+        const float *v = tide_tensor_data(got);
+        wrong += v[0] != want || v[64 * 64 - 1] != want;
+        moved += variable_address(e, "w") != at;
+        at = variable_address(e, "w");
+        tide_tensor_release(got);
+    }
+    if (moved || wrong)
+        fprintf(stderr, "\n  %s: w moved (copy on write) in %d of 8 steps; late read a wrong value in %d\n", device,
+                moved, wrong);
+    CU_ASSERT_EQUAL(moved, 0);
+    CU_ASSERT_EQUAL(wrong, 0);
+    tide_session_free(s);
+    tide_graph_free(g);
+    tide_error_free(err);
+    tide_engine_free(e);
+}
+
+static void test_update_after_unordered_read_cpu(void) { check_update_after_unordered_read("/cpu:0", 0); }
+static void test_update_after_unordered_read_sim(void) { check_update_after_unordered_read("/sim:0", 0); }
+static void test_update_after_unordered_read_slow_sim(void) { check_update_after_unordered_read("/sim:0", 200); }
+
 static void test_runs_queue_kernels(void) { check_queued_runs(0); }
 static void test_runs_with_a_slow_device(void) { check_queued_runs(300); }
 
@@ -517,6 +605,9 @@ int main(void)
                                     TH_TEST(test_out_of_memory_waits_for_the_stream),
                                     TH_TEST(test_runs_queue_kernels), TH_TEST(test_runs_with_a_slow_device),
                                     TH_TEST(test_training_steps_match_the_cpu),
+                                    TH_TEST(test_update_after_unordered_read_cpu),
+                                    TH_TEST(test_update_after_unordered_read_sim),
+                                    TH_TEST(test_update_after_unordered_read_slow_sim),
                                     TH_TEST(test_queued_kernel_error_fails_the_step),
                                     TH_TEST(test_traced_runs_have_device_lanes), TH_END};
     return th_main("stream_memory", tests);
