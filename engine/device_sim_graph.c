@@ -18,7 +18,8 @@
 
 typedef struct sim_record {
     const tide_kernel_spec *spec;  /* the CPU kernel */
-    const tide_kernel_node *kn;    /* the plan's (outlives the graph: step_capture.c frees graphs first) */
+    const tide_kernel_node *kn;    /* the plan's: read only while a run of the plan launches the graph */
+    int num_inputs, num_outputs;   /* kn's (the plan may be freed before the graph) */
     tide_tensor **inputs;          /* kn->num_inputs, NULL for a variable's reference input */
     tide_tensor **outputs;         /* kn->num_outputs */
 } sim_record;
@@ -94,7 +95,8 @@ void tide__sim_graph_record(sim_graph *g, tide_device *d, const tide_kernel_spec
         g->cap_records = cap;
     }
     sim_record *r = &g->records[g->num_records++];
-    *r = (sim_record){.spec = k, .kn = kn, .inputs = calloc((size_t)kn->num_inputs + 1, sizeof *r->inputs),
+    *r = (sim_record){.spec = k, .kn = kn, .num_inputs = kn->num_inputs, .num_outputs = kn->num_outputs,
+                      .inputs = calloc((size_t)kn->num_inputs + 1, sizeof *r->inputs),
                       .outputs = calloc((size_t)kn->num_outputs + 1, sizeof *r->outputs)};
     if (!r->inputs || !r->outputs) {
         refuse_on_thread(g, "out of memory recording a kernel", kn->name);
@@ -125,9 +127,9 @@ static void free_records(sim_graph *g)
 {
     for (int r = 0; r < g->num_records; r++) {
         sim_record *rec = &g->records[r];
-        for (int i = 0; rec->inputs && i < rec->kn->num_inputs; i++)
+        for (int i = 0; rec->inputs && i < rec->num_inputs; i++)
             unborrow(rec->inputs[i]);
-        for (int i = 0; rec->outputs && i < rec->kn->num_outputs; i++)
+        for (int i = 0; rec->outputs && i < rec->num_outputs; i++)
             unborrow(rec->outputs[i]);
         free(rec->inputs);
         free(rec->outputs);

@@ -99,6 +99,7 @@ typedef struct tide_plan_frame {
 } tide_plan_frame;
 
 typedef struct tide_plan {
+    uint64_t serial;           /* unique in the process, never reused (a freed plan's address may be) */
     char *key;
     int num_items;
     tide_exec_item *items;

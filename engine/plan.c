@@ -1112,6 +1112,9 @@ tide_plan *tide__plan_build(tide_engine *e, tide_graph *g, const tide_feed *feed
 {
     builder b = {.engine = e, .graph = g, .feeds = feeds, .num_feeds = num_feeds, .err = err};
     b.plan = calloc(1, sizeof *b.plan);
+    static atomic_uint_fast64_t plans_built;
+    if (b.plan)
+        b.plan->serial = atomic_fetch_add(&plans_built, 1) + 1;
     b.node_item = malloc(sizeof(int) * ((size_t)g->num_nodes + 1));
     tide_status st = b.plan && b.node_item ? TIDE_OK : tide_error_set(err, TIDE_RESOURCE_EXHAUSTED, "out of memory");
     for (int i = 0; st == TIDE_OK && i < g->num_nodes; i++)

@@ -30,8 +30,12 @@ typedef struct pinned_variable {
 struct tide_step_capture {
     pthread_mutex_t lock;         /* held by the step that uses the state; a step finding it held runs eagerly */
     pthread_mutex_t held_lock;    /* tide__capture_outputs, from the executor's threads */
-    /* The plan the facts are about, and its static verdict. */
+    /* The plan the facts are about, and its static verdict. The session may free the plan while its
+     * facts stay here (it evicts plans no run can find again): `plan` is dereferenced only while a run
+     * of the plan whose serial is plan_serial holds it, and the counts are kept. */
     const tide_plan *plan;
+    uint64_t plan_serial;
+    int num_feeds, num_fetches;
     bool eligible;
     char why_not[320];
     tide_device *device;
@@ -79,10 +83,10 @@ static void release_held(tide_step_capture *c)
     c->num_held = c->cap_held = 0;
     c->held_failed = false;
     c->held_bytes = 0;
-    int nf = c->plan ? c->plan->num_feeds : 0, no = c->plan ? c->plan->num_fetches : 0;
+    int nf = c->num_feeds, no = c->num_fetches;
     for (int i = 0; c->feed_buffers && i < nf; i++)
         tide_tensor_release(c->feed_buffers[i]);
-    for (int i = 0; c->fetch_buffers && i < no; i++)
+    for (int i = 0; c->fetch_buffers && c->fetch_borrowed && i < no; i++)
         if (!c->fetch_borrowed[i])
             tide_tensor_release(c->fetch_buffers[i]);
     if (c->feed_buffers)
@@ -124,6 +128,8 @@ static void forget_plan(tide_step_capture *c)
     c->feed_buffers = c->fetch_buffers = NULL;
     c->fetch_borrowed = NULL;
     c->plan = NULL;
+    c->plan_serial = 0;
+    c->num_feeds = c->num_fetches = 0;
     c->device = NULL;
     c->eligible = false;
 }
@@ -293,6 +299,9 @@ static bool check_items(tide_step_capture *c, const tide_plan *p, const int *pro
 static void analyse(tide_step_capture *c, const tide_plan *p)
 {
     c->plan = p;
+    c->plan_serial = p->serial;
+    c->num_feeds = p->num_feeds;
+    c->num_fetches = p->num_fetches;
     c->why_not[0] = 0;
     size_t nf = (size_t)p->num_feeds + 1, no = (size_t)p->num_fetches + 1;
     c->feed_recv = malloc(sizeof(int) * nf);
@@ -646,7 +655,7 @@ static tide_status run_locked(tide_step_capture *c, bool on, tide_step_args *a, 
         c->why[0] = 0;
         return eager(c, a, stats, err);
     }
-    if (a->plan != c->plan) {
+    if (a->plan->serial != c->plan_serial) {
         forget_plan(c);
         analyse(c, a->plan);
     }
