@@ -16,7 +16,8 @@
  *    A kernel whose output shapes the host cannot know (they depend on values in device memory), a
  *    stateful or control-flow op, or an eager call runs on the stream while the host waits (counted:
  *    tide_device_host_waits). $TIDE_SIM_DELAY_US slows every kernel down (tests: the host then runs
- *    far ahead of the device). A traced step gets each queued kernel's start and end on the worker's
+ *    far ahead of the device); $TIDE_SIM_REPLAY_FAULT=NODE makes that node's kernel fault in every
+ *    replay of a captured graph (tests: a GPU kernel's fault inside a CUDA graph). A traced step gets each queued kernel's start and end on the worker's
  *    clock (the host's) and its lane, the compute stream.
  * Capture (device_sim_graph.c): while the compute stream captures, each kernel launched on it runs as
  * usual and is recorded with the addresses of its inputs and outputs; a launch of the graph runs the
@@ -474,6 +475,9 @@ static tide_status run_kernel(tide_device *d, const tide_kernel_spec *k, tide_ke
  * the host then runs far ahead of the device, frees and reallocates while work is queued). */
 typedef struct sim_state {
     int delay_us;
+    /* $TIDE_SIM_REPLAY_FAULT: the node whose kernel faults whenever a graph replays it, as a GPU kernel
+     * that hits an illegal address inside a CUDA graph (tests: a replay's failure), or NULL. */
+    char *replay_fault;
     /* Held by a host thread while it queues a kernel (until the launch) and while a kernel runs with
      * the host waiting (from its launch to its end): see run_waiting. */
     pthread_mutex_t launch_lock;
@@ -488,6 +492,8 @@ static tide_status sim_open(tide_device *d, tide_error *err)
     st->delay_us = env ? atoi(env) : 0;
     if (st->delay_us < 0 || st->delay_us > 1000000)
         st->delay_us = 0;
+    const char *fault = getenv("TIDE_SIM_REPLAY_FAULT");
+    st->replay_fault = fault && *fault ? tide__strdup(fault) : NULL;
     pthread_mutex_init(&st->launch_lock, NULL);
     tide_device_set_context(d, st);
     return TIDE_OK;
@@ -496,9 +502,17 @@ static tide_status sim_open(tide_device *d, tide_error *err)
 static void sim_close(tide_device *d)
 {
     sim_state *st = tide_device_context(d);
-    if (st)
+    if (st) {
         pthread_mutex_destroy(&st->launch_lock);
+        free(st->replay_fault);
+    }
     free(st);
+}
+
+const char *tide__sim_replay_fault(tide_device *d)
+{
+    const sim_state *st = tide_device_context(d);
+    return st ? st->replay_fault : NULL;
 }
 
 /* The launch lock of d, taken on host threads only (a kernel on the device's own thread that launched

@@ -15,6 +15,8 @@ extern const tide_buffer_type tide__sim_memory;
 tide_status tide__sim_launch_device_work(tide_device *d, sim_stream *s, void (*fn)(void *arg), void *arg,
                                          tide_error *err);
 tide_status tide__sim_stream_synchronize(tide_device *d, void *stream, tide_error *err);
+/* The node whose replayed kernel faults ($TIDE_SIM_REPLAY_FAULT), or NULL. */
+const char *tide__sim_replay_fault(tide_device *d);
 /* The graph recording s now (NULL: none); setting one returns the previous. Under s's lock. */
 sim_graph *tide__sim_stream_capture(sim_stream *s);
 sim_graph *tide__sim_stream_set_capture(sim_stream *s, sim_graph *g);

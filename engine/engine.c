@@ -122,9 +122,9 @@ tide_engine *tide_engine_new(const tide_engine_options *opts, tide_error *err)
         return NULL;
     }
     bool cse = !o.no_cse, alap = !o.no_alap, compress = o.compress_transfers, fusion = !o.no_fusion;
-    bool capture = false; /* opt-in ($TIDE_CAPTURE=1) until test_capture is stable on the queued sim */
+    bool capture = !o.no_capture; /* on unless no_capture or $TIDE_CAPTURE=0 */
     if ((cse && !env_switch("TIDE_CSE", &cse, err)) || (alap && !env_switch("TIDE_ALAP", &alap, err)) ||
-        (fusion && !env_switch("TIDE_FUSION", &fusion, err)) || (!o.no_capture && !env_switch("TIDE_CAPTURE", &capture, err)) ||
+        (fusion && !env_switch("TIDE_FUSION", &fusion, err)) || (capture && !env_switch("TIDE_CAPTURE", &capture, err)) ||
         (!compress && !env_switch("TIDE_COMPRESS_TRANSFERS", &compress, err)))
         return NULL;
     tide_engine *e = calloc(1, sizeof *e);

@@ -301,9 +301,8 @@ typedef struct tide_engine_options {
     bool no_fusion;
     /* Whole-step capture (docs/devices.md, "Whole-step capture"): a step whose plan runs on one device
      * that can capture (the simulated device, a GPU), with static shapes, is captured into a device
-     * graph after two eager runs and replayed from then on, when $TIDE_CAPTURE=1 (opt-in for now:
-     * docs/devices.md says why); no_capture forbids it; a session may turn it off for its own runs
-     * (tide_session_set_capture). */
+     * graph after two eager runs and replayed from then on; no_capture (or $TIDE_CAPTURE=0) forbids
+     * it; a session may turn it off for its own runs (tide_session_set_capture). */
     bool no_capture;
     /* Every float32 tensor that crosses devices travels as bfloat16 (its upper 16 bits; the low
      * mantissa bits are lost) and is restored to float32 on arrival: the white paper's lossy

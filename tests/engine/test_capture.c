@@ -222,6 +222,68 @@ static void test_error_in_replayed_step(void)
     mlp_free(&cap);
 }
 
+/* A kernel that faults while a graph replays it (a GPU kernel hitting an illegal address inside a
+ * CUDA graph; on the simulated device $TIDE_SIM_REPLAY_FAULT names the node): the run fails with the
+ * device's message naming the node, fetches nothing, drops the graph (saying why), and the session goes
+ * on: the next runs are eager, then captured again, and their losses stay the eager engine's (the
+ * faulting MatMul is in the forward pass, replayed before any update). */
+static void test_fault_in_replayed_kernel(void)
+{
+    setenv("TIDE_SIM_REPLAY_FAULT", "l2_mm", 1); /* read when the device opens */
+    mlp eager = mlp_new(false), cap = mlp_new(true);
+    unsetenv("TIDE_SIM_REPLAY_FAULT");
+    tide_capture_status st;
+    int step = 0;
+    for (; step < 3; step++) /* eager, eager, captured (a capture runs the kernels eagerly: no fault) */
+        CU_ASSERT(step_both(&eager, &cap, step, BATCH, &st));
+    CU_ASSERT_EQUAL(st.last, TIDE_STEP_CAPTURED);
+    tide_error *err = tide_error_new();
+    tide_tensor *loss = train_step(&cap, step++, BATCH, 0, err);
+    CU_ASSERT_PTR_NULL(loss);
+    CU_ASSERT_EQUAL(tide_error_code(err), TIDE_INTERNAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "'l2_mm'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "illegal memory access"));
+    tide_session_capture_status(cap.s, &st);
+    CU_ASSERT(st.last == TIDE_STEP_EAGER && !st.has_graph && strstr(st.why, "replayed step failed"));
+    CU_ASSERT_EQUAL(st.replays, 0);
+    tide_tensor_release(loss);
+    for (int i = 0; i < 3; i++) /* the faulting step never ran on the eager engine: both skip it */
+        CU_ASSERT(step_both(&eager, &cap, step++, BATCH, &st));
+    CU_ASSERT_EQUAL(st.last, TIDE_STEP_CAPTURED);
+    CU_ASSERT_EQUAL(st.captures, 2);
+    tide_error_free(err);
+    mlp_free(&eager);
+    mlp_free(&cap);
+}
+
+/* The engine's default: capture on; $TIDE_CAPTURE=0 turns it off for engines made after. */
+static void test_on_by_default(void)
+{
+    mlp on = mlp_new(true);
+    CU_ASSERT(tide_session_capture_enabled(on.s));
+    tide_capture_status st;
+    for (int step = 0; step < 4; step++) {
+        tide_error *err = tide_error_new();
+        tide_tensor_release(train_step(&on, step, BATCH, 0, err));
+        tide_error_free(err);
+    }
+    tide_session_capture_status(on.s, &st);
+    CU_ASSERT_EQUAL(st.last, TIDE_STEP_REPLAYED);
+    mlp_free(&on);
+    setenv("TIDE_CAPTURE", "0", 1);
+    mlp off = mlp_new(true);
+    unsetenv("TIDE_CAPTURE");
+    CU_ASSERT(!tide_session_capture_enabled(off.s));
+    for (int step = 0; step < 4; step++) {
+        tide_error *err = tide_error_new();
+        tide_tensor_release(train_step(&off, step, BATCH, 0, err));
+        tide_error_free(err);
+    }
+    tide_session_capture_status(off.s, &st);
+    CU_ASSERT(st.last == TIDE_STEP_EAGER && st.captures == 0);
+    mlp_free(&off);
+}
+
 /* What drops the graph, and says why: a traced run, an extended graph, a variable assigned by another
  * plan, the session's switch. Every step's loss stays the eager engine's. */
 static void test_fallbacks(void)
@@ -347,16 +409,11 @@ static void test_ineligible_plans(void)
 
 int main(void)
 {
-    /* Flaky since the simulated device queues kernels (efa0f3d): a capture is sometimes refused (a
-     * variable copied on write: a queued kernel's borrowed view still held its value) and some losses
-     * then differ from the eager engine's. Off by default until that is understood. */
-    if (!getenv("TIDE_CAPTURE_TEST")) {
-        printf("skip: whole-step capture is opt-in and this test flaky on the queued sim (TIDE_CAPTURE_TEST=1 runs it)\n");
-        return 77;
-    }
-    setenv("TIDE_CAPTURE", "1", 1);
+    unsetenv("TIDE_CAPTURE"); /* the engines' default: on */
+    unsetenv("TIDE_SIM_REPLAY_FAULT");
     static const th_test tests[] = {TH_TEST(test_replay_matches_eager), TH_TEST(test_shape_change_falls_back),
-                                    TH_TEST(test_error_in_replayed_step), TH_TEST(test_fallbacks),
-                                    TH_TEST(test_ineligible_plans), TH_END};
+                                    TH_TEST(test_error_in_replayed_step), TH_TEST(test_fault_in_replayed_kernel),
+                                    TH_TEST(test_fallbacks), TH_TEST(test_ineligible_plans),
+                                    TH_TEST(test_on_by_default), TH_END};
     return th_main("capture", tests);
 }

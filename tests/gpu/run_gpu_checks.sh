@@ -117,12 +117,16 @@ if "gpu.op_us_sync_each_kernel" in f and f.get("torch.gpu.op_us", {}).get("value
          note="the same chain when the device waits for every kernel (before stream-ordered memory)")
 if "gpu.matmul8192.ratio_vs_cublas" in f and f.get("torch.gpu.matmul8192_ms", {}).get("value"):
     emit("gpu.matmul8192.ratio_vs_torch", f["torch.gpu.matmul8192_ms"]["value"] / f["gpu.matmul8192.ratio_vs_cublas"]["tide_ms"])
-# tide eager (capture off) against PyTorch eager, tide with whole-step capture against PyTorch's CUDA graph
+# tide eager (capture off) against PyTorch eager, tide with whole-step capture (the engine's default
+# since capture2: no $TIDE_CAPTURE needed) against PyTorch's CUDA graph
 for peer, mine in (("eager", "gpu.mlp.eager_steps_per_s"), ("cudagraph", "gpu.mlp.steps_per_s")):
     mlp = f.get(mine, {}).get("value")
     p = f.get("torch.gpu.mlp_%s_steps_per_s" % peer, {}).get("value")
     if mlp and p:
         emit("gpu.mlp.ratio_vs_torch_" + peer, mlp / p, replayed=f[mine].get("replayed"))
+    if peer == "cudagraph" and mine in f and not f[mine].get("replayed"):
+        print("gpu.mlp: the captured session's timed steps were NOT replayed (%s): its figure is eager"
+              % f[mine].get("why"), file=sys.stderr)
 cnn, p = f.get("gpu.cnn.steps_per_s", {}).get("value"), f.get("torch.gpu.cnn_steps_per_s", {}).get("value")
 if cnn and p:
     emit("gpu.cnn.ratio_vs_torch", cnn / p, note="tide steps/s / PyTorch eager steps/s, TF-tutorial CNN, batch 100")
