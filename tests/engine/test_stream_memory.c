@@ -450,7 +450,7 @@ static void check_update_after_unordered_read(const char *device, int delay_us)
     char delay[16];
     snprintf(delay, sizeof delay, "%d", delay_us);
     setenv("TIDE_SIM_DELAY_US", delay, 1);
-    tide_engine *e = sim_engine(0);
+    tide_engine *e = th_sim_engine(1, 0);
     unsetenv("TIDE_SIM_DELAY_US");
     tide_graph *g = tide_graph_new();
     tide_error *err = tide_error_new();
