@@ -16,6 +16,8 @@
  *    as on the CPU, and blocks really were reused while queued work could still read them;
  *  - training: an MLP's weights updated in place on the device while the executor's two threads
  *    launch kernels, 60 steps at 50 us per kernel, bit for bit with the CPU after every step;
+ *  - a variable's update runs after the step's other readers of its value (plan.c, pass 6a): in place
+ *    even when a reader is slow, and with no edge where none is needed;
  *  - an error a queued kernel hits on the device fails the step, naming the node; the next step runs;
  *  - traced runs: the device's kernels have timings on its compute stream's lane, from the device's
  *    clock, in order within the lane, after their launch; the _Recvs that copy the fed value in and the
@@ -498,6 +500,66 @@ static void test_update_after_unordered_read_cpu(void) { check_update_after_unor
 static void test_update_after_unordered_read_sim(void) { check_update_after_unordered_read("/sim:0", 0); }
 static void test_update_after_unordered_read_slow_sim(void) { check_update_after_unordered_read("/sim:0", 200); }
 
+/* The control edges into `update` from the nodes pass 6a ordered before it, of the plan running the
+ * targets on g; -1 when the plan cannot be built. */
+static int ordering_edges_into(tide_engine *e, tide_graph *g, tide_node *const *targets, int n, const tide_node *update)
+{
+    tide_error *err = tide_error_new();
+    tide_plan *p = tide__plan_build(e, g, NULL, 0, NULL, 0, targets, n, false, NULL, err);
+    CU_ASSERT_PTR_NOT_NULL(p);
+    if (!p)
+        fprintf(stderr, "\n  plan: %s\n", tide_error_message(err));
+    int count = p ? 0 : -1;
+    for (int k = 0; p && k < p->num_items; k++)
+        for (int e2 = 0; p->items[k].kind == ITEM_NODE && e2 < p->items[k].num_edges; e2++) {
+            const tide_edge *edge = &p->items[k].edges[e2];
+            count += edge->slot < 0 && p->items[edge->dst].kind == ITEM_NODE && p->items[edge->dst].node == update;
+        }
+    tide__plan_free(p);
+    tide_error_free(err);
+    return count;
+}
+
+/* Pass 6a adds an edge only where a reader of the variable and its update are unordered: none when
+ * the only reader is the update's own gradient (w <- w - w * 0.5: the Mul precedes the update
+ * already), one for a reader beside the update. None in a plan with control flow: a reader in an
+ * untaken branch is dead and a control edge would carry that to the update, which would then not
+ * run; here w is read by Mul(w, Switch(x, false):1) and must still be updated. */
+static void test_update_ordered_only_where_needed(void)
+{
+    tide_engine *e = th_sim_engine(1, 0);
+    tide_graph *g = tide_graph_new();
+    tide_error *err = tide_error_new();
+    tide_node *w = gu_variable(g, "w", TIDE_FLOAT32, 1, TH_DIMS(4), NULL);
+    tide_node *init = gu_op(g, "Assign", "init", 2,
+                            (tide_node *const[]){w, gu_const(g, "w0", th_f32(1, TH_DIMS(4), (const float[]){8, 8, 8, 8}))});
+    tide_node *grad = gu_op(g, "Mul", "grad", 2, (tide_node *const[]){w, gu_scalar_f32(g, "half", 0.5f)});
+    tide_node *update = gu_op(g, "ApplyGradientDescent", "update", 3,
+                              (tide_node *const[]){w, gu_scalar_f32(g, "lr", 1.0f), grad});
+    tide_node *beside = gu_op(g, "Neg", "beside", 1, (tide_node *const[]){w});
+    bool no = false;
+    tide_node *sw = gu_op(g, "Switch", "sw", 2, (tide_node *const[]){gu_scalar_f32(g, "x", 2.0f),
+                                                                        gu_const(g, "pred", th_tensor(TIDE_BOOL, 0, NULL, &no))});
+    tide_node_builder *b = tide_node_builder_new(g, "Mul", "in_untaken_branch");
+    tide_node_builder_add_input(b, (tide_output){w, 0});
+    tide_node_builder_add_input(b, (tide_output){sw, 1});
+    tide_node *dead_reader = gu_finish(b);
+    CU_ASSERT_EQUAL(ordering_edges_into(e, g, &update, 1, update), 0);
+    CU_ASSERT_EQUAL(ordering_edges_into(e, g, (tide_node *const[]){update, beside}, 2, update), 1);
+    CU_ASSERT_EQUAL(ordering_edges_into(e, g, (tide_node *const[]){update, dead_reader}, 2, update), 0);
+    tide_session *s = tide_session_new(e, g, NULL, err);
+    CU_ASSERT_EQUAL_FATAL(gu_target(s, init, err), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_session_run(s, NULL, NULL, 0, NULL, 0, NULL, (tide_node *const[]){update, dead_reader}, 2,
+                                     NULL, err), TIDE_OK);
+    tide_tensor *got = gu_fetch(s, w);
+    CU_ASSERT(got && ((const float *)tide_tensor_data(got))[0] == 4.0f); /* 8 - 8 * 0.5 */
+    tide_tensor_release(got);
+    tide_session_free(s);
+    tide_graph_free(g);
+    tide_error_free(err);
+    tide_engine_free(e);
+}
+
 static void test_runs_queue_kernels(void) { check_queued_runs(0); }
 static void test_runs_with_a_slow_device(void) { check_queued_runs(300); }
 
@@ -608,6 +670,7 @@ int main(void)
                                     TH_TEST(test_update_after_unordered_read_cpu),
                                     TH_TEST(test_update_after_unordered_read_sim),
                                     TH_TEST(test_update_after_unordered_read_slow_sim),
+                                    TH_TEST(test_update_ordered_only_where_needed),
                                     TH_TEST(test_queued_kernel_error_fails_the_step),
                                     TH_TEST(test_traced_runs_have_device_lanes), TH_END};
     return th_main("stream_memory", tests);
