@@ -139,6 +139,27 @@ static bool step_both(mlp *a, mlp *b, int step, int rows, tide_capture_status *s
     return same;
 }
 
+/* n steps on both, from *step on (advanced past them), each with losses equal bit for bit; how b's
+ * last step ran (also in *status). */
+static tide_step_mode steps_both(mlp *a, mlp *b, int *step, int n, int rows, tide_capture_status *status)
+{
+    for (int i = 0; i < n; i++, (*step)++)
+        CU_ASSERT(step_both(a, b, *step, rows, status));
+    return status->last;
+}
+
+/* n steps on m alone (their losses dropped); how the last ran. */
+static tide_step_mode steps_alone(mlp *m, int n, tide_capture_status *status)
+{
+    for (int step = 0; step < n; step++) {
+        tide_error *err = tide_error_new();
+        tide_tensor_release(train_step(m, step, BATCH, 0, err));
+        tide_error_free(err);
+    }
+    tide_session_capture_status(m->s, status);
+    return status->last;
+}
+
 /* Twenty steps with new feeds each: two warm-ups, a capture, replays; the losses of every step equal
  * the eager engine's bit for bit, and so do the weights at the end. */
 static void test_replay_matches_eager(void)
@@ -179,15 +200,11 @@ static void test_shape_change_falls_back(void)
     mlp eager = mlp_new(false), cap = mlp_new(true);
     tide_capture_status st;
     int step = 0;
-    for (; step < 5; step++)
-        CU_ASSERT(step_both(&eager, &cap, step, BATCH, &st));
-    CU_ASSERT_EQUAL(st.last, TIDE_STEP_REPLAYED);
+    CU_ASSERT_EQUAL(steps_both(&eager, &cap, &step, 5, BATCH, &st), TIDE_STEP_REPLAYED);
     CU_ASSERT(step_both(&eager, &cap, step++, 8, &st));
     CU_ASSERT_EQUAL(st.last, TIDE_STEP_EAGER);
     CU_ASSERT_PTR_NOT_NULL(strstr(st.why, "changed from float32 [32, 12] to float32 [8, 12]"));
-    for (int i = 0; i < 5; i++)
-        CU_ASSERT(step_both(&eager, &cap, step++, 8, &st));
-    CU_ASSERT_EQUAL(st.last, TIDE_STEP_REPLAYED);
+    CU_ASSERT_EQUAL(steps_both(&eager, &cap, &step, 5, 8, &st), TIDE_STEP_REPLAYED);
     CU_ASSERT_EQUAL(st.captures, 2);
     mlp_free(&eager);
     mlp_free(&cap);
@@ -200,9 +217,7 @@ static void test_error_in_replayed_step(void)
     mlp eager = mlp_new(false), cap = mlp_new(true);
     tide_capture_status st;
     int step = 0;
-    for (; step < 4; step++)
-        CU_ASSERT(step_both(&eager, &cap, step, BATCH, &st));
-    CU_ASSERT_EQUAL(st.last, TIDE_STEP_REPLAYED);
+    CU_ASSERT_EQUAL(steps_both(&eager, &cap, &step, 4, BATCH, &st), TIDE_STEP_REPLAYED);
     tide_error *ea = tide_error_new(), *eb = tide_error_new();
     tide_tensor *la = train_step(&eager, step, BATCH, 9, ea), *lb = train_step(&cap, step, BATCH, 9, eb);
     step++;
@@ -213,9 +228,7 @@ static void test_error_in_replayed_step(void)
     tide_session_capture_status(cap.s, &st);
     CU_ASSERT_EQUAL(st.last, TIDE_STEP_EAGER);
     CU_ASSERT_PTR_NOT_NULL(strstr(st.why, "failed"));
-    for (int i = 0; i < 5; i++)
-        CU_ASSERT(step_both(&eager, &cap, step++, BATCH, &st));
-    CU_ASSERT_EQUAL(st.last, TIDE_STEP_REPLAYED);
+    CU_ASSERT_EQUAL(steps_both(&eager, &cap, &step, 5, BATCH, &st), TIDE_STEP_REPLAYED);
     tide_error_free(ea);
     tide_error_free(eb);
     mlp_free(&eager);
@@ -234,9 +247,8 @@ static void test_fault_in_replayed_kernel(void)
     unsetenv("TIDE_SIM_REPLAY_FAULT");
     tide_capture_status st;
     int step = 0;
-    for (; step < 3; step++) /* eager, eager, captured (a capture runs the kernels eagerly: no fault) */
-        CU_ASSERT(step_both(&eager, &cap, step, BATCH, &st));
-    CU_ASSERT_EQUAL(st.last, TIDE_STEP_CAPTURED);
+    /* eager, eager, captured (a capture runs the kernels eagerly: no fault) */
+    CU_ASSERT_EQUAL(steps_both(&eager, &cap, &step, 3, BATCH, &st), TIDE_STEP_CAPTURED);
     tide_error *err = tide_error_new();
     tide_tensor *loss = train_step(&cap, step++, BATCH, 0, err);
     CU_ASSERT_PTR_NULL(loss);
@@ -247,9 +259,8 @@ static void test_fault_in_replayed_kernel(void)
     CU_ASSERT(st.last == TIDE_STEP_EAGER && !st.has_graph && strstr(st.why, "replayed step failed"));
     CU_ASSERT_EQUAL(st.replays, 0);
     tide_tensor_release(loss);
-    for (int i = 0; i < 3; i++) /* the faulting step never ran on the eager engine: both skip it */
-        CU_ASSERT(step_both(&eager, &cap, step++, BATCH, &st));
-    CU_ASSERT_EQUAL(st.last, TIDE_STEP_CAPTURED);
+    /* the faulting step never ran on the eager engine: both skip it */
+    CU_ASSERT_EQUAL(steps_both(&eager, &cap, &step, 3, BATCH, &st), TIDE_STEP_CAPTURED);
     CU_ASSERT_EQUAL(st.captures, 2);
     tide_error_free(err);
     mlp_free(&eager);
@@ -262,25 +273,13 @@ static void test_on_by_default(void)
     mlp on = mlp_new(true);
     CU_ASSERT(tide_session_capture_enabled(on.s));
     tide_capture_status st;
-    for (int step = 0; step < 4; step++) {
-        tide_error *err = tide_error_new();
-        tide_tensor_release(train_step(&on, step, BATCH, 0, err));
-        tide_error_free(err);
-    }
-    tide_session_capture_status(on.s, &st);
-    CU_ASSERT_EQUAL(st.last, TIDE_STEP_REPLAYED);
+    CU_ASSERT_EQUAL(steps_alone(&on, 4, &st), TIDE_STEP_REPLAYED);
     mlp_free(&on);
     setenv("TIDE_CAPTURE", "0", 1);
     mlp off = mlp_new(true);
     unsetenv("TIDE_CAPTURE");
     CU_ASSERT(!tide_session_capture_enabled(off.s));
-    for (int step = 0; step < 4; step++) {
-        tide_error *err = tide_error_new();
-        tide_tensor_release(train_step(&off, step, BATCH, 0, err));
-        tide_error_free(err);
-    }
-    tide_session_capture_status(off.s, &st);
-    CU_ASSERT(st.last == TIDE_STEP_EAGER && st.captures == 0);
+    CU_ASSERT(steps_alone(&off, 4, &st) == TIDE_STEP_EAGER && st.captures == 0);
     mlp_free(&off);
 }
 
@@ -291,9 +290,7 @@ static void test_fallbacks(void)
     mlp eager = mlp_new(false), cap = mlp_new(true);
     tide_capture_status st;
     int step = 0;
-    for (; step < 4; step++)
-        CU_ASSERT(step_both(&eager, &cap, step, BATCH, &st));
-    CU_ASSERT_EQUAL(st.last, TIDE_STEP_REPLAYED);
+    CU_ASSERT_EQUAL(steps_both(&eager, &cap, &step, 4, BATCH, &st), TIDE_STEP_REPLAYED);
     /* traced */
     tide_error *err = tide_error_new();
     tide_tensor *x, *y, *loss = NULL;
@@ -310,37 +307,27 @@ static void test_fallbacks(void)
     tide_tensor_release(loss);
     tide_tensor_release(x);
     tide_tensor_release(y);
-    for (int i = 0; i < 4; i++)
-        CU_ASSERT(step_both(&eager, &cap, step++, BATCH, &st));
-    CU_ASSERT_EQUAL(st.last, TIDE_STEP_REPLAYED);
+    CU_ASSERT_EQUAL(steps_both(&eager, &cap, &step, 4, BATCH, &st), TIDE_STEP_REPLAYED);
     /* extended */
     gu_scalar_f32(cap.g, "unrelated", 1.0f);
     gu_scalar_f32(eager.g, "unrelated", 1.0f);
     CU_ASSERT(step_both(&eager, &cap, step++, BATCH, &st));
     CU_ASSERT(st.last == TIDE_STEP_EAGER && strstr(st.why, "extended"));
-    for (int i = 0; i < 3; i++)
-        CU_ASSERT(step_both(&eager, &cap, step++, BATCH, &st));
-    CU_ASSERT_EQUAL(st.last, TIDE_STEP_REPLAYED);
+    CU_ASSERT_EQUAL(steps_both(&eager, &cap, &step, 3, BATCH, &st), TIDE_STEP_REPLAYED);
     /* a variable re-initialised by another plan (the initializers replace its value) */
     CU_ASSERT_EQUAL(gu_target(cap.s, cap.init, err), TIDE_OK);
     CU_ASSERT_EQUAL(gu_target(eager.s, eager.init, err), TIDE_OK);
     CU_ASSERT(step_both(&eager, &cap, step++, BATCH, &st));
     CU_ASSERT_EQUAL(st.last, TIDE_STEP_EAGER);
-    for (int i = 0; i < 3; i++)
-        CU_ASSERT(step_both(&eager, &cap, step++, BATCH, &st));
-    CU_ASSERT_EQUAL(st.last, TIDE_STEP_REPLAYED);
+    CU_ASSERT_EQUAL(steps_both(&eager, &cap, &step, 3, BATCH, &st), TIDE_STEP_REPLAYED);
     /* the session's switch */
     tide_session_set_capture(cap.s, false);
     CU_ASSERT(!tide_session_capture_enabled(cap.s));
     tide_session_capture_status(cap.s, &st);
     CU_ASSERT(!st.has_graph);
-    for (int i = 0; i < 4; i++)
-        CU_ASSERT(step_both(&eager, &cap, step++, BATCH, &st));
-    CU_ASSERT_EQUAL(st.last, TIDE_STEP_EAGER);
+    CU_ASSERT_EQUAL(steps_both(&eager, &cap, &step, 4, BATCH, &st), TIDE_STEP_EAGER);
     tide_session_set_capture(cap.s, true);
-    for (int i = 0; i < 4; i++)
-        CU_ASSERT(step_both(&eager, &cap, step++, BATCH, &st));
-    CU_ASSERT_EQUAL(st.last, TIDE_STEP_REPLAYED);
+    CU_ASSERT_EQUAL(steps_both(&eager, &cap, &step, 4, BATCH, &st), TIDE_STEP_REPLAYED);
     tide_error_free(err);
     mlp_free(&eager);
     mlp_free(&cap);
