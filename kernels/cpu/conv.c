@@ -30,7 +30,8 @@
  *                        (backprop_input_phases): the upsampled canvas would spend stride_h *
  *                        stride_w times the necessary multiplications on zeros (3x3 stride 2,
  *                        28x28x32 -> 64, batch 100: 12.3 -> 4.8 ms of CPU time, loaded machine).
- *   Conv2DBackpropFilter: stride 1, no dilation and at least 8 input channels: conv_filter.c (the
+ *   Conv2DBackpropFilter: Winograd where it applies (below); else stride 1, no dilation and at
+ *                        least 8 input channels: conv_filter.c (the
  *                        input and dy read in place, no canvas). Otherwise (or with
  *                        $TIDE_CONV_FILTER_SLICES set), the
  *                        filter-like kernel over the forward canvas, each slice of the batch
@@ -74,7 +75,11 @@
  * Winograd convolutions when the AVX-512 kernels are chosen (use_winograd): 2.8x (5x5) and 4x (3x3)
  * fewer multiplications than the direct kernels, at a float32 error 3x (5x5) and 8x (3x3) theirs. By
  * default (auto) only 5x5 layers take it: the 3x3 form's error went past the kernel suite's tolerance
- * on one shape. $TIDE_CONV_ALGO=direct|winograd|auto switches it (winograd: 3x3 too);
+ * on one shape. Conv2DBackpropFilter of the same layers runs as F(5x5, 2x2) / F(3x3, 4x4)
+ * (conv_winograd_filter.c: 2.8x and 4x fewer multiplications) when its sums have at least 512 terms
+ * (batch x output pixels; fewer: its float32 error would come near the suite's tolerance) and its
+ * partial sums are not too large, and neither $TIDE_CONV_FILTER_IN_PLACE nor $TIDE_CONV_FILTER_SLICES
+ * asks for a direct method. $TIDE_CONV_ALGO=direct|winograd|auto switches it (winograd: 3x3 too);
  * the first layer of the tutorial CNN (one input channel) and every strided, dilated or float64
  * convolution stay direct. */
 #include <stdatomic.h>
@@ -1376,6 +1381,18 @@ static tide_status conv2d_backprop_filter_compute(tide_kernel_ctx *ctx)
     if (!out)
         return st;
     const tide_tensor *input = tide_kernel_input(ctx, 0);
+    const tide_conv_window *w = &g.win;
+    const bool direct_asked = getenv("TIDE_CONV_FILTER_IN_PLACE") || getenv("TIDE_CONV_FILTER_SLICES");
+    if (w->stride_h == 1 && w->stride_w == 1 && !direct_asked &&
+        use_winograd(tide_tensor_dtype(input), f[0], f[1], f[2], f[3], w->dilation_h, w->dilation_w) &&
+        tide_conv_winograd_filter_supported(f[0], f[2], f[3], g.batch * g.out_h * g.out_w)) {
+        const tide_winograd_filter_grad wg = {.ctx = ctx, .x = tide_tensor_data(input), .batch = g.batch,
+                                              .in_h = g.in_h, .in_w = g.in_w, .cin = f[2], .off_h = g.pad_top,
+                                              .off_w = g.pad_left, .r = f[0],
+                                              .dy = tide_tensor_data(tide_kernel_input(ctx, 2)), .out_h = g.out_h,
+                                              .out_w = g.out_w, .cout = f[3], .dw = tide_tensor_data(out)};
+        return tide_conv_winograd_filter_run(&wg);
+    }
     if (tide_conv_filter_direct_fits(&g, f))
         return tide_conv_filter_direct(ctx, &g, f, tide_tensor_dtype(input), choose_isa(), tide_tensor_data(input),
                                        tide_tensor_data(tide_kernel_input(ctx, 2)), tide_tensor_data(out));

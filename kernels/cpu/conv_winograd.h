@@ -1,6 +1,7 @@
-/* conv_winograd.h — Winograd minimal-filtering convolution for float32 on AVX-512 (conv_winograd.c),
- * the cheaper algorithm conv.c dispatches its stride-1 forward-like convolutions to (Conv2D and
- * Conv2DBackpropInput). Kernels only. */
+/* conv_winograd.h — Winograd minimal-filtering convolutions for float32 on AVX-512, the cheaper
+ * algorithm conv.c dispatches its stride-1 convolutions to: the forward-like ones (Conv2D and
+ * Conv2DBackpropInput, conv_winograd.c) and the filter gradient (Conv2DBackpropFilter,
+ * conv_winograd_filter.c). Kernels only. */
 #ifndef TIDE_CPU_CONV_WINOGRAD_H
 #define TIDE_CPU_CONV_WINOGRAD_H
 
@@ -35,5 +36,31 @@ bool tide_conv_winograd_supported(int64_t r, int64_t cin, int64_t cout);
  * output element is computed by the same operations in the same order whatever the thread split.
  * Returns TIDE_OK, or an error set on c->ctx (out of memory, cancelled). */
 tide_status tide_conv_winograd_run(const tide_winograd_conv *c);
+
+/* One stride-1, undilated r x r filter gradient in NHWC / HWIO:
+ *   dw[i, j, c, k] = sum over n, oh < out_h, ow < out_w of x[n, oh - off_h + i, ow - off_w + j, c] * dy[n, oh, ow, k]
+ * with input pixels outside [0, in_h) x [0, in_w) read as zeros; dw [r, r, cin, cout] is written whole. */
+typedef struct tide_winograd_filter_grad {
+    tide_kernel_ctx *ctx; /* for the engine's threads, cancellation and errors */
+    const float *x;
+    int64_t batch, in_h, in_w, cin;
+    int64_t off_h, off_w;
+    int64_t r;
+    const float *dy;
+    int64_t out_h, out_w, cout;
+    float *dw;
+} tide_winograd_filter_grad;
+
+/* Whether the Winograd filter gradient takes this window, these channel counts and this many terms per
+ * sum (batch x out_h x out_w) on this CPU now: tide_conv_winograd_supported's conditions, partial sums
+ * of a bounded size (36 cin cout floats per slice of the batch: larger layers stay direct), and enough
+ * terms that its float32 error stays well inside the kernel suite's tolerance (which grows with them;
+ * conv_winograd_filter.c). */
+bool tide_conv_winograd_filter_supported(int64_t r, int64_t cin, int64_t cout, int64_t terms);
+
+/* Runs g (which tide_conv_winograd_filter_supported accepted) on the engine's threads. Deterministic:
+ * the batch is cut into slices by its size alone, each summed into its own partial, and the partials
+ * are added in slice order. Returns TIDE_OK, or an error set on g->ctx (out of memory, cancelled). */
+tide_status tide_conv_winograd_filter_run(const tide_winograd_filter_grad *g);
 
 #endif

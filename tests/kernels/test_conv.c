@@ -424,7 +424,8 @@ static bool same_bits(const tide_tensor *a, const tide_tensor *b)
            memcmp(tide_tensor_data(a), tide_tensor_data(b), (size_t)tide_tensor_num_elements(a) * sizeof(float)) == 0;
 }
 
-/* Conv2D (op 0) or Conv2DBackpropInput (op 1) of case c on x, f and dy with $TIDE_CONV_ALGO = algo. */
+/* Conv2D (op 0), Conv2DBackpropInput (op 1) or Conv2DBackpropFilter (op 2) of case c on x, f and dy with
+ * $TIDE_CONV_ALGO = algo. */
 static tide_tensor *conv_by_algo(const conv_case *c, int op, tide_tensor *x, tide_tensor *f, tide_tensor *dy,
                                  const char *algo)
 {
@@ -433,9 +434,11 @@ static tide_tensor *conv_by_algo(const conv_case *c, int op, tide_tensor *x, tid
         tide_attrs_set_int_list(a, "explicit_paddings", (const int64_t[]){0, 0, c->pads[0], c->pads[1],
                                                                           c->pads[2], c->pads[3], 0, 0}, 8);
     setenv("TIDE_CONV_ALGO", algo, 1);
-    tide_tensor *sizes = sizes4((const int64_t[4]){c->n, c->h, c->w, c->cin});
-    tide_tensor *y = op == 0 ? th_run1("Conv2D", (tide_tensor *[]){x, f}, 2, a)
-                             : th_run1("Conv2DBackpropInput", (tide_tensor *[]){sizes, f, dy}, 3, a);
+    tide_tensor *sizes = op == 2 ? sizes4((const int64_t[4]){c->kh, c->kw, c->cin, c->cout})
+                                 : sizes4((const int64_t[4]){c->n, c->h, c->w, c->cin});
+    tide_tensor *y = op == 0   ? th_run1("Conv2D", (tide_tensor *[]){x, f}, 2, a)
+                     : op == 1 ? th_run1("Conv2DBackpropInput", (tide_tensor *[]){sizes, f, dy}, 3, a)
+                               : th_run1("Conv2DBackpropFilter", (tide_tensor *[]){x, sizes, dy}, 3, a);
     unsetenv("TIDE_CONV_ALGO");
     tide_tensor_release(sizes);
     tide_attrs_free(a);
@@ -504,6 +507,56 @@ static void test_conv_winograd(void)
     CU_ASSERT(differed > 20);
 }
 
+/* Conv2DBackpropFilter as a Winograd convolution (conv_winograd_filter.c: F(5x5, 2x2), and F(3x3, 4x4)
+ * under $TIDE_CONV_ALGO=winograd) on odd shapes: batch 1 and 3, sizes that leave partial tiles of dy and
+ * x at the bottom and right, SAME, VALID and explicit padding, 16 channels (the least it takes) and
+ * more (48 and 80 output channels: the micro-kernel's narrower forms). Each case has at least 512
+ * pixels of dy (smaller ones stay direct, the last case checks: its float32 error would come too close
+ * to this file's tolerance). Against the double-precision reference (check_case, all three ops), and
+ * against the direct method within the same tolerance and bitwise different (so the path ran). */
+static void test_conv_winograd_filter(void)
+{
+    if (!tide_conv_winograd_filter_supported(5, 16, 16, 1 << 20)) {
+        th_skip("the Winograd filter gradient needs AVX-512 (the CPU lacks it, or $TIDE_CPU_ISA caps it)");
+        return;
+    }
+    static const conv_case cases[] = {
+        {1, 27, 23, 16, 5, 5, 16, 1, 1, 1, 1, true},                    /* batch 1, minimum channels */
+        {3, 19, 17, 16, 5, 5, 32, 1, 1, 1, 1, false},                   /* batch 3, VALID */
+        {3, 15, 13, 48, 5, 5, 80, 1, 1, 1, 1, true},                    /* 80 = 64 + 16 outputs */
+        {1, 25, 29, 32, 5, 5, 48, 1, 1, 1, 1, false, true, {3, 1, 0, 4}}, /* explicit, uneven padding */
+        {1, 23, 25, 16, 3, 3, 16, 1, 1, 1, 1, true},                    /* F(3x3, 4x4) */
+        {3, 16, 15, 32, 3, 3, 64, 1, 1, 1, 1, false},                   /* F(3x3, 4x4), VALID */
+        {3, 11, 13, 32, 5, 5, 64, 1, 1, 1, 1, true},                    /* 429 pixels of dy: direct */
+    };
+    const size_t ncases = sizeof cases / sizeof cases[0];
+    for (size_t i = 0; i < ncases; i++) {
+        const conv_case *c = &cases[i];
+        const bool small = i == ncases - 1;
+        if (c->kh == 3)
+            setenv("TIDE_CONV_ALGO", "winograd", 1); /* auto takes 5x5 only (conv.c, use_winograd) */
+        check_case(c, TIDE_FLOAT32);
+        unsetenv("TIDE_CONV_ALGO");
+        double *xv, *fv, *dyv;
+        int64_t pad;
+        const int64_t yd[4] = {c->n, tf_out(c->h, c->kh, 1, 1, c->same, CASE_PADS(c, 0), &pad),
+                               tf_out(c->w, c->kw, 1, 1, c->same, CASE_PADS(c, 1), &pad), c->cout};
+        tide_tensor *x = random4(TIDE_FLOAT32, TH_DIMS(c->n, c->h, c->w, c->cin), &xv);
+        tide_tensor *f = random4(TIDE_FLOAT32, TH_DIMS(c->kh, c->kw, c->cin, c->cout), &fv);
+        tide_tensor *dy = random4(TIDE_FLOAT32, yd, &dyv);
+        tide_tensor *wino = conv_by_algo(c, 2, x, f, dy, "winograd");
+        tide_tensor *direct = conv_by_algo(c, 2, x, f, dy, "direct");
+        TH_ASSERT_CLOSE(wino, direct, 2e-5, 8e-7 * (double)(yd[0] * yd[1] * yd[2]));
+        CU_ASSERT(same_bits(wino, direct) == small);
+        tide_tensor *all[] = {x, f, dy, wino, direct};
+        for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+            tide_tensor_release(all[k]);
+        free(xv);
+        free(fv);
+        free(dyv);
+    }
+}
+
 /* The convolutions follow the ISA cap of every vectorised kernel ($TIDE_CPU_ISA, tide_cpu_isa_limit):
  * capped at portable or AVX2 they compute bit for bit what $TIDE_CONV_ISA forces, and not what the
  * uncapped kernels compute. A narrow filter (3 output channels: the dot kernel, whose sums run in
@@ -568,8 +621,8 @@ static void test_conv_width_padding(void)
  * (17, 40, 70: one and two blocks, AVX-512's wide block of 64 included), taps that read only padding,
  * strides, dilations, explicit paddings, a 1x1 filter, and an image too large for one group (row
  * tiles). Checked under every micro-kernel family the CPU has, with the default choice (in place for
- * stride 1 and no dilation), in place for all ($TIDE_CONV_FILTER_IN_PLACE) and the canvas method
- * ($TIDE_CONV_FILTER_SLICES) on the same cases. The forward pass and backprop-input of these cases take
+ * stride 1 and no dilation; the Winograd filter gradient for the CNN's layer with AVX-512), in place for
+ * all ($TIDE_CONV_FILTER_IN_PLACE) and the canvas method ($TIDE_CONV_FILTER_SLICES) on the same cases. The forward pass and backprop-input of these cases take
  * the default algorithm (Winograd for the 5x5 case with AVX-512; 3x3 Winograd, which is not the default,
  * differed from the reference by 3.5e-4 against this file's tolerance of 2.3e-4 on the 40x40x16 -> 64
  * case: conv.c's use_winograd). */
@@ -1441,6 +1494,7 @@ int main(void)
         TH_TEST(test_conv_filter_in_place),
         TH_TEST(test_conv_follows_cpu_isa),
         TH_TEST(test_conv_winograd),
+        TH_TEST(test_conv_winograd_filter),
         TH_TEST(test_conv_backprop_input_phases),
         TH_TEST(test_conv_bad_attrs),
         TH_TEST(test_conv_bad_shapes),
