@@ -3,6 +3,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "half_convert.h"
 #include "internal.h"
 
 static const struct {
@@ -72,61 +73,23 @@ bool tide_dtype_is_complex(tide_dtype dt)
     return dt == TIDE_COMPLEX64 || dt == TIDE_COMPLEX128;
 }
 
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-static float bits_f32(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
+/* The conversions themselves are half_convert.h's, shared with the GPU kernels. */
 uint16_t tide_f32_to_f16(float f)
 {
-    uint32_t x = f32_bits(f);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-    uint32_t ax = x & 0x7fffffffu;
-    if (ax >= 0x7f800000u) /* inf or nan */
-        return sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0);
-    if (ax >= 0x477ff000u) /* rounds to >= 65520: overflow to inf */
-        return sign | 0x7c00u;
-    if (ax < 0x38800000u) { /* below the smallest normal half: subnormal or zero */
-        float v = bits_f32(ax) * 16777216.0f; /* scale by 2^24: the subnormal's integer mantissa */
-        return sign | (uint16_t)nearbyintf(v);
-    }
-    uint32_t mant_odd = (ax >> 13) & 1u;
-    ax += 0xc8000fffu + mant_odd; /* rebias exponent (-112 << 23) and round to nearest even */
-    return sign | (uint16_t)(ax >> 13);
+    return tide_half_from_f32(f);
 }
 
 float tide_f16_to_f32(uint16_t h)
 {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-    if (exp == 0) {
-        float v = (float)mant / 16777216.0f; /* mant * 2^-24 */
-        return sign ? -v : v;
-    }
-    if (exp == 31)
-        return bits_f32(sign | 0x7f800000u | (mant << 13));
-    return bits_f32(sign | ((exp + 112) << 23) | (mant << 13));
+    return tide_half_to_f32(h);
 }
 
 uint16_t tide_f32_to_bf16(float f)
 {
-    uint32_t x = f32_bits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) /* nan: keep it a quiet nan */
-        return (uint16_t)((x >> 16) | 0x40u);
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
+    return tide_bhalf_from_f32(f);
 }
 
 float tide_bf16_to_f32(uint16_t b)
 {
-    return bits_f32((uint32_t)b << 16);
+    return tide_bhalf_to_f32(b);
 }

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "half_convert.h"
 #include "internal.h"
 
 /* GCC 12 at -O2 (the default build) vectorises only with its "very cheap" cost model, which leaves
@@ -50,44 +51,8 @@ typedef struct c128 {
 
 /* ---------------------------------------------------------------- rounding helpers */
 
-static inline uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static inline float bits_f32(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-/* x rounded to float "to odd": x itself when exact, else the odd one of the two floats around x
- * (truncation toward zero with the last bit set). Rounding that to nearest in a format at least two
- * bits narrower (float16, bfloat16) gives the correctly rounded result: no double rounding. Beyond
- * FLT_MAX it gives FLT_MAX, which both narrow formats round to inf; NaN stays NaN. Branch-free. */
-static inline float f64_to_f32_odd(double x)
-{
-    float f = (float)x;
-    uint32_t b = f32_bits(f);
-    b -= fabs((double)f) > fabs(x); /* rounded away from zero: step back toward it */
-    b |= (double)f != x;            /* inexact: sticky last bit */
-    return bits_f32(b);
-}
-
-/* x as a double rounded to odd (exact up to 2^53; beyond, truncated with a sticky last bit). */
-static inline double i64_to_f64_odd(int64_t x)
-{
-    uint64_t u = x < 0 ? 0 - (uint64_t)x : (uint64_t)x;
-    if (u <= (UINT64_C(1) << 53))
-        return (double)x;
-    int shift = 11 - __builtin_clzll(u); /* bits beyond the 53 a double keeps */
-    uint64_t kept = (u >> shift) | ((u & ((UINT64_C(1) << shift) - 1)) != 0);
-    double d = ldexp((double)kept, shift);
-    return x < 0 ? -d : d;
-}
+/* Narrowing to float16 and bfloat16 rounds once through half_convert.h's round-to-odd steps
+ * (tide_half_f64_to_f32_odd, tide_half_i64_to_f64_odd), shared with the GPU kernels. */
 
 /* Saturating float -> integer, F being float or double: NaN -> 0, truncation toward zero, clamped
  * to [LO, HI]. x is first clamped into [LO, SAFE_HI] (SAFE_HI: the largest F not above HI), where
@@ -131,8 +96,8 @@ SATURATE_BOTH(sat_u16, uint16_t, 0, UINT16_MAX, 65535.0f, 65535.0)
 #define I_I64(x) ((int64_t)(x))
 #define I_U8(x) ((uint8_t)(x))
 #define I_U16(x) ((uint16_t)(x))
-#define I_F16(x) tide_f32_to_f16(f64_to_f32_odd(i64_to_f64_odd(x)))
-#define I_BF16(x) tide_f32_to_bf16(f64_to_f32_odd(i64_to_f64_odd(x)))
+#define I_F16(x) tide_f32_to_f16(tide_half_f64_to_f32_odd(tide_half_i64_to_f64_odd(x)))
+#define I_BF16(x) tide_f32_to_bf16(tide_half_f64_to_f32_odd(tide_half_i64_to_f64_odd(x)))
 #define I_F32(x) ((float)(x))
 #define I_F64(x) ((double)(x))
 #define I_C64(x) ((c64){(float)(x), 0.0f})
@@ -144,8 +109,8 @@ SATURATE_BOTH(sat_u16, uint16_t, 0, UINT16_MAX, 65535.0f, 65535.0)
 #define F_I64(x) BY_WIDTH(sat_i64, x)
 #define F_U8(x) BY_WIDTH(sat_u8, x)
 #define F_U16(x) BY_WIDTH(sat_u16, x)
-#define F_F16(x) tide_f32_to_f16(f64_to_f32_odd(x))
-#define F_BF16(x) tide_f32_to_bf16(f64_to_f32_odd(x))
+#define F_F16(x) tide_f32_to_f16(tide_half_f64_to_f32_odd(x))
+#define F_BF16(x) tide_f32_to_bf16(tide_half_f64_to_f32_odd(x))
 #define F_F32(x) ((float)(x))
 #define F_F64(x) ((double)(x))
 #define F_C64(x) ((c64){(float)(x), 0.0f})

@@ -1,10 +1,12 @@
-/* test_basics.c — value types: dtypes and their names, float16/bfloat16 conversion, shapes and
+/* test_basics.c — value types: dtypes and their names, float16/bfloat16 conversion (the CPU's and the
+ * GPU kernels' one definition, engine/half_convert.h, against rounding by plain arithmetic), shapes and
  * broadcasting, tensors (reference counts, views, strings, wrapping foreign memory, copies, text), and
  * attribute sets. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "half_convert.h"
 #include "harness.h"
 #include "tide_op.h"
 
@@ -46,6 +48,90 @@ static void test_half_precision(void)
             mismatches++;
     }
     CU_ASSERT_EQUAL(mismatches, 0);
+}
+
+/* x rounded to nearest even to a binary format with `bits` significant bits, exponents from min_exp
+ * (below 2^min_exp: subnormal, a fixed step) and inf from `overflow` on (the largest finite plus half
+ * its step). Plain arithmetic in long double (exact for a float and an int64), no bit tricks: the
+ * reference the shared conversions (engine/half_convert.h: the CPU's and the GPU kernels') meet. */
+static long double round_to_format(long double x, int bits, int min_exp, long double overflow)
+{
+    if (isnan(x) || isinf(x))
+        return x;
+    if (fabsl(x) >= overflow)
+        return copysignl(INFINITY, x);
+    int e;
+    frexpl(x, &e); /* |x| in [2^(e-1), 2^e) */
+    long double step = ldexpl(1.0L, (e - 1 < min_exp ? min_exp : e - 1) - bits + 1);
+    return copysignl(nearbyintl(x / step) * step, x);
+}
+
+static long double to_f16(long double x) { return round_to_format(x, 11, -14, 65520.0L); }
+static long double to_bf16(long double x) { return round_to_format(x, 8, -126, ldexpl(2.0L - 1.0L / 256, 127)); }
+
+/* Whether a narrowed value (widened back: exact) is the reference's, NaN for NaN, zeros by sign. */
+static bool same_value(float got, long double want)
+{
+    return isnan(want) ? isnan(got) : (long double)got == want && !signbit(got) == !signbit(want);
+}
+
+/* The float to float16 / bfloat16 conversions against round_to_format: every half value (widened and
+ * narrowed back), the two halfway points around each and the floats just beside them (ties to even),
+ * 2^20 random floats; int64 values of every magnitude through tide_half_from_i64 (the GPU's Cast) and
+ * the CPU's Cast kernel, both rounded once. */
+static void test_half_against_reference(void)
+{
+    int bad = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = tide_half_to_f32((uint16_t)h), b = tide_bhalf_to_f32((uint16_t)h);
+        bad += !same_value(f, to_f16(f)) || (!isnan(f) && tide_half_from_f32(f) != h);
+        bad += !same_value(b, to_bf16(b)) || (!isnan(b) && tide_bhalf_from_f32(b) != h);
+        if (isnan(f) || isinf(f) || h == 0x7bff || h == 0xfbff)
+            continue;
+        float next_f = tide_half_to_f32((uint16_t)(h + 1)), mid_f = f / 2 + next_f / 2; /* exact */
+        float next_b = tide_bhalf_to_f32((uint16_t)(h + 1)), mid_b = isinf(next_b) || isnan(next_b) ? b : b / 2 + next_b / 2;
+        const float tries[] = {mid_f, nextafterf(mid_f, -INFINITY), nextafterf(mid_f, INFINITY),
+                               mid_b, nextafterf(mid_b, -INFINITY), nextafterf(mid_b, INFINITY)};
+        for (int t = 0; t < 6; t++) {
+            bad += !same_value(tide_half_to_f32(tide_half_from_f32(tries[t])), to_f16(tries[t]));
+            bad += !same_value(tide_bhalf_to_f32(tide_bhalf_from_f32(tries[t])), to_bf16(tries[t]));
+        }
+    }
+    for (int i = 0; i < (1 << 20); i++) {
+        uint32_t u = (uint32_t)th_rand(0, 4294967296.0);
+        float f;
+        memcpy(&f, &u, sizeof f);
+        bad += !same_value(tide_half_to_f32(tide_half_from_f32(f)), to_f16(f));
+        bad += !same_value(tide_bhalf_to_f32(tide_bhalf_from_f32(f)), to_bf16(f));
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    enum { N = 4096 };
+    int64_t *v = malloc(sizeof *v * N);
+    for (int i = 0; i < N; i++)
+        v[i] = (int64_t)(th_rand(-1, 1) * ldexp(1.0, (int)th_rand(0, 63))) + (i % 7) - 3;
+    v[0] = INT64_MIN, v[1] = INT64_MAX, v[2] = 2049, v[3] = 65520, v[4] = (1LL << 53) + 1, v[5] = 65519;
+    v[6] = (1LL << 40) + (1LL << 32) + 1; /* above a bfloat16 halfway point by less than a float's step */
+    v[7] = (1LL << 62) + (1LL << 54) + 1, v[8] = -v[7]; /* ... by less than a double's step */
+    tide_tensor *x = th_i64(1, TH_DIMS(N), v);
+    static const tide_dtype to[] = {TIDE_FLOAT16, TIDE_BFLOAT16};
+    for (int t = 0; t < 2; t++) {
+        tide_attrs *a = tide_attrs_new();
+        tide_attrs_set_type(a, "DstT", to[t]);
+        tide_tensor *cast = th_run1("Cast", &x, 1, a);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(cast);
+        const uint16_t *c = tide_tensor_data(cast);
+        int wrong = 0;
+        for (int i = 0; i < N; i++) {
+            long double want = t ? to_bf16((long double)v[i]) : to_f16((long double)v[i]);
+            uint16_t mine = t ? tide_bhalf_from_i64(v[i]) : tide_half_from_i64(v[i]);
+            wrong += mine != c[i] || !same_value(t ? tide_bhalf_to_f32(mine) : tide_half_to_f32(mine), want);
+        }
+        CU_ASSERT_EQUAL(wrong, 0);
+        tide_tensor_release(cast);
+        tide_attrs_free(a);
+    }
+    tide_tensor_release(x);
+    free(v);
 }
 
 static void test_shapes(void)
@@ -318,7 +404,7 @@ static void test_engine_options(void)
 int main(void)
 {
     static const th_test tests[] = {
-        TH_TEST(test_dtypes), TH_TEST(test_half_precision), TH_TEST(test_shapes), TH_TEST(test_tensor_views),
+        TH_TEST(test_dtypes), TH_TEST(test_half_precision), TH_TEST(test_half_against_reference), TH_TEST(test_shapes), TH_TEST(test_tensor_views),
         TH_TEST(test_tensor_wrap_and_errors), TH_TEST(test_strings_and_format), TH_TEST(test_attrs), TH_TEST(test_attr_lists_of_every_kind),
         TH_TEST(test_errors), TH_TEST(test_large_buffer_reuse), TH_TEST(test_engine_options), TH_END};
     return th_main("basics", tests);

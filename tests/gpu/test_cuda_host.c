@@ -4,7 +4,6 @@
  *    host C): the broadcasting plan against a naive multi-index walk, and element-wise Add, Sum over
  *    random axes and Transpose computed through the plans against the CPU kernels on random shapes;
  *  - padding and tiling through their plans against the CPU's Pad and Tile;
- *  - the float16/bfloat16 conversions of half.h against the engine's, bit for bit;
  *  - the Philox block of random.cu (philox_block.h) against the CPU's generator, bit for bit;
  *  - the direct pooling of pool.cu (pool_direct.h: where cuDNN cannot pad evenly) against the CPU's
  *    MaxPool, AvgPool, MaxPoolGrad and AvgPoolGrad on random geometries, ties and NaNs, bit for bit;
@@ -17,7 +16,6 @@
 #include "../../engine/ops/conv_ops.h"
 #include "../../kernels/cpu/philox.h"
 #include "../../kernels/cuda/cuda_kernels.h"
-#include "../../kernels/cuda/half.h"
 #include "../../kernels/cuda/index_plan.h"
 #include "../../kernels/cuda/philox_block.h"
 #include "../../kernels/cuda/pool_direct.h"
@@ -256,63 +254,6 @@ static void test_pad_and_tile_through_plans(void)
     }
 }
 
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-/* half.h (the GPU kernels' float16/bfloat16 conversions) against the engine's, bit for bit: every
- * float16 and bfloat16 widened, 2^20 random float32 bit patterns and the edges narrowed, and int64
- * values (through Cast, whose rounding is once, from the integer) narrowed. */
-static void test_half_conversions(void)
-{
-    int bad = 0;
-    for (uint32_t h = 0; h < 65536; h++) {
-        bad += f32_bits(tide_half_to_f32((uint16_t)h)) != f32_bits(tide_f16_to_f32((uint16_t)h));
-        bad += f32_bits(tide_bhalf_to_f32((uint16_t)h)) != f32_bits(tide_bf16_to_f32((uint16_t)h));
-    }
-    static const float edges[] = {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, 6.1035156e-05f, 5.9604645e-08f,
-                                  2.9802322e-08f, 2.9802326e-08f, 1e-10f, 3.4028235e38f, 1.0f / 0.0f};
-    for (uint32_t i = 0; i < (1u << 20) + 12; i++) {
-        float f;
-        if (i < 12) {
-            f = edges[i];
-        } else {
-            uint32_t u = (uint32_t)th_rand(0, 4294967296.0);
-            memcpy(&f, &u, 4);
-        }
-        bad += tide_half_from_f32(f) != tide_f32_to_f16(f);
-        bad += tide_bhalf_from_f32(f) != tide_f32_to_bf16(f);
-    }
-    CU_ASSERT_EQUAL(bad, 0);
-    enum { N = 4096 };
-    int64_t *v = malloc(sizeof *v * N);
-    for (int i = 0; i < N; i++) {
-        double mag = th_rand(0, 63);
-        v[i] = (int64_t)(th_rand(-1, 1) * ldexp(1.0, (int)mag)) + (i % 7) - 3;
-    }
-    v[0] = INT64_MIN, v[1] = INT64_MAX, v[2] = 2049, v[3] = 65520, v[4] = (1LL << 53) + 1;
-    tide_tensor *x = th_i64(1, TH_DIMS(N), v);
-    static const tide_dtype to[] = {TIDE_FLOAT16, TIDE_BFLOAT16};
-    for (int t = 0; t < 2; t++) {
-        tide_attrs *a = tide_attrs_new();
-        tide_attrs_set_type(a, "DstT", to[t]);
-        tide_tensor *want = th_run1("Cast", &x, 1, a);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(want);
-        const uint16_t *w = tide_tensor_data(want);
-        int wrong = 0;
-        for (int i = 0; i < N; i++)
-            wrong += (t ? tide_bhalf_from_i64(v[i]) : tide_half_from_i64(v[i])) != w[i];
-        CU_ASSERT_EQUAL(wrong, 0);
-        tide_tensor_release(want);
-        tide_attrs_free(a);
-    }
-    tide_tensor_release(x);
-    free(v);
-}
-
 static void test_philox_block(void)
 {
     bool same = true;
@@ -432,7 +373,7 @@ int main(void)
 {
     static const th_test tests[] = {TH_TEST(test_broadcast_plan), TH_TEST(test_add_through_plan),
                                     TH_TEST(test_sum_through_plan), TH_TEST(test_transpose_through_plan),
-                                    TH_TEST(test_pad_and_tile_through_plans), TH_TEST(test_half_conversions),
+                                    TH_TEST(test_pad_and_tile_through_plans),
                                     TH_TEST(test_philox_block), TH_TEST(test_direct_pooling),
                                     TH_TEST(test_registration), TH_END};
     return th_main("cuda_host", tests);
