@@ -71,11 +71,12 @@ test)
   # The multi-threaded suites once more under ThreadSanitizer.
   [ -f build-tsan/build.ninja ] || quietly meson setup build-tsan -Db_sanitize=thread -Db_lundef=false
   quietly ninja -C build-tsan -j "$jobs" tests/engine_test_concurrency tests/engine_test_async tests/engine_test_queue tests/engine_test_readers tests/engine_test_session tests/engine_test_checkpoint \
-    tests/engine_test_debugger tests/engine_test_devices tests/engine_test_fusion tests/engine_test_memory tests/store_test_store tests/repl_test_debugger_web
+    tests/engine_test_debugger tests/engine_test_devices tests/engine_test_fusion tests/engine_test_memory tests/store_test_store tests/repl_test_debugger_web \
+    tests/engine_test_capture tests/engine_test_stream_memory
   echo "== threaded tests under ThreadSanitizer (build-tsan/)"
   TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --no-rebuild --timeout-multiplier 5 \
     test_concurrency test_async test_queue test_readers test_session test_checkpoint test_debugger test_devices test_fusion \
-    test_memory test_store debugger_web || status=1
+    test_memory test_store debugger_web test_capture test_stream_memory || status=1
   # One closing line over the three builds, counted from meson's own logs. A suite that passed with
   # some of its tests skipped (the harness prints "skipped N of M tests: ...") counts those too.
   python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json build-tsan/meson-logs/testlog.json <<'PY'
