@@ -2,7 +2,7 @@
  * host, device to device, asynchronous on the devices' copy streams, with a callback when done, and
  * waiting versions on top. The _Recv kernel uses them for every transfer into or out of an
  * accelerator (cross-device edges, feeds, fetches: the plan makes the transfers), the executor for
- * the host copies observers get, and programs through tide_tensor_to_host and
+ * the host copies observers get (timed in traced steps, as the _Recv's are), and programs through tide_tensor_to_host and
  * tide_engine_copy_to_device.
  *
  * Ordering: a copy out of a device waits (through the device's compute_done event, recorded on its
@@ -212,14 +212,15 @@ static void wake(void *arg, tide_status status, tide_tensor *copy, const char *m
     pthread_mutex_unlock(&w->lock);
 }
 
-tide_tensor *tide_tensor_copy_to_device(const tide_tensor *src, tide_device *dst, tide_error *err)
+/* tide_tensor_copy_to_device, its copy timed in span when not NULL (tide__tensor_copy_to_device_timed). */
+static tide_tensor *copy_and_wait(const tide_tensor *src, tide_device *dst, tide_device_span *span, tide_error *err)
 {
     copy_wait w = {.done = false};
     if (src && src != tide__dead && !in_host_memory(src))
         tide__device_count_host_wait(src->buf->device);
     pthread_mutex_init(&w.lock, NULL);
     pthread_cond_init(&w.cond, NULL);
-    tide_tensor_copy_to_device_async(src, dst, wake, &w);
+    tide__tensor_copy_to_device_timed(src, dst, span, wake, &w);
     pthread_mutex_lock(&w.lock);
     while (!w.done)
         pthread_cond_wait(&w.cond, &w.lock);
@@ -230,6 +231,11 @@ tide_tensor *tide_tensor_copy_to_device(const tide_tensor *src, tide_device *dst
         tide_error_set(err, w.status, "%s", w.message ? w.message : "the copy failed");
     free(w.message);
     return w.copy;
+}
+
+tide_tensor *tide_tensor_copy_to_device(const tide_tensor *src, tide_device *dst, tide_error *err)
+{
+    return copy_and_wait(src, dst, NULL, err);
 }
 
 tide_tensor *tide_tensor_to_host(const tide_tensor *t, tide_error *err)
@@ -251,10 +257,10 @@ tide_tensor *tide_engine_copy_to_device(tide_engine *e, const tide_tensor *t, in
     return tide_tensor_copy_to_device(t, &e->devices[i], err);
 }
 
-tide_tensor *tide__tensor_for_host(const tide_tensor *t, const tide_node *node)
+tide_tensor *tide__tensor_for_host(const tide_tensor *t, const tide_node *node, tide_device_span *span)
 {
     tide_error *err = tide_error_new();
-    tide_tensor *host = tide_tensor_copy_to_device(t, NULL, err);
+    tide_tensor *host = copy_and_wait(t, NULL, span, err);
     if (!host)
         fprintf(stderr, "tide: an observer does not see the output of node '%s': %s\n", node ? node->name : "?",
                 tide_error_message(err));

@@ -329,19 +329,62 @@ static void format_shapes(char *buf, size_t size, tide_tensor *const *outs, int 
     }
 }
 
-/* Observers read tensors on the host: an output in an accelerator's memory reaches them as a host copy
- * (made by the device, device_copy.c; NULL when that failed), released after the callback. */
-static void produced(const tide_observer *obs, const tide_run_info *info, const tide_node *node, int i,
-                     tide_tensor *t, const tide_exec_point *at)
+/* A traced step's host copy of output i of `it` for observers (tide_node_timing.copy): told to the
+ * observers once the copy ran (span filled), in its stream's lane. */
+static void copy_finished(const tide_step *step, const tide_exec_item *it, const tide_iter *iter, int i,
+                          const tide_tensor *t, const tide_device_span *span, int64_t launch_start_ns)
 {
-    if (!t || !t->buf->type) {
-        obs->tensor_produced(obs->user, info, node, i, t, at);
-        return;
+    const tide_step_args *a = step->args;
+    char name[256];
+    snprintf(name, sizeof name, "%s:%d", it->node->name, i);
+    tide_node_timing ct = {.node = it->node, .device = it->device->name, .thread = tide__pool_thread_index(),
+                           .scheduled_ns = launch_start_ns, .start_ns = span->start_ns, .end_ns = span->end_ns,
+                           .output_bytes = tide_tensor_byte_size(t),
+                           .frame = iter->frame ? tide__frame_path(iter->frame) : "", .iteration = iter->n,
+                           .stream = span->stream, .stream_device = span->device ? span->device : it->device->name,
+                           .launch_start_ns = launch_start_ns, .launch_end_ns = tide__now_ns(), .copy = name};
+    tide_tensor *const one[1] = {(tide_tensor *)t};
+    format_shapes(ct.output_shapes, sizeof ct.output_shapes, one, 1);
+    for (int o = 0; o < a->num_observers; o++)
+        TIDE__OBSERVE(&a->observers[o], node_finished, &a->info, &ct);
+}
+
+/* Observers read tensors on the host: an output in an accelerator's memory reaches them as one host copy
+ * (made by the device, device_copy.c; NULL when that failed), shared by every observer and released
+ * after them. In a traced step the copy is timed in its stream's lane (copy_finished). */
+static tide_tensor *for_host(tide_step *step, const tide_exec_item *it, tide_iter *iter, int i, tide_tensor *t)
+{
+    if (!t->buf->type || t->buf->type->host_visible)
+        return tide_tensor_retain(t);
+    tide_device_span span = {0};
+    int64_t launch_start_ns = tide__now_ns();
+    tide_tensor *host = tide__tensor_for_host(t, it->node, step->tracing ? &span : NULL);
+    if (host && span.stream && span.start_ns > 0 && span.end_ns >= span.start_ns)
+        copy_finished(step, it, iter, i, host, &span, launch_start_ns);
+    return host;
+}
+
+/* The outputs of one execution as observers see them: each on the host, copied when the first observer
+ * takes it. */
+typedef struct observed_outputs {
+    tide_step *step;
+    const tide_exec_item *it;
+    tide_iter *iter;
+    tide_tensor **outs;
+    tide_tensor **hosts;
+    bool *made;
+} observed_outputs;
+
+static void produced(observed_outputs *v, const tide_observer *obs, const tide_node *node, int i,
+                     const tide_exec_point *at)
+{
+    tide_tensor *t = v->outs[i];
+    if (t && !v->made[i]) {
+        v->made[i] = true;
+        v->hosts[i] = for_host(v->step, v->it, v->iter, i, t);
     }
-    tide_tensor *host = tide__tensor_for_host(t, node);
-    if (host)
-        obs->tensor_produced(obs->user, info, node, i, host, at);
-    tide_tensor_release(host);
+    if (!t || v->hosts[i])
+        obs->tensor_produced(obs->user, &v->step->args->info, node, i, t ? v->hosts[i] : NULL, at);
 }
 
 /* The outputs to the observers that want them (out of line: not on the path of a plain step). */
@@ -350,20 +393,33 @@ __attribute__((noinline)) static void observe_tensors(tide_step *step, const tid
 {
     const tide_step_args *a = step->args;
     tide_exec_point at = {iter->frame ? tide__frame_path(iter->frame) : "", iter->n};
+    int n = it->kn.num_outputs;
+    observed_outputs v = {step, it, iter, outs, calloc((size_t)n + 1, sizeof(tide_tensor *)),
+                          calloc((size_t)n + 1, sizeof(bool))};
+    if (!v.hosts || !v.made) {
+        fprintf(stderr, "tide: out of memory: observers do not see the outputs of node '%s'\n", it->node->name);
+        free(v.hosts);
+        free(v.made);
+        return;
+    }
     for (int o = 0; o < a->num_observers; o++) {
         const tide_observer *obs = &a->observers[o].obs;
         if (!obs->tensor_produced || !tide__observer_enter(&a->observers[o]))
             continue;
-        for (int i = 0; i < it->kn.num_outputs; i++)
+        for (int i = 0; i < n; i++)
             if (outs[i] != tide__dead)
-                produced(obs, &a->info, it->node, i, outs[i], &at);
+                produced(&v, obs, it->node, i, &at);
         for (int t = 0; t < it->num_twins; t++) /* the same tensors under the merged nodes' names */
             if (!obs->wants_tensors || obs->wants_tensors(obs->user, it->twins[t]))
-                for (int i = 0; i < it->kn.num_outputs; i++)
+                for (int i = 0; i < n; i++)
                     if (outs[i] != tide__dead)
-                        produced(obs, &a->info, it->twins[t], i, outs[i], &at);
+                        produced(&v, obs, it->twins[t], i, &at);
         tide__observer_leave(&a->observers[o]);
     }
+    for (int i = 0; i < n; i++)
+        tide_tensor_release(v.hosts[i]);
+    free(v.hosts);
+    free(v.made);
 }
 
 static void observe(tide_step *step, const tide_exec_item *it, tide_iter *iter, tide_tensor **outs, size_t bytes)

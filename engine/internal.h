@@ -92,9 +92,11 @@ tide_tensor *tide__tensor_borrowed_view(const tide_tensor *t);
 /* The message for a host access to device memory that was refused ("the float32 tensor [2, 3] lives in
  * the memory of /sim:0, which the host cannot read: ..."), into err; returns TIDE_FAILED_PRECONDITION. */
 tide_status tide__refuse_host_access(const tide_tensor *t, tide_error *err);
+struct tide_device_span;
 /* t in host memory for an observer: a copy made by its device (waits for it), or NULL after printing
- * why on stderr (naming node). For tensors the host cannot read. */
-tide_tensor *tide__tensor_for_host(const tide_tensor *t, const struct tide_node *node);
+ * why on stderr (naming node). For tensors the host cannot read. span (NULL: untimed) receives the
+ * copy's stream and times, as a traced _Recv's does (tide__tensor_copy_to_device_timed). */
+tide_tensor *tide__tensor_for_host(const tide_tensor *t, const struct tide_node *node, struct tide_device_span *span);
 /* A tensor header over buf (retained) at offset. */
 tide_tensor *tide__tensor_view(tide_buffer *buf, size_t offset, tide_dtype dt,
                                const tide_shape *shape, tide_error *err);

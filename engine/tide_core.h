@@ -432,7 +432,19 @@ typedef struct tide_node_timing {
     const char *stream;
     const char *stream_device;
     int64_t launch_start_ns, launch_end_ns;
+    /* A copy made outside a node (docs/devices.md, GPU timelines): the host copy of an output in an
+     * accelerator's memory that observers (the run log's watches, the REPL's) read. `copy` names the
+     * tensor it copied ("y:0"; borrowed for the callback), node is the node that made it, stream the
+     * copy's lane ("copy d2h") and stream_device the device whose stream ran it; start_ns/end_ns when
+     * that stream ran it, launch_start_ns/launch_end_ns the host's wait for it. NULL for a node's own
+     * execution. Such timings reach node_finished only (not tide_step_stats). The run log keeps them
+     * as rows named after the tensor with op TIDE_COPY_TO_HOST_OP. */
+    const char *copy;
 } tide_node_timing;
+
+/* The op name under which the run log, the timeline and the Chrome trace show an observer's host copy
+ * (tide_node_timing.copy): not an op of the registry. */
+#define TIDE_COPY_TO_HOST_OP "_CopyToHost"
 
 /* Where one execution of a node happened (control flow): inside loops the frame instance ("while",
  * "outer:3/inner") and its iteration; "" and 0 outside loops. Borrowed for the callback. */

@@ -149,8 +149,9 @@ static void node_finished(void *user, const tide_run_info *run, const tide_node_
     r->run_id = run->run_id;
     r->session = run->session;
     r->step = run->step;
-    r->u.timing.node = st_strdup(tide_node_name(t->node));
-    r->u.timing.op = st_strdup(tide_node_op(t->node));
+    /* an observer's host copy (t->copy) is a row of its own, named after the tensor it copied */
+    r->u.timing.node = st_strdup(t->copy ? t->copy : tide_node_name(t->node));
+    r->u.timing.op = st_strdup(t->copy ? TIDE_COPY_TO_HOST_OP : tide_node_op(t->node));
     r->u.timing.device = st_strdup(t->device ? t->device : "");
     r->u.timing.thread = t->thread;
     r->u.timing.scheduled_ns = t->scheduled_ns;

@@ -116,6 +116,14 @@ static const char *stream_of(const tl_run *r, int row)
     return tide_store_table_cell(r->streams, row, 0);
 }
 
+/* Whether a row is a copy between memory spaces: it ran in a copy stream's lane ("/sim:0 copy d2h": a
+ * _Recv's copy, or an observer's host copy, op "_CopyToHost"). */
+static bool is_copy(const tl_run *r, int row)
+{
+    const char *lane = stream_of(r, row);
+    return lane && strstr(lane, " copy ") != NULL;
+}
+
 /* The full name of the device a stream's lane belongs to: a device of the run's rows whose short name
  * starts the lane ("/sim:0" of "/sim:0 copy d2h", which a _Recv on /cpu:0 ran in), else the row's. */
 static const char *stream_device(const tl_run *r, int row, const char *stream)
@@ -411,6 +419,8 @@ static void run_json(tide_json *j, const tl_run *r)
         tide_json_int(j, vz_cell_int(r->rows, i, C_BYTES));
         tide_json_key(j, "async");
         tide_json_bool(j, strcmp(cell(r, i, C_OP), "_Recv") == 0);
+        tide_json_key(j, "copy"); /* a copy between memory spaces, in a copy stream's lane */
+        tide_json_bool(j, is_copy(r, i));
         tide_json_key(j, "wait_us");
         tide_json_double(j, (double)r->wait_ns[i] / 1000.0);
         tide_json_key(j, "shapes");
@@ -623,6 +633,10 @@ static void slice(tide_json *j, const tl_run *r, int i)
     tide_json_string(j, cell(r, i, C_OP));
     tide_json_key(j, "bytes");
     tide_json_int(j, vz_cell_int(r->rows, i, C_BYTES));
+    if (is_copy(r, i)) {
+        tide_json_key(j, "copy");
+        tide_json_bool(j, true);
+    }
     if (r->wait_ns[i] > 0) {
         tide_json_key(j, "waiting_us");
         tide_json_double(j, (double)r->wait_ns[i] / 1000.0);

@@ -6,7 +6,8 @@
 // slower earlier timeline does not replace a newer one. Then a run on the simulated accelerator /sim:0:
 // its compute stream is a lane of its own, labelled "/sim:0 compute", its kernels drawn there (a solid
 // bar where the API says a kernel ran), their tooltip saying when the host launched them, and the
-// run's memory per device in a table.
+// run's memory per device in a table; a watched tensor's host copy is an event on the copy d2h lane,
+// marked as a copy (as the _Recvs are), and that lane is drawn.
 //
 //   node timeline.test.mjs TIDE_BINARY SCREENSHOT_DIR      (exit 0 passed, 1 failed, 77 skipped)
 import path from 'node:path';
@@ -30,6 +31,7 @@ const finish = (name, p) => finishIn(shots, name, p);
 const SIM = `
 x = placeholder(float32, {64, 64})
 device("/sim:0", function() y = sum(matmul(relu(matmul(x, x)), x)) end)
+:watch relu
 xv = run(random_uniform({64, 64}))
 for i = 1, 3 do run(y, {[x] = xv}, {trace = true}) end
 `;
@@ -160,11 +162,22 @@ try {
       'sim api: each kernel ends after it starts, and starts after its launch');
     check(r.events.filter((e) => e.lane !== lane).every((e) => !['MatMul', 'Relu'].includes(e.op)),
       'sim api: no kernel left on a host thread lane');
+    // the watched relu's host copy for the run log: an event named after the tensor on the copy d2h lane,
+    // marked as a copy, inside the run
+    const d2h = r.lanes.findIndex((l) => l.label === '/sim:0 copy d2h');
+    const copies = r.events.filter((e) => e.op === '_CopyToHost');
+    check(d2h >= 0 && copies.length === 1 && copies[0].node === 'relu:0' && copies[0].lane === d2h && copies[0].copy &&
+      copies[0].start_us <= copies[0].end_us && copies[0].end_us <= r.wall_us,
+      'sim api: the watched tensor\'s host copy is on the copy d2h lane', JSON.stringify(copies));
+    check(r.events.filter((e) => e.op === '_Recv').every((e) => e.copy) && kernels.every((e) => !e.copy),
+      'sim api: the _Recv copies are marked as copies, the kernels are not');
     const mem = r.device_memory.find((m) => m.device === '/sim:0');
     check(mem && mem.peak_bytes > 0, 'sim api: the run\'s memory on /sim:0', JSON.stringify(r.device_memory));
     const p = await open(browser, server.url, `/timeline?run=${id}`);
     await waitFor(p.page, 'sim timeline: the /sim:0 compute lane is drawn', () =>
       JSON.parse(document.querySelector('#t-canvas').dataset.laneLabels || '[]').includes('/sim:0 compute'), undefined, 30000);
+    check(await p.page.$eval('#t-canvas', (c) => JSON.parse(c.dataset.laneLabels).includes('/sim:0 copy d2h')),
+      'sim timeline: the copy d2h lane is drawn');
     // the longest kernel: a solid bar in the compute lane's row (the darkest of a few pixels across it,
     // composed over the white page: however narrow the bar on a slow run, one pixel is mostly covered)
     const k = kernels.reduce((a, e) => (e.end_us - e.start_us > a.end_us - a.start_us ? e : a));

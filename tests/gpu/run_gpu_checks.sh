@@ -17,7 +17,9 @@
 #      then each test of test_gpu_kernels on its own, so that a failing one is named with its time;
 #   4. compute-sanitizer (memcheck) over the kernel checks, where the toolkit has it;
 #   5. the MLP example trained on /gpu:0 and on the CPU: test accuracies within 0.02;
-#   6. the benchmarks (bench_gpu: op chain, matmul 8192, MLP, TF-tutorial CNN) and PyTorch's peer figures
+#   6. timelines on /gpu:0: a traced step's kernels on the compute lane, its copies (the feed's and the
+#      fetch's _Recvs, a watched tensor's host copy for the run log) on the copy lanes, read from the run log;
+#   7. the benchmarks (bench_gpu: op chain, matmul 8192, MLP, TF-tutorial CNN) and PyTorch's peer figures
 #      (peer_gpu_torch.py), and their ratios (gpu.cnn.ratio_vs_torch among them).
 # Nothing in tide had run on a GPU before this script is first run.
 set -u
@@ -91,6 +93,34 @@ PY
   else
     echo "MLP: skipped (no .fashion-mnist carried)"
   fi
+
+  step "timelines on /gpu:0: kernels and copies in their streams' lanes"
+  # a traced step on /gpu:0 with x fed, y fetched and relu watched: its kernels in the "/gpu:0 compute" lane,
+  # the feed's and the fetch's _Recv copies and relu's host copy for the run log (_CopyToHost) in the
+  # copy lanes, each with start <= end inside its launch (docs/devices.md, Timelines of device work)
+  rm -f /tmp/tide-timeline.db
+  printf '%s\n' 'x = placeholder(float32, {64, 64})' \
+    'device("/gpu:0", function() y = sum(matmul(relu(matmul(x, x)), x)) end)' ':watch relu' \
+    'xv = run(random_uniform({64, 64}))' 'for i = 1, 3 do run(y, {[x] = xv}, {trace = true}) end' ':run' |
+    timeout 60 $b/repl/tide --log /tmp/tide-timeline.db -q 2>&1 | tail -14
+  timeout 30 python3 - /tmp/tide-timeline.db <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+run = db.execute("SELECT max(run_id) FROM node_timings").fetchone()[0]
+rows = db.execute("SELECT node, op, lane, start_ns, end_ns, launch_start_ns, launch_end_ns FROM node_timings "
+                  "WHERE run_id = ?", (run,)).fetchall()
+lanes = {}
+for r in rows:
+    lanes.setdefault(r[2], []).append(r)
+for lane in sorted(k for k in lanes if k):
+    print("%-18s %s" % (lane, ", ".join(sorted(set(r[1] for r in lanes[lane])))))
+problems = [l for l in ("/gpu:0 compute", "/gpu:0 copy h2d", "/gpu:0 copy d2h") if l not in lanes]
+problems += ["no _CopyToHost relu:0 on /gpu:0 copy d2h"] if not any(
+    r[0] == "relu:0" and r[1] == "_CopyToHost" for r in lanes.get("/gpu:0 copy d2h", [])) else []
+problems += ["%s (%s) in %s: start %s end %s" % (r[0], r[1], r[2], r[3], r[4]) for r in rows
+             if r[2] and not (r[3] <= r[4])]
+print("timelines: " + ("OK" if not problems else "FAILED: " + "; ".join(problems)))
+PY
 
   step "benchmarks"
   timeout 150 $b/tests/gpu_bench_gpu 2>&1 | tee -a "$bench"

@@ -557,6 +557,120 @@ static void test_device_lanes(void)
     temp_db_remove();
 }
 
+/* An observer of test_observer_copies that takes every tensor of node "sq": what it saw, and whether
+ * each value was on the host with the expected numbers. */
+typedef struct sq_seen {
+    int count;
+    bool on_host_and_right;
+} sq_seen;
+
+static bool wants_sq(void *user, const tide_node *node)
+{
+    (void)user;
+    return strcmp(tide_node_name(node), "sq") == 0;
+}
+
+static void took_sq(void *user, const tide_run_info *run, const tide_node *node, int output, const tide_tensor *value,
+                    const tide_exec_point *at)
+{
+    (void)run, (void)output, (void)at;
+    sq_seen *seen = user;
+    if (strcmp(tide_node_name(node), "sq") != 0)
+        return;
+    const float *v = tide_tensor_is_host_visible(value) ? tide_tensor_data(value) : NULL;
+    __atomic_add_fetch(&seen->count, 1, __ATOMIC_SEQ_CST);
+    if (!v || v[3] != 9.0f || v[999] != 998001.0f)
+        __atomic_store_n(&seen->on_host_and_right, false, __ATOMIC_SEQ_CST);
+}
+
+/* One row of SQL's first column as an integer (0 when NULL or absent). */
+static int64_t sql_int(const char *sql)
+{
+    tide_store_table *t = tide_store_query(db_path, sql, 1, NULL);
+    int64_t v = t && tide_store_table_num_rows(t) > 0 && tide_store_table_cell(t, 0, 0)
+                    ? strtoll(tide_store_table_cell(t, 0, 0), NULL, 10) : 0;
+    tide_store_table_free(t);
+    return v;
+}
+
+/* Copies outside a _Recv are timed (docs/devices.md, GPU timelines): a traced step on /sim:0 that feeds x
+ * and fetches out, with sq watched by the run log and taken by a second observer, logs the host copy of
+ * sq:0 once (one copy serves both observers) as a row "sq:0", op _CopyToHost, on the lane "/sim:0 copy
+ * d2h", its times sane (start <= end, inside the host's wait for it, inside the run); the feed's and the
+ * fetch's _Recv copies are on "/sim:0 copy h2d" and "/sim:0 copy d2h". The watched value is logged and
+ * the other observer got sq on the host. An untraced run copies sq for its observers without a row. */
+static void test_observer_copies(void)
+{
+    temp_db_new("tide-queries-copies");
+    tide_engine_options o;
+    tide_engine_options_init(&o);
+    o.num_threads = 2;
+    o.num_sim_devices = 1;
+    tide_engine *e = tide_engine_new(&o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    tide_graph *g = tide_graph_new();
+    int64_t xd[1] = {1000};
+    tide_node *x = gu_placeholder(g, "x", TIDE_FLOAT32, 1, xd);
+    tide_graph_push_device(g, "/sim:0");
+    tide_node *sq = gu_op(g, "Square", "sq", 1, &x);
+    tide_node *out = gu_op(g, "Neg", "out", 1, &sq);
+    tide_graph_pop_device(g);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    tide_error *err = tide_error_new();
+    tide_session *s = tide_session_new(e, g, NULL, err);
+    tide_store *store = tide_store_open(db_path, NULL, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
+    CU_ASSERT(tide_store_attach(store, e, err) > 0);
+    CU_ASSERT(tide_store_log_session(store, s, e, "copies", err) > 0);
+    CU_ASSERT_EQUAL(tide_store_watch(store, "sq", err), TIDE_OK);
+    sq_seen seen = {0, true};
+    int obs = tide_engine_add_observer(e, &(tide_observer){.user = &seen, .wants_tensors = wants_sq,
+                                                           .tensor_produced = took_sq}, err);
+    CU_ASSERT(obs > 0);
+    float xv[1000];
+    for (int i = 0; i < 1000; i++)
+        xv[i] = (float)i;
+    tide_feed feed = {{x, 0}, th_f32(1, xd, xv)};
+    tide_output fetch = {out, 0};
+    for (int traced = 1; traced >= 0; traced--) { /* run 1 traced, run 2 not */
+        tide_tensor *got = NULL;
+        tide_run_options ro = {.trace = traced};
+        CU_ASSERT_EQUAL(tide_session_run(s, &ro, &feed, 1, &fetch, 1, &got, NULL, 0, NULL, err), TIDE_OK);
+        CU_ASSERT(got && ((const float *)tide_tensor_data(got))[3] == -9.0f);
+        tide_tensor_release(got);
+    }
+    tide_tensor_release(feed.value);
+    tide_engine_remove_observer(e, obs);
+    CU_ASSERT_EQUAL(seen.count, 2);
+    CU_ASSERT(seen.on_host_and_right);
+    CU_ASSERT_EQUAL(tide_store_flush(store, err), TIDE_OK);
+    tide_store_close(store);
+    CU_ASSERT_EQUAL(sql_int("SELECT count(*) FROM node_timings WHERE run_id = 1 AND op = '_CopyToHost'"), 1);
+    CU_ASSERT_EQUAL(sql_int("SELECT count(*) FROM node_timings WHERE run_id = 1 AND op = '_CopyToHost' AND node = "
+                            "'sq:0' AND lane = '/sim:0 copy d2h' AND output_bytes = 4000 AND shapes = '[1000]' AND "
+                            "launch_start_ns <= start_ns AND start_ns <= end_ns AND end_ns <= launch_end_ns"), 1);
+    /* inside the run: after its first timing and before that plus the run's wall time */
+    CU_ASSERT_EQUAL(sql_int("SELECT count(*) FROM node_timings c, runs r WHERE c.run_id = 1 AND r.id = 1 AND c.op = "
+                            "'_CopyToHost' AND c.launch_start_ns >= (SELECT min(scheduled_ns) FROM node_timings WHERE "
+                            "run_id = 1) AND c.end_ns <= (SELECT min(scheduled_ns) FROM node_timings WHERE run_id = 1) "
+                            "+ r.wall_ns"), 1);
+    /* the copy ran after sq's kernel on the device (ordered after the compute stream) */
+    CU_ASSERT_EQUAL(sql_int("SELECT (SELECT start_ns FROM node_timings WHERE run_id = 1 AND node = 'sq:0') >= "
+                            "(SELECT end_ns FROM node_timings WHERE run_id = 1 AND node = 'sq')"), 1);
+    CU_ASSERT_EQUAL(sql_int("SELECT count(*) FROM node_timings WHERE run_id = 1 AND op = '_Recv' AND lane = '/sim:0 "
+                            "copy h2d' AND start_ns <= end_ns"), 1);
+    CU_ASSERT_EQUAL(sql_int("SELECT count(*) FROM node_timings WHERE run_id = 1 AND op = '_Recv' AND lane = '/sim:0 "
+                            "copy d2h' AND start_ns <= end_ns"), 1);
+    CU_ASSERT_EQUAL(sql_int("SELECT count(*) FROM node_timings WHERE run_id = 2"), 0);
+    CU_ASSERT_EQUAL(sql_int("SELECT count(*) FROM tensors WHERE node = 'sq' AND kind = 'watched'"), 2);
+    CU_ASSERT_EQUAL(sql_int("SELECT max FROM tensors WHERE node = 'sq' AND run_id = 1"), 998001);
+    tide_error_free(err);
+    tide_session_free(s);
+    tide_graph_free(g);
+    tide_engine_free(e);
+    temp_db_remove();
+}
+
 /* A file of schema 2 (no node_timings.shapes) is read with the statements written for it. */
 static void test_older_schema(void)
 {
@@ -621,6 +735,7 @@ int main(void)
         TH_TEST(test_non_finite_curves),
         TH_TEST(test_fused_groups),
         TH_TEST(test_device_lanes),
+        TH_TEST(test_observer_copies),
         TH_TEST(test_older_schema),
         TH_TEST(test_errors),
         TH_END,

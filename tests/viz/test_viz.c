@@ -545,7 +545,9 @@ static void test_fused_groups(void)
 /* A run on /sim:0: the device's compute stream and its device-to-host copy stream (the fetched value's
  * _Recv) are lanes of their own, after the host's threads, labelled "/sim:0 compute" and "/sim:0 copy d2h";
  * the kernels there carry their launch; the run's memory per device is in the JSON. The trace puts the
- * lanes on tracks of /sim:0's process named by their streams, and the memory on counter tracks. */
+ * lanes on tracks of /sim:0's process named by their streams, and the memory on counter tracks. s is
+ * watched: its host copy for the run log is an event "s:0" (op _CopyToHost) on the copy d2h lane, inside
+ * the run, marked as a copy as the _Recv's is, and a slice on that track of the trace. */
 static void test_device_lanes(void)
 {
     setenv("TIDE_SIM_DEVICES", "1", 1);
@@ -555,6 +557,7 @@ static void test_device_lanes(void)
                          "out = Neg(s, T=float32) @\"/sim:0\"\n"
                          "back = Identity(out, T=float32) @\"/cpu:0\"\n");
     unsetenv("TIDE_SIM_DEVICES");
+    CU_ASSERT_EQUAL(tide_store_watch(sl.store, "s", NULL), TIDE_OK); /* its host copy for the run log: timed */
     viz_log_run(&sl, "back", 1);
     tide_store_table *t = tide_store_query(sl.path, "SELECT max(id) FROM runs", 1, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(t);
@@ -571,6 +574,14 @@ static void test_device_lanes(void)
                                     "e[\"launch_start_us\"] <= e[\"start_us\"] <= e[\"end_us\"] for e in r[\"events\"] "
                                     "if e[\"node\"] in (\"s\", \"out\")) and [r[\"lanes\"][e[\"lane\"]][\"label\"] for e "
                                     "in r[\"events\"] if e[\"op\"] == \"_Recv\"] == [\"/sim:0 copy d2h\"])(d[\"runs\"][0])"));
+    /* copies are marked: the watched s's host copy (named after the tensor, op _CopyToHost) and the fetch's
+     * _Recv, both on the copy lane, inside the run; the kernels are not copies */
+    CU_ASSERT(py_check(json, false, "(lambda r: [(e[\"node\"], r[\"lanes\"][e[\"lane\"]][\"label\"]) for e in "
+                                    "r[\"events\"] if e[\"op\"] == \"_CopyToHost\"] == [(\"s:0\", \"/sim:0 copy d2h\")] "
+                                    "and all(e[\"copy\"] == (e[\"op\"] in (\"_CopyToHost\", \"_Recv\")) for e in "
+                                    "r[\"events\"]) and all(0 <= e[\"launch_start_us\"] <= e[\"start_us\"] <= "
+                                    "e[\"end_us\"] <= e[\"launch_end_us\"] <= r[\"wall_us\"] for e in r[\"events\"] if "
+                                    "e[\"op\"] == \"_CopyToHost\"))(d[\"runs\"][0])"));
     CU_ASSERT(py_check(json, false, "[m[\"device\"] for m in d[\"runs\"][0][\"device_memory\"]] == [\"/cpu:0\", "
                                     "\"/sim:0\"] and d[\"runs\"][0][\"device_memory\"][1][\"peak_bytes\"] >= 24"));
     free(json);
@@ -581,6 +592,13 @@ static void test_device_lanes(void)
                                     "any(e[\"ph\"] == \"X\" and e[\"name\"] == \"out\" and e[\"pid\"] == sim and e[\"tid\"] >= 1000 "
                                     "for e in E) and any(e[\"ph\"] == \"C\" and e[\"name\"] == \"peak bytes\" and e[\"pid\"] == sim "
                                     "for e in E))(next((e[\"pid\"] for e in E if e[\"name\"] == \"process_name\" and "
+                                    "e[\"args\"][\"name\"] == \"/sim:0\"), None)))(d[\"traceEvents\"])"));
+    /* the host copy is a slice on /sim:0's copy d2h track, marked as a copy */
+    CU_ASSERT(py_check(json, false, "(lambda E: (lambda sim: sim is not None and (lambda tid: any(e[\"ph\"] == \"X\" and "
+                                    "e[\"name\"] == \"s:0\" and e[\"cat\"] == \"_CopyToHost\" and e[\"args\"][\"copy\"] and "
+                                    "e[\"pid\"] == sim and e[\"tid\"] == tid for e in E))(next((e[\"tid\"] for e in E if "
+                                    "e[\"name\"] == \"thread_name\" and e[\"pid\"] == sim and e[\"args\"][\"name\"] == "
+                                    "\"copy d2h\"), None)))(next((e[\"pid\"] for e in E if e[\"name\"] == \"process_name\" and "
                                     "e[\"args\"][\"name\"] == \"/sim:0\"), None)))(d[\"traceEvents\"])"));
     free(json);
     viz_log_close(&sl);

@@ -8,6 +8,8 @@
  * frame and iteration, and the bar says "name #k"), arrows from each _Send to its _Recv,
  * zoom (wheel) and pan (drag) on a canvas, a run picker with previous/next, a side-by-side mode that
  * stacks several runs on one time axis (each from its own start), and the "Export Chrome trace" link.
+ * A copy between memory spaces (a _Recv's, or an observer's host copy, op _CopyToHost, named after the
+ * tensor "y:0") is drawn in its copy stream's lane ("/sim:0 copy d2h") and its tooltip says which.
  * An asynchronous _Recv waiting for its value holds no thread: that part of its bar is drawn as
  * waiting (a faint dashed band), not as work. Under the timeline, a "top ops" table per run: busy
  * time (waiting left out) per op type and per node, total and mean, sortable by any column. Follows the
@@ -320,6 +322,9 @@
       ev.launch_start_us != null ? h('div', {class: 't-launch', text: 'launched by the host at ' + fmtUs(ev.launch_start_us) +
         ' (for ' + fmtUs(ev.launch_end_us - ev.launch_start_us) + '); ran on the device ' +
         fmtUs(ev.start_us - ev.launch_start_us) + ' after the launch began'}) : null,
+      ev.copy ? h('div', {class: 't-copy', text: ev.op === '_CopyToHost'
+        ? 'copy of ' + ev.node + ' into host memory, for the observers (run log, watches)'
+        : 'copy between memory spaces (the transfer\'s _Recv)'}) : null,
       ev.frame ? h('div', {class: 't-iteration', text: 'loop ' + ev.frame + ', iteration ' + ev.iteration}) : null,
       ev.fused ? h('div', {class: 't-fused', text: 'fused group: ' + ev.fused + ' (one pass)'}) : null,
       h('div', {text: 'start ' + fmtUs(ev.start_us) + ' · duration ' + fmtUs(ev.end_us - ev.start_us)}),
