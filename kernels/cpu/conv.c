@@ -36,7 +36,7 @@
  *                        $TIDE_CONV_FILTER_SLICES set), the
  *                        filter-like kernel over the forward canvas, each slice of the batch
  *                        summing into its own partial buffer; the partials are added in slice
- *                        order, so results do not depend on thread timing.
+ *                        order (conv_slices.c), so results do not depend on thread timing.
  * The reduction dimension k runs over (kh, kw, c) in the filter's order; for each kh (each kw too
  * when dilated) it is a contiguous run of the canvas, a "piece". Pieces are grouped into chunks of
  * at most ~16 KiB (24 KiB with AVX-512) of packed filter, which stay in L1 while every pixel block
@@ -54,8 +54,9 @@
  * of pixels). The chunk that reads data for every pixel (the middle filter row) runs first and
  * writes the outputs, so the others add without the outputs being zeroed first.
  * Work is split over the engine's threads with tide_kernel_parallel_for, one part per thread of the
- * pool, each part taking units (images, or row tiles of an image when the batch is small; slices of
- * the batch for the filter gradient) one at a time from a shared counter (share_items). OpenBLAS
+ * pool, each part taking units (images, or row tiles of an image when the batch is small) one at a
+ * time from a shared counter (share_items; slices of the batch for the filter gradient, conv_slices.c's
+ * driver). OpenBLAS
  * is not used, so no second thread pool runs.
  *
  * The micro-kernels are written once with GCC vector extensions and compiled per dtype three times:
@@ -91,6 +92,7 @@
 #include "../../engine/ops/conv_ops.h"
 #include "../../engine/ops/op_util.h"
 #include "conv_filter.h"
+#include "conv_slices.h"
 #include "conv_winograd.h"
 #include "cpu_util.h"
 
@@ -469,11 +471,9 @@ typedef struct conv_job {
     bool placed;
     int64_t place_h, place_w, place_h0, place_w0, place_sh, place_sw;
     const char *dy;     /* filter gradient: [batch][out_h][out_w][cout] */
-    char *partials;     /* filter gradient: [slices][cblocks][k_total][vb] */
-    void *filter_out;   /* filter gradient: the result, [k_total][cout] */
     int64_t slices;
     _Atomic bool out_of_memory;
-    _Atomic int64_t next_item; /* share_items: the next unit or slice to take */
+    _Atomic int64_t next_item; /* share_items: the next unit to take */
     int64_t items;
 } conv_job;
 
@@ -874,7 +874,7 @@ static void forward_unit(const conv_job *j, conv_scratch *s, int64_t unit)
     }
 }
 
-/* Runs fn over `parts` parts on the engine's threads, each part taking items (units, slices) one at
+/* Runs fn over `parts` parts on the engine's threads, each part taking items (units) one at
  * a time from the job's counter (next_item) until none is left. parts = the pool's size: the pool's
  * parallel_for counts the calling thread beside its workers, so an expensive kernel run by the
  * executor on the session's thread had 3 threads share the 2 cores of a 2-thread engine, each taking
@@ -1010,82 +1010,55 @@ static size_t partial_bytes(const conv_job *j)
     return (size_t)(j->cblocks * j->k_total * j->vb) * j->ty.esize;
 }
 
-/* share_items' part of a filter-gradient job: slice s sums units [s * units / slices, (s + 1) *
- * units / slices) into partial s (a slice's sums in unit order whichever thread takes it). */
-static void filter_slices(int64_t begin, int64_t end, void *arg)
+/* A thread's scratch for the filter-gradient slices (tide_conv_slices). */
+static void *filter_scratch_new(void *arg)
 {
-    (void)begin;
-    (void)end;
     conv_job *j = arg;
-    conv_scratch s;
-    if (!scratch_new(j, &s, TILE_PIXELS * j->cblocks))
-        return;
+    conv_scratch *s = malloc(sizeof *s);
+    if (s && !scratch_new(j, s, TILE_PIXELS * j->cblocks)) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void filter_scratch_free(void *arg, void *scratch)
+{
+    (void)arg;
+    scratch_free(scratch);
+    free(scratch);
+}
+
+/* Slice sl of a filter-gradient job: units [sl * units / slices, (sl + 1) * units / slices) summed
+ * into its partial (in unit order, whichever thread takes it). */
+static void filter_slice(void *arg, void *scratch, int64_t sl, char *acc)
+{
+    conv_job *j = arg;
     const int64_t units = j->batch * j->tiles;
-    for (int64_t sl; next_item(j, &sl);) {
-        char *acc = j->partials + partial_bytes(j) * (size_t)sl;
-        memset(acc, 0, partial_bytes(j));
-        for (int64_t u = sl * units / j->slices; u < (sl + 1) * units / j->slices; u++)
-            if (!tide_kernel_cancelled(j->ctx))
-                filter_unit(j, &s, u, acc);
-    }
-    scratch_free(&s);
+    memset(acc, 0, partial_bytes(j));
+    for (int64_t u = sl * units / j->slices; u < (sl + 1) * units / j->slices; u++)
+        if (!tide_kernel_cancelled(j->ctx))
+            filter_unit(j, scratch, u, acc);
 }
 
-/* Sums the partials, in slice order, into rows [k0, k1) of out [k_total][cout]: each row of each
- * channel block as one contiguous run per slice (the loop over v vectorises). */
-#define DEFINE_SUM_PARTIALS(T, SFX)                                                              \
-    static void sum_partials_##SFX(const conv_job *j, T *out, int64_t k0, int64_t k1)            \
-    {                                                                                            \
-        const T *part = (const T *)j->partials;                                                  \
-        const int64_t vb = j->vb, stride = j->cblocks * j->k_total * vb;                         \
-        for (int64_t k = k0; k < k1; k++)                                                        \
-            for (int64_t cb = 0; cb < j->cblocks; cb++) {                                        \
-                const int64_t ncols = min64(vb, j->cout - cb * vb);                              \
-                const T *at = part + (cb * j->k_total + k) * vb;                                 \
-                T *to = out + k * j->cout + cb * vb;                                             \
-                for (int64_t v = 0; v < ncols; v++)                                              \
-                    to[v] = at[v];                                                               \
-                for (int64_t s = 1; s < j->slices; s++)                                          \
-                    for (int64_t v = 0; v < ncols; v++)                                          \
-                        to[v] += at[s * stride + v];                                             \
-            }                                                                                    \
-    }
-DEFINE_SUM_PARTIALS(float, f32)
-DEFINE_SUM_PARTIALS(double, f64)
-
-/* parallel_for body over j->items parts: the partial sums of the parts' share of the rows. */
-static void sum_partials_rows(int64_t begin, int64_t end, void *arg)
-{
-    conv_job *j = arg;
-    const int64_t k0 = begin * j->k_total / j->items, k1 = end * j->k_total / j->items;
-    if (j->ty.esize == sizeof(float))
-        sum_partials_f32(j, j->filter_out, k0, k1);
-    else
-        sum_partials_f64(j, j->filter_out, k0, k1);
-}
-
-/* Runs a prepared filter-gradient job into out [k_total][cout]. The partials are summed on the
- * threads too (rows of k split; each sum in slice order, so the result does not depend on them):
- * done by the calling thread alone, it was ~9% of the CNN layer's backprop-filter time (perf). */
+/* Runs a prepared filter-gradient job into out [k_total][cout] (conv_slices.h: the partials of its
+ * slices summed in slice order on the threads). */
 static tide_status filter_run(conv_job *j, void *out)
 {
     const int64_t units = j->batch * j->tiles;
     j->slices = max64(1, min64(units, MAX_SLICES));
-    j->partials = malloc(partial_bytes(j) * (size_t)j->slices + 64);
-    if (!j->partials)
-        return tide_kernel_error(j->ctx, TIDE_RESOURCE_EXHAUSTED,
-                                 "out of memory for the filter gradient's partial sums");
-    share_items(j, j->slices, unit_cost(j) * (double)units / (double)j->slices, filter_slices);
-    if (j->out_of_memory) {
-        free(j->partials);
-        return tide_kernel_error(j->ctx, TIDE_RESOURCE_EXHAUSTED,
-                                 "out of memory for the convolution's buffers");
-    }
-    j->filter_out = out;
-    j->items = max64(1, min64(j->k_total, tide_kernel_num_threads(j->ctx)));
-    tide_kernel_parallel_for(j->ctx, j->items, 0.5 * (double)(j->slices * j->cout * j->k_total / j->items),
-                             sum_partials_rows, j);
-    free(j->partials);
+    const tide_conv_slices sl = {.ctx = j->ctx, .slices = j->slices, .partial_bytes = partial_bytes(j),
+                                 .ns_per_slice = unit_cost(j) * (double)units / (double)j->slices, .arg = j,
+                                 .scratch_new = filter_scratch_new, .sum_slice = filter_slice,
+                                 .scratch_free = filter_scratch_free};
+    char *partials = tide_conv_slices_run(&sl);
+    if (!partials)
+        return tide_kernel_status(j->ctx);
+    const tide_conv_partials p = {.ctx = j->ctx, .es = j->ty.esize, .slices = j->slices, .cblocks = j->cblocks,
+                                  .k_total = j->k_total, .vb = j->vb, .cout = j->cout, .partials = partials,
+                                  .out = out};
+    tide_conv_partials_sum(&p);
+    free(partials);
     return tide_kernel_status(j->ctx);
 }
 
@@ -1386,12 +1359,8 @@ static tide_status conv2d_backprop_filter_compute(tide_kernel_ctx *ctx)
     if (w->stride_h == 1 && w->stride_w == 1 && !direct_asked &&
         use_winograd(tide_tensor_dtype(input), f[0], f[1], f[2], f[3], w->dilation_h, w->dilation_w) &&
         tide_conv_winograd_filter_supported(f[0], f[2], f[3], g.batch * g.out_h * g.out_w)) {
-        const tide_winograd_filter_grad wg = {.ctx = ctx, .x = tide_tensor_data(input), .batch = g.batch,
-                                              .in_h = g.in_h, .in_w = g.in_w, .cin = f[2], .off_h = g.pad_top,
-                                              .off_w = g.pad_left, .r = f[0],
-                                              .dy = tide_tensor_data(tide_kernel_input(ctx, 2)), .out_h = g.out_h,
-                                              .out_w = g.out_w, .cout = f[3], .dw = tide_tensor_data(out)};
-        return tide_conv_winograd_filter_run(&wg);
+        return tide_conv_winograd_filter_run(ctx, &g, f[0], tide_tensor_data(input),
+                                             tide_tensor_data(tide_kernel_input(ctx, 2)), tide_tensor_data(out));
     }
     if (tide_conv_filter_direct_fits(&g, f))
         return tide_conv_filter_direct(ctx, &g, f, tide_tensor_dtype(input), choose_isa(), tide_tensor_data(input),

@@ -22,7 +22,9 @@
  * Work: the batch is cut into at most MAX_SLICES slices of units (whole images, or row tiles of a
  * large image), each summing every block into its own partial buffer of dW; each thread takes slices
  * one at a time from a shared counter, and the partials are added in slice order (on the threads,
- * rows of k split), so the result depends neither on the number nor on the timing of the threads. A
+ * rows of k split; the driver and the sum are conv_slices.c's, shared with conv.c's canvas method and
+ * the Winograd filter gradient), so the result depends neither on the number nor on the timing of the
+ * threads. A
  * slice is walked in groups of units whose x and dy fit together in GROUP_BYTES (the L2 cache):
  * every block passes over a group before the next one is read, so the batch is read from memory
  * once. (Splitting k over the threads instead, each summing its blocks over the whole batch with no
@@ -37,12 +39,12 @@
  * (least of 21 interleaved runs, one thread), which copied every image into a padded canvas,
  * zeroed its partials, and ran blocks straddling two filter columns over the union of their pixels;
  * the micro-kernel is now ~89% of the op's samples (perf), against 85%. */
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conv_filter.h"
+#include "conv_slices.h"
 #include "cpu_util.h"
 
 #define MR 6                      /* channels per block at most */
@@ -212,10 +214,6 @@ typedef struct filt_job {
     int64_t nblocks, k_total;
     int64_t tile_rows, tiles, units, group_units;
     int64_t slices;   /* partial sums: slice s sums units [s * units / slices, (s + 1) * units / slices) */
-    char *partials;   /* [slices][cblocks][k_total][vb] */
-    _Atomic int64_t next_slice;
-    _Atomic bool out_of_memory;
-    int64_t parts;    /* the summing of the partials: rows of k split into this many parts */
 } filt_job;
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -278,10 +276,9 @@ static void job_free(filt_job *j)
     free(j->col_lo);
     free(j->col_hi);
     free(j->blocks);
-    free(j->partials);
 }
 
-/* The valid ranges, the blocks, the units and groups, the partial sums. False when out of memory. */
+/* The valid ranges, the blocks, the units and groups, the slices. False when out of memory. */
 static bool job_prepare(filt_job *j)
 {
     j->cblocks = (j->cout + j->vb - 1) / j->vb;
@@ -312,8 +309,7 @@ static bool job_prepare(filt_job *j)
     j->tiles = (j->out_h + j->tile_rows - 1) / j->tile_rows;
     j->units = j->batch * j->tiles;
     j->slices = max64(1, min64(j->units, MAX_SLICES));
-    j->partials = malloc(partial_bytes(j) * (size_t)j->slices + 64);
-    return j->partials != NULL;
+    return true;
 }
 
 /* ---------------------------------------------------------------- a thread's work */
@@ -380,11 +376,13 @@ static int group_spans(const filt_job *j, filt_scratch *s, int64_t u0, int64_t u
     return nspans;
 }
 
-/* Slice sl: every block summed over the slice's units, group by group, into partial sl. */
-static void run_slice(filt_job *j, filt_scratch *s, int64_t sl)
+/* Slice sl: every block summed over the slice's units, group by group, into its partial acc
+ * (tide_conv_slices). */
+static void run_slice(void *arg, void *scratch, int64_t sl, char *acc)
 {
+    filt_job *j = arg;
+    filt_scratch *s = scratch;
     const size_t es = j->es;
-    char *acc = j->partials + partial_bytes(j) * (size_t)sl;
     const int64_t xstride = j->sw * j->cin, dstride = j->pack ? j->vb : j->cout;
     const int64_t end = (sl + 1) * j->units / j->slices;
     for (int64_t u0 = sl * j->units / j->slices; u0 < end && !tide_kernel_cancelled(j->ctx); u0 += j->group_units) {
@@ -410,54 +408,30 @@ static void run_slice(filt_job *j, filt_scratch *s, int64_t sl)
     }
 }
 
-/* parallel_for body: one part per thread, taking slices until none is left. */
-static void run_slices(int64_t begin, int64_t end, void *arg)
-{
-    (void)begin;
-    (void)end;
-    filt_job *j = arg;
-    filt_scratch s = {.spans = malloc(sizeof *s.spans * (size_t)max64(1, j->group_units * j->tile_rows)),
-                      .packed = j->pack ? malloc(packed_bytes(j) + 64) : NULL};
-    if (!s.spans || (j->pack && !s.packed))
-        j->out_of_memory = true;
-    else
-        for (int64_t sl; (sl = atomic_fetch_add(&j->next_slice, 1)) < j->slices && !tide_kernel_cancelled(j->ctx);)
-            run_slice(j, &s, sl);
-    free(s.spans);
-    free(s.packed);
-}
-
-/* Sums the partials, in slice order, into rows [k0, k1) of out [k_total][cout]. */
-#define DEFINE_SUM_PARTIALS(T, SFX)                                                              \
-    static void sum_partials_##SFX(const filt_job *j, int64_t k0, int64_t k1)                    \
-    {                                                                                            \
-        const T *part = (const T *)j->partials;                                                  \
-        T *out = (T *)j->out;                                                                    \
-        const int64_t vb = j->vb, stride = j->cblocks * j->k_total * vb;                         \
-        for (int64_t k = k0; k < k1; k++)                                                        \
-            for (int64_t cb = 0; cb < j->cblocks; cb++) {                                        \
-                const int64_t ncols = min64(vb, j->cout - cb * vb);                              \
-                const T *at = part + (cb * j->k_total + k) * vb;                                 \
-                T *to = out + k * j->cout + cb * vb;                                             \
-                for (int64_t v = 0; v < ncols; v++)                                              \
-                    to[v] = at[v];                                                               \
-                for (int64_t s = 1; s < j->slices; s++)                                          \
-                    for (int64_t v = 0; v < ncols; v++)                                          \
-                        to[v] += at[s * stride + v];                                             \
-            }                                                                                    \
-    }
-DEFINE_SUM_PARTIALS(float, f32)
-DEFINE_SUM_PARTIALS(double, f64)
-
-/* parallel_for body over j->parts parts: the partial sums of the parts' share of the rows. */
-static void sum_partials_rows(int64_t begin, int64_t end, void *arg)
+/* A thread's scratch (tide_conv_slices). */
+static void *scratch_new(void *arg)
 {
     const filt_job *j = arg;
-    const int64_t k0 = begin * j->k_total / j->parts, k1 = end * j->k_total / j->parts;
-    if (j->es == sizeof(float))
-        sum_partials_f32(j, k0, k1);
-    else
-        sum_partials_f64(j, k0, k1);
+    filt_scratch *s = malloc(sizeof *s);
+    if (!s)
+        return NULL;
+    *s = (filt_scratch){.spans = malloc(sizeof *s->spans * (size_t)max64(1, j->group_units * j->tile_rows)),
+                        .packed = j->pack ? malloc(packed_bytes(j) + 64) : NULL};
+    if (s->spans && (!j->pack || s->packed))
+        return s;
+    free(s->spans);
+    free(s->packed);
+    free(s);
+    return NULL;
+}
+
+static void scratch_free(void *arg, void *scratch)
+{
+    (void)arg;
+    filt_scratch *s = scratch;
+    free(s->spans);
+    free(s->packed);
+    free(s);
 }
 
 tide_status tide_conv_filter_direct(tide_kernel_ctx *ctx, const tide_conv_geometry *g, const int64_t filter[4],
@@ -479,19 +453,17 @@ tide_status tide_conv_filter_direct(tide_kernel_ctx *ctx, const tide_conv_geomet
         flops += 2.0 * (double)(blk->r * j.vb) * (double)((j.row_hi[blk->kh] - j.row_lo[blk->kh]) *
                                                           (j.col_hi[blk->kw] - j.col_lo[blk->kw])) / (double)j.tiles;
     }
-    const int64_t threads = max64(1, tide_kernel_num_threads(ctx));
-    const int64_t parts = min64(j.slices, threads);
-    atomic_store(&j.next_slice, 0);
-    tide_kernel_parallel_for(ctx, parts, flops * (double)j.units * NS_PER_FLOP / (double)parts + 1000.0, run_slices,
-                             &j);
-    if (!j.out_of_memory && tide_kernel_status(ctx) == TIDE_OK) {
-        j.parts = max64(1, min64(j.k_total, threads));
-        tide_kernel_parallel_for(ctx, j.parts, 0.5 * (double)(j.slices * j.cout * j.k_total / j.parts),
-                                 sum_partials_rows, &j);
+    const tide_conv_slices sl = {.ctx = ctx, .slices = j.slices, .partial_bytes = partial_bytes(&j),
+                                 .ns_per_slice = flops * (double)j.units * NS_PER_FLOP / (double)j.slices, .arg = &j,
+                                 .scratch_new = scratch_new, .sum_slice = run_slice, .scratch_free = scratch_free};
+    char *partials = tide_conv_slices_run(&sl);
+    if (partials) {
+        const tide_conv_partials p = {.ctx = ctx, .es = j.es, .slices = j.slices, .cblocks = j.cblocks,
+                                      .k_total = j.k_total, .vb = j.vb, .cout = j.cout, .partials = partials,
+                                      .out = out};
+        tide_conv_partials_sum(&p);
     }
-    const bool oom = j.out_of_memory;
+    free(partials);
     job_free(&j);
-    if (oom)
-        return tide_kernel_error(ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory for the filter gradient's buffers");
     return tide_kernel_status(ctx);
 }

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../../engine/ops/conv_ops.h"
 #include "tide_op.h"
 
 /* One stride-1, undilated r x r convolution in NHWC:
@@ -37,20 +38,6 @@ bool tide_conv_winograd_supported(int64_t r, int64_t cin, int64_t cout);
  * Returns TIDE_OK, or an error set on c->ctx (out of memory, cancelled). */
 tide_status tide_conv_winograd_run(const tide_winograd_conv *c);
 
-/* One stride-1, undilated r x r filter gradient in NHWC / HWIO:
- *   dw[i, j, c, k] = sum over n, oh < out_h, ow < out_w of x[n, oh - off_h + i, ow - off_w + j, c] * dy[n, oh, ow, k]
- * with input pixels outside [0, in_h) x [0, in_w) read as zeros; dw [r, r, cin, cout] is written whole. */
-typedef struct tide_winograd_filter_grad {
-    tide_kernel_ctx *ctx; /* for the engine's threads, cancellation and errors */
-    const float *x;
-    int64_t batch, in_h, in_w, cin;
-    int64_t off_h, off_w;
-    int64_t r;
-    const float *dy;
-    int64_t out_h, out_w, cout;
-    float *dw;
-} tide_winograd_filter_grad;
-
 /* Whether the Winograd filter gradient takes this window, these channel counts and this many terms per
  * sum (batch x out_h x out_w) on this CPU now: tide_conv_winograd_supported's conditions, partial sums
  * of a bounded size (36 cin cout floats per slice of the batch: larger layers stay direct), and enough
@@ -58,9 +45,14 @@ typedef struct tide_winograd_filter_grad {
  * conv_winograd_filter.c). */
 bool tide_conv_winograd_filter_supported(int64_t r, int64_t cin, int64_t cout, int64_t terms);
 
-/* Runs g (which tide_conv_winograd_filter_supported accepted) on the engine's threads. Deterministic:
- * the batch is cut into slices by its size alone, each summed into its own partial, and the partials
- * are added in slice order. Returns TIDE_OK, or an error set on g->ctx (out of memory, cancelled). */
-tide_status tide_conv_winograd_filter_run(const tide_winograd_filter_grad *g);
+/* Conv2DBackpropFilter of a stride-1, undilated r x r convolution of geometry g (which
+ * tide_conv_winograd_filter_supported accepted) in NHWC / HWIO:
+ *   dw[i, j, c, k] = sum over n, oh, ow of x[n, oh - pad_top + i, ow - pad_left + j, c] * dy[n, oh, ow, k]
+ * with input pixels outside the input read as zeros; dw [r, r, in_c, out_c] is written whole, on the
+ * engine's threads. Deterministic: the batch is cut into slices by its size alone, each summed into its
+ * own partial, and the partials are added in slice order. Returns TIDE_OK, or an error set on ctx (out
+ * of memory). */
+tide_status tide_conv_winograd_filter_run(tide_kernel_ctx *ctx, const tide_conv_geometry *g, int64_t r, const float *x,
+                                          const float *dy, float *dw);
 
 #endif

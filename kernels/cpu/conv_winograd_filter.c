@@ -30,10 +30,10 @@
  * Numerics: the transforms scale by up to 8 and G^T by fractions, so float32 rounding grows beyond the
  * direct sum's (tests/kernels/test_conv.c checks both against the double-precision reference and
  * against each other; docs/benchmarks.md gives the error on the CNN's layer). */
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_slices.h"
 #include "conv_winograd.h"
 #include "cpu_util.h"
 
@@ -112,15 +112,22 @@ INLINE AVX512 void a6(const int m, const v16 *x, int step, v16 *o, int ostep)
     o[5 * ostep] = x[(m - 1) * step];
 }
 
+/* The op's arguments: x [batch][in_h][in_w][cin], dy [batch][out_h][out_w][cout], dw [r][r][cin][cout]. */
+typedef struct wgrad_args {
+    tide_kernel_ctx *ctx;
+    const float *x, *dy;
+    float *dw;
+    int64_t batch, in_h, in_w, cin, out_h, out_w, cout;
+    int64_t off_h, off_w, r;
+} wgrad_args;
+
 /* One call's shared state. */
 typedef struct wgrad_run {
-    const tide_winograd_filter_grad *g;
+    const wgrad_args *g;
     int m;                  /* dy rows and columns per tile: 2 (r = 5) or 4 (r = 3) */
     const float (*gm)[5];   /* G */
     int64_t tiles_h, tiles_w, tiles, block_tiles, slices;
     float *partials;        /* [slices][POSITIONS][cin][cout] */
-    atomic_llong next;      /* next slice */
-    atomic_bool out_of_memory;
 } wgrad_run;
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -148,7 +155,7 @@ static inline void prefetch_bytes(const float *p, int64_t bytes)
 /* Tile t's dy (the m x m block) and the x pixels it reads beyond tile t - 1's (its last m columns). */
 static void prefetch_tile(const wgrad_run *w, int64_t t)
 {
-    const tide_winograd_filter_grad *g = w->g;
+    const wgrad_args *g = w->g;
     if (t >= w->tiles)
         return;
     int64_t n, ty, tx;
@@ -167,7 +174,7 @@ static void prefetch_tile(const wgrad_run *w, int64_t t)
  * positions block_tiles rows apart. */
 static AVX512 void transform_inputs(const wgrad_run *w, int64_t tile0, int64_t count, float *xt)
 {
-    const tide_winograd_filter_grad *g = w->g;
+    const wgrad_args *g = w->g;
     const int64_t C = g->cin, stride_e = w->block_tiles * C;
     for (int64_t t = 0; t < count; t++) {
         int64_t n, ty, tx;
@@ -201,7 +208,7 @@ static AVX512 void transform_inputs(const wgrad_run *w, int64_t tile0, int64_t c
  * edge); rows of DY~ cout apart, positions block_tiles rows apart. */
 INLINE AVX512 void transform_grads_m(const int m, const wgrad_run *w, int64_t tile0, int64_t count, float *dt)
 {
-    const tide_winograd_filter_grad *g = w->g;
+    const wgrad_args *g = w->g;
     const int64_t K = g->cout, stride_e = w->block_tiles * K;
     for (int64_t t = 0; t < count; t++) {
         int64_t n, ty, tx;
@@ -323,40 +330,52 @@ static void multiply(const wgrad_run *w, const float *xt, const float *dyt, int6
 
 /* ---------------------------------------------------------------- driver */
 
-/* Slice s: its tiles block by block, summed into partial s (the first block stores). */
-static void run_slice(const wgrad_run *w, int64_t s, float *xt, float *dyt)
+/* A thread's scratch: one block's transformed x and dy (tide_conv_slices). */
+typedef struct wgrad_scratch {
+    float *xt, *dyt;
+} wgrad_scratch;
+
+static void scratch_free(void *arg, void *scratch)
 {
-    const tide_winograd_filter_grad *g = w->g;
-    float *m = w->partials + s * POSITIONS * g->cin * g->cout;
-    const int64_t t0 = s * w->tiles / w->slices, t1 = (s + 1) * w->tiles / w->slices;
-    for (int64_t tile0 = t0; tile0 < t1 && !tide_kernel_cancelled(g->ctx); tile0 += w->block_tiles) {
-        const int64_t count = min64(w->block_tiles, t1 - tile0);
-        transform_inputs(w, tile0, count, xt);
-        transform_grads(w, tile0, count, dyt);
-        multiply(w, xt, dyt, count, tile0 == t0, m);
-    }
+    (void)arg;
+    wgrad_scratch *s = scratch;
+    free(s->xt);
+    free(s->dyt);
+    free(s);
 }
 
-/* parallel_for body: one part per thread, taking slices until none is left. */
-static void slices_part(int64_t begin, int64_t end, void *arg)
+static void *scratch_new(void *arg)
 {
-    (void)begin, (void)end;
-    wgrad_run *w = arg;
-    const tide_winograd_filter_grad *g = w->g;
-    float *xt = malloc(sizeof(float) * (size_t)(POSITIONS * w->block_tiles * g->cin));
-    float *dyt = malloc(sizeof(float) * (size_t)(POSITIONS * w->block_tiles * g->cout));
-    for (int64_t s; xt && dyt && (s = atomic_fetch_add(&w->next, 1)) < w->slices && !tide_kernel_cancelled(g->ctx);)
-        run_slice(w, s, xt, dyt);
-    if (!xt || !dyt)
-        atomic_store(&w->out_of_memory, true);
-    free(xt);
-    free(dyt);
+    const wgrad_run *w = arg;
+    wgrad_scratch *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->xt = malloc(sizeof(float) * (size_t)(POSITIONS * w->block_tiles * w->g->cin));
+    s->dyt = malloc(sizeof(float) * (size_t)(POSITIONS * w->block_tiles * w->g->cout));
+    if (s->xt && s->dyt)
+        return s;
+    scratch_free(arg, s);
+    return NULL;
+}
+
+/* Slice sl: its tiles block by block, summed into its partial M (the first block stores). */
+static void run_slice(void *arg, void *scratch, int64_t sl, char *partial)
+{
+    const wgrad_run *w = arg;
+    const wgrad_scratch *s = scratch;
+    const int64_t t0 = sl * w->tiles / w->slices, t1 = (sl + 1) * w->tiles / w->slices;
+    for (int64_t tile0 = t0; tile0 < t1 && !tide_kernel_cancelled(w->g->ctx); tile0 += w->block_tiles) {
+        const int64_t count = min64(w->block_tiles, t1 - tile0);
+        transform_inputs(w, tile0, count, s->xt);
+        transform_grads(w, tile0, count, s->dyt);
+        multiply(w, s->xt, s->dyt, count, tile0 == t0, (float *)partial);
+    }
 }
 
 /* dW for input channels [c0, c1): the partials added in slice order, then G^T M G per 16 output channels. */
 static AVX512 void finish_rows(const wgrad_run *w, int64_t c0, int64_t c1)
 {
-    const tide_winograd_filter_grad *g = w->g;
+    const wgrad_args *g = w->g;
     const int64_t C = g->cin, K = g->cout, r = g->r, slice = POSITIONS * C * K;
     for (int64_t c = c0; c < c1; c++)
         for (int64_t kv = 0; kv < K; kv += LANES) {
@@ -388,15 +407,18 @@ static AVX512 void finish_rows(const wgrad_run *w, int64_t c0, int64_t c1)
 
 static void finish_part(int64_t begin, int64_t end, void *arg) { finish_rows(arg, begin, end); }
 
-tide_status tide_conv_winograd_filter_run(const tide_winograd_filter_grad *g)
+tide_status tide_conv_winograd_filter_run(tide_kernel_ctx *ctx, const tide_conv_geometry *geo, int64_t r, const float *x,
+                                          const float *dy, float *dw)
 {
+    const wgrad_args args = {.ctx = ctx, .x = x, .dy = dy, .dw = dw, .batch = geo->batch, .in_h = geo->in_h,
+                             .in_w = geo->in_w, .cin = geo->in_c, .out_h = geo->out_h, .out_w = geo->out_w,
+                             .cout = geo->out_c, .off_h = geo->pad_top, .off_w = geo->pad_left, .r = r};
+    const wgrad_args *g = &args;
     wgrad_run w = {.g = g, .m = g->r == 5 ? 2 : 4, .gm = g->r == 5 ? G_R5 : G_R3};
     const int64_t C = g->cin, K = g->cout;
     w.tiles_h = (g->out_h + w.m - 1) / w.m;
     w.tiles_w = (g->out_w + w.m - 1) / w.m;
     w.tiles = g->batch * w.tiles_h * w.tiles_w;
-    atomic_init(&w.next, 0);
-    atomic_init(&w.out_of_memory, false);
     if (w.tiles == 0) {
         memset(g->dw, 0, sizeof(float) * (size_t)(g->r * g->r * C * K));
         return TIDE_OK;
@@ -406,26 +428,24 @@ tide_status tide_conv_winograd_filter_run(const tide_winograd_filter_grad *g)
     w.block_tiles = w.block_tiles < MIN_BLOCK_TILES ? MIN_BLOCK_TILES : min64(w.block_tiles, MAX_BLOCK_TILES);
     w.slices = w.tiles / MIN_SLICE_TILES;
     w.slices = w.slices < 1 ? 1 : min64(w.slices, MAX_SLICES);
-    w.partials = malloc(sizeof(float) * (size_t)(w.slices * POSITIONS * C * K));
-    if (!w.partials)
-        return tide_kernel_error(g->ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory for the Winograd filter gradient's partial sums");
-    const int64_t threads = tide_kernel_num_threads(g->ctx) > 1 ? tide_kernel_num_threads(g->ctx) : 1;
-    const int64_t parts = min64(w.slices, threads);
-    const double ns_per_slice = 0.1 * (double)(w.tiles / w.slices) * POSITIONS * (double)(C * K) / 16.0;
-    tide_kernel_parallel_for(g->ctx, parts, ns_per_slice * (double)w.slices / (double)parts, slices_part, &w);
-    if (!atomic_load(&w.out_of_memory) && tide_kernel_status(g->ctx) == TIDE_OK && !tide_kernel_cancelled(g->ctx))
+    const tide_conv_slices sl = {.ctx = g->ctx, .slices = w.slices, .partial_bytes = sizeof(float) * (size_t)(POSITIONS * C * K),
+                                 .ns_per_slice = 0.1 * (double)(w.tiles / w.slices) * POSITIONS * (double)(C * K) / 16.0,
+                                 .arg = &w, .scratch_new = scratch_new, .sum_slice = run_slice,
+                                 .scratch_free = scratch_free};
+    w.partials = (float *)tide_conv_slices_run(&sl);
+    if (w.partials)
         tide_kernel_parallel_for(g->ctx, C, 0.5 * (double)(w.slices * POSITIONS * K), finish_part, &w);
     free(w.partials);
-    if (atomic_load(&w.out_of_memory))
-        return tide_kernel_error(g->ctx, TIDE_RESOURCE_EXHAUSTED, "out of memory for the Winograd filter gradient's buffers");
     return tide_kernel_status(g->ctx);
 }
 
 #else
 
-tide_status tide_conv_winograd_filter_run(const tide_winograd_filter_grad *g)
+tide_status tide_conv_winograd_filter_run(tide_kernel_ctx *ctx, const tide_conv_geometry *geo, int64_t r, const float *x,
+                                          const float *dy, float *dw)
 {
-    return tide_kernel_error(g->ctx, TIDE_UNIMPLEMENTED, "the Winograd filter gradient needs x86-64 with AVX-512");
+    (void)geo, (void)r, (void)x, (void)dy, (void)dw;
+    return tide_kernel_error(ctx, TIDE_UNIMPLEMENTED, "the Winograd filter gradient needs x86-64 with AVX-512");
 }
 
 #endif
