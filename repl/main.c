@@ -15,6 +15,7 @@
 
 #include "graphdef_repl.h"
 #include "repl.h"
+#include "stop_signals.h"
 #include "tide_config.h"
 #include "web.h"
 
@@ -130,12 +131,15 @@ static int serve(int argc, char **argv)
     }
     o.db_path = argv[optind];
     o.port = port == 0 ? -1 : port;
-    /* The server's threads inherit this mask: the signals wait for sigwait below. */
+    /* The server's threads inherit this mask: the signals wait for sigwait below. OpenBLAS's threads,
+     * started when the library loaded, do not block them: one that gets a signal forwards it here (a
+     * SIGTERM's default action there ended `tide serve` with status -15 about 1 time in 30). */
     sigset_t stop;
     sigemptyset(&stop);
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    repl_forward_signals(pthread_self(), &stop);
     tide_error *err = tide_error_new();
     tide_web *w = tide_web_start(&o, err);
     if (!w) {

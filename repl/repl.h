@@ -16,6 +16,8 @@
  *   complete.c    tab completion (ops, nodes, Lua globals, commands)
  *   commands.c    the ':' commands
  *   suggest.c     the edit distance that "did you mean" suggestions rank by
+ *   stop_signals.c SIGINT and SIGTERM without the REPL: `tide run-graph` (cancel the run, exit 130 /
+ *                 143), `tide serve` (forwarded to the thread that waits for them)
  *
  * All REPL state is in one struct (SQLite's shell does the same); Lua code reaches it through
  * repl_of(L). Errors a user causes are Lua errors (raised with repl_raise, which prefixes the

@@ -8,13 +8,15 @@
  * to the fed tensor's dtype as TensorFlow's feed_dict does) and fetches every --fetch tensor, each
  * printed NumPy-style as `NAME = value`. --threads and --devices as
  * for `tide`. No run log is written. Exit status 0; 1 when importing or running fails (the message
- * names the file, node and op); 2 for bad options. */
+ * names the file, node and op); 2 for bad options; 130 (143) when SIGINT, Ctrl-C (SIGTERM) stopped it:
+ * the run in flight is cancelled and the message says what was interrupted (stop_signals.h). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graphdef_repl.h"
+#include "stop_signals.h"
 #include "tide_graphdef.h"
 
 #define RUN_GRAPH_MAX 64 /* feeds, fetches and targets each */
@@ -50,7 +52,10 @@ static void run_graph_usage(FILE *out)
             "  --threads N           executor threads (default: one per core)\n"
             "  --devices N           virtual CPU devices\n"
             "  --all                 print every value (long tensors are elided otherwise)\n"
-            "  -h, --help            this help\n");
+            "  -h, --help            this help\n"
+            "\n"
+            "Exit status: 0; 1 when importing or running fails; 2 for bad options; 130 when Ctrl-C\n"
+            "(SIGINT) stopped it, 143 for SIGTERM (the run in flight is cancelled).\n");
 }
 
 static int parse_int(const char *opt, const char *v, int lo, int hi, int *out)
@@ -141,18 +146,61 @@ static int cast_feed(tide_feed *feed, tide_error *err)
     return cast ? 0 : 1;
 }
 
-/* Runs every target once, then feeds and fetches; prints the values. */
-static int run(tide_engine *engine, tide_graph *g, const run_graph_args *a, tide_error *err)
+/* 0, or the exit status of a SIGINT or SIGTERM received while the command was `doing` (told on stderr,
+ * with how far that went: `outcome`). */
+static int stop_status(const repl_stop_signals *w, const char *doing, const char *outcome)
+{
+    int sig = repl_stop_signals_received(w);
+    if (sig)
+        fprintf(stderr, "tide run-graph: interrupted by %s while %s%s\n", repl_stop_signal_name(sig), doing, outcome);
+    return sig ? 128 + sig : 0;
+}
+
+/* One run of s: 0, 1 with err set when it fails, or a stop signal's status (stop_status). The cancel mark
+ * comes before the signal check, so a signal after the check still cancels the run (stop_signals.h). */
+static int run_step(repl_stop_signals *w, tide_session *s, const char *doing, const tide_feed *feeds, int num_feeds,
+                    const tide_output *fetches, int num_fetches, tide_tensor **values, tide_node *const *targets,
+                    int num_targets, tide_error *err)
+{
+    tide_run_options ro = {0};
+    repl_stop_signals_arm(w, s, &ro);
+    int status = stop_status(w, doing, " (before its run started)");
+    if (status)
+        return status;
+    tide_status st = tide_session_run(s, &ro, feeds, num_feeds, fetches, num_fetches, values, targets, num_targets,
+                                      NULL, err);
+    status = stop_status(w, doing, st == TIDE_OK ? ": the run had finished; nothing printed" : ": the run was cancelled");
+    return status ? status : st != TIDE_OK;
+}
+
+/* "running --fetch y --fetch loss", shortened with "..." to fit. */
+static void describe_fetches(const run_graph_args *a, char *out, size_t size)
+{
+    size_t len = (size_t)snprintf(out, size, "running");
+    for (int i = 0; i < a->num_fetch && len < size; i++)
+        len += (size_t)snprintf(out + len, size - len, " --fetch %s", a->fetch[i]);
+    if (len >= size && size > 4)
+        memcpy(out + size - 4, "...", 4);
+}
+
+/* Runs every target once, then feeds and fetches; prints the values. 0, 1 with err set, or a stop
+ * signal's status (told). */
+static int run(tide_engine *engine, tide_graph *g, const run_graph_args *a, repl_stop_signals *w, tide_error *err)
 {
     tide_session *s = tide_session_new(engine, g, NULL, err);
     if (!s)
         return 1;
+    char doing[256];
     int status = 0;
     for (int i = 0; i < a->num_target && !status; i++) {
         tide_node *n = tide_graph_node(g, a->target[i]);
-        if (!n)
+        if (!n) {
             tide_error_set(err, TIDE_NOT_FOUND, "--target %s: the graph has no node '%s'", a->target[i], a->target[i]);
-        status = !n || tide_session_run(s, NULL, NULL, 0, NULL, 0, NULL, &n, 1, NULL, err) != TIDE_OK;
+            status = 1;
+            break;
+        }
+        snprintf(doing, sizeof doing, "running --target %s", a->target[i]);
+        status = run_step(w, s, doing, NULL, 0, NULL, 0, NULL, &n, 1, err);
     }
     tide_feed feeds[RUN_GRAPH_MAX];
     memset(feeds, 0, sizeof feeds);
@@ -169,18 +217,22 @@ static int run(tide_engine *engine, tide_graph *g, const run_graph_args *a, tide
     for (int i = 0; i < a->num_fetch && !status; i++)
         if (tide_graph_output(g, a->fetch[i], &fetches[i], err) != TIDE_OK)
             status = 1;
-    if (!status && a->num_fetch &&
-        tide_session_run(s, NULL, feeds, a->num_feed, fetches, a->num_fetch, values, NULL, 0, NULL, err) != TIDE_OK)
-        status = 1;
+    if (!status && a->num_fetch) {
+        describe_fetches(a, doing, sizeof doing);
+        status = run_step(w, s, doing, feeds, a->num_feed, fetches, a->num_fetch, values, NULL, 0, err);
+    }
     for (int i = 0; i < a->num_fetch && !status; i++) {
         char *text = tide_tensor_format(values[i], a->all_values ? 0 : 1000, 3);
         printf("%s = %s\n", a->fetch[i], text ? text : "(out of memory)");
         free(text);
+        snprintf(doing, sizeof doing, "printing --fetch %s", a->fetch[i]);
+        status = stop_status(w, doing, "");
     }
     for (int i = 0; i < RUN_GRAPH_MAX; i++) {
         tide_tensor_release(feeds[i].value);
         tide_tensor_release(values[i]);
     }
+    repl_stop_signals_arm(w, NULL, NULL); /* before the free: a signal from now on cancels nothing */
     tide_session_free(s);
     return status;
 }
@@ -190,6 +242,7 @@ int repl_run_graph_main(int argc, char **argv)
     run_graph_args a = {0};
     int status = parse_args(argc, argv, &a);
     if (status == 0) {
+        repl_stop_signals *w = repl_stop_signals_start("tide run-graph"); /* before the engine's threads */
         tide_error *err = tide_error_new();
         tide_engine_options eo;
         tide_engine_options_init(&eo);
@@ -201,12 +254,20 @@ int repl_run_graph_main(int argc, char **argv)
         tide_graphdef_import_options_init(&io);
         io.format = a.format;
         io.clear_devices = a.clear_devices;
-        status = !engine || !g || tide_graphdef_import_file(g, a.file, &io, err) != TIDE_OK ? 1 : run(engine, g, &a, err);
-        if (status)
+        status = !engine || !g || tide_graphdef_import_file(g, a.file, &io, err) != TIDE_OK ? 1 : 0;
+        if (status == 0) {
+            char doing[320];
+            snprintf(doing, sizeof doing, "importing %.300s", a.file);
+            status = stop_status(w, doing, "");
+        }
+        if (status == 0)
+            status = run(engine, g, &a, w, err);
+        if (status == 1)
             fprintf(stderr, "tide run-graph: %s\n", tide_error_message(err));
         tide_graph_free(g);
         tide_engine_free(engine);
         tide_error_free(err);
+        repl_stop_signals_finish(w);
     }
     for (int i = 0; i < a.num_feed; i++)
         free(a.feed_name[i]);
