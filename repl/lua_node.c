@@ -1309,8 +1309,19 @@ void repl_print_value(lua_State *L, int idx, FILE *out)
     if (h && h->node && h->generation == r->graph_generation && h->index == 0 && is_variable(h->node)) {
         tide_tensor *v = NULL;
         tide_output o = {h->node, 0};
+        /* As run() does (lua_run.c): the cancel mark, then the Ctrl-C check, then the read; a Ctrl-C
+         * from the mark on stops the entry here, not after the value is printed. */
+        tide_run_options ro = {0};
+        tide_session_cancel_mark(r->session, &ro);
+        repl_check_interrupt(L);
         tide_error *err = tide_error_new();
-        if (tide_session_run(r->session, NULL, NULL, 0, &o, 1, &v, NULL, 0, NULL, err) == TIDE_OK) {
+        tide_status st = tide_session_run(r->session, &ro, NULL, 0, &o, 1, &v, NULL, 0, NULL, err);
+        if (r->interrupted) { /* cancelled, or finished as the Ctrl-C came */
+            tide_tensor_release(v);
+            tide_error_free(err);
+            repl_check_interrupt(L);
+        }
+        if (st == TIDE_OK) {
             char *text = tide_tensor_format(v, 1000, 3);
             luaL_tolstring(L, idx, NULL);
             fprintf(out, "%s =\n%s\n", lua_tostring(L, -1), text ? text : "?");
@@ -1323,7 +1334,7 @@ void repl_print_value(lua_State *L, int idx, FILE *out)
         luaL_tolstring(L, idx, NULL);
         if (strstr(tide_error_message(err), "uninitialized"))
             fprintf(out, "%s (not initialised: run(init()))\n", lua_tostring(L, -1));
-        else /* a value of another declaration (:reset), a Ctrl-C... */
+        else /* a value of another declaration (:reset)... */
             fprintf(out, "%s (cannot read its value: %s)\n", lua_tostring(L, -1), tide_error_message(err));
         tide_error_free(err);
         lua_pop(L, 1);

@@ -208,7 +208,9 @@ int repl_handle_output(lua_State *L, int idx, tide_output *out);
  * (the other converted to a Const of the node's dtype), else the op runs eagerly on host tensors.
  * op is a registered op name ("Add"); unary ops pass one operand. */
 int repl_arith(lua_State *L, const char *op, int nargs);
-/* Prints one value as the prompt does (a node: its description or, for a variable, its value). */
+/* Prints one value as the prompt does (a node: its description or, for a variable, its value, read by
+ * a run). Raises REPL_INTERRUPTED_MESSAGE when a Ctrl-C came before or during that read: call it
+ * protected. */
 void repl_print_value(lua_State *L, int idx, FILE *out);
 
 /* ---------------------------------------------------------------- lua_run.c */
