@@ -11,74 +11,79 @@
 #include <string.h>
 
 #include "engine/graph_util.h"
-#include "store/temp_db.h"
-#include "store.h"
+#include "store/logged_session.h"
 
 #define NUM_RUNS 5
 static const float fed[NUM_RUNS] = {1.5f, INFINITY, -INFINITY, NAN, 2.5f};
 static const char *const fed_text[NUM_RUNS] = {"1.5", "Inf", "-Inf", "NaN", "2.5"};
 
 typedef struct fixture {
-    tide_engine *engine;
-    tide_graph *g;
-    tide_session *session;
-    tide_store *store;
+    logged_session log;
     int64_t graph_id;
 } fixture;
+
+/* An engine of `threads` threads, `cpu_devices` CPU devices (0: the default) and `sim_devices` simulated
+ * accelerators. */
+static tide_engine_options engine_options(int threads, int cpu_devices, int sim_devices)
+{
+    tide_engine_options o;
+    tide_engine_options_init(&o);
+    o.num_threads = threads;
+    o.num_cpu_devices = cpu_devices;
+    o.num_sim_devices = sim_devices;
+    return o;
+}
+
+/* One run of l's session feeding x with value (released) and fetching out; returns out's value. */
+static tide_tensor *run_once(logged_session *l, tide_node *x, tide_tensor *value, tide_node *out, bool trace)
+{
+    tide_feed feed = {{x, 0}, value};
+    tide_output fetch = {out, 0};
+    tide_tensor *got = NULL;
+    tide_run_options ro = {.trace = trace};
+    tide_error *err = tide_error_new();
+    if (tide_session_run(l->session, &ro, &feed, 1, &fetch, 1, &got, NULL, 0, NULL, err) != TIDE_OK)
+        fprintf(stderr, "\nthe run failed: %s\n", tide_error_message(err));
+    CU_ASSERT_PTR_NOT_NULL(got);
+    tide_error_free(err);
+    tide_tensor_release(value);
+    return got;
+}
 
 /* s: a float32 scalar placeholder; d = Identity(s), watched, on /cpu:1; summ = ScalarSummary(s, tag
  * "s_tag"). Run i feeds fed[i] and fetches summ and d; run 1 (the first) is traced. */
 static void fixture_new(fixture *f)
 {
-    temp_db_new("tide-queries");
-    tide_engine_options o;
-    tide_engine_options_init(&o);
-    o.num_threads = 2;
-    o.num_cpu_devices = 2;
-    f->engine = tide_engine_new(&o, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f->engine);
-    f->g = tide_graph_new();
-    tide_node *s = gu_placeholder(f->g, "s", TIDE_FLOAT32, 0, NULL);
-    tide_graph_push_device(f->g, "/cpu:1");
-    tide_node *d = gu_op(f->g, "Identity", "d", 1, &s);
-    tide_graph_pop_device(f->g);
-    tide_node_builder *b = tide_node_builder_new(f->g, "ScalarSummary", "summ");
+    tide_engine_options o = engine_options(2, 2, 0);
+    logged_session_begin(&f->log, "tide-queries", &o);
+    tide_graph *g = f->log.g;
+    tide_node *s = gu_placeholder(g, "s", TIDE_FLOAT32, 0, NULL);
+    tide_graph_push_device(g, "/cpu:1");
+    tide_node *d = gu_op(g, "Identity", "d", 1, &s);
+    tide_graph_pop_device(g);
+    tide_node_builder *b = tide_node_builder_new(g, "ScalarSummary", "summ");
     tide_node_builder_add_input(b, (tide_output){s, 0});
     tide_attrs_set_string(tide_node_builder_attrs(b), "tag", "s_tag");
     tide_node *summ = gu_finish(b);
     CU_ASSERT_PTR_NOT_NULL_FATAL(summ);
-    f->session = tide_session_new(f->engine, f->g, NULL, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f->session);
+    logged_session_open(&f->log, NULL, "queries");
     tide_error *err = tide_error_new();
-    f->store = tide_store_open(db_path, NULL, err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f->store);
-    CU_ASSERT(tide_store_attach(f->store, f->engine, err) > 0);
-    CU_ASSERT(tide_store_log_session(f->store, f->session, f->engine, "queries", err) > 0);
-    CU_ASSERT_EQUAL(tide_store_watch(f->store, "d", err), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_store_watch(f->log.store, "d", err), TIDE_OK);
     for (int i = 0; i < NUM_RUNS; i++) {
         tide_tensor *v = th_f32(0, NULL, &fed[i]);
         tide_feed feed = {{s, 0}, v};
         tide_output outs[2] = {{summ, 0}, {d, 0}};
         tide_tensor *got[2] = {NULL, NULL};
         tide_run_options ro = {.trace = i == 0};
-        CU_ASSERT_EQUAL(tide_session_run(f->session, &ro, &feed, 1, outs, 2, got, NULL, 0, NULL, err), TIDE_OK);
+        CU_ASSERT_EQUAL(tide_session_run(f->log.session, &ro, &feed, 1, outs, 2, got, NULL, 0, NULL, err), TIDE_OK);
         tide_tensor_release(got[0]);
         tide_tensor_release(got[1]);
         tide_tensor_release(v);
     }
-    f->graph_id = tide_store_log_graph(f->store, f->session, err);
+    f->graph_id = tide_store_log_graph(f->log.store, f->log.session, err);
     CU_ASSERT(f->graph_id > 0);
-    CU_ASSERT_EQUAL(tide_store_flush(f->store, err), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_store_flush(f->log.store, err), TIDE_OK);
     tide_error_free(err);
-}
-
-static void fixture_free(fixture *f)
-{
-    tide_store_close(f->store);
-    tide_session_free(f->session);
-    tide_graph_free(f->g);
-    tide_engine_free(f->engine);
-    temp_db_remove();
 }
 
 /* A named query that must succeed. */
@@ -152,7 +157,7 @@ static void test_resolving_ids(void)
     CU_ASSERT_EQUAL(sscanf(state, "%lld/%lld/%lld", &g, &timing, &run), 3);
     CU_ASSERT(g == f.graph_id && timing > 0 && run == 5);
     free(state);
-    fixture_free(&f);
+    logged_session_end(&f.log);
 }
 
 /* The graph, its timings and devices: full names where the drawings need them, short in the JSON. */
@@ -207,7 +212,7 @@ static void test_graphs_and_timings(void)
     CU_ASSERT(tide_store_table_is_null(u, 0, 1));
     CU_ASSERT_STRING_EQUAL(tide_store_table_cell(u, 0, 2), "/job:w/task:1/gpu:0");
     tide_store_table_free(u);
-    fixture_free(&f);
+    logged_session_end(&f.log);
 }
 
 /* The web API's documents are JSON (checked by the web tests in depth): here, that each runs and says
@@ -249,7 +254,7 @@ static void test_json_documents(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(u);
     CU_ASSERT_STRING_EQUAL(tide_store_table_cell(u, 0, 0), "[\"float32 []\"]");
     tide_store_table_free(u);
-    fixture_free(&f);
+    logged_session_end(&f.log);
 }
 
 /* Checks a curve's rows (columns step_col, +1 run, +2 value) against what was fed. */
@@ -319,13 +324,13 @@ static void test_non_finite_curves(void)
     CU_ASSERT(tide_store_table_is_null(t, 1, 3));
     tide_store_table_free(t);
     /* once pruned, an infinity's sign is unknown: NULL, never a guess */
-    CU_ASSERT_EQUAL(tide_store_prune_values(f.store, 0, NULL, NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_store_prune_values(f.log.store, 0, NULL, NULL), TIDE_OK);
     t = named(TIDE_STORE_Q_SCALAR_POINTS, watched, 4);
     CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 3), "1.5");
     CU_ASSERT(tide_store_table_is_null(t, 1, 3));
     CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 3, 3), "NaN");
     tide_store_table_free(t);
-    fixture_free(&f);
+    logged_session_end(&f.log);
 }
 
 /* A fused group (docs/fusion.md) of a traced run: its root's timing names the members (RUN_TIMINGS,
@@ -333,38 +338,24 @@ static void test_non_finite_curves(void)
  * by itself has none. A file of schema 8 (no node_timings.fused) reads with NULL there. */
 static void test_fused_groups(void)
 {
-    temp_db_new("tide-queries-fused");
-    tide_engine_options o;
-    tide_engine_options_init(&o);
-    o.num_threads = 1;
-    tide_engine *e = tide_engine_new(&o, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-    tide_graph *g = tide_graph_new();
+    tide_engine_options o = engine_options(1, 0, 0);
+    logged_session l;
+    logged_session_begin(&l, "tide-queries-fused", &o);
     int64_t xd[2] = {2, 3}, bd[1] = {3};
     const float bias[3] = {1, -2, 3}, two = 2;
-    tide_node *x = gu_placeholder(g, "x", TIDE_FLOAT32, 2, xd);
-    tide_node *b = gu_const(g, "b", th_f32(1, bd, bias)), *c = gu_const(g, "c", th_f32(0, NULL, &two));
-    tide_node *h = gu_op(g, "BiasAdd", "h", 2, (tide_node *[]){x, b});
-    tide_node *r = gu_op(g, "Relu", "r", 1, &h);
-    tide_node *out = gu_op(g, "Mul", "out", 2, (tide_node *[]){r, c});
+    tide_node *x = gu_placeholder(l.g, "x", TIDE_FLOAT32, 2, xd);
+    tide_node *b = gu_const(l.g, "b", th_f32(1, bd, bias)), *c = gu_const(l.g, "c", th_f32(0, NULL, &two));
+    tide_node *h = gu_op(l.g, "BiasAdd", "h", 2, (tide_node *[]){x, b});
+    tide_node *r = gu_op(l.g, "Relu", "r", 1, &h);
+    tide_node *out = gu_op(l.g, "Mul", "out", 2, (tide_node *[]){r, c});
     CU_ASSERT_PTR_NOT_NULL_FATAL(out);
-    tide_error *err = tide_error_new();
-    tide_session *s = tide_session_new(e, g, NULL, err);
-    tide_store *store = tide_store_open(db_path, NULL, err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
-    CU_ASSERT(tide_store_attach(store, e, err) > 0);
-    CU_ASSERT(tide_store_log_session(store, s, e, "fused", err) > 0);
+    logged_session_open(&l, NULL, "fused");
     const float xv[6] = {1, 2, 3, -4, 5, -6};
-    tide_feed feed = {{x, 0}, th_f32(2, xd, xv)};
-    tide_output fetch = {out, 0};
-    tide_tensor *got = NULL;
-    tide_run_options ro = {.trace = true};
-    CU_ASSERT_EQUAL(tide_session_run(s, &ro, &feed, 1, &fetch, 1, &got, NULL, 0, NULL, err), TIDE_OK);
-    tide_tensor_release(got);
-    tide_tensor_release(feed.value);
-    CU_ASSERT(tide_store_log_graph(store, s, err) > 0);
-    CU_ASSERT_EQUAL(tide_store_flush(store, err), TIDE_OK);
-    tide_store_close(store);
+    tide_tensor_release(run_once(&l, x, th_f32(2, xd, xv), out, true));
+    CU_ASSERT(tide_store_log_graph(l.store, l.session, NULL) > 0);
+    CU_ASSERT_EQUAL(tide_store_flush(l.store, NULL), TIDE_OK);
+    tide_store_close(l.store);
+    l.store = NULL;
     const char *one[] = {"1"};
     tide_store_table *t = named(TIDE_STORE_Q_RUN_TIMINGS, one, 1);
     int roots = 0;
@@ -423,11 +414,7 @@ static void test_fused_groups(void)
     for (int i = 0; i < tide_store_table_num_rows(t); i++)
         CU_ASSERT(tide_store_table_is_null(t, i, 3));
     tide_store_table_free(t);
-    tide_error_free(err);
-    tide_session_free(s);
-    tide_graph_free(g);
-    tide_engine_free(e);
-    temp_db_remove();
+    logged_session_end(&l);
 }
 
 /* A traced run on /sim:0 (x fed on the host, three kernels on the device, the result fetched): its kernels
@@ -436,41 +423,27 @@ static void test_fused_groups(void)
  * device is logged (the device's kernels' peak). Then schema 9: no lanes, no memory, the rest read. */
 static void test_device_lanes(void)
 {
-    temp_db_new("tide-queries-lanes");
-    tide_engine_options o;
-    tide_engine_options_init(&o);
-    o.num_threads = 2;
-    o.num_sim_devices = 1;
-    tide_engine *e = tide_engine_new(&o, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-    tide_graph *g = tide_graph_new();
+    tide_engine_options o = engine_options(2, 0, 1);
+    logged_session l;
+    logged_session_begin(&l, "tide-queries-lanes", &o);
     int64_t xd[1] = {1000};
-    tide_node *x = gu_placeholder(g, "x", TIDE_FLOAT32, 1, xd);
-    tide_graph_push_device(g, "/sim:0");
-    tide_node *sq = gu_op(g, "Square", "sq", 1, &x);
-    tide_node *neg = gu_op(g, "Neg", "neg", 1, &sq);
-    tide_node *out = gu_op(g, "Abs", "out", 1, &neg);
-    tide_graph_pop_device(g);
+    tide_node *x = gu_placeholder(l.g, "x", TIDE_FLOAT32, 1, xd);
+    tide_graph_push_device(l.g, "/sim:0");
+    tide_node *sq = gu_op(l.g, "Square", "sq", 1, &x);
+    tide_node *neg = gu_op(l.g, "Neg", "neg", 1, &sq);
+    tide_node *out = gu_op(l.g, "Abs", "out", 1, &neg);
+    tide_graph_pop_device(l.g);
     CU_ASSERT_PTR_NOT_NULL_FATAL(out);
-    tide_error *err = tide_error_new();
-    tide_session *s = tide_session_new(e, g, NULL, err);
-    tide_store *store = tide_store_open(db_path, NULL, err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
-    CU_ASSERT(tide_store_attach(store, e, err) > 0);
-    CU_ASSERT(tide_store_log_session(store, s, e, "lanes", err) > 0);
+    logged_session_open(&l, NULL, "lanes");
     float xv[1000];
     for (int i = 0; i < 1000; i++)
         xv[i] = (float)i;
-    tide_feed feed = {{x, 0}, th_f32(1, xd, xv)};
-    tide_output fetch = {out, 0};
-    tide_tensor *got = NULL;
-    tide_run_options ro = {.trace = true};
-    CU_ASSERT_EQUAL(tide_session_run(s, &ro, &feed, 1, &fetch, 1, &got, NULL, 0, NULL, err), TIDE_OK);
+    tide_tensor *got = run_once(&l, x, th_f32(1, xd, xv), out, true);
     CU_ASSERT(got && ((const float *)tide_tensor_data(got))[3] == 9.0f);
     tide_tensor_release(got);
-    tide_tensor_release(feed.value);
-    CU_ASSERT_EQUAL(tide_store_flush(store, err), TIDE_OK);
-    tide_store_close(store);
+    CU_ASSERT_EQUAL(tide_store_flush(l.store, NULL), TIDE_OK);
+    tide_store_close(l.store);
+    l.store = NULL;
     const char *one[] = {"1"};
     tide_store_table *t = named(TIDE_STORE_Q_RUN_TIMINGS, one, 1), *lanes = named(TIDE_STORE_Q_RUN_TIMING_LANES, one, 1);
     CU_ASSERT_EQUAL_FATAL(tide_store_table_num_rows(lanes), tide_store_table_num_rows(t));
@@ -550,11 +523,7 @@ static void test_device_lanes(void)
     for (int i = 0; i < tide_store_table_num_rows(t); i++)
         CU_ASSERT(strstr(tide_store_table_cell(t, i, 0), " thread ") || strstr(tide_store_table_cell(t, i, 0), " caller"));
     tide_store_table_free(t);
-    tide_error_free(err);
-    tide_session_free(s);
-    tide_graph_free(g);
-    tide_engine_free(e);
-    temp_db_remove();
+    logged_session_end(&l);
 }
 
 /* An observer of test_observer_copies that takes every tensor of node "sq": what it saw, and whether
@@ -676,8 +645,8 @@ static void test_older_schema(void)
 {
     fixture f;
     fixture_new(&f);
-    tide_store_close(f.store);
-    f.store = NULL;
+    tide_store_close(f.log.store);
+    f.log.store = NULL;
     sqlite3 *db = NULL;
     CU_ASSERT_EQUAL_FATAL(sqlite3_open(db_path, &db), SQLITE_OK);
     CU_ASSERT_EQUAL(sqlite3_exec(db, "ALTER TABLE node_timings DROP COLUMN shapes; PRAGMA user_version = 2", NULL, NULL,
@@ -694,7 +663,7 @@ static void test_older_schema(void)
     doc = named_cell(TIDE_STORE_Q_SCALARS_JSON, one, 1, 0); /* signatures of names only */
     CU_ASSERT(has(doc, "\"signature\":\"feeds s:0\""));
     free(doc);
-    fixture_free(&f);
+    logged_session_end(&f.log);
 }
 
 static void test_errors(void)
@@ -723,7 +692,7 @@ static void test_errors(void)
     CU_ASSERT_EQUAL(tide_store_table_num_rows(t), 0);
     tide_store_table_free(t);
     tide_error_free(err);
-    fixture_free(&f);
+    logged_session_end(&f.log);
 }
 
 int main(void)

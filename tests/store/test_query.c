@@ -13,8 +13,7 @@
 #include <unistd.h>
 
 #include "engine/graph_util.h"
-#include "store/temp_db.h"
-#include "store.h"
+#include "store/logged_session.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -26,11 +25,8 @@ static const tide_dtype cast_dtypes[NUM_CASTS] = {TIDE_FLOAT64, TIDE_FLOAT16, TI
 static const char *const cast_names[NUM_CASTS] = {"z_f64", "z_f16", "z_i32", "z_bool", "z_c64"};
 
 typedef struct fixture {
-    tide_engine *engine;
-    tide_graph *g;
-    tide_session *session;
+    logged_session log;
     tide_node *x, *a, *m, *y, *z, *casts[NUM_CASTS];
-    tide_store *store;
 } fixture;
 
 static tide_node *cast(tide_graph *g, const char *name, tide_node *in, tide_dtype dt)
@@ -41,51 +37,26 @@ static tide_node *cast(tide_graph *g, const char *name, tide_node *in, tide_dtyp
     return gu_finish(b);
 }
 
-static tide_store *open_store(int64_t trace_every)
-{
-    tide_store_options o;
-    tide_store_options_init(&o);
-    o.trace_every = trace_every;
-    tide_error *err = tide_error_new();
-    tide_store *s = tide_store_open(db_path, &o, err);
-    if (!s)
-        fprintf(stderr, "open failed: %s\n", tide_error_message(err));
-    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    tide_error_free(err);
-    return s;
-}
-
-/* A fresh log file with a store attached to a fresh engine and a logged session. */
+/* A fresh log file with a store (tracing every trace_every-th run) attached to a fresh engine and a
+ * logged session. */
 static void fixture_new(fixture *f, int64_t trace_every)
 {
-    temp_db_new("tide-query");
     tide_engine_options o;
     tide_engine_options_init(&o);
     o.num_threads = 2;
-    f->engine = tide_engine_new(&o, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f->engine);
-    f->g = tide_graph_new();
-    f->x = gu_placeholder(f->g, "x", TIDE_FLOAT32, 2, TH_DIMS(2, 2));
-    f->a = gu_const(f->g, "a", th_f32(2, TH_DIMS(2, 2), (float[]){1, 2, 3, 4}));
-    f->m = gu_op(f->g, "MatMul", "m", 2, (tide_node *[]){f->a, f->a});
-    f->y = gu_op(f->g, "Add", "y", 2, (tide_node *[]){f->m, f->a});
-    f->z = gu_op(f->g, "Add", "z", 2, (tide_node *[]){f->x, f->a});
+    logged_session_begin(&f->log, "tide-query", &o);
+    tide_graph *g = f->log.g;
+    f->x = gu_placeholder(g, "x", TIDE_FLOAT32, 2, TH_DIMS(2, 2));
+    f->a = gu_const(g, "a", th_f32(2, TH_DIMS(2, 2), (float[]){1, 2, 3, 4}));
+    f->m = gu_op(g, "MatMul", "m", 2, (tide_node *[]){f->a, f->a});
+    f->y = gu_op(g, "Add", "y", 2, (tide_node *[]){f->m, f->a});
+    f->z = gu_op(g, "Add", "z", 2, (tide_node *[]){f->x, f->a});
     for (int i = 0; i < NUM_CASTS; i++)
-        f->casts[i] = cast(f->g, cast_names[i], f->z, cast_dtypes[i]);
-    f->session = tide_session_new(f->engine, f->g, NULL, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f->session);
-    f->store = open_store(trace_every);
-    CU_ASSERT(tide_store_attach(f->store, f->engine, NULL) > 0);
-    CU_ASSERT(tide_store_log_session(f->store, f->session, f->engine, "query", NULL) > 0);
-}
-
-static void fixture_free(fixture *f)
-{
-    tide_store_close(f->store);
-    tide_session_free(f->session);
-    tide_graph_free(f->g);
-    tide_engine_free(f->engine);
-    temp_db_remove();
+        f->casts[i] = cast(g, cast_names[i], f->z, cast_dtypes[i]);
+    tide_store_options so;
+    tide_store_options_init(&so);
+    so.trace_every = trace_every;
+    logged_session_open(&f->log, &so, "query");
 }
 
 static void flush(tide_store *s)
@@ -99,7 +70,7 @@ static tide_status run_y(fixture *f, bool trace)
     tide_run_options o = {.trace = trace};
     tide_output out = {f->y, 0};
     tide_tensor *v = NULL;
-    tide_status st = tide_session_run(f->session, &o, NULL, 0, &out, 1, &v, NULL, 0, NULL, NULL);
+    tide_status st = tide_session_run(f->log.session, &o, NULL, 0, &out, 1, &v, NULL, 0, NULL, NULL);
     tide_tensor_release(v);
     return st;
 }
@@ -112,7 +83,7 @@ static void run_z(fixture *f, float k, tide_tensor **vals)
     tide_output outs[1 + NUM_CASTS] = {{f->z, 0}};
     for (int i = 0; i < NUM_CASTS; i++)
         outs[i + 1] = (tide_output){f->casts[i], 0};
-    CU_ASSERT_EQUAL(tide_session_run(f->session, NULL, &feed, 1, outs, 1 + NUM_CASTS, vals, NULL, 0, NULL, NULL),
+    CU_ASSERT_EQUAL(tide_session_run(f->log.session, NULL, &feed, 1, outs, 1 + NUM_CASTS, vals, NULL, 0, NULL, NULL),
                     TIDE_OK);
     tide_tensor_release(x);
 }
@@ -185,13 +156,13 @@ static void test_query_rows(void)
 {
     fixture f;
     fixture_new(&f, 0);
-    CU_ASSERT_EQUAL(tide_store_watch(f.store, "z", NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_store_watch(f.log.store, "z", NULL), TIDE_OK);
     for (int i = 0; i < 5; i++)
         CU_ASSERT_EQUAL(run_y(&f, i == 2), TIDE_OK);
     tide_tensor *vals[1 + NUM_CASTS];
     run_z(&f, 1, vals);
     release_all(vals, 1 + NUM_CASTS);
-    flush(f.store);
+    flush(f.log.store);
 
     tide_store_table *t = query("SELECT id, step, error, status_name(status) AS st, 1.5 AS half, x'0102' AS b "
                                 "FROM runs ORDER BY id;  -- the runs\n", 100);
@@ -238,7 +209,7 @@ static void test_query_rows(void)
     t = query("PRAGMA table_info(runs)", 100);          /* read-only pragmas are fine */
     CU_ASSERT_EQUAL(tide_store_table_num_rows(t), 15); /* runs has 15 columns in schema 10 */
     tide_store_table_free(t);
-    fixture_free(&f);
+    logged_session_end(&f.log);
 }
 
 static void test_table_format(void)
@@ -247,7 +218,7 @@ static void test_table_format(void)
     fixture_new(&f, 0);
     for (int i = 0; i < 3; i++)
         CU_ASSERT_EQUAL(run_y(&f, false), TIDE_OK);
-    flush(f.store);
+    flush(f.log.store);
     tide_store_table *t = query("SELECT step, 'x' || step AS name, NULL AS empty, "
                                 "'a very long text that goes on and on past forty characters' AS long, "
                                 "'line' || char(10) || 'two' AS ctl FROM runs ORDER BY step", 100);
@@ -275,7 +246,7 @@ static void test_table_format(void)
     free(text);
     tide_store_table_free(t);
     CU_ASSERT_PTR_NULL(tide_store_table_format(NULL, 40, true));
-    fixture_free(&f);
+    logged_session_end(&f.log);
 }
 
 /* Every kind of writing statement is refused, and the file stays as it was. */
@@ -285,7 +256,7 @@ static void test_read_only(void)
     fixture_new(&f, 0);
     for (int i = 0; i < 2; i++)
         CU_ASSERT_EQUAL(run_y(&f, false), TIDE_OK);
-    flush(f.store);
+    flush(f.log.store);
     static const char *const writes[] = {
         "INSERT INTO runs(step, run_id) VALUES (99, 99)",
         "UPDATE runs SET step = 7",
@@ -320,9 +291,9 @@ static void test_read_only(void)
     CU_ASSERT_EQUAL(query_int("SELECT count(*) FROM sqlite_master WHERE name = 'evil'"), 0);
     /* and the store writes on */
     CU_ASSERT_EQUAL(run_y(&f, false), TIDE_OK);
-    flush(f.store);
+    flush(f.log.store);
     CU_ASSERT_EQUAL(query_int("SELECT count(*) FROM runs"), 3);
-    fixture_free(&f);
+    logged_session_end(&f.log);
 }
 
 static void test_query_errors(void)
@@ -330,7 +301,7 @@ static void test_query_errors(void)
     fixture f;
     fixture_new(&f, 0);
     CU_ASSERT_EQUAL(run_y(&f, false), TIDE_OK);
-    flush(f.store);
+    flush(f.log.store);
     ASSERT_QUERY_FAILS("SELEKT 1", TIDE_INVALID_ARGUMENT, "sql: near \"SELEKT\": syntax error");
     ASSERT_QUERY_FAILS("SELECT nope FROM runs", TIDE_INVALID_ARGUMENT, "sql: no such column: nope");
     ASSERT_QUERY_FAILS("SELECT * FROM nowhere", TIDE_INVALID_ARGUMENT, "sql: no such table: nowhere");
@@ -389,7 +360,7 @@ static void test_query_errors(void)
     tide_store_table_free(NULL);
     tide_store_tensor_free(NULL);
     tide_error_free(err);
-    fixture_free(&f);
+    logged_session_end(&f.log);
 }
 
 /* ---------------------------------------------------------------- named queries */
@@ -403,10 +374,10 @@ static void nine_runs(fixture *f)
     tide_output zo = {f->z, 0};
     tide_tensor *v = NULL;
     tide_error *err = tide_error_new();
-    CU_ASSERT_NOT_EQUAL(tide_session_run(f->session, NULL, NULL, 0, &zo, 1, &v, NULL, 0, NULL, err), TIDE_OK);
+    CU_ASSERT_NOT_EQUAL(tide_session_run(f->log.session, NULL, NULL, 0, &zo, 1, &v, NULL, 0, NULL, err), TIDE_OK);
     CU_ASSERT_PTR_NOT_NULL(strstr(tide_error_message(err), "'x'"));
     tide_error_free(err);
-    flush(f->store);
+    flush(f->log.store);
 }
 
 static void test_named_runs(void)
@@ -452,7 +423,7 @@ static void test_named_runs(void)
     CU_ASSERT_EQUAL(tide_error_code(err), TIDE_NOT_FOUND);
     CU_ASSERT(contains(tide_error_message(err), "has no run 99"));
     tide_error_free(err);
-    fixture_free(&f);
+    logged_session_end(&f.log);
 }
 
 static void test_slowest_nodes_and_totals(void)
@@ -510,7 +481,7 @@ static void test_slowest_nodes_and_totals(void)
     CU_ASSERT_EQUAL(strlen(cell_of(t, 0, "last_run")), 23);
     tide_store_table_free(t);
     tide_error_free(err);
-    fixture_free(&f);
+    logged_session_end(&f.log);
 }
 
 /* ---------------------------------------------------------------- logged tensors */
@@ -543,15 +514,15 @@ static void test_tensor_round_trip(void)
 {
     fixture f;
     fixture_new(&f, 0);
-    CU_ASSERT_EQUAL(tide_store_watch(f.store, "z", NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_store_watch(f.log.store, "z", NULL), TIDE_OK);
     for (int i = 0; i < NUM_CASTS; i++)
-        CU_ASSERT_EQUAL(tide_store_watch(f.store, cast_names[i], NULL), TIDE_OK);
+        CU_ASSERT_EQUAL(tide_store_watch(f.log.store, cast_names[i], NULL), TIDE_OK);
     CU_ASSERT_EQUAL(run_y(&f, false), TIDE_OK); /* step 0: nothing watched runs */
     tide_tensor *at[4][1 + NUM_CASTS];      /* steps 1, 2, 3, 4: x scaled by 1, 2, 3, NaN */
     for (int k = 0; k < 4; k++)
         run_z(&f, k < 3 ? (float)(k + 1) : NAN, at[k]);
     CU_ASSERT_EQUAL(run_y(&f, false), TIDE_OK); /* step 5 */
-    flush(f.store);
+    flush(f.log.store);
 
     for (int k = 0; k < 4; k++) {
         tide_store_tensor *t = tensor_at("z", 0, 0, k + 1);
@@ -613,7 +584,7 @@ static void test_tensor_round_trip(void)
     tide_error_free(err);
     for (int k = 0; k < 4; k++)
         release_all(at[k], 1 + NUM_CASTS);
-    fixture_free(&f);
+    logged_session_end(&f.log);
 }
 
 /* Two sessions log z: session 0 means the latest one's; pruned and capped values come back as NULL
@@ -622,16 +593,16 @@ static void test_tensor_sessions_and_values(void)
 {
     fixture f;
     fixture_new(&f, 0);
-    CU_ASSERT_EQUAL(tide_store_watch(f.store, "z", NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_store_watch(f.log.store, "z", NULL), TIDE_OK);
     tide_tensor *first[1 + NUM_CASTS], *second[1 + NUM_CASTS];
     run_z(&f, 1, first); /* session 1, step 0 */
-    tide_session *other = tide_session_new(f.engine, f.g, NULL, NULL);
-    CU_ASSERT(tide_store_log_session(f.store, other, f.engine, "other", NULL) == 2);
-    tide_session *keep = f.session;
-    f.session = other;
+    tide_session *other = tide_session_new(f.log.engine, f.log.g, NULL, NULL);
+    CU_ASSERT(tide_store_log_session(f.log.store, other, f.log.engine, "other", NULL) == 2);
+    tide_session *keep = f.log.session;
+    f.log.session = other;
     run_z(&f, 5, second); /* session 2, step 0 */
-    f.session = keep;
-    flush(f.store);
+    f.log.session = keep;
+    flush(f.log.store);
     tide_store_tensor *t = tensor_at("z", 0, 0, 0);
     CU_ASSERT(t && t->session == 2);
     if (t)
@@ -644,22 +615,22 @@ static void test_tensor_sessions_and_values(void)
     tide_store_tensor_free(t);
 
     /* pruned: statistics stay, the value goes */
-    CU_ASSERT_EQUAL(tide_store_prune_values(f.store, 1, NULL, NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_store_prune_values(f.log.store, 1, NULL, NULL), TIDE_OK);
     t = tensor_at("z", 0, 1, 0);
     CU_ASSERT(t && !t->value && t->has_stats && t->max == 7);
     tide_store_tensor_free(t);
     /* over the cap: never stored */
-    tide_store_set_value_cap(f.store, 8);
+    tide_store_set_value_cap(f.log.store, 8);
     release_all(first, 1 + NUM_CASTS);
     run_z(&f, 1, first); /* session 1, step 1: 16 bytes > 8 */
-    flush(f.store);
+    flush(f.log.store);
     t = tensor_at("z", 0, 1, -1);
     CU_ASSERT(t && t->step == 1 && !t->value && t->has_stats);
     tide_store_tensor_free(t);
     release_all(first, 1 + NUM_CASTS);
     release_all(second, 1 + NUM_CASTS);
     tide_session_free(other);
-    fixture_free(&f);
+    logged_session_end(&f.log);
 }
 
 /* ---------------------------------------------------------------- while a writer writes */
@@ -677,7 +648,7 @@ static void *run_many(void *arg)
     for (int i = 0; i < r->runs && r->ok; i++) {
         r->ok = run_y(r->f, i % 5 == 0) == TIDE_OK;
         if (i % 25 == 24)
-            r->ok = r->ok && tide_store_flush(r->f->store, NULL) == TIDE_OK;
+            r->ok = r->ok && tide_store_flush(r->f->log.store, NULL) == TIDE_OK;
     }
     return NULL;
 }
@@ -686,7 +657,7 @@ static void test_query_while_writing(void)
 {
     fixture f;
     fixture_new(&f, 0);
-    CU_ASSERT_EQUAL(tide_store_watch(f.store, "y", NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_store_watch(f.log.store, "y", NULL), TIDE_OK);
     runner r = {&f, 400, false};
     pthread_t thread;
     CU_ASSERT_EQUAL_FATAL(pthread_create(&thread, NULL, run_many, &r), 0);
@@ -717,14 +688,14 @@ static void test_query_while_writing(void)
     CU_ASSERT_EQUAL(failures, 0);
     CU_ASSERT(queries > 1);
     CU_ASSERT(monotonic);
-    flush(f.store);
+    flush(f.log.store);
     CU_ASSERT_EQUAL(query_int("SELECT count(*) FROM runs WHERE status = 0"), 400);
     CU_ASSERT_EQUAL(query_int("SELECT count(*) FROM runs WHERE traced = 1"), 80);
     tide_store_tensor *t = tensor_at("y", 0, 0, 250);
     CU_ASSERT(t && t->step == 250 && t->value && t->mean == 16);
     tide_store_tensor_free(t);
     tide_error_free(err);
-    fixture_free(&f);
+    logged_session_end(&f.log);
 }
 
 /* ---------------------------------------------------------------- the policy setters and :watch */
@@ -733,23 +704,23 @@ static void test_policy_setters(void)
 {
     fixture f;
     fixture_new(&f, 100);
-    CU_ASSERT_EQUAL(tide_store_trace_every(f.store), 100);
-    CU_ASSERT_EQUAL(tide_store_value_cap(f.store), 1u << 20);
+    CU_ASSERT_EQUAL(tide_store_trace_every(f.log.store), 100);
+    CU_ASSERT_EQUAL(tide_store_value_cap(f.log.store), 1u << 20);
     CU_ASSERT_EQUAL(run_y(&f, false), TIDE_OK); /* step 0: traced by the default policy */
-    tide_store_set_trace_every(f.store, 1);
-    CU_ASSERT_EQUAL(tide_store_trace_every(f.store), 1);
+    tide_store_set_trace_every(f.log.store, 1);
+    CU_ASSERT_EQUAL(tide_store_trace_every(f.log.store), 1);
     for (int i = 0; i < 3; i++)
         CU_ASSERT_EQUAL(run_y(&f, false), TIDE_OK); /* steps 1-3: every run */
-    tide_store_set_trace_every(f.store, 0);
+    tide_store_set_trace_every(f.log.store, 0);
     for (int i = 0; i < 3; i++)
         CU_ASSERT_EQUAL(run_y(&f, i == 1), TIDE_OK); /* steps 4-6: only the caller's (5) */
-    tide_store_set_trace_every(f.store, 4);
+    tide_store_set_trace_every(f.log.store, 4);
     for (int i = 0; i < 3; i++)
         CU_ASSERT_EQUAL(run_y(&f, false), TIDE_OK); /* steps 7-9: 8 */
-    tide_store_set_trace_every(f.store, -3);
-    CU_ASSERT_EQUAL(tide_store_trace_every(f.store), 0);
+    tide_store_set_trace_every(f.log.store, -3);
+    CU_ASSERT_EQUAL(tide_store_trace_every(f.log.store), 0);
     CU_ASSERT_EQUAL(run_y(&f, false), TIDE_OK); /* step 10: not traced */
-    flush(f.store);
+    flush(f.log.store);
     tide_store_table *t = query("SELECT group_concat(step, ',') FROM (SELECT DISTINCT r.step FROM node_timings n "
                                 "JOIN runs r ON r.id = n.run_id ORDER BY r.step)", 1);
     CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 0), "0,1,2,3,5,8");
@@ -757,31 +728,31 @@ static void test_policy_setters(void)
     CU_ASSERT_EQUAL(query_int("SELECT count(*) FROM runs WHERE traced = 1"), 6);
 
     /* the value cap: 0 keeps none, a larger one keeps them again */
-    CU_ASSERT_EQUAL(tide_store_watch(f.store, "y", NULL), TIDE_OK);
-    tide_store_set_value_cap(f.store, 0);
-    CU_ASSERT_EQUAL(tide_store_value_cap(f.store), 0);
+    CU_ASSERT_EQUAL(tide_store_watch(f.log.store, "y", NULL), TIDE_OK);
+    tide_store_set_value_cap(f.log.store, 0);
+    CU_ASSERT_EQUAL(tide_store_value_cap(f.log.store), 0);
     CU_ASSERT_EQUAL(run_y(&f, false), TIDE_OK);
-    tide_store_set_value_cap(f.store, 16);
+    tide_store_set_value_cap(f.log.store, 16);
     CU_ASSERT_EQUAL(run_y(&f, false), TIDE_OK);
-    tide_store_set_value_cap(f.store, 15);
+    tide_store_set_value_cap(f.log.store, 15);
     CU_ASSERT_EQUAL(run_y(&f, false), TIDE_OK);
-    flush(f.store);
+    flush(f.log.store);
     t = query("SELECT group_concat(value IS NOT NULL, ',') FROM (SELECT value FROM tensors WHERE kind = 'watched' "
               "ORDER BY step)", 1);
     CU_ASSERT_STRING_EQUAL(tide_store_table_cell(t, 0, 0), "0,1,0");
     tide_store_table_free(t);
 
     /* the watched list */
-    CU_ASSERT_EQUAL(tide_store_watch(f.store, "z", NULL), TIDE_OK);
-    CU_ASSERT_EQUAL(tide_store_watch(f.store, "not-yet", NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_store_watch(f.log.store, "z", NULL), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_store_watch(f.log.store, "not-yet", NULL), TIDE_OK);
     int n = -1;
-    char **names = tide_store_watched(f.store, &n);
+    char **names = tide_store_watched(f.log.store, &n);
     CU_ASSERT_EQUAL(n, 3);
     CU_ASSERT(names && strcmp(names[0], "y") == 0 && strcmp(names[1], "z") == 0 && strcmp(names[2], "not-yet") == 0);
     CU_ASSERT(names && names[3] == NULL);
     tide_store_names_free(names);
-    tide_store_unwatch(f.store, "y");
-    names = tide_store_watched(f.store, &n);
+    tide_store_unwatch(f.log.store, "y");
+    names = tide_store_watched(f.log.store, &n);
     CU_ASSERT_EQUAL(n, 2);
     tide_store_names_free(names);
     names = tide_store_watched(NULL, &n);
@@ -789,7 +760,7 @@ static void test_policy_setters(void)
     tide_store_names_free(names);
     tide_store_set_trace_every(NULL, 1);
     CU_ASSERT_EQUAL(tide_store_trace_every(NULL), 0);
-    fixture_free(&f);
+    logged_session_end(&f.log);
 }
 
 /* tide_store_query_bound: values are bound, never spliced; integers as integers; counts checked. */
@@ -799,7 +770,7 @@ static void test_bound_parameters(void)
     fixture_new(&f, 1);
     for (int i = 0; i < 3; i++)
         CU_ASSERT_EQUAL(run_y(&f, true), TIDE_OK);
-    flush(f.store);
+    flush(f.log.store);
     tide_error *err = tide_error_new();
     const char *p1[] = {"1", "y"};
     tide_store_table *t = tide_store_query_bound(db_path, "SELECT count(*) FROM node_timings WHERE run_id > ?1 AND node = ?2",
@@ -836,7 +807,7 @@ static void test_bound_parameters(void)
     CU_ASSERT_EQUAL(tide_error_code(err), TIDE_INVALID_ARGUMENT);
     CU_ASSERT_PTR_NULL(tide_store_query_bound(db_path, "SELECT ?", NULL, 1, 10, err));
     tide_error_free(err);
-    fixture_free(&f);
+    logged_session_end(&f.log);
 }
 
 int main(void)
