@@ -31,11 +31,12 @@
 #include <string.h>
 
 #include "cpu_util.h"
+#include "winograd_tile.h"
 
-#define ALPHA 6                      /* side of a transformed tile: m + r - 1 for both forms */
-#define POSITIONS (ALPHA * ALPHA)    /* the 36 element-wise products per tile */
+#define ALPHA WINO_ALPHA             /* side of a transformed tile: m + r - 1 for both forms */
+#define POSITIONS WINO_POSITIONS     /* the 36 element-wise products per tile */
 #define ROWS 24                      /* block sizes are multiples of every micro-kernel's rows */
-#define LANES 16                     /* float32 per zmm */
+#define LANES WINO_LANES
 #define BLOCK_BYTES (384 * 1024)     /* V and M of one block of tiles: stay in L2 */
 #define MAX_BLOCK_TILES 120
 
@@ -73,7 +74,7 @@ bool tide_conv_winograd_supported(int64_t r, int64_t cin, int64_t cout)
 #define AVX512 TIDE_TARGET_AVX512
 #define INLINE static inline __attribute__((always_inline))
 
-typedef float v16 __attribute__((vector_size(64), aligned(4), may_alias));
+typedef wino_v16 v16;
 
 /* One call's shared state: the transformed filter and the tiles the threads take block by block. */
 typedef struct wino_run {
@@ -150,14 +151,8 @@ static void tile_pixels(const wino_run *w, int64_t tile, const float **px)
 {
     const tide_winograd_conv *c = w->c;
     const int64_t per_image = w->tiles_h * w->tiles_w, n = tile / per_image, ty = tile % per_image / w->tiles_w;
-    const int64_t tx = tile % w->tiles_w, ih0 = ty * w->m - c->off_h, iw0 = tx * w->m - c->off_w;
-    for (int i = 0; i < ALPHA; i++)
-        for (int j = 0; j < ALPHA; j++) {
-            const int64_t ih = ih0 + i, iw = iw0 + j;
-            px[i * ALPHA + j] = ih >= 0 && ih < c->src_h && iw >= 0 && iw < c->src_w
-                                    ? c->src + ((n * c->src_h + ih) * c->src_w + iw) * c->cin
-                                    : NULL;
-        }
+    const int64_t tx = tile % w->tiles_w;
+    wino_tile_pixels(c->src, c->src_h, c->src_w, c->cin, n, ty * w->m - c->off_h, tx * w->m - c->off_w, px);
 }
 
 /* V[t][e][c] = (B^T d B)[e] for the block's tiles t < count (tile0 + t overall). */
@@ -167,52 +162,18 @@ static AVX512 void transform_inputs(const wino_run *w, int64_t tile0, int64_t co
     for (int64_t t = 0; t < count; t++) {
         const float *px[POSITIONS];
         tile_pixels(w, tile0 + t, px);
-
-        for (int64_t cv = 0; cv < C; cv += LANES) {
-            v16 d[POSITIONS], s[POSITIONS];
-            for (int e = 0; e < POSITIONS; e++)
-                d[e] = px[e] ? *(const v16 *)(px[e] + cv) : (v16){0};
-            for (int j = 0; j < ALPHA; j++) /* columns: s = B^T d */
-                bt6(d + j, ALPHA, s + j, ALPHA);
-            for (int a = 0; a < ALPHA; a++) /* rows: d = s B */
-                bt6(s + a * ALPHA, 1, d + a * ALPHA, 1);
-            for (int e = 0; e < POSITIONS; e++)
-                *(v16 *)(v + (t * POSITIONS + e) * C + cv) = d[e];
-        }
+        for (int64_t cv = 0; cv < C; cv += LANES)
+            wino_input_tile(bt6, px, cv, v + t * POSITIONS * C + cv, C);
     }
 }
 
 /* ---------------------------------------------------------------- the 36 products */
 
-/* out[R rows][16 NV] = a[R rows][C] u[C][16 NV]; rows of a, u, out lda, K, ldo apart. R NV <= 24
- * accumulators: per input channel NV vector loads and R broadcasts feed R NV FMAs. */
+/* out[R rows][16 NV] = a[R rows][C] u[C][16 NV]; rows of a, u, out lda, K, ldo apart (winograd_tile.h). */
 INLINE AVX512 void product_tile(const int R, const int NV, int64_t C, int64_t K, const float *a, int64_t lda,
                                 const float *u, float *out, int64_t ldo)
 {
-    __m512 acc[12][4];
-#pragma GCC unroll 12
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-        for (int q = 0; q < NV; q++)
-            acc[r][q] = _mm512_setzero_ps();
-    for (int64_t c = 0; c < C; c++) {
-        __m512 b[4];
-#pragma GCC unroll 4
-        for (int q = 0; q < NV; q++)
-            b[q] = _mm512_loadu_ps(u + c * K + q * LANES);
-#pragma GCC unroll 12
-        for (int r = 0; r < R; r++) {
-            const __m512 x = _mm512_set1_ps(a[r * lda + c]);
-#pragma GCC unroll 4
-            for (int q = 0; q < NV; q++)
-                acc[r][q] = _mm512_fmadd_ps(x, b[q], acc[r][q]);
-        }
-    }
-#pragma GCC unroll 12
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-        for (int q = 0; q < NV; q++)
-            _mm512_storeu_ps(out + r * ldo + q * LANES, acc[r][q]);
+    wino_products(R, NV, C, a, lda, 1, u, K, out, ldo, false);
 }
 
 /* M[t][e] = V[t][e] U[e] for the block's first `rows` tiles t (a multiple of ROWS; 6, 8 or 12 per call:

@@ -36,10 +36,11 @@
 #include "conv_slices.h"
 #include "conv_winograd.h"
 #include "cpu_util.h"
+#include "winograd_tile.h"
 
-#define ALPHA 6                       /* side of a transformed tile: m + r - 1 for both forms */
-#define POSITIONS (ALPHA * ALPHA)     /* the 36 element-wise products per tile */
-#define LANES 16                      /* float32 per zmm */
+#define ALPHA WINO_ALPHA              /* side of a transformed tile: m + r - 1 for both forms */
+#define POSITIONS WINO_POSITIONS      /* the 36 element-wise products per tile */
+#define LANES WINO_LANES
 #define MR 6                          /* input channels per micro-kernel call at most */
 #define BLOCK_BYTES (384 * 1024)      /* X~ and DY~ of one block of tiles: stay in L2 */
 #define MIN_BLOCK_TILES 8
@@ -61,7 +62,7 @@ bool tide_conv_winograd_filter_supported(int64_t r, int64_t cin, int64_t cout, i
 #define AVX512 TIDE_TARGET_AVX512
 #define INLINE static inline __attribute__((always_inline))
 
-typedef float v16 __attribute__((vector_size(64), aligned(4), may_alias));
+typedef wino_v16 v16;
 
 /* The finite points besides infinity (A's rows 0-4 evaluate a polynomial at them). */
 static const float POINTS[ALPHA - 1] = {0, 1, -1, 2, -0.5f};
@@ -180,27 +181,10 @@ static AVX512 void transform_inputs(const wgrad_run *w, int64_t tile0, int64_t c
         int64_t n, ty, tx;
         prefetch_tile(w, tile0 + t + PREFETCH_TILES);
         tile_place(w, tile0 + t, &n, &ty, &tx);
-        const int64_t ih0 = ty * w->m - g->off_h, iw0 = tx * w->m - g->off_w;
         const float *px[POSITIONS];
-        for (int i = 0; i < ALPHA; i++)
-            for (int j = 0; j < ALPHA; j++) {
-                const int64_t ih = ih0 + i, iw = iw0 + j;
-                px[i * ALPHA + j] = ih >= 0 && ih < g->in_h && iw >= 0 && iw < g->in_w
-                                        ? g->x + ((n * g->in_h + ih) * g->in_w + iw) * C
-                                        : NULL;
-            }
-        float *to = xt + t * C;
-        for (int64_t cv = 0; cv < C; cv += LANES) {
-            v16 d[POSITIONS], s[POSITIONS];
-            for (int e = 0; e < POSITIONS; e++)
-                d[e] = px[e] ? *(const v16 *)(px[e] + cv) : (v16){0};
-            for (int j = 0; j < ALPHA; j++) /* columns: s = B^T d */
-                bt6(d + j, ALPHA, s + j, ALPHA);
-            for (int a = 0; a < ALPHA; a++) /* rows: d = s B */
-                bt6(s + a * ALPHA, 1, d + a * ALPHA, 1);
-            for (int e = 0; e < POSITIONS; e++)
-                *(v16 *)(to + e * stride_e + cv) = d[e];
-        }
+        wino_tile_pixels(g->x, g->in_h, g->in_w, C, n, ty * w->m - g->off_h, tx * w->m - g->off_w, px);
+        for (int64_t cv = 0; cv < C; cv += LANES)
+            wino_input_tile(bt6, px, cv, xt + t * C + cv, stride_e);
     }
 }
 
@@ -250,38 +234,14 @@ static AVX512 void transform_grads(const wgrad_run *w, int64_t tile0, int64_t co
 
 /* ---------------------------------------------------------------- the 36 products */
 
-/* acc[R rows][16 NV] (+)= sum over t < count of xt[t][0:R] dyt[t][0:16 NV]: rows of xt C apart, of dyt
- * and acc K apart; zero: store the sums instead of adding them. R NV <= 24 accumulators, which start
- * at zero: the block's sum is added to acc once (a sum over the whole slice in the registers had twice
- * the rounding error on the CNN's layer at batch 2). */
+/* acc[R rows][16 NV] (+)= sum over t < count of xt[t][0:R] dyt[t][0:16 NV] (winograd_tile.h): rows of xt
+ * C apart, of dyt and acc K apart; zero: store the sums instead of adding them. The block's sum starts
+ * at zero in the registers and is added to acc once (a sum over the whole slice in the registers had
+ * twice the rounding error on the CNN's layer at batch 2). */
 INLINE AVX512 void product_rows(const int R, const int NV, int64_t count, const float *xt, int64_t C, const float *dyt,
                                 int64_t K, bool zero, float *acc_mem)
 {
-    __m512 acc[MR][4];
-#pragma GCC unroll 6
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-        for (int q = 0; q < NV; q++)
-            acc[r][q] = _mm512_setzero_ps();
-    for (int64_t t = 0; t < count; t++, xt += C, dyt += K) {
-        __m512 b[4];
-#pragma GCC unroll 4
-        for (int q = 0; q < NV; q++)
-            b[q] = _mm512_loadu_ps(dyt + q * LANES);
-#pragma GCC unroll 6
-        for (int r = 0; r < R; r++) {
-            const __m512 x = _mm512_set1_ps(xt[r]);
-#pragma GCC unroll 4
-            for (int q = 0; q < NV; q++)
-                acc[r][q] = _mm512_fmadd_ps(x, b[q], acc[r][q]);
-        }
-    }
-#pragma GCC unroll 6
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-        for (int q = 0; q < NV; q++)
-            _mm512_storeu_ps(acc_mem + r * K + q * LANES,
-                             zero ? acc[r][q] : _mm512_add_ps(acc[r][q], _mm512_loadu_ps(acc_mem + r * K + q * LANES)));
+    wino_products(R, NV, count, xt, 1, C, dyt, K, acc_mem, K, !zero);
 }
 
 #define PRODUCT_CASE(R, NV)                                                                      \
