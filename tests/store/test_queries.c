@@ -570,28 +570,20 @@ static int64_t sql_int(const char *sql)
  * the other observer got sq on the host. An untraced run copies sq for its observers without a row. */
 static void test_observer_copies(void)
 {
-    temp_db_new("tide-queries-copies");
-    tide_engine_options o;
-    tide_engine_options_init(&o);
-    o.num_threads = 2;
-    o.num_sim_devices = 1;
-    tide_engine *e = tide_engine_new(&o, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-    tide_graph *g = tide_graph_new();
+    tide_engine_options o = engine_options(2, 0, 1);
+    logged_session l;
+    logged_session_begin(&l, "tide-queries-copies", &o);
+    tide_engine *e = l.engine;
     int64_t xd[1] = {1000};
-    tide_node *x = gu_placeholder(g, "x", TIDE_FLOAT32, 1, xd);
-    tide_graph_push_device(g, "/sim:0");
-    tide_node *sq = gu_op(g, "Square", "sq", 1, &x);
-    tide_node *out = gu_op(g, "Neg", "out", 1, &sq);
-    tide_graph_pop_device(g);
+    tide_node *x = gu_placeholder(l.g, "x", TIDE_FLOAT32, 1, xd);
+    tide_graph_push_device(l.g, "/sim:0");
+    tide_node *sq = gu_op(l.g, "Square", "sq", 1, &x);
+    tide_node *out = gu_op(l.g, "Neg", "out", 1, &sq);
+    tide_graph_pop_device(l.g);
     CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    logged_session_open(&l, NULL, "copies");
     tide_error *err = tide_error_new();
-    tide_session *s = tide_session_new(e, g, NULL, err);
-    tide_store *store = tide_store_open(db_path, NULL, err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(store);
-    CU_ASSERT(tide_store_attach(store, e, err) > 0);
-    CU_ASSERT(tide_store_log_session(store, s, e, "copies", err) > 0);
-    CU_ASSERT_EQUAL(tide_store_watch(store, "sq", err), TIDE_OK);
+    CU_ASSERT_EQUAL(tide_store_watch(l.store, "sq", err), TIDE_OK);
     sq_seen seen = {0, true};
     int obs = tide_engine_add_observer(e, &(tide_observer){.user = &seen, .wants_tensors = wants_sq,
                                                            .tensor_produced = took_sq}, err);
@@ -604,7 +596,7 @@ static void test_observer_copies(void)
     for (int traced = 1; traced >= 0; traced--) { /* run 1 traced, run 2 not */
         tide_tensor *got = NULL;
         tide_run_options ro = {.trace = traced};
-        CU_ASSERT_EQUAL(tide_session_run(s, &ro, &feed, 1, &fetch, 1, &got, NULL, 0, NULL, err), TIDE_OK);
+        CU_ASSERT_EQUAL(tide_session_run(l.session, &ro, &feed, 1, &fetch, 1, &got, NULL, 0, NULL, err), TIDE_OK);
         CU_ASSERT(got && ((const float *)tide_tensor_data(got))[3] == -9.0f);
         tide_tensor_release(got);
     }
@@ -612,8 +604,9 @@ static void test_observer_copies(void)
     tide_engine_remove_observer(e, obs);
     CU_ASSERT_EQUAL(seen.count, 2);
     CU_ASSERT(seen.on_host_and_right);
-    CU_ASSERT_EQUAL(tide_store_flush(store, err), TIDE_OK);
-    tide_store_close(store);
+    CU_ASSERT_EQUAL(tide_store_flush(l.store, err), TIDE_OK);
+    tide_store_close(l.store);
+    l.store = NULL;
     CU_ASSERT_EQUAL(sql_int("SELECT count(*) FROM node_timings WHERE run_id = 1 AND op = '_CopyToHost'"), 1);
     CU_ASSERT_EQUAL(sql_int("SELECT count(*) FROM node_timings WHERE run_id = 1 AND op = '_CopyToHost' AND node = "
                             "'sq:0' AND lane = '/sim:0 copy d2h' AND output_bytes = 4000 AND shapes = '[1000]' AND "
@@ -634,10 +627,7 @@ static void test_observer_copies(void)
     CU_ASSERT_EQUAL(sql_int("SELECT count(*) FROM tensors WHERE node = 'sq' AND kind = 'watched'"), 2);
     CU_ASSERT_EQUAL(sql_int("SELECT max FROM tensors WHERE node = 'sq' AND run_id = 1"), 998001);
     tide_error_free(err);
-    tide_session_free(s);
-    tide_graph_free(g);
-    tide_engine_free(e);
-    temp_db_remove();
+    logged_session_end(&l);
 }
 
 /* A file of schema 2 (no node_timings.shapes) is read with the statements written for it. */
