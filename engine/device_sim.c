@@ -417,12 +417,22 @@ static tide_status sim_synchronize(tide_device *d, tide_error *err)
 
 /* ---------------------------------------------------------------- compute */
 
-/* The node's inputs must lie in this device's memory: anything else is a copy the plan missed. */
+/* Input i is one the kernel reads in host memory (engine/host_inputs.c, as a GPU's does): the plan hands
+ * it over there when its producer is on the host. */
+static bool on_host(tide_device *d, const tide_kernel_ctx *ctx, int i)
+{
+    const tide_kernel_def *k = ctx->kn->kernel;
+    return ctx->kn->node && tide__kernel_host_input(k && k->wraps ? k->wraps : k, d, ctx->kn->node, i);
+}
+
+/* Every input in the device's memory, but those the kernel reads on the host (on_host) that are in host
+ * memory: anything else is a copy the plan missed. */
 static tide_status check_inputs(tide_device *d, tide_kernel_ctx *ctx)
 {
     for (int i = 0; i < ctx->kn->num_inputs; i++) {
         const tide_tensor *t = ctx->inputs ? ctx->inputs[i] : NULL;
-        if (t && t != tide__dead && !tide_device_can_read(d, t)) {
+        if (t && t != tide__dead && !tide_device_can_read(d, t) &&
+            !(tide_device_can_read(NULL, t) && on_host(d, ctx, i))) {
             char here[64], there[64];
             tide_device_short_name(d->name, here, sizeof here);
             tide_device_short_name(t->buf->device ? t->buf->device->name : "host", there, sizeof there);
@@ -667,8 +677,10 @@ static tide_status queue_kernel(tide_device *d, const tide_kernel_spec *k, tide_
     if (q)
         *q = (queued_kernel){.device = d, .spec = k, .kn = kn, .step = ctx->step, .iter = ctx->iter, .span = ctx->span,
                              .inputs = q->inputs};
-    for (int i = 0; ok && i < kn->num_inputs; i++)
-        ok = (q->inputs[i] = tide__tensor_borrowed_view(ctx->inputs[i])) != NULL;
+    for (int i = 0; ok && i < kn->num_inputs; i++) /* an input in host memory is held until the kernel ran: */
+        ok = (q->inputs[i] = tide_device_can_read(d, ctx->inputs[i]) /* only device memory is stream-ordered */
+                                 ? tide__tensor_borrowed_view(ctx->inputs[i])
+                                 : tide_tensor_retain(ctx->inputs[i])) != NULL;
     for (int i = 0; ok && i < kn->num_outputs; i++) {
         tide_tensor *t = tide_kernel_alloc_output(ctx, i, &shapes[i], false);
         if (!t) { /* the error (out of memory, naming the node) is recorded */

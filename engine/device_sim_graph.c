@@ -60,6 +60,10 @@ static void unborrow(tide_tensor *v)
 {
     if (!v)
         return;
+    if (v->buf->dealloc != keep_memory) { /* an input in host memory, held (record) */
+        tide_tensor_release(v);
+        return;
+    }
     free(v->buf);
     free(v);
 }
@@ -108,7 +112,8 @@ void tide__sim_graph_record(sim_graph *g, tide_device *d, const tide_kernel_spec
             refuse_on_thread(g, "a dead input (control flow) cannot be recorded", kn->name);
             return;
         }
-        if (t && !(r->inputs[i] = borrow(d, t))) {
+        /* an input the kernel reads in host memory (tide_kernel_spec.host_inputs) is held as it is */
+        if (t && !(r->inputs[i] = tide_device_can_read(d, t) ? borrow(d, t) : tide_tensor_retain((tide_tensor *)t))) {
             refuse_on_thread(g, "out of memory recording a kernel", kn->name);
             return;
         }

@@ -209,6 +209,10 @@ const char *tide__registry_suggest(const char *op, char *buf, size_t size);
 /* The first kernel of op for device_type that accepts the bound attrs, or NULL. */
 const tide_kernel_def *tide__registry_kernel(const tide_op_def *op, const char *device_type,
                                              const tide_attrs *bound);
+/* Whether input i (flattened) of node is one kernel k reads in host memory, on a device whose memory the
+ * host cannot read (elsewhere every input is in host memory anyway): an argument its spec's host_inputs
+ * names, or one of the small arguments host_inputs.c lists for accelerators' kernels. */
+bool tide__kernel_host_input(const tide_kernel_def *k, const struct tide_device *device, const tide_node *node, int i);
 
 /* ---------------------------------------------------------------- binding a node to its op */
 

@@ -667,6 +667,47 @@ static tide_status simulate(placer *p, const sim_args *a, double *makespan)
     return TIDE_OK;
 }
 
+/* Whether node k's kernel on device d reads input i in host memory (engine/host_inputs.c). */
+static bool reads_on_host(const placer *p, int k, int d, int i)
+{
+    const tide_device *dev = &p->e->devices[d];
+    if (dev->host_visible)
+        return false;
+    const tide_node *node = p->member[k];
+    return tide__kernel_host_input(tide__registry_kernel(node->op, dev->type, node->attrs), dev, node, i);
+}
+
+/* A constant placed on an accelerator whose every consumer in the plan reads it in host memory there (an
+ * axis, a shape, Dropout's rate: engine/host_inputs.c) runs on the host (device 0) instead, whatever its
+ * request, as TensorFlow keeps such constants in host memory: its value then reaches the kernels with
+ * neither a copy into the device nor one back (the plan's host-memory inputs). A constant alone in its
+ * colocation group only, with a kernel on device 0. */
+static void keep_constants_on_host(placer *p, const sim_args *a)
+{
+    signed char *state = malloc((size_t)p->n + 1); /* per position: 1 read on the host, 0 not yet, -1 no */
+    if (!state)
+        return; /* out of memory: the constants stay where they are (correct, with copies) */
+    for (int j = 0; j < p->n; j++) {
+        int group = p->group_of[j];
+        bool candidate = strcmp(p->member[j]->op->name, "Const") == 0 && p->dev[j] > 0 &&
+                         !p->e->devices[p->dev[j]].host_visible && bit(&p->ker[(size_t)j * (size_t)p->nw], 0) &&
+                         p->group_start[group + 1] - p->group_start[group] == 1;
+        state[j] = candidate ? 0 : -1;
+    }
+    for (int k = 0; k < p->n; k++) {
+        const tide_node *node = p->member[k];
+        for (int i = 0; i < node->num_inputs; i++) {
+            int j = input_pos(p, a, k, i);
+            if (j >= 0 && state[j] >= 0)
+                state[j] = p->dev[k] == p->dev[j] && reads_on_host(p, k, p->dev[k], i) ? 1 : -1;
+        }
+    }
+    for (int j = 0; j < p->n; j++)
+        if (state[j] == 1)
+            p->dev[j] = p->group_dev[p->group_of[j]] = 0;
+    free(state);
+}
+
 /* ---------------------------------------------------------------- results */
 
 /* The warning for member j of a softly placed group whose request its device does not match. */
@@ -834,6 +875,8 @@ tide_status tide__place(tide_engine *e, const tide_graph *g, const int *order, i
         st = candidates(&p);
     if (st == TIDE_OK)
         st = simulate(&p, &a, &makespan);
+    if (st == TIDE_OK && e->num_devices > e->num_cpu_devices)
+        keep_constants_on_host(&p, &a);
     if (st == TIDE_OK)
         st = fill_result(&p, out);
     if (st == TIDE_OK) {

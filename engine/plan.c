@@ -19,8 +19,10 @@
  *      iteration). A _Recv of the root frame has no incoming edge: it is a root whose asynchronous
  *      kernel completes when the value arrives; inside a loop the tensor's producer starts it, once per
  *      iteration. Both run with a dead tensor too, which travels as such. Feeds and fetches are
- *      host tensors and belong to no device (no transfer). Control edges between devices stay plain
- *      edges: in one process the executor orders them directly (a remote partition will need a token
+ *      host tensors and belong to no device (no transfer). An input a kernel on an accelerator reads
+ *      in host memory (host_inputs.c: an axis, a shape, Dropout's rate) whose producer is on the host
+ *      (a feed, a constant placement kept there) is a plain edge: no transfer, no copy. Control edges
+ *      between devices stay plain edges: in one process the executor orders them directly (a remote partition will need a token
  *      Send/Recv for them);
  *   6. wire edges, input slots and pending counts, with virtual feed and fetch items;
  *   6a. order each variable's updates after the step's other readers of its value (below);
@@ -631,6 +633,16 @@ static tide_node *synthetic_node(builder *b, bool send, const transfer *x, tide_
     return n;
 }
 
+/* Whether input i of item k's node reaches it in host memory, without a transfer: its kernel reads that
+ * input on the host (host_inputs.c; k on an accelerator) and item src, which makes it (a node or a
+ * feed), is on a device whose memory the host reads. */
+static bool host_input(const builder *b, int k, int i, int src)
+{
+    const tide_exec_item *it = &b->plan->items[k];
+    return it->kind == ITEM_NODE && b->plan->items[src].device->host_visible &&
+           tide__kernel_host_input(it->kn.kernel, it->device, wiring_node(it), i);
+}
+
 /* The transfers that feeds and fetches need: a fed value consumed on a device whose memory the host
  * cannot read goes there from the host (/cpu:0, where feed items are), and a fetched tensor made on
  * such a device comes back to the host (where fetch items are). */
@@ -645,7 +657,7 @@ static tide_status host_transfers(builder *b, const tide_output *fetches, int nf
             continue;
         for (int i = 0; i < node->num_inputs && st == TIDE_OK; i++) {
             int f = find_feed(b, node->inputs[i].node, node->inputs[i].index);
-            if (f >= 0 && !tide__input_is_ref(node, i))
+            if (f >= 0 && !tide__input_is_ref(node, i) && !host_input(b, k, i, feed_base + f))
                 st = need_transfer(b, feed_base + f, 0, p->items[k].device);
         }
     }
@@ -679,7 +691,7 @@ static tide_status partition(builder *b, const tide_output *fetches, int nf)
             if (tide__input_is_ref(node, i) || find_feed(b, in.node, in.index) >= 0)
                 continue;
             int src = b->node_item[in.node->id];
-            if (p->items[src].device == p->items[k].device)
+            if (p->items[src].device == p->items[k].device || host_input(b, k, i, src))
                 continue;
             if (p->items[src].flow == FLOW_ENTER || p->items[src].flow == FLOW_NEXT) /* placement prevents it */
                 return tide_error_set(b->err, TIDE_INTERNAL, "loop variable '%s' would cross from %s to %s at '%s' "
@@ -917,8 +929,8 @@ static tide_status wire(builder *b, const tide_output *fetches, int nf)
             int src = f >= 0 ? feed_base + f : b->node_item[in.node->id];
             int output = f >= 0 ? 0 : in.index;
             bool back = f < 0 && p->items[src].flow == FLOW_NEXT;
-            int t = find_transfer(b, src, output, p->items[k].device);
-            if (t >= 0) { /* from the _Recv on this item's device */
+            int t = host_input(b, k, i, src) ? -1 : find_transfer(b, src, output, p->items[k].device);
+            if (t >= 0) { /* from the _Recv on this item's device (a host-memory input: straight from the host) */
                 src = b->transfers[t].recv;
                 output = 0;
             }

@@ -218,8 +218,18 @@ static bool replayable_op(const tide_exec_item *it)
     return false;
 }
 
-/* A Const of the host whose value goes only to devices (a GPU has no Const kernel): copied there at
- * the capture, into a buffer the graph holds, and never again. */
+/* Whether edge e of an item ends in an input that a kernel on an accelerator reads in host memory
+ * (engine/host_inputs.c: an axis, a shape, Dropout's rate), handed over without a transfer. */
+static bool to_host_input(const tide_plan *p, const tide_edge *e)
+{
+    const tide_exec_item *dst = &p->items[e->dst];
+    return e->slot >= 0 && dst->kind == ITEM_NODE &&
+           tide__kernel_host_input(dst->kn.kernel, dst->device, dst->node, e->slot - dst->input_base);
+}
+
+/* A Const of the host whose value goes only to devices: through a _Send (a GPU has no Const kernel),
+ * copied there at the capture into a buffer the graph holds and never again, or straight into inputs
+ * the device's kernels read on the host, which the graph records with the value (it never changes). */
 static bool host_constant(const tide_plan *p, int k)
 {
     const tide_exec_item *it = &p->items[k];
@@ -227,8 +237,22 @@ static bool host_constant(const tide_plan *p, int k)
         return false;
     for (int e = 0; e < it->num_edges; e++)
         if (it->edges[e].slot >= 0 && !(is_transfer(&p->items[it->edges[e].dst]) &&
-                                         is_op(&p->items[it->edges[e].dst], "_Send")))
+                                         is_op(&p->items[it->edges[e].dst], "_Send")) &&
+            !to_host_input(p, &it->edges[e]))
             return false;
+    return true;
+}
+
+/* A fed value read on the host by a kernel of the device (a host-memory input, without a transfer): a
+ * replay would keep the value of the capture (the kernel read it when it was launched). */
+static bool fed_to_host_inputs(tide_step_capture *c, const tide_plan *p)
+{
+    for (int k = 0; k < p->num_items; k++)
+        for (int e = 0; p->items[k].kind == ITEM_FEED && e < p->items[k].num_edges; e++)
+            if (to_host_input(p, &p->items[k].edges[e]))
+                return REFUSE("the fed value '%s' is read on the host by node '%s' (a host-memory input): a "
+                              "replay would keep the value fed at the capture", p->feed_names[p->items[k].index],
+                              p->items[p->items[k].edges[e].dst].node->name);
     return true;
 }
 
@@ -332,7 +356,7 @@ static void analyse(tide_step_capture *c, const tide_plan *p)
                     producer[p->items[k].edges[e].slot] = k;
                     producer_output[p->items[k].edges[e].slot] = p->items[k].edges[e].output;
                 }
-        c->eligible = check_items(c, p, producer, producer_output);
+        c->eligible = check_items(c, p, producer, producer_output) && fed_to_host_inputs(c, p);
         for (int f = 0; c->eligible && f < p->num_fetches; f++)
             if (c->fetch_item[f] < 0)
                 c->eligible = REFUSE("the fetch '%s' is not made on the device (a fed value, or nothing to capture)",

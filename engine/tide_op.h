@@ -158,6 +158,15 @@ typedef struct tide_kernel_spec {
      * calls of ctx are valid), fills *loops and returns true when this node's computation is one loop
      * over its elements that fusion may run tile by tile (tide_elementwise); false otherwise. */
     bool (*elementwise)(tide_kernel_ctx *ctx, tide_elementwise *loops);
+    /* Inputs the kernel reads on the host (TensorFlow's HostMemory): bit a set for the op's input
+     * argument a (every tensor of a list argument). Small arguments a kernel needs before it can launch
+     * anything (Dropout's rate, axes, shapes): on an accelerator the plan hands such an input over in
+     * host memory, without a copy, when its producer is on the host (a constant, which placement then
+     * keeps on the host, or a fed value); one made in the accelerator's memory stays there (the kernel
+     * reads it back). Besides these bits, every kernel of an accelerator (gpu, sim) reads the small
+     * arguments engine/host_inputs.c lists for its op there; on the CPU every input is in host memory
+     * anyway (docs/devices.md, "Host-memory inputs"). */
+    unsigned host_inputs;
 } tide_kernel_spec;
 
 void tide_kernel_register(const tide_kernel_spec *spec);

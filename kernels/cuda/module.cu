@@ -74,7 +74,8 @@ int64_t cuda_read_ints(tide_kernel_ctx *ctx, const tide_tensor *t, int64_t *out,
                           (long long)n, (long long)max);
         return -1;
     }
-    const void *src = tide_tensor_device_pointer(t);
+    const void *host = tide_tensor_data(t); /* an input in host memory (host_inputs): read where it is */
+    const void *src = host ? NULL : tide_tensor_device_pointer(t);
     size_t bytes = tide_tensor_byte_size(t);
     int32_t small[64];
     void *dst = dt == TIDE_INT32 ? (void *)small : (void *)out;
@@ -82,13 +83,14 @@ int64_t cuda_read_ints(tide_kernel_ctx *ctx, const tide_tensor *t, int64_t *out,
         tide_kernel_error(ctx, TIDE_INVALID_ARGUMENT, "%s has %lld elements, at most 64 are allowed", what, (long long)n);
         return -1;
     }
-    if (n > 0) {
+    if (n > 0 && host) {
+        memcpy(dst, host, bytes); /* no wait for the GPU: nothing on a stream wrote it */
+    } else if (n > 0) { /* made in GPU memory: read back, which waits for the stream (and forbids capture) */
         cudaStream_t s = cuda_begin(ctx);
         if (!s)
             return -1;
-        /* a tensor in host memory (device pointer NULL) is read where it is: the engine's own copy */
         if (!src) {
-            tide_kernel_error(ctx, TIDE_INTERNAL, "%s is in host memory: the plan should have copied it", what);
+            tide_kernel_error(ctx, TIDE_INTERNAL, "%s is in neither host nor GPU memory", what);
             return -1;
         }
         if (cuda_check(ctx, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s), what) != TIDE_OK ||
@@ -125,7 +127,12 @@ bool cuda_read_float(tide_kernel_ctx *ctx, const tide_tensor *t, float *out, con
                           tide_dtype_name(tide_tensor_dtype(t)), cuda_shape_str(tide_tensor_shape(t)));
         return false;
     }
-    cudaStream_t s = cuda_begin(ctx);
+    const float *host = (const float *)tide_tensor_data(t);
+    if (host) { /* in host memory (tide_kernel_spec.host_inputs: Dropout's rate): no wait for the GPU */
+        *out = *host;
+        return true;
+    }
+    cudaStream_t s = cuda_begin(ctx); /* made in GPU memory: read back, waiting for the stream */
     return s && cuda_check(ctx, cudaMemcpyAsync(out, fptr(t), 4, cudaMemcpyDeviceToHost, s), what) == TIDE_OK &&
            cuda_check(ctx, cudaStreamSynchronize(s), what) == TIDE_OK;
 }

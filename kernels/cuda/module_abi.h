@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /* Raised whenever the table below or the kernel list changes: a module of another version is refused. */
-#define TIDE_CUDA_ABI_VERSION 6
+#define TIDE_CUDA_ABI_VERSION 7 /* 7: small arguments may arrive in host memory (engine/host_inputs.c) */
 
 /* Flags of a kernel entry. */
 enum {

@@ -78,7 +78,9 @@ __global__ void dropout_kernel(const float *x, float *y, float *mask, int64_t n,
     }
 }
 
-/* Dropout(x, rate) -> y, mask; rate is read back to the host (the check and the scale). */
+/* Dropout(x, rate) -> y, mask; rate is read on the host (the check and the scale). It is a host-memory
+ * argument (engine/host_inputs.c): a constant or fed rate arrives in host memory and is read without
+ * waiting for the GPU; a rate computed on the GPU is read back (cuda_read_float), which waits. */
 extern "C" tide_status cuda_dropout(tide_kernel_ctx *ctx, void *node_state)
 {
     const tide_tensor *x = tide_kernel_input(ctx, 0), *r = tide_kernel_input(ctx, 1);

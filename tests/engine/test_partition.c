@@ -695,6 +695,7 @@ typedef struct stats {
     long graphs, plans, crossing_edges, transfers, alap_edges, cross_control, merged, runs, aborted_runs;
     long conds, loops, loop_transfers;  /* conds and loops generated; transfers inside a loop's frame */
     long sim_items, feeds_in, fetches_out; /* nodes on simulated devices; feeds copied in, fetches out */
+    long host_inputs; /* data edges into an input a device kernel reads in host memory, made on the host */
 } stats;
 
 static stats totals;
@@ -873,9 +874,17 @@ static int add_pair(pair *pairs, int np, int cap, pair x)
     return np;
 }
 
+/* Whether input i of item k is one its kernel reads in host memory (engine/host_inputs.c) and item
+ * producer, which makes it, is on a device the host reads: then the edge is direct, with no transfer. */
+static bool host_input_edge(const tide_plan *p, int k, int i, int producer)
+{
+    const tide_exec_item *it = &p->items[k];
+    return p->items[producer].device->host_visible && tide__kernel_host_input(it->kn.kernel, it->device, it->node, i);
+}
+
 /* Every data input of every graph node in the plan: from a feed item (through a transfer to an
- * accelerator), straight from its producer (same device), or through a transfer. Collects the pairs;
- * returns how many. */
+ * accelerator), straight from its producer (same device, or a host-memory input made on the host), or
+ * through a transfer. Collects the pairs; returns how many. */
 static int check_data_edges(const plan_view *v, const gen *G, pair *pairs, int cap)
 {
     const tide_plan *p = v->p;
@@ -888,8 +897,9 @@ static int check_data_edges(const plan_view *v, const gen *G, pair *pairs, int c
             tide_output in = it->node->inputs[i];
             int slot = SLOT(v, it, i);
             int f = fed_item(v, G, in.node, in.index);
-            if (f >= 0 && it->device->host_visible) {
+            if (f >= 0 && (it->device->host_visible || host_input_edge(p, k, i, f))) {
                 CHECK(v->slot_item[slot] == f);
+                totals.host_inputs += !it->device->host_visible;
                 continue;
             }
             if (f >= 0) { /* to an accelerator from the host */
@@ -901,8 +911,9 @@ static int check_data_edges(const plan_view *v, const gen *G, pair *pairs, int c
             int src = v->node_item[in.node->id];
             if (!CHECK(src >= 0))
                 continue;
-            if (p->items[src].device == it->device) {
+            if (p->items[src].device == it->device || host_input_edge(p, k, i, src)) {
                 CHECK(v->slot_item[slot] == src && v->slot_output[slot] == in.index);
+                totals.host_inputs += p->items[src].device != it->device;
                 continue;
             }
             totals.crossing_edges++;
@@ -987,9 +998,9 @@ static void check_pairs(const plan_view *v, const gen *G, const pair *pairs, int
     totals.alap_edges += alap;
 }
 
-/* No data edge joins two node items on different devices; control edges may (in one process the
- * executor orders them directly, plan.c says): each graph control input is a plain edge, except one
- * from a fed Placeholder, which does not run. */
+/* No data edge joins two node items on different devices but into a host-memory input made on the host
+ * (host_input_edge); control edges may (in one process the executor orders them directly, plan.c says):
+ * each graph control input is a plain edge, except one from a fed Placeholder, which does not run. */
 static void check_edges_and_control(const plan_view *v)
 {
     const tide_plan *p = v->p;
@@ -998,7 +1009,8 @@ static void check_edges_and_control(const plan_view *v)
         for (int e = 0; e < it->num_edges; e++) {
             const tide_edge *edge = &it->edges[e];
             const tide_exec_item *dst = &p->items[edge->dst];
-            if (it->kind != ITEM_NODE || dst->kind != ITEM_NODE || it->device == dst->device)
+            if (it->kind != ITEM_NODE || dst->kind != ITEM_NODE || it->device == dst->device ||
+                (edge->slot >= 0 && dst->node->id >= 0 && host_input_edge(p, edge->dst, edge->slot - dst->input_base, k)))
                 continue;
             CHECK(edge->slot < 0 && edge->output < 0);
             totals.cross_control++;
@@ -1018,13 +1030,16 @@ static void check_edges_and_control(const plan_view *v)
     }
 }
 
-/* Node n (of item it, its own or merged into it) is assigned its item's device, as requested. */
-static void check_device(const tide_exec_item *it, const tide_node *n, const gen *G)
+/* Node n (of item it, its own or merged into it) is assigned its item's device, as requested; but a
+ * constant requested on an accelerator whose consumers read it in host memory there, which runs on the
+ * host (device 0: docs/devices.md, "Host-memory inputs"). */
+static void check_device(const plan_view *v, const tide_exec_item *it, const tide_node *n, const gen *G)
 {
     const char *assigned = tide_node_assigned_device(n);
     CHECK(assigned && strcmp(assigned, it->device->name) == 0);
-    if (n->id >= 0 && G->request[n->id] >= 0)
-        CHECK(it->device->index == G->request[n->id]);
+    if (n->id >= 0 && G->request[n->id] >= 0 && it->device->index != G->request[n->id])
+        CHECK(strcmp(tide_node_op(n), "Const") == 0 && it->device->index == 0 &&
+              !tide_engine_device_host_visible(v->e, G->request[n->id]));
 }
 
 /* Every node item runs on its node's assigned device, and an exact request is honoured. */
@@ -1035,9 +1050,9 @@ static void check_devices(const plan_view *v, const gen *G)
         const tide_exec_item *it = &p->items[k];
         if (it->kind == ITEM_NODE) {
             totals.sim_items += it->node->id >= 0 && !it->device->host_visible;
-            check_device(it, it->node, G);
+            check_device(v, it, it->node, G);
             for (int t = 0; t < it->num_twins; t++)
-                check_device(it, it->twins[t], G);
+                check_device(v, it, it->twins[t], G);
         }
     }
 }
@@ -1205,10 +1220,11 @@ static void test_random_graphs(void)
         check_graph(seed0 + (uint64_t)i, ref, engines);
     fprintf(stderr, "\n  %ld graphs, %ld plans: %ld data edges crossing devices, %ld transfers, %ld ALAP edges, %ld "
             "cross-device control edges, %ld nodes merged by CSE, %ld runs; %ld conds and %ld while loops, %ld "
-            "transfers inside loops; %ld nodes on simulated devices, %ld feeds copied in, %ld fetches copied out ",
+            "transfers inside loops; %ld nodes on simulated devices, %ld feeds copied in, %ld fetches copied out, %ld "
+            "host-memory inputs from the host ",
             totals.graphs, totals.plans, totals.crossing_edges, totals.transfers, totals.alap_edges, totals.cross_control,
             totals.merged, totals.runs, totals.conds, totals.loops, totals.loop_transfers, totals.sim_items,
-            totals.feeds_in, totals.fetches_out);
+            totals.feeds_in, totals.fetches_out, totals.host_inputs);
     CU_ASSERT_EQUAL(totals.graphs, n);
     CU_ASSERT(totals.transfers - transfers0 >= n); /* round robin alone crosses in most graphs */
     CU_ASSERT(totals.cross_control > 0 && totals.alap_edges > 0 && totals.merged > 0);

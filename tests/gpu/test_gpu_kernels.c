@@ -991,6 +991,97 @@ static void test_dropout(void)
     FAILS("Dropout", bad, NULL, TIDE_INVALID_ARGUMENT, "rate must be in [0, 1)");
 }
 
+/* A node of g: op with inputs, on `where` (NULL: wherever placement puts it). */
+static tide_node *node_on(tide_graph *g, const char *op, const char *name, tide_output *ins, int n, tide_attrs *attrs,
+                          const char *where, tide_error *err)
+{
+    tide_node_builder *b = tide_node_builder_new(g, op, name);
+    tide_node_builder_add_inputs_flat(b, ins, n);
+    if (attrs)
+        tide_attrs_merge(tide_node_builder_attrs(b), attrs);
+    if (where)
+        tide_node_builder_set_device(b, where);
+    return tide_node_builder_finish(b, err);
+}
+
+/* Dropout's rate is a host-memory input of its kernel on the device (tide_kernel_spec.host_inputs): made
+ * on the host — a constant (which placement then keeps on /cpu:0) or a fed value — it reaches the kernel
+ * without a transfer (no _Recv of it in the traced step); made on the device (an Identity there) it stays
+ * in device memory and the kernel reads it back. y and mask are the CPU's, bit for bit, every way. */
+static void test_dropout_rate_on_host(void)
+{
+    tide_tensor *x = U(-2, 2, 37, 19), *cpu[2] = {0};
+    tide_tensor *cpu_in[] = {tide_tensor_retain(x), SCALAR(0.3f)};
+    tide_attrs *a = tide_attrs_new();
+    tide_attrs_set_int(a, "seed", 42);
+    tide_attrs_set_int(a, "seed2", 9);
+    char placed[256];
+    tide_error *err = tide_error_new();
+    CU_ASSERT_EQUAL_FATAL(run_on("/cpu:0", "Dropout", cpu_in, 2, a, cpu, 2, placed, sizeof placed, err), TIDE_OK);
+    for (int how = 0; how < 3; how++) { /* the rate: a constant, fed, made on the device */
+        tide_graph *g = tide_graph_new();
+        tide_node_builder *pb = tide_node_builder_new(g, "Placeholder", "x");
+        tide_attrs_set_type(tide_node_builder_attrs(pb), "dtype", TIDE_FLOAT32);
+        tide_node_builder_set_device(pb, "/cpu:0");
+        tide_node *px = tide_node_builder_finish(pb, err);
+        tide_tensor *rv = SCALAR(0.3f);
+        tide_node *rate = NULL;
+        if (how == 1) {
+            tide_node_builder *rb = tide_node_builder_new(g, "Placeholder", "rate");
+            tide_attrs_set_type(tide_node_builder_attrs(rb), "dtype", TIDE_FLOAT32);
+            tide_node_builder_set_device(rb, "/cpu:0");
+            rate = tide_node_builder_finish(rb, err);
+        } else {
+            tide_attrs *ca = tide_attrs_new();
+            tide_attrs_set_tensor(ca, "value", rv);
+            tide_attrs_set_type(ca, "dtype", TIDE_FLOAT32);
+            rate = node_on(g, "Const", "rate", NULL, 0, ca, NULL, err);
+            tide_attrs_free(ca);
+            if (how == 2)
+                rate = node_on(g, "Identity", "rate_on_device", (tide_output[]){{rate, 0}}, 1, NULL, device, err);
+        }
+        tide_node *drop = node_on(g, "Dropout", "drop", (tide_output[]){{px, 0}, {rate, 0}}, 2, a, device, err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(drop);
+        tide_session *s = tide_session_new(engine, g, NULL, err);
+        tide_feed feeds[2] = {{{px, 0}, x}, {{rate, 0}, rv}};
+        tide_output fetches[2] = {{drop, 0}, {drop, 1}};
+        tide_tensor *got[2] = {0};
+        tide_step_stats *stats = NULL;
+        tide_run_options ro = {.trace = true};
+        tide_status st = tide_session_run(s, &ro, feeds, how == 1 ? 2 : 1, fetches, 2, got, NULL, 0, &stats, err);
+        if (st != TIDE_OK)
+            fprintf(stderr, "Dropout on %s (rate %s): %s\n", device, how == 0 ? "constant" : how == 1 ? "fed" : "on the device",
+                    tide_error_message(err));
+        CU_ASSERT_EQUAL(st, TIDE_OK);
+        int rate_copies = 0;
+        for (int i = 0; i < tide_step_stats_count(stats); i++) {
+            const char *name = tide_node_name(tide_step_stats_at(stats, i)->node);
+            rate_copies += strncmp(name, "rate", 4) == 0 && strstr(name, "/_recv_on_") != NULL;
+        }
+        const char *drop_at = tide_node_assigned_device(drop), *rate_at = tide_node_assigned_device(rate);
+        CU_ASSERT(drop_at && strstr(drop_at, device + 1 /* "gpu:0" */) != NULL);
+        if (how < 2) /* made on the host: handed over uncopied */
+            CU_ASSERT_EQUAL(rate_copies, 0);
+        if (how == 0) /* a constant is evaluated on the host (a fed one is not placed: it does not run) */
+            CU_ASSERT(rate_at && strstr(rate_at, "cpu:0") != NULL);
+        for (int o = 0; st == TIDE_OK && o < 2; o++)
+            th_assert_close_impl(got[o], cpu[o], 0, 0, __FILE__, __LINE__);
+        for (int o = 0; o < 2; o++)
+            tide_tensor_release(got[o]);
+        tide_step_stats_free(stats);
+        tide_tensor_release(rv);
+        tide_session_free(s);
+        tide_graph_free(g);
+    }
+    for (int o = 0; o < 2; o++)
+        tide_tensor_release(cpu[o]);
+    tide_tensor_release(x);
+    for (int i = 0; i < 2; i++)
+        tide_tensor_release(cpu_in[i]);
+    tide_attrs_free(a);
+    tide_error_free(err);
+}
+
 /* ---------------------------------------------------------------- gradients on the device */
 
 /* loss = SoftmaxCrossEntropy(Relu(x W + b) W2, labels) summed, built on `where`; *dxs gets d loss /
@@ -1163,6 +1254,7 @@ int main(void)
                                     TH_TEST(test_const),     TH_TEST(test_other_dtypes),
                                     TH_TEST(test_random),  TH_TEST(test_optimizers),
                                     TH_TEST(test_state_updates), TH_TEST(test_dropout),
+                                    TH_TEST(test_dropout_rate_on_host),
                                     TH_TEST(test_gradients), TH_END};
     int rc = th_main("gpu_kernels", tests);
     tide_engine_free(engine);
