@@ -12,7 +12,7 @@
 #   3. the suites 'cuda' and 'gpu': the device interface on /gpu:0 (test_gpu), every GPU kernel against
 #      the CPU's with the gradients on the GPU (test_gpu_kernels: float16/bfloat16 MatMul, BatchMatMul and
 #      convolutions (test_half_products), pooling where cuDNN cannot pad evenly (test_pool), Assign of
-#      every dtype with AssignAdd/AssignSub (test_state_updates), Dropout (test_dropout) among them), the
+#      every dtype with AssignAdd/AssignSub (test_state_updates), Dropout (test_dropout; its rate a host-memory input, uncopied: test_dropout_rate_on_host) among them), the
 #      host-side checks; and the random-graph partition test and device-interface suites as a control;
 #      then each test of test_gpu_kernels on its own, so that a failing one is named with its time;
 #   4. compute-sanitizer (memcheck) over the kernel checks, where the toolkit has it;
@@ -59,7 +59,7 @@ step() { echo; echo "== $* ($(date -u +%T))"; }
   timeout 240 meson test -C $b --no-rebuild --print-errorlogs --suite cuda --suite gpu test_devices test_partition \
     test_transfers 2>&1 | tail -40
   cp $b/meson-logs/testlog.txt "$out/gpu-testlog.txt" 2>/dev/null
-  for t in test_half_products test_pool test_state_updates test_dropout; do
+  for t in test_half_products test_pool test_state_updates test_dropout test_dropout_rate_on_host; do
     start=$(date +%s)
     TIDE_TEST_ONLY=$t timeout 60 $b/tests/gpu_test_gpu_kernels > "$out/gpu-$t.log" 2>&1
     echo "test_gpu_kernels.$t: exit status $? in $(( $(date +%s) - start )) s (0: passed; $out/gpu-$t.log)"
@@ -68,7 +68,7 @@ step() { echo; echo "== $* ($(date -u +%T))"; }
   step "compute-sanitizer"
   cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
   if [ -n "$cs" ]; then
-    (TIDE_TEST_ONLY=test_binary,test_reductions,test_matmul,test_softmax,test_data,test_optimizers,test_half_products,test_pool,test_state_updates,test_dropout \
+    (TIDE_TEST_ONLY=test_binary,test_reductions,test_matmul,test_softmax,test_data,test_optimizers,test_half_products,test_pool,test_state_updates,test_dropout,test_dropout_rate_on_host \
       timeout 180 "$cs" --tool memcheck --error-exitcode 9 $b/tests/gpu_test_gpu_kernels 2>&1
      echo "compute-sanitizer exit status: $? (9: errors found, 124: out of time)") | tail -16
   else
