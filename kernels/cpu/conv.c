@@ -92,6 +92,7 @@
 #include "../../engine/ops/conv_ops.h"
 #include "../../engine/ops/op_util.h"
 #include "conv_filter.h"
+#include "conv_isa.h"
 #include "conv_slices.h"
 #include "conv_winograd.h"
 #include "cpu_util.h"
@@ -104,23 +105,6 @@
 #define MAX_SLICES 8               /* filter gradient: partial sums */
 #define NS_PER_FLOP 0.012          /* cost model for parallel_for: ~80 GFLOP/s per core */
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define HAVE_X86_DISPATCH 1
-#if defined(__clang__)
-#define AVX2_FN __attribute__((target("avx2,fma")))
-#else
-/* GCC does not contract a*b+c into an FMA in ISO C mode unless told so per function. */
-#define AVX2_FN __attribute__((target("avx2,fma"), optimize("fp-contract=fast")))
-#endif
-#if defined(__clang__)
-#define AVX512_FN __attribute__((target("avx512f,avx2,fma")))
-#else
-#define AVX512_FN __attribute__((target("avx512f,avx2,fma"), optimize("fp-contract=fast")))
-#endif
-#else
-#define HAVE_X86_DISPATCH 0
-#endif
-#define INLINE static inline __attribute__((always_inline))
 
 /* A contiguous run of k (same kh, and same kw when dilated) at canvas offset `off` from a pixel's
  * top-left corner, `len` elements long. */

@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "conv_filter.h"
+#include "conv_isa.h"
 #include "conv_slices.h"
 #include "cpu_util.h"
 
@@ -53,20 +54,6 @@
 #define MAX_SLICES 8              /* partial sums (slices of the batch) */
 #define NS_PER_FLOP 0.006         /* cost model for parallel_for: ~160 GFLOP/s per core */
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define HAVE_X86_DISPATCH 1
-#if defined(__clang__)
-#define AVX2_FN __attribute__((target("avx2,fma")))
-#define AVX512_FN __attribute__((target("avx512f,avx2,fma")))
-#else
-/* GCC does not contract a*b+c into an FMA in ISO C mode unless told so per function. */
-#define AVX2_FN __attribute__((target("avx2,fma"), optimize("fp-contract=fast")))
-#define AVX512_FN __attribute__((target("avx512f,avx2,fma"), optimize("fp-contract=fast")))
-#endif
-#else
-#define HAVE_X86_DISPATCH 0
-#endif
-#define INLINE static inline __attribute__((always_inline))
 
 /* n pixels: the first one's x (at channel 0 of the pixel) and dy; the next ones xstride and dstride
  * elements further on. */
